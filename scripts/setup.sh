@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# One-shot set-up on a fresh machine: a project virtualenv (.venv) with agentstudy and its dev
+# tools, and the Claude Code CLI pinned to 2.1.296 in the git-ignored folder .tools/claude-code.
+# Idempotent: re-running it only checks what is already there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+CLAUDE_CODE_VERSION="2.1.296"
+PYTHON="${PYTHON:-python3}"
+
+if [ ! -x .venv/bin/python ]; then
+  "$PYTHON" -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+
+claude=.tools/claude-code/node_modules/.bin/claude
+if [ ! -x "$claude" ] || [ "$("$claude" --version 2>/dev/null | awk '{print $1}')" != "$CLAUDE_CODE_VERSION" ]; then
+  mkdir -p .tools/claude-code
+  (cd .tools/claude-code && npm install --no-audit --no-fund --loglevel=error \
+      "@anthropic-ai/claude-code@${CLAUDE_CODE_VERSION}")
+fi
+echo "setup: $(.venv/bin/python --version), claude $("$claude" --version)"

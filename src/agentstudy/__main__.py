@@ -1,0 +1,5 @@
+"""Allow ``python -m agentstudy``."""
+
+from agentstudy.cli import main
+
+main()

@@ -1,0 +1,1 @@
+"""State machines that alone decide which run and attempt transitions are legal."""

@@ -1,0 +1,1 @@
+"""Pure money arithmetic: price tables, attempt costs, reservations and settlement (Decimal USD)."""

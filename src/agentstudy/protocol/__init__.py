@@ -1,0 +1,1 @@
+"""Pure data contracts: manifests, schedules, prompts and ledger records (no IO)."""

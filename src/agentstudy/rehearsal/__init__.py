@@ -1,0 +1,1 @@
+"""Zero-spend rehearsal: a scripted Messages API server, an example study and an example MCP server."""

@@ -1,0 +1,1 @@
+"""Study loops: preflight, schedule walking, stop rules and summaries; they drive the fsm."""
