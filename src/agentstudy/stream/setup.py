@@ -1,0 +1,95 @@
+"""Setup checks of a CLI attempt from its transcript (seed 000, "Setup is checked from the stream-json").
+
+An attempt's answer counts only if the agent ran with exactly the configured model, tool
+set and MCP servers, called only allowed tools, and lost no treatment. Returns problems;
+never raises.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agentstudy.stream.transcript import Transcript
+
+BUILTIN_READ_TOOLS: tuple[str, ...] = ("Read", "Grep", "Glob")
+
+
+@dataclass(frozen=True)
+class SetupExpectations:
+    """What the attempt's configuration promises.
+
+    Attributes:
+        model: the ``--model`` value the init event must echo.
+        tools: the exact tool set init must list (full names, e.g. ``mcp__doc-bridge__doc_search``).
+        mcp_server: the one MCP server that must be ``connected`` (doc-bridge arm), or ``None``
+            when no server and no ``mcp__`` tool may appear (repository-only arm).
+    """
+
+    model: str
+    tools: tuple[str, ...]
+    mcp_server: str | None
+
+
+def _check_init(init: dict[str, Any] | None, expected: SetupExpectations) -> list[str]:
+    if init is None:
+        return ["no init event"]
+    problems: list[str] = []
+    if init.get("model") != expected.model:
+        problems.append(f"init model {init.get('model')!r} is not {expected.model!r}")
+    tools = init.get("tools")
+    if not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):
+        problems.append("init tools is not a list of names")
+    else:
+        duplicates = sorted(name for name, n in Counter(tools).items() if n > 1)
+        missing = sorted(set(expected.tools) - set(tools))
+        extra = sorted(set(tools) - set(expected.tools))
+        if duplicates:
+            problems.append(f"duplicate tools {duplicates}")
+        if missing:
+            problems.append(f"missing tools {missing}")
+        if extra:
+            problems.append(f"unexpected tools {extra}")
+        if expected.mcp_server is None and any(t.startswith("mcp__") for t in tools):
+            problems.append("an MCP tool is present in the repository-only arm")
+    servers = init.get("mcp_servers")
+    if not isinstance(servers, list):
+        problems.append("init mcp_servers is not a list")
+    elif expected.mcp_server is None:
+        if servers:
+            problems.append("an MCP server is present in the repository-only arm")
+    else:
+        states = [(s.get("name"), s.get("status")) for s in servers if isinstance(s, dict)]
+        if states != [(expected.mcp_server, "connected")] or len(servers) != 1:
+            problems.append(f"MCP servers {states} are not exactly one connected {expected.mcp_server!r}")
+    return problems
+
+
+def check_setup(
+    transcript: Transcript, expected: SetupExpectations, allowed_tools: Sequence[str]
+) -> list[str]:
+    """Every setup problem of an attempt, shape problems first.
+
+    Args:
+        transcript: the parsed stream.
+        expected: the init expectations of the attempt's arm.
+        allowed_tools: the full names the agent may call (the arm's ``--allowedTools``).
+    """
+    problems = list(transcript.shape_problems)
+    problems.extend(_check_init(transcript.init, expected))
+    allowed = set(allowed_tools)
+    outside = sorted({use.name for use in transcript.tool_uses.values() if use.name not in allowed})
+    if outside:
+        problems.append(f"tool calls outside the allowed set {outside}")
+    denials = transcript.permission_denials()
+    denied = sorted({str(d["tool_name"]) for d in denials if d["tool_name"] not in BUILTIN_READ_TOOLS})
+    if denied:
+        problems.append(f"permission denials of {denied}")
+    if expected.mcp_server is not None:
+        prefix = f"mcp__{expected.mcp_server}__"
+        mcp_ids = [i for i, use in transcript.tool_uses.items() if use.name.startswith(prefix)]
+        if mcp_ids and all(i in transcript.tool_errors for i in mcp_ids):
+            problems.append("every MCP tool call returned an error (treatment lost)")
+    return problems

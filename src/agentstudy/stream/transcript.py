@@ -1,0 +1,163 @@
+"""Parse a Claude Code stream-json transcript into facts (seed 000, "The stream is read line by line").
+
+Tolerant of what the real CLI emits: unknown ``system`` subtypes, ``stream_event`` lines, a
+first line that is not ``init``, and several ``assistant`` events sharing one ``message.id``
+(one per content block). Shape problems are collected, never raised: a non-JSON line, not
+exactly one ``result``, a ``result`` that is not last, more than one ``init``. The last
+``result`` is still read, so that its cost can be charged.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ToolUse:
+    """A ``tool_use`` block: its ``id`` and full tool ``name``."""
+
+    id: str
+    name: str
+
+
+@dataclass
+class Transcript:
+    """Facts read from one transcript.
+
+    Attributes:
+        events: every JSON object line, in order.
+        shape_problems: reasons the stream's shape is broken (setup problems).
+        init: the first ``system``/``init`` event, if any.
+        result: the last ``result`` event, if any.
+        tool_uses: distinct ``tool_use`` blocks by id, in first-seen order.
+        tool_errors: ids of ``tool_use`` blocks whose ``tool_result`` had ``is_error: true``.
+        answered_tool_ids: ids of ``tool_use`` blocks that received any ``tool_result``.
+        message_prompts: prompt size (input + cache read + cache write tokens) per distinct
+            ``message.id`` of ``assistant`` events.
+    """
+
+    events: list[dict[str, Any]] = field(default_factory=list)
+    shape_problems: list[str] = field(default_factory=list)
+    init: dict[str, Any] | None = None
+    result: dict[str, Any] | None = None
+    tool_uses: dict[str, ToolUse] = field(default_factory=dict)
+    tool_errors: set[str] = field(default_factory=set)
+    answered_tool_ids: set[str] = field(default_factory=set)
+    message_prompts: dict[str, int] = field(default_factory=dict)
+
+    def tool_calls_by_name(self) -> dict[str, int]:
+        """Count of distinct ``tool_use`` ids per full tool name (refused calls included)."""
+        counts: dict[str, int] = {}
+        for use in self.tool_uses.values():
+            counts[use.name] = counts.get(use.name, 0) + 1
+        return counts
+
+    def tool_errors_by_name(self) -> dict[str, int]:
+        """Count of ``tool_result`` blocks with ``is_error: true`` per full tool name."""
+        counts: dict[str, int] = {}
+        for tool_id in self.tool_errors:
+            use = self.tool_uses.get(tool_id)
+            if use is not None:
+                counts[use.name] = counts.get(use.name, 0) + 1
+        return counts
+
+    def permission_denials(self) -> list[dict[str, Any]]:
+        """The result's ``permission_denials`` entries (``tool_name``, ``tool_use_id``, ``tool_input``)."""
+        denials = self.result.get("permission_denials") if self.result else None
+        if not isinstance(denials, list):
+            return []
+        return [
+            {
+                "tool_name": d.get("tool_name"),
+                "tool_use_id": d.get("tool_use_id"),
+                "tool_input": d.get("tool_input"),
+            }
+            for d in denials
+            if isinstance(d, Mapping)
+        ]
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def _read_assistant(event: Mapping[str, Any], transcript: Transcript) -> None:
+    message = event.get("message")
+    if not isinstance(message, Mapping):
+        return
+    message_id = message.get("id")
+    usage = message.get("usage")
+    if isinstance(message_id, str) and isinstance(usage, Mapping):
+        prompt = (
+            _int(usage.get("input_tokens"))
+            + _int(usage.get("cache_read_input_tokens"))
+            + _int(usage.get("cache_creation_input_tokens"))
+        )
+        transcript.message_prompts[message_id] = max(prompt, transcript.message_prompts.get(message_id, 0))
+    content = message.get("content")
+    if not isinstance(content, list):
+        return
+    for block in content:
+        if isinstance(block, Mapping) and block.get("type") == "tool_use":
+            tool_id, name = block.get("id"), block.get("name")
+            if isinstance(tool_id, str) and isinstance(name, str) and tool_id not in transcript.tool_uses:
+                transcript.tool_uses[tool_id] = ToolUse(tool_id, name)
+
+
+def _read_user(event: Mapping[str, Any], transcript: Transcript) -> None:
+    message = event.get("message")
+    content = message.get("content") if isinstance(message, Mapping) else None
+    if not isinstance(content, list):
+        return
+    for block in content:
+        if isinstance(block, Mapping) and block.get("type") == "tool_result":
+            tool_id = block.get("tool_use_id")
+            if isinstance(tool_id, str):
+                transcript.answered_tool_ids.add(tool_id)
+                if block.get("is_error") is True:
+                    transcript.tool_errors.add(tool_id)
+
+
+def parse_transcript(lines: Iterable[str]) -> Transcript:
+    """Read stream-json lines (without or with trailing newlines) into a ``Transcript``.
+
+    Blank lines are ignored. Never raises on content: problems land in ``shape_problems``.
+    """
+    transcript = Transcript()
+    init_count = 0
+    results: list[int] = []
+    for number, raw in enumerate(lines, start=1):
+        line = raw.strip()
+        if not line:
+            continue
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            transcript.shape_problems.append(f"line {number} is not JSON")
+            continue
+        if not isinstance(event, dict):
+            transcript.shape_problems.append(f"line {number} is not a JSON object")
+            continue
+        transcript.events.append(event)
+        kind = event.get("type")
+        if kind == "system" and event.get("subtype") == "init":
+            init_count += 1
+            if transcript.init is None:
+                transcript.init = event
+        elif kind == "assistant":
+            _read_assistant(event, transcript)
+        elif kind == "user":
+            _read_user(event, transcript)
+        elif kind == "result":
+            results.append(len(transcript.events) - 1)
+            transcript.result = event
+    if init_count > 1:
+        transcript.shape_problems.append(f"{init_count} init events")
+    if len(results) != 1:
+        transcript.shape_problems.append(f"{len(results)} result events, expected exactly one")
+    if results and results[-1] != len(transcript.events) - 1:
+        transcript.shape_problems.append("the result event is not the last event")
+    return transcript

@@ -1,0 +1,162 @@
+"""Arguments and environment of a Claude Code attempt (seed 000, "CLI transport contract"). Pure.
+
+Both arms get the same argument list except the ``--allowedTools`` value and the
+``--mcp-config`` value. The prompt comes last, right after ``--``, because the variadic
+flags (``--tools``, ``--allowedTools``, ``--disallowedTools``, ``--mcp-config``) would
+swallow it otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from agentstudy.protocol.manifest import DOC_BRIDGE_MCP
+from agentstudy.protocol.prompt import MAX_PROMPT_BYTES
+
+BUILTIN_TOOLS: tuple[str, ...] = ("Read", "Grep", "Glob")
+STATIC_DENIED_TOOLS: tuple[str, ...] = (
+    "Bash",
+    "Edit",
+    "MultiEdit",
+    "Write",
+    "NotebookEdit",
+    "WebFetch",
+    "WebSearch",
+    "Task",
+    "Agent",
+)
+PASSED_THROUGH_ENV: tuple[str, ...] = ("PATH", "USER", "LOGNAME", "LANG", "LC_ALL", "TERM")
+QUIET_ENV: Mapping[str, str] = {
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    "DISABLE_TELEMETRY": "1",
+    "DISABLE_AUTOUPDATER": "1",
+    "DISABLE_ERROR_REPORTING": "1",
+    "CLAUDE_CODE_MAX_RETRIES": "0",
+}
+"""Stop all traffic but the Messages API, and make the CLI's own retries visible as failures."""
+FORBIDDEN_ENV: tuple[str, ...] = ("ANTHROPIC_API_KEY",)
+
+
+def mcp_tool_name(server: str, tool: str) -> str:
+    """The CLI's name for an MCP tool: ``mcp__<server>__<tool with dots as underscores>``."""
+    return f"mcp__{server}__{tool.replace('.', '_')}"
+
+
+@dataclass(frozen=True)
+class McpServerSpec:
+    """The MCP server under study (ARCHITECTURE decision 8).
+
+    Attributes:
+        name: server name in the CLI's MCP config (``doc-bridge``).
+        command: executable and arguments; ``{root}`` and ``{pin}`` are replaced by the
+            corpus checkout and its pin.
+        read_only_tools: the tools the agent may call, as the server lists them.
+        probe_tool: the freshness probe called before the run, with ``probe_arguments``.
+    """
+
+    name: str
+    command: tuple[str, ...]
+    read_only_tools: tuple[str, ...] = ("doc.search", "doc.get", "handoff.resolve")
+    probe_tool: str = "doc.search"
+    probe_arguments: Mapping[str, str] = field(default_factory=lambda: {"query": "the"})
+
+    def argv(self, root: str, pin: str) -> list[str]:
+        """The server's command for one corpus checkout at ``pin``."""
+        return [part.replace("{root}", root).replace("{pin}", pin) for part in self.command]
+
+    def allowed_names(self) -> tuple[str, ...]:
+        """The CLI names of the read-only tools."""
+        return tuple(mcp_tool_name(self.name, tool) for tool in self.read_only_tools)
+
+    def denied_names(self, listed_tools: Sequence[str]) -> tuple[str, ...]:
+        """CLI names of every listed tool outside the read-only set (the extra deny list)."""
+        return tuple(mcp_tool_name(self.name, t) for t in listed_tools if t not in self.read_only_tools)
+
+
+@dataclass(frozen=True)
+class ArmTools:
+    """Tool sets of one arm: what init must list, what may be called, and the deny list."""
+
+    expected: tuple[str, ...]
+    allowed: tuple[str, ...]
+    denied: tuple[str, ...]
+    mcp_server: str | None
+
+
+def arm_tools(scenario: str, spec: McpServerSpec, extra_denied: Sequence[str]) -> ArmTools:
+    """The tool sets of ``scenario``; the deny list is identical in both arms."""
+    denied = (*STATIC_DENIED_TOOLS, *extra_denied)
+    if scenario == DOC_BRIDGE_MCP:
+        allowed = (*BUILTIN_TOOLS, *spec.allowed_names())
+        return ArmTools(allowed, allowed, denied, spec.name)
+    return ArmTools(BUILTIN_TOOLS, BUILTIN_TOOLS, denied, None)
+
+
+def mcp_config(scenario: str, spec: McpServerSpec, root: str, pin: str) -> str:
+    """The ``--mcp-config`` JSON: no server in ``repository-only``, the one server otherwise."""
+    if scenario != DOC_BRIDGE_MCP:
+        return json.dumps({"mcpServers": {}}, separators=(",", ":"))
+    command = spec.argv(root, pin)
+    server = {"type": "stdio", "command": command[0], "args": command[1:]}
+    return json.dumps({"mcpServers": {spec.name: server}}, separators=(",", ":"))
+
+
+def cli_arguments(
+    *, model: str, max_budget_usd: str, tools: ArmTools, mcp_config_json: str, prompt: str
+) -> list[str]:
+    """The argument list after the executable (seed 000 ``cliArguments``).
+
+    Raises:
+        ValueError: if the prompt exceeds 8 KiB in UTF-8 (a programming error, not a status).
+    """
+    if len(prompt.encode("utf-8")) > MAX_PROMPT_BYTES:
+        raise ValueError("the prompt is larger than 8 KiB")
+    return [
+        "-p",
+        "--model",
+        model,
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--no-session-persistence",
+        "--max-budget-usd",
+        max_budget_usd,
+        "--disable-slash-commands",
+        "--permission-mode",
+        "dontAsk",
+        "--tools",
+        ",".join(BUILTIN_TOOLS),
+        "--allowedTools",
+        ",".join(tools.allowed),
+        "--disallowedTools",
+        ",".join(tools.denied),
+        "--mcp-config",
+        mcp_config_json,
+        "--strict-mcp-config",
+        "--",
+        prompt,
+    ]
+
+
+def child_environment(
+    parent: Mapping[str, str], *, home: str, tmpdir: str, rehearsal_base_url: str | None
+) -> dict[str, str]:
+    """The child's complete environment, rebuilt from an allowlist.
+
+    ``ANTHROPIC_API_KEY`` is never included. In rehearsal only, ``ANTHROPIC_BASE_URL`` points
+    at the local server and ``ANTHROPIC_AUTH_TOKEN`` holds a dummy token.
+    """
+    env = {key: parent[key] for key in PASSED_THROUGH_ENV if key in parent}
+    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+    env.setdefault("LANG", "C.UTF-8")
+    env["HOME"] = home
+    env["TMPDIR"] = tmpdir
+    env.update(QUIET_ENV)
+    if rehearsal_base_url is not None:
+        env["ANTHROPIC_BASE_URL"] = rehearsal_base_url
+        env["ANTHROPIC_AUTH_TOKEN"] = "rehearsal-dummy-token"  # noqa: S105 - not a credential
+    for key in FORBIDDEN_ENV:
+        env.pop(key, None)
+    return env
