@@ -66,11 +66,14 @@ def _count(entry: Mapping[str, Any], key: str) -> int:
 def parse_model_usage(model_usage: Any) -> dict[str, ModelTokens]:
     """Read ``result.modelUsage`` into token totals per model.
 
+    An empty object is valid: the CLI reports it when no API call was billed (an API error
+    before any usage).
+
     Raises:
-        CostProblem: when it is absent, not an object, empty, or has a malformed count.
+        CostProblem: when it is absent, not an object, or has a malformed count.
     """
-    if not isinstance(model_usage, Mapping) or not model_usage:
-        raise CostProblem("modelUsage is missing or empty")
+    if not isinstance(model_usage, Mapping):
+        raise CostProblem("modelUsage is missing or not an object")
     totals: dict[str, ModelTokens] = {}
     for model, entry in model_usage.items():
         if not isinstance(entry, Mapping):

@@ -1,0 +1,223 @@
+"""A scripted, zero-spend Messages API server on 127.0.0.1 for rehearsals and tests.
+
+:class:`RehearsalServer` runs a small starlette app under uvicorn in a background thread. It
+answers ``POST /v1/messages`` (the Claude Code CLI adds ``?beta=true``) with the reply of
+:func:`agentstudy.rehearsal.policy.next_reply` — as Anthropic server-sent events when the body
+says ``"stream": true``, else as one JSON message — so the real ``claude`` binary can run a whole
+study against it for free. It listens on loopback only and keeps a small in-memory log of what
+it received; it never stores header values, so no credential can leak through the log.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import uuid
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from agentstudy.rehearsal.policy import next_reply
+from agentstudy.rehearsal.sse import encode_event, error_body, message_json, sse_events
+
+__all__ = ["RehearsalServer", "RequestRecord"]
+
+_HOST = "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class RequestRecord:
+    """What the server noted about one request; never a header value or a body.
+
+    ``path`` is the URL path without the query string; ``model`` / ``stream`` /
+    ``message_count`` / ``tool_names`` come from the JSON body (None / False / 0 / () when it was
+    missing or malformed); ``has_x_api_key`` and ``has_authorization`` only say whether those
+    headers were present; ``status`` is the HTTP status the server answered with.
+    """
+
+    method: str
+    path: str
+    model: str | None
+    stream: bool
+    message_count: int
+    tool_names: tuple[str, ...]
+    has_x_api_key: bool
+    has_authorization: bool
+    status: int
+
+
+class _Server(uvicorn.Server):
+    """uvicorn server that signals when it has started (or given up)."""
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.ready = threading.Event()
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        try:
+            await super().startup(sockets=sockets)
+        finally:
+            self.ready.set()
+
+
+class RehearsalServer:
+    """Context manager running the scripted Messages API on ``http://127.0.0.1:<port>``.
+
+    ``port`` 0 (default) picks a free ephemeral port. ``fail_with_status`` (e.g. 500, 401, 529)
+    makes every request to any path get that HTTP status with a Messages API error body.
+    ``startup_timeout`` is in seconds; :meth:`start` raises RuntimeError if uvicorn is not
+    serving by then. Use as ``with RehearsalServer() as server: ... server.base_url``.
+    """
+
+    def __init__(self, port: int = 0, *, fail_with_status: int | None = None,
+                 startup_timeout: float = 10.0) -> None:
+        if fail_with_status is not None and not 400 <= fail_with_status <= 599:
+            raise ValueError(f"fail_with_status must be an HTTP error status, got {fail_with_status}")
+        self._port = port
+        self._fail_with_status = fail_with_status
+        self._startup_timeout = startup_timeout
+        self._lock = threading.Lock()
+        self._records: list[RequestRecord] = []
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+        self._socket: socket.socket | None = None
+        self._bound_port: int | None = None
+        self.app = Starlette(
+            routes=[Route("/v1/messages", self._messages, methods=["POST"])],
+            exception_handlers={404: self._not_found, 405: self._not_found},
+        )
+        if fail_with_status is not None:
+            self.app.add_middleware(_FailEverything, status=fail_with_status, log=self._log)
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:<port>`` (no trailing slash); RuntimeError before :meth:`start`."""
+        if self._bound_port is None:
+            raise RuntimeError("RehearsalServer is not started")
+        return f"http://{_HOST}:{self._bound_port}"
+
+    @property
+    def requests(self) -> tuple[RequestRecord, ...]:
+        """A snapshot of the request log, oldest first (safe to call from any thread)."""
+        with self._lock:
+            return tuple(self._records)
+
+    def start(self) -> None:
+        """Bind 127.0.0.1, start uvicorn in a daemon thread and wait until it serves."""
+        if self._thread is not None:
+            raise RuntimeError("RehearsalServer already started")
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((_HOST, self._port))
+        sock.listen(128)
+        self._socket = sock
+        self._bound_port = int(sock.getsockname()[1])
+        config = uvicorn.Config(self.app, log_level="warning", lifespan="off", access_log=False,
+                                timeout_graceful_shutdown=5)
+        self._server = _Server(config)
+        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]},
+                                        name="rehearsal-messages-server", daemon=True)
+        self._thread.start()
+        if not self._server.ready.wait(self._startup_timeout) or not self._server.started:
+            self.stop()
+            raise RuntimeError("rehearsal Messages API server did not start")
+
+    def stop(self) -> None:
+        """Ask uvicorn to exit, wait for its thread and close the socket (idempotent)."""
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        if self._socket is not None:
+            self._socket.close()
+        self._server, self._thread, self._socket = None, None, None
+
+    def __enter__(self) -> RehearsalServer:
+        self.start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+    def _log(self, request: Request, body: Any, status: int) -> None:
+        data = body if isinstance(body, dict) else {}
+        tools = data.get("tools")
+        record = RequestRecord(
+            method=request.method,
+            path=request.url.path,
+            model=data["model"] if isinstance(data.get("model"), str) else None,
+            stream=data.get("stream") is True,
+            message_count=len(data["messages"]) if isinstance(data.get("messages"), list) else 0,
+            tool_names=tuple(t["name"] for t in (tools if isinstance(tools, list) else [])
+                             if isinstance(t, dict) and isinstance(t.get("name"), str)),
+            has_x_api_key="x-api-key" in request.headers,
+            has_authorization="authorization" in request.headers,
+            status=status,
+        )
+        with self._lock:
+            self._records.append(record)
+
+    async def _not_found(self, request: Request, exc: Exception) -> Response:
+        self._log(request, None, 404)
+        message = f"Not found: {request.method} {request.url.path}"
+        return JSONResponse(error_body(404, message), status_code=404)
+
+    async def _messages(self, request: Request) -> Response:
+        body = await _read_json(request)
+        if not isinstance(body, dict) or not isinstance(body.get("model"), str):
+            self._log(request, body, 400)
+            return JSONResponse(error_body(400, "Request body must be a JSON object with a 'model' string."),
+                                status_code=400)
+        try:
+            reply = next_reply(body)
+        except ValueError as error:
+            self._log(request, body, 400)
+            return JSONResponse(error_body(400, str(error)), status_code=400)
+        self._log(request, body, 200)
+        model, message_id = body["model"], f"msg_rehearsal_{uuid.uuid4().hex[:24]}"
+        headers = {"request-id": f"req_rehearsal_{uuid.uuid4().hex[:24]}"}
+        if body.get("stream") is not True:
+            return JSONResponse(message_json(reply, model, message_id), headers=headers)
+
+        async def stream() -> AsyncIterator[bytes]:
+            for name, data in sse_events(reply, model, message_id):
+                yield encode_event(name, data)
+
+        return StreamingResponse(stream(), media_type="text/event-stream",
+                                 headers={**headers, "cache-control": "no-cache"})
+
+
+async def _read_json(request: Request) -> Any:
+    """Return the decoded JSON body, or None when it is not valid UTF-8 JSON."""
+    try:
+        return json.loads(await request.body())
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+class _FailEverything:
+    """ASGI middleware answering every HTTP request with one scripted error status."""
+
+    def __init__(self, app: ASGIApp, *, status: int, log: Callable[[Request, Any, int], None]) -> None:
+        self._app = app
+        self._status = status
+        self._log = log
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        request = Request(scope, receive)
+        self._log(request, await _read_json(request), self._status)
+        message = f"Scripted rehearsal failure (HTTP {self._status})"
+        await JSONResponse(error_body(self._status, message), status_code=self._status)(scope, receive, send)

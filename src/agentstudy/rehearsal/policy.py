@@ -1,0 +1,215 @@
+"""The scripted "careful agent" behind the rehearsal Messages API server (pure, no IO).
+
+Given one Messages API request body, :func:`next_reply` decides the next assistant message the
+way a careful agent would: search the repository for a distinctive word of the question, read the
+first file found, then answer with a ``path:line`` citation — or say honestly that it found no
+evidence. Everything is decided from the request body alone (``messages`` and ``tools``), so the
+same body always yields the same reply, whichever process or thread asks.
+
+How the conversation is read (prompt, working directory, tool results) lives in
+:mod:`agentstudy.rehearsal.conversation`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from agentstudy.rehearsal.conversation import (
+    ToolStep,
+    find_cwd,
+    find_prompt,
+    numbered_lines,
+    relative_path,
+    result_paths,
+    tool_steps,
+)
+
+__all__ = ["MCP_GET_TOOL", "MCP_SEARCH_TOOL", "ScriptedReply", "find_cwd", "find_prompt", "next_reply",
+           "pick_term"]
+
+MCP_SEARCH_TOOL = "mcp__doc-bridge__doc_search"
+MCP_GET_TOOL = "mcp__doc-bridge__doc_get"
+_SEARCH_TOOLS = frozenset({MCP_SEARCH_TOOL, "Grep", "Glob"})
+_READ_TOOLS = frozenset({MCP_GET_TOOL, "Read"})
+_MAX_TURNS = 4
+
+_WORD_RE = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+
+_STOPWORDS = frozenset({
+    "about", "above", "after", "again", "against", "among", "another", "answer", "answers", "based",
+    "because", "been", "before", "being", "below", "between", "both", "cannot", "citation", "cite",
+    "could", "describe", "described", "describes", "details", "does", "doing", "documentation",
+    "documented", "during", "each", "every", "example", "explain", "exactly", "following", "found", "from",
+    "further", "given", "having", "how", "however", "include", "included", "includes", "including",
+    "information", "inside", "instead", "into", "itself", "mentioned", "might", "other", "others",
+    "please", "project", "question", "quote", "repository", "should", "since", "some", "something",
+    "state", "stated", "states", "their", "them", "then", "there", "these", "they", "thing", "things",
+    "this", "those", "through", "under", "until", "using", "what", "when", "where", "whether", "which",
+    "while", "within", "without", "would", "your"
+})
+
+
+@dataclass(frozen=True)
+class ScriptedReply:
+    """One scripted assistant message.
+
+    ``content`` is a list of Messages API content blocks (``{"type": "text", "text": ...}`` or
+    ``{"type": "tool_use", "id": "toolu_...", "name": ..., "input": {...}}``); ``stop_reason`` is
+    ``"tool_use"`` when the last block is a tool call, else ``"end_turn"``; ``usage`` holds integer
+    token counts ``input_tokens``, ``output_tokens``, ``cache_creation_input_tokens`` (always 0)
+    and ``cache_read_input_tokens`` (always 0).
+    """
+
+    content: list[dict[str, Any]]
+    stop_reason: Literal["tool_use", "end_turn"]
+    usage: dict[str, int]
+
+
+def pick_term(prompt: str) -> str | None:
+    """Return the search term for ``prompt``: its first word of at least 5 letters that is not a
+    stopword (original case kept), else its longest word of at least 3 letters, else None."""
+    words: list[str] = _WORD_RE.findall(prompt)
+    for word in words:
+        if len(word) >= 5 and word.lower() not in _STOPWORDS:
+            return word
+    longest = max(words, key=len, default="")
+    return longest if len(longest) >= 3 else None
+
+
+def _tool_id(message_count: int, name: str, tool_input: Mapping[str, Any]) -> str:
+    seed = f"{message_count}:{name}:{json.dumps(tool_input, sort_keys=True)}"
+    return "toolu_" + hashlib.sha256(seed.encode("utf-8")).hexdigest()[:24]
+
+
+def _tool_names(tools: Any) -> dict[str, Mapping[str, Any]]:
+    if not isinstance(tools, list):
+        return {}
+    return {t["name"]: t for t in tools if isinstance(t, Mapping) and isinstance(t.get("name"), str)}
+
+
+def _schema_props(tool: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    schema = tool.get("input_schema")
+    schema = schema if isinstance(schema, Mapping) else {}
+    props = schema.get("properties")
+    required = schema.get("required")
+    return (dict(props) if isinstance(props, Mapping) else {},
+            [r for r in required if isinstance(r, str)] if isinstance(required, list) else [])
+
+
+def _search_call(term: str, cwd: str | None, tools: dict[str, Mapping[str, Any]],
+                 tried: set[str]) -> tuple[str, dict[str, Any]] | None:
+    if MCP_SEARCH_TOOL in tools and MCP_SEARCH_TOOL not in tried:
+        return MCP_SEARCH_TOOL, {"query": term}
+    if "Grep" in tools and "Grep" not in tried:
+        grep_input: dict[str, Any] = {"pattern": term, "output_mode": "files_with_matches"}
+        if cwd:
+            grep_input["path"] = cwd
+        if "-i" in _schema_props(tools["Grep"])[0]:
+            grep_input["-i"] = True
+        return "Grep", grep_input
+    if "Glob" in tools and "Glob" not in tried:
+        return "Glob", {"pattern": "**/*.md"}
+    return None
+
+
+def _read_call(path: str, cwd: str | None,
+               tools: dict[str, Mapping[str, Any]]) -> tuple[str, dict[str, Any]] | None:
+    if MCP_GET_TOOL in tools:
+        props, required = _schema_props(tools[MCP_GET_TOOL])
+        key = "path" if "path" in props or not required else required[0]
+        return MCP_GET_TOOL, {key: relative_path(path, cwd)}
+    if "Read" in tools:
+        absolute = path if path.startswith("/") or not cwd else f"{cwd}/{path}"
+        return "Read", {"file_path": absolute}
+    return None
+
+
+def _read_target(step: ToolStep, cwd: str | None) -> str:
+    """The repository-relative path a Read / doc_get step asked for."""
+    raw = step.input.get("file_path") or step.input.get("path") or next(iter(step.input.values()), "")
+    return relative_path(str(raw), cwd)
+
+
+def _citation(term: str, step: ToolStep) -> tuple[int, str] | None:
+    """First ``(line number, stripped text)`` of a read result mentioning ``term`` (any case),
+    preferring a line that is not a Markdown heading; None when no line mentions it."""
+    hits = [(n, text.strip()) for n, text in numbered_lines(step.result) if term.lower() in text.lower()]
+    ranked = sorted(hits, key=lambda hit: hit[1].startswith("#"))  # stable: headings last
+    return ranked[0] if ranked else None
+
+
+def _answer(term: str | None, steps: list[ToolStep], cwd: str | None) -> str:
+    for step in steps:
+        if term and step.name in _READ_TOOLS and not step.is_error:
+            found = _citation(term, step)
+            if found:
+                return f"Based on the repository, {found[1]} ({_read_target(step, cwd)}:{found[0]})."
+    subject = f'"{term}"' if term else "the question"
+    return (f"I found no evidence in the repository about {subject}: the available tools returned no "
+            "matching file or line, so I cannot give a sourced answer.")
+
+
+def _next_hit(steps: list[ToolStep], cwd: str | None) -> str | None:
+    """The first hit of the latest successful search that no later step has read yet."""
+    searches = [i for i, s in enumerate(steps) if s.name in _SEARCH_TOOLS and not s.is_error]
+    if not searches:
+        return None
+    read = {_read_target(s, cwd) for s in steps[searches[-1] + 1:] if s.name in _READ_TOOLS}
+    hits = result_paths(steps[searches[-1]].result)
+    return next((hit for hit in hits if relative_path(hit, cwd) not in read), None)
+
+
+def _usage(body: Mapping[str, Any], content: list[dict[str, Any]]) -> dict[str, int]:
+    sent = {k: body.get(k) for k in ("messages", "system", "tools")}
+    in_bytes = len(json.dumps(sent, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+    out_bytes = len(json.dumps(content, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+    return {"input_tokens": max(1, in_bytes // 4), "output_tokens": max(1, out_bytes // 4),
+            "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+
+
+def next_reply(body: Mapping[str, Any]) -> ScriptedReply:
+    """Decide the next assistant message for a Messages API request ``body``.
+
+    Turn 1 searches (``doc_search`` if offered, else ``Grep``, else ``Glob``); the turn after a
+    search reads its first hit (``doc_get`` if offered, else ``Read``); the turn after a read
+    answers with ``end_turn`` and a ``path:line`` citation of the first line mentioning the term
+    (non-heading lines first). A failed search falls back to the next offered search tool; a read
+    without the term moves on to the next hit. No hit, no term, no usable tool or the 4th turn
+    gives an honest "no evidence" answer. Only tools named in ``body["tools"]`` are ever called.
+    Raises ValueError when ``body["messages"]`` is not a non-empty list.
+    """
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise ValueError("request body needs a non-empty 'messages' list")
+    tools = _tool_names(body.get("tools"))
+    cwd = find_cwd(messages)
+    term = pick_term(find_prompt(messages))
+    steps = tool_steps(messages)
+    turn = 1 + sum(1 for m in messages if isinstance(m, Mapping) and m.get("role") == "assistant")
+
+    call: tuple[str, dict[str, Any]] | None = None
+    intro = ""
+    last = steps[-1] if steps else None
+    if term and turn < _MAX_TURNS:
+        if last is None or (last.name in _SEARCH_TOOLS and last.is_error):
+            call = _search_call(term, cwd, tools, {s.name for s in steps})
+            intro = f'I will search the repository for "{term}".'
+        elif last.name in _SEARCH_TOOLS or (last.name in _READ_TOOLS and _citation(term, last) is None):
+            hit = _next_hit(steps, cwd)
+            call = _read_call(hit, cwd, tools) if hit else None
+            intro = f"I will read {relative_path(hit, cwd)} to check the exact wording." if hit else ""
+
+    content: list[dict[str, Any]]
+    if call is None:
+        content = [{"type": "text", "text": _answer(term, steps, cwd)}]
+        return ScriptedReply(content, "end_turn", _usage(body, content))
+    name, tool_input = call
+    content = [{"type": "text", "text": intro},
+               {"type": "tool_use", "id": _tool_id(len(messages), name, tool_input), "name": name,
+                "input": tool_input}]
+    return ScriptedReply(content, "tool_use", _usage(body, content))

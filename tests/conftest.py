@@ -1,0 +1,29 @@
+"""Shared fixtures: paths to the specification material beside the checkout and the pinned CLI."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+ORIGINAL_MANIFEST = SHARED / "reference" / "original-artifacts" / "minimal-study-v1.json"
+
+
+def claude_binary() -> Path:
+    """The pinned Claude Code binary: ``AGENTSTUDY_CLAUDE_BIN`` or the project's install; fail if absent."""
+    explicit = os.environ.get("AGENTSTUDY_CLAUDE_BIN")
+    binary = Path(explicit) if explicit else REPO / ".tools" / "claude-code" / "node_modules" / ".bin" / "claude"
+    if not binary.exists():
+        pytest.fail(f"Claude Code binary missing at {binary}: run scripts/setup.sh")
+    return binary
+
+
+@pytest.fixture
+def original_manifest() -> Path:
+    """The original project's manifest, unchanged."""
+    if not ORIGINAL_MANIFEST.exists():
+        pytest.fail(f"specification material missing: {ORIGINAL_MANIFEST}")
+    return ORIGINAL_MANIFEST
