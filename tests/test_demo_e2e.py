@@ -1,0 +1,141 @@
+"""End to end with the real Claude Code binary, the rehearsal server and the example MCP server.
+
+Nothing is mocked: real git corpora, the real pinned CLI, a real HTTP server on 127.0.0.1
+and the real MCP SDK server. The test process holds a planted ``ANTHROPIC_API_KEY``; it must
+never reach the child, the ledger or the output.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from conftest import claude_binary
+
+from agentstudy.protocol.manifest import load_manifest
+from agentstudy.rehearsal.example_study import build_example_study
+from agentstudy.rehearsal.messages_server import RehearsalServer
+from agentstudy.runners.minimal import CliRunRequest, run_cli_study
+from agentstudy.runners.preflight import DEFAULT_MCP_SERVER
+from agentstudy.transports.cli import CliSettings
+
+PLANTED_KEY = "sk-ant-planted-test-key-0123456789"
+
+
+def _request(tmp_path: Path, server: RehearsalServer, output: Path) -> CliRunRequest:
+    study = build_example_study(tmp_path / "study")
+    return CliRunRequest(
+        loaded=load_manifest(study.manifest_path),
+        mode="pilot",
+        roots=study.roots,
+        output=output,
+        settings=CliSettings(
+            binary=claude_binary(),
+            model="claude-haiku-5-5",
+            mcp=DEFAULT_MCP_SERVER,
+            rehearsal_base_url=server.base_url,
+            private_home=True,
+        ),
+        cap_usd=Decimal("1"),
+        attempt_budget_usd=Decimal("0.10"),
+        expected_cli_version="2.1.296",
+        parent_env={**os.environ, "ANTHROPIC_API_KEY": PLANTED_KEY},
+    )
+
+
+def _ledger(path: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return data
+
+
+def test_pilot_runs_both_arms_and_keeps_the_key_away(tmp_path: Path) -> None:
+    output = tmp_path / "out" / "ledger.json"
+    output.parent.mkdir()
+    with RehearsalServer() as server:
+        summary = run_cli_study(_request(tmp_path, server, output))
+        requests = server.requests
+    assert summary.status == "awaiting-adjudication"
+    ledger = _ledger(output)
+    assert stat.S_IMODE(output.stat().st_mode) == 0o600
+    assert ledger["status"] == "awaiting-adjudication"
+    assert ledger["adjudication"] == {"method": "agent", "humanReview": False}
+    observations = ledger["observations"]
+    assert [o["scenario"] for o in observations] == ["repository-only", "doc-bridge-mcp"]
+    assert all(o["status"] == "completed" for o in observations)
+    assert all(o["correctness"] is None and o["adjudication"] == "pending" for o in observations)
+    repository_only, doc_bridge = observations
+    assert not any(name.startswith("mcp__") for name in repository_only["toolCallsByName"])
+    assert repository_only["mcp_servers"] == []
+    mcp_calls = {k: v for k, v in doc_bridge["toolCallsByName"].items() if k.startswith("mcp__doc-bridge__")}
+    assert sum(mcp_calls.values()) >= 1
+    assert doc_bridge["mcp_servers"][0]["status"] == "connected"
+    assert "mcp__doc-bridge__doc_write" not in doc_bridge["tools"]
+    assert ledger["mcpServer"]["deniedTools"] == ["mcp__doc-bridge__doc_write"]
+    for observation in observations:
+        assert observation["answer"], "a completed attempt keeps its private answer"
+        assert observation["chargedUsd"] == max(observation["cliReportedCostUsd"], observation["computedCostUsd"])
+        assert observation["inputTokens"] > 0 and observation["usageComplete"] is True
+    charged = sum(Decimal(str(o["chargedUsd"])) for o in observations)
+    assert Decimal(str(ledger["budget"]["spent"])) == charged
+    # The child never had the key: the CLI would otherwise have sent it as x-api-key.
+    assert requests, "the CLI talked to the rehearsal server"
+    assert not any(r.has_x_api_key for r in requests)
+    assert all(r.has_authorization for r in requests)
+    assert PLANTED_KEY not in output.read_text(encoding="utf-8")
+    assert PLANTED_KEY not in json.dumps(summary.line)
+
+
+def test_api_failure_blocks_the_run_and_keeps_the_reservation(tmp_path: Path) -> None:
+    output = tmp_path / "ledger.json"
+    with RehearsalServer(fail_with_status=500) as server:
+        summary = run_cli_study(_request(tmp_path, server, output))
+    assert summary.status == "blocked"
+    ledger = _ledger(output)
+    assert ledger["status"] == "blocked"
+    [observation] = ledger["observations"]
+    assert observation["status"] == "failed"
+    assert observation["answer"] == ""
+    assert observation["chargedUsd"] == 0.1
+    assert ledger["budget"]["spent"] == 0.1
+    assert summary.line["extrapolatedFullRunUsd"] is None
+
+
+def test_demo_command_end_to_end(tmp_path: Path) -> None:
+    env = {**os.environ, "ANTHROPIC_API_KEY": PLANTED_KEY, "AGENTSTUDY_CLAUDE_BIN": str(claude_binary())}
+    directory = tmp_path / "demo"
+    completed = subprocess.run(
+        [sys.executable, "-m", "agentstudy", "demo", "--output-dir", str(directory)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr
+    summary = json.loads(completed.stdout.strip().splitlines()[-1])
+    assert summary["attempts"] == 2
+    assert summary["byStatus"] == {"completed": 2}
+    assert summary["byScenario"] == {"repository-only": 1, "doc-bridge-mcp": 1}
+    ledger_path = directory / "ledger.json"
+    assert stat.S_IMODE(ledger_path.stat().st_mode) == 0o600
+    for text in (completed.stdout, completed.stderr, ledger_path.read_text(encoding="utf-8")):
+        assert PLANTED_KEY not in text
+    answers = [o["answer"] for o in _ledger(ledger_path)["observations"]]
+    for answer in answers:
+        assert answer not in completed.stdout and answer not in completed.stderr
+    again = subprocess.run(
+        [sys.executable, "-m", "agentstudy", "demo", "--output-dir", str(directory)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert again.returncode == 2
+    assert "not empty" in again.stderr
