@@ -12,7 +12,8 @@ SHARED = REPO.parent / "shared"
 ORIGINAL_MANIFEST = SHARED / "reference" / "original-artifacts" / "minimal-study-v1.json"
 
 
-def claude_binary() -> Path:
+@pytest.fixture
+def claude_bin() -> Path:
     """The pinned Claude Code binary: ``AGENTSTUDY_CLAUDE_BIN`` or the project's install; fail if absent."""
     explicit = os.environ.get("AGENTSTUDY_CLAUDE_BIN")
     binary = Path(explicit) if explicit else REPO / ".tools" / "claude-code" / "node_modules" / ".bin" / "claude"

@@ -16,8 +16,6 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from conftest import claude_binary
-
 from agentstudy.protocol.manifest import load_manifest
 from agentstudy.rehearsal.example_study import build_example_study
 from agentstudy.rehearsal.messages_server import RehearsalServer
@@ -28,7 +26,7 @@ from agentstudy.transports.cli import CliSettings
 PLANTED_KEY = "sk-ant-planted-test-key-0123456789"
 
 
-def _request(tmp_path: Path, server: RehearsalServer, output: Path) -> CliRunRequest:
+def _request(tmp_path: Path, server: RehearsalServer, output: Path, binary: Path) -> CliRunRequest:
     study = build_example_study(tmp_path / "study")
     return CliRunRequest(
         loaded=load_manifest(study.manifest_path),
@@ -36,7 +34,7 @@ def _request(tmp_path: Path, server: RehearsalServer, output: Path) -> CliRunReq
         roots=study.roots,
         output=output,
         settings=CliSettings(
-            binary=claude_binary(),
+            binary=binary,
             model="claude-haiku-5-5",
             mcp=DEFAULT_MCP_SERVER,
             rehearsal_base_url=server.base_url,
@@ -54,11 +52,11 @@ def _ledger(path: Path) -> dict[str, Any]:
     return data
 
 
-def test_pilot_runs_both_arms_and_keeps_the_key_away(tmp_path: Path) -> None:
+def test_pilot_runs_both_arms_and_keeps_the_key_away(tmp_path: Path, claude_bin: Path) -> None:
     output = tmp_path / "out" / "ledger.json"
     output.parent.mkdir()
     with RehearsalServer() as server:
-        summary = run_cli_study(_request(tmp_path, server, output))
+        summary = run_cli_study(_request(tmp_path, server, output, claude_bin))
         requests = server.requests
     assert summary.status == "awaiting-adjudication"
     ledger = _ledger(output)
@@ -91,10 +89,10 @@ def test_pilot_runs_both_arms_and_keeps_the_key_away(tmp_path: Path) -> None:
     assert PLANTED_KEY not in json.dumps(summary.line)
 
 
-def test_api_failure_blocks_the_run_and_keeps_the_reservation(tmp_path: Path) -> None:
+def test_api_failure_blocks_the_run_and_keeps_the_reservation(tmp_path: Path, claude_bin: Path) -> None:
     output = tmp_path / "ledger.json"
     with RehearsalServer(fail_with_status=500) as server:
-        summary = run_cli_study(_request(tmp_path, server, output))
+        summary = run_cli_study(_request(tmp_path, server, output, claude_bin))
     assert summary.status == "blocked"
     ledger = _ledger(output)
     assert ledger["status"] == "blocked"
@@ -106,8 +104,8 @@ def test_api_failure_blocks_the_run_and_keeps_the_reservation(tmp_path: Path) ->
     assert summary.line["extrapolatedFullRunUsd"] is None
 
 
-def test_demo_command_end_to_end(tmp_path: Path) -> None:
-    env = {**os.environ, "ANTHROPIC_API_KEY": PLANTED_KEY, "AGENTSTUDY_CLAUDE_BIN": str(claude_binary())}
+def test_demo_command_end_to_end(tmp_path: Path, claude_bin: Path) -> None:
+    env = {**os.environ, "ANTHROPIC_API_KEY": PLANTED_KEY, "AGENTSTUDY_CLAUDE_BIN": str(claude_bin)}
     directory = tmp_path / "demo"
     completed = subprocess.run(
         [sys.executable, "-m", "agentstudy", "demo", "--output-dir", str(directory)],

@@ -77,7 +77,10 @@ class TreeEntry:
 
 
 def list_tree(root: Path, pin: str) -> list[TreeEntry]:
-    """Every entry of the tree at ``pin`` (recursive, with blob sizes)."""
+    """Every entry of the tree at ``pin`` (recursive, with blob sizes).
+
+    Entries whose path is not valid UTF-8 are left out: no study tool can name them.
+    """
     raw = run_git(root, "ls-tree", "-r", "-l", "-z", "--full-tree", pin)
     entries: list[TreeEntry] = []
     for record in raw.split(b"\0"):
@@ -85,7 +88,11 @@ def list_tree(root: Path, pin: str) -> list[TreeEntry]:
             continue
         meta, _, path = record.partition(b"\t")
         mode, kind, oid, size = meta.decode().split()
-        entries.append(TreeEntry(mode, kind, oid, int(size) if size.isdigit() else None, path.decode()))
+        try:
+            name = path.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        entries.append(TreeEntry(mode, kind, oid, int(size) if size.isdigit() else None, name))
     return entries
 
 

@@ -1,26 +1,28 @@
 """Bounded child processes: argv only, own process group, closed stdin, timeout, output cap.
 
-On timeout the whole process group is killed (grandchildren included). Output beyond the
-bound is discarded and reported as truncated; stderr is drained and bounded too, and only
-its byte count is returned, never its text.
+On timeout the whole process group is killed (grandchildren included); when the child
+exits, what is left of its group is killed too (no orphaned MCP servers). Output beyond the
+bound is discarded and reported as truncated; stderr is drained and counted, never kept.
+A descendant that escaped the group and still holds the pipes cannot stretch the call:
+reading stops shortly after the child is gone.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import selectors
 import signal
 import subprocess
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
 
 STDOUT_LIMIT_BYTES = 4 * 1024 * 1024
 """The seed's stdout bound for a CLI attempt (4 MiB)."""
-STDERR_LIMIT_BYTES = 256 * 1024
+DRAIN_GRACE_S = 2.0
+"""How long pipes are still read after the child has exited."""
 
 
 @dataclass(frozen=True)
@@ -46,20 +48,9 @@ class BoundedResult:
     stderr_bytes: int
 
 
-def _drain(stream: IO[bytes], limit: int, sink: bytearray, flags: dict[str, int]) -> None:
-    while True:
-        chunk = stream.read(65536)
-        if not chunk:
-            return
-        flags["total"] += len(chunk)
-        room = limit - len(sink)
-        if room > 0:
-            sink.extend(chunk[:room])
-
-
-def _kill_group(process: subprocess.Popen[bytes]) -> None:
+def _kill_group(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
+        os.killpg(pid, signal.SIGKILL)
 
 
 def run_bounded(
@@ -95,33 +86,54 @@ def run_bounded(
     except OSError:
         return BoundedResult(False, None, b"", False, False, round((time.monotonic() - start) * 1000), 0)
     assert process.stdout is not None and process.stderr is not None
-    out, err = bytearray(), bytearray()
-    out_flags, err_flags = {"total": 0}, {"total": 0}
-    readers = [
-        threading.Thread(target=_drain, args=(process.stdout, stdout_limit, out, out_flags), daemon=True),
-        threading.Thread(target=_drain, args=(process.stderr, 0, err, err_flags), daemon=True),
-    ]
-    for reader in readers:
-        reader.start()
+    out = bytearray()
+    totals = {"stdout": 0, "stderr": 0}
+    selector = selectors.DefaultSelector()
+    for name, stream in (("stdout", process.stdout), ("stderr", process.stderr)):
+        os.set_blocking(stream.fileno(), False)
+        selector.register(stream.fileno(), selectors.EVENT_READ, name)
+    deadline = start + timeout_s
     timed_out = False
+    exited_at: float | None = None
     try:
-        process.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        timed_out = True
+        while True:
+            now = time.monotonic()
+            if exited_at is None and process.poll() is not None:
+                exited_at = now
+                _kill_group(process.pid)
+            if exited_at is None and now >= deadline:
+                timed_out = True
+                _kill_group(process.pid)
+                process.wait()
+                exited_at = time.monotonic()
+            if exited_at is not None and (not selector.get_map() or now - exited_at > DRAIN_GRACE_S):
+                break
+            if not selector.get_map():  # both pipes closed, the child still runs
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    process.wait(timeout=0.05)
+                continue
+            for key, _mask in selector.select(timeout=0.05):
+                chunk = os.read(key.fd, 65536)
+                if not chunk:
+                    selector.unregister(key.fd)
+                    continue
+                totals[key.data] += len(chunk)
+                if key.data == "stdout" and len(out) < stdout_limit:
+                    out.extend(chunk[: stdout_limit - len(out)])
     finally:
-        # The group may hold grandchildren (an MCP server) that keep pipes open: end them all.
-        _kill_group(process)
+        selector.close()
+        if process.poll() is None:
+            _kill_group(process.pid)
         process.wait()
-    for reader in readers:
-        reader.join(timeout=5)
-    process.stdout.close()
-    process.stderr.close()
+        _kill_group(process.pid)
+        process.stdout.close()
+        process.stderr.close()
     return BoundedResult(
         started=True,
         exit_code=process.returncode,
         stdout=bytes(out),
-        truncated=out_flags["total"] > stdout_limit,
+        truncated=totals["stdout"] > stdout_limit,
         timed_out=timed_out,
         wall_time_ms=round((time.monotonic() - start) * 1000),
-        stderr_bytes=err_flags["total"],
+        stderr_bytes=totals["stderr"],
     )

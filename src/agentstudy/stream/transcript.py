@@ -135,7 +135,7 @@ def parse_transcript(lines: Iterable[str]) -> Transcript:
             continue
         try:
             event = json.loads(line)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # JSONDecodeError, oversized integers, deep nesting
             transcript.shape_problems.append(f"line {number} is not JSON")
             continue
         if not isinstance(event, dict):
