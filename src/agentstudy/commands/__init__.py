@@ -1,0 +1,1 @@
+"""One module per ``agentstudy`` subcommand; ``agentstudy.cli`` registers them on the group."""

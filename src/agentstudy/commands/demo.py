@@ -1,0 +1,61 @@
+"""``agentstudy demo``: the pilot of the bundled example study, real Claude Code, zero spend."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import click
+
+from agentstudy.commands.common import emit_summary, fail
+from agentstudy.io.claude_cli import ClaudeBinaryError, find_claude_binary
+from agentstudy.io.ledger_store import OutputPathError
+from agentstudy.runners.preflight import PreflightError
+from agentstudy.runners.summary import RunSummary
+
+
+@click.command()
+@click.option("--output-dir", type=click.Path(path_type=Path),
+              help="Directory for the example corpora and ledger.json (default: a new private temp dir).")
+@click.option("--claude-bin", help="Claude Code executable (default: AGENTSTUDY_CLAUDE_BIN, pinned install, PATH).")
+def demo(output_dir: Path | None, claude_bin: str | None) -> None:
+    """Run the pilot of the bundled example study for free.
+
+    The real Claude Code binary runs against a scripted Messages API server on 127.0.0.1 and
+    the bundled read-only MCP server; no credential is used and nothing is spent.
+    """
+    from agentstudy.runners.demo import run_demo
+
+    try:
+        binary = find_claude_binary(claude_bin, os.environ)
+    except ClaudeBinaryError as error:
+        fail(str(error))
+    if output_dir is None:
+        directory = Path(tempfile.mkdtemp(prefix="agentstudy-demo-"))
+    else:
+        directory = output_dir.expanduser().resolve()
+        if directory.exists() and any(directory.iterdir()):
+            fail(f"--output-dir {directory} is not empty")
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    click.echo(f"demo directory: {directory}", err=True)
+    try:
+        summary = run_demo(directory, binary, progress=lambda line: click.echo(line, err=True))
+    except (PreflightError, OutputPathError) as error:
+        fail(f"demo refused: {error}")
+    for text in summary_table(summary):
+        click.echo(text, err=True)
+    sys.exit(emit_summary(summary))
+
+
+def summary_table(summary: RunSummary) -> list[str]:
+    """A short human-readable summary (stderr) of a run."""
+    line = summary.line
+    return [
+        f"run status: {line['status']} ({line['attempts']}/{line['plannedAttempts']} attempts)",
+        f"by status: {line['byStatus']}  by scenario: {line['byScenario']}",
+        f"tokens: input {line['inputTokens']}, output {line['outputTokens']}; tool calls {line['toolCalls']}",
+        f"charged (rehearsal, no real money): {line['spentUsd']:.6f} USD of cap {line['capUsd']:.2f} USD",
+        f"ledger: {line['ledger']}",
+    ]
