@@ -17,19 +17,19 @@ def dump(document: dict[str, Any]) -> str:
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
 
 
-def test_ledger_is_created_with_mode_0600(tmp_path: Path) -> None:
+FIRST: dict[str, Any] = {"status": "running", "observations": []}
+
+
+def test_ledger_is_created_with_mode_0600_and_holds_the_first_document(tmp_path: Path) -> None:
     path = tmp_path / "ledger.json"
     old_umask = os.umask(0)
     try:
-        ledger = LedgerFile(path)
+        ledger = LedgerFile(path, FIRST)
     finally:
         os.umask(old_umask)
-    try:
-        assert path.exists()
-        assert stat.S_IMODE(path.stat().st_mode) == 0o600
-        assert ledger.path == path
-    finally:
-        ledger.close()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert ledger.path == path
+    assert path.read_text(encoding="utf-8") == dump(FIRST)
 
 
 def test_ledger_refuses_an_existing_path_without_touching_it(tmp_path: Path) -> None:
@@ -38,7 +38,7 @@ def test_ledger_refuses_an_existing_path_without_touching_it(tmp_path: Path) -> 
     path.chmod(0o640)
     before = path.stat()
     with pytest.raises(OutputPathError):
-        LedgerFile(path)
+        LedgerFile(path, FIRST)
     after = path.stat()
     assert path.read_bytes() == b"previous run, keep me"
     assert stat.S_IMODE(after.st_mode) == 0o640
@@ -52,64 +52,57 @@ def test_ledger_refuses_an_existing_symlink(tmp_path: Path) -> None:
     link = tmp_path / "ledger.json"
     link.symlink_to(target)
     with pytest.raises(OutputPathError):
-        LedgerFile(link)
+        LedgerFile(link, FIRST)
     assert target.read_bytes() == b"target"
     dangling = tmp_path / "dangling.json"
     dangling.symlink_to(tmp_path / "nowhere.json")
     with pytest.raises(OutputPathError):
-        LedgerFile(dangling)
+        LedgerFile(dangling, FIRST)
     assert not (tmp_path / "nowhere.json").exists()
 
 
 def test_checkpoint_writes_pretty_json_with_trailing_newline(tmp_path: Path) -> None:
     path = tmp_path / "ledger.json"
-    ledger = LedgerFile(path)
-    try:
-        document = {"status": "running", "budget": {"cap": "1.00", "spent": "0.100000"}, "note": "caf\u00e9 \u2713"}
-        ledger.checkpoint(document)
-        text = path.read_text(encoding="utf-8")
-        assert text == dump(document)
-        assert text.endswith("}\n")
-        assert json.loads(text) == document
-        assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    finally:
-        ledger.close()
+    ledger = LedgerFile(path, FIRST)
+    document = {"status": "running", "budget": {"cap": "1.00", "spent": "0.100000"}, "note": "caf\u00e9 \u2713"}
+    ledger.checkpoint(document)
+    text = path.read_text(encoding="utf-8")
+    assert text == dump(document)
+    assert text.endswith("}\n")
+    assert json.loads(text) == document
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
 
 
-def test_shorter_checkpoint_truncates(tmp_path: Path) -> None:
+def test_checkpoint_replaces_atomically_and_leaves_no_temporary(tmp_path: Path) -> None:
     path = tmp_path / "ledger.json"
-    ledger = LedgerFile(path)
-    try:
-        long_document = {"observations": [{"i": i, "answer": "x" * 200} for i in range(50)], "status": "running"}
-        ledger.checkpoint(long_document)
-        long_size = path.stat().st_size
-        short_document = {"status": "blocked"}
-        ledger.checkpoint(short_document)
-        raw = path.read_bytes()
-        assert len(raw) < long_size
-        assert raw == dump(short_document).encode("utf-8")
-        assert json.loads(raw) == short_document
-        assert raw.endswith(b"\n") and not raw.endswith(b"\n\n")
-    finally:
-        ledger.close()
+    ledger = LedgerFile(path, FIRST)
+    before = path.stat().st_ino
+    long_document = {"observations": [{"i": i, "answer": "x" * 200} for i in range(50)], "status": "running"}
+    ledger.checkpoint(long_document)
+    assert path.stat().st_ino != before, "a checkpoint renames a new file over the ledger"
+    short_document = {"status": "blocked"}
+    ledger.checkpoint(short_document)
+    assert path.read_bytes() == dump(short_document).encode("utf-8")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ledger.json"]
 
 
 def test_many_checkpoints_keep_only_the_last(tmp_path: Path) -> None:
     path = tmp_path / "ledger.json"
-    ledger = LedgerFile(path)
-    try:
-        documents: list[dict[str, Any]] = [{"n": n, "pad": "p" * ((n * 37) % 300)} for n in range(20)]
-        for document in documents:
-            ledger.checkpoint(document)
-            assert path.read_text(encoding="utf-8") == dump(document)
-    finally:
-        ledger.close()
+    ledger = LedgerFile(path, FIRST)
+    documents: list[dict[str, Any]] = [{"n": n, "pad": "p" * ((n * 37) % 300)} for n in range(20)]
+    for document in documents:
+        ledger.checkpoint(document)
+        assert path.read_text(encoding="utf-8") == dump(document)
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
 
 
-def test_close_is_idempotent(tmp_path: Path) -> None:
-    ledger = LedgerFile(tmp_path / "ledger.json")
-    ledger.close()
-    ledger.close()
+def test_failed_checkpoint_keeps_the_previous_ledger(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.json"
+    ledger = LedgerFile(path, FIRST)
+    with pytest.raises(TypeError):
+        ledger.checkpoint({"not serialisable": object()})
+    assert path.read_text(encoding="utf-8") == dump(FIRST)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ledger.json"]
 
 
 @pytest.fixture

@@ -10,10 +10,10 @@ from pathlib import Path
 import click
 
 from agentstudy.commands.common import emit_summary, fail
+from agentstudy.commands.view import print_summary_table, progress_for_terminal
 from agentstudy.io.claude_cli import ClaudeBinaryError, find_claude_binary
 from agentstudy.io.ledger_store import OutputPathError
 from agentstudy.runners.preflight import PreflightError
-from agentstudy.runners.summary import RunSummary
 
 
 @click.command()
@@ -41,21 +41,8 @@ def demo(output_dir: Path | None, claude_bin: str | None) -> None:
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     click.echo(f"demo directory: {directory}", err=True)
     try:
-        summary = run_demo(directory, binary, progress=lambda line: click.echo(line, err=True))
+        summary = run_demo(directory, binary, progress=progress_for_terminal())
     except (PreflightError, OutputPathError) as error:
         fail(f"demo refused: {error}")
-    for text in summary_table(summary):
-        click.echo(text, err=True)
+    print_summary_table(summary, note="rehearsal: no real money")
     sys.exit(emit_summary(summary))
-
-
-def summary_table(summary: RunSummary) -> list[str]:
-    """A short human-readable summary (stderr) of a run."""
-    line = summary.line
-    return [
-        f"run status: {line['status']} ({line['attempts']}/{line['plannedAttempts']} attempts)",
-        f"by status: {line['byStatus']}  by scenario: {line['byScenario']}",
-        f"tokens: input {line['inputTokens']}, output {line['outputTokens']}; tool calls {line['toolCalls']}",
-        f"charged (rehearsal, no real money): {line['spentUsd']:.6f} USD of cap {line['capUsd']:.2f} USD",
-        f"ledger: {line['ledger']}",
-    ]

@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from agentstudy.commands.common import EXIT_BLOCKED, emit_summary, fail, parse_roots, positive_usd
+from agentstudy.commands.view import print_summary_table, progress_for_terminal
 from agentstudy.io.claude_cli import ClaudeBinaryError, find_claude_binary, project_root
 from agentstudy.io.ledger_store import OutputPathError, resolve_output
 from agentstudy.protocol.manifest import ManifestError, load_manifest
@@ -111,7 +112,7 @@ def minimal(
         expected_cli_version=cli_version,
         parent_env=dict(os.environ),
         forbidden_output_roots=(project_root(),),
-        progress=lambda line: click.echo(line, err=True),
+        progress=progress_for_terminal(),
     )
     sys.exit(_run(request))
 
@@ -124,6 +125,7 @@ def _run(request: CliRunRequest) -> int:
     except Exception:
         fail("the run stopped on an internal error; see the ledger, do not retry without a budget review",
              EXIT_BLOCKED)
+    print_summary_table(summary)
     return emit_summary(summary)
 
 

@@ -45,14 +45,23 @@ class AttemptMachine(StateMachine):
     refuse = pending.to(refused)
     start = reserved.to(running, cond="reservation_checkpointed")
     settle = (
-        running.to(completed, cond="is_completed")
-        | running.to(failed, cond="is_failed")
-        | running.to(timed_out, cond="is_timed_out")
-        | running.to(budget_exceeded, cond="is_budget_exceeded")
-        | running.to(invalid_setup, cond="is_invalid_setup")
-        | running.to(invalid_cost, cond="is_invalid_cost")
-        | running.to(incomplete, cond="is_incomplete")
+        running.to(completed, cond="is_completed", on="count_settlement")
+        | running.to(failed, cond="is_failed", on="count_settlement")
+        | running.to(timed_out, cond="is_timed_out", on="count_settlement")
+        | running.to(budget_exceeded, cond="is_budget_exceeded", on="count_settlement")
+        | running.to(invalid_setup, cond="is_invalid_setup", on="count_settlement")
+        | running.to(invalid_cost, cond="is_invalid_cost", on="count_settlement")
+        | running.to(incomplete, cond="is_incomplete", on="count_settlement")
     )
+
+    def __init__(self) -> None:
+        self.settlements = 0
+        """How many times the attempt was settled (exactly once for a settled attempt)."""
+        super().__init__()
+
+    def count_settlement(self) -> None:
+        """Action of ``settle``: count it (the guards make a second one impossible)."""
+        self.settlements += 1
 
     def reservation_checkpointed(self, checkpointed: bool = False) -> bool:
         """Guard of ``start``: the reservation is already persisted in the ledger."""

@@ -1,13 +1,15 @@
-"""The private ledger file: exclusive 0600 create, whole-file checkpoints with fsync.
+"""The private ledger file: exclusive 0600 create, atomic checkpoints.
 
-A ledger is never overwritten or resumed: creating over an existing path is an error.
-Each checkpoint rewrites the whole document from offset 0 (pretty JSON, 2-space indent,
-trailing newline), truncates, and fsyncs, so a crash leaves the last complete checkpoint
-or, at worst, the one being written on a file that already held its predecessor's bytes.
+A ledger is never overwritten or resumed: creating over an existing path is an error, and
+the path must lie outside every corpus checkout and agentstudy's own checkout. The first
+document is written into the exclusively created file; every later checkpoint writes a
+temporary 0600 file in the same directory, fsyncs it, renames it over the ledger and fsyncs
+the directory, so a reader sees the old or the new ledger, never a torn one.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Iterable
@@ -22,8 +24,9 @@ class OutputPathError(ValueError):
 def resolve_output(path: Path, forbidden_roots: Iterable[Path]) -> Path:
     """Resolve the ledger path and check that it may be created.
 
-    The parent directory is resolved through symlinks; the result must not exist and must
-    lie outside every forbidden root (corpus checkouts and agentstudy's own checkout).
+    The parent directory is resolved through symlinks; the result must not exist (not even
+    as a dangling symlink), its directory must be writable, and it must lie outside every
+    forbidden root (corpus checkouts and agentstudy's own checkout).
 
     Raises:
         OutputPathError: with a one-line reason.
@@ -38,38 +41,64 @@ def resolve_output(path: Path, forbidden_roots: Iterable[Path]) -> Path:
         real_root = root.resolve()
         if target == real_root or real_root in target.parents:
             raise OutputPathError(f"output must lie outside {real_root}")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise OutputPathError(f"output directory is not writable: {parent}")
     return target
 
 
-class LedgerFile:
-    """An open ledger: created with ``O_CREAT | O_EXCL``, mode 0600, kept open for the run."""
+def _encode(document: dict[str, Any]) -> bytes:
+    return (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
 
-    def __init__(self, path: Path) -> None:
-        """Create the file exclusively.
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _fsync_directory(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class LedgerFile:
+    """A ledger on disk: created with ``O_CREAT | O_EXCL``, mode 0600, replaced atomically on each checkpoint."""
+
+    def __init__(self, path: Path, document: dict[str, Any]) -> None:
+        """Create the file exclusively and write the first document (fsynced).
 
         Raises:
-            OutputPathError: if it exists.
+            OutputPathError: if the path exists.
         """
         try:
-            self._fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
         except FileExistsError:
             raise OutputPathError(f"output already exists, refusing to overwrite: {path}") from None
-        os.fchmod(self._fd, 0o600)
+        try:
+            os.fchmod(fd, 0o600)
+            _write_all(fd, _encode(document))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        _fsync_directory(path.parent)
         self.path = path
 
     def checkpoint(self, document: dict[str, Any]) -> None:
-        """Replace the file's content with ``document`` and fsync."""
-        data = (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
-        os.lseek(self._fd, 0, os.SEEK_SET)
-        view = memoryview(data)
-        while view:
-            written = os.write(self._fd, view)
-            view = view[written:]
-        os.ftruncate(self._fd, len(data))
-        os.fsync(self._fd)
-
-    def close(self) -> None:
-        """Close the file descriptor (idempotent)."""
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        """Atomically replace the ledger's content with ``document``."""
+        temporary = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        fd = os.open(temporary, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        try:
+            try:
+                _write_all(fd, _encode(document))
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(temporary, self.path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                temporary.unlink()
+            raise
+        _fsync_directory(self.path.parent)

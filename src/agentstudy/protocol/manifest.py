@@ -137,12 +137,13 @@ class Manifest(BaseModel):
 
 
 class LoadedManifest(BaseModel):
-    """A validated manifest with its ``protocolHash`` (hex SHA-256, digest section 1.6)."""
+    """A validated manifest with its ``protocolHash`` (digest section 1.6) and the SHA-256 of its bytes (hex)."""
 
     model_config = ConfigDict(frozen=True)
 
     manifest: Manifest
     protocol_hash: str
+    manifest_sha256: str
 
 
 def protocol_hash(document: Any) -> str:
@@ -178,7 +179,11 @@ def parse_manifest(text: str) -> LoadedManifest:
         manifest = Manifest.model_validate(document)
     except ValidationError as error:
         raise ManifestError(f"invalid manifest: {_first_error(error)}") from None
-    return LoadedManifest(manifest=manifest, protocol_hash=protocol_hash(document))
+    return LoadedManifest(
+        manifest=manifest,
+        protocol_hash=protocol_hash(document),
+        manifest_sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
+    )
 
 
 def load_manifest(path: Path) -> LoadedManifest:
@@ -188,7 +193,7 @@ def load_manifest(path: Path) -> LoadedManifest:
         ManifestError: when the file is missing or unreadable, or its content is invalid.
     """
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_bytes().decode("utf-8")
     except FileNotFoundError:
         raise ManifestError(f"manifest not found: {path}") from None
     except (OSError, UnicodeDecodeError) as error:

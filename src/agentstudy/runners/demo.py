@@ -15,8 +15,9 @@ from agentstudy.io.claude_cli import project_root
 from agentstudy.protocol.manifest import load_manifest
 from agentstudy.rehearsal.example_study import build_example_study
 from agentstudy.rehearsal.messages_server import RehearsalServer
-from agentstudy.runners.minimal import CliRunRequest, Progress, run_cli_study
+from agentstudy.runners.minimal import CliRunRequest, run_cli_study
 from agentstudy.runners.preflight import DEFAULT_MCP_SERVER
+from agentstudy.runners.progress import RunProgress
 from agentstudy.runners.summary import RunSummary
 from agentstudy.transports.cli import CliSettings
 
@@ -26,7 +27,7 @@ DEMO_ATTEMPT_BUDGET_USD = Decimal("0.10")
 DEMO_CLI_VERSION = "2.1.296"
 
 
-def run_demo(directory: Path, binary: Path, progress: Progress) -> RunSummary:
+def run_demo(directory: Path, binary: Path, progress: RunProgress) -> RunSummary:
     """Build the example study under ``directory`` and run its pilot; the ledger is ``directory/ledger.json``.
 
     Raises:

@@ -8,33 +8,44 @@ resumed. State changes go through ``fsm``; money through ``pricing``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 from agentstudy.fsm.attempt import AttemptMachine
 from agentstudy.fsm.run import RunMachine
-from agentstudy.io.ledger_store import LedgerFile, resolve_output
+from agentstudy.io.ledger_store import LedgerFile, OutputPathError, resolve_output
 from agentstudy.io.provenance import engine_revision, file_sha256, runner_hash
 from agentstudy.pricing.budget import Budget, reservation_for, settle_attempt
 from agentstudy.pricing.table import CLI_PRICES
+from agentstudy.pricing.tally import Tally
 from agentstudy.protocol.manifest import LoadedManifest
 from agentstudy.protocol.prompt import study_prompt
-from agentstudy.protocol.records import CliObservation
+from agentstudy.protocol.records import (
+    AdjudicationDeclaration,
+    BudgetRecord,
+    CliObservation,
+    CliRunSettings,
+    McpServerRecord,
+    MinimalLedger,
+    OpenReservation,
+)
 from agentstudy.protocol.schedule import Mode, ScheduleEntry, build_schedule
 from agentstudy.runners.preflight import (
+    McpPreflight,
+    PreflightError,
     check_cli_version,
     check_corpus_roots,
     check_mcp_servers,
     require_roots,
 )
+from agentstudy.runners.progress import AttemptProgress, RunProgress, SilentProgress
 from agentstudy.runners.summary import RunSummary, summarize
 from agentstudy.transports.cli import CliAttemptResult, CliSettings, run_cli_attempt
 from agentstudy.transports.cli_args import arm_tools
-
-Progress = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -55,7 +66,7 @@ class CliRunRequest:
     expected_cli_version: str
     parent_env: Mapping[str, str]
     forbidden_output_roots: tuple[Path, ...] = ()
-    progress: Progress = field(default=lambda _line: None)
+    progress: RunProgress = field(default_factory=SilentProgress)
 
 
 def _prices_entry(model: str) -> dict[str, Any] | None:
@@ -107,19 +118,57 @@ def _observation(
     )
 
 
-class _Ledger:
-    """The ledger document of one run and its file; every change is checkpointed by the caller."""
+def _ledger(
+    request: CliRunRequest, cli_version: str, mcp: McpPreflight, planned: int, started_at: str
+) -> MinimalLedger:
+    manifest = request.loaded.manifest
+    return MinimalLedger(
+        version=manifest.version,
+        protocol_hash=request.loaded.protocol_hash,
+        manifest_sha256=request.loaded.manifest_sha256,
+        runner_hash=runner_hash(),
+        engine_revision=engine_revision(),
+        engine_bundle_hash=file_sha256(request.settings.binary),
+        repositories=dict(manifest.repositories),
+        transport="cli",
+        model=request.settings.model,
+        cli=CliRunSettings(
+            cli_version=cli_version,
+            expected_cli_version=request.expected_cli_version,
+            attempt_budget_usd=float(request.attempt_budget_usd),
+            prices=_prices_entry(request.settings.model),
+        ),
+        mcp_server=McpServerRecord(
+            name=request.settings.mcp.name,
+            command=list(request.settings.mcp.command),
+            listed_tools=list(mcp.listed_tools),
+            denied_tools=list(mcp.extra_denied),
+        ),
+        rehearsal=request.settings.rehearsal_base_url is not None,
+        adjudication=AdjudicationDeclaration(),
+        mode=request.mode,
+        planned_attempts=planned,
+        budget=BudgetRecord(
+            cap=float(request.cap_usd), spent=0.0, reserved=0.0, measured=0.0, cumulative_cap_exceeded=False
+        ),
+        observations=[],
+        started_at=started_at,
+        status="running",
+    )
 
-    def __init__(self, file: LedgerFile, document: dict[str, Any]) -> None:
-        self.file, self.document = file, document
 
-    def budget(self, budget: Budget) -> None:
-        self.document["budget"].update(
-            spent=float(budget.spent), cumulativeCapExceeded=budget.cap_exceeded
-        )
+def _budget_record(budget: Budget, tally: Tally) -> BudgetRecord:
+    return BudgetRecord(
+        cap=float(budget.cap),
+        spent=float(budget.spent),
+        reserved=float(tally.reserved),
+        measured=float(tally.measured),
+        cumulative_cap_exceeded=budget.cap_exceeded,
+    )
 
-    def save(self) -> None:
-        self.file.checkpoint(self.document)
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def run_cli_study(request: CliRunRequest) -> RunSummary:
@@ -131,70 +180,43 @@ def run_cli_study(request: CliRunRequest) -> RunSummary:
     """
     manifest = request.loaded.manifest
     schedule = build_schedule(manifest, request.mode)
-    run = RunMachine()
-    require_roots(schedule, request.roots)
-    check_corpus_roots(manifest, request.roots)
-    cli_version = check_cli_version(
-        request.settings.binary, request.expected_cli_version, request.parent_env, Path.cwd()
-    )
-    mcp = check_mcp_servers(request.settings.mcp, manifest, schedule, request.roots)
-    output = resolve_output(request.output, (*request.roots.values(), *request.forbidden_output_roots))
+    run = RunMachine(len(schedule), "cli")
+    try:
+        require_roots(schedule, request.roots)
+        check_corpus_roots(manifest, request.roots)
+        cli_version = check_cli_version(
+            request.settings.binary, request.expected_cli_version, request.parent_env, Path.cwd()
+        )
+        mcp = check_mcp_servers(request.settings.mcp, manifest, schedule, request.roots)
+        output = resolve_output(request.output, (*request.roots.values(), *request.forbidden_output_roots))
+    except (PreflightError, OutputPathError):
+        run.refuse()
+        raise
     limit = request.attempt_budget_usd
     reservation = reservation_for(limit)
-    budget = Budget(cap=request.cap_usd)
-    ledger = _Ledger(
-        LedgerFile(output),
-        {
-            "version": manifest.version,
-            "protocolHash": request.loaded.protocol_hash,
-            "runnerHash": runner_hash(),
-            "engineRevision": engine_revision(),
-            "engineBundleHash": file_sha256(request.settings.binary),
-            "repositories": dict(manifest.repositories),
-            "transport": "cli",
-            "model": request.settings.model,
-            "cli": {
-                "cliVersion": cli_version,
-                "expectedCliVersion": request.expected_cli_version,
-                "attemptBudgetUsd": float(limit),
-                "prices": _prices_entry(request.settings.model),
-            },
-            "mcpServer": {
-                "name": request.settings.mcp.name,
-                "listedTools": list(mcp.listed_tools),
-                "deniedTools": list(mcp.extra_denied),
-            },
-            "rehearsal": request.settings.rehearsal_base_url is not None,
-            "adjudication": {"method": "agent", "humanReview": False},
-            "mode": request.mode,
-            "plannedAttempts": len(schedule),
-            "budget": {"cap": float(request.cap_usd), "spent": 0.0, "cumulativeCapExceeded": False},
-            "observations": [],
-            "status": "running",
-        },
-    )
+    budget, tally = Budget(cap=request.cap_usd), Tally()
+    ledger = _ledger(request, cli_version, mcp, len(schedule), _now())
+    store = LedgerFile(output, ledger.to_json())
     run.begin()
     observations: list[CliObservation] = []
     try:
-        ledger.save()
         for index, entry in enumerate(schedule, start=1):
+            where = AttemptProgress(index, len(schedule), entry.task_id, entry.scenario, entry.repetition)
             attempt = AttemptMachine()
             if not budget.fits(limit):
                 attempt.refuse()
-                ledger.document["stopReason"] = "the per-attempt limit does not fit under the remaining cap"
+                ledger.stop_reason = "the per-attempt limit does not fit under the remaining cap"
                 break
             attempt.reserve()
-            budget = budget.reserve(reservation)
-            ledger.budget(budget)
-            ledger.document["openReservation"] = {
-                "taskId": entry.task_id,
-                "scenario": entry.scenario,
-                "repetition": entry.repetition,
-                "reservedUsd": float(reservation),
-            }
-            ledger.save()
+            budget, tally = budget.reserve(reservation), tally.add_reservation(reservation)
+            ledger.budget = _budget_record(budget, tally)
+            ledger.open_reservation = OpenReservation(
+                task_id=entry.task_id, scenario=entry.scenario, repetition=entry.repetition,
+                reserved_usd=float(reservation),
+            )
+            store.checkpoint(ledger.to_json())
             attempt.start(checkpointed=True)
-            request.progress(f"[{index}/{len(schedule)}] {entry.task_id} rep {entry.repetition} {entry.scenario} …")
+            request.progress.attempt_started(where)
             result = run_cli_attempt(
                 request.settings,
                 scenario=entry.scenario,
@@ -205,41 +227,39 @@ def run_cli_study(request: CliRunRequest) -> RunSummary:
                 reservation_usd=reservation,
                 parent_env=request.parent_env,
             )
-            status, charged = settle_attempt(
-                result.status,
-                reservation,
-                result.reported_cost_usd,
-                result.computed_cost.usd if result.computed_cost else None,
-            )
+            computed = result.computed_cost.usd if result.computed_cost else None
+            status, charged = settle_attempt(result.status, reservation, result.reported_cost_usd, computed)
             attempt.settle(status=status)
-            budget = budget.settle(reservation, charged)
+            budget, tally = budget.settle(reservation, charged), tally.add_measured(result.reported_cost_usd, computed)
             observation = _observation(
                 entry, request, cli_version, result, attempt.status, reservation, charged, budget.cap_exceeded
             )
             observations.append(observation)
-            ledger.document["observations"].append(observation.to_json())
-            del ledger.document["openReservation"]
-            ledger.budget(budget)
-            ledger.save()
-            request.progress(
-                f"[{index}/{len(schedule)}] {attempt.status}: {observation.tool_calls} tool calls, "
-                f"{charged:.6f} USD charged"
+            ledger.observations.append(observation)
+            ledger.open_reservation = None
+            ledger.budget = _budget_record(budget, tally)
+            run.observe(status=attempt.status)
+            store.checkpoint(ledger.to_json())
+            request.progress.attempt_settled(
+                where, attempt.status, observation.tool_calls, charged, budget.spent, budget.cap
             )
-            if attempt.status != "completed" or budget.cap_exceeded:
+            if budget.cap_exceeded:
+                ledger.stop_reason = "the cumulative spend passed the cap"
                 break
-        all_completed = len(observations) == len(schedule) and all(o.status == "completed" for o in observations)
-        if all_completed:
-            run.finish(all_completed=True)
-        else:
-            run.block()
+            if run.should_stop():
+                if attempt.status != "completed":
+                    ledger.stop_reason = f"attempt {index} ended {attempt.status}"
+                break
+        run.finish()
     except BaseException:
         if run.status == "running":
             run.block()
-        ledger.document["status"] = run.status
-        ledger.save()
-        ledger.file.close()
+        ledger.stop_reason = ledger.stop_reason or "the runner stopped on an error; review the budget before any rerun"
+        ledger.status = "blocked"
+        ledger.finished_at = _now()
+        store.checkpoint(ledger.to_json())
         raise
-    ledger.document["status"] = run.status
-    ledger.save()
-    ledger.file.close()
+    ledger.status = "awaiting-adjudication" if run.status == "awaiting-adjudication" else "blocked"
+    ledger.finished_at = _now()
+    store.checkpoint(ledger.to_json())
     return summarize(run.status, request.mode, len(schedule), observations, budget, output)

@@ -1,0 +1,44 @@
+"""What a run tells its watcher while it goes: attempt started, attempt settled. No answers, no credentials."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class AttemptProgress:
+    """One attempt's place in the run: 1-based ``index`` of ``total``, its task, scenario and repetition."""
+
+    index: int
+    total: int
+    task_id: str
+    scenario: str
+    repetition: int
+
+
+class RunProgress(Protocol):
+    """A watcher of a running study (the command line renders it; tests may record it)."""
+
+    def attempt_started(self, attempt: AttemptProgress) -> None:
+        """Called after the reservation is on disk, right before the agent starts."""
+
+    def attempt_settled(
+        self, attempt: AttemptProgress, status: str, tool_calls: int, charged_usd: Decimal, spent_usd: Decimal,
+        cap_usd: Decimal,
+    ) -> None:
+        """Called after the settlement is on disk."""
+
+
+class SilentProgress:
+    """A watcher that shows nothing."""
+
+    def attempt_started(self, attempt: AttemptProgress) -> None:
+        """Show nothing."""
+
+    def attempt_settled(
+        self, attempt: AttemptProgress, status: str, tool_calls: int, charged_usd: Decimal, spent_usd: Decimal,
+        cap_usd: Decimal,
+    ) -> None:
+        """Show nothing."""
