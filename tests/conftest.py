@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from fakes import FakeClaude
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 ORIGINAL_MANIFEST = SHARED / "reference" / "original-artifacts" / "minimal-study-v1.json"
@@ -28,3 +30,9 @@ def original_manifest() -> Path:
     if not ORIGINAL_MANIFEST.exists():
         pytest.fail(f"specification material missing: {ORIGINAL_MANIFEST}")
     return ORIGINAL_MANIFEST
+
+
+@pytest.fixture
+def fake_claude(tmp_path: Path) -> FakeClaude:
+    """A fake ``claude`` executable (see ``tests/fakes.py``) in its own temporary directory."""
+    return FakeClaude(tmp_path / "fake-claude")

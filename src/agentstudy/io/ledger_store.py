@@ -71,12 +71,14 @@ class LedgerFile:
         """Create the file exclusively and write the first document (fsynced).
 
         Raises:
-            OutputPathError: if the path exists.
+            OutputPathError: if the path exists or cannot be created.
         """
         try:
             fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
         except FileExistsError:
             raise OutputPathError(f"output already exists, refusing to overwrite: {path}") from None
+        except OSError as error:
+            raise OutputPathError(f"cannot create the ledger {path}: {error.strerror}") from None
         try:
             os.fchmod(fd, 0o600)
             _write_all(fd, _encode(document))

@@ -189,14 +189,14 @@ def run_cli_study(request: CliRunRequest) -> RunSummary:
         )
         mcp = check_mcp_servers(request.settings.mcp, manifest, schedule, request.roots)
         output = resolve_output(request.output, (*request.roots.values(), *request.forbidden_output_roots))
+        ledger = _ledger(request, cli_version, mcp, len(schedule), _now())
+        store = LedgerFile(output, ledger.to_json())
     except (PreflightError, OutputPathError):
         run.refuse()
         raise
     limit = request.attempt_budget_usd
     reservation = reservation_for(limit)
     budget, tally = Budget(cap=request.cap_usd), Tally()
-    ledger = _ledger(request, cli_version, mcp, len(schedule), _now())
-    store = LedgerFile(output, ledger.to_json())
     run.begin()
     observations: list[CliObservation] = []
     try:
