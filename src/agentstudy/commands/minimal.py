@@ -5,19 +5,22 @@ from __future__ import annotations
 import json
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import click
 
 from agentstudy.commands.common import EXIT_BLOCKED, emit_summary, fail, parse_roots, positive_usd
+from agentstudy.commands.mcp_options import mcp_options, mcp_spec_from_options
 from agentstudy.commands.view import print_summary_table, progress_for_terminal
 from agentstudy.io.claude_cli import ClaudeBinaryError, find_claude_binary, project_root
 from agentstudy.io.ledger_store import OutputPathError, resolve_output
 from agentstudy.protocol.manifest import ManifestError, load_manifest
 from agentstudy.protocol.schedule import Mode, build_schedule
+from agentstudy.rehearsal.messages_server import RehearsalServer
 from agentstudy.runners.minimal import CliRunRequest, run_cli_study
-from agentstudy.runners.preflight import DEFAULT_MCP_SERVER, PreflightError, check_corpus_roots
+from agentstudy.runners.preflight import PreflightError, check_corpus_roots
 from agentstudy.transports.cli import CliSettings
 
 
@@ -38,6 +41,10 @@ from agentstudy.transports.cli import CliSettings
 @click.option("--claude-bin", help="Claude Code executable (default: AGENTSTUDY_CLAUDE_BIN, pinned install, PATH).")
 @click.option("--attempt-budget-usd", default="0.10", show_default=True, help="Per-attempt limit in USD (cli).")
 @click.option("--cli-version", default="2.1.296", show_default=True, help="Expected `claude --version` (cli).")
+@click.option("--rehearsal", is_flag=True,
+              help="Rehearse for free: the agent talks to a scripted Messages API server on 127.0.0.1 with a "
+                   "dummy token; the ledger says rehearsal. --approve-budget is not needed.")
+@mcp_options
 def minimal(
     manifest_path: Path,
     dry_run: bool,
@@ -52,6 +59,12 @@ def minimal(
     claude_bin: str | None,
     attempt_budget_usd: str,
     cli_version: str,
+    rehearsal: bool,
+    mcp_config_file: Path | None,
+    server_config_candidates: str,
+    mcp_tools: str,
+    mcp_probe: str,
+    mcp_probe_arguments: str,
 ) -> None:
     """Run the minimal paired study (seed: minimal study runner v1).
 
@@ -86,8 +99,8 @@ def minimal(
         return
     if not (pilot or full):
         fail("choose --pilot or --run (or --dry-run)")
-    if not approve_budget:
-        fail("--approve-budget is required to run a paid study")
+    if not approve_budget and not rehearsal:
+        fail("--approve-budget is required to run a paid study (or --rehearsal to rehearse it for free)")
     if not model or not model.strip() or any(c in model for c in "\r\n\0"):
         fail("a model is required (STUDY_MODEL or --model)")
     cap = positive_usd("the cumulative cap (STUDY_BUDGET_USD or --budget-usd)", budget_usd)
@@ -96,6 +109,9 @@ def minimal(
     if transport == "http":
         fail("the http transport is not implemented yet; use --transport cli")
     limit = positive_usd("--attempt-budget-usd", attempt_budget_usd)
+    spec = mcp_spec_from_options(
+        mcp_config_file, server_config_candidates, mcp_tools, mcp_probe, mcp_probe_arguments
+    )
     try:
         resolve_output(output, (*root_paths.values(), project_root()))
         binary = find_claude_binary(claude_bin, os.environ)
@@ -106,7 +122,7 @@ def minimal(
         mode=mode,
         roots=root_paths,
         output=output,
-        settings=CliSettings(binary=binary, model=model.strip(), mcp=DEFAULT_MCP_SERVER),
+        settings=CliSettings(binary=binary, model=model.strip(), mcp=spec),
         cap_usd=cap,
         attempt_budget_usd=limit,
         expected_cli_version=cli_version,
@@ -114,7 +130,12 @@ def minimal(
         forbidden_output_roots=(project_root(),),
         progress=progress_for_terminal(),
     )
-    sys.exit(_run(request))
+    if not rehearsal:
+        sys.exit(_run(request))
+    with RehearsalServer() as server:
+        settings = replace(request.settings, rehearsal_base_url=server.base_url, private_home=True)
+        code = _run(replace(request, settings=settings))
+    sys.exit(code)
 
 
 def _run(request: CliRunRequest) -> int:

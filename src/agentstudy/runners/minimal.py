@@ -9,7 +9,7 @@ resumed. State changes go through ``fsm``; money through ``pricing``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
@@ -217,8 +217,9 @@ def run_cli_study(request: CliRunRequest) -> RunSummary:
             store.checkpoint(ledger.to_json())
             attempt.start(checkpointed=True)
             request.progress.attempt_started(where)
+            bound = request.settings.mcp.bind_config(mcp.configs.get(entry.repository))
             result = run_cli_attempt(
-                request.settings,
+                replace(request.settings, mcp=bound),
                 scenario=entry.scenario,
                 tools=arm_tools(entry.scenario, request.settings.mcp, mcp.extra_denied),
                 root=request.roots[entry.repository],

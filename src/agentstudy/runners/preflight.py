@@ -18,9 +18,10 @@ from pathlib import Path
 from agentstudy.io.claude_cli import ClaudeBinaryError, probe_version, version_token
 from agentstudy.io.git import GitError, head, is_clean, path_exists_at
 from agentstudy.io.mcp_client import McpProbeError, probe_mcp_server
+from agentstudy.io.server_config import resolve_server_config
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP, Manifest
+from agentstudy.protocol.mcp_spec import McpServerSpec
 from agentstudy.protocol.schedule import ScheduleEntry
-from agentstudy.transports.cli_args import McpServerSpec
 
 DEFAULT_MCP_SERVER = McpServerSpec(
     name="doc-bridge",
@@ -93,10 +94,18 @@ def check_cli_version(binary: Path, expected: str, env: Mapping[str, str], cwd: 
 
 @dataclass(frozen=True)
 class McpPreflight:
-    """The live tool list shared by every checkout, and the derived extra deny list (CLI names)."""
+    """What the MCP preflight established.
+
+    Attributes:
+        listed_tools: the live ``tools/list`` names shared by every checkout.
+        extra_denied: CLI names of every listed tool outside the read-only set.
+        configs: per repository, the server config file resolved in its checkout (``None``
+            when the command needs none).
+    """
 
     listed_tools: tuple[str, ...]
     extra_denied: tuple[str, ...]
+    configs: Mapping[str, str | None]
 
 
 def check_mcp_servers(
@@ -105,19 +114,28 @@ def check_mcp_servers(
     """Start the server for every checkout a doc-bridge attempt uses, probe it and compare tool lists.
 
     Raises:
-        PreflightError: a server fails, its probe fails, a read-only tool is missing, or two
+        PreflightError: no server config file in a checkout (when the command needs one), a
+            server fails to start, its probe fails, a read-only tool is missing, or two
             checkouts list different tools.
     """
     names = sorted({e.repository for e in schedule if e.scenario == DOC_BRIDGE_MCP})
     listed: tuple[str, ...] | None = None
+    configs: dict[str, str | None] = {}
     for name in names:
-        argv = spec.argv(str(roots[name]), manifest.repositories[name])
+        config: str | None = None
+        if spec.needs_config:
+            found = resolve_server_config(roots[name], spec.config_candidates)
+            if found is None:
+                raise PreflightError(f"{name}: no MCP server config file ({', '.join(spec.config_candidates)})")
+            config = str(found)
+        configs[name] = config
+        argv = spec.argv(str(roots[name]), manifest.repositories[name], config)
         try:
-            probe = probe_mcp_server(argv[0], argv[1:], None, spec.probe_tool, spec.probe_arguments)
+            probe = probe_mcp_server(argv[0], argv[1:], spec.env or None, spec.probe_tool, spec.probe_arguments)
         except McpProbeError as error:
             raise PreflightError(f"{name}: {error}") from None
         if not probe.probe_ok:
-            raise PreflightError(f"{name}: MCP probe {spec.probe_tool} failed at the pin")
+            raise PreflightError(f"{name}: MCP freshness probe {spec.probe_tool} failed at the pin")
         missing = sorted(set(spec.read_only_tools) - set(probe.tools))
         if missing:
             raise PreflightError(f"{name}: MCP server does not list {missing}")
@@ -126,5 +144,5 @@ def check_mcp_servers(
             raise PreflightError("MCP servers of different checkouts list different tools")
         listed = tools
     if listed is None:
-        return McpPreflight((), ())
-    return McpPreflight(listed, spec.denied_names(listed))
+        return McpPreflight((), (), configs)
+    return McpPreflight(listed, spec.denied_names(listed), configs)

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Any
 
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP
+from agentstudy.protocol.mcp_spec import McpServerSpec as McpServerSpec
+from agentstudy.protocol.mcp_spec import mcp_tool_name as mcp_tool_name
 from agentstudy.protocol.prompt import MAX_PROMPT_BYTES
 
 BUILTIN_TOOLS: tuple[str, ...] = ("Read", "Grep", "Glob")
@@ -39,42 +42,6 @@ QUIET_ENV: Mapping[str, str] = {
 FORBIDDEN_ENV: tuple[str, ...] = ("ANTHROPIC_API_KEY",)
 
 
-def mcp_tool_name(server: str, tool: str) -> str:
-    """The CLI's name for an MCP tool: ``mcp__<server>__<tool with dots as underscores>``."""
-    return f"mcp__{server}__{tool.replace('.', '_')}"
-
-
-@dataclass(frozen=True)
-class McpServerSpec:
-    """The MCP server under study (ARCHITECTURE decision 8).
-
-    Attributes:
-        name: server name in the CLI's MCP config (``doc-bridge``).
-        command: executable and arguments; ``{root}`` and ``{pin}`` are replaced by the
-            corpus checkout and its pin.
-        read_only_tools: the tools the agent may call, as the server lists them.
-        probe_tool: the freshness probe called before the run, with ``probe_arguments``.
-    """
-
-    name: str
-    command: tuple[str, ...]
-    read_only_tools: tuple[str, ...] = ("doc.search", "doc.get", "handoff.resolve")
-    probe_tool: str = "doc.search"
-    probe_arguments: Mapping[str, str] = field(default_factory=lambda: {"query": "the"})
-
-    def argv(self, root: str, pin: str) -> list[str]:
-        """The server's command for one corpus checkout at ``pin``."""
-        return [part.replace("{root}", root).replace("{pin}", pin) for part in self.command]
-
-    def allowed_names(self) -> tuple[str, ...]:
-        """The CLI names of the read-only tools."""
-        return tuple(mcp_tool_name(self.name, tool) for tool in self.read_only_tools)
-
-    def denied_names(self, listed_tools: Sequence[str]) -> tuple[str, ...]:
-        """CLI names of every listed tool outside the read-only set (the extra deny list)."""
-        return tuple(mcp_tool_name(self.name, t) for t in listed_tools if t not in self.read_only_tools)
-
-
 @dataclass(frozen=True)
 class ArmTools:
     """Tool sets of one arm: what init must list, what may be called, and the deny list."""
@@ -94,12 +61,14 @@ def arm_tools(scenario: str, spec: McpServerSpec, extra_denied: Sequence[str]) -
     return ArmTools(BUILTIN_TOOLS, BUILTIN_TOOLS, denied, None)
 
 
-def mcp_config(scenario: str, spec: McpServerSpec, root: str, pin: str) -> str:
+def mcp_config(scenario: str, spec: McpServerSpec, root: str, pin: str, config: str | None = None) -> str:
     """The ``--mcp-config`` JSON: no server in ``repository-only``, the one server otherwise."""
     if scenario != DOC_BRIDGE_MCP:
         return json.dumps({"mcpServers": {}}, separators=(",", ":"))
-    command = spec.argv(root, pin)
-    server = {"type": "stdio", "command": command[0], "args": command[1:]}
+    command = spec.argv(root, pin, config)
+    server: dict[str, Any] = {"type": "stdio", "command": command[0], "args": command[1:]}
+    if spec.env:
+        server["env"] = dict(spec.env)
     return json.dumps({"mcpServers": {spec.name: server}}, separators=(",", ":"))
 
 
@@ -124,6 +93,8 @@ def cli_arguments(
         "--max-budget-usd",
         max_budget_usd,
         "--disable-slash-commands",
+        "--setting-sources",
+        "",
         "--permission-mode",
         "dontAsk",
         "--tools",
