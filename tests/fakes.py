@@ -33,6 +33,8 @@ from pathlib import Path
 here = Path(__file__).resolve().parent
 behavior = json.loads((here / "behavior.json").read_text())
 args = sys.argv[1:]
+with open(here / "calls.jsonl", "a") as calls:
+    calls.write(json.dumps(args) + "\n")
 if args == ["--version"]:
     if behavior.get("marker"):
         Path(behavior["marker"], "version-probe").write_text(str(os.getpid()))
@@ -118,6 +120,14 @@ class FakeClaude:
     def behave(self, **behavior: Any) -> None:
         """Replace the behaviour file."""
         (self.directory / "behavior.json").write_text(json.dumps(behavior), encoding="utf-8")
+
+    @property
+    def calls(self) -> list[list[str]]:
+        """The argv of every invocation, ``--version`` probes included."""
+        path = self.directory / "calls.jsonl"
+        if not path.exists():
+            return []
+        return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
     @property
     def records(self) -> list[dict[str, Any]]:

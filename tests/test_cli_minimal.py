@@ -136,3 +136,12 @@ def test_help_names_every_seed_flag() -> None:
                  "--output", "--claude-bin", "--attempt-budget-usd", "--cli-version", "STUDY_MODEL",
                  "STUDY_BUDGET_USD"]:
         assert flag in result.stdout
+
+
+@pytest.mark.usefixtures("no_processes_no_sockets")
+def test_dry_run_cli_never_calls_the_binary(original_manifest: Path, fake_claude: Any) -> None:
+    result = _invoke(["minimal", "--dry-run", "--transport", "cli", "--pilot", "--claude-bin", str(fake_claude.path),
+                      "--manifest", str(original_manifest)])
+    assert result.exit_code == 0
+    assert json.loads(result.stdout)["claudeProcesses"] == 0
+    assert fake_claude.calls == [], "not even a --version probe"
