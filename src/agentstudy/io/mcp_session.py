@@ -1,0 +1,100 @@
+"""A live MCP session usable from synchronous code: one fresh server per attempt (official ``mcp`` SDK, stdio).
+
+The SDK is asynchronous; the session runs in a background event loop (anyio blocking
+portal) so the Messages API loop can list tools once and call them one by one. The server
+is stopped when the session closes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from agentstudy.io.mcp_client import McpProbeError
+
+CALL_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True)
+class McpTool:
+    """A listed tool: its exact MCP ``name``, ``description`` and JSON ``input_schema``."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class McpCallResult:
+    """A ``tools/call`` answer: the text of its content blocks joined, and whether it is an error."""
+
+    text: str
+    is_error: bool
+
+
+class McpSession(AbstractContextManager["McpSession"]):
+    """Start ``command args…`` as an MCP stdio server and keep a client session open.
+
+    Raises:
+        McpProbeError: if the server cannot be started or initialised.
+    """
+
+    def __init__(self, command: str, args: Sequence[str], env: Mapping[str, str] | None = None) -> None:
+        self._params = StdioServerParameters(command=command, args=list(args), env=dict(env) if env else None)
+        self._stack = contextlib.ExitStack()
+        self._portal: BlockingPortal | None = None
+        self._client: Client | None = None
+
+    def __enter__(self) -> McpSession:
+        try:
+            self._portal = self._stack.enter_context(start_blocking_portal())
+            errlog = self._stack.enter_context(open(os.devnull, "w"))
+            client = Client(stdio_client(self._params, errlog=errlog), mode="legacy", cache=None)
+            self._client = self._stack.enter_context(self._portal.wrap_async_context_manager(client))
+        except Exception as error:
+            self._stack.close()
+            raise McpProbeError(f"MCP server could not be started: {error.__class__.__name__}") from None
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        with contextlib.suppress(Exception):
+            self._stack.close()
+
+    def _run(self) -> tuple[BlockingPortal, Client]:
+        if self._portal is None or self._client is None:
+            raise McpProbeError("the MCP session is not open")
+        return self._portal, self._client
+
+    def list_tools(self) -> list[McpTool]:
+        """``tools/list``: every tool the server lists."""
+        portal, client = self._run()
+        listed = portal.call(client.list_tools)
+        return [
+            McpTool(tool.name, tool.description or "", dict(tool.input_schema or {"type": "object"}))
+            for tool in listed.tools
+        ]
+
+    def call_tool(self, name: str, arguments: Mapping[str, Any]) -> McpCallResult:
+        """``tools/call`` with the exact MCP name; text blocks are joined with newlines.
+
+        Raises:
+            McpProbeError: on a protocol failure or after ``CALL_TIMEOUT_S`` seconds.
+        """
+        portal, client = self._run()
+        try:
+            result = portal.call(lambda: client.call_tool(name, dict(arguments), read_timeout_seconds=CALL_TIMEOUT_S))
+        except Exception as error:
+            raise McpProbeError(f"MCP call failed: {error.__class__.__name__}") from None
+        texts = [getattr(block, "text", "") for block in result.content]
+        return McpCallResult("\n".join(t for t in texts if t), bool(result.is_error))
