@@ -9,7 +9,13 @@ from __future__ import annotations
 import click
 
 from agentstudy.commands.demo import demo
+from agentstudy.commands.diagrams import diagrams
+from agentstudy.commands.ledger import ledger
 from agentstudy.commands.minimal import minimal
+from agentstudy.commands.plan import plan
+from agentstudy.commands.schema import schema
+from agentstudy.commands.suite import suite
+from agentstudy.commands.transcript import transcript
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -25,3 +31,9 @@ def main() -> None:
 
 main.add_command(minimal)
 main.add_command(demo)
+main.add_command(diagrams)
+main.add_command(transcript)
+main.add_command(plan)
+main.add_command(suite)
+main.add_command(ledger)
+main.add_command(schema)

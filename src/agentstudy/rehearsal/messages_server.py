@@ -14,7 +14,7 @@ import json
 import socket
 import threading
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -26,7 +26,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from agentstudy.rehearsal.policy import next_reply
+from agentstudy.rehearsal.policy import ScriptedReply, next_reply
 from agentstudy.rehearsal.sse import encode_event, error_body, message_json, sse_events
 
 __all__ = ["RehearsalServer", "RequestRecord"]
@@ -75,14 +75,18 @@ class RehearsalServer:
     ``port`` 0 (default) picks a free ephemeral port. ``fail_with_status`` (e.g. 500, 401, 529)
     makes every request to any path get that HTTP status with a Messages API error body.
     ``startup_timeout`` is in seconds; :meth:`start` raises RuntimeError if uvicorn is not
-    serving by then. Use as ``with RehearsalServer() as server: ... server.base_url``.
+    serving by then. ``policy`` decides each reply from the request body (default: the careful
+    agent of :func:`~agentstudy.rehearsal.policy.next_reply`; tests pass a scripted one; it may
+    raise ValueError for a 400). Use as ``with RehearsalServer() as server: ... server.base_url``.
     """
 
     def __init__(self, port: int = 0, *, fail_with_status: int | None = None,
-                 startup_timeout: float = 10.0) -> None:
+                 startup_timeout: float = 10.0,
+                 policy: Callable[[Mapping[str, Any]], ScriptedReply] = next_reply) -> None:
         if fail_with_status is not None and not 400 <= fail_with_status <= 599:
             raise ValueError(f"fail_with_status must be an HTTP error status, got {fail_with_status}")
         self._port = port
+        self._policy = policy
         self._fail_with_status = fail_with_status
         self._startup_timeout = startup_timeout
         self._lock = threading.Lock()
@@ -179,7 +183,7 @@ class RehearsalServer:
             return JSONResponse(error_body(400, "Request body must be a JSON object with a 'model' string."),
                                 status_code=400)
         try:
-            reply = next_reply(body)
+            reply = self._policy(body)
         except ValueError as error:
             self._log(request, body, 400)
             return JSONResponse(error_body(400, str(error)), status_code=400)

@@ -8,7 +8,7 @@ never raises.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,15 +67,39 @@ def _check_init(init: dict[str, Any] | None, expected: SetupExpectations) -> lis
     return problems
 
 
+def _check_denials(transcript: Transcript) -> list[str]:
+    raw = transcript.result.get("permission_denials") if transcript.result else None
+    problems: list[str] = []
+    if raw is not None and not isinstance(raw, list):
+        problems.append("result permission_denials is not a list")
+    elif isinstance(raw, list) and not all(isinstance(entry, Mapping) for entry in raw):
+        problems.append("a permission denial is not an object")
+    denials = transcript.permission_denials()
+    denied = sorted({str(d["tool_name"]) for d in denials if d["tool_name"] not in BUILTIN_READ_TOOLS})
+    if denied:
+        problems.append(f"permission denials of {denied}")
+    return problems
+
+
 def check_setup(
     transcript: Transcript, expected: SetupExpectations, allowed_tools: Sequence[str]
 ) -> list[str]:
-    """Every setup problem of an attempt, shape problems first.
+    """Every setup problem of an attempt, shape problems first (seed 000, "Setup is checked ...").
+
+    In order: the stream's shape problems; the init event (present, ``model``, the exact tool
+    set without duplicates, MCP servers: exactly one ``connected`` ``expected.mcp_server`` in
+    the MCP arm, none and no ``mcp__`` tool without one); every ``tool_use`` inside
+    ``allowed_tools``; every permission denial a built-in read (``Read``, ``Grep``, ``Glob``;
+    those are recorded by the caller, not problems); in the MCP arm, not every call of that
+    server answered with ``is_error: true`` (zero calls are no problem, ARCHITECTURE decision 3).
 
     Args:
         transcript: the parsed stream.
         expected: the init expectations of the attempt's arm.
         allowed_tools: the full names the agent may call (the arm's ``--allowedTools``).
+
+    Returns:
+        One line per problem (empty when the setup held); never raises.
     """
     problems = list(transcript.shape_problems)
     problems.extend(_check_init(transcript.init, expected))
@@ -83,10 +107,7 @@ def check_setup(
     outside = sorted({use.name for use in transcript.tool_uses.values() if use.name not in allowed})
     if outside:
         problems.append(f"tool calls outside the allowed set {outside}")
-    denials = transcript.permission_denials()
-    denied = sorted({str(d["tool_name"]) for d in denials if d["tool_name"] not in BUILTIN_READ_TOOLS})
-    if denied:
-        problems.append(f"permission denials of {denied}")
+    problems.extend(_check_denials(transcript))
     if expected.mcp_server is not None:
         prefix = f"mcp__{expected.mcp_server}__"
         mcp_ids = [i for i, use in transcript.tool_uses.items() if use.name.startswith(prefix)]

@@ -2,9 +2,11 @@
 
 Tolerant of what the real CLI emits: unknown ``system`` subtypes, ``stream_event`` lines, a
 first line that is not ``init``, and several ``assistant`` events sharing one ``message.id``
-(one per content block). Shape problems are collected, never raised: a non-JSON line, not
-exactly one ``result``, a ``result`` that is not last, more than one ``init``. The last
-``result`` is still read, so that its cost can be charged.
+(one per content block). Shape problems are collected, never raised: a non-JSON line (or a
+JSON line that is not an object), not exactly one ``result``, a ``result`` that is not last,
+more than one ``init``, and a ``tool_use`` block without a string ``id`` and ``name`` (a call
+that cannot be identified cannot be shown to be allowed). The last ``result`` is still read,
+so that its cost can be charged.
 """
 
 from __future__ import annotations
@@ -84,7 +86,7 @@ def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
-def _read_assistant(event: Mapping[str, Any], transcript: Transcript) -> None:
+def _read_assistant(event: Mapping[str, Any], transcript: Transcript, number: int) -> None:
     message = event.get("message")
     if not isinstance(message, Mapping):
         return
@@ -100,11 +102,16 @@ def _read_assistant(event: Mapping[str, Any], transcript: Transcript) -> None:
     content = message.get("content")
     if not isinstance(content, list):
         return
+    malformed = False
     for block in content:
         if isinstance(block, Mapping) and block.get("type") == "tool_use":
             tool_id, name = block.get("id"), block.get("name")
-            if isinstance(tool_id, str) and isinstance(name, str) and tool_id not in transcript.tool_uses:
+            if not isinstance(tool_id, str) or not isinstance(name, str):
+                malformed = True  # a call that cannot be identified cannot be shown to be allowed
+            elif tool_id not in transcript.tool_uses:
                 transcript.tool_uses[tool_id] = ToolUse(tool_id, name)
+    if malformed:
+        transcript.shape_problems.append(f"line {number} has a tool_use block without a string id and name")
 
 
 def _read_user(event: Mapping[str, Any], transcript: Transcript) -> None:
@@ -148,7 +155,7 @@ def parse_transcript(lines: Iterable[str]) -> Transcript:
             if transcript.init is None:
                 transcript.init = event
         elif kind == "assistant":
-            _read_assistant(event, transcript)
+            _read_assistant(event, transcript, number)
         elif kind == "user":
             _read_user(event, transcript)
         elif kind == "result":

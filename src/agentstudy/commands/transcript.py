@@ -1,0 +1,168 @@
+"""``agentstudy transcript``: apply the runner's checks to a saved stream-json file (seed 000).
+
+Researchers use it to see why an attempt was refused. It runs exactly the runner's code path
+(``transports.cli_evaluation.evaluate_cli_attempt``, then ``pricing.budget.settle_attempt``)
+with the runner's default tool policy, and prints the attempt record without the answer.
+"""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import click
+
+from agentstudy.commands.common import EXIT_BLOCKED, EXIT_OK, fail, positive_usd
+from agentstudy.io.process import STDOUT_LIMIT_BYTES
+from agentstudy.pricing.budget import reservation_for, settle_attempt
+from agentstudy.protocol.manifest import DOC_BRIDGE_MCP, REPOSITORY_ONLY
+from agentstudy.protocol.records import CliObservation
+from agentstudy.runners.preflight import DEFAULT_MCP_SERVER
+from agentstudy.stream.outcome import ProcessFacts
+from agentstudy.transports.cli_args import arm_tools
+from agentstudy.transports.cli_evaluation import CliEvaluation, evaluate_cli_attempt
+
+FIRST_KEYS = (
+    "status",
+    "statusReason",
+    "setupProblem",
+    "costProblem",
+    "chargedUsd",
+    "reservedUsd",
+    "cliReportedCostUsd",
+    "computedCostUsd",
+)
+
+
+def _usd(amount: Decimal) -> str:
+    """A USD amount for a message, without trailing zeros (``0.0032``)."""
+    return format(amount.normalize(), "f")
+
+
+def _json_name(field: str) -> str:
+    """The ledger's JSON name of a record field (the seed's camelCase, e.g. ``toolCallsByName``)."""
+    info = CliObservation.model_fields.get(field)
+    return info.alias if info is not None and info.alias else field
+
+
+def attempt_record(
+    evaluation: CliEvaluation,
+    *,
+    scenario: str,
+    attempt_budget_usd: Decimal,
+    reservation_usd: Decimal,
+    exit_code: int,
+) -> dict[str, Any]:
+    """The attempt record of a saved transcript, settled, without the answer.
+
+    Keys are the ledger's (``protocol.records.CliObservation``) plus ``statusReason`` (why the
+    status is not ``completed``, ``null`` when it is); ``setupProblem`` and ``costProblem``
+    are always present (``null`` when unset). Money is JSON numbers of USD.
+    """
+    computed = evaluation.computed_cost.usd if evaluation.computed_cost is not None else None
+    status, charged = settle_attempt(evaluation.status, reservation_usd, evaluation.reported_cost_usd, computed)
+    reason = evaluation.status_problem
+    if status != evaluation.status:
+        reason = f"charged {_usd(charged)} USD is above the reservation of {_usd(reservation_usd)} USD"
+    record: dict[str, Any] = {
+        "status": status,
+        "statusReason": reason,
+        "setupProblem": "; ".join(evaluation.setup_problems) or None,
+        "costProblem": evaluation.cost_problem,
+        "chargedUsd": float(charged),
+        "reservedUsd": float(reservation_usd),
+        "cliReportedCostUsd": (
+            float(evaluation.reported_cost_usd) if evaluation.reported_cost_usd is not None else None
+        ),
+        "computedCostUsd": float(computed) if computed is not None else None,
+        "transport": "cli",
+        "scenario": scenario,
+        "attemptBudgetUsd": float(attempt_budget_usd),
+        "exitCode": exit_code,
+    }
+    for field, value in evaluation.fields.items():
+        if field != "answer_text":
+            record[_json_name(field)] = value
+    record["costBasis"] = evaluation.computed_cost.basis if evaluation.computed_cost is not None else None
+    return record
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, separators=(", ", ": "), ensure_ascii=False)
+
+
+@click.command()
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option(
+    "--scenario",
+    type=click.Choice([REPOSITORY_ONLY, DOC_BRIDGE_MCP]),
+    required=True,
+    help="The arm the attempt ran in; selects the expected tools and MCP server.",
+)
+@click.option("--model", required=True, help="The configured --model the init event must echo.")
+@click.option("--exit-code", type=int, default=0, show_default=True, help="The child's exit code.")
+@click.option("--timed-out", is_flag=True, help="The child was killed by the attempt timeout.")
+@click.option(
+    "--reservation-usd",
+    default="0.10",
+    show_default=True,
+    help="The per-attempt reservation in USD (floored to 6 decimals), for chargedUsd.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of aligned lines.")
+def transcript(
+    file: Path,
+    scenario: str,
+    model: str,
+    exit_code: int,
+    timed_out: bool,
+    reservation_usd: str,
+    as_json: bool,
+) -> None:
+    """Check a saved stream-json transcript exactly as the CLI runner would, and show why.
+
+    Applies the runner's parse, setup checks, pricing, outcome and settlement to FILE, with
+    the runner's default tool policy: Read, Grep, Glob, plus in doc-bridge-mcp the
+    mcp__doc-bridge__doc_search, mcp__doc-bridge__doc_get and mcp__doc-bridge__handoff_resolve
+    tools of the one MCP server `doc-bridge`. A file over the 4 MiB stdout bound is read as the
+    runner would have kept it: cut at the bound and `failed`. Prints the attempt record without
+    the answer: status, statusReason, setupProblem, costProblem, costs, counts and tokens.
+
+    Exit codes: 0 the status is `completed`; 1 any other status; 2 bad input (a missing or
+    unreadable FILE, a bad option value).
+    """
+    try:
+        data = file.read_bytes()
+    except OSError as error:
+        fail(f"cannot read {file}: {error.strerror or error}")
+    limit = positive_usd("--reservation-usd", reservation_usd)
+    try:
+        reservation = reservation_for(limit)
+    except ValueError as error:
+        fail(f"--reservation-usd: {error}")
+    truncated = len(data) > STDOUT_LIMIT_BYTES
+    process = ProcessFacts(started=True, timed_out=timed_out, truncated=truncated, exit_code=exit_code)
+    evaluation = evaluate_cli_attempt(
+        data[:STDOUT_LIMIT_BYTES],
+        process,
+        model=model,
+        tools=arm_tools(scenario, DEFAULT_MCP_SERVER, ()),
+    )
+    record = attempt_record(
+        evaluation, scenario=scenario, attempt_budget_usd=limit, reservation_usd=reservation, exit_code=exit_code
+    )
+    if as_json:
+        click.echo(json.dumps(record, ensure_ascii=False, separators=(",", ":")))
+    else:
+        ordered = [*FIRST_KEYS, *(key for key in record if key not in FIRST_KEYS)]
+        if record["statusReason"] in (record["setupProblem"], record["costProblem"]):
+            ordered.remove("statusReason")  # the problem line below says it already
+        width = max(len(key) for key in ordered)
+        for key in ordered:
+            click.echo(f"{key.ljust(width)}  {_text(record[key])}")
+    raise SystemExit(EXIT_OK if record["status"] == "completed" else EXIT_BLOCKED)

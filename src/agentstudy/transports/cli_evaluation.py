@@ -1,0 +1,169 @@
+"""What a finished Claude Code attempt's stdout means: one pure function shared by the runner and
+``agentstudy transcript`` (seed 000, "The stream is read line by line" through "Cost").
+
+``evaluate_cli_attempt`` takes the bytes the child wrote, how it ended and the arm's tool
+policy, and does the whole sequence after the child ends: parse the stream-json, check the
+setup (skipped for a child that was killed or cut off: its missing ``result`` is not a setup
+problem, ARCHITECTURE decision 2), read ``modelUsage`` and both costs, and decide the
+pre-settlement outcome. Settlement (``pricing.budget.settle_attempt``) stays with the caller.
+No IO, clock or environment.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from agentstudy.pricing.cost import (
+    AttemptCost,
+    CacheWrites,
+    CostProblem,
+    ModelTokens,
+    compute_cost,
+    parse_model_usage,
+)
+from agentstudy.stream.outcome import CliStatus, ProcessFacts, outcome
+from agentstudy.stream.setup import SetupExpectations, check_setup
+from agentstudy.stream.transcript import Transcript, parse_transcript
+from agentstudy.transports.cli_args import ArmTools
+
+
+@dataclass(frozen=True)
+class CliEvaluation:
+    """Everything an attempt's transcript says, before settlement.
+
+    Attributes:
+        status: the pre-settlement status (``stream.outcome``).
+        status_problem: why ``status`` is not ``completed`` (``None`` when it is).
+        reported_cost_usd: the result's ``total_cost_usd`` as ``Decimal`` USD, ``None`` if invalid.
+        computed_cost: the list-price cost of ``modelUsage`` and its basis, ``None`` if it
+            cannot be priced.
+        setup_problems: every setup problem, shape problems first.
+        cost_problem: why a cost is invalid, else ``None``.
+        fields: the record fields read from the transcript, snake_case keys of
+            ``protocol.records.CliObservation`` plus ``answer_text`` (the private answer).
+    """
+
+    status: CliStatus
+    status_problem: str | None
+    reported_cost_usd: Decimal | None
+    computed_cost: AttemptCost | None
+    setup_problems: tuple[str, ...]
+    cost_problem: str | None
+    fields: dict[str, Any]
+
+
+def reported_cost(result: Mapping[str, Any] | None) -> Decimal | None:
+    """The result's ``total_cost_usd`` when it is a finite number >= 0, else ``None`` (USD)."""
+    value = result.get("total_cost_usd") if result else None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+        return None
+    try:
+        return Decimal(str(value))
+    except InvalidOperation:
+        return None
+
+
+def _cache_writes(result: Mapping[str, Any]) -> CacheWrites:
+    usage = result.get("usage")
+    creation = usage.get("cache_creation") if isinstance(usage, Mapping) else None
+    if not isinstance(creation, Mapping):
+        return CacheWrites()
+
+    def count(key: str) -> int:
+        value = creation.get(key, 0)
+        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+    return CacheWrites(count("ephemeral_5m_input_tokens"), count("ephemeral_1h_input_tokens"))
+
+
+def _price(transcript: Transcript) -> tuple[dict[str, ModelTokens] | None, AttemptCost | None, str | None]:
+    """Token totals, computed cost and the cost problem (ARCHITECTURE decisions 4 and 5).
+
+    Totals are kept when ``modelUsage`` parses even if a model has no price, so the record
+    still carries the tokens; an empty ``modelUsage`` is valid zero usage.
+    """
+    result = transcript.result
+    if result is None:
+        return None, None, "no result event"
+    try:
+        totals = parse_model_usage(result.get("modelUsage"))
+    except CostProblem as problem:
+        return None, None, str(problem)
+    try:
+        writes = _cache_writes(result)  # raises CostProblem for an implausible count
+        cost = compute_cost(totals, writes, list(transcript.message_prompts.values()))
+    except CostProblem as problem:
+        return totals, None, str(problem)
+    if reported_cost(result) is None:
+        return totals, cost, "total_cost_usd is not a finite number >= 0"
+    return totals, cost, None
+
+
+def _fields(transcript: Transcript, totals: Mapping[str, ModelTokens] | None) -> dict[str, Any]:
+    init, result = transcript.init or {}, transcript.result or {}
+
+    def total(attr: str) -> int | None:
+        return sum(getattr(t, attr) for t in totals.values()) if totals is not None else None
+
+    num_turns = result.get("num_turns")
+    tools, servers = init.get("tools"), init.get("mcp_servers")
+    return {
+        "model": init.get("model") if isinstance(init.get("model"), str) else None,
+        # Copied only when well formed, so the ledger record always validates (null otherwise).
+        "tools": tools if isinstance(tools, list) and all(isinstance(t, str) for t in tools) else None,
+        "mcp_servers": (
+            servers if isinstance(servers, list) and all(isinstance(s, dict) for s in servers) else None
+        ),
+        "tool_calls_by_name": transcript.tool_calls_by_name(),
+        "tool_calls": len(transcript.tool_uses),
+        "permission_denials": transcript.permission_denials(),
+        "tool_errors_by_name": transcript.tool_errors_by_name(),
+        "input_tokens": total("input_tokens"),
+        "output_tokens": total("output_tokens"),
+        "cache_creation_input_tokens": total("cache_creation_input_tokens"),
+        "cache_read_input_tokens": total("cache_read_input_tokens"),
+        "num_turns": num_turns if isinstance(num_turns, int) and not isinstance(num_turns, bool) else None,
+        "cli_subtype": result.get("subtype") if isinstance(result.get("subtype"), str) else None,
+        "is_error": result.get("is_error") if isinstance(result.get("is_error"), bool) else None,
+        "usage_complete": totals is not None,
+        "answer_text": result.get("result") if isinstance(result.get("result"), str) else "",
+    }
+
+
+def evaluate_cli_attempt(stdout: bytes, process: ProcessFacts, *, model: str, tools: ArmTools) -> CliEvaluation:
+    """Evaluate one attempt's stdout: parse, check the setup, price, decide the outcome (pure).
+
+    Args:
+        stdout: what the child wrote (at most the stdout bound); decoded as UTF-8 with
+            replacement, so undecodable bytes end up in a non-JSON line, never an exception;
+            lines end at ``\n`` only.
+        process: how the child ended (started, timed out, truncated, exit code).
+        model: the configured ``--model`` the init event must echo.
+        tools: the arm's tool policy: ``expected`` (init's exact set), ``allowed`` (what may be
+            called) and ``mcp_server`` (the one server of the MCP arm, else ``None``).
+
+    Returns:
+        A ``CliEvaluation``; never raises on the content of ``stdout``.
+    """
+    # Split on "\n" only: str.splitlines would also split inside JSON strings holding U+2028,
+    # U+2029, U+0085 or form feeds, which the CLI writes unescaped.
+    transcript = parse_transcript(stdout.decode("utf-8", "replace").split("\n"))
+    setup_problems: list[str] = []
+    if process.started and not process.timed_out and not process.truncated:
+        expected = SetupExpectations(model, tools.expected, tools.mcp_server)
+        setup_problems = check_setup(transcript, expected, tools.allowed)
+    totals, cost, cost_problem = _price(transcript)
+    decided = outcome(process, setup_problems, cost_problem, transcript.result)
+    return CliEvaluation(
+        status=decided.status,
+        status_problem=decided.problem,
+        reported_cost_usd=reported_cost(transcript.result),
+        computed_cost=cost,
+        setup_problems=tuple(setup_problems),
+        cost_problem=cost_problem,
+        fields=_fields(transcript, totals),
+    )
