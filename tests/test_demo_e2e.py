@@ -79,6 +79,10 @@ def test_pilot_runs_both_arms_and_keeps_the_key_away(tmp_path: Path, claude_bin:
         assert observation["answer"], "a completed attempt keeps its private answer"
         assert observation["chargedUsd"] == max(observation["cliReportedCostUsd"], observation["computedCostUsd"])
         assert observation["inputTokens"] > 0 and observation["usageComplete"] is True
+    assert repository_only["exportTreeSha256"] == doc_bridge["exportTreeSha256"], "both arms see the same corpus"
+    assert repository_only["exportFiles"] == doc_bridge["exportFiles"] > 0
+    assert any("Read accepts absolute paths" in text for text in doc_bridge["isolationNotAchieved"])
+    assert any("private HOME" in text for text in doc_bridge["isolationAchieved"])
     charged = sum(Decimal(str(o["chargedUsd"])) for o in observations)
     assert Decimal(str(ledger["budget"]["spent"])) == charged
     # The child never had the key: the CLI would otherwise have sent it as x-api-key.

@@ -53,6 +53,11 @@ class CliObservation(BaseModel):
     charged_usd: float = Field(alias="chargedUsd")
     cumulative_cap_exceeded: bool = Field(alias="cumulativeCapExceeded")
     exit_code: int | None = Field(alias="exitCode")
+    export_files: int | None = Field(default=None, alias="exportFiles")
+    export_bytes: int | None = Field(default=None, alias="exportBytes")
+    export_tree_sha256: str | None = Field(default=None, alias="exportTreeSha256")
+    isolation_achieved: list[str] | None = Field(default=None, alias="isolationAchieved")
+    isolation_not_achieved: list[str] | None = Field(default=None, alias="isolationNotAchieved")
     wall_time_ms: int = Field(alias="wallTimeMs")
     status: str
     answer: str

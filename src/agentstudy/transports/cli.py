@@ -17,7 +17,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from agentstudy.io.export import export_corpus, remove_export
+from agentstudy.io.export import export_pinned_corpus, remove_export
 from agentstudy.io.process import STDOUT_LIMIT_BYTES, run_bounded
 from agentstudy.pricing.budget import format_max_budget
 from agentstudy.pricing.cost import AttemptCost
@@ -93,7 +93,7 @@ def run_cli_attempt(
     timeout. Never raises for the child's behaviour; raises ``GitError`` if the export fails
     (before anything was spawned).
     """
-    export = export_corpus(root, pin)
+    export = export_pinned_corpus(root, pin)
     scratch = Path(tempfile.mkdtemp(prefix="agentstudy-attempt-"))
     try:
         (scratch / "home").mkdir()
@@ -112,9 +112,9 @@ def run_cli_attempt(
                 prompt=prompt,
             ),
         ]
-        process = run_bounded(argv, env, export, settings.timeout_s, settings.stdout_limit)
+        process = run_bounded(argv, env, export.path, settings.timeout_s, settings.stdout_limit)
     finally:
-        remove_export(export)
+        remove_export(export.path)
         shutil.rmtree(scratch, ignore_errors=True)
     facts = ProcessFacts(process.started, process.timed_out, process.truncated, process.exit_code)
     evaluation = evaluate_cli_attempt(process.stdout, facts, model=settings.model, tools=tools)
@@ -126,5 +126,40 @@ def run_cli_attempt(
         cost_problem=evaluation.cost_problem,
         exit_code=process.exit_code,
         wall_time_ms=process.wall_time_ms,
-        fields=evaluation.fields,
+        fields={
+            **evaluation.fields,
+            "export_files": export.files,
+            "export_bytes": export.bytes,
+            "export_tree_sha256": export.tree_sha256,
+            **isolation(settings),
+        },
     )
+
+
+ISOLATION_ACHIEVED: tuple[str, ...] = (
+    "working directory is a fresh export of the pinned blobs only (no .git, no dotfiles, no lockfiles, "
+    "no build output), files 0444 and directories 0555, removed after the attempt",
+    "stdin closed; argv only, no shell",
+    "environment rebuilt from an allowlist; ANTHROPIC_API_KEY never passed",
+    "private TMPDIR per attempt, removed afterwards",
+    "own process group, killed after the attempt (no orphaned MCP servers)",
+    "user, project and local settings not loaded (--setting-sources ''); slash commands disabled",
+    "tools limited to Read, Grep, Glob (plus the MCP server's read-only tools); write, shell, web and "
+    "agent tools denied; permission mode dontAsk",
+)
+ISOLATION_NOT_ACHIEVED: tuple[str, ...] = (
+    "Read accepts absolute paths: files outside the export can be read (observed with Claude Code 2.1.296)",
+    "the network is not sandboxed; only the CLI's non-essential traffic is switched off",
+    "whether the CLI loads CLAUDE.md or AGENTS.md found in the export is not observed",
+)
+
+
+def isolation(settings: CliSettings) -> dict[str, list[str]]:
+    """The isolation achieved and not achieved by an attempt with ``settings``, as plain record fields."""
+    achieved = list(ISOLATION_ACHIEVED)
+    missing = list(ISOLATION_NOT_ACHIEVED)
+    if settings.private_home:
+        achieved.append("private HOME per attempt, removed afterwards")
+    else:
+        missing.append("HOME is the user's, where the CLI keeps its login; the CLI writes session files there")
+    return {"isolation_achieved": achieved, "isolation_not_achieved": missing}
