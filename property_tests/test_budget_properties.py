@@ -1,8 +1,12 @@
-"""Property tests of reservations, settlement and the list-price cost (seed 000, "Budget" and "Cost")."""
+"""Property tests of reservations, charges and the list-price cost (seed 000, "Budget" and "Cost").
+
+Sequences of attempts against a cap are the state machines of ``test_budget_machine.py``;
+here: the reservation's rounding, the completed charge, and tier pricing (monotone in every
+token count, and crossing the threshold never lowers the price of the same usage).
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 
@@ -12,17 +16,14 @@ from hypothesis import strategies as st
 
 from agentstudy.pricing.budget import (
     MICRO,
-    Budget,
     completed_charge,
     format_max_budget,
     reservation_for,
-    settle_attempt,
 )
 from agentstudy.pricing.cost import CacheWrites, ModelTokens, compute_cost
-from agentstudy.pricing.table import CLI_PRICES
+from agentstudy.pricing.table import CLI_PRICES, ModelPrice, Tier
 
 SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-STATUSES = ("completed", "failed", "timed-out", "budget-exceeded", "invalid-setup", "invalid-cost")
 
 
 def amounts(max_units: int = 10**9) -> st.SearchStrategy[Decimal]:
@@ -32,71 +33,6 @@ def amounts(max_units: int = 10**9) -> st.SearchStrategy[Decimal]:
         st.integers(min_value=0, max_value=max_units),
         st.sampled_from([6, 7, 8]),
     )
-
-
-def positive_limits() -> st.SearchStrategy[Decimal]:
-    """Per-attempt limits that do not floor to zero (>= 0.000001 USD)."""
-    return amounts(max_units=5 * 10**8).filter(lambda d: d >= MICRO)
-
-
-@dataclass(frozen=True)
-class Attempt:
-    status: str
-    reported: Decimal | None
-    computed: Decimal | None
-
-
-attempts = st.builds(
-    Attempt,
-    st.sampled_from(STATUSES),
-    st.none() | amounts(max_units=3 * 10**8),
-    st.none() | amounts(max_units=3 * 10**8),
-)
-
-
-@SETTINGS
-@given(cap=amounts(), limit=positive_limits(), plan=st.lists(attempts, max_size=25), stop_on_failure=st.booleans())
-def test_run_loop_budget_invariants(cap: Decimal, limit: Decimal, plan: list[Attempt], stop_on_failure: bool) -> None:
-    budget = Budget(cap)
-    charges: list[Decimal] = []
-    for attempt in plan:
-        if not budget.fits(limit):
-            break
-        assert budget.spent + limit <= budget.cap
-        reservation = reservation_for(limit)
-        assert Decimal(0) < reservation <= limit
-        assert limit - reservation < MICRO
-        assert reservation == reservation.quantize(MICRO)
-        assert format_max_budget(reservation) == f"{reservation:.6f}"
-        before = budget.spent
-        budget = budget.reserve(reservation)
-        assert budget.spent == before + reservation
-        assert budget.spent <= budget.cap
-
-        status = attempt.status
-        valid = [c for c in (attempt.reported, attempt.computed) if c is not None]
-        if status == "completed" and not valid:
-            # A completed attempt without any valid cost cannot be settled as completed: it is invalid-cost.
-            with pytest.raises(ValueError):
-                settle_attempt(status, reservation, attempt.reported, attempt.computed)
-            status = "invalid-cost"
-        final, charge = settle_attempt(status, reservation, attempt.reported, attempt.computed)
-        if status == "completed":
-            assert charge == max(valid)
-            assert final == ("budget-exceeded" if charge > reservation else "completed")
-        else:
-            assert final == status
-            assert charge >= reservation
-            assert all(charge >= c for c in valid)
-            assert charge == max([reservation, *valid])
-        budget = budget.settle(reservation, charge)
-        charges.append(charge)
-        assert budget.spent == sum(charges, Decimal(0))
-        assert budget.cap == cap
-        assert budget.cap_exceeded is (budget.spent > cap)
-        if budget.cap_exceeded or (stop_on_failure and final != "completed"):
-            break
-    assert budget.spent == sum(charges, Decimal(0))
 
 
 @SETTINGS
@@ -245,11 +181,11 @@ def test_cost_is_the_hand_formula_without_cache(input_tokens: int, output_tokens
 
 @SETTINGS
 @given(
-    input_tokens=st.integers(0, 90_000 // 4),
-    cache_read=st.integers(0, 90_000 // 4),
-    writes_5m=st.integers(0, 90_000 // 4),
-    writes_1h=st.integers(0, 90_000 // 4),
-    unattributed=st.integers(0, 90_000 // 4),
+    input_tokens=st.integers(0, 100_000 // 5),
+    cache_read=st.integers(0, 100_000 // 5),
+    writes_5m=st.integers(0, 100_000 // 5),
+    writes_1h=st.integers(0, 100_000 // 5),
+    unattributed=st.integers(0, 100_000 // 5),
     output_tokens=token_counts,
 )
 def test_cache_rates_single_model_tier_one(
@@ -271,3 +207,145 @@ def test_cache_rates_single_model_tier_one(
     assert cost.basis["cacheWrite5mTokens"] == writes_5m
     assert cost.basis["cacheWrite1hTokens"] == writes_1h
     assert cost.basis["cacheWriteUnattributedTokens"] == unattributed
+
+
+# --------------------------------------------------------------------------- tier pricing, one count at a time
+
+FIELDS = ("input", "output", "cache_read", "unattributed", "write_5m", "write_1h")
+
+
+def _grow(tokens: ModelTokens, writes: CacheWrites, field: str, extra: int) -> tuple[ModelTokens, CacheWrites]:
+    """Add ``extra`` tokens to one count; TTL-attributed writes are also cache-creation tokens."""
+    i, o, r, c = (tokens.input_tokens, tokens.output_tokens, tokens.cache_read_input_tokens,
+                  tokens.cache_creation_input_tokens)
+    five, hour = writes.ephemeral_5m, writes.ephemeral_1h
+    if field == "input":
+        i += extra
+    elif field == "output":
+        o += extra
+    elif field == "cache_read":
+        r += extra
+    elif field == "unattributed":
+        c += extra
+    elif field == "write_5m":
+        c, five = c + extra, five + extra
+    else:
+        c, hour = c + extra, hour + extra
+    return ModelTokens(i, o, r, c), CacheWrites(five, hour)
+
+
+@st.composite
+def single_model_usage(draw: st.DrawFn) -> tuple[str, ModelTokens, CacheWrites]:
+    model = draw(st.sampled_from(sorted(CLI_PRICES)))
+    tokens = draw(model_tokens())
+    five = draw(st.integers(0, tokens.cache_creation_input_tokens))
+    hour = draw(st.integers(0, tokens.cache_creation_input_tokens - five))
+    return model, tokens, CacheWrites(five, hour)
+
+
+@SETTINGS
+@given(
+    usage=single_model_usage(),
+    field=st.sampled_from(FIELDS),
+    extra=st.integers(1, 300_000),
+    prompts=st.none() | st.lists(st.integers(0, 300_000), min_size=1, max_size=5),
+)
+def test_cost_rises_with_every_single_count(
+    usage: tuple[str, ModelTokens, CacheWrites], field: str, extra: int, prompts: list[int] | None
+) -> None:
+    model, tokens, writes = usage
+    grown, grown_writes = _grow(tokens, writes, field, extra)
+    if prompts is None:
+        # Aggregate: the bigger usage may also cross the threshold.
+        base, more = compute_cost({model: tokens}, writes, []), compute_cost({model: grown}, grown_writes, [])
+        assert more.basis["tier"] >= base.basis["tier"]
+    else:
+        base, more = compute_cost({model: tokens}, writes, prompts), compute_cost({model: grown}, grown_writes, prompts)
+        assert more.basis["tier"] == base.basis["tier"]
+    # Every rate in the table is above zero, so one more token always costs more.
+    assert more.usd > base.usd
+
+
+@SETTINGS
+@given(usage=single_model_usage(), prompts=st.lists(st.integers(0, 300_000), min_size=1, max_size=5),
+       index=st.integers(0, 4), extra=st.integers(0, 300_000), new_message=st.none() | st.integers(0, 300_000))
+def test_bigger_or_more_messages_never_lower_the_cost(
+    usage: tuple[str, ModelTokens, CacheWrites], prompts: list[int], index: int, extra: int, new_message: int | None
+) -> None:
+    model, tokens, writes = usage
+    grown = list(prompts)
+    grown[index % len(grown)] += extra
+    if new_message is not None:
+        grown.append(new_message)
+    assert compute_cost({model: tokens}, writes, grown).usd >= compute_cost({model: tokens}, writes, prompts).usd
+
+
+@SETTINGS
+@given(usage=single_model_usage(), below=st.integers(0, 100_000), above=st.integers(100_001, 10**7))
+def test_crossing_the_threshold_never_lowers_the_price_of_the_same_usage(
+    usage: tuple[str, ModelTokens, CacheWrites], below: int, above: int
+) -> None:
+    model, tokens, writes = usage
+    tier_one = compute_cost({model: tokens}, writes, [below])
+    tier_two = compute_cost({model: tokens}, writes, [above])
+    assert tier_one.basis["tier"] == 1
+    assert tier_two.usd >= tier_one.usd
+    priced_tokens = tokens.input_tokens + tokens.output_tokens + tokens.cache_read_input_tokens
+    if len(CLI_PRICES[model].tiers) == 2 and priced_tokens + tokens.cache_creation_input_tokens > 0:
+        # claude-haiku-5-5's second tier is dearer in every rate: any token makes it strictly dearer.
+        assert tier_two.basis["tier"] == 2
+        assert tier_two.usd > tier_one.usd
+
+
+rates = st.integers(0, 10**6).map(lambda n: Decimal(n).scaleb(-4))
+
+
+@st.composite
+def tiered_price(draw: st.DrawFn) -> ModelPrice:
+    """Any valid two-tier row: the second tier is at least as dear in both rates."""
+    low_in, low_out, up_in, up_out = draw(rates), draw(rates), draw(rates), draw(rates)
+    first = Tier(low_in, low_out)
+    second = Tier(low_in + up_in, low_out + up_out)
+    return ModelPrice((first, second), "generated", draw(st.integers(1, 200_000)))
+
+
+@SETTINGS
+@given(price=tiered_price(), tokens=model_tokens(), writes_5m=st.integers(0, 10**6), largest=st.integers(0, 400_000))
+def test_threshold_crossing_is_monotone_for_any_valid_row(
+    price: ModelPrice, tokens: ModelTokens, writes_5m: int, largest: int
+) -> None:
+    table = {"m": price}
+    writes = CacheWrites(min(writes_5m, tokens.cache_creation_input_tokens), 0)
+    at = compute_cost({"m": tokens}, writes, [largest], table)
+    over = compute_cost({"m": tokens}, writes, [max(largest, price.tier_threshold_tokens + 1)], table)
+    assert over.usd >= at.usd
+    assert at.basis["tier"] == (2 if largest > price.tier_threshold_tokens else 1)
+
+
+@SETTINGS
+@given(price=tiered_price(), cut_in=st.integers(1, 10**4), cut_out=st.integers(0, 10**4))
+def test_a_row_with_a_cheaper_second_tier_is_refused(price: ModelPrice, cut_in: int, cut_out: int) -> None:
+    first, second = price.tiers
+    lower_in, lower_out = first.input - Decimal(cut_in).scaleb(-4), first.output - Decimal(cut_out).scaleb(-4)
+    if lower_in >= 0:
+        with pytest.raises(ValueError):
+            ModelPrice((first, Tier(lower_in, second.output)), "generated")
+    if 0 <= lower_out < first.output:
+        with pytest.raises(ValueError):
+            ModelPrice((first, Tier(second.input, lower_out)), "generated")
+    # The generated row itself is accepted.
+    assert ModelPrice((first, second), "generated").tiers == (first, second)
+
+
+@SETTINGS
+@given(usage=single_model_usage(), other=model_tokens(), prompts=st.lists(st.integers(0, 100_000), max_size=3))
+def test_cost_is_additive_within_one_tier(
+    usage: tuple[str, ModelTokens, CacheWrites], other: ModelTokens, prompts: list[int]
+) -> None:
+    # With per-message sizes fixing tier 1, the cost of two usages together is exactly the sum.
+    model, tokens, writes = usage
+    prompts = prompts or [0]
+    together = compute_cost({model: add(tokens, other)}, writes, prompts).usd
+    first = compute_cost({model: tokens}, writes, prompts).usd
+    second = compute_cost({model: other}, CacheWrites(), prompts).usd
+    assert together == first + second
