@@ -1,0 +1,117 @@
+"""The companion record of a minimal-study adjudication (issue: blind agent adjudication).
+
+The run ledger is never edited (ARCHITECTURE decision 10). Adjudication writes this
+companion next to it, bound to the ledger's SHA-256 (of its bytes). Each completed
+observation becomes one opaque item judged blind to its scenario; observations that did not
+complete stay missing, never scored. Scores follow the protocol's rubric: correct 1,
+partial 0.5, incorrect 0, incomplete 0. There is no human review.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Rubric = Literal["correct", "partial", "incorrect", "incomplete"]
+Verdict = Literal["supported", "missing", "contradicted"]
+RUBRIC_SCORES: dict[str, float] = {"correct": 1.0, "partial": 0.5, "incorrect": 0.0, "incomplete": 0.0}
+COMPANION_TYPE: Literal["minimal-study-adjudication"] = "minimal-study-adjudication"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_by_name=True, validate_by_alias=True)
+
+
+class PropositionVerdict(_Model):
+    """The adjudicator's verdict on one expected proposition, with a short reason."""
+
+    proposition: str
+    verdict: Verdict
+    reason: str
+
+
+class CitationFailure(_Model):
+    """A citation that did not check out: the citation text and why (``unknown path``, ``line out of range``)."""
+
+    citation: str
+    problem: str
+
+
+class CitationChecks(_Model):
+    """Mechanical checks of every ``path:line`` / ``path:start-end`` citation against the pinned corpus."""
+
+    total: int
+    valid: int
+    failures: list[CitationFailure]
+
+
+class AdjudicatedItem(_Model):
+    """One blinded item and its outcome.
+
+    ``observationIndex`` (0-based position in the ledger's observations), ``taskId`` and
+    ``repetition`` join the item back to the ledger; the adjudicator saw none of them nor the
+    scenario. ``status`` is ``scored`` or ``pending`` (failed, invalid or refused adjudication:
+    never a default score). Money is USD, tokens are counts, time is ms.
+    """
+
+    item_id: str = Field(alias="itemId")
+    observation_index: int = Field(alias="observationIndex")
+    task_id: str = Field(alias="taskId")
+    repetition: int
+    status: Literal["scored", "pending"]
+    pending_reason: str | None = Field(default=None, alias="pendingReason")
+    rubric: Rubric | None = None
+    score: float | None = None
+    verdicts: list[PropositionVerdict] = Field(default_factory=list)
+    reason: str | None = None
+    citations: CitationChecks
+    adjudicator_model: str = Field(alias="adjudicatorModel")
+    attempt_status: str | None = Field(default=None, alias="attemptStatus")
+    input_tokens: int | None = Field(default=None, alias="inputTokens")
+    output_tokens: int | None = Field(default=None, alias="outputTokens")
+    charged_usd: float = Field(alias="chargedUsd")
+    wall_time_ms: int | None = Field(default=None, alias="wallTimeMs")
+    method: Literal["agent"] = "agent"
+    human_review: Literal[False] = Field(default=False, alias="humanReview")
+
+
+class MissingObservation(_Model):
+    """An observation that did not complete: it stays missing (no score), with its status."""
+
+    observation_index: int = Field(alias="observationIndex")
+    task_id: str = Field(alias="taskId")
+    repetition: int
+    status: str
+
+
+class AdjudicationBudget(_Model):
+    """The adjudication's own money, USD: cap, spent (with open reservations), reserved, measured."""
+
+    cap: float
+    spent: float
+    reserved: float
+    measured: float
+    cumulative_cap_exceeded: bool = Field(alias="cumulativeCapExceeded")
+
+
+class MinimalAdjudication(_Model):
+    """The companion file (``<ledger>.adjudication.json``), created exclusively with mode 0600."""
+
+    type: Literal["minimal-study-adjudication"] = COMPANION_TYPE
+    version: Literal[1] = 1
+    ledger_sha256: str = Field(alias="ledgerSha256")
+    method: Literal["agent"] = "agent"
+    human_review: Literal[False] = Field(default=False, alias="humanReview")
+    adjudicator: dict[str, Any]
+    blinding: dict[str, Any]
+    budget: AdjudicationBudget
+    items: list[AdjudicatedItem]
+    missing: list[MissingObservation]
+    status: Literal["running", "awaiting-adjudication", "adjudicated"]
+    started_at: str = Field(alias="startedAt")
+    finished_at: str | None = Field(default=None, alias="finishedAt")
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON document written to disk (camelCase)."""
+        return self.model_dump(by_alias=True)
