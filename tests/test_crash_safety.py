@@ -18,9 +18,11 @@ import time
 from decimal import Decimal
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from agentstudy.protocol.records import MinimalLedger
+from agentstudy.protocol.schemas import json_schema
 from agentstudy.rehearsal.example_study import ExampleStudy, build_example_study
 
 from fakes import FakeClaude
@@ -58,7 +60,9 @@ def _check_ledger(ledger: Path) -> MinimalLedger | None:
     """The invariants after a kill; returns the ledger, or None when none was created yet."""
     if not ledger.exists():
         return None
-    model = MinimalLedger.model_validate(json.loads(ledger.read_text(encoding="utf-8")))
+    document = json.loads(ledger.read_text(encoding="utf-8"))
+    jsonschema.validate(document, json_schema("ledger"))
+    model = MinimalLedger.model_validate(document)
     charged = sum((Decimal(str(o.charged_usd)) for o in model.observations), Decimal(0))
     open_reservation = Decimal(str(model.open_reservation.reserved_usd)) if model.open_reservation else Decimal(0)
     assert Decimal(str(model.budget.spent)) == charged + open_reservation

@@ -12,11 +12,13 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from agentstudy.protocol.adjudication import MinimalAdjudication
 from agentstudy.protocol.controlled.config import StudyProviderCliConfigV1, StudyRepositoryConfigV1
 from agentstudy.protocol.controlled.ledger import ControlledStudyObservationLedgerV1
 from agentstudy.protocol.controlled.observation import ControlledStudyObservationV1
 from agentstudy.protocol.controlled.plan import ControlledStudyRunPlanV1
 from agentstudy.protocol.controlled.suite import StudyTaskSuiteV1
+from agentstudy.protocol.records import MinimalLedger
 
 SCHEMAS: dict[str, type[BaseModel]] = {}
 """Schema name (the contract's ``type``) → model. Add entries with ``register_schema``."""
@@ -33,6 +35,9 @@ def register_schema(name: str, model: type[BaseModel]) -> None:
     SCHEMAS[name] = model
 
 
+register_schema("ledger", MinimalLedger)
+register_schema("minimal-study-ledger", MinimalLedger)
+register_schema("minimal-study-adjudication", MinimalAdjudication)
 for _model in (ControlledStudyRunPlanV1, StudyTaskSuiteV1, StudyProviderCliConfigV1, StudyRepositoryConfigV1,
                ControlledStudyObservationV1, ControlledStudyObservationLedgerV1):
     register_schema(_model.contract_type, _model)
