@@ -9,6 +9,7 @@ partial 0.5, incorrect 0, incomplete 0. There is no human review.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -17,6 +18,32 @@ Rubric = Literal["correct", "partial", "incorrect", "incomplete"]
 Verdict = Literal["supported", "missing", "contradicted"]
 RUBRIC_SCORES: dict[str, float] = {"correct": 1.0, "partial": 0.5, "incorrect": 0.0, "incomplete": 0.0}
 COMPANION_TYPE: Literal["minimal-study-adjudication"] = "minimal-study-adjudication"
+CompanionStatus = Literal["running", "awaiting-adjudication", "adjudicated"]
+
+
+def rubric_for(verdicts: Iterable[str]) -> Rubric:
+    """The rubric that follows from per-proposition verdicts (the rule the adjudicator is given).
+
+    ``incorrect`` if any proposition is ``contradicted``; else ``correct`` if every one is
+    ``supported``; else ``partial`` if at least one is; else ``incomplete`` (nothing supported,
+    which includes an empty list).
+    """
+    given = list(verdicts)
+    if "contradicted" in given:
+        return "incorrect"
+    if given and all(verdict == "supported" for verdict in given):
+        return "correct"
+    if "supported" in given:
+        return "partial"
+    return "incomplete"
+
+
+def companion_status(item_statuses: Iterable[str], finished: bool) -> CompanionStatus:
+    """The run's adjudication status: ``running`` until ``finished``; then ``adjudicated`` when every
+    item is ``scored`` (vacuously so when no observation completed), else ``awaiting-adjudication``."""
+    if not finished:
+        return "running"
+    return "adjudicated" if all(status == "scored" for status in item_statuses) else "awaiting-adjudication"
 
 
 class _Model(BaseModel):
@@ -74,6 +101,22 @@ class AdjudicatedItem(_Model):
     wall_time_ms: int | None = Field(default=None, alias="wallTimeMs")
     method: Literal["agent"] = "agent"
     human_review: Literal[False] = Field(default=False, alias="humanReview")
+    reserved_usd: float = Field(default=0.0, alias="reservedUsd")
+    cli_reported_cost_usd: float | None = Field(default=None, alias="cliReportedCostUsd")
+    computed_cost_usd: float | None = Field(default=None, alias="computedCostUsd")
+    cache_creation_input_tokens: int | None = Field(default=None, alias="cacheCreationInputTokens")
+    cache_read_input_tokens: int | None = Field(default=None, alias="cacheReadInputTokens")
+    tool_calls_by_name: dict[str, int] | None = Field(default=None, alias="toolCallsByName")
+    attempt_problem: str | None = Field(default=None, alias="attemptProblem")
+    scrubbed_mentions: int = Field(default=0, alias="scrubbedMentions")
+    prompt_bytes: int | None = Field(default=None, alias="promptBytes")
+
+
+class OpenItemReservation(_Model):
+    """A reservation on disk whose adjudicator attempt is not settled yet (a crash leaves it charged), USD."""
+
+    item_id: str = Field(alias="itemId")
+    reserved_usd: float = Field(alias="reservedUsd")
 
 
 class MissingObservation(_Model):
@@ -108,9 +151,12 @@ class MinimalAdjudication(_Model):
     budget: AdjudicationBudget
     items: list[AdjudicatedItem]
     missing: list[MissingObservation]
-    status: Literal["running", "awaiting-adjudication", "adjudicated"]
+    status: CompanionStatus
     started_at: str = Field(alias="startedAt")
     finished_at: str | None = Field(default=None, alias="finishedAt")
+    manifest_sha256: str | None = Field(default=None, alias="manifestSha256")
+    open_reservation: OpenItemReservation | None = Field(default=None, alias="openReservation")
+    stop_reason: str | None = Field(default=None, alias="stopReason")
 
     def to_json(self) -> dict[str, Any]:
         """The JSON document written to disk (camelCase)."""

@@ -1,0 +1,87 @@
+"""``agentstudy demo --adjudicate``: the blind adjudication of the demo's pilot, real Claude Code, zero spend.
+
+The demo has built the example study under ``directory/study`` and written its ledger; this
+adjudicates the ledger's completed observations with the real binary against the rehearsal
+server running the key-term adjudicator policy. The companion is written next to the ledger
+(``ledger.adjudication.json``). No credential is read; the child gets a dummy token and a
+private HOME.
+"""
+
+from __future__ import annotations
+
+import os
+from decimal import Decimal
+from pathlib import Path
+
+from agentstudy.adjudication.blinding import new_seed
+from agentstudy.adjudication.companion import AdjudicationProgress, AdjudicationSummary, SilentAdjudicationProgress
+from agentstudy.adjudication.ledger_view import LedgerError, minimal_view, read_ledger_bytes
+from agentstudy.adjudication.run import AdjudicationRefused, AdjudicationRequest, run_adjudication
+from agentstudy.io.claude_cli import project_root
+from agentstudy.protocol.manifest import load_manifest
+from agentstudy.protocol.mcp_spec import McpServerSpec
+from agentstudy.rehearsal.adjudicator_policy import adjudicator_reply
+from agentstudy.rehearsal.messages_server import RehearsalServer
+from agentstudy.transports.cli import CliSettings
+
+DEMO_ADJUDICATOR_MODEL = "claude-haiku-5-5"
+DEMO_ADJUDICATION_CAP_USD = Decimal("1.00")
+DEMO_ITEM_BUDGET_USD = Decimal("0.10")
+DEMO_CLI_VERSION = "2.1.296"
+NO_MCP_SERVER = McpServerSpec(name="none", command=("none",))
+"""The adjudicator arm never starts an MCP server (``--mcp-config {"mcpServers":{}}``); this only fills the setting."""
+
+
+def default_companion_path(ledger: Path) -> Path:
+    """``ledger.adjudication.json`` for ``ledger.json`` (any other name gets ``.adjudication.json`` appended)."""
+    stem = ledger.name[: -len(".json")] if ledger.name.endswith(".json") else ledger.name
+    return ledger.with_name(f"{stem}.adjudication.json")
+
+
+def run_demo_adjudication(
+    directory: Path, binary: Path, ledger: Path, progress: AdjudicationProgress | None = None,
+    seed: int | None = None,
+) -> AdjudicationSummary:
+    """Adjudicate the demo ledger at zero spend; the companion is ``default_companion_path(ledger)``.
+
+    Args:
+        directory: the demo directory (the example study is ``directory/study``).
+        binary: the Claude Code executable.
+        ledger: the demo's ledger file (read, never modified).
+        progress: a watcher (default silent).
+        seed: the blinding seed (default fresh, recorded in the companion).
+
+    Raises:
+        LedgerError, AdjudicationRefused, OutputPathError: refused before anything was written.
+    """
+    data, document, kind = read_ledger_bytes(ledger)
+    if kind != "minimal-study":
+        raise LedgerError("the demo adjudicates minimal-study ledgers only")
+    view = minimal_view(ledger, data, document)
+    study = directory / "study"
+    loaded = load_manifest(study / "manifest.json")
+    roots = {name: study / name for name in loaded.manifest.repositories if (study / name).is_dir()}
+    if not roots:
+        raise AdjudicationRefused(f"no example corpora under {study}")
+    with RehearsalServer(policy=adjudicator_reply) as server:
+        request = AdjudicationRequest(
+            ledger=view,
+            loaded=loaded,
+            roots=roots,
+            output=default_companion_path(ledger),
+            settings=CliSettings(
+                binary=binary,
+                model=DEMO_ADJUDICATOR_MODEL,
+                mcp=NO_MCP_SERVER,
+                rehearsal_base_url=server.base_url,
+                private_home=True,
+            ),
+            cap_usd=DEMO_ADJUDICATION_CAP_USD,
+            item_budget_usd=DEMO_ITEM_BUDGET_USD,
+            expected_cli_version=DEMO_CLI_VERSION,
+            seed=new_seed() if seed is None else seed,
+            parent_env=dict(os.environ),
+            forbidden_output_roots=(project_root(),),
+            progress=progress or SilentAdjudicationProgress(),
+        )
+        return run_adjudication(request)

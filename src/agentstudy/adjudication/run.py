@@ -1,0 +1,278 @@
+"""The adjudication run: preflight, then one fresh adjudicator attempt per blind item, into the companion.
+
+Per item, like a study attempt: admit it only if the full per-item limit fits under the
+adjudication's own cap (``pricing.budget.open_attempt``), reserve and checkpoint, run a fresh
+Claude Code attempt in a read-only export of the item's pinned corpus with only Read, Grep and
+Glob (no MCP server), settle (``close_attempt``) and checkpoint. A completed attempt whose reply
+is the strict JSON asked for scores the item; anything else leaves it ``pending``, never a
+default score. An attempt that does not complete, a refused item or a passed cap stops the
+run; the rest stay pending. State changes go through ``fsm.attempt``; money through ``pricing``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from agentstudy.adjudication.blinding import BLINDING_METHOD, blind_items
+from agentstudy.adjudication.citations import PinnedCorpus
+from agentstudy.adjudication.companion import (
+    AdjudicationProgress,
+    AdjudicationSummary,
+    SilentAdjudicationProgress,
+    budget_record,
+    finished_item,
+    initial_item,
+    summarize,
+)
+from agentstudy.adjudication.items import PreparedItem, prepare_item
+from agentstudy.adjudication.ledger_view import MinimalLedgerView
+from agentstudy.adjudication.prompt import InvalidAdjudication, parse_adjudication
+from agentstudy.adjudication.scrub import REPLACEMENT, Scrubber
+from agentstudy.fsm.attempt import AttemptMachine
+from agentstudy.io.git import GitError
+from agentstudy.io.ledger_store import LedgerFile, OutputPathError, resolve_output
+from agentstudy.io.provenance import file_sha256
+from agentstudy.pricing.budget import Budget, close_attempt, open_attempt
+from agentstudy.pricing.table import CLI_PRICES, price_entry
+from agentstudy.pricing.tally import Tally
+from agentstudy.protocol.adjudication import (
+    MinimalAdjudication,
+    MissingObservation,
+    OpenItemReservation,
+    companion_status,
+)
+from agentstudy.protocol.manifest import REPOSITORY_ONLY, SCENARIOS, LoadedManifest
+from agentstudy.protocol.prompt import MAX_PROMPT_BYTES
+from agentstudy.runners.preflight import PreflightError, check_cli_version, check_corpus_roots
+from agentstudy.transports.cli import CliSettings, isolation, run_cli_attempt
+from agentstudy.transports.cli_args import BUILTIN_TOOLS, arm_tools
+
+ADJUDICABLE_RUN_STATUSES = ("awaiting-adjudication", "blocked")
+
+
+class AdjudicationRefused(RuntimeError):
+    """The adjudication is refused before anything is reserved or written (one-line reason)."""
+
+
+@dataclass(frozen=True)
+class AdjudicationRequest:
+    """Everything an adjudication run needs; built by ``agentstudy adjudicate`` or the demo.
+
+    Money is ``Decimal`` USD. ``settings.model`` is the adjudicator's model; ``settings.mcp`` is
+    never started (the adjudicator arm has no MCP server). ``seed`` is the blinding seed.
+    """
+
+    ledger: MinimalLedgerView
+    loaded: LoadedManifest
+    roots: Mapping[str, Path]
+    output: Path
+    settings: CliSettings
+    cap_usd: Decimal
+    item_budget_usd: Decimal
+    expected_cli_version: str
+    seed: int
+    parent_env: Mapping[str, str]
+    forbidden_output_roots: tuple[Path, ...] = ()
+    progress: AdjudicationProgress = field(default_factory=SilentAdjudicationProgress)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@dataclass(frozen=True)
+class _Checked:
+    """What the preflight established: the probed CLI version, the companion path, the items, the scrubbed terms."""
+
+    cli_version: str
+    output: Path
+    items: list[PreparedItem]
+    scrubbed_terms: tuple[str, ...]
+
+
+def _preflight(request: AdjudicationRequest) -> _Checked:
+    """Check everything before anything is written (raises ``AdjudicationRefused`` / ``OutputPathError``)."""
+    ledger, manifest = request.ledger, request.loaded.manifest
+    if ledger.status not in ADJUDICABLE_RUN_STATUSES:
+        raise AdjudicationRefused(f"the run is {ledger.status!r}, not finished; only a finished run is adjudicated")
+    if (ledger.manifest_sha256, ledger.protocol_hash) != (request.loaded.manifest_sha256, request.loaded.protocol_hash):
+        raise AdjudicationRefused("the manifest is not the one the run used (manifestSha256 or protocolHash differ)")
+    items = blind_items(ledger.observations, request.seed)
+    try:
+        tasks = {item.item_id: manifest.task(item.observation.task_id) for item in items}
+    except KeyError as error:
+        raise AdjudicationRefused(f"the ledger names a task absent from the manifest: {error}") from None
+    needed = sorted({task.repository for task in tasks.values()})
+    missing = [name for name in needed if name not in request.roots]
+    if missing:
+        raise AdjudicationRefused(f"missing --root {missing[0]}=PATH")
+    if request.settings.model not in CLI_PRICES:
+        raise AdjudicationRefused(f"the adjudicator model {request.settings.model!r} has no price in the table")
+    output = resolve_output(request.output, (*request.roots.values(), *request.forbidden_output_roots))
+    try:
+        check_corpus_roots(manifest, {name: request.roots[name] for name in needed})
+        cli_version = check_cli_version(
+            request.settings.binary, request.expected_cli_version, request.parent_env, Path.cwd()
+        )
+        corpora = {name: PinnedCorpus(request.roots[name], manifest.repositories[name]) for name in needed}
+        labels = {*SCENARIOS, *(o.scenario for o in ledger.observations)}
+        scrubber = Scrubber.build(ledger.mcp_server, ledger.mcp_tools, labels)
+        prepared = [
+            prepare_item(item, tasks[item.item_id], corpora[tasks[item.item_id].repository].line_count, scrubber)
+            for item in items
+        ]
+    except (PreflightError, GitError) as error:
+        raise AdjudicationRefused(str(error)) from None
+    return _Checked(cli_version, output, prepared, scrubber.terms)
+
+
+def _companion(request: AdjudicationRequest, checked: _Checked) -> MinimalAdjudication:
+    ledger, settings = request.ledger, request.settings
+    shell = isolation(settings)
+    adjudicator: dict[str, Any] = {
+        "transport": "cli",
+        "model": settings.model,
+        "cliVersion": checked.cli_version,
+        "expectedCliVersion": request.expected_cli_version,
+        "engineBundleHash": file_sha256(settings.binary),
+        "itemBudgetUsd": float(request.item_budget_usd),
+        "prices": price_entry(settings.model),
+        "tools": list(BUILTIN_TOOLS),
+        "mcpServers": [],
+        "promptMaxBytes": MAX_PROMPT_BYTES,
+        "rehearsal": settings.rehearsal_base_url is not None,
+        "isolationAchieved": shell["isolation_achieved"],
+        "isolationNotAchieved": shell["isolation_not_achieved"],
+    }
+    blinding: dict[str, Any] = {
+        "seed": request.seed,
+        "method": BLINDING_METHOD,
+        "scrubbedTerms": list(checked.scrubbed_terms),
+        "scrubbedAlso": "every mcp__… tool name; dotted, underscored, hyphenated, spaced and joined forms",
+        "replacement": REPLACEMENT,
+        "keptIntact": "citations of paths that exist in the pinned corpus",
+        "adjudicatorSees": ["question", "expected propositions", "scrubbed answer", "citation check results"],
+        "adjudicatorNeverSees": [
+            "scenario", "task id", "repetition", "observation index", "transport", "tool calls", "costs", "time",
+        ],
+    }
+    return MinimalAdjudication(
+        ledger_sha256=ledger.sha256,
+        manifest_sha256=request.loaded.manifest_sha256,
+        adjudicator=adjudicator,
+        blinding=blinding,
+        budget=budget_record(Budget(cap=request.cap_usd), Tally()),
+        items=[initial_item(p, settings.model) for p in checked.items],
+        missing=[
+            MissingObservation(
+                observation_index=o.index, task_id=o.task_id, repetition=o.repetition, status=o.status
+            )
+            for o in ledger.observations
+            if o.status != "completed"
+        ],
+        status="running",
+        started_at=_now(),
+    )
+
+
+def run_adjudication(request: AdjudicationRequest) -> AdjudicationSummary:
+    """Adjudicate every completed observation of a finished minimal-study run; return the summary.
+
+    The ledger is only read. The companion is created exclusively (mode 0600) at
+    ``request.output`` and checkpointed atomically before and after every attempt.
+
+    Raises:
+        AdjudicationRefused: refused before anything was reserved or written.
+        OutputPathError: the companion path exists or lies inside a checkout; nothing written.
+    """
+    checked = _preflight(request)
+    output, prepared = checked.output, checked.items
+    companion = _companion(request, checked)
+    store = LedgerFile(output, companion.to_json())
+    budget, tally = Budget(cap=request.cap_usd), Tally()
+    tools = arm_tools(REPOSITORY_ONLY, request.settings.mcp, ())
+    total = len(prepared)
+    try:
+        for index, item in enumerate(prepared):
+            if item.prompt is None:
+                continue
+            attempt = AttemptMachine()
+            admitted = open_attempt(budget, request.item_budget_usd)
+            if admitted is None:
+                attempt.refuse()
+                companion.stop_reason = "the per-item limit does not fit under the remaining adjudication cap"
+                break
+            attempt.reserve()
+            reservation = admitted.reservation_usd
+            budget, tally = admitted.budget, tally.add_reservation(reservation)
+            companion.budget = budget_record(budget, tally)
+            companion.open_reservation = OpenItemReservation(
+                item_id=item.blind.item_id, reserved_usd=float(reservation)
+            )
+            store.checkpoint(companion.to_json())
+            attempt.start(checkpointed=True)
+            request.progress.item_started(index + 1, total, item.blind.item_id)
+            result = run_cli_attempt(
+                request.settings,
+                scenario=REPOSITORY_ONLY,
+                tools=tools,
+                root=request.roots[item.task.repository],
+                pin=request.loaded.manifest.repositories[item.task.repository],
+                prompt=item.prompt,
+                reservation_usd=reservation,
+                parent_env=request.parent_env,
+            )
+            computed = result.computed_cost.usd if result.computed_cost is not None else None
+            settled = close_attempt(budget, result.status, reservation, result.reported_cost_usd, computed)
+            attempt.settle(status=settled.status)
+            budget, tally = settled.budget, tally.add_measured(result.reported_cost_usd, computed)
+            judgement, problem = None, None
+            if attempt.status == "completed":
+                try:
+                    judgement = parse_adjudication(str(result.fields.get("answer_text", "")), len(item.task.expected))
+                except InvalidAdjudication as error:
+                    problem = f"invalid adjudicator output: {error}"
+            else:
+                problem = f"the adjudicator attempt ended {attempt.status}"
+            companion.items[index] = finished_item(
+                companion.items[index], item, result, attempt.status, reservation, settled.charged_usd, judgement,
+                problem,
+            )
+            companion.open_reservation = None
+            companion.budget = budget_record(budget, tally)
+            store.checkpoint(companion.to_json())
+            request.progress.item_settled(
+                index + 1, total, item.blind.item_id, companion.items[index].status, settled.charged_usd,
+                budget.spent, budget.cap,
+            )
+            if budget.cap_exceeded:
+                companion.stop_reason = "the cumulative adjudication spend passed the cap"
+                break
+            if attempt.status != "completed":
+                companion.stop_reason = f"item {index + 1} of {total}: the adjudicator attempt ended {attempt.status}"
+                break
+    except BaseException:
+        companion.stop_reason = companion.stop_reason or "adjudication stopped on an error; review the budget"
+        _finish(companion, store)
+        raise
+    _finish(companion, store)
+    return summarize(companion, output)
+
+
+def _finish(companion: MinimalAdjudication, store: LedgerFile) -> None:
+    """Mark items never attempted as pending with the stop reason, set the final status, checkpoint."""
+    why = f"not adjudicated: {companion.stop_reason}" if companion.stop_reason else None
+    for position, item in enumerate(companion.items):
+        if item.status == "pending" and item.attempt_status is None and why and item.prompt_bytes is not None:
+            companion.items[position] = item.model_copy(update={"pending_reason": why})
+    companion.status = companion_status((item.status for item in companion.items), finished=True)
+    companion.finished_at = _now()
+    store.checkpoint(companion.to_json())
+
+
+__all__ = ["AdjudicationRefused", "AdjudicationRequest", "OutputPathError", "run_adjudication"]

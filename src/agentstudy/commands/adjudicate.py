@@ -1,0 +1,176 @@
+"""``agentstudy adjudicate LEDGER``: blind agent adjudication of a finished study run into a companion file.
+
+One command for every ledger kind, dispatching on the ledger's ``type``: a minimal-study ledger
+(no ``type``, version ``minimal-study-v1``) is adjudicated; a controlled-study ledger
+(``controlled-study-observation-ledger``) is answered "not supported yet" (exit 2). The ledger
+is never modified. Exit codes: 0 every completed observation scored (``adjudicated``); 1 some
+item stayed pending (``awaiting-adjudication``, the companion says why); 2 bad input or refused
+before anything was reserved or written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import replace
+from decimal import Decimal
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from agentstudy.adjudication.blinding import new_seed
+from agentstudy.adjudication.companion import AdjudicationSummary, SilentAdjudicationProgress
+from agentstudy.adjudication.demo import NO_MCP_SERVER, default_companion_path
+from agentstudy.adjudication.ledger_view import LedgerError, minimal_view, read_ledger_bytes
+from agentstudy.adjudication.run import AdjudicationRefused, AdjudicationRequest, run_adjudication
+from agentstudy.commands.common import EXIT_BLOCKED, EXIT_OK, fail, parse_roots, positive_usd
+from agentstudy.io.claude_cli import ClaudeBinaryError, find_claude_binary, project_root
+from agentstudy.io.ledger_store import OutputPathError
+from agentstudy.protocol.manifest import ManifestError, load_manifest
+from agentstudy.rehearsal.adjudicator_policy import adjudicator_reply
+from agentstudy.rehearsal.messages_server import RehearsalServer
+from agentstudy.transports.cli import CliSettings
+
+
+class ConsoleAdjudicationProgress:
+    """One stderr line per item started and settled: opaque item id, status, charge and spend."""
+
+    def __init__(self, console: Console) -> None:
+        self._console = console
+
+    def item_started(self, index: int, total: int, item_id: str) -> None:
+        """Announce the item (its reservation is on disk)."""
+        self._console.print(f"[bold][{index}/{total}][/bold] {item_id} adjudicating…", highlight=False)
+
+    def item_settled(
+        self, index: int, total: int, item_id: str, status: str, charged_usd: Decimal, spent_usd: Decimal,
+        cap_usd: Decimal,
+    ) -> None:
+        """Report the settled item."""
+        colour = "green" if status == "scored" else "red"
+        self._console.print(
+            f"[bold][{index}/{total}][/bold] {item_id} [{colour}]{status}[/{colour}], charged {charged_usd:.6f} USD; "
+            f"spent {spent_usd:.6f} of {cap_usd:.2f} USD",
+            highlight=False,
+        )
+
+
+def print_adjudication_table(summary: AdjudicationSummary, note: str = "") -> None:
+    """Print an adjudication summary as a small table on stderr (never an answer)."""
+    line = summary.line
+    table = Table(title=f"adjudication {line['status']}" + (f" ({note})" if note else ""), show_header=False)
+    table.add_column("what", style="bold")
+    table.add_column("value")
+    scored = f"{line['scored']} scored, {line['pending']} pending"
+    table.add_row("items", f"{line['items']} completed observations, {scored}")
+    table.add_row("missing", f"{line['missing']} observations that did not complete (never scored)")
+    table.add_row("by rubric", ", ".join(f"{k}: {v}" for k, v in line["byRubric"].items()) or "none")
+    table.add_row("spent", f"{line['spentUsd']:.6f} USD of a {line['capUsd']:.2f} USD cap")
+    table.add_row("review", line["note"])
+    table.add_row("companion", line["companion"])
+    Console(stderr=True).print(table)
+
+
+@click.command()
+@click.argument("ledger_path", metavar="LEDGER", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--manifest", "manifest_path", type=click.Path(path_type=Path), required=True,
+              help="The manifest the run used (questions, expected propositions, sources).")
+@click.option("--root", "roots", multiple=True, metavar="NAME=PATH",
+              help="Clean checkout of a manifest repository at its pin (repeatable).")
+@click.option("--output", type=click.Path(path_type=Path),
+              help="New companion file (default: LEDGER with .json replaced by .adjudication.json).")
+@click.option("--model", envvar="ADJUDICATOR_MODEL", help="Adjudicator model id. [env: ADJUDICATOR_MODEL]")
+@click.option("--budget-usd", envvar="ADJUDICATOR_BUDGET_USD",
+              help="The adjudication's own cumulative cap in USD. [env: ADJUDICATOR_BUDGET_USD]")
+@click.option("--item-budget-usd", default="0.10", show_default=True, help="Per-item limit in USD.")
+@click.option("--approve-budget", is_flag=True, help="Required to spend: you approve the cap.")
+@click.option("--rehearsal", is_flag=True,
+              help="Rehearse for free against a scripted key-term adjudicator on 127.0.0.1 (dummy token).")
+@click.option("--transport", type=click.Choice(["cli", "http"]), default="cli", show_default=True,
+              help="Headless Claude Code (cli) or the Messages API (http, not implemented yet).")
+@click.option("--claude-bin", help="Claude Code executable (default: AGENTSTUDY_CLAUDE_BIN, pinned install, PATH).")
+@click.option("--cli-version", default="2.1.296", show_default=True, help="Expected `claude --version`.")
+@click.option("--seed", type=click.IntRange(min=0), help="Blinding seed (default: random; always recorded).")
+def adjudicate(
+    ledger_path: Path,
+    manifest_path: Path,
+    roots: tuple[str, ...],
+    output: Path | None,
+    model: str | None,
+    budget_usd: str | None,
+    item_budget_usd: str,
+    approve_budget: bool,
+    rehearsal: bool,
+    transport: str,
+    claude_bin: str | None,
+    cli_version: str,
+    seed: int | None,
+) -> None:
+    """Adjudicate a finished run blind to the scenario, into a new companion file.
+
+    Each completed observation becomes an opaque item (random id and order, seed recorded);
+    its answer is scrubbed of MCP server and tool names and scenario labels, and its path:line
+    citations are checked against the pinned corpus before a fresh adjudicator (read-only
+    tools, no MCP server) judges each expected proposition. Observations that did not complete
+    stay missing. There is no human review.
+    """
+    try:
+        data, document, kind = read_ledger_bytes(ledger_path)
+    except LedgerError as error:
+        fail(str(error))
+    if kind != "minimal-study":
+        fail("adjudication of controlled-study ledgers is not supported yet")
+    if transport == "http":
+        fail("the http adjudicator is not implemented yet; use --transport cli")
+    try:
+        view = minimal_view(ledger_path.resolve(), data, document)
+        loaded = load_manifest(manifest_path)
+    except (LedgerError, ManifestError) as error:
+        fail(str(error))
+    if not approve_budget and not rehearsal:
+        fail("--approve-budget is required to spend on adjudication (or --rehearsal to rehearse it for free)")
+    if not model or not model.strip() or any(c in model for c in "\r\n\0"):
+        fail("an adjudicator model is required (ADJUDICATOR_MODEL or --model)")
+    cap = positive_usd("the adjudication cap (ADJUDICATOR_BUDGET_USD or --budget-usd)", budget_usd)
+    limit = positive_usd("--item-budget-usd", item_budget_usd)
+    try:
+        binary = find_claude_binary(claude_bin, os.environ)
+    except ClaudeBinaryError as error:
+        fail(str(error))
+    request = AdjudicationRequest(
+        ledger=view,
+        loaded=loaded,
+        roots=parse_roots(roots),
+        output=output if output is not None else default_companion_path(ledger_path),
+        settings=CliSettings(binary=binary, model=model.strip(), mcp=NO_MCP_SERVER),
+        cap_usd=cap,
+        item_budget_usd=limit,
+        expected_cli_version=cli_version,
+        seed=new_seed() if seed is None else seed,
+        parent_env=dict(os.environ),
+        forbidden_output_roots=(project_root(),),
+        progress=ConsoleAdjudicationProgress(Console(stderr=True)) if sys.stdout.isatty()
+        else SilentAdjudicationProgress(),
+    )
+    if not rehearsal:
+        sys.exit(_run(request, note=""))
+    with RehearsalServer(policy=adjudicator_reply) as server:
+        settings = replace(request.settings, rehearsal_base_url=server.base_url, private_home=True)
+        code = _run(replace(request, settings=settings), note="rehearsal: no real money")
+    sys.exit(code)
+
+
+def _run(request: AdjudicationRequest, note: str) -> int:
+    try:
+        summary = run_adjudication(request)
+    except (AdjudicationRefused, OutputPathError) as error:
+        fail(f"adjudication refused, nothing reserved: {error}")
+    except Exception:
+        fail("adjudication stopped on an internal error; see the companion, review the budget before a rerun",
+             EXIT_BLOCKED)
+    print_adjudication_table(summary, note=note)
+    click.echo(json.dumps(summary.line, separators=(",", ":")))
+    return EXIT_OK if summary.status == "adjudicated" else EXIT_BLOCKED
