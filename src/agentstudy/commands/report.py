@@ -1,0 +1,67 @@
+"""``agentstudy report LEDGER``: the paired report of a minimal study in text, Markdown or HTML."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from agentstudy.commands.common import fail
+
+
+@click.command()
+@click.argument("ledger", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--adjudication", "adjudication", type=click.Path(path_type=Path, dir_okay=False),
+              help="The adjudication companion; its ledgerSha256 must be the SHA-256 of LEDGER's bytes.")
+@click.option("--format", "output_format", type=click.Choice(["text", "md", "html"]), default="text",
+              show_default=True, help="text and md carry the tables; html adds inline SVG plots.")
+@click.option("--output", type=click.Path(path_type=Path, dir_okay=False),
+              help="Write the report to FILE (atomically, mode 0600, replacing it) instead of stdout; "
+                   "never one of the inputs.")
+@click.option("--prices", type=click.Path(path_type=Path, dir_okay=False),
+              help="Re-price every attempt's recorded usage with this price table (format below).")
+def report(ledger: Path, adjudication: Path | None, output_format: str, output: Path | None,
+           prices: Path | None) -> None:
+    """Report a minimal-study LEDGER: every attempt's status, paired differences, spend.
+
+    Pairs are task x repetition; differences are doc-bridge-mcp minus repository-only in
+    input and output tokens, tool calls, wall time, charged USD and (with --adjudication)
+    correctness, each with its mean, median, a percentile-bootstrap 95 % interval (fixed seed,
+    printed) and a Wilcoxon signed-rank p-value, all exploratory. Answers are never printed.
+    A pilot shows charged spend x 18 (not an upper bound) beside the dearest attempt x 36.
+
+    \b
+    --prices FILE is JSON (numbers in USD per million tokens; unknown keys refused):
+      {"priceAs": "claude-sonnet-5-5",
+       "models": {"claude-sonnet-5-5": {"source": "list price 2026-11-30",
+                                        "tiers": [{"input": 2, "output": 10}],
+                                        "tierThresholdTokens": 100000}}}
+    "priceAs" names the model every attempt is priced as; one or two tiers (the second
+    applies to every token of an attempt whose largest prompt exceeds tierThresholdTokens,
+    default 100000, and is never cheaper); rates are numbers or decimal strings >= 0; cache
+    reads cost 0.1 x input, 5-minute writes 1.25 x, 1-hour writes 2 x.
+
+    Controlled-study ledgers are not supported yet (exit 2). Exit codes: 0 written; 2 bad
+    input (unreadable or invalid ledger, companion or price file, a companion bound to
+    another ledger).
+    """
+    from agentstudy.report.build import build_report, write_report
+    from agentstudy.report.model import ReportInputError
+
+    if output is not None:
+        target = output.expanduser().resolve()
+        inputs = [path.expanduser().resolve() for path in (ledger, adjudication, prices) if path is not None]
+        if target in inputs:
+            fail(f"--output {output} is one of the inputs; the ledger and its companion are never overwritten")
+    try:
+        text = build_report(ledger, adjudication, prices, output_format)
+    except ReportInputError as error:
+        fail(str(error))
+    if output is None:
+        click.echo(text, nl=False)
+        return
+    try:
+        write_report(output.expanduser().resolve(), text)
+    except OSError as error:
+        fail(f"cannot write {output}: {error.strerror or error}")
+    click.echo(f"report written: {output}", err=True)

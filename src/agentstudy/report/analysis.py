@@ -1,0 +1,214 @@
+"""Pairs, per-metric paired differences and re-pricing: the numbers every rendering shows.
+
+A pair is one task x repetition with its ``repository-only`` and ``doc-bridge-mcp`` attempts.
+A pair enters a metric's statistics only when both attempts ``completed``, both values are
+recorded and (for tokens and money) both attempts' usage is complete; otherwise the pair is
+kept in the per-pair table with the reason it was left out of that metric. Differences are
+``doc-bridge-mcp - repository-only``: integers for counts and milliseconds, exact ``Decimal``
+for USD (through ``pricing.sums``), floats for correctness scores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+
+from agentstudy.pricing.cost import CostProblem
+from agentstudy.pricing.price_file import PriceFile, reprice_as
+from agentstudy.pricing.sums import difference_usd
+from agentstudy.report.model import BASELINE, TREATMENT, Attempt, Study
+from agentstudy.report.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, PairedSummary, paired_summary
+
+Number = int | float | Decimal
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A compared quantity: ``key`` (camelCase), ``label``, ``unit`` and ``kind`` (``count``, ``usd`` or ``score``)."""
+
+    key: str
+    label: str
+    unit: str
+    kind: str
+
+
+INPUT = Metric("inputTokens", "input tokens", "tokens", "count")
+OUTPUT = Metric("outputTokens", "output tokens", "tokens", "count")
+TOOLS = Metric("toolCalls", "tool calls", "calls", "count")
+WALL = Metric("wallTimeMs", "wall time", "ms", "count")
+CHARGED = Metric("chargedUsd", "charged USD", "USD", "usd")
+REPRICED = Metric("repricedUsd", "re-priced USD", "USD", "usd")
+CORRECTNESS = Metric("correctness", "correctness", "score 0-1", "score")
+USAGE_METRICS = frozenset({INPUT.key, OUTPUT.key, CHARGED.key, REPRICED.key})
+
+
+@dataclass(frozen=True)
+class Repriced:
+    """An attempt priced again: ``usd`` (``None`` when its usage is not recorded), whether that is a lower
+    bound (incomplete usage), and where the usage came from or why it could not be priced."""
+
+    usd: Decimal | None
+    lower_bound: bool
+    note: str
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One task x repetition: its two attempts (``None`` when not observed), per-metric differences and,
+    for metrics left out, the reason (keys are metric keys). ``unusable`` says why the whole pair is left
+    out (an attempt not observed or not completed), ``None`` when it is usable."""
+
+    task_id: str
+    repetition: int
+    baseline: Attempt | None
+    treatment: Attempt | None
+    differences: dict[str, Number]
+    excluded: dict[str, str]
+    unusable: str | None = None
+
+
+@dataclass(frozen=True)
+class MetricResult:
+    """A metric's included differences (in pair order) and their :class:`PairedSummary`."""
+
+    metric: Metric
+    differences: tuple[float, ...]
+    summary: PairedSummary
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """Everything a rendering needs: the study, metrics in display order, pairs, results and re-pricing."""
+
+    study: Study
+    metrics: tuple[Metric, ...]
+    pairs: tuple[Pair, ...]
+    results: tuple[MetricResult, ...]
+    repriced: dict[int, Repriced]
+    prices: PriceFile | None
+    seed: int
+    resamples: int
+
+
+def reprice(attempt: Attempt, prices: PriceFile) -> Repriced:
+    """Price ``attempt``'s stored usage as ``prices.price_as`` (see :func:`pricing.price_file.reprice_as`)."""
+    if attempt.usage is None:
+        return Repriced(None, False, "usage not recorded")
+    try:
+        cost = reprice_as(attempt.usage.totals, attempt.usage.cache_writes, attempt.usage.message_prompts, prices)
+    except CostProblem as problem:
+        return Repriced(None, False, f"cannot price: {problem}")
+    lower = attempt.usage_complete is False
+    return Repriced(cost.usd, lower, f"from {attempt.usage.source}" + ("; a lower bound" if lower else ""))
+
+
+def value_of(attempt: Attempt, metric: Metric, repriced: Mapping[int, Repriced]) -> Number | None:
+    """The attempt's recorded value of ``metric`` (``None`` when missing)."""
+    values: dict[str, Number | None] = {
+        INPUT.key: attempt.input_tokens,
+        OUTPUT.key: attempt.output_tokens,
+        TOOLS.key: attempt.tool_calls,
+        WALL.key: attempt.wall_time_ms,
+        CHARGED.key: attempt.charged_usd,
+        CORRECTNESS.key: attempt.correctness,
+    }
+    if metric.key == REPRICED.key:
+        entry = repriced.get(attempt.index)
+        return entry.usd if entry is not None else None
+    return values[metric.key]
+
+
+def _unusable(attempt: Attempt | None, scenario: str) -> str | None:
+    if attempt is None:
+        return f"{scenario} not observed"
+    if not attempt.completed:
+        return f"{scenario} {attempt.status}"
+    return None
+
+
+def _why_not(attempt: Attempt | None, scenario: str, metric: Metric, repriced: Mapping[int, Repriced]) -> str | None:
+    whole = _unusable(attempt, scenario)
+    if whole is not None or attempt is None:
+        return whole
+    if metric.key in USAGE_METRICS and attempt.usage_complete is False:
+        return f"{scenario} usage incomplete"
+    if value_of(attempt, metric, repriced) is None:
+        if metric is CORRECTNESS:
+            return f"{scenario} {attempt.adjudication}"
+        return f"{scenario} {metric.label} not recorded"
+    return None
+
+
+def difference(metric: Metric, treatment: Number, baseline: Number) -> Number:
+    """``treatment - baseline``: exact ``Decimal`` through ``pricing.sums`` for USD, else plain arithmetic."""
+    if metric.kind == "usd":
+        assert isinstance(treatment, Decimal) and isinstance(baseline, Decimal)
+        return difference_usd(treatment, baseline)
+    assert not isinstance(treatment, Decimal) and not isinstance(baseline, Decimal)
+    return treatment - baseline
+
+
+def build_pairs(study: Study, metrics: tuple[Metric, ...], repriced: Mapping[int, Repriced]) -> tuple[Pair, ...]:
+    """Every task x repetition that has an attempt in either scenario, in order of first appearance."""
+    order: list[tuple[str, int]] = []
+    by_key: dict[tuple[str, int, str], Attempt] = {}
+    for attempt in study.attempts:
+        key = (attempt.task_id, attempt.repetition)
+        if key not in order and attempt.scenario in (BASELINE, TREATMENT):
+            order.append(key)
+        by_key[(attempt.task_id, attempt.repetition, attempt.scenario)] = attempt
+    pairs = []
+    for task_id, repetition in order:
+        base = by_key.get((task_id, repetition, BASELINE))
+        treat = by_key.get((task_id, repetition, TREATMENT))
+        differences: dict[str, Number] = {}
+        unusable = "; ".join(r for r in (_unusable(base, BASELINE), _unusable(treat, TREATMENT)) if r) or None
+        excluded: dict[str, str] = dict.fromkeys((m.key for m in metrics), unusable) if unusable else {}
+        for metric in metrics if unusable is None else ():
+            reasons = [r for r in (_why_not(base, BASELINE, metric, repriced),
+                                   _why_not(treat, TREATMENT, metric, repriced)) if r]
+            if reasons or base is None or treat is None:
+                excluded[metric.key] = "; ".join(reasons)
+                continue
+            t_value, b_value = value_of(treat, metric, repriced), value_of(base, metric, repriced)
+            assert t_value is not None and b_value is not None
+            differences[metric.key] = difference(metric, t_value, b_value)
+        pairs.append(Pair(task_id, repetition, base, treat, differences, excluded, unusable))
+    return tuple(pairs)
+
+
+def analyse(
+    study: Study,
+    prices: PriceFile | None = None,
+    *,
+    seed: int = BOOTSTRAP_SEED,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+) -> Analysis:
+    """Pair the study's attempts and summarise every metric (correctness only when adjudicated,
+    re-priced USD only with ``prices``)."""
+    metrics = [INPUT, OUTPUT, TOOLS, WALL, CHARGED]
+    repriced: dict[int, Repriced] = {}
+    if prices is not None:
+        metrics.append(REPRICED)
+        repriced = {attempt.index: reprice(attempt, prices) for attempt in study.attempts}
+    if study.adjudication is not None:
+        metrics.append(CORRECTNESS)
+    pairs = build_pairs(study, tuple(metrics), repriced)
+    results = []
+    for metric in metrics:
+        values = tuple(float(p.differences[metric.key]) for p in pairs if metric.key in p.differences)
+        results.append(MetricResult(metric, values, paired_summary(values, seed=seed, resamples=resamples)))
+    return Analysis(study, tuple(metrics), pairs, tuple(results), repriced, prices, seed, resamples)
+
+
+def scenario_values(analysis: Analysis, metric: Metric) -> dict[str, list[Number]]:
+    """Per scenario (both always present, baseline first), the values of ``metric`` over completed attempts
+    with the value recorded (and complete usage for tokens and USD), in execution order."""
+    values: dict[str, list[Number]] = {BASELINE: [], TREATMENT: []}
+    for attempt in analysis.study.attempts:
+        if _why_not(attempt, attempt.scenario, metric, analysis.repriced) is None:
+            value = value_of(attempt, metric, analysis.repriced)
+            if value is not None:
+                values.setdefault(attempt.scenario, []).append(value)
+    return values

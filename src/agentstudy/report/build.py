@@ -1,0 +1,89 @@
+"""From files to a rendered report: load, join, analyse, lay out, render, and write safely.
+
+:func:`build_report` is what ``agentstudy report`` and the demo call. Plots are drawn only for
+HTML. Reports are written atomically with mode 0600 (the ledger is private; the report holds
+no answer, but it describes a private run).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+
+from agentstudy.pricing.price_file import PriceFile, PriceFileError, parse_price_file
+from agentstudy.report.analysis import Analysis, analyse
+from agentstudy.report.content import build_document
+from agentstudy.report.document import Document
+from agentstudy.report.load import MAX_INPUT_BYTES, load_study
+from agentstudy.report.model import ReportInputError
+from agentstudy.report.render import FORMATS, render
+
+
+def load_prices(path: Path) -> PriceFile:
+    """Read and validate a ``--prices`` file (format: :mod:`agentstudy.pricing.price_file`).
+
+    Raises:
+        ReportInputError: the file cannot be read or is not a valid price file.
+    """
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(MAX_INPUT_BYTES + 1)
+        text = data.decode("utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise ReportInputError(f"cannot read the price file {path}: {error}") from None
+    try:
+        return parse_price_file(text)
+    except PriceFileError as error:
+        raise ReportInputError(f"the price file {path} is not valid: {error}") from None
+
+
+def document_for(analysis: Analysis, output_format: str) -> Document:
+    """The report's document; with the three plots when ``output_format`` is ``html`` (matplotlib is
+    imported only then)."""
+    if output_format != "html":
+        return build_document(analysis)
+    from agentstudy.report.plots import all_figures
+
+    return build_document(analysis, all_figures(analysis))
+
+
+def build_report(
+    ledger: Path,
+    adjudication: Path | None = None,
+    prices: Path | None = None,
+    output_format: str = "text",
+) -> str:
+    """The report of ``ledger`` (joined with ``adjudication``, re-priced with ``prices``) in ``output_format``.
+
+    Raises:
+        NotSupportedYet: a controlled-study ledger.
+        ReportInputError: an unreadable or invalid ledger, companion or price file, a companion
+            bound to another ledger, or an unknown format.
+    """
+    if output_format not in FORMATS:
+        raise ReportInputError(f"unknown format {output_format!r}")
+    study = load_study(ledger, adjudication)
+    analysis = analyse(study, load_prices(prices) if prices is not None else None)
+    return render(document_for(analysis, output_format), output_format)
+
+
+def write_report(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically (temporary file in the same directory, then rename), mode 0600.
+
+    Raises:
+        OSError: the directory is missing or not writable (nothing is left behind).
+    """
+    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(text.encode("utf-8"))
+            handle.flush()
+            os.fchmod(handle.fileno(), 0o600)
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+        raise

@@ -1,0 +1,322 @@
+"""Read a minimal-study ledger tolerantly and join its adjudication companion.
+
+Observations are read as JSON objects keyed by the seed's camelCase names, whatever the
+transport (``cli`` or ``http``): unknown fields are ignored, a missing or ``null`` number is
+missing (never zero), a present number of the wrong type is refused. The companion must be a
+valid :class:`~agentstudy.protocol.adjudication.MinimalAdjudication` whose ``ledgerSha256`` is
+the SHA-256 of the ledger file's bytes, and whose items point at observations with the same
+task and repetition. The ``answer`` field is never read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import replace
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from agentstudy.pricing.cost import CacheWrites, CostProblem, ModelTokens
+from agentstudy.pricing.sums import usd_from_json
+from agentstudy.protocol.adjudication import RUBRIC_SCORES, MinimalAdjudication
+from agentstudy.report.model import (
+    COMPLETED,
+    AdjudicationInfo,
+    Attempt,
+    NotSupportedYet,
+    ReportInputError,
+    StoredUsage,
+    Study,
+)
+
+CONTROLLED_LEDGER_TYPE = "controlled-study-observation-ledger"
+MAX_INPUT_BYTES = 256 * 1024 * 1024
+HEADER_FIELDS = (
+    "version", "transport", "model", "mode", "status", "plannedAttempts", "rehearsal", "startedAt", "finishedAt",
+    "protocolHash", "manifestSha256", "runnerHash", "engineRevision", "engineBundleHash",
+)
+
+
+def _read(path: Path, what: str) -> bytes:
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(MAX_INPUT_BYTES + 1)
+    except OSError as error:
+        raise ReportInputError(f"cannot read the {what} {path}: {error.strerror or error}") from None
+    if len(data) > MAX_INPUT_BYTES:
+        raise ReportInputError(f"the {what} {path} is larger than {MAX_INPUT_BYTES} bytes")
+    return data
+
+
+def _json(data: bytes, what: str) -> Any:
+    try:
+        return json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ReportInputError(f"the {what} is not valid UTF-8 JSON: {error}") from None
+
+
+def _count(obs: dict[str, Any], key: str, where: str) -> int | None:
+    value = obs.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ReportInputError(f"{where}: {key} is not a whole number >= 0")
+    return value
+
+
+def _flag(obs: dict[str, Any], key: str, where: str) -> bool | None:
+    value = obs.get(key)
+    if value is not None and not isinstance(value, bool):
+        raise ReportInputError(f"{where}: {key} is not true or false")
+    return value
+
+
+def _money(block: dict[str, Any], key: str, where: str) -> Decimal | None:
+    value = block.get(key)
+    if value is None:
+        return None
+    try:
+        return usd_from_json(value, what=f"{where}: {key}")
+    except ValueError as error:
+        raise ReportInputError(str(error)) from None
+
+
+def _text(obs: dict[str, Any], key: str, where: str) -> str:
+    value = obs.get(key)
+    if not isinstance(value, str) or not value:
+        raise ReportInputError(f"{where}: {key} is missing or not a non-empty string")
+    return value
+
+
+def _usage_from_basis(basis: Any) -> StoredUsage | None:
+    if not isinstance(basis, dict) or not isinstance(basis.get("models"), dict) or not basis["models"]:
+        return None
+    try:
+        totals = {
+            str(name): ModelTokens(m["inputTokens"], m["outputTokens"], m["cacheReadInputTokens"],
+                                   m["cacheCreationInputTokens"])
+            for name, m in basis["models"].items()
+        }
+        writes = CacheWrites(basis.get("cacheWrite5mTokens", 0), basis.get("cacheWrite1hTokens", 0))
+        largest = basis.get("largestPromptTokens")
+        prompts = (largest,) if basis.get("tierSource") == "per-message" and isinstance(largest, int) else ()
+    except (CostProblem, KeyError, TypeError):
+        return None
+    return StoredUsage(totals, writes, prompts, "costBasis")
+
+
+def _stored_usage(obs: dict[str, Any], attempt: dict[str, Any]) -> StoredUsage | None:
+    from_basis = _usage_from_basis(obs.get("costBasis"))
+    if from_basis is not None:
+        return from_basis
+    counts = [attempt["input_tokens"], attempt["output_tokens"], attempt["cache_read_tokens"],
+              attempt["cache_creation_tokens"]]
+    if attempt["transport"] == "http":  # the HTTP transport refuses usage with cache tokens: absent means 0
+        counts[2:] = [c if c is not None else 0 for c in counts[2:]]
+    if any(c is None for c in counts):
+        return None
+    try:
+        totals = {"recorded": ModelTokens(*[int(c) for c in counts if c is not None])}
+    except CostProblem:
+        return None
+    return StoredUsage(totals, CacheWrites(), (), "token fields")
+
+
+def _reasons(obs: dict[str, Any], attempt: dict[str, Any]) -> tuple[list[str], list[str]]:
+    reasons: list[str] = []
+    notes: list[str] = []
+    for key, label in (("statusReason", "reason"), ("setupProblem", "setup problem"), ("costProblem", "cost problem")):
+        if isinstance(obs.get(key), str) and obs[key]:
+            reasons.append(f"{label}: {' '.join(obs[key].split())[:200]}")
+    subtype = obs.get("cliSubtype")
+    if isinstance(subtype, str) and subtype != "success":
+        reasons.append(f"CLI subtype {subtype}")
+    if obs.get("isError") is True:
+        reasons.append("the CLI reported an error")
+    exit_code = obs.get("exitCode")
+    if isinstance(exit_code, int) and not isinstance(exit_code, bool) and exit_code != 0:
+        reasons.append(f"exit code {exit_code}")
+    if obs.get("cumulativeCapExceeded") is True:
+        reasons.append("cumulative spend passed the cap")
+    if attempt["usage_complete"] is False:
+        notes.append("usage incomplete: only earlier turns' tokens are known")
+    denials = obs.get("permissionDenials")
+    if isinstance(denials, list) and denials:
+        notes.append(f"{len(denials)} denied read(s)")
+    errors = obs.get("toolErrorsByName")
+    if isinstance(errors, dict) and errors:
+        total = sum(v for v in errors.values() if isinstance(v, int) and not isinstance(v, bool))
+        notes.append(f"{total} tool error(s)")
+    return reasons, notes
+
+
+def _attempt(index: int, obs: Any, default_transport: str | None) -> Attempt:
+    where = f"observation {index + 1}"
+    if not isinstance(obs, dict):
+        raise ReportInputError(f"{where} is not a JSON object")
+    repetition = obs.get("repetition")
+    if isinstance(repetition, bool) or not isinstance(repetition, int) or repetition < 1:
+        raise ReportInputError(f"{where}: repetition is not a whole number >= 1")
+    transport = obs.get("transport", default_transport)
+    by_name = obs.get("toolCallsByName")
+    fields: dict[str, Any] = {
+        "transport": transport if isinstance(transport, str) else None,
+        "input_tokens": _count(obs, "inputTokens", where),
+        "output_tokens": _count(obs, "outputTokens", where),
+        "cache_read_tokens": _count(obs, "cacheReadInputTokens", where),
+        "cache_creation_tokens": _count(obs, "cacheCreationInputTokens", where),
+        "usage_complete": _flag(obs, "usageComplete", where),
+    }
+    reasons, notes = _reasons(obs, fields)
+    return Attempt(
+        index=index,
+        task_id=_text(obs, "taskId", where),
+        scenario=_text(obs, "scenario", where),
+        repetition=repetition,
+        status=_text(obs, "status", where),
+        tool_calls=_count(obs, "toolCalls", where),
+        tool_calls_by_name={str(k): v for k, v in by_name.items() if isinstance(v, int) and not isinstance(v, bool)}
+        if isinstance(by_name, dict) else {},
+        wall_time_ms=_count(obs, "wallTimeMs", where),
+        charged_usd=_money(obs, "chargedUsd", where),
+        reasons=tuple(reasons),
+        notes=tuple(notes),
+        usage=_stored_usage(obs, fields),
+        **fields,
+    )
+
+
+def _header(data: dict[str, Any]) -> dict[str, str]:
+    header = {key: str(data[key]) for key in HEADER_FIELDS if data.get(key) is not None}
+    cli = data.get("cli")
+    if isinstance(cli, dict) and isinstance(cli.get("cliVersion"), str):
+        header["cliVersion"] = cli["cliVersion"]
+    prices = data.get("prices")
+    if isinstance(prices, dict) and {"input", "output"} <= prices.keys():
+        header["upperPrices"] = f"input {prices['input']}, output {prices['output']} USD per million tokens"
+    repositories = data.get("repositories")
+    if isinstance(repositories, dict) and repositories:
+        header["repositories"] = ", ".join(f"{name}@{str(pin)[:12]}" for name, pin in repositories.items())
+    return header
+
+
+def parse_ledger(data: bytes, file_name: str) -> Study:
+    """Parse a minimal-study ledger's bytes into a :class:`Study` (no adjudication joined).
+
+    Raises:
+        NotSupportedYet: a controlled-study observation ledger.
+        ReportInputError: not JSON, not a minimal-study ledger, a malformed observation, or
+            two observations of the same task, scenario and repetition.
+    """
+    document = _json(data, "ledger")
+    if not isinstance(document, dict):
+        raise ReportInputError("the ledger is not a JSON object")
+    if document.get("type") == CONTROLLED_LEDGER_TYPE:
+        raise NotSupportedYet("controlled-study ledgers are not supported yet: the report renders "
+                              "minimal-study ledgers only (controlled metrics come with a later issue)")
+    if "type" in document or not isinstance(document.get("observations"), list):
+        raise ReportInputError("not a minimal-study ledger (no observations list, or a foreign type)")
+    transport = document.get("transport") if isinstance(document.get("transport"), str) else None
+    attempts = tuple(_attempt(i, obs, transport) for i, obs in enumerate(document["observations"]))
+    seen: set[tuple[str, str, int]] = set()
+    for attempt in attempts:
+        key = (attempt.task_id, attempt.scenario, attempt.repetition)
+        if key in seen:
+            raise ReportInputError(f"the ledger has two observations of {key[0]} {key[1]} repetition {key[2]}")
+        seen.add(key)
+    budget: dict[str, Any] = document["budget"] if isinstance(document.get("budget"), dict) else {}
+    opened = document.get("openReservation")
+    planned = document.get("plannedAttempts")
+    mode, status, stop = document.get("mode"), document.get("status"), document.get("stopReason")
+    return Study(
+        file_name=file_name,
+        sha256=hashlib.sha256(data).hexdigest(),
+        header=_header(document),
+        mode=mode if mode in ("pilot", "full") else None,
+        status=status if isinstance(status, str) else None,
+        planned=planned if isinstance(planned, int) and not isinstance(planned, bool) else None,
+        rehearsal=document.get("rehearsal") is True,
+        transport=transport,
+        cap_usd=_money(budget, "cap", "budget"),
+        spent_usd=_money(budget, "spent", "budget"),
+        reserved_usd=_money(budget, "reserved", "budget"),
+        measured_usd=_money(budget, "measured", "budget"),
+        cumulative_cap_exceeded=_flag(budget, "cumulativeCapExceeded", "budget"),
+        stop_reason=" ".join(stop.split())[:300] if isinstance(stop, str) else None,
+        open_reservation_usd=_money(opened, "reservedUsd", "openReservation") if isinstance(opened, dict) else None,
+        attempts=attempts,
+    )
+
+
+def join_adjudication(study: Study, data: bytes, file_name: str) -> Study:
+    """Join a companion's bytes to ``study``: scores onto scored items, ``pending`` or ``missing`` elsewhere.
+
+    Raises:
+        ReportInputError: the companion is not a valid adjudication record, its ``ledgerSha256``
+            is not the ledger's SHA-256, or an item points at no observation, at one of another
+            task or repetition, or twice at the same one.
+    """
+    try:
+        companion = MinimalAdjudication.model_validate(_json(data, "adjudication companion"))
+    except ValidationError as error:
+        first = error.errors()[0]
+        place = ".".join(str(p) for p in first["loc"])
+        raise ReportInputError(f"the adjudication companion is not valid: {place}: {first['msg']}") from None
+    if companion.ledger_sha256 != study.sha256:
+        raise ReportInputError(f"the adjudication companion is bound to ledger SHA-256 {companion.ledger_sha256}, "
+                               f"not to this ledger ({study.sha256})")
+    attempts = list(study.attempts)
+    joined: set[int] = set()
+    for item in companion.items:
+        index = item.observation_index
+        if not 0 <= index < len(attempts) or index in joined:
+            raise ReportInputError(f"adjudication item {item.item_id} points at no observation or at one twice")
+        target = attempts[index]
+        if (target.task_id, target.repetition) != (item.task_id, item.repetition):
+            raise ReportInputError(f"adjudication item {item.item_id} does not match observation {index + 1}")
+        joined.add(index)
+        if item.status == "scored":
+            score = item.score if item.score is not None else RUBRIC_SCORES.get(item.rubric or "")
+            if score is None or not 0 <= score <= 1:
+                raise ReportInputError(f"adjudication item {item.item_id} is scored without a score in [0, 1]")
+            attempts[index] = replace(target, correctness=float(score), rubric=item.rubric, adjudication="scored")
+        else:
+            reason = " ".join((item.pending_reason or "no reason recorded").split())[:160]
+            attempts[index] = replace(target, adjudication="pending", pending_reason=reason)
+    for index, attempt in enumerate(attempts):
+        if index not in joined:
+            state = "pending" if attempt.status == COMPLETED else "missing"
+            attempts[index] = replace(attempt, adjudication=state,
+                                       pending_reason="no adjudication item" if state == "pending" else None)
+    try:
+        spent = usd_from_json(companion.budget.spent, what="the adjudication's spent")
+        cap = usd_from_json(companion.budget.cap, what="the adjudication's cap")
+    except ValueError as error:
+        raise ReportInputError(str(error)) from None
+    info = AdjudicationInfo(
+        file_name=file_name,
+        ledger_sha256=companion.ledger_sha256,
+        status=companion.status,
+        adjudicator_models=tuple(sorted({item.adjudicator_model for item in companion.items})),
+        spent_usd=spent,
+        cap_usd=cap,
+        scored=sum(a.adjudication == "scored" for a in attempts),
+        pending=sum(a.adjudication == "pending" for a in attempts),
+    )
+    return replace(study, attempts=tuple(attempts), adjudication=info)
+
+
+def load_study(ledger: Path, adjudication: Path | None = None) -> Study:
+    """Read ``ledger`` (and ``adjudication`` when given) from disk and join them.
+
+    Raises:
+        NotSupportedYet, ReportInputError: as :func:`parse_ledger` and :func:`join_adjudication`,
+            or a file that cannot be read.
+    """
+    study = parse_ledger(_read(ledger, "ledger"), ledger.name)
+    if adjudication is None:
+        return study
+    return join_adjudication(study, _read(adjudication, "adjudication companion"), adjudication.name)

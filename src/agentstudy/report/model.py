@@ -1,0 +1,121 @@
+"""What a report knows about a study: its attempts (joined with adjudication) and the run's header.
+
+Every number is ``None`` when the ledger does not record it: missing stays missing, never zero.
+Tokens are counts, wall time is milliseconds, money is exact ``Decimal`` USD.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+
+from agentstudy.pricing.cost import CacheWrites, ModelTokens
+
+BASELINE = "repository-only"
+TREATMENT = "doc-bridge-mcp"
+SCENARIOS = (BASELINE, TREATMENT)
+COMPLETED = "completed"
+
+
+class ReportInputError(ValueError):
+    """A ledger, companion or price file the report cannot use (the command exits 2)."""
+
+
+class NotSupportedYet(ReportInputError):
+    """A ledger kind the report does not render yet (controlled-study ledgers)."""
+
+
+@dataclass(frozen=True)
+class StoredUsage:
+    """An attempt's usage as recorded, enough to price it again.
+
+    ``totals`` per model (tokens), the cache-write TTL split, and the per-message prompt sizes
+    that pick the tier (empty: the aggregate prompt decides). ``source`` says where it came
+    from: ``costBasis`` (exact reconstruction) or ``token fields`` (aggregate tier, every
+    cache write at the 1-hour rate).
+    """
+
+    totals: dict[str, ModelTokens]
+    cache_writes: CacheWrites
+    message_prompts: tuple[int, ...]
+    source: str
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One observation of the ledger, in execution order (``index`` is 0-based, shown 1-based).
+
+    ``correctness`` is the adjudicated score in [0, 1] (``None`` unless scored);
+    ``adjudication`` is ``scored``, ``pending``, ``missing`` (the attempt did not complete) or
+    ``not adjudicated`` (no companion). ``reasons`` are runner-written facts (status, setup or
+    cost problem, exit code ...), never answer text.
+    """
+
+    index: int
+    task_id: str
+    scenario: str
+    repetition: int
+    status: str
+    transport: str | None
+    input_tokens: int | None
+    output_tokens: int | None
+    cache_read_tokens: int | None
+    cache_creation_tokens: int | None
+    usage_complete: bool | None
+    tool_calls: int | None
+    tool_calls_by_name: dict[str, int]
+    wall_time_ms: int | None
+    charged_usd: Decimal | None
+    reasons: tuple[str, ...]
+    notes: tuple[str, ...]
+    usage: StoredUsage | None
+    correctness: float | None = None
+    rubric: str | None = None
+    adjudication: str = "not adjudicated"
+    pending_reason: str | None = None
+
+    @property
+    def completed(self) -> bool:
+        """Whether the attempt's status is ``completed`` (an answer returned, not that it was correct)."""
+        return self.status == COMPLETED
+
+
+@dataclass(frozen=True)
+class AdjudicationInfo:
+    """The verified companion: its SHA-256 binding, status, adjudicator model(s) and its own spend (USD)."""
+
+    file_name: str
+    ledger_sha256: str
+    status: str
+    adjudicator_models: tuple[str, ...]
+    spent_usd: Decimal
+    cap_usd: Decimal
+    scored: int
+    pending: int
+
+
+@dataclass(frozen=True)
+class Study:
+    """A minimal-study ledger as the report reads it.
+
+    ``header`` holds display strings (version, hashes, transport, model, times ...);
+    ``budget_*`` are the ledger's ``budget`` block in USD (``None`` when absent).
+    """
+
+    file_name: str
+    sha256: str
+    header: dict[str, str]
+    mode: str | None
+    status: str | None
+    planned: int | None
+    rehearsal: bool
+    transport: str | None
+    cap_usd: Decimal | None
+    spent_usd: Decimal | None
+    reserved_usd: Decimal | None
+    measured_usd: Decimal | None
+    cumulative_cap_exceeded: bool | None
+    stop_reason: str | None
+    open_reservation_usd: Decimal | None
+    attempts: tuple[Attempt, ...]
+    adjudication: AdjudicationInfo | None = None

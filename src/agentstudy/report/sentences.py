@@ -1,0 +1,33 @@
+"""The fixed sentences of every report (seed 000: "every published report must say so")."""
+
+from __future__ import annotations
+
+from agentstudy.report.model import Study
+
+ADJUDICATED_SENTENCE = "Adjudication was by an agent with no human review."
+NOT_ADJUDICATED_SENTENCE = (
+    "No adjudication companion was given, so correctness is not reported; adjudication, when done, "
+    "is by an agent with no human review."
+)
+REDUCTION_SENTENCE = "Token or latency reductions alone do not establish correctness."
+SMALL_SAMPLE_SENTENCE = "Small samples support no general claim."
+EXPLORATORY_SENTENCE = (
+    "Every interval and p-value in this report is exploratory: it tests no pre-registered hypothesis."
+)
+COMPLETED_SENTENCE = "Completed means an answer returned, not that it was correct; no run status means approval."
+REHEARSAL_SENTENCE = (
+    "This ledger is a rehearsal: a scripted Messages API server answered instead of a model, so its numbers "
+    "exercise the machinery and say nothing about agents."
+)
+PILOT_SENTENCE = "This is a pilot: its observations never count toward the full study."
+
+
+def fixed_sentences(study: Study) -> tuple[str, ...]:
+    """The sentences every report carries, plus the rehearsal and pilot warnings when they apply."""
+    sentences = [ADJUDICATED_SENTENCE if study.adjudication is not None else NOT_ADJUDICATED_SENTENCE,
+                 REDUCTION_SENTENCE, SMALL_SAMPLE_SENTENCE, EXPLORATORY_SENTENCE, COMPLETED_SENTENCE]
+    if study.rehearsal:
+        sentences.append(REHEARSAL_SENTENCE)
+    if study.mode == "pilot":
+        sentences.append(PILOT_SENTENCE)
+    return tuple(sentences)

@@ -1,0 +1,113 @@
+"""Exploratory paired statistics of one metric: mean, median, a paired bootstrap interval, Wilcoxon.
+
+The input is the per-pair differences ``doc-bridge-mcp - repository-only`` (one value per
+task x repetition). The interval is a percentile bootstrap of the mean difference: pairs are
+resampled with replacement ``BOOTSTRAP_RESAMPLES`` times from a generator seeded with
+``BOOTSTRAP_SEED`` (a fresh generator per metric, so a metric's interval never depends on
+which other metrics were computed). The p-value is scipy's two-sided Wilcoxon signed-rank
+test (zero differences dropped, exact distribution for small samples without ties). Both are
+undefined for fewer than two pairs and are then reported as not computable, never invented.
+Statistics are estimates in binary floating point; they decide nothing.
+"""
+
+from __future__ import annotations
+
+import statistics
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats as scipy_stats
+
+BOOTSTRAP_SEED = 20261011
+BOOTSTRAP_RESAMPLES = 10_000
+CONFIDENCE_LEVEL = 0.95
+
+
+@dataclass(frozen=True)
+class PairedSummary:
+    """Statistics of ``n`` paired differences (in the metric's unit).
+
+    ``mean`` and ``median`` are ``None`` only when ``n`` is 0. ``ci_low``/``ci_high`` bound the
+    95 % percentile-bootstrap interval of the mean, ``p_value`` is the Wilcoxon signed-rank
+    p-value; each is ``None`` with a reason in ``ci_note`` / ``p_note`` when not computable.
+    """
+
+    n: int
+    mean: float | None
+    median: float | None
+    ci_low: float | None
+    ci_high: float | None
+    ci_note: str | None
+    p_value: float | None
+    p_note: str | None
+
+
+def _too_few(n: int) -> str:
+    return "no pairs" if n == 0 else f"not computable with n = {n}"
+
+
+def bootstrap_interval(
+    differences: Sequence[float], *, seed: int = BOOTSTRAP_SEED, resamples: int = BOOTSTRAP_RESAMPLES
+) -> tuple[float, float]:
+    """The 95 % percentile-bootstrap interval of the mean of ``differences`` (resampling pairs).
+
+    Raises:
+        ValueError: fewer than two differences, or a non-finite one.
+    """
+    data = np.asarray(differences, dtype=float)
+    if data.size < 2 or not np.all(np.isfinite(data)):
+        raise ValueError("the bootstrap needs at least two finite differences")
+    if np.all(data == data[0]):
+        return float(data[0]), float(data[0])
+    result = scipy_stats.bootstrap(
+        (data,), np.mean, n_resamples=resamples, confidence_level=CONFIDENCE_LEVEL, method="percentile",
+        vectorized=True, rng=np.random.default_rng(seed),
+    )
+    return float(result.confidence_interval.low), float(result.confidence_interval.high)
+
+
+def wilcoxon_p(differences: Sequence[float]) -> tuple[float | None, str | None]:
+    """The two-sided Wilcoxon signed-rank p-value of ``differences``, or ``None`` and why not.
+
+    Not computable for fewer than two differences or when every difference is zero.
+    """
+    data = np.asarray(differences, dtype=float)
+    if data.size < 2:
+        return None, _too_few(int(data.size))
+    if np.all(data == 0):
+        return None, "not computable: every difference is 0"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            result = scipy_stats.wilcoxon(data, zero_method="wilcox", alternative="two-sided")
+        except ValueError as error:
+            return None, f"not computable: {error}"
+    p_value = float(result.pvalue)
+    if not np.isfinite(p_value):
+        return None, "not computable"
+    return p_value, None
+
+
+def paired_summary(
+    differences: Sequence[float], *, seed: int = BOOTSTRAP_SEED, resamples: int = BOOTSTRAP_RESAMPLES
+) -> PairedSummary:
+    """Mean, median, bootstrap interval and Wilcoxon p-value of paired differences.
+
+    Raises:
+        ValueError: a non-finite difference.
+    """
+    values = [float(v) for v in differences]
+    if not all(np.isfinite(values)):
+        raise ValueError("paired differences must be finite")
+    n = len(values)
+    if n == 0:
+        return PairedSummary(0, None, None, None, None, _too_few(0), None, _too_few(0))
+    mean = statistics.fmean(values)
+    median = float(statistics.median(values))
+    if n < 2:
+        return PairedSummary(n, mean, median, None, None, _too_few(n), None, _too_few(n))
+    low, high = bootstrap_interval(values, seed=seed, resamples=resamples)
+    p_value, p_note = wilcoxon_p(values)
+    return PairedSummary(n, mean, median, low, high, None, p_value, p_note)

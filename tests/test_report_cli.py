@@ -1,0 +1,109 @@
+"""``agentstudy report`` end to end, and the demo's reports from a real demo run (real Claude Code, zero spend)."""
+
+from __future__ import annotations
+
+import json
+import stat
+from decimal import Decimal
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from agentstudy.cli import main
+from agentstudy.pricing.sums import display_usd
+from agentstudy.report.demo import write_demo_reports
+from agentstudy.runners.demo import run_demo
+from agentstudy.runners.progress import SilentProgress
+from test_report_builders import ANSWER_MARKER, companion, full_study, ledger, markdown_tables, write
+from test_report_html import Structure
+
+ORIGINAL_LEDGER = (Path(__file__).resolve().parents[2] / "shared" / "reference" / "original-artifacts"
+                   / "observation-ledger-v1.json")
+
+
+def _invoke(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, ["report", *args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_text_to_stdout_by_default(tmp_path: Path) -> None:
+    write(tmp_path / "ledger.json", ledger(full_study()))
+    code, out, err = _invoke(str(tmp_path / "ledger.json"))
+    assert code == 0 and err == ""
+    assert out.startswith("Paired report: minimal-study-v1 (full)\n")
+    assert "Paired differences per metric (exploratory)" in out and ANSWER_MARKER not in out
+
+
+def test_output_file_is_private_and_formats_differ(tmp_path: Path) -> None:
+    data = write(tmp_path / "ledger.json", ledger(full_study()))
+    (tmp_path / "c.json").write_text(json.dumps(companion(data, {0: "correct", 1: "incorrect"})))
+    for output_format in ("md", "html"):
+        target = tmp_path / f"report.{output_format}"
+        code, out, err = _invoke(str(tmp_path / "ledger.json"), "--adjudication", str(tmp_path / "c.json"),
+                                 "--format", output_format, "--output", str(target))
+        assert code == 0 and out == "" and f"report written: {target}" in err
+        assert stat.S_IMODE(target.stat().st_mode) == 0o600
+    assert (tmp_path / "report.html").read_text().startswith("<!DOCTYPE html>")
+    assert (tmp_path / "report.md").read_text().startswith("# Paired report")
+
+
+def test_a_controlled_ledger_is_refused_with_exit_2() -> None:
+    code, out, err = _invoke(str(ORIGINAL_LEDGER))
+    assert code == 2 and out == ""
+    assert "not supported yet" in err and len(err.strip().splitlines()) == 1
+
+
+def test_bad_inputs_exit_2_with_one_line(tmp_path: Path) -> None:
+    data = write(tmp_path / "ledger.json", ledger(full_study()))
+    record = companion(data, {0: "correct"}) | {"ledgerSha256": "0" * 64}
+    (tmp_path / "c.json").write_text(json.dumps(record))
+    (tmp_path / "p.json").write_text(json.dumps({"priceAs": "m", "models": {"m": {"tiers": []}}}))
+    cases = [
+        ([str(tmp_path / "absent.json")], "cannot read the ledger"),
+        ([str(tmp_path / "ledger.json"), "--adjudication", str(tmp_path / "c.json")], "bound to ledger SHA-256"),
+        ([str(tmp_path / "ledger.json"), "--prices", str(tmp_path / "p.json")], "lacks source"),
+        ([str(tmp_path / "ledger.json"), "--output", str(tmp_path / "no-dir" / "r.txt")], "cannot write"),
+    ]
+    for args, message in cases:
+        code, out, err = _invoke(*args)
+        assert code == 2 and out == "", args
+        assert message in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_help_documents_the_price_file() -> None:
+    result = CliRunner().invoke(main, ["report", "--help"])
+    assert result.exit_code == 0
+    for needle in ('"priceAs"', "tierThresholdTokens", "not supported yet", "x 18", "Wilcoxon"):
+        assert needle in result.stdout
+
+
+def test_the_demo_writes_both_reports_beside_its_ledger(tmp_path: Path, claude_bin: Path) -> None:
+    summary = run_demo(tmp_path, claude_bin, progress=SilentProgress())
+    assert summary.status == "awaiting-adjudication"
+    written = write_demo_reports(tmp_path, tmp_path / "ledger.json", None)
+    assert written == [tmp_path / "report.html", tmp_path / "report.md"]
+    assert all(stat.S_IMODE(path.stat().st_mode) == 0o600 for path in written)
+    page = Structure()
+    page.feed(written[0].read_text())
+    page.close()
+    assert page.problems == [] and page.stack == [] and page.tags["svg"] == 3
+    tables = markdown_tables(written[1].read_text())
+    extrapolation = {r["figure"]: r["USD"] for r in tables["What the full study might cost, from this pilot (USD)"]}
+    expected = display_usd(Decimal(repr(summary.line["extrapolatedFullRunUsd"])))
+    assert extrapolation["full run, charged spend × 18"] == expected
+    summary_rows = {r["metric"]: r for r in tables["Paired differences per metric (exploratory)"]}
+    assert summary_rows["input tokens"]["pairs"] == "1"
+    assert summary_rows["input tokens"]["95 % CI of mean Δ"] == "not computable with n = 1"
+    ledger_answers = [o["answer"] for o in json.loads((tmp_path / "ledger.json").read_text())["observations"]]
+    for answer in filter(None, ledger_answers):
+        assert answer not in written[0].read_text() and answer not in written[1].read_text()
+
+
+def test_the_report_never_overwrites_its_inputs(tmp_path: Path) -> None:
+    data = write(tmp_path / "ledger.json", ledger(full_study()))
+    (tmp_path / "c.json").write_text(json.dumps(companion(data, {0: "correct"})))
+    for target in ("ledger.json", "c.json"):
+        code, out, err = _invoke(str(tmp_path / "ledger.json"), "--adjudication", str(tmp_path / "c.json"),
+                                 "--output", str(tmp_path / "sub" / ".." / target))
+        assert code == 2 and out == "" and "is one of the inputs" in err
+    assert (tmp_path / "ledger.json").read_bytes() == data
