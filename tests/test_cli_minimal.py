@@ -119,17 +119,6 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path: Path, origina
     assert after == before
 
 
-def test_http_transport_is_not_implemented_yet(tmp_path: Path, original_manifest: Path) -> None:
-    result = _invoke(
-        ["minimal", "--manifest", str(original_manifest), "--pilot", "--approve-budget",
-         "--output", str(tmp_path / "l.json")],
-        env={"STUDY_MODEL": "claude-haiku-5-5", "STUDY_BUDGET_USD": "1"},
-    )
-    assert result.exit_code == 2
-    assert "not implemented yet" in result.stderr
-    assert not (tmp_path / "l.json").exists()
-
-
 def test_help_names_every_seed_flag() -> None:
     result = _invoke(["minimal", "--help"])
     for flag in ["--manifest", "--dry-run", "--pilot", "--run", "--approve-budget", "--transport", "--root",

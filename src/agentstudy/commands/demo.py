@@ -1,4 +1,4 @@
-"""``agentstudy demo``: the pilot of the bundled example study, real Claude Code, zero spend."""
+"""``agentstudy demo``: the pilot of the bundled example study, zero spend (real Claude Code or the http loop)."""
 
 from __future__ import annotations
 
@@ -19,19 +19,24 @@ from agentstudy.runners.preflight import PreflightError
 @click.command()
 @click.option("--output-dir", type=click.Path(path_type=Path),
               help="Directory for the example corpora and ledger.json (default: a new private temp dir).")
+@click.option("--transport", type=click.Choice(["cli", "http"]), default="cli", show_default=True,
+              help="The agent: real headless Claude Code (cli) or the Messages API loop (http).")
 @click.option("--claude-bin", help="Claude Code executable (default: AGENTSTUDY_CLAUDE_BIN, pinned install, PATH).")
-def demo(output_dir: Path | None, claude_bin: str | None) -> None:
+def demo(output_dir: Path | None, transport: str, claude_bin: str | None) -> None:
     """Run the pilot of the bundled example study for free.
 
-    The real Claude Code binary runs against a scripted Messages API server on 127.0.0.1 and
-    the bundled read-only MCP server; no credential is used and nothing is spent.
+    The agent (the real Claude Code binary, or with --transport http the Messages API loop)
+    talks to a scripted Messages API server on 127.0.0.1 and uses the bundled read-only MCP
+    server; no credential is used and nothing is spent.
     """
-    from agentstudy.runners.demo import run_demo
+    from agentstudy.runners.demo import run_demo, run_http_demo
 
-    try:
-        binary = find_claude_binary(claude_bin, os.environ)
-    except ClaudeBinaryError as error:
-        fail(str(error))
+    binary: Path | None = None
+    if transport == "cli":
+        try:
+            binary = find_claude_binary(claude_bin, os.environ)
+        except ClaudeBinaryError as error:
+            fail(str(error))
     if output_dir is None:
         directory = Path(tempfile.mkdtemp(prefix="agentstudy-demo-"))
     else:
@@ -40,8 +45,12 @@ def demo(output_dir: Path | None, claude_bin: str | None) -> None:
             fail(f"--output-dir {directory} is not empty")
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     click.echo(f"demo directory: {directory}", err=True)
+    progress = progress_for_terminal()
     try:
-        summary = run_demo(directory, binary, progress=progress_for_terminal())
+        if binary is None:
+            summary = run_http_demo(directory, progress=progress)
+        else:
+            summary = run_demo(directory, binary, progress=progress)
     except (PreflightError, OutputPathError) as error:
         fail(f"demo refused: {error}")
     print_summary_table(summary, note="rehearsal: no real money")

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import replace
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -16,11 +18,22 @@ from agentstudy.commands.mcp_options import mcp_options, mcp_spec_from_options
 from agentstudy.commands.view import print_summary_table, progress_for_terminal
 from agentstudy.io.claude_cli import ClaudeBinaryError, find_claude_binary, project_root
 from agentstudy.io.ledger_store import OutputPathError, resolve_output
-from agentstudy.protocol.manifest import ManifestError, load_manifest
+from agentstudy.io.messages_api import (
+    DEFAULT_BASE_URL,
+    ApiKeyError,
+    BaseUrlError,
+    api_key_from_environment,
+    check_base_url,
+)
+from agentstudy.pricing.http import UpperPrices
+from agentstudy.protocol.manifest import LoadedManifest, ManifestError, load_manifest
+from agentstudy.protocol.mcp_spec import McpServerSpec
 from agentstudy.protocol.schedule import Mode, build_schedule
 from agentstudy.rehearsal.messages_server import RehearsalServer
 from agentstudy.runners.minimal import CliRunRequest, run_cli_study
+from agentstudy.runners.minimal_http import REHEARSAL_KEY, HttpRunRequest, run_http_study
 from agentstudy.runners.preflight import PreflightError, check_corpus_roots
+from agentstudy.runners.summary import RunSummary
 from agentstudy.transports.cli import CliSettings
 
 
@@ -41,6 +54,12 @@ from agentstudy.transports.cli import CliSettings
 @click.option("--claude-bin", help="Claude Code executable (default: AGENTSTUDY_CLAUDE_BIN, pinned install, PATH).")
 @click.option("--attempt-budget-usd", default="0.10", show_default=True, help="Per-attempt limit in USD (cli).")
 @click.option("--cli-version", default="2.1.296", show_default=True, help="Expected `claude --version` (cli).")
+@click.option("--api-base-url", default=DEFAULT_BASE_URL, show_default=True,
+              help="Messages API base URL (http); the key is read from ANTHROPIC_API_KEY only.")
+@click.option("--input-usd-per-million", envvar="STUDY_INPUT_USD_PER_MILLION",
+              help="Upper input price, USD per million tokens (http). [env: STUDY_INPUT_USD_PER_MILLION]")
+@click.option("--output-usd-per-million", envvar="STUDY_OUTPUT_USD_PER_MILLION",
+              help="Upper output price, USD per million tokens (http). [env: STUDY_OUTPUT_USD_PER_MILLION]")
 @click.option("--rehearsal", is_flag=True,
               help="Rehearse for free: the agent talks to a scripted Messages API server on 127.0.0.1 with a "
                    "dummy token; the ledger says rehearsal. --approve-budget is not needed.")
@@ -59,6 +78,9 @@ def minimal(
     claude_bin: str | None,
     attempt_budget_usd: str,
     cli_version: str,
+    api_base_url: str,
+    input_usd_per_million: str | None,
+    output_usd_per_million: str | None,
     rehearsal: bool,
     mcp_config_file: Path | None,
     server_config_candidates: str,
@@ -70,6 +92,8 @@ def minimal(
 
     --dry-run validates the manifest and prints the schedule's counts without starting any
     process or opening any socket (with --root it also checks the checkouts with local git).
+    --transport http runs the Messages API loop: ANTHROPIC_API_KEY from the environment only,
+    upper prices from the flags or STUDY_INPUT_USD_PER_MILLION / STUDY_OUTPUT_USD_PER_MILLION.
     """
     try:
         loaded = load_manifest(manifest_path)
@@ -106,12 +130,15 @@ def minimal(
     cap = positive_usd("the cumulative cap (STUDY_BUDGET_USD or --budget-usd)", budget_usd)
     if output is None:
         fail("--output FILE is required")
-    if transport == "http":
-        fail("the http transport is not implemented yet; use --transport cli")
-    limit = positive_usd("--attempt-budget-usd", attempt_budget_usd)
     spec = mcp_spec_from_options(
         mcp_config_file, server_config_candidates, mcp_tools, mcp_probe, mcp_probe_arguments
     )
+    if transport == "http":
+        sys.exit(_run_http(
+            loaded, mode, root_paths, output, model.strip(), cap, spec, rehearsal, api_base_url,
+            input_usd_per_million, output_usd_per_million,
+        ))
+    limit = positive_usd("--attempt-budget-usd", attempt_budget_usd)
     try:
         resolve_output(output, (*root_paths.values(), project_root()))
         binary = find_claude_binary(claude_bin, os.environ)
@@ -131,16 +158,57 @@ def minimal(
         progress=progress_for_terminal(),
     )
     if not rehearsal:
-        sys.exit(_run(request))
+        sys.exit(_run(lambda: run_cli_study(request)))
     with RehearsalServer() as server:
         settings = replace(request.settings, rehearsal_base_url=server.base_url, private_home=True)
-        code = _run(replace(request, settings=settings))
+        code = _run(lambda: run_cli_study(replace(request, settings=settings)))
     sys.exit(code)
 
 
-def _run(request: CliRunRequest) -> int:
+def _run_http(
+    loaded: LoadedManifest,
+    mode: Mode,
+    roots: dict[str, Path],
+    output: Path,
+    model: str,
+    cap: Decimal,
+    spec: McpServerSpec,
+    rehearsal: bool,
+    api_base_url: str,
+    input_price: str | None,
+    output_price: str | None,
+) -> int:
+    """Check the http flags (key from the environment, base URL, upper prices) and run; the exit code."""
+    input_usd = positive_usd("the input price (--input-usd-per-million or STUDY_INPUT_USD_PER_MILLION)", input_price)
+    output_usd = positive_usd(
+        "the output price (--output-usd-per-million or STUDY_OUTPUT_USD_PER_MILLION)", output_price
+    )
     try:
-        summary = run_cli_study(request)
+        prices = UpperPrices(input_usd, output_usd)
+    except ValueError as error:
+        fail(f"upper prices: {error}")
+    if rehearsal and api_base_url != DEFAULT_BASE_URL:
+        fail("--api-base-url and --rehearsal exclude each other (a rehearsal uses its own local server)")
+    try:
+        key = REHEARSAL_KEY if rehearsal else api_key_from_environment(os.environ)
+        base_url = check_base_url(api_base_url)
+        resolve_output(output, (*roots.values(), project_root()))
+    except (ApiKeyError, BaseUrlError, OutputPathError) as error:
+        fail(str(error))
+    request = HttpRunRequest(
+        loaded=loaded, mode=mode, roots=roots, output=output, model=model, prices=prices, cap_usd=cap,
+        api_key=key, base_url=base_url, mcp=spec, rehearsal=rehearsal,
+        forbidden_output_roots=(project_root(),), progress=progress_for_terminal(),
+    )
+    if not rehearsal:
+        return _run(lambda: run_http_study(request))
+    with RehearsalServer() as server:
+        return _run(lambda: run_http_study(replace(request, base_url=server.base_url)))
+
+
+def _run(study: Callable[[], RunSummary]) -> int:
+    try:
+        summary = study()
     except (PreflightError, OutputPathError) as error:
         fail(f"run refused, nothing reserved: {error}")
     except Exception:

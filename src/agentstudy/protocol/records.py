@@ -6,11 +6,12 @@ from ``Decimal`` at this edge; token counts are integers; ``None`` means missing
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 RunStatus = Literal["running", "blocked", "awaiting-adjudication"]
+HttpAttemptStatus = Literal["completed", "failed", "timed-out", "budget-exceeded", "incomplete"]
 
 
 class CliObservation(BaseModel):
@@ -71,6 +72,82 @@ class CliObservation(BaseModel):
             if data[key] is None:
                 del data[key]
         return data
+
+
+class HttpObservation(BaseModel):
+    """One Messages API attempt as recorded in the ledger (seed 000 ``http``; digest 2.1 and 4.2).
+
+    Tokens are provider input/output tokens summed over every settled turn; with
+    ``usageComplete: false`` they hold only the known prior turns (the failed request's usage
+    is missing and its reservation stays charged). ``toolCalls`` counts every call the model
+    made, failed ones included; ``toolCallsByName`` / ``toolErrorsByName`` use the offered names
+    (``(not offered)`` for any other). ``numTurns`` counts paid requests. Money is USD:
+    ``reservedUsd`` the sum of the attempt's per-call reservations, ``measuredUsd`` of its
+    measured costs, ``chargedUsd`` what it added to spend. ``wallTimeMs`` runs from just before
+    the first paid request. ``statusReason`` is our own short text, never provider text.
+    ``answer`` is private and empty unless ``completed``.
+    """
+
+    model_config = ConfigDict(extra="forbid", validate_by_name=True, validate_by_alias=True)
+
+    task_id: str = Field(alias="taskId")
+    scenario: str
+    repetition: int
+    transport: Literal["http"] = "http"
+    model: str
+    tools: list[str]
+    tool_calls_by_name: dict[str, int] = Field(alias="toolCallsByName")
+    tool_errors_by_name: dict[str, int] = Field(alias="toolErrorsByName")
+    tool_calls: int = Field(alias="toolCalls")
+    num_turns: int = Field(alias="numTurns")
+    input_tokens: int = Field(alias="inputTokens")
+    output_tokens: int = Field(alias="outputTokens")
+    usage_complete: bool = Field(alias="usageComplete")
+    reserved_usd: float = Field(alias="reservedUsd")
+    measured_usd: float = Field(alias="measuredUsd")
+    charged_usd: float = Field(alias="chargedUsd")
+    cumulative_cap_exceeded: bool = Field(alias="cumulativeCapExceeded")
+    wall_time_ms: int = Field(alias="wallTimeMs")
+    status: HttpAttemptStatus
+    status_reason: str | None = Field(default=None, alias="statusReason")
+    answer: str
+    correctness: None = None
+    adjudication: Literal["pending"] = "pending"
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object written to the ledger (camelCase; ``statusReason`` omitted when unset)."""
+        data = self.model_dump(by_alias=True)
+        if data["statusReason"] is None:
+            del data["statusReason"]
+        return data
+
+
+Observation = Annotated[CliObservation | HttpObservation, Field(discriminator="transport")]
+"""A ledger observation of either transport, told apart by ``transport``."""
+
+
+class HttpPrices(BaseModel):
+    """The ledger's HTTP ``prices`` block: the upper prices, USD per million tokens."""
+
+    model_config = ConfigDict(extra="forbid", validate_by_name=True, validate_by_alias=True)
+
+    input: float
+    output: float
+
+
+class HttpRunSettings(BaseModel):
+    """The ledger's ``http`` block: the API base URL (never a credential) and the loop's fixed limits."""
+
+    model_config = ConfigDict(extra="forbid", validate_by_name=True, validate_by_alias=True)
+
+    api_base_url: str = Field(alias="apiBaseUrl")
+    anthropic_version: str = Field(alias="anthropicVersion")
+    max_tokens: int = Field(alias="maxTokens")
+    temperature: int
+    max_turns: int = Field(alias="maxTurns")
+    max_tool_calls_per_turn: int = Field(alias="maxToolCallsPerTurn")
+    attempt_deadline_ms: int = Field(alias="attemptDeadlineMs")
+    tool_result_chars: int = Field(alias="toolResultChars")
 
 
 class CliRunSettings(BaseModel):
@@ -137,7 +214,9 @@ class MinimalLedger(BaseModel):
 
     Hashes are SHA-256 hex: ``protocolHash`` of the manifest's compact JSON in file key order
     (the original's definition), ``manifestSha256`` of the manifest file's bytes, ``runnerHash``
-    of agentstudy's own sources, ``engineBundleHash`` of the resolved Claude Code binary.
+    of agentstudy's own sources, ``engineBundleHash`` of the resolved Claude Code binary (``None``
+    for ``http``, which runs no binary). ``cli`` is set for the CLI transport, ``prices`` and
+    ``http`` for the HTTP one; unset blocks are omitted from the JSON.
     """
 
     model_config = ConfigDict(extra="forbid", validate_by_name=True, validate_by_alias=True)
@@ -147,18 +226,20 @@ class MinimalLedger(BaseModel):
     manifest_sha256: str = Field(alias="manifestSha256")
     runner_hash: str = Field(alias="runnerHash")
     engine_revision: str | None = Field(alias="engineRevision")
-    engine_bundle_hash: str = Field(alias="engineBundleHash")
+    engine_bundle_hash: str | None = Field(alias="engineBundleHash")
     repositories: dict[str, str]
     transport: Literal["cli", "http"]
     model: str
     cli: CliRunSettings | None = None
+    prices: HttpPrices | None = None
+    http: HttpRunSettings | None = None
     mcp_server: McpServerRecord = Field(alias="mcpServer")
     rehearsal: bool
     adjudication: AdjudicationDeclaration
     mode: Literal["pilot", "full"]
     planned_attempts: int = Field(alias="plannedAttempts")
     budget: BudgetRecord
-    observations: list[CliObservation]
+    observations: list[Observation]
     open_reservation: OpenReservation | None = Field(default=None, alias="openReservation")
     stop_reason: str | None = Field(default=None, alias="stopReason")
     started_at: str = Field(alias="startedAt")
@@ -169,7 +250,7 @@ class MinimalLedger(BaseModel):
         """The JSON document written to disk (camelCase; unset optional blocks omitted)."""
         data = self.model_dump(by_alias=True, exclude_none=False)
         data["observations"] = [o.to_json() for o in self.observations]
-        for key in ("openReservation", "stopReason", "finishedAt", "cli"):
+        for key in ("openReservation", "stopReason", "finishedAt", "cli", "prices", "http"):
             if data[key] is None:
                 del data[key]
         return data

@@ -7,6 +7,11 @@ and the recorded transcripts): the first user message starts with ``<system-remi
 results are lists of text blocks whose text may be wrapped as ``{"result": "..."}``. Grep
 (``files_with_matches``) answers ``"Found N files\\n<relpath>\\n..."`` or ``"No files found"``,
 Glob answers one relative path per line, Read answers ``"<n>\\t<line text>"`` lines.
+
+The http transport (no working directory in the conversation) sends every tool result as
+compact JSON text: ``repo_search`` answers ``{"matches": ["path:line: text", ...], ...}``,
+``repo_read`` a JSON string of ``"<n>: <line text>"`` lines, and the MCP tools a JSON string of
+the server's text.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ __all__ = ["ToolStep", "find_cwd", "find_prompt", "numbered_lines", "relative_pa
 
 _REMINDER_RE = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
 _CWD_RE = re.compile(r"(?:Primary working directory|CWD):[ \t]*(\S[^\n]*)")
-_NUMBERED_LINE_RE = re.compile(r"^\s*(\d+)(?:\t|\u2192)(.*)$")
+_NUMBERED_LINE_RE = re.compile(r"^\s*(\d+)(?:\t|\u2192|: )(.*)$")
 _PATH_LINE_RE = re.compile(r"^([\w@+~./-]*[\w-](?:\.[A-Za-z0-9]+|/[\w@+~.-]+))(?::\d+)?(?::.*)?$")
 _PATH_KEYS = ("path", "relpath", "file", "file_path", "filePath", "uri")
 
@@ -85,6 +90,8 @@ def _result_text(content: Any) -> str:
             decoded = None
         if isinstance(decoded, dict) and set(decoded) == {"result"} and isinstance(decoded["result"], str):
             text = decoded["result"]
+        elif isinstance(decoded, str):  # the http transport's JSON string results
+            text = decoded
         parts.append(text)
     return _REMINDER_RE.sub("", "\n".join(parts)).strip()
 
@@ -110,8 +117,9 @@ def tool_steps(messages: Sequence[Any]) -> list[ToolStep]:
 
 def _collect_json_paths(value: Any, out: list[str]) -> None:
     if isinstance(value, str):
-        if _PATH_LINE_RE.match(value.strip()):
-            out.append(value.strip())
+        match = _PATH_LINE_RE.match(value.strip())
+        if match:
+            out.append(match.group(1))
     elif isinstance(value, list):
         for item in value:
             _collect_json_paths(item, out)
@@ -140,8 +148,8 @@ def result_paths(result: str) -> list[str]:
 
 
 def numbered_lines(result: str) -> list[tuple[int, str]]:
-    """Return ``(line number, text)`` for every ``<n>\\t<text>`` (or ``<n>→<text>``) line of a
-    Read / doc_get result."""
+    """Return ``(line number, text)`` for every ``<n>\\t<text>`` (or ``<n>→<text>``, or ``repo_read``'s
+    ``<n>: <text>``) line of a Read / doc_get / repo_read result."""
     matches = (_NUMBERED_LINE_RE.match(line) for line in result.splitlines())
     return [(int(m.group(1)), m.group(2)) for m in matches if m]
 

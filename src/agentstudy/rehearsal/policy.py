@@ -29,13 +29,17 @@ from agentstudy.rehearsal.conversation import (
     tool_steps,
 )
 
-__all__ = ["MCP_GET_TOOL", "MCP_SEARCH_TOOL", "ScriptedReply", "find_cwd", "find_prompt", "next_reply",
-           "pick_term"]
+__all__ = ["HTTP_MCP_GET_TOOL", "HTTP_MCP_SEARCH_TOOL", "MCP_GET_TOOL", "MCP_SEARCH_TOOL", "ScriptedReply",
+           "StopReason", "find_cwd", "find_prompt", "next_reply", "pick_term"]
 
 MCP_SEARCH_TOOL = "mcp__doc-bridge__doc_search"
 MCP_GET_TOOL = "mcp__doc-bridge__doc_get"
-_SEARCH_TOOLS = frozenset({MCP_SEARCH_TOOL, "Grep", "Glob"})
-_READ_TOOLS = frozenset({MCP_GET_TOOL, "Read"})
+HTTP_MCP_SEARCH_TOOL = "doc_search"
+HTTP_MCP_GET_TOOL = "doc_get"
+_MCP_SEARCH = (MCP_SEARCH_TOOL, HTTP_MCP_SEARCH_TOOL)
+_MCP_GET = (MCP_GET_TOOL, HTTP_MCP_GET_TOOL)
+_SEARCH_TOOLS = frozenset({*_MCP_SEARCH, "Grep", "repo_search", "Glob"})
+_READ_TOOLS = frozenset({*_MCP_GET, "Read", "repo_read"})
 _MAX_TURNS = 4
 
 _WORD_RE = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
@@ -54,20 +58,24 @@ _STOPWORDS = frozenset({
 })
 
 
+StopReason = Literal["tool_use", "end_turn", "max_tokens", "stop_sequence"]
+
+
 @dataclass(frozen=True)
 class ScriptedReply:
     """One scripted assistant message.
 
     ``content`` is a list of Messages API content blocks (``{"type": "text", "text": ...}`` or
     ``{"type": "tool_use", "id": "toolu_...", "name": ..., "input": {...}}``); ``stop_reason`` is
-    ``"tool_use"`` when the last block is a tool call, else ``"end_turn"``; ``usage`` holds integer
-    token counts ``input_tokens``, ``output_tokens``, ``cache_creation_input_tokens`` (always 0)
-    and ``cache_read_input_tokens`` (always 0).
+    ``"tool_use"`` when the last block is a tool call, else ``"end_turn"`` (the careful agent never
+    says anything else; test policies may script ``max_tokens`` or ``stop_sequence``); ``usage``
+    holds integer token counts ``input_tokens``, ``output_tokens``, ``cache_creation_input_tokens``
+    (always 0) and ``cache_read_input_tokens`` (always 0) — test policies may script any values.
     """
 
     content: list[dict[str, Any]]
-    stop_reason: Literal["tool_use", "end_turn"]
-    usage: dict[str, int]
+    stop_reason: StopReason
+    usage: dict[str, Any]
 
 
 def pick_term(prompt: str) -> str | None:
@@ -103,8 +111,9 @@ def _schema_props(tool: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
 
 def _search_call(term: str, cwd: str | None, tools: dict[str, Mapping[str, Any]],
                  tried: set[str]) -> tuple[str, dict[str, Any]] | None:
-    if MCP_SEARCH_TOOL in tools and MCP_SEARCH_TOOL not in tried:
-        return MCP_SEARCH_TOOL, {"query": term}
+    for search in _MCP_SEARCH:
+        if search in tools and search not in tried:
+            return search, {"query": term}
     if "Grep" in tools and "Grep" not in tried:
         grep_input: dict[str, Any] = {"pattern": term, "output_mode": "files_with_matches"}
         if cwd:
@@ -112,6 +121,8 @@ def _search_call(term: str, cwd: str | None, tools: dict[str, Mapping[str, Any]]
         if "-i" in _schema_props(tools["Grep"])[0]:
             grep_input["-i"] = True
         return "Grep", grep_input
+    if "repo_search" in tools and "repo_search" not in tried:
+        return "repo_search", {"term": term}
     if "Glob" in tools and "Glob" not in tried:
         return "Glob", {"pattern": "**/*.md"}
     return None
@@ -119,13 +130,16 @@ def _search_call(term: str, cwd: str | None, tools: dict[str, Mapping[str, Any]]
 
 def _read_call(path: str, cwd: str | None,
                tools: dict[str, Mapping[str, Any]]) -> tuple[str, dict[str, Any]] | None:
-    if MCP_GET_TOOL in tools:
-        props, required = _schema_props(tools[MCP_GET_TOOL])
-        key = "path" if "path" in props or not required else required[0]
-        return MCP_GET_TOOL, {key: relative_path(path, cwd)}
+    for get in _MCP_GET:
+        if get in tools:
+            props, required = _schema_props(tools[get])
+            key = "path" if "path" in props or not required else required[0]
+            return get, {key: relative_path(path, cwd)}
     if "Read" in tools:
         absolute = path if path.startswith("/") or not cwd else f"{cwd}/{path}"
         return "Read", {"file_path": absolute}
+    if "repo_read" in tools:
+        return "repo_read", {"path": relative_path(path, cwd)}
     return None
 
 
@@ -175,8 +189,10 @@ def _usage(body: Mapping[str, Any], content: list[dict[str, Any]]) -> dict[str, 
 def next_reply(body: Mapping[str, Any]) -> ScriptedReply:
     """Decide the next assistant message for a Messages API request ``body``.
 
-    Turn 1 searches (``doc_search`` if offered, else ``Grep``, else ``Glob``); the turn after a
-    search reads its first hit (``doc_get`` if offered, else ``Read``); the turn after a read
+    Turn 1 searches (the MCP ``doc_search`` if offered — ``mcp__doc-bridge__doc_search`` from the
+    CLI, ``doc_search`` from the http transport — else ``Grep``, else ``repo_search``, else
+    ``Glob``); the turn after a search reads its first hit (the MCP ``doc_get`` if offered, else
+    ``Read``, else ``repo_read`` with a repository-relative path); the turn after a read
     answers with ``end_turn`` and a ``path:line`` citation of the first line mentioning the term
     (non-heading lines first). A failed search falls back to the next offered search tool; a read
     without the term moves on to the next hit. No hit, no term, no usable tool or the 4th turn

@@ -1,8 +1,9 @@
-"""``agentstudy demo``: the pilot of the bundled example study, real Claude Code, zero spend.
+"""``agentstudy demo``: the pilot of the bundled example study against a scripted server, zero spend.
 
 Builds the three example corpora into git repositories, starts the scripted Messages API
-server on 127.0.0.1, and runs the 2-attempt pilot with the CLI transport and the bundled
-read-only MCP server. The child gets a dummy token and a private HOME; no credential is read.
+server on 127.0.0.1, and runs the 2-attempt pilot with the bundled read-only MCP server:
+with the ``cli`` transport the real Claude Code binary is the agent (a dummy token and a
+private HOME); with ``http`` the Messages API loop is (a dummy key). No credential is read.
 """
 
 from __future__ import annotations
@@ -12,10 +13,12 @@ from decimal import Decimal
 from pathlib import Path
 
 from agentstudy.io.claude_cli import project_root
+from agentstudy.pricing.http import UpperPrices
 from agentstudy.protocol.manifest import load_manifest
 from agentstudy.rehearsal.example_study import build_example_study
 from agentstudy.rehearsal.messages_server import RehearsalServer
 from agentstudy.runners.minimal import CliRunRequest, run_cli_study
+from agentstudy.runners.minimal_http import REHEARSAL_KEY, HttpRunRequest, run_http_study
 from agentstudy.runners.preflight import DEFAULT_MCP_SERVER
 from agentstudy.runners.progress import RunProgress
 from agentstudy.runners.summary import RunSummary
@@ -25,10 +28,14 @@ DEMO_MODEL = "claude-haiku-5-5"
 DEMO_CAP_USD = Decimal("1.00")
 DEMO_ATTEMPT_BUDGET_USD = Decimal("0.10")
 DEMO_CLI_VERSION = "2.1.296"
+DEMO_PRICES = UpperPrices(Decimal("0.50"), Decimal("2.50"))
+"""The protocol's HTTP upper prices (digest 1.5), USD per million tokens."""
 
 
 def run_demo(directory: Path, binary: Path, progress: RunProgress) -> RunSummary:
-    """Build the example study under ``directory`` and run its pilot; the ledger is ``directory/ledger.json``.
+    """Build the example study under ``directory`` and run its pilot with the real Claude Code ``binary``.
+
+    The ledger is ``directory/ledger.json``.
 
     Raises:
         PreflightError, OutputPathError: the pilot was refused before any reservation.
@@ -56,3 +63,34 @@ def run_demo(directory: Path, binary: Path, progress: RunProgress) -> RunSummary
             progress=progress,
         )
         return run_cli_study(request)
+
+
+def run_http_demo(directory: Path, progress: RunProgress) -> RunSummary:
+    """Build the example study under ``directory`` and run its pilot with the Messages API loop.
+
+    The loop talks over real HTTP to the scripted server on 127.0.0.1 with a dummy key, at the
+    protocol's upper prices (0.50 / 2.50 USD per million) under a 1 USD cap; the ledger
+    (``directory/ledger.json``) says ``"rehearsal": true``.
+
+    Raises:
+        PreflightError, OutputPathError: the pilot was refused before any reservation.
+    """
+    study = build_example_study(directory / "study")
+    loaded = load_manifest(study.manifest_path)
+    with RehearsalServer() as server:
+        request = HttpRunRequest(
+            loaded=loaded,
+            mode="pilot",
+            roots=study.roots,
+            output=directory / "ledger.json",
+            model=DEMO_MODEL,
+            prices=DEMO_PRICES,
+            cap_usd=DEMO_CAP_USD,
+            api_key=REHEARSAL_KEY,
+            base_url=server.base_url,
+            mcp=DEFAULT_MCP_SERVER,
+            rehearsal=True,
+            forbidden_output_roots=(project_root(),),
+            progress=progress,
+        )
+        return run_http_study(request)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -31,9 +30,9 @@ from agentstudy.protocol.records import (
     CliRunSettings,
     McpServerRecord,
     MinimalLedger,
-    OpenReservation,
 )
 from agentstudy.protocol.schedule import Mode, ScheduleEntry, build_schedule
+from agentstudy.runners.ledger_steps import budget_record, close_normally, close_on_error, now_iso, open_reservation
 from agentstudy.runners.preflight import (
     McpPreflight,
     PreflightError,
@@ -157,20 +156,6 @@ def _ledger(
     )
 
 
-def _budget_record(budget: Budget, tally: Tally) -> BudgetRecord:
-    return BudgetRecord(
-        cap=float(budget.cap),
-        spent=float(budget.spent),
-        reserved=float(tally.reserved),
-        measured=float(tally.measured),
-        cumulative_cap_exceeded=budget.cap_exceeded,
-    )
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
 def run_cli_study(request: CliRunRequest) -> RunSummary:
     """Run the pilot or full schedule with the CLI transport and return the summary.
 
@@ -189,7 +174,7 @@ def run_cli_study(request: CliRunRequest) -> RunSummary:
         )
         mcp = check_mcp_servers(request.settings.mcp, manifest, schedule, request.roots)
         output = resolve_output(request.output, (*request.roots.values(), *request.forbidden_output_roots))
-        ledger = _ledger(request, cli_version, mcp, len(schedule), _now())
+        ledger = _ledger(request, cli_version, mcp, len(schedule), now_iso())
         store = LedgerFile(output, ledger.to_json())
     except (PreflightError, OutputPathError):
         run.refuse()
@@ -209,11 +194,8 @@ def run_cli_study(request: CliRunRequest) -> RunSummary:
                 break
             attempt.reserve()
             budget, tally = budget.reserve(reservation), tally.add_reservation(reservation)
-            ledger.budget = _budget_record(budget, tally)
-            ledger.open_reservation = OpenReservation(
-                task_id=entry.task_id, scenario=entry.scenario, repetition=entry.repetition,
-                reserved_usd=float(reservation),
-            )
+            ledger.budget = budget_record(budget, tally)
+            ledger.open_reservation = open_reservation(entry, reservation)
             store.checkpoint(ledger.to_json())
             attempt.start(checkpointed=True)
             request.progress.attempt_started(where)
@@ -238,7 +220,7 @@ def run_cli_study(request: CliRunRequest) -> RunSummary:
             observations.append(observation)
             ledger.observations.append(observation)
             ledger.open_reservation = None
-            ledger.budget = _budget_record(budget, tally)
+            ledger.budget = budget_record(budget, tally)
             run.observe(status=attempt.status)
             store.checkpoint(ledger.to_json())
             request.progress.attempt_settled(
@@ -253,14 +235,7 @@ def run_cli_study(request: CliRunRequest) -> RunSummary:
                 break
         run.finish()
     except BaseException:
-        if run.status == "running":
-            run.block()
-        ledger.stop_reason = ledger.stop_reason or "the runner stopped on an error; review the budget before any rerun"
-        ledger.status = "blocked"
-        ledger.finished_at = _now()
-        store.checkpoint(ledger.to_json())
+        close_on_error(run, ledger, lambda done: store.checkpoint(done.to_json()))
         raise
-    ledger.status = "awaiting-adjudication" if run.status == "awaiting-adjudication" else "blocked"
-    ledger.finished_at = _now()
-    store.checkpoint(ledger.to_json())
+    close_normally(ledger, run, lambda done: store.checkpoint(done.to_json()))
     return summarize(run.status, request.mode, len(schedule), observations, budget, output)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from agentstudy.pricing.budget import Budget
-from agentstudy.protocol.records import CliObservation
+from agentstudy.protocol.records import CliObservation, HttpObservation
 
 FULL_TO_PILOT_RATIO = 18
 """36 full attempts / 2 pilot attempts."""
@@ -29,18 +29,33 @@ def _sum(values: Sequence[int | None]) -> int | None:
     return None if any(v is None for v in values) else sum(v for v in values if v is not None)
 
 
-def summarize(
-    status: str, mode: str, planned: int, observations: Sequence[CliObservation], budget: Budget, ledger: Path
-) -> RunSummary:
-    """Build the summary of a finished CLI run.
+def _cache_tokens(observations: Sequence[CliObservation] | Sequence[HttpObservation]) -> dict[str, int | None]:
+    cli = [o for o in observations if isinstance(o, CliObservation)]
+    return {
+        "cacheCreationInputTokens": _sum([o.cache_creation_input_tokens for o in cli]),
+        "cacheReadInputTokens": _sum([o.cache_read_input_tokens for o in cli]),
+    }
 
-    The pilot extrapolation (charged spend x 18) is given only for a pilot that ended
-    ``awaiting-adjudication`` with complete usage; it is not an upper bound.
+
+def summarize(
+    status: str,
+    mode: str,
+    planned: int,
+    observations: Sequence[CliObservation] | Sequence[HttpObservation],
+    budget: Budget,
+    ledger: Path,
+    transport: str = "cli",
+) -> RunSummary:
+    """Build the summary of a finished run (``transport`` ``cli`` or ``http``; HTTP has no cache tokens).
+
+    The pilot extrapolation (spend x 18: charged spend for CLI, upper-price spend for HTTP) is
+    given only for a pilot that ended ``awaiting-adjudication`` with complete usage; it is not an
+    upper bound.
     """
     usage_complete = all(o.usage_complete for o in observations)
     extrapolate = mode == "pilot" and status == "awaiting-adjudication" and usage_complete
     line: dict[str, Any] = {
-        "transport": "cli",
+        "transport": transport,
         "status": status,
         "mode": mode,
         "plannedAttempts": planned,
@@ -50,8 +65,7 @@ def summarize(
         "toolCalls": sum(o.tool_calls for o in observations),
         "inputTokens": _sum([o.input_tokens for o in observations]),
         "outputTokens": _sum([o.output_tokens for o in observations]),
-        "cacheCreationInputTokens": _sum([o.cache_creation_input_tokens for o in observations]),
-        "cacheReadInputTokens": _sum([o.cache_read_input_tokens for o in observations]),
+        **(_cache_tokens(observations) if transport == "cli" else {}),
         "spentUsd": float(budget.spent),
         "capUsd": float(budget.cap),
         "usageComplete": usage_complete,

@@ -1,0 +1,259 @@
+"""The minimal study runner with the http transport (seed 000 ``http``; digest 2.1, 2.4, 4).
+
+Preflight as for the CLI minus the version probe: every root clean at its pin with its task
+sources, and the MCP server of every checkout a ``doc-bridge-mcp`` attempt uses starts,
+answers its probe and lists the same tools. Then, per scheduled attempt: mark it open on disk,
+run the agent loop (which reserves and persists before every request and settles after), and
+checkpoint the observation. ``failed`` and ``budget-exceeded`` stop the run; ``incomplete`` and
+``timed-out`` are observations and the run goes on (the run machine's HTTP stop rule); the
+run ends ``blocked`` unless every attempt completed. Every saved document has each occurrence
+of the API key replaced by ``[redacted]``. State changes go through ``fsm``; money through
+``pricing``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from agentstudy.fsm.attempt import AttemptMachine
+from agentstudy.fsm.run import RunMachine
+from agentstudy.io.ledger_store import LedgerFile, OutputPathError, resolve_output
+from agentstudy.io.messages_api import (
+    ANTHROPIC_VERSION,
+    ApiKeyError,
+    BaseUrlError,
+    MessagesClient,
+    check_api_key,
+    check_base_url,
+)
+from agentstudy.io.provenance import engine_revision, runner_hash
+from agentstudy.pricing.budget import Budget
+from agentstudy.pricing.http import DEFAULT_MAX_TOKENS, CallReservation, CallSettlement, UpperPrices
+from agentstudy.pricing.tally import Tally
+from agentstudy.protocol.manifest import LoadedManifest
+from agentstudy.protocol.mcp_spec import McpServerSpec
+from agentstudy.protocol.prompt import study_prompt
+from agentstudy.protocol.records import (
+    AdjudicationDeclaration,
+    HttpObservation,
+    HttpPrices,
+    HttpRunSettings,
+    McpServerRecord,
+    MinimalLedger,
+)
+from agentstudy.protocol.schedule import Mode, ScheduleEntry, build_schedule
+from agentstudy.runners.ledger_steps import budget_record, close_normally, close_on_error, now_iso, open_reservation
+from agentstudy.runners.preflight import (
+    McpPreflight,
+    PreflightError,
+    check_corpus_roots,
+    check_mcp_servers,
+    require_roots,
+)
+from agentstudy.runners.progress import AttemptProgress, RunProgress, SilentProgress
+from agentstudy.runners.summary import RunSummary, summarize
+from agentstudy.transports.http import (
+    ATTEMPT_DEADLINE_MS,
+    MAX_TOOL_CALLS_PER_TURN,
+    MAX_TURNS,
+    TEMPERATURE,
+    TOOL_RESULT_LIMIT,
+    HttpAttemptResult,
+    HttpSettings,
+    run_http_attempt,
+)
+
+REDACTED = "[redacted]"
+REHEARSAL_KEY = "rehearsal-dummy-key"
+"""The key sent to the local rehearsal server (``--rehearsal``, ``demo``): never a real credential."""
+
+
+@dataclass(frozen=True)
+class HttpRunRequest:
+    """Everything an HTTP run needs; built by the command line or by ``demo``.
+
+    ``api_key`` is sent only as ``x-api-key`` to ``base_url`` and never stored (every saved
+    ledger is redacted). Money is ``Decimal`` USD; ``prices`` are the upper prices per million
+    tokens. ``rehearsal`` marks a run against the local scripted server (ledger
+    ``"rehearsal": true``). ``clock`` gives the agent loop's monotonic seconds (its deadline and
+    wall time; tests move time with it); each request's own timeout always runs on the real clock.
+    """
+
+    loaded: LoadedManifest
+    mode: Mode
+    roots: Mapping[str, Path]
+    output: Path
+    model: str
+    prices: UpperPrices
+    cap_usd: Decimal
+    api_key: str
+    base_url: str
+    mcp: McpServerSpec
+    rehearsal: bool = False
+    forbidden_output_roots: tuple[Path, ...] = ()
+    progress: RunProgress = field(default_factory=SilentProgress)
+    clock: Callable[[], float] = time.monotonic
+
+
+def redact(value: Any, secret: str) -> Any:
+    """``value`` (JSON data) with every occurrence of ``secret`` in strings and keys replaced by ``[redacted]``."""
+    if isinstance(value, str):
+        return value.replace(secret, REDACTED)
+    if isinstance(value, list):
+        return [redact(item, secret) for item in value]
+    if isinstance(value, dict):
+        return {redact(key, secret): redact(item, secret) for key, item in value.items()}
+    return value
+
+
+class _Checkpoints:
+    """The loop's :class:`~agentstudy.transports.http.CallLedger`: keeps the ledger's budget and open marker on disk."""
+
+    def __init__(self, ledger: MinimalLedger, save: Callable[[], None], entry: ScheduleEntry, tally: Tally) -> None:
+        self.ledger, self.save, self.entry, self.tally = ledger, save, entry, tally
+
+    def reserved(self, budget: Budget, reservation: CallReservation) -> None:
+        """Persist a call's reservation before its request is sent."""
+        self.tally = self.tally.add_reservation(reservation.usd)
+        self.ledger.budget = budget_record(budget, self.tally)
+        self.ledger.open_reservation = open_reservation(self.entry, reservation.usd)
+        self.save()
+
+    def settled(self, budget: Budget, settlement: CallSettlement) -> None:
+        """Persist a call's settlement (the attempt stays open with nothing reserved)."""
+        if settlement.usage is not None:
+            self.tally = self.tally.add_measured(settlement.charged_usd, None)
+        self.ledger.budget = budget_record(budget, self.tally)
+        self.ledger.open_reservation = open_reservation(self.entry, Decimal(0))
+        self.save()
+
+
+def _observation(entry: ScheduleEntry, model: str, result: HttpAttemptResult, status: str) -> HttpObservation:
+    return HttpObservation.model_validate({
+        "taskId": entry.task_id, "scenario": entry.scenario, "repetition": entry.repetition, "model": model,
+        "tools": result.tools, "toolCallsByName": result.tool_calls_by_name,
+        "toolErrorsByName": result.tool_errors_by_name, "toolCalls": result.tool_calls, "numTurns": result.turns,
+        "inputTokens": result.input_tokens, "outputTokens": result.output_tokens,
+        "usageComplete": result.usage_complete, "reservedUsd": float(result.reserved_usd),
+        "measuredUsd": float(result.measured_usd), "chargedUsd": float(result.charged_usd),
+        "cumulativeCapExceeded": result.budget.cap_exceeded, "wallTimeMs": result.wall_time_ms, "status": status,
+        "statusReason": result.status_reason, "answer": result.answer if status == "completed" else "",
+    })
+
+
+def _ledger(request: HttpRunRequest, base_url: str, mcp: McpPreflight, planned: int) -> MinimalLedger:
+    manifest = request.loaded.manifest
+    return MinimalLedger(
+        version=manifest.version,
+        protocol_hash=request.loaded.protocol_hash,
+        manifest_sha256=request.loaded.manifest_sha256,
+        runner_hash=runner_hash(),
+        engine_revision=engine_revision(),
+        engine_bundle_hash=None,
+        repositories=dict(manifest.repositories),
+        transport="http",
+        model=request.model,
+        prices=HttpPrices(input=float(request.prices.input_usd_per_million),
+                          output=float(request.prices.output_usd_per_million)),
+        http=HttpRunSettings(
+            api_base_url=base_url, anthropic_version=ANTHROPIC_VERSION, max_tokens=DEFAULT_MAX_TOKENS,
+            temperature=TEMPERATURE, max_turns=MAX_TURNS, max_tool_calls_per_turn=MAX_TOOL_CALLS_PER_TURN,
+            attempt_deadline_ms=ATTEMPT_DEADLINE_MS, tool_result_chars=TOOL_RESULT_LIMIT,
+        ),
+        mcp_server=McpServerRecord(
+            name=request.mcp.name,
+            command=list(request.mcp.command),
+            listed_tools=list(mcp.listed_tools),
+            denied_tools=[t for t in mcp.listed_tools if t not in request.mcp.read_only_tools],
+        ),
+        rehearsal=request.rehearsal,
+        adjudication=AdjudicationDeclaration(),
+        mode=request.mode,
+        planned_attempts=planned,
+        budget=budget_record(Budget(cap=request.cap_usd), Tally()),
+        observations=[],
+        started_at=now_iso(),
+        status="running",
+    )
+
+
+def run_http_study(request: HttpRunRequest) -> RunSummary:
+    """Run the pilot or full schedule with the http transport and return the summary.
+
+    Raises:
+        PreflightError: the run was refused before any reservation (bad key or base URL
+            included); no ledger was written and no request sent.
+        OutputPathError: the ledger path exists or lies inside a checkout; nothing was written.
+    """
+    manifest = request.loaded.manifest
+    schedule = build_schedule(manifest, request.mode)
+    run = RunMachine(len(schedule), "http")
+    try:
+        require_roots(schedule, request.roots)
+        check_corpus_roots(manifest, request.roots)
+        mcp = check_mcp_servers(request.mcp, manifest, schedule, request.roots)
+        try:
+            api_key, base_url = check_api_key(request.api_key), check_base_url(request.base_url)
+        except (ApiKeyError, BaseUrlError) as error:
+            raise PreflightError(str(error)) from None
+        output = resolve_output(request.output, (*request.roots.values(), *request.forbidden_output_roots))
+        ledger = _ledger(request, base_url, mcp, len(schedule))
+        store = LedgerFile(output, redact(ledger.to_json(), api_key))
+    except (PreflightError, OutputPathError):
+        run.refuse()
+        raise
+    client = MessagesClient(api_key, base_url)
+
+    def save() -> None:
+        store.checkpoint(redact(ledger.to_json(), api_key))
+
+    settings = HttpSettings(model=request.model, prices=request.prices, mcp=request.mcp, clock=request.clock)
+    budget, tally = Budget(cap=request.cap_usd), Tally()
+    observations: list[HttpObservation] = []
+    run.begin()
+    try:
+        with client:
+            for index, entry in enumerate(schedule, start=1):
+                where = AttemptProgress(index, len(schedule), entry.task_id, entry.scenario, entry.repetition)
+                attempt = AttemptMachine()
+                attempt.reserve()
+                ledger.open_reservation = open_reservation(entry, Decimal(0))
+                save()
+                attempt.start(checkpointed=True)
+                request.progress.attempt_started(where)
+                checkpoints = _Checkpoints(ledger, save, entry, tally)
+                result = run_http_attempt(
+                    settings, sender=client, scenario=entry.scenario, root=request.roots[entry.repository],
+                    pin=manifest.repositories[entry.repository],
+                    prompt=study_prompt(manifest.task(entry.task_id).question),
+                    budget=budget, ledger=checkpoints, mcp_config=mcp.configs.get(entry.repository),
+                )
+                budget, tally = result.budget, checkpoints.tally
+                attempt.settle(status=result.status)
+                observation = _observation(entry, request.model, result, attempt.status)
+                observations.append(observation)
+                ledger.observations.append(observation)
+                ledger.open_reservation = None
+                ledger.budget = budget_record(budget, tally)
+                run.observe(status=attempt.status)
+                save()
+                request.progress.attempt_settled(
+                    where, attempt.status, result.tool_calls, result.charged_usd, budget.spent, budget.cap
+                )
+                if run.should_stop():
+                    if attempt.status in ("failed", "budget-exceeded"):
+                        ledger.stop_reason = f"attempt {index} ended {attempt.status}"
+                    break
+            run.finish()
+    except BaseException:
+        close_on_error(run, ledger, lambda _: save())
+        raise
+    if run.status != "awaiting-adjudication" and ledger.stop_reason is None:
+        ledger.stop_reason = "not every attempt completed"
+    close_normally(ledger, run, lambda _: save())
+    return summarize(run.status, request.mode, len(schedule), observations, budget, output, transport="http")

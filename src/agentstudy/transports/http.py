@@ -1,0 +1,285 @@
+"""One Messages API attempt (seed 000 ``http``; digest 2.1): a bounded agent loop with a reservation per call.
+
+Per turn: check the five-minute deadline; build ``{model, max_tokens: 1024, temperature: 0,
+messages, tools}``; reserve ``(2 x body bytes + 8,192)`` input and 1,024 output tokens at the
+upper prices, or stop ``budget-exceeded`` without a request when that does not fit under the
+cap; persist the reservation (the :class:`CallLedger` returns only once it is on disk); send.
+A lost answer (transport error, timeout, redirect, non-2xx, not JSON) or invalid usage keeps
+the reservation charged, sets ``usageComplete`` false and ends ``failed``. Valid usage settles
+to the measured cost. ``end_turn`` -> ``completed`` (answer = the text blocks joined by
+newlines); ``tool_use`` -> run 1 to 20 calls (deadline checked before each; failed calls are
+counted) and send every result, cut to 16,000 characters, in one user message; any other stop
+reason -> ``incomplete``; 8 turns without an answer -> ``incomplete``. Settlement of the
+attempt's status is the runner's, through the attempt machine.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from agentstudy.io.messages_api import MessagesApiError
+from agentstudy.pricing.budget import Budget
+from agentstudy.pricing.http import (
+    DEFAULT_MAX_TOKENS,
+    CallReservation,
+    CallSettlement,
+    UpperPrices,
+    call_reservation,
+    encode_request_body,
+    reserve_call,
+    settle_call,
+    settle_response,
+)
+from agentstudy.pricing.tally import Tally
+from agentstudy.protocol.mcp_spec import McpServerSpec
+from agentstudy.transports.http_tools import ToolSetupError, agent_tools
+from agentstudy.transports.repo_tools import ToolResult
+
+MAX_TURNS = 8
+MAX_TOOL_CALLS_PER_TURN = 20
+ATTEMPT_DEADLINE_MS = 300_000
+REQUEST_TIMEOUT_CAP_MS = 60_000
+TOOL_RESULT_LIMIT = 16_000
+TEMPERATURE = 0
+KNOWN_STOP_REASONS = frozenset({"end_turn", "tool_use", "max_tokens", "stop_sequence", "pause_turn", "refusal"})
+UNKNOWN_TOOL = "(not offered)"
+"""The by-name key of a call to a tool that was not offered (model-chosen names stay out of the ledger)."""
+
+HttpStatus = Literal["completed", "failed", "timed-out", "budget-exceeded", "incomplete"]
+
+
+class Sender(Protocol):
+    """Sends one request: ``post(body bytes, timeout seconds) -> decoded JSON object``; raises ``MessagesApiError``."""
+
+    def post(self, body: bytes, timeout_s: float) -> dict[str, Any]:
+        """Send ``body`` and return the 2xx JSON object."""
+        ...
+
+
+class ToolBox(Protocol):
+    """The attempt's tools: their request ``definitions``, offered ``names`` and ``call`` (never raises)."""
+
+    @property
+    def definitions(self) -> list[dict[str, Any]]:
+        """``{name, description, input_schema}`` per tool."""
+        ...
+
+    @property
+    def names(self) -> list[str]:
+        """The offered names."""
+        ...
+
+    def call(self, name: str, arguments: Any) -> ToolResult:
+        """Run one call."""
+        ...
+
+
+class CallLedger(Protocol):
+    """Where the loop persists money: both methods return only after the ledger is on disk."""
+
+    def reserved(self, budget: Budget, reservation: CallReservation) -> None:
+        """A call's reservation was added to ``budget`` (spent); called before the request is sent."""
+
+    def settled(self, budget: Budget, settlement: CallSettlement) -> None:
+        """A call was settled (measured, or its reservation kept); ``budget`` is after the settlement."""
+
+
+@dataclass(frozen=True)
+class HttpAttemptResult:
+    """What one attempt produced, before the attempt machine settles its status.
+
+    Tokens are sums over settled (valid-usage) calls only; ``usage_complete`` is false when a
+    call's usage is missing (its reservation stays charged). Money is exact ``Decimal`` USD:
+    ``reserved_usd`` the sum of the attempt's reservations, ``measured_usd`` of its measured
+    costs, ``charged_usd`` what it added to spend. ``status_reason`` is our own short text
+    (never provider text); ``answer`` is empty unless ``completed``.
+    """
+
+    status: HttpStatus
+    status_reason: str | None
+    budget: Budget
+    input_tokens: int
+    output_tokens: int
+    usage_complete: bool
+    turns: int
+    tool_calls: int
+    tool_calls_by_name: dict[str, int]
+    tool_errors_by_name: dict[str, int]
+    tools: list[str]
+    reserved_usd: Decimal
+    measured_usd: Decimal
+    charged_usd: Decimal
+    wall_time_ms: int
+    answer: str
+
+
+def request_timeout_s(remaining_ms: float) -> float:
+    """Per-request timeout: ``max(1, floor(min(60,000, remaining ms)))`` milliseconds, in seconds."""
+    return max(1, math.floor(min(REQUEST_TIMEOUT_CAP_MS, remaining_ms))) / 1000
+
+
+def request_body(model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+    """The request: ``{model, max_tokens: 1024, temperature: 0, messages, tools}`` (no thinking, no server tools)."""
+    return {"model": model, "max_tokens": DEFAULT_MAX_TOKENS, "temperature": TEMPERATURE,
+            "messages": messages, "tools": tools}
+
+
+class _Attempt:
+    """Running totals of one attempt (money through ``pricing`` only)."""
+
+    def __init__(self, budget: Budget, tools: ToolBox, clock: Callable[[], float]) -> None:
+        self.budget, self.tools, self.clock = budget, tools, clock
+        self.spend = Budget(cap=budget.cap)
+        self.tally = Tally()
+        self.input_tokens = self.output_tokens = self.turns = self.tool_calls = 0
+        self.usage_complete = True
+        self.by_name: Counter[str] = Counter()
+        self.errors: Counter[str] = Counter()
+        self.started = clock()
+
+    def elapsed_ms(self) -> float:
+        return (self.clock() - self.started) * 1000
+
+    def settle(self, ledger: CallLedger, settlement: CallSettlement, reservation: CallReservation) -> None:
+        self.budget = settlement.budget
+        self.spend = self.spend.settle(reservation.usd, settlement.charged_usd)
+        if settlement.usage is None:
+            self.usage_complete = False
+        else:
+            self.input_tokens += settlement.usage.input_tokens
+            self.output_tokens += settlement.usage.output_tokens
+            self.tally = self.tally.add_measured(settlement.charged_usd, None)
+        ledger.settled(self.budget, settlement)
+
+    def result(self, status: HttpStatus, reason: str | None, answer: str = "") -> HttpAttemptResult:
+        return HttpAttemptResult(
+            status=status, status_reason=reason, budget=self.budget, input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens, usage_complete=self.usage_complete, turns=self.turns,
+            tool_calls=self.tool_calls, tool_calls_by_name=dict(self.by_name), tool_errors_by_name=dict(self.errors),
+            tools=self.tools.names, reserved_usd=self.tally.reserved, measured_usd=self.tally.measured,
+            charged_usd=self.spend.spent, wall_time_ms=round(self.elapsed_ms()),
+            answer=answer if status == "completed" else "",
+        )
+
+
+def _tool_uses(content: list[Any]) -> list[Mapping[str, Any]] | None:
+    """The ``tool_use`` blocks, or ``None`` when one lacks a string ``id`` or ``name``."""
+    calls = [b for b in content if isinstance(b, Mapping) and b.get("type") == "tool_use"]
+    if any(not isinstance(c.get("id"), str) or not isinstance(c.get("name"), str) for c in calls):
+        return None
+    return calls
+
+
+def _answer(content: list[Any]) -> str:
+    return "\n".join(str(b["text"]) for b in content
+                     if isinstance(b, Mapping) and b.get("type") == "text" and isinstance(b.get("text"), str))
+
+
+def agent_loop(
+    *, sender: Sender, tools: ToolBox, model: str, prompt: str, prices: UpperPrices, budget: Budget,
+    ledger: CallLedger, clock: Callable[[], float] = time.monotonic,
+) -> HttpAttemptResult:
+    """Run the bounded loop of one attempt (digest 2.1) against ``sender`` and return its result.
+
+    ``budget`` is the run's budget before the attempt; the result carries it after. The wall
+    time and the deadline start here, right before the first paid request.
+
+    Raises:
+        OSError: from ``ledger`` when a reservation cannot be persisted (then no request was sent).
+    """
+    state = _Attempt(budget, tools, clock)
+    messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
+    definitions = tools.definitions
+    offered = set(tools.names)
+    for turn in range(1, MAX_TURNS + 1):
+        if state.elapsed_ms() >= ATTEMPT_DEADLINE_MS:
+            return state.result("timed-out", f"the five-minute deadline passed before turn {turn}")
+        encoded = encode_request_body(request_body(model, messages, definitions))
+        reservation = call_reservation(encoded, DEFAULT_MAX_TOKENS, prices)
+        reserved = reserve_call(state.budget, reservation)
+        if reserved is None:
+            return state.result("budget-exceeded", f"the reservation of turn {turn} does not fit under the cap")
+        state.budget, state.spend = reserved, state.spend.reserve(reservation.usd)
+        state.tally = state.tally.add_reservation(reservation.usd)
+        ledger.reserved(state.budget, reservation)
+        state.turns += 1
+        try:
+            response = sender.post(encoded, request_timeout_s(ATTEMPT_DEADLINE_MS - state.elapsed_ms()))
+        except MessagesApiError as error:
+            state.settle(ledger, settle_call(state.budget, reservation, None, "response lost"), reservation)
+            status = f" (HTTP {error.status})" if error.status is not None else ""
+            return state.result("failed", f"the response of turn {turn} was lost: {error.kind}{status}")
+        content = response.get("content")
+        if isinstance(content, list):
+            settlement = settle_response(state.budget, reservation, response.get("usage"))
+        else:
+            settlement = settle_call(state.budget, reservation, None, "content is not an array")
+        state.settle(ledger, settlement, reservation)
+        if settlement.usage is None or not isinstance(content, list):
+            return state.result("failed", f"the response of turn {turn} is invalid: {settlement.problem}")
+        stop = response.get("stop_reason")
+        if stop == "end_turn":
+            return state.result("completed", None, _answer(content))
+        if stop != "tool_use":
+            shown = stop if isinstance(stop, str) and stop in KNOWN_STOP_REASONS else "an unknown value"
+            return state.result("incomplete", f"turn {turn} stopped with {shown}")
+        calls = _tool_uses(content)
+        if calls is None or not 1 <= len(calls) <= MAX_TOOL_CALLS_PER_TURN:
+            count = "malformed" if calls is None else str(len(calls))
+            return state.result("failed", f"turn {turn} asked for {count} tool calls (1 to 20 allowed)")
+        messages.append({"role": "assistant", "content": content})
+        results: list[dict[str, Any]] = []
+        for call in calls:
+            if state.elapsed_ms() >= ATTEMPT_DEADLINE_MS:
+                return state.result("timed-out", f"the five-minute deadline passed during the tools of turn {turn}")
+            state.tool_calls += 1
+            name = str(call["name"])
+            key = name if name in offered else UNKNOWN_TOOL
+            state.by_name[key] += 1
+            outcome = tools.call(name, call.get("input"))
+            if outcome.is_error:
+                state.errors[key] += 1
+            results.append({"type": "tool_result", "tool_use_id": call["id"],
+                            "content": outcome.content[:TOOL_RESULT_LIMIT], "is_error": outcome.is_error})
+        messages.append({"role": "user", "content": results})
+    return state.result("incomplete", f"no answer after {MAX_TURNS} turns")
+
+
+@dataclass(frozen=True)
+class HttpSettings:
+    """Run-wide settings of the http transport: ``model``, upper ``prices``, the MCP server ``mcp``, a ``clock``."""
+
+    model: str
+    prices: UpperPrices
+    mcp: McpServerSpec
+    clock: Callable[[], float] = time.monotonic
+
+
+def run_http_attempt(
+    settings: HttpSettings, *, sender: Sender, scenario: str, root: Path, pin: str, prompt: str,
+    budget: Budget, ledger: CallLedger, mcp_config: str | None = None,
+) -> HttpAttemptResult:
+    """Prepare the tools of ``scenario`` (a fresh MCP server in the MCP arm), run the loop, close the server.
+
+    A setup failure ends the attempt ``failed`` before any request (nothing reserved).
+
+    Raises:
+        OSError: from ``ledger`` (see :func:`agent_loop`).
+    """
+    try:
+        with agent_tools(scenario, root, pin, settings.mcp, mcp_config) as tools:
+            return agent_loop(sender=sender, tools=tools, model=settings.model, prompt=prompt,
+                              prices=settings.prices, budget=budget, ledger=ledger, clock=settings.clock)
+    except ToolSetupError as error:
+        return HttpAttemptResult(
+            status="failed", status_reason=str(error), budget=budget, input_tokens=0, output_tokens=0,
+            usage_complete=True, turns=0, tool_calls=0, tool_calls_by_name={}, tool_errors_by_name={}, tools=[],
+            reserved_usd=Decimal(0), measured_usd=Decimal(0), charged_usd=Decimal(0), wall_time_ms=0, answer="",
+        )
