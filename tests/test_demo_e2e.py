@@ -7,6 +7,7 @@ never reach the child, the ledger or the output.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import stat
@@ -128,6 +129,9 @@ def test_demo_command_end_to_end(tmp_path: Path, claude_bin: Path) -> None:
     assert stat.S_IMODE(ledger_path.stat().st_mode) == 0o600
     for text in (completed.stdout, completed.stderr, ledger_path.read_text(encoding="utf-8")):
         assert PLANTED_KEY not in text
+    for report in ("report.html", "report.md"):
+        assert stat.S_IMODE((directory / report).stat().st_mode) == 0o600
+    assert not (directory / "ledger.adjudication.json").exists(), "adjudication only on request"
     answers = [o["answer"] for o in _ledger(ledger_path)["observations"]]
     for answer in answers:
         assert answer not in completed.stdout and answer not in completed.stderr
@@ -141,3 +145,22 @@ def test_demo_command_end_to_end(tmp_path: Path, claude_bin: Path) -> None:
     )
     assert again.returncode == 2
     assert "not empty" in again.stderr
+
+
+def test_demo_with_adjudication_scores_both_attempts_and_reports_them(tmp_path: Path, claude_bin: Path) -> None:
+    directory = tmp_path / "demo"
+    completed = subprocess.run(
+        [sys.executable, "-m", "agentstudy", "demo", "--adjudicate", "--output-dir", str(directory),
+         "--claude-bin", str(claude_bin)],
+        capture_output=True, text=True, timeout=300, check=False,
+    )
+    assert completed.returncode == 0, completed.stderr
+    companion = json.loads((directory / "ledger.adjudication.json").read_text(encoding="utf-8"))
+    ledger_bytes = (directory / "ledger.json").read_bytes()
+    assert companion["ledgerSha256"] == hashlib.sha256(ledger_bytes).hexdigest()
+    assert companion["status"] == "adjudicated"
+    assert [item["status"] for item in companion["items"]] == ["scored", "scored"]
+    assert companion["humanReview"] is False and companion["method"] == "agent"
+    markdown = (directory / "report.md").read_text(encoding="utf-8")
+    assert "Adjudication was by an agent with no human review." in markdown
+    assert "bound to this ledger's SHA-256 (verified)" in markdown

@@ -22,17 +22,24 @@ from agentstudy.runners.preflight import PreflightError
 @click.option("--transport", type=click.Choice(["cli", "http"]), default="cli", show_default=True,
               help="The agent: real headless Claude Code (cli) or the Messages API loop (http).")
 @click.option("--claude-bin", help="Claude Code executable (default: AGENTSTUDY_CLAUDE_BIN, pinned install, PATH).")
-def demo(output_dir: Path | None, transport: str, claude_bin: str | None) -> None:
+@click.option("--adjudicate", is_flag=True,
+              help="Then adjudicate the pilot blind with Claude Code against a scripted adjudicator (zero spend).")
+def demo(output_dir: Path | None, transport: str, claude_bin: str | None, adjudicate: bool) -> None:
     """Run the pilot of the bundled example study for free.
 
     The agent (the real Claude Code binary, or with --transport http the Messages API loop)
     talks to a scripted Messages API server on 127.0.0.1 and uses the bundled read-only MCP
-    server; no credential is used and nothing is spent.
+    server; no credential is used and nothing is spent. It ends by writing report.html and
+    report.md beside ledger.json (with --adjudicate, after a blind adjudication whose companion
+    is ledger.adjudication.json).
     """
+    from agentstudy.adjudication.demo import run_demo_adjudication
+    from agentstudy.commands.adjudicate import print_adjudication_table
+    from agentstudy.report.demo import write_demo_reports
     from agentstudy.runners.demo import run_demo, run_http_demo
 
     binary: Path | None = None
-    if transport == "cli":
+    if transport == "cli" or adjudicate:
         try:
             binary = find_claude_binary(claude_bin, os.environ)
         except ClaudeBinaryError as error:
@@ -47,11 +54,19 @@ def demo(output_dir: Path | None, transport: str, claude_bin: str | None) -> Non
     click.echo(f"demo directory: {directory}", err=True)
     progress = progress_for_terminal()
     try:
-        if binary is None:
+        if transport == "http":
             summary = run_http_demo(directory, progress=progress)
         else:
+            assert binary is not None
             summary = run_demo(directory, binary, progress=progress)
     except (PreflightError, OutputPathError) as error:
         fail(f"demo refused: {error}")
     print_summary_table(summary, note="rehearsal: no real money")
+    companion = None
+    if adjudicate and binary is not None and summary.status == "awaiting-adjudication":
+        adjudication = run_demo_adjudication(directory, binary, summary.ledger)
+        print_adjudication_table(adjudication, note="rehearsal: no real money")
+        companion = adjudication.companion
+    for path in write_demo_reports(directory, summary.ledger, companion):
+        click.echo(f"report: {path}", err=True)
     sys.exit(emit_summary(summary))
