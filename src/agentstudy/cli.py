@@ -8,11 +8,16 @@ from __future__ import annotations
 
 import click
 
+from agentstudy.commands.adjudicate import adjudicate
+from agentstudy.commands.adjudicate_controlled import adjudicate_controlled
 from agentstudy.commands.demo import demo
 from agentstudy.commands.diagrams import diagrams
 from agentstudy.commands.ledger import ledger
+from agentstudy.commands.metrics import metrics
 from agentstudy.commands.minimal import minimal
 from agentstudy.commands.plan import plan
+from agentstudy.commands.report import report
+from agentstudy.commands.run import run
 from agentstudy.commands.schema import schema
 from agentstudy.commands.suite import suite
 from agentstudy.commands.transcript import transcript
@@ -37,3 +42,8 @@ main.add_command(plan)
 main.add_command(suite)
 main.add_command(ledger)
 main.add_command(schema)
+main.add_command(adjudicate)
+main.add_command(report)
+main.add_command(run)
+main.add_command(adjudicate_controlled)
+main.add_command(metrics)

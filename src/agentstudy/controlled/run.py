@@ -1,0 +1,136 @@
+"""``run_controlled_study``: the loop behind ``agentstudy run`` (seed 004; digest 5.8).
+
+1. ``prepare_run`` checks the inputs (nothing starts before every check passed).
+2. A dry run stops there (after checking that the ledger path may be used): the planned
+   count and the config hashes; no ledger is read or written and no process starts.
+3. The ledger is read and verified (a missing file is an empty ledger); a ledger that holds
+   the plan's run id with another plan hash is refused.
+4. Each execution not yet in the ledger for this run id (identity ``taskId``, ``scenarioId``,
+   ``modelId``, ``replicate``) runs through ``run_controlled_command`` with ``cwd`` at its
+   repository root, stdout bounded by ``min(provider, plan)``, ``contextBytes`` = request
+   bytes and the provider's pricing; the deterministic rubric adjudicates it; it is upserted
+   and the ledger persisted before the next execution starts.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from agentstudy.controlled.command import (
+    AttemptReport,
+    ControlledCommandRequest,
+    iso_now,
+    run_controlled_command,
+)
+from agentstudy.controlled.ledger_file import check_ledger_path, persist_ledger, read_ledger
+from agentstudy.controlled.preflight import PlannedExecution, RunInputError, RunInputs, prepare_run
+from agentstudy.controlled.rubric import deterministic_adjudication
+from agentstudy.protocol.controlled.hashing import CONTENT_HASH_ALGO_KEY, CONTENT_HASH_KEY
+from agentstudy.protocol.controlled.ledger import create_observation, upsert_observation
+from agentstudy.protocol.controlled.observation import ControlledStudyObservationV1
+
+
+class RunProgress(Protocol):
+    """A watcher of a running controlled study; it sees identities and statuses, never output."""
+
+    def execution_started(self, index: int, total: int, planned: PlannedExecution) -> None:
+        """Called before the first attempt of the ``index``-th (1-based) execution to run."""
+
+    def attempt_settled(self, report: AttemptReport) -> None:
+        """Called when an attempt ends (a retry follows when allowed)."""
+
+    def execution_recorded(self, index: int, total: int, observation: ControlledStudyObservationV1) -> None:
+        """Called after the observation is persisted."""
+
+
+class SilentRunProgress:
+    """A watcher that shows nothing."""
+
+    def execution_started(self, index: int, total: int, planned: PlannedExecution) -> None:
+        """Show nothing."""
+
+    def attempt_settled(self, report: AttemptReport) -> None:
+        """Show nothing."""
+
+    def execution_recorded(self, index: int, total: int, observation: ControlledStudyObservationV1) -> None:
+        """Show nothing."""
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How to run: the ledger path, an optional ``round`` and whether this is a dry run."""
+
+    ledger_path: Path
+    round_id: str | None = None
+    dry_run: bool = False
+
+
+def _hashes(inputs: RunInputs) -> dict[str, str]:
+    return {"planHash": inputs.plan.content_hash, "taskSuiteHash": inputs.suite.content_hash,
+            "providerConfigHash": inputs.providers.content_hash,
+            "repositoryConfigHash": inputs.repositories.content_hash}
+
+
+def _recorded(planned: PlannedExecution, run: ControlledStudyObservationV1, document: dict[str, Any]) -> dict[str, Any]:
+    payload = {key: value for key, value in document.items() if key not in (CONTENT_HASH_KEY, CONTENT_HASH_ALGO_KEY)}
+    payload["adjudication"] = deterministic_adjudication(planned.task, run)
+    return payload
+
+
+def run_controlled_study(inputs: RunInputs, options: RunOptions, *, environ: Mapping[str, str],
+                         progress: RunProgress | None = None) -> dict[str, Any]:
+    """Run (or dry-run) a controlled study; see the module docstring.
+
+    Returns:
+        The summary: ``status`` (``dry-run`` or ``completed``), ``runId``, ``planned``,
+        ``executed``, ``skipped``, the four input hashes, and for a real run ``ledgerPath``,
+        ``ledgerHash``, ``byStatus`` and ``byOutcome`` (of the executions run now).
+
+    Raises:
+        RunInputError: any check of steps 1–3 (nothing started, nothing written).
+        LedgerFileError: an unreadable, invalid or unverified ledger, or a ledger path inside a
+            repository root.
+        OSError: the ledger cannot be persisted (every earlier observation is on disk).
+    """
+    watcher = progress or SilentRunProgress()
+    plan = inputs.plan.model
+    planned = prepare_run(inputs, environ)
+    summary: dict[str, Any] = {"status": "dry-run", "runId": plan.run_id, "planned": len(planned), "executed": 0,
+                               "skipped": 0, **_hashes(inputs)}
+    ledger_path = check_ledger_path(options.ledger_path, {item.root for item in planned})
+    if options.dry_run:
+        return summary
+    ledger = read_ledger(ledger_path, missing_ok=True)
+    foreign = {item.plan_hash for item in ledger.model.observations if item.run_id == plan.run_id}
+    foreign.discard(inputs.plan.content_hash)
+    if foreign:
+        raise RunInputError(f"{ledger_path} already holds run {plan.run_id!r} with another plan hash "
+                            f"({sorted(foreign)[0]}); a new plan needs a new runId")
+    done = {item.task.identity for item in ledger.model.observations if item.run_id == plan.run_id}
+    to_run = [item for item in planned if item.identity not in done]
+    statuses: Counter[str] = Counter()
+    outcomes: Counter[str] = Counter()
+    for index, item in enumerate(to_run, start=1):
+        watcher.execution_started(index, len(to_run), item)
+        request = ControlledCommandRequest(
+            plan=inputs.plan, execution=item.execution, command=item.provider.command, cwd=item.root,
+            context_bytes=len(item.request), args=tuple(item.provider.args), input=item.request,
+            env_allowlist=tuple(item.provider.env_allowlist),
+            max_output_bytes=min(item.provider.max_output_bytes, plan.budget.max_output_bytes),
+            round_id=options.round_id, pricing=item.provider.pricing,
+        )
+        run = run_controlled_command(request, environ=environ, clock=iso_now, on_attempt=watcher.attempt_settled)
+        observation = create_observation(_recorded(item, run.observation.model, run.observation.document))
+        ledger = upsert_observation(ledger, observation)
+        persist_ledger(ledger_path, ledger)
+        statuses[observation.model.execution.status] += 1
+        outcomes[observation.model.adjudication.outcome or "pending"] += 1
+        watcher.execution_recorded(index, len(to_run), observation.model)
+    summary.update({"status": "completed", "executed": sum(statuses.values()), "skipped": len(planned) - len(to_run),
+                    "ledgerPath": str(ledger_path), "ledgerHash": ledger.content_hash,
+                    "byStatus": dict(statuses), "byOutcome": dict(outcomes)})
+    return summary

@@ -1,0 +1,35 @@
+"""``python -m agentstudy.rehearsal.controlled DEST [--pairwise]``: build the example controlled study in DEST.
+
+Prints the ``agentstudy run`` command line that runs it with the scripted provider.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+from agentstudy.rehearsal.controlled.example import build_controlled_example
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Build the example; exit 2 when a target already exists."""
+    parser = argparse.ArgumentParser(prog="python -m agentstudy.rehearsal.controlled")
+    parser.add_argument("dest", type=Path, help="folder to build in (its targets must not exist)")
+    parser.add_argument("--pairwise", action="store_true", help="repository-only vs deterministic-doc-bridge, 24 runs")
+    options = parser.parse_args(argv)
+    try:
+        built = build_controlled_example(options.dest, pairwise=options.pairwise)
+    except (FileExistsError, RuntimeError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    ledger = options.dest.resolve() / "ledger.json"
+    words = ["agentstudy", "run", str(built.plan), str(built.suite), "--providers", str(built.providers),
+             "--repositories", str(built.repositories), "--ledger", str(ledger)]
+    print(shlex.join(words))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
