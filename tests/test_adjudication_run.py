@@ -215,7 +215,7 @@ def test_the_command_refuses_what_it_cannot_do(tmp_path: Path, study: ExampleStu
     controlled = Path(__file__).resolve().parents[2] / "shared/reference/original-artifacts/observation-ledger-v1.json"
     manifest = str(study.manifest_path)
     result = _invoke([str(controlled), "--manifest", manifest])
-    assert result.exit_code == 2 and "controlled-study ledgers is not supported yet" in result.output
+    assert result.exit_code == 2 and "needs SUITE, --adjudicator FILE and --output FILE" in result.output
     result = _invoke([str(ledger), "--manifest", manifest, "--transport", "http"])
     assert result.exit_code == 2 and "http adjudicator is not implemented yet" in result.output
     result = _invoke([str(ledger), "--manifest", manifest, "--model", "claude-haiku-5-5", "--budget-usd", "1"])

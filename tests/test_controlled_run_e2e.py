@@ -1,4 +1,4 @@
-"""End to end on our example study: ``run`` → ``adjudicate-controlled`` → ``metrics`` with the reference provider.
+"""End to end on our example study: ``run`` → ``adjudicate`` → ``metrics`` with the reference provider.
 
 Twelve tasks over the three example repositories (the population decision 11 allows), the
 scripted provider and adjudicator of ``agentstudy.rehearsal``, no account and no network.
@@ -24,7 +24,8 @@ def test_run_adjudicate_and_measure_the_example_study(tmp_path: Path) -> None:
     assert ran.exit_code == 0, ran.output
     assert "Executed           12" in ran.stdout and "completed 12" in ran.stdout
 
-    judged = cli("adjudicate-controlled", str(ledger), str(example.suite), "--adjudicator", str(example.providers),
+    # `agentstudy adjudicate` dispatches on the ledger's type to the controlled adjudicator.
+    judged = cli("adjudicate", str(ledger), str(example.suite), "--adjudicator", str(example.providers),
                  "--output", str(adjudicated))
     assert judged.exit_code == 0, judged.output
     assert "automated 12" in judged.stdout

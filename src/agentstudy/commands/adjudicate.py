@@ -26,6 +26,7 @@ from agentstudy.adjudication.companion import AdjudicationSummary, SilentAdjudic
 from agentstudy.adjudication.demo import NO_MCP_SERVER, default_companion_path
 from agentstudy.adjudication.ledger_view import LedgerError, minimal_view, read_ledger_bytes
 from agentstudy.adjudication.run import AdjudicationRefused, AdjudicationRequest, run_adjudication
+from agentstudy.commands.adjudicate_controlled import run_and_print
 from agentstudy.commands.common import EXIT_BLOCKED, EXIT_OK, fail, parse_roots, positive_usd
 from agentstudy.io.claude_cli import ClaudeBinaryError, find_claude_binary, project_root
 from agentstudy.io.ledger_store import OutputPathError
@@ -76,8 +77,17 @@ def print_adjudication_table(summary: AdjudicationSummary, note: str = "") -> No
 
 @click.command()
 @click.argument("ledger_path", metavar="LEDGER", type=click.Path(path_type=Path, dir_okay=False))
-@click.option("--manifest", "manifest_path", type=click.Path(path_type=Path), required=True,
-              help="The manifest the run used (questions, expected propositions, sources).")
+@click.argument("suite_path", metavar="[SUITE]", required=False, type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--manifest", "manifest_path", type=click.Path(path_type=Path),
+              help="Minimal study: the manifest the run used (questions, expected propositions, sources).")
+@click.option("--adjudicator", "adjudicator_path", type=click.Path(path_type=Path, dir_okay=False),
+              help="Controlled study: provider CLI config whose `adjudicator` entry names the adjudicator.")
+@click.option("--run-id", help="Controlled study: adjudicate only observations of this run id.")
+@click.option("--offset", "controlled_offset", type=click.IntRange(min=0), default=0,
+              help="Controlled study: skip this many.")
+@click.option("--limit", "controlled_limit", type=click.IntRange(min=1),
+              help="Controlled study: adjudicate at most this many.")
+@click.option("--text/--json", "as_text", default=True, help="Controlled study: summary as text or JSON.")
 @click.option("--root", "roots", multiple=True, metavar="NAME=PATH",
               help="Clean checkout of a manifest repository at its pin (repeatable).")
 @click.option("--output", type=click.Path(path_type=Path),
@@ -96,7 +106,13 @@ def print_adjudication_table(summary: AdjudicationSummary, note: str = "") -> No
 @click.option("--seed", type=click.IntRange(min=0), help="Blinding seed (default: random; always recorded).")
 def adjudicate(
     ledger_path: Path,
-    manifest_path: Path,
+    suite_path: Path | None,
+    manifest_path: Path | None,
+    adjudicator_path: Path | None,
+    run_id: str | None,
+    controlled_offset: int,
+    controlled_limit: int | None,
+    as_text: bool,
     roots: tuple[str, ...],
     output: Path | None,
     model: str | None,
@@ -116,13 +132,24 @@ def adjudicate(
     citations are checked against the pinned corpus before a fresh adjudicator (read-only
     tools, no MCP server) judges each expected proposition. Observations that did not complete
     stay missing. There is no human review.
+
+    The ledger's `type` decides: a minimal-study ledger needs --manifest and --root; a
+    controlled-study ledger (`controlled-study-observation-ledger`) needs SUITE, --adjudicator
+    and --output and runs the independent adjudicator process of the controlled runner (the
+    same as `agentstudy adjudicate-controlled`).
     """
     try:
         data, document, kind = read_ledger_bytes(ledger_path)
     except LedgerError as error:
         fail(str(error))
     if kind != "minimal-study":
-        fail("adjudication of controlled-study ledgers is not supported yet")
+        if suite_path is None or adjudicator_path is None or output is None:
+            fail("a controlled-study ledger needs SUITE, --adjudicator FILE and --output FILE")
+        sys.exit(run_and_print(
+            ledger_path, suite_path, adjudicator_path, output, run_id, controlled_offset, controlled_limit, as_text
+        ))
+    if manifest_path is None:
+        fail("a minimal-study ledger needs --manifest FILE")
     if transport == "http":
         fail("the http adjudicator is not implemented yet; use --transport cli")
     try:

@@ -118,10 +118,20 @@ def adjudicate_controlled(ledger: Path, suite: Path, adjudicator_path: Path, out
     failure leaves the observation pending, never approved. Actor, method, configuration
     hash, tokens, latency and cost are recorded; the result is written to --output.
     """
+    sys.exit(run_and_print(ledger, suite, adjudicator_path, output_path, run_id, offset, limit, as_text))
+
+
+def run_and_print(ledger: Path, suite: Path, adjudicator_path: Path, output_path: Path, run_id: str | None,
+                  offset: int, limit: int | None, as_text: bool) -> int:
+    """Adjudicate a controlled ledger, print the summary (text or JSON) and return the exit code.
+
+    Shared by ``agentstudy adjudicate`` (which dispatches here on a controlled ledger) and
+    ``agentstudy adjudicate-controlled``.
+    """
     summary, code = adjudicate_controlled_command(ledger, suite, adjudicator_path, output_path, run_id, offset, limit,
                                                   show_progress=sys.stderr.isatty())
     if as_text:
         click.echo("\n".join(render_adjudication(summary)))
     else:
         click.echo(json.dumps({"ok": code == EXIT_OK, "summary": summary}, ensure_ascii=False, indent=2))
-    sys.exit(code)
+    return code

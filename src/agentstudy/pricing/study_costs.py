@@ -9,24 +9,20 @@ rounding). Missing stays missing: an empty sum is ``None``, never zero.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from decimal import Decimal
 
 from agentstudy.pricing.money import exact, usd
+from agentstudy.pricing.sums import difference_usd, usd_from_json
 
 
 def usd_of(value: int | float) -> Decimal:
-    """A JSON USD number as an exact ``Decimal`` (floats via ``repr``, integers exactly).
+    """A JSON USD number as an exact ``Decimal`` (see ``pricing.sums.usd_from_json``).
 
     Raises:
         ValueError: a boolean, NaN, an infinity or a negative amount.
     """
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError("a USD amount must be a JSON number")
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ValueError("a USD amount must be finite")
-    return usd(Decimal(repr(value)) if isinstance(value, float) else Decimal(value), what="USD amount")
+    return usd_from_json(value, what="a USD amount")
 
 
 def sum_usd(values: Iterable[int | float]) -> Decimal | None:
@@ -52,8 +48,7 @@ def total_usd(first: Decimal | None, second: Decimal | None) -> Decimal | None:
 
 def change_usd(baseline: Decimal, current: Decimal) -> Decimal:
     """``current - baseline`` exactly (negative when cheaper)."""
-    with exact():
-        return usd(current) - usd(baseline)
+    return difference_usd(current, baseline)
 
 
 def relative_change_usd(baseline: Decimal, current: Decimal) -> float | None:
