@@ -5,9 +5,14 @@ from __future__ import annotations
 from statemachine.contrib.diagram import formatter
 
 from agentstudy.fsm.attempt import AttemptMachine
+from agentstudy.fsm.controlled import ControlledAttemptMachine
 from agentstudy.fsm.run import RunMachine
 
-DIAGRAMS: dict[str, type] = {"attempt-machine": AttemptMachine, "run-machine": RunMachine}
+DIAGRAMS: dict[str, type] = {
+    "attempt-machine": AttemptMachine,
+    "run-machine": RunMachine,
+    "controlled-attempt-machine": ControlledAttemptMachine,
+}
 """File stem -> machine class; ``docs/<stem>.mmd`` holds each drawing."""
 
 

@@ -12,14 +12,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
 
 from agentstudy.fsm.attempt import AttemptMachine
 from agentstudy.fsm.run import RunMachine
 from agentstudy.io.ledger_store import LedgerFile, OutputPathError, resolve_output
 from agentstudy.io.provenance import engine_revision, file_sha256, runner_hash
 from agentstudy.pricing.budget import Budget, reservation_for, settle_attempt
-from agentstudy.pricing.table import CLI_PRICES
+from agentstudy.pricing.table import price_entry
 from agentstudy.pricing.tally import Tally
 from agentstudy.protocol.manifest import LoadedManifest
 from agentstudy.protocol.prompt import study_prompt
@@ -66,20 +65,6 @@ class CliRunRequest:
     parent_env: Mapping[str, str]
     forbidden_output_roots: tuple[Path, ...] = ()
     progress: RunProgress = field(default_factory=SilentProgress)
-
-
-def _prices_entry(model: str) -> dict[str, Any] | None:
-    price = CLI_PRICES.get(model)
-    if price is None:
-        return None
-    return {
-        "source": price.source,
-        "tierThresholdTokens": price.tier_threshold_tokens,
-        "tiers": [{"input": float(t.input), "output": float(t.output)} for t in price.tiers],
-        "cacheWrite5mMultiplier": 1.25,
-        "cacheWrite1hMultiplier": 2.0,
-        "cacheReadMultiplier": 0.1,
-    }
 
 
 def _observation(
@@ -135,7 +120,7 @@ def _ledger(
             cli_version=cli_version,
             expected_cli_version=request.expected_cli_version,
             attempt_budget_usd=float(request.attempt_budget_usd),
-            prices=_prices_entry(request.settings.model),
+            prices=price_entry(request.settings.model),
         ),
         mcp_server=McpServerRecord(
             name=request.settings.mcp.name,

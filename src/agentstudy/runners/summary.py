@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 from agentstudy.pricing.budget import Budget
+from agentstudy.pricing.sums import times
 from agentstudy.protocol.records import CliObservation, HttpObservation
 
 FULL_TO_PILOT_RATIO = 18
@@ -69,7 +69,7 @@ def summarize(
         "spentUsd": float(budget.spent),
         "capUsd": float(budget.cap),
         "usageComplete": usage_complete,
-        "extrapolatedFullRunUsd": float(budget.spent * Decimal(FULL_TO_PILOT_RATIO)) if extrapolate else None,
+        "extrapolatedFullRunUsd": float(times(budget.spent, FULL_TO_PILOT_RATIO)) if extrapolate else None,
         "extrapolation": "36 attempts / 2 pilot attempts; not an upper bound" if extrapolate else "not applicable",
         "ledger": str(ledger),
     }
