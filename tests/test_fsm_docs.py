@@ -23,7 +23,7 @@ def test_docs_and_readme_hold_the_current_diagrams() -> None:
 def test_diagrams_command_writes_both_files(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["diagrams", "--output-dir", str(tmp_path)])
     assert result.exit_code == 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["attempt-machine.mmd", "run-machine.mmd"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"{name}.mmd" for name in DIAGRAMS)
     assert "stateDiagram-v2" in (tmp_path / "run-machine.mmd").read_text(encoding="utf-8")
     missing = CliRunner().invoke(main, ["diagrams", "--output-dir", str(tmp_path / "nope")])
     assert missing.exit_code == 2
