@@ -11,6 +11,8 @@ from typing import Any
 
 from statemachine import State, StateMachine
 
+from agentstudy.fsm.guards import status_is
+
 FINAL_STATUSES: tuple[str, ...] = (
     "completed",
     "failed",
@@ -45,13 +47,13 @@ class AttemptMachine(StateMachine):
     refuse = pending.to(refused)
     start = reserved.to(running, cond="reservation_checkpointed")
     settle = (
-        running.to(completed, cond="is_completed", on="count_settlement")
-        | running.to(failed, cond="is_failed", on="count_settlement")
-        | running.to(timed_out, cond="is_timed_out", on="count_settlement")
-        | running.to(budget_exceeded, cond="is_budget_exceeded", on="count_settlement")
-        | running.to(invalid_setup, cond="is_invalid_setup", on="count_settlement")
-        | running.to(invalid_cost, cond="is_invalid_cost", on="count_settlement")
-        | running.to(incomplete, cond="is_incomplete", on="count_settlement")
+        running.to(completed, cond=status_is("completed"), on="count_settlement")
+        | running.to(failed, cond=status_is("failed"), on="count_settlement")
+        | running.to(timed_out, cond=status_is("timed-out"), on="count_settlement")
+        | running.to(budget_exceeded, cond=status_is("budget-exceeded"), on="count_settlement")
+        | running.to(invalid_setup, cond=status_is("invalid-setup"), on="count_settlement")
+        | running.to(invalid_cost, cond=status_is("invalid-cost"), on="count_settlement")
+        | running.to(incomplete, cond=status_is("incomplete"), on="count_settlement")
     )
 
     def __init__(self) -> None:
@@ -67,26 +69,12 @@ class AttemptMachine(StateMachine):
         """Guard of ``start``: the reservation is already persisted in the ledger."""
         return checkpointed
 
-    def is_completed(self, status: str = "") -> bool:
-        return status == "completed"
 
-    def is_failed(self, status: str = "") -> bool:
-        return status == "failed"
 
-    def is_timed_out(self, status: str = "") -> bool:
-        return status == "timed-out"
 
-    def is_budget_exceeded(self, status: str = "") -> bool:
-        return status == "budget-exceeded"
 
-    def is_invalid_setup(self, status: str = "") -> bool:
-        return status == "invalid-setup"
 
-    def is_invalid_cost(self, status: str = "") -> bool:
-        return status == "invalid-cost"
 
-    def is_incomplete(self, status: str = "") -> bool:
-        return status == "incomplete"
 
     @property
     def status(self) -> str:

@@ -13,6 +13,8 @@ from typing import Any
 
 from statemachine import State, StateMachine
 
+from agentstudy.fsm.guards import status_is
+
 CONTROLLED_FINAL_STATUSES: tuple[str, ...] = (
     "completed", "failed", "timed-out", "unavailable", "invalid-output", "budget-exceeded",
 )
@@ -40,12 +42,12 @@ class ControlledAttemptMachine(StateMachine):
 
     start = pending.to(running)
     settle = (
-        running.to(completed, cond="is_completed", on="keep_error_code")
-        | running.to(failed, cond="is_failed", on="keep_error_code")
-        | running.to(timed_out, cond="is_timed_out", on="keep_error_code")
-        | running.to(unavailable, cond="is_unavailable", on="keep_error_code")
-        | running.to(invalid_output, cond="is_invalid_output", on="keep_error_code")
-        | running.to(budget_exceeded, cond="is_budget_exceeded", on="keep_error_code")
+        running.to(completed, cond=status_is("completed"), on="keep_error_code")
+        | running.to(failed, cond=status_is("failed"), on="keep_error_code")
+        | running.to(timed_out, cond=status_is("timed-out"), on="keep_error_code")
+        | running.to(unavailable, cond=status_is("unavailable"), on="keep_error_code")
+        | running.to(invalid_output, cond=status_is("invalid-output"), on="keep_error_code")
+        | running.to(budget_exceeded, cond=status_is("budget-exceeded"), on="keep_error_code")
     )
 
     def __init__(self) -> None:
@@ -57,23 +59,11 @@ class ControlledAttemptMachine(StateMachine):
         """Action of ``settle``: remember why the attempt ended as it did."""
         self.error_code = error_code
 
-    def is_completed(self, status: str = "") -> bool:
-        return status == "completed"
 
-    def is_failed(self, status: str = "") -> bool:
-        return status == "failed"
 
-    def is_timed_out(self, status: str = "") -> bool:
-        return status == "timed-out"
 
-    def is_unavailable(self, status: str = "") -> bool:
-        return status == "unavailable"
 
-    def is_invalid_output(self, status: str = "") -> bool:
-        return status == "invalid-output"
 
-    def is_budget_exceeded(self, status: str = "") -> bool:
-        return status == "budget-exceeded"
 
     @property
     def status(self) -> str:
