@@ -16,12 +16,9 @@ from typing import Any, Protocol
 
 from agentstudy.adjudication.items import PreparedItem
 from agentstudy.adjudication.prompt import Judgement
-from agentstudy.pricing.budget import Budget
-from agentstudy.pricing.tally import Tally
 from agentstudy.protocol.adjudication import (
     RUBRIC_SCORES,
     AdjudicatedItem,
-    AdjudicationBudget,
     MinimalAdjudication,
     PropositionVerdict,
 )
@@ -64,17 +61,6 @@ class AdjudicationSummary:
     status: str
     companion: Path
     line: dict[str, Any]
-
-
-def budget_record(budget: Budget, tally: Tally) -> AdjudicationBudget:
-    """The companion's ``budget`` block (USD): cap, spent (with open reservations), reserved, measured."""
-    return AdjudicationBudget(
-        cap=float(budget.cap),
-        spent=float(budget.spent),
-        reserved=float(tally.reserved),
-        measured=float(tally.measured),
-        cumulative_cap_exceeded=budget.cap_exceeded,
-    )
 
 
 def initial_item(item: PreparedItem, model: str) -> AdjudicatedItem:

@@ -24,7 +24,6 @@ from agentstudy.adjudication.companion import (
     AdjudicationProgress,
     AdjudicationSummary,
     SilentAdjudicationProgress,
-    budget_record,
     finished_item,
     initial_item,
     summarize,
@@ -48,6 +47,7 @@ from agentstudy.protocol.adjudication import (
 )
 from agentstudy.protocol.manifest import REPOSITORY_ONLY, SCENARIOS, LoadedManifest
 from agentstudy.protocol.prompt import MAX_PROMPT_BYTES
+from agentstudy.runners.ledger_steps import budget_record
 from agentstudy.runners.preflight import PreflightError, check_cli_version, check_corpus_roots
 from agentstudy.transports.cli import CliSettings, isolation, run_cli_attempt
 from agentstudy.transports.cli_args import BUILTIN_TOOLS, arm_tools

@@ -14,6 +14,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentstudy.protocol.records import BudgetRecord
+
 Rubric = Literal["correct", "partial", "incorrect", "incomplete"]
 Verdict = Literal["supported", "missing", "contradicted"]
 RUBRIC_SCORES: dict[str, float] = {"correct": 1.0, "partial": 0.5, "incorrect": 0.0, "incomplete": 0.0}
@@ -128,14 +130,9 @@ class MissingObservation(_Model):
     status: str
 
 
-class AdjudicationBudget(_Model):
-    """The adjudication's own money, USD: cap, spent (with open reservations), reserved, measured."""
-
-    cap: float
-    spent: float
-    reserved: float
-    measured: float
-    cumulative_cap_exceeded: bool = Field(alias="cumulativeCapExceeded")
+AdjudicationBudget = BudgetRecord
+"""The adjudication's own money, USD: the same block as a run ledger's (cap, spent with open
+reservations, reserved, measured, cumulativeCapExceeded)."""
 
 
 class MinimalAdjudication(_Model):
