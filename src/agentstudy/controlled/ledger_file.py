@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from agentstudy.io.atomic import write_text_atomic
+from agentstudy.io.ledger_store import OutputPathError, place_outside
 from agentstudy.protocol.controlled.contracts import ContractError, LoadedContract, parse_contract
 from agentstudy.protocol.controlled.hashing import CONTENT_HASH_ALGO_KEY, CONTENT_HASH_KEY, with_content_hash
 from agentstudy.protocol.controlled.ledger import (
@@ -57,15 +58,10 @@ def check_ledger_path(path: Path, forbidden_roots: Iterable[Path]) -> Path:
     Raises:
         LedgerFileError: with a one-line reason.
     """
-    parent = path.parent.resolve()
-    if not parent.is_dir():
-        raise LedgerFileError(f"ledger directory does not exist: {parent}")
-    target = parent / path.name
-    for root in forbidden_roots:
-        real = root.resolve()
-        if target == real or real in target.parents:
-            raise LedgerFileError(f"the ledger must lie outside the repository root {real}")
-    return target
+    try:
+        return place_outside(path, forbidden_roots)
+    except OutputPathError as error:
+        raise LedgerFileError(str(error)) from None
 
 
 def persist_ledger(path: Path, ledger: Ledger) -> None:

@@ -21,6 +21,25 @@ class OutputPathError(ValueError):
     """The ledger path is unusable: existing, inside a checkout, or its directory is missing."""
 
 
+def place_outside(path: Path, forbidden_roots: Iterable[Path]) -> Path:
+    """Resolve ``path``'s directory through symlinks and check it lies outside every forbidden root.
+
+    Returns the absolute path (its last component as given); whether it exists is not checked.
+
+    Raises:
+        OutputPathError: the directory does not exist, or the path lies inside a root.
+    """
+    parent = path.parent.resolve()
+    if not parent.is_dir():
+        raise OutputPathError(f"output directory does not exist: {parent}")
+    target = parent / path.name
+    for root in forbidden_roots:
+        real_root = root.resolve()
+        if target == real_root or real_root in target.parents:
+            raise OutputPathError(f"output must lie outside {real_root}")
+    return target
+
+
 def resolve_output(path: Path, forbidden_roots: Iterable[Path]) -> Path:
     """Resolve the ledger path and check that it may be created.
 
@@ -31,18 +50,11 @@ def resolve_output(path: Path, forbidden_roots: Iterable[Path]) -> Path:
     Raises:
         OutputPathError: with a one-line reason.
     """
-    parent = path.parent.resolve()
-    if not parent.is_dir():
-        raise OutputPathError(f"output directory does not exist: {parent}")
-    target = parent / path.name
+    target = place_outside(path, forbidden_roots)
     if target.exists() or target.is_symlink():
         raise OutputPathError(f"output already exists, refusing to overwrite: {target}")
-    for root in forbidden_roots:
-        real_root = root.resolve()
-        if target == real_root or real_root in target.parents:
-            raise OutputPathError(f"output must lie outside {real_root}")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise OutputPathError(f"output directory is not writable: {parent}")
+    if not os.access(target.parent, os.W_OK | os.X_OK):
+        raise OutputPathError(f"output directory is not writable: {target.parent}")
     return target
 
 
