@@ -38,6 +38,14 @@ def _command(study: ExampleStudy, fake: FakeClaude, ledger: Path) -> list[str]:
     ]
 
 
+def _private_tmp(ledger: Path) -> dict[str, str]:
+    """The runner's environment with TMPDIR inside the test's own folder: a killed runner cannot
+    remove its export, and what it leaves must stay in the test's tmp_path."""
+    scratch = ledger.parent.parent / "runner-tmp"
+    scratch.mkdir(exist_ok=True)
+    return {**os.environ, "TMPDIR": str(scratch)}
+
+
 def _wait_for(path: Path, runner: subprocess.Popen[bytes], limit_s: float = 60) -> None:
     """Poll until ``path`` exists (a fake reached a known point); fail if the runner ends first."""
     end = time.monotonic() + limit_s
@@ -89,7 +97,8 @@ def setup(tmp_path: Path, fake_claude: FakeClaude) -> tuple[ExampleStudy, FakeCl
 def test_kill_during_preflight_leaves_no_ledger(setup: tuple[ExampleStudy, FakeClaude, Path, Path]) -> None:
     study, fake, marker, ledger = setup
     fake.behave(mode="ok", marker=str(marker), versionSleepSeconds=60)
-    runner = subprocess.Popen(_command(study, fake, ledger), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    runner = subprocess.Popen(_command(study, fake, ledger), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              env=_private_tmp(ledger))
     _wait_for(marker / "version-probe", runner)
     _kill(runner, marker)
     assert not ledger.exists()
@@ -102,7 +111,8 @@ def test_kill_during_an_attempt_keeps_its_reservation_charged(
 ) -> None:
     study, fake, marker, ledger = setup
     fake.behave(mode="ok", marker=str(marker), sleepOn=[attempt], sleepSeconds=60)
-    runner = subprocess.Popen(_command(study, fake, ledger), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    runner = subprocess.Popen(_command(study, fake, ledger), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              env=_private_tmp(ledger))
     _wait_for(marker / f"started-{attempt}", runner)
     _kill(runner, marker)
     model = _check_ledger(ledger)
@@ -128,7 +138,8 @@ def test_kill_at_arbitrary_moments_keeps_every_invariant(
 ) -> None:
     study, fake, marker, ledger = setup
     fake.behave(mode="ok", marker=str(marker), sleepOn=[1, 2], sleepSeconds=0.4)
-    runner = subprocess.Popen(_command(study, fake, ledger), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    runner = subprocess.Popen(_command(study, fake, ledger), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              env=_private_tmp(ledger))
     with contextlib.suppress(subprocess.TimeoutExpired):
         runner.wait(timeout=delay_s)
     _kill(runner, marker)
