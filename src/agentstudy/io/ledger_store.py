@@ -10,11 +10,12 @@ the directory, so a reader sees the old or the new ledger, never a torn one.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+import pydantic_core
 
 
 class OutputPathError(ValueError):
@@ -59,7 +60,19 @@ def resolve_output(path: Path, forbidden_roots: Iterable[Path]) -> Path:
 
 
 def _encode(document: dict[str, Any]) -> bytes:
-    return (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    """Pretty JSON (2-space indent, UTF-8, key order kept) and a trailing newline.
+
+    pydantic-core's encoder writes what ``json.dumps(indent=2, ensure_ascii=False)`` writes, but
+    in compiled code (about 10x faster on a 1,000-observation ledger, bench/bench_checkpoint.py);
+    tiny floats come out as JavaScript writes them (``1e-6``, not ``1e-06``).
+
+    Raises:
+        TypeError: a value JSON cannot hold.
+    """
+    try:
+        return pydantic_core.to_json(document, indent=2) + b"\n"
+    except pydantic_core.PydanticSerializationError as error:
+        raise TypeError(f"the ledger holds a value JSON cannot hold: {error}") from None
 
 
 def _write_all(fd: int, data: bytes) -> None:
