@@ -47,10 +47,20 @@ def test_output_file_is_private_and_formats_differ(tmp_path: Path) -> None:
     assert (tmp_path / "report.md").read_text().startswith("# Paired report")
 
 
-def test_a_controlled_ledger_is_refused_with_exit_2() -> None:
+def test_a_controlled_ledger_is_rendered_as_its_metrics_report() -> None:
+    # The original ledger has two observations whose own hashes do not verify: refused by default...
     code, out, err = _invoke(str(ORIGINAL_LEDGER))
     assert code == 2 and out == ""
-    assert "not supported yet" in err and len(err.strip().splitlines()) == 1
+    assert "observation 237" in err and "observation 283" in err and len(err.strip().splitlines()) == 1
+    # ...reported with --allow-unverified, with the same counts as `agentstudy metrics`.
+    code, out, err = _invoke(str(ORIGINAL_LEDGER), "--allow-unverified", "--format", "md")
+    assert code == 0, err
+    assert out.startswith("# Controlled-study metrics")
+    assert "448 observations, 11 run ids" in out and "NOT VERIFIED (observations 237, 283)" in out
+    metrics = CliRunner().invoke(main, ["metrics", str(ORIGINAL_LEDGER), "--allow-unverified"])
+    assert metrics.stdout.splitlines()[0] in out
+    code, page, _ = _invoke(str(ORIGINAL_LEDGER), "--allow-unverified", "--format", "html")
+    assert code == 0 and page.startswith("<!DOCTYPE html>") and "<script" not in page
 
 
 def test_bad_inputs_exit_2_with_one_line(tmp_path: Path) -> None:
@@ -73,7 +83,7 @@ def test_bad_inputs_exit_2_with_one_line(tmp_path: Path) -> None:
 def test_help_documents_the_price_file() -> None:
     result = CliRunner().invoke(main, ["report", "--help"])
     assert result.exit_code == 0
-    for needle in ('"priceAs"', "tierThresholdTokens", "not supported yet", "x 18", "Wilcoxon"):
+    for needle in ('"priceAs"', "tierThresholdTokens", "agentstudy metrics", "x 18", "Wilcoxon"):
         assert needle in result.stdout
 
 

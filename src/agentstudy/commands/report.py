@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 
 import click
@@ -20,8 +21,10 @@ from agentstudy.commands.common import fail
                    "never one of the inputs.")
 @click.option("--prices", type=click.Path(path_type=Path, dir_okay=False),
               help="Re-price every attempt's recorded usage with this price table (format below).")
+@click.option("--allow-unverified", is_flag=True,
+              help="Controlled ledgers: report even when content hashes do not verify (named as a warning).")
 def report(ledger: Path, adjudication: Path | None, output_format: str, output: Path | None,
-           prices: Path | None) -> None:
+           prices: Path | None, allow_unverified: bool) -> None:
     """Report a minimal-study LEDGER: every attempt's status, paired differences, spend.
 
     Pairs are task x repetition; differences are doc-bridge-mcp minus repository-only in
@@ -41,12 +44,14 @@ def report(ledger: Path, adjudication: Path | None, output_format: str, output: 
     default 100000, and is never cheaper); rates are numbers or decimal strings >= 0; cache
     reads cost 0.1 x input, 5-minute writes 1.25 x, 1-hour writes 2 x.
 
-    Controlled-study ledgers are not supported yet (exit 2). Exit codes: 0 written; 2 bad
+    A controlled-study ledger is rendered as its `agentstudy metrics` report (groups, rates,
+    Wilson intervals, P95s, costs, comparisons) in the chosen format; --allow-unverified as
+    for `agentstudy ledger`. Exit codes: 0 written; 2 bad
     input (unreadable or invalid ledger, companion or price file, a companion bound to
     another ledger).
     """
     from agentstudy.report.build import build_report, write_report
-    from agentstudy.report.model import ReportInputError
+    from agentstudy.report.model import NotSupportedYet, ReportInputError
 
     if output is not None:
         target = output.expanduser().resolve()
@@ -55,6 +60,8 @@ def report(ledger: Path, adjudication: Path | None, output_format: str, output: 
             fail(f"--output {output} is one of the inputs; the ledger and its companion are never overwritten")
     try:
         text = build_report(ledger, adjudication, prices, output_format)
+    except NotSupportedYet:
+        text = controlled_report(ledger, output_format, allow_unverified)
     except ReportInputError as error:
         fail(str(error))
     if output is None:
@@ -65,3 +72,25 @@ def report(ledger: Path, adjudication: Path | None, output_format: str, output: 
     except OSError as error:
         fail(f"cannot write {output}: {error.strerror or error}")
     click.echo(f"report written: {output}", err=True)
+
+
+def controlled_report(ledger: Path, output_format: str, allow_unverified: bool) -> str:
+    """A controlled-study ledger's metrics report (``agentstudy metrics``) as text, Markdown or HTML.
+
+    Exits 2 with one line when the ledger cannot be read or does not verify (without
+    ``allow_unverified``).
+    """
+    from agentstudy.commands.metrics import metrics_report, render_metrics
+
+    lines = render_metrics(metrics_report(ledger, allow_unverified=allow_unverified))
+    body = "\n".join(lines) + "\n"
+    title = f"Controlled-study metrics: {ledger.name}"
+    if output_format == "text":
+        return body
+    if output_format == "md":
+        return f"# {title}\n\n```text\n{body}```\n"
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        f"<title>{html.escape(title)}</title></head>\n<body><h1>{html.escape(title)}</h1>\n"
+        f"<pre>{html.escape(body)}</pre>\n</body></html>\n"
+    )
