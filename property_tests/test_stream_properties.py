@@ -81,7 +81,7 @@ def test_parse_and_check_never_raise(lines: list[str]) -> None:
     assert isinstance(problems, list)
     assert all(isinstance(p, str) for p in problems)
     assert problems[: len(transcript.shape_problems)] == transcript.shape_problems
-    assert len(transcript.events) <= len([line for line in lines if line.strip()])
+    assert transcript.event_count <= len([line for line in lines if line.strip()])
     transcript.tool_calls_by_name()
     transcript.tool_errors_by_name()
     transcript.permission_denials()
@@ -176,7 +176,7 @@ def test_well_formed_transcripts_have_no_shape_problem(generated: Generated) -> 
     assert transcript.shape_problems == []
     assert transcript.result == generated.result
     assert transcript.init is not None and transcript.init["subtype"] == "init"
-    assert len(transcript.events) == len(generated.lines)
+    assert transcript.event_count == len(generated.lines)
     assert set(transcript.tool_uses) == generated.tool_ids
     assert len(transcript.tool_uses) == len(generated.tool_ids)
     assert transcript.tool_calls_by_name() == generated.calls

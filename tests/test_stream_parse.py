@@ -137,7 +137,10 @@ def test_every_real_transcript_parses() -> None:
         transcript = parse_transcript(path.read_text(encoding="utf-8").splitlines(keepends=True))
         facts = independent_facts(path)
         objects = facts["objects"]
-        assert transcript.events == objects, path.name
+        assert transcript.event_count == len(objects), path.name
+        last_result = objects[facts["results"][-1]] if facts["results"] else None
+        assert transcript.result == last_result, path.name
+        assert transcript.init == (facts["inits"][0] if facts["inits"] else None), path.name
         assert transcript.tool_calls_by_name() == facts["calls"], path.name
         assert transcript.tool_errors_by_name() == facts["errors"], path.name
         results, inits = facts["results"], facts["inits"]

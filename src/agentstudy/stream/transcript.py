@@ -30,7 +30,8 @@ class Transcript:
     """Facts read from one transcript.
 
     Attributes:
-        events: every JSON object line, in order.
+        event_count: how many lines were JSON objects (the events themselves are not kept:
+            holding a 4 MiB stream's objects would double the cost of reading it).
         shape_problems: reasons the stream's shape is broken (setup problems).
         init: the first ``system``/``init`` event, if any.
         result: the last ``result`` event, if any.
@@ -41,7 +42,7 @@ class Transcript:
             ``message.id`` of ``assistant`` events.
     """
 
-    events: list[dict[str, Any]] = field(default_factory=list)
+    event_count: int = 0
     shape_problems: list[str] = field(default_factory=list)
     init: dict[str, Any] | None = None
     result: dict[str, Any] | None = None
@@ -148,7 +149,7 @@ def parse_transcript(lines: Iterable[str]) -> Transcript:
         if not isinstance(event, dict):
             transcript.shape_problems.append(f"line {number} is not a JSON object")
             continue
-        transcript.events.append(event)
+        transcript.event_count += 1
         kind = event.get("type")
         if kind == "system" and event.get("subtype") == "init":
             init_count += 1
@@ -159,12 +160,12 @@ def parse_transcript(lines: Iterable[str]) -> Transcript:
         elif kind == "user":
             _read_user(event, transcript)
         elif kind == "result":
-            results.append(len(transcript.events) - 1)
+            results.append(transcript.event_count)
             transcript.result = event
     if init_count > 1:
         transcript.shape_problems.append(f"{init_count} init events")
     if len(results) != 1:
         transcript.shape_problems.append(f"{len(results)} result events, expected exactly one")
-    if results and results[-1] != len(transcript.events) - 1:
+    if results and results[-1] != transcript.event_count:
         transcript.shape_problems.append("the result event is not the last event")
     return transcript
