@@ -3,7 +3,7 @@
 A citation is ``path:line`` or ``path:start-end`` (an en dash or ``L`` prefixes are accepted:
 ``a.md:L3-L9``). The path must look like a file: it contains ``/`` or ends in an extension, so
 ``10:30`` or ``SEV1:5`` are not citations. ``./`` is dropped, and an absolute path into a
-per-attempt export (``…/agentstudy-export-XXXX/<path>``) is reduced to ``<path>``. Each
+per-attempt export (``…/agentstudy-export-<random>/<path>``) is reduced to ``<path>``. Each
 distinct citation is checked once against the corpus at its pin: the path must be a blob
 there (``unknown path``) and ``1 <= start <= end <= lines of the file`` (``line out of range``,
 ``reversed range``). ``extract_citations`` and ``check_citations`` are pure; ``PinnedCorpus``

@@ -21,6 +21,8 @@ import math
 import sys
 from typing import Any
 
+from agentstudy.rehearsal.controlled_provider import read_request
+
 PROTOCOL = "doc-bridge.study-adjudicator.v1"
 MAX_REQUEST_BYTES = 8_000_000
 CONFIDENCE = 0.9
@@ -56,12 +58,8 @@ def verdict(request: dict[str, Any]) -> dict[str, Any]:
 
 def main() -> int:
     """Read the request, write the verdict; exit 2 on a bad request."""
-    raw = sys.stdin.buffer.read(MAX_REQUEST_BYTES + 1)
-    try:
-        request = json.loads(raw.decode("utf-8")) if len(raw) <= MAX_REQUEST_BYTES else None
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        request = None
-    if not isinstance(request, dict) or request.get("protocol") != PROTOCOL:
+    raw, request = read_request(PROTOCOL, MAX_REQUEST_BYTES)
+    if request is None:
         print("rehearsal adjudicator: the request is not a study-adjudicator v1 request", file=sys.stderr)
         return 2
     body = verdict(request)

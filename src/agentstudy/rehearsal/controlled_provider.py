@@ -109,6 +109,19 @@ def answer(request: dict[str, Any], workspace: Workspace, started: float) -> dic
     return body
 
 
+def read_request(protocol: str, limit: int) -> tuple[bytes, dict[str, Any] | None]:
+    """Read standard input (at most ``limit`` bytes): the raw bytes and the request object, or
+    ``None`` when it is too large, not UTF-8 JSON, not an object, or not of ``protocol``."""
+    raw = sys.stdin.buffer.read(limit + 1)
+    try:
+        request = json.loads(raw.decode("utf-8")) if len(raw) <= limit else None
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        request = None
+    if not isinstance(request, dict) or request.get("protocol") != protocol:
+        return raw, None
+    return raw, request
+
+
 def main(argv: list[str] | None = None) -> int:
     """Read the request from stdin, answer on stdout; exit 2 on a bad request, 1 when told to fail."""
     parser = argparse.ArgumentParser(prog="controlled_provider", description=__doc__.splitlines()[0])
@@ -120,12 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     if not session:
         print(f"rehearsal provider: {SESSION_ENV} is not set", file=sys.stderr)
         return 2
-    raw = sys.stdin.buffer.read(MAX_REQUEST_BYTES + 1)
-    try:
-        request = json.loads(raw.decode("utf-8")) if len(raw) <= MAX_REQUEST_BYTES else None
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        request = None
-    if not isinstance(request, dict) or request.get("protocol") != PROTOCOL:
+    raw, request = read_request(PROTOCOL, MAX_REQUEST_BYTES)
+    if request is None:
         print("rehearsal provider: the request is not a study-provider v1 request", file=sys.stderr)
         return 2
     task = request.get("task") or {}
