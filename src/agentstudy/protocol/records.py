@@ -12,6 +12,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 RunStatus = Literal["running", "blocked", "awaiting-adjudication"]
 HttpAttemptStatus = Literal["completed", "failed", "timed-out", "budget-exceeded", "incomplete"]
+ContainmentMechanism = Literal["bwrap", "restricted"]
+"""How an attempt was confined (issue 15): ``bwrap`` (bubblewrap namespaces, plus ``--restricted`` file
+tools for Claude Code) or ``restricted`` (the agent's own file-tool confinement only). ``None`` in
+ledgers written before containment was recorded."""
 
 
 class CliObservation(BaseModel):
@@ -57,6 +61,7 @@ class CliObservation(BaseModel):
     export_files: int | None = Field(default=None, alias="exportFiles")
     export_bytes: int | None = Field(default=None, alias="exportBytes")
     export_tree_sha256: str | None = Field(default=None, alias="exportTreeSha256")
+    containment: ContainmentMechanism | None = None
     isolation_achieved: list[str] | None = Field(default=None, alias="isolationAchieved")
     isolation_not_achieved: list[str] | None = Field(default=None, alias="isolationNotAchieved")
     wall_time_ms: int = Field(alias="wallTimeMs")
@@ -108,6 +113,9 @@ class HttpObservation(BaseModel):
     charged_usd: float = Field(alias="chargedUsd")
     cumulative_cap_exceeded: bool = Field(alias="cumulativeCapExceeded")
     wall_time_ms: int = Field(alias="wallTimeMs")
+    containment: ContainmentMechanism | None = None
+    isolation_achieved: list[str] | None = Field(default=None, alias="isolationAchieved")
+    isolation_not_achieved: list[str] | None = Field(default=None, alias="isolationNotAchieved")
     status: HttpAttemptStatus
     status_reason: str | None = Field(default=None, alias="statusReason")
     answer: str
