@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from agentstudy.io.environment import allowlisted_environment
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP
 from agentstudy.protocol.mcp_spec import McpServerSpec as McpServerSpec
 from agentstudy.protocol.mcp_spec import mcp_tool_name as mcp_tool_name
@@ -30,7 +31,6 @@ STATIC_DENIED_TOOLS: tuple[str, ...] = (
     "Task",
     "Agent",
 )
-PASSED_THROUGH_ENV: tuple[str, ...] = ("PATH", "USER", "LOGNAME", "LANG", "LC_ALL", "TERM")
 QUIET_ENV: Mapping[str, str] = {
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
     "DISABLE_TELEMETRY": "1",
@@ -39,7 +39,6 @@ QUIET_ENV: Mapping[str, str] = {
     "CLAUDE_CODE_MAX_RETRIES": "0",
 }
 """Stop all traffic but the Messages API, and make the CLI's own retries visible as failures."""
-FORBIDDEN_ENV: tuple[str, ...] = ("ANTHROPIC_API_KEY",)
 
 
 @dataclass(frozen=True)
@@ -114,20 +113,13 @@ def cli_arguments(
 def child_environment(
     parent: Mapping[str, str], *, home: str, tmpdir: str, rehearsal_base_url: str | None
 ) -> dict[str, str]:
-    """The child's complete environment, rebuilt from an allowlist.
+    """The child's complete environment, rebuilt from an allowlist (``io.environment``).
 
     ``ANTHROPIC_API_KEY`` is never included. In rehearsal only, ``ANTHROPIC_BASE_URL`` points
     at the local server and ``ANTHROPIC_AUTH_TOKEN`` holds a dummy token.
     """
-    env = {key: parent[key] for key in PASSED_THROUGH_ENV if key in parent}
-    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
-    env.setdefault("LANG", "C.UTF-8")
-    env["HOME"] = home
-    env["TMPDIR"] = tmpdir
-    env.update(QUIET_ENV)
+    extra = dict(QUIET_ENV)
     if rehearsal_base_url is not None:
-        env["ANTHROPIC_BASE_URL"] = rehearsal_base_url
-        env["ANTHROPIC_AUTH_TOKEN"] = "rehearsal-dummy-token"  # noqa: S105 - not a credential
-    for key in FORBIDDEN_ENV:
-        env.pop(key, None)
-    return env
+        extra["ANTHROPIC_BASE_URL"] = rehearsal_base_url
+        extra["ANTHROPIC_AUTH_TOKEN"] = "rehearsal-dummy-token"  # noqa: S105 - not a credential
+    return allowlisted_environment(parent, home=home, tmpdir=tmpdir, extra=extra)
