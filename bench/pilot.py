@@ -82,7 +82,6 @@ def pilot() -> Iterator[Pilot]:
             model=DEMO_MODEL,
             mcp=DEFAULT_MCP_SERVER,
             rehearsal_base_url=server.base_url,
-            private_home=True,
         )
         output = scratch / "pilot-ledger.json"
         summary = run_cli_study(

@@ -66,7 +66,7 @@ def _study(tmp_path: Path, binary: Path, policy: Any) -> tuple[ExampleStudy, Pat
         run_cli_study(CliRunRequest(
             loaded=load_manifest(study.manifest_path), mode="pilot", roots=study.roots, output=ledger,
             settings=CliSettings(binary=binary, model=MODEL, mcp=DEFAULT_MCP_SERVER,
-                                 rehearsal_base_url=server.base_url, private_home=True),
+                                 rehearsal_base_url=server.base_url),
             cap_usd=Decimal("1"), attempt_budget_usd=Decimal("0.10"), expected_cli_version="2.1.296",
             parent_env=dict(os.environ),
         ))

@@ -46,7 +46,7 @@ def test_timeout_kills_the_cli_and_its_mcp_server(tmp_path: Path, claude_bin: Pa
 
     with RehearsalServer(policy=hanging_policy) as server:
         settings = CliSettings(binary=claude_bin, model="claude-haiku-5-5", mcp=DEFAULT_MCP_SERVER,
-                               rehearsal_base_url=server.base_url, private_home=True, timeout_s=10)
+                               rehearsal_base_url=server.base_url, timeout_s=10)
         try:
             result = run_cli_attempt(
                 settings,

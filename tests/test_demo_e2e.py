@@ -39,7 +39,6 @@ def _request(tmp_path: Path, server: RehearsalServer, output: Path, binary: Path
             model="claude-haiku-5-5",
             mcp=DEFAULT_MCP_SERVER,
             rehearsal_base_url=server.base_url,
-            private_home=True,
         ),
         cap_usd=Decimal("1"),
         attempt_budget_usd=Decimal("0.10"),

@@ -160,7 +160,6 @@ def test_clean_doc_bridge_run_completes_and_matches_the_runner(
     with RehearsalServer(policy=scripted(*turns)) as server:
         settings = CliSettings(
             binary=claude_bin, model=MODEL, mcp=DEFAULT_MCP_SERVER, rehearsal_base_url=server.base_url,
-            private_home=True,
         )
         attempt = run_cli_attempt(
             settings, scenario=DOC_BRIDGE_MCP, tools=D_TOOLS, root=corpus.root, pin=corpus.pin, prompt=PROMPT,

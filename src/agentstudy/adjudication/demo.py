@@ -18,6 +18,7 @@ from agentstudy.adjudication.companion import AdjudicationProgress, Adjudication
 from agentstudy.adjudication.ledger_view import LedgerError, minimal_view, read_ledger_bytes
 from agentstudy.adjudication.run import AdjudicationRefused, AdjudicationRequest, run_adjudication
 from agentstudy.io.claude_cli import project_root
+from agentstudy.io.containment import ContainmentMode
 from agentstudy.protocol.manifest import load_manifest
 from agentstudy.protocol.mcp_spec import McpServerSpec
 from agentstudy.rehearsal.adjudicator_policy import adjudicator_reply
@@ -40,7 +41,7 @@ def default_companion_path(ledger: Path) -> Path:
 
 def run_demo_adjudication(
     directory: Path, binary: Path, ledger: Path, progress: AdjudicationProgress | None = None,
-    seed: int | None = None,
+    seed: int | None = None, containment: ContainmentMode = "bwrap",
 ) -> AdjudicationSummary:
     """Adjudicate the demo ledger at zero spend; the companion is ``default_companion_path(ledger)``.
 
@@ -50,6 +51,7 @@ def run_demo_adjudication(
         ledger: the demo's ledger file (read, never modified).
         progress: a watcher (default silent).
         seed: the blinding seed (default fresh, recorded in the companion).
+        containment: how the adjudicator attempts are contained (issue 15).
 
     Raises:
         LedgerError, AdjudicationRefused, OutputPathError: refused before anything was written.
@@ -74,7 +76,7 @@ def run_demo_adjudication(
                 model=DEMO_ADJUDICATOR_MODEL,
                 mcp=NO_MCP_SERVER,
                 rehearsal_base_url=server.base_url,
-                private_home=True,
+                containment=containment,
             ),
             cap_usd=DEMO_ADJUDICATION_CAP_USD,
             item_budget_usd=DEMO_ITEM_BUDGET_USD,

@@ -33,6 +33,8 @@ from agentstudy.adjudication.ledger_view import MinimalLedgerView
 from agentstudy.adjudication.prompt import InvalidAdjudication, parse_adjudication
 from agentstudy.adjudication.scrub import REPLACEMENT, Scrubber
 from agentstudy.fsm.attempt import AttemptMachine
+from agentstudy.io.containment import ContainmentError, check_containment
+from agentstudy.io.environment import allowlisted_environment
 from agentstudy.io.git import GitError
 from agentstudy.io.ledger_store import LedgerFile, OutputPathError, resolve_output
 from agentstudy.io.provenance import file_sha256
@@ -116,6 +118,8 @@ def _preflight(request: AdjudicationRequest) -> _Checked:
     output = resolve_output(request.output, (*request.roots.values(), *request.forbidden_output_roots))
     try:
         check_corpus_roots(manifest, {name: request.roots[name] for name in needed})
+        check_containment(request.settings.containment, allowlisted_environment(
+            request.parent_env, home="/nonexistent", tmpdir="/nonexistent"))
         cli_version = check_cli_version(
             request.settings.binary, request.expected_cli_version, request.parent_env, Path.cwd()
         )
@@ -126,14 +130,14 @@ def _preflight(request: AdjudicationRequest) -> _Checked:
             prepare_item(item, tasks[item.item_id], corpora[tasks[item.item_id].repository].line_count, scrubber)
             for item in items
         ]
-    except (PreflightError, GitError) as error:
+    except (PreflightError, GitError, ContainmentError) as error:
         raise AdjudicationRefused(str(error)) from None
     return _Checked(cli_version, output, prepared, scrubber.terms)
 
 
 def _companion(request: AdjudicationRequest, checked: _Checked) -> MinimalAdjudication:
     ledger, settings = request.ledger, request.settings
-    shell = isolation(settings)
+    shell = isolation(settings, REPOSITORY_ONLY)
     adjudicator: dict[str, Any] = {
         "transport": "cli",
         "model": settings.model,
@@ -146,6 +150,7 @@ def _companion(request: AdjudicationRequest, checked: _Checked) -> MinimalAdjudi
         "mcpServers": [],
         "promptMaxBytes": MAX_PROMPT_BYTES,
         "rehearsal": settings.rehearsal_base_url is not None,
+        "containment": shell["containment"],
         "isolationAchieved": shell["isolation_achieved"],
         "isolationNotAchieved": shell["isolation_not_achieved"],
     }

@@ -28,7 +28,8 @@ from agentstudy.adjudication.ledger_view import LedgerError, minimal_view, read_
 from agentstudy.adjudication.run import AdjudicationRefused, AdjudicationRequest, run_adjudication
 from agentstudy.commands.adjudicate_controlled import run_and_print
 from agentstudy.commands.common import EXIT_BLOCKED, EXIT_OK, fail, parse_roots, positive_usd
-from agentstudy.io.claude_cli import ClaudeBinaryError, find_claude_binary, project_root
+from agentstudy.commands.containment_options import containment_mode, containment_option
+from agentstudy.io.claude_cli import ClaudeBinaryError, find_claude_binary, find_login_file, project_root
 from agentstudy.io.ledger_store import OutputPathError
 from agentstudy.protocol.manifest import ManifestError, load_manifest
 from agentstudy.rehearsal.adjudicator_policy import adjudicator_reply
@@ -104,6 +105,7 @@ def print_adjudication_table(summary: AdjudicationSummary, note: str = "") -> No
 @click.option("--claude-bin", help="Claude Code executable (default: AGENTSTUDY_CLAUDE_BIN, pinned install, PATH).")
 @click.option("--cli-version", default="2.1.296", show_default=True, help="Expected `claude --version`.")
 @click.option("--seed", type=click.IntRange(min=0), help="Blinding seed (default: random; always recorded).")
+@containment_option
 def adjudicate(
     ledger_path: Path,
     suite_path: Path | None,
@@ -124,6 +126,7 @@ def adjudicate(
     claude_bin: str | None,
     cli_version: str,
     seed: int | None,
+    containment: str,
 ) -> None:
     """Adjudicate a finished run blind to the scenario, into a new companion file.
 
@@ -172,7 +175,9 @@ def adjudicate(
         loaded=loaded,
         roots=parse_roots(roots),
         output=output if output is not None else default_companion_path(ledger_path),
-        settings=CliSettings(binary=binary, model=model.strip(), mcp=NO_MCP_SERVER),
+        settings=CliSettings(binary=binary, model=model.strip(), mcp=NO_MCP_SERVER,
+                             containment=containment_mode(containment),
+                             login_file=None if rehearsal else find_login_file(os.environ)),
         cap_usd=cap,
         item_budget_usd=limit,
         expected_cli_version=cli_version,
@@ -185,7 +190,7 @@ def adjudicate(
     if not rehearsal:
         sys.exit(_run(request, note=""))
     with RehearsalServer(policy=adjudicator_reply) as server:
-        settings = replace(request.settings, rehearsal_base_url=server.base_url, private_home=True)
+        settings = replace(request.settings, rehearsal_base_url=server.base_url)
         code = _run(replace(request, settings=settings), note="rehearsal: no real money")
     sys.exit(code)
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from agentstudy.commands.common import emit_summary, fail
+from agentstudy.commands.containment_options import containment_mode, containment_option
 from agentstudy.commands.view import print_summary_table, progress_for_terminal
 from agentstudy.io.claude_cli import ClaudeBinaryError, find_claude_binary
 from agentstudy.io.ledger_store import OutputPathError
@@ -24,7 +25,8 @@ from agentstudy.runners.preflight import PreflightError
 @click.option("--claude-bin", help="Claude Code executable (default: AGENTSTUDY_CLAUDE_BIN, pinned install, PATH).")
 @click.option("--adjudicate", is_flag=True,
               help="Then adjudicate the pilot blind with Claude Code against a scripted adjudicator (zero spend).")
-def demo(output_dir: Path | None, transport: str, claude_bin: str | None, adjudicate: bool) -> None:
+@containment_option
+def demo(output_dir: Path | None, transport: str, claude_bin: str | None, adjudicate: bool, containment: str) -> None:
     """Run the pilot of the bundled example study for free.
 
     The agent (the real Claude Code binary, or with --transport http the Messages API loop)
@@ -53,18 +55,19 @@ def demo(output_dir: Path | None, transport: str, claude_bin: str | None, adjudi
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     click.echo(f"demo directory: {directory}", err=True)
     progress = progress_for_terminal()
+    mode = containment_mode(containment)
     try:
         if transport == "http":
-            summary = run_http_demo(directory, progress=progress)
+            summary = run_http_demo(directory, progress=progress, containment=mode)
         else:
             assert binary is not None
-            summary = run_demo(directory, binary, progress=progress)
+            summary = run_demo(directory, binary, progress=progress, containment=mode)
     except (PreflightError, OutputPathError) as error:
         fail(f"demo refused: {error}")
     print_summary_table(summary, note="rehearsal: no real money")
     companion = None
     if adjudicate and binary is not None and summary.status == "awaiting-adjudication":
-        adjudication = run_demo_adjudication(directory, binary, summary.ledger)
+        adjudication = run_demo_adjudication(directory, binary, summary.ledger, containment=mode)
         print_adjudication_table(adjudication, note="rehearsal: no real money")
         companion = adjudication.companion
     for path in write_demo_reports(directory, summary.ledger, companion):

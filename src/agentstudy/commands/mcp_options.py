@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -19,19 +20,25 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def mcp_options(function: F) -> F:
     """Add the MCP flags: ``--mcp-config``, ``--server-config-candidates``, ``--mcp-tools``, ``--mcp-probe``,
-    ``--mcp-probe-arguments``."""
+    ``--mcp-probe-arguments``, ``--sandbox-bind``."""
     options = [
         click.option("--mcp-config", "mcp_config_file", type=click.Path(path_type=Path),
-                     help="Claude Code MCP config naming exactly one stdio server; {root}, {pin} and {config} "
-                          "in its command/args are filled per checkout (default: the bundled read-only server)."),
+                     help="Claude Code MCP config naming exactly one stdio server (default: the bundled read-only "
+                          "server). Placeholders in its command/args: {root} a read-only snapshot of the pinned "
+                          "corpus (the export's tree), {pin}, {config} the server config found in that snapshot, "
+                          "{git} a private read-only clone with the pin's history only, {checkout} the live "
+                          "checkout (recorded as not isolated)."),
         click.option("--server-config-candidates", default=",".join(DOC_BRIDGE_CONFIG_CANDIDATES), show_default=True,
-                     help="Files tried in order in each checkout for {config}; NAME#KEY needs that JSON key."),
+                     help="Files tried in order in each corpus snapshot for {config}; NAME#KEY needs that JSON key."),
         click.option("--mcp-tools", default="doc.search,doc.get,handoff.resolve", show_default=True,
                      help="The server's read-only tools the agent may call; every other listed tool is denied."),
         click.option("--mcp-probe", default="doc.search", show_default=True,
                      help="Freshness probe called at the pin before the run."),
         click.option("--mcp-probe-arguments", default='{"query": "the"}', show_default=True,
-                     help="JSON object of arguments for the probe."),
+                     help="JSON object of arguments for the probe; the placeholders are filled in its strings."),
+        click.option("--sandbox-bind", "sandbox_binds", multiple=True, metavar="PATH",
+                     help="An absolute path the MCP server needs read-only inside the sandbox, beyond its command, "
+                          "interpreter and the existing absolute paths among its arguments (repeatable)."),
     ]
     for option in reversed(options):
         function = option(function)
@@ -44,8 +51,14 @@ def mcp_spec_from_options(
     mcp_tools: str,
     mcp_probe: str,
     mcp_probe_arguments: str,
+    sandbox_binds: tuple[str, ...] = (),
 ) -> McpServerSpec:
     """Build the MCP server spec from the flags; exit 2 with one line on a bad value."""
+    for bind in sandbox_binds:
+        if not os.path.isabs(bind) or any(c in bind for c in "\r\n\0"):
+            fail(f"--sandbox-bind must be an absolute path, got {bind!r}")
+        if not os.path.lexists(bind):
+            fail(f"--sandbox-bind {bind} does not exist")
     tools = tuple(t.strip() for t in mcp_tools.split(",") if t.strip())
     candidates = tuple(c.strip() for c in server_config_candidates.split(",") if c.strip())
     if not tools:
@@ -64,8 +77,10 @@ def mcp_spec_from_options(
             probe_tool=mcp_probe,
             probe_arguments=arguments,
             config_candidates=candidates,
+            sandbox_binds=(*DEFAULT_MCP_SERVER.sandbox_binds, *sandbox_binds),
         )
     try:
-        return load_mcp_config(mcp_config_file, tools, mcp_probe, arguments, candidates)
+        spec = load_mcp_config(mcp_config_file, tools, mcp_probe, arguments, candidates)
     except McpConfigError as error:
         fail(str(error))
+    return spec.with_sandbox_binds(sandbox_binds)

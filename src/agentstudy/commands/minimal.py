@@ -14,9 +14,16 @@ from typing import Any
 import click
 
 from agentstudy.commands.common import EXIT_BLOCKED, emit_summary, fail, parse_roots, positive_usd
+from agentstudy.commands.containment_options import (
+    cli_base_url_option,
+    containment_mode,
+    containment_option,
+    gateway_from_options,
+)
 from agentstudy.commands.mcp_options import mcp_options, mcp_spec_from_options
 from agentstudy.commands.view import print_summary_table, progress_for_terminal
-from agentstudy.io.claude_cli import ClaudeBinaryError, find_claude_binary, project_root
+from agentstudy.io.claude_cli import ClaudeBinaryError, find_claude_binary, find_login_file, project_root
+from agentstudy.io.containment import ContainmentMode
 from agentstudy.io.ledger_store import OutputPathError, resolve_output
 from agentstudy.io.messages_api import (
     DEFAULT_BASE_URL,
@@ -63,6 +70,8 @@ from agentstudy.transports.cli import CliSettings
 @click.option("--rehearsal", is_flag=True,
               help="Rehearse for free: the agent talks to a scripted Messages API server on 127.0.0.1 with a "
                    "dummy token; the ledger says rehearsal. --approve-budget is not needed.")
+@containment_option
+@cli_base_url_option
 @mcp_options
 def minimal(
     manifest_path: Path,
@@ -87,6 +96,9 @@ def minimal(
     mcp_tools: str,
     mcp_probe: str,
     mcp_probe_arguments: str,
+    sandbox_binds: tuple[str, ...],
+    containment: str,
+    cli_base_url: str | None,
 ) -> None:
     """Run the minimal paired study (seed: minimal study runner v1).
 
@@ -131,13 +143,19 @@ def minimal(
     if output is None:
         fail("--output FILE is required")
     spec = mcp_spec_from_options(
-        mcp_config_file, server_config_candidates, mcp_tools, mcp_probe, mcp_probe_arguments
+        mcp_config_file, server_config_candidates, mcp_tools, mcp_probe, mcp_probe_arguments, sandbox_binds
     )
+    mode_of_containment = containment_mode(containment)
     if transport == "http":
+        if cli_base_url is not None:
+            fail("--cli-base-url is for the cli transport (use --api-base-url with http)")
         sys.exit(_run_http(
             loaded, mode, root_paths, output, model.strip(), cap, spec, rehearsal, api_base_url,
-            input_usd_per_million, output_usd_per_million,
+            input_usd_per_million, output_usd_per_million, mode_of_containment,
         ))
+    if rehearsal and cli_base_url is not None:
+        fail("--cli-base-url and --rehearsal exclude each other (a rehearsal uses its own local server)")
+    gateway_url, gateway_token = gateway_from_options(cli_base_url)
     limit = positive_usd("--attempt-budget-usd", attempt_budget_usd)
     try:
         resolve_output(output, (*root_paths.values(), project_root()))
@@ -149,7 +167,11 @@ def minimal(
         mode=mode,
         roots=root_paths,
         output=output,
-        settings=CliSettings(binary=binary, model=model.strip(), mcp=spec),
+        settings=CliSettings(
+            binary=binary, model=model.strip(), mcp=spec, containment=mode_of_containment,
+            gateway_base_url=gateway_url, gateway_token=gateway_token,
+            login_file=None if rehearsal or gateway_url else find_login_file(os.environ),
+        ),
         cap_usd=cap,
         attempt_budget_usd=limit,
         expected_cli_version=cli_version,
@@ -160,7 +182,7 @@ def minimal(
     if not rehearsal:
         sys.exit(_run(lambda: run_cli_study(request)))
     with RehearsalServer() as server:
-        settings = replace(request.settings, rehearsal_base_url=server.base_url, private_home=True)
+        settings = replace(request.settings, rehearsal_base_url=server.base_url)
         code = _run(lambda: run_cli_study(replace(request, settings=settings)))
     sys.exit(code)
 
@@ -177,6 +199,7 @@ def _run_http(
     api_base_url: str,
     input_price: str | None,
     output_price: str | None,
+    containment: ContainmentMode,
 ) -> int:
     """Check the http flags (key from the environment, base URL, upper prices) and run; the exit code."""
     input_usd = positive_usd("the input price (--input-usd-per-million or STUDY_INPUT_USD_PER_MILLION)", input_price)
@@ -199,6 +222,7 @@ def _run_http(
         loaded=loaded, mode=mode, roots=roots, output=output, model=model, prices=prices, cap_usd=cap,
         api_key=key, base_url=base_url, mcp=spec, rehearsal=rehearsal,
         forbidden_output_roots=(project_root(),), progress=progress_for_terminal(),
+        containment=containment, parent_env=dict(os.environ),
     )
     if not rehearsal:
         return _run(lambda: run_http_study(request))

@@ -68,3 +68,20 @@ def probe_version(binary: Path, env: Mapping[str, str], cwd: Path) -> str:
 def version_token(line: str) -> str:
     """The first whitespace-separated token of a version line (``2.1.296`` of ``2.1.296 (Claude Code)``)."""
     return line.split()[0] if line.split() else ""
+
+
+LOGIN_FILE = Path(".claude") / ".credentials.json"
+"""Where Claude Code keeps its own login on Linux, relative to the user's HOME."""
+
+
+def find_login_file(environ: Mapping[str, str]) -> Path | None:
+    """The user's Claude Code credentials file (``$HOME/.claude/.credentials.json``) if it is a regular file.
+
+    Only this file is made visible to a real run's attempts (read-only, inside the private HOME);
+    the user's settings, memory, projects and other files never are (issue 15, deliverable 3).
+    """
+    home = environ.get("HOME")
+    if not home:
+        return None
+    path = Path(home) / LOGIN_FILE
+    return path.resolve() if path.is_file() else None

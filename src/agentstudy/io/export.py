@@ -1,10 +1,9 @@
 """Per-attempt read-only export of a pinned corpus (seed 000, "CLI transport contract").
 
-The export holds only blobs at the pin that pass the public-path filter: regular files
-(mode 100644 or 100755) of at most 200,000 bytes; no segment starting with a dot (so no
-``.git`` and no index); no ``node_modules``, ``dist``, ``build`` or ``coverage``; no
-lockfiles; not the answer key; no name containing ``secret`` or ``credential``. Files end
-at mode 0444 and directories at 0555; removal restores write permission first.
+The export holds only blobs at the pin that pass the public-path filter of
+``protocol.corpus_filter`` (the one filter of every arm's view of a corpus). Files end at mode
+0444 and directories at 0555; removal restores write permission first. The same function makes
+the run-wide read-only snapshot the MCP server under study is handed as ``{root}``.
 """
 
 from __future__ import annotations
@@ -18,45 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agentstudy.io.git import TreeEntry, list_tree, read_blobs
-
-MAX_EXPORT_FILE_BYTES = 200_000
-EXCLUDED_SEGMENTS = frozenset({"node_modules", "dist", "build", "coverage"})
-LOCKFILE_NAMES = frozenset(
-    {
-        "package-lock.json",
-        "npm-shrinkwrap.json",
-        "yarn.lock",
-        "pnpm-lock.yaml",
-        "bun.lockb",
-        "bun.lock",
-        "poetry.lock",
-        "uv.lock",
-        "Pipfile.lock",
-        "Cargo.lock",
-        "Gemfile.lock",
-        "composer.lock",
-        "go.sum",
-    }
-)
-ANSWER_KEY_MARKERS = ("study/minimal-study",)
+from agentstudy.protocol.corpus_filter import is_public_blob
 
 
 def is_exported(entry: TreeEntry) -> bool:
-    """Whether a tree entry passes the export filter described in the module docstring."""
-    if entry.kind != "blob" or entry.mode not in ("100644", "100755"):
-        return False
-    if entry.size is None or entry.size > MAX_EXPORT_FILE_BYTES:
-        return False
-    segments = entry.path.split("/")
-    if any(s.startswith(".") or s in EXCLUDED_SEGMENTS for s in segments):
-        return False
-    name = segments[-1]
-    lowered = entry.path.lower()
-    if name in LOCKFILE_NAMES or name.endswith(".lock"):
-        return False
-    if any(marker in lowered for marker in ANSWER_KEY_MARKERS):
-        return False
-    return "secret" not in lowered and "credential" not in lowered
+    """Whether a tree entry passes the shared public-path filter (``protocol.corpus_filter``)."""
+    return is_public_blob(entry.mode, entry.kind, entry.size, entry.path)
 
 
 @dataclass(frozen=True)

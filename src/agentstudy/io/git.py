@@ -135,3 +135,11 @@ def path_exists_at(root: Path, pin: str, path: str) -> bool:
     except GitError:
         return False
     return kind == "blob"
+
+
+def make_pinned_clone(root: Path, pin: str, dest: Path) -> Path:  # TEMP stub until the hardening branch lands
+    raise GitError("not yet")
+
+
+def remove_pinned_clone(path: Path) -> None:  # TEMP stub
+    return None

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -52,13 +53,14 @@ def probe_mcp_server(
     env: Mapping[str, str] | None = None,
     probe_tool: str | None = None,
     probe_arguments: Mapping[str, Any] | None = None,
+    cwd: Path | None = None,
 ) -> McpProbe:
     """Start the server over stdio, list its tools and optionally call ``probe_tool``.
 
     Raises:
         McpProbeError: on any start, protocol or timeout failure (one-line reason).
     """
-    params = StdioServerParameters(command=command, args=list(args), env=dict(env) if env else None)
+    params = StdioServerParameters(command=command, args=list(args), env=dict(env) if env else None, cwd=cwd)
     try:
         return anyio.run(_probe, params, probe_tool, probe_arguments or {})
     except Exception as error:  # the SDK raises many kinds; the caller needs one

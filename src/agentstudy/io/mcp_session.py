@@ -12,6 +12,7 @@ import os
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -48,8 +49,10 @@ class McpSession(AbstractContextManager["McpSession"]):
         McpProbeError: if the server cannot be started or initialised.
     """
 
-    def __init__(self, command: str, args: Sequence[str], env: Mapping[str, str] | None = None) -> None:
-        self._params = StdioServerParameters(command=command, args=list(args), env=dict(env) if env else None)
+    def __init__(
+        self, command: str, args: Sequence[str], env: Mapping[str, str] | None = None, cwd: Path | None = None
+    ) -> None:
+        self._params = StdioServerParameters(command=command, args=list(args), env=dict(env) if env else None, cwd=cwd)
         self._stack = contextlib.ExitStack()
         self._portal: BlockingPortal | None = None
         self._client: Client | None = None

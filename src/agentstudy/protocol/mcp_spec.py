@@ -6,6 +6,7 @@ calls an MCP tool ``mcp__<server>__<tool with dots as underscores>``.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -33,19 +34,66 @@ DOC_BRIDGE_CONFIG_CANDIDATES: tuple[str, ...] = (
 """doc-bridge's own config-file order; ``package.json#docBridge`` means package.json with that key."""
 
 
+PLACEHOLDERS: tuple[str, ...] = ("{root}", "{pin}", "{config}", "{git}", "{checkout}")
+"""What ``command``, ``args`` and the probe arguments may name (issue 15, deliverable 4)."""
+LIVE_CHECKOUT_NOTE = "the MCP server read the live checkout ({checkout} in its command)"
+"""The ``isolationNotAchieved`` sentence of every attempt whose server was handed the live checkout."""
+
+
+@dataclass(frozen=True)
+class ServerPaths:
+    """The placeholder values of the MCP server for one corpus (issue 15, deliverable 4).
+
+    Attributes:
+        root: ``{root}``, the run's read-only snapshot of the pinned corpus (the export's filtered tree).
+        pin: ``{pin}``, the 40-hex commit.
+        config: ``{config}``, the server config file resolved inside the snapshot, if needed.
+        git: ``{git}``, a private read-only clone with history up to the pin, if needed.
+        checkout: ``{checkout}``, the live checkout, only when the operator wrote that placeholder.
+    """
+
+    root: str
+    pin: str
+    config: str | None = None
+    git: str | None = None
+    checkout: str | None = None
+
+    def fill(self, text: str) -> str:
+        """``text`` with every placeholder that has a value replaced."""
+        values = {"{root}": self.root, "{pin}": self.pin, "{config}": self.config, "{git}": self.git,
+                  "{checkout}": self.checkout}
+        for placeholder, value in values.items():
+            if value is not None:
+                text = text.replace(placeholder, value)
+        return text
+
+
+def _fill_json(value: Any, paths: ServerPaths) -> Any:
+    if isinstance(value, str):
+        return paths.fill(value)
+    if isinstance(value, list):
+        return [_fill_json(item, paths) for item in value]
+    if isinstance(value, dict):
+        return {key: _fill_json(item, paths) for key, item in value.items()}
+    return value
+
+
 @dataclass(frozen=True)
 class McpServerSpec:
-    """The MCP server under study (ARCHITECTURE decision 8).
+    """The MCP server under study (ARCHITECTURE decision 8; issue 15).
 
     Attributes:
         name: server name in the CLI's MCP config; it is the one in the tool names.
-        command: executable and arguments; ``{root}``, ``{pin}`` and ``{config}`` are replaced by
-            the corpus checkout, its pin and the server config file resolved in it.
+        command: executable and arguments with the placeholders of ``ServerPaths``.
         env: extra environment of the server (never a credential of ours).
         read_only_tools: the tools the agent may call, as the server lists them.
-        probe_tool: the freshness probe called before the run, with ``probe_arguments``.
-        config_candidates: file names tried in order in the checkout to resolve ``{config}``;
+        probe_tool: the freshness probe called before the run, with ``probe_arguments``
+            (placeholders are filled there too).
+        config_candidates: file names tried in order in the snapshot to resolve ``{config}``;
             ``NAME#KEY`` accepts a JSON file only if it has that top-level key.
+        sandbox_binds: absolute paths the server needs read-only inside the sandbox beyond its
+            command, interpreter and the existing absolute paths among its filled arguments
+            (``--sandbox-bind``; the bundled server's own package).
     """
 
     name: str
@@ -55,24 +103,39 @@ class McpServerSpec:
     probe_tool: str = "doc.search"
     probe_arguments: Mapping[str, Any] = field(default_factory=lambda: {"query": "the"})
     config_candidates: tuple[str, ...] = DOC_BRIDGE_CONFIG_CANDIDATES
+    sandbox_binds: tuple[str, ...] = ()
+
+    def _names(self, placeholder: str) -> bool:
+        texts = [*self.command, json.dumps(dict(self.probe_arguments))]
+        return any(placeholder in part for part in texts)
 
     @property
     def needs_config(self) -> bool:
-        """Whether the command refers to ``{config}``."""
-        return any("{config}" in part for part in self.command)
+        """Whether the command or probe arguments refer to ``{config}``."""
+        return self._names("{config}")
 
-    def argv(self, root: str, pin: str, config: str | None = None) -> list[str]:
-        """The server's command for one corpus checkout at ``pin`` (with its resolved config, if any)."""
-        parts = [part.replace("{root}", root).replace("{pin}", pin) for part in self.command]
-        if config is not None:
-            parts = [part.replace("{config}", config) for part in parts]
-        return parts
+    @property
+    def needs_git(self) -> bool:
+        """Whether the command or probe arguments refer to ``{git}`` (a private pinned clone is made)."""
+        return self._names("{git}")
 
-    def bind_config(self, config: str | None) -> McpServerSpec:
-        """This spec with ``{config}`` replaced by one checkout's resolved config file (unchanged if ``None``)."""
-        if config is None:
-            return self
-        return replace(self, command=tuple(part.replace("{config}", config) for part in self.command))
+    @property
+    def reads_live_checkout(self) -> bool:
+        """Whether the operator handed the server the live checkout (``{checkout}``)."""
+        return self._names("{checkout}")
+
+    def argv(self, paths: ServerPaths) -> list[str]:
+        """The server's command for one corpus, placeholders filled."""
+        return [paths.fill(part) for part in self.command]
+
+    def probe_arguments_for(self, paths: ServerPaths) -> dict[str, Any]:
+        """The probe's arguments for one corpus, placeholders filled in every string."""
+        filled: dict[str, Any] = _fill_json(dict(self.probe_arguments), paths)
+        return filled
+
+    def with_sandbox_binds(self, binds: Sequence[str]) -> McpServerSpec:
+        """This spec with more read-only sandbox paths."""
+        return replace(self, sandbox_binds=(*self.sandbox_binds, *binds))
 
     def allowed_names(self) -> tuple[str, ...]:
         """The CLI names of the read-only tools."""
@@ -99,8 +162,8 @@ def parse_mcp_config(
     """Read a Claude Code MCP config document (parsed JSON) naming exactly one stdio server into a spec.
 
     The file looks like ``{"mcpServers": {"NAME": {"type": "stdio", "command": "...",
-    "args": [...], "env": {...}}}}``; ``{root}``, ``{pin}`` and ``{config}`` in ``command`` and
-    ``args`` are placeholders filled per checkout.
+    "args": [...], "env": {...}}}}``; ``{root}``, ``{pin}``, ``{config}``, ``{git}`` and
+    ``{checkout}`` in ``command`` and ``args`` are placeholders filled per corpus (``ServerPaths``).
 
     Raises:
         McpConfigError: not exactly one server, or a malformed entry.

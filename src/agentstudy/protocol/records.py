@@ -159,7 +159,8 @@ class HttpRunSettings(BaseModel):
 
 
 class CliRunSettings(BaseModel):
-    """The ledger's ``cli`` block: probed and expected versions, the per-attempt limit and the prices used."""
+    """The ledger's ``cli`` block: probed and expected versions, the per-attempt limit, the prices used and
+    ``baseUrl``, the LLM gateway of ``--cli-base-url`` (never its token; ``None`` otherwise)."""
 
     model_config = ConfigDict(extra="forbid", validate_by_name=True, validate_by_alias=True)
 
@@ -167,6 +168,7 @@ class CliRunSettings(BaseModel):
     expected_cli_version: str = Field(alias="expectedCliVersion")
     attempt_budget_usd: float = Field(alias="attemptBudgetUsd")
     prices: dict[str, Any] | None
+    base_url: str | None = Field(default=None, alias="baseUrl")
 
 
 class McpServerRecord(BaseModel):
@@ -224,7 +226,8 @@ class MinimalLedger(BaseModel):
     (the original's definition), ``manifestSha256`` of the manifest file's bytes, ``runnerHash``
     of agentstudy's own sources, ``engineBundleHash`` of the resolved Claude Code binary (``None``
     for ``http``, which runs no binary). ``cli`` is set for the CLI transport, ``prices`` and
-    ``http`` for the HTTP one; unset blocks are omitted from the JSON.
+    ``http`` for the HTTP one; unset blocks are omitted from the JSON. ``containment`` is the
+    mechanism preflight proved (``"bwrap 0.8.0"`` or ``"restricted"``; issue 15).
     """
 
     model_config = ConfigDict(extra="forbid", validate_by_name=True, validate_by_alias=True)
@@ -243,6 +246,7 @@ class MinimalLedger(BaseModel):
     http: HttpRunSettings | None = None
     mcp_server: McpServerRecord = Field(alias="mcpServer")
     rehearsal: bool
+    containment: str | None = None
     adjudication: AdjudicationDeclaration
     mode: Literal["pilot", "full"]
     planned_attempts: int = Field(alias="plannedAttempts")
@@ -258,7 +262,7 @@ class MinimalLedger(BaseModel):
         """The JSON document written to disk (camelCase; unset optional blocks omitted)."""
         data = self.model_dump(by_alias=True, exclude_none=False)
         data["observations"] = [o.to_json() for o in self.observations]
-        for key in ("openReservation", "stopReason", "finishedAt", "cli", "prices", "http"):
+        for key in ("openReservation", "stopReason", "finishedAt", "cli", "prices", "http", "containment"):
             if data[key] is None:
                 del data[key]
         return data

@@ -1,11 +1,17 @@
 """Example read-only MCP server ``doc-bridge`` over stdio, for rehearsals of the doc-bridge arm.
 
-Run as ``python -m agentstudy.rehearsal.mcp_server --repo PATH --pin SHA [--log FILE]``.
-The corpus is read only as Git blobs of the pinned commit (``git ls-tree`` / ``git cat-file``),
-never from the working tree, so edits to the checkout are invisible. A missing or malformed
-pin makes the process exit with status 2 and a message on stderr before MCP starts.
+Run as ``python -I -m agentstudy.rehearsal.mcp_server --root DIR --pin SHA [--log FILE]``.
+``DIR`` is the read-only snapshot of the pinned corpus that agentstudy hands every MCP server
+under study as ``{root}`` (issue 15): the same filtered tree as the agent's export. The server
+lists it once at start-up and serves only the files that pass the shared public-path filter
+(``protocol.corpus_filter``: regular files, not symlinks, at most 200,000 bytes) — so the
+answer key, dotfiles and build output are never served, whatever directory it is given.
+A missing directory or a malformed pin makes the process exit with status 2 and a message on
+stderr before MCP starts.
 
-Tools (all results are plain text blocks; failures are ``isError`` results):
+Tools (all results are plain text blocks; failures are ``isError`` results). Read tools are
+annotated ``readOnlyHint: true``; ``doc.write`` is annotated ``destructiveHint: true`` so that
+preflight refuses a study that names it:
 
 - ``doc.search(query)``: case-insensitive substring search over Markdown and code files;
   one hit per line ``path:line: text``, at most 20 hits, or ``no matches``.
@@ -23,8 +29,7 @@ import argparse
 import json
 import os
 import re
-import shutil
-import subprocess
+import stat
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -35,12 +40,14 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-__all__ = ["MAX_BLOB_BYTES", "MAX_SEARCH_HITS", "CorpusError", "GitCorpus", "build_server", "main"]
+from agentstudy.protocol.corpus_filter import MAX_EXPORT_FILE_BYTES, is_public_path
+
+__all__ = ["MAX_BLOB_BYTES", "MAX_SEARCH_HITS", "CorpusError", "SnapshotCorpus", "build_server", "main"]
 
 MAX_SEARCH_HITS = 20
 """Most hits ``doc.search`` returns."""
 
-MAX_BLOB_BYTES = 200_000
+MAX_BLOB_BYTES = MAX_EXPORT_FILE_BYTES
 """Files larger than this (bytes) are not served."""
 
 SEARCH_SUFFIXES = (".md", ".mdx", ".py", ".ts", ".tsx", ".js", ".mjs", ".json")
@@ -48,98 +55,55 @@ SEARCH_SUFFIXES = (".md", ".mdx", ".py", ".ts", ".tsx", ".js", ".mjs", ".json")
 
 _PIN_RE = re.compile(r"^[0-9a-f]{40}$")
 _HANDOFF_ROW = re.compile(r"^\|\s*(H-\d+)\s*\|\s*([^|]*?)\s*\|\s*([^|]*?)\s*\|\s*$")
-_EXCLUDED_SEGMENTS = frozenset({"node_modules", "dist", "build", "coverage"})
-_EXCLUDED_WORDS = ("lock", "secret", "credential")
-_GIT_TIMEOUT_S = 10.0
 _READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 _MUTATING = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)
 
 
 class CorpusError(Exception):
-    """The repository or pin cannot be served (missing repo, unknown pin, git failure)."""
+    """The snapshot or pin cannot be served (missing directory, malformed pin)."""
 
 
-def _servable(path: str) -> bool:
-    """True unless a segment is hidden or build output, or the name looks like a lockfile/secret."""
-    segments = path.split("/")
-    if any(s.startswith(".") or s in _EXCLUDED_SEGMENTS for s in segments):
-        return False
-    lowered = path.lower()
-    return not any(word in lowered for word in _EXCLUDED_WORDS)
-
-
-class GitCorpus:
-    """The servable files of one repository at one pinned commit, read only as Git blobs.
+class SnapshotCorpus:
+    """The servable files of one corpus snapshot directory, listed once when opened.
 
     Args:
-        repo: a Git checkout (or bare repository) containing the commit.
-        pin: the commit as 40 lowercase hex digits.
+        root: the snapshot directory (``{root}``).
+        pin: the corpus commit as 40 lowercase hex digits (named in results and instructions).
 
     Raises:
-        CorpusError: if git is missing, ``repo`` is not a directory, or ``pin`` is malformed or
-            not a commit in ``repo``.
+        CorpusError: if ``pin`` is malformed or ``root`` is not a directory.
     """
 
-    def __init__(self, repo: Path, pin: str) -> None:
+    def __init__(self, root: Path, pin: str) -> None:
         if not _PIN_RE.fullmatch(pin):
             raise CorpusError(f"pin must be 40 lowercase hex digits, got {pin!r}")
-        if not repo.is_dir():
-            raise CorpusError(f"repository {repo} is not a directory")
-        git = shutil.which("git") or next(
-            (p for p in ("/usr/bin/git", "/usr/local/bin/git", "/bin/git") if os.access(p, os.X_OK)), None
-        )
-        if git is None:
-            raise CorpusError("git executable not found")
-        self._git_exe = git
-        self.repo = repo.resolve()
+        if not root.is_dir():
+            raise CorpusError(f"corpus snapshot {root} is not a directory")
+        self.root = root.resolve()
         self.pin = pin
-        resolved = self._git("rev-parse", "--verify", "--quiet", f"{pin}^{{commit}}").decode().strip()
-        if resolved != pin:
-            raise CorpusError(f"pin {pin} is not a commit in {self.repo}")
-        self._blobs: dict[str, str] = {}
-        listing = self._git("ls-tree", "-r", "-l", "-z", "--full-tree", pin).decode("utf-8", "replace")
-        for record in filter(None, listing.split("\0")):
-            meta, _, path = record.partition("\t")
-            mode, kind, sha, size = meta.split()
-            regular = kind == "blob" and mode in ("100644", "100755")
-            if regular and int(size) <= MAX_BLOB_BYTES and _servable(path):
-                self._blobs[path] = sha
+        self._files: dict[str, Path] = {}
+        for directory, dirs, files in os.walk(self.root, followlinks=False):
+            dirs.sort()
+            for name in sorted(files):
+                path = Path(directory) / name
+                relative = path.relative_to(self.root).as_posix()
+                info = path.lstat()
+                if stat.S_ISREG(info.st_mode) and info.st_size <= MAX_BLOB_BYTES and is_public_path(relative):
+                    self._files[relative] = path
+        self._files = dict(sorted(self._files.items()))
         self._text: dict[str, str] = {}
-
-    def _git(self, *args: str) -> bytes:
-        env = {
-            "PATH": os.environ.get("PATH", os.defpath),
-            "LC_ALL": "C",
-            "GIT_CONFIG_GLOBAL": os.devnull,
-            "GIT_CONFIG_NOSYSTEM": "1",
-        }
-        try:
-            proc = subprocess.run(
-                [self._git_exe, "-C", str(self.repo), *args],
-                env=env,
-                capture_output=True,
-                timeout=_GIT_TIMEOUT_S,
-                check=False,
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise CorpusError(f"git {args[0]} failed: {exc}") from exc
-        if proc.returncode != 0:
-            detail = proc.stderr.decode("utf-8", "replace").strip() or f"exit {proc.returncode}"
-            raise CorpusError(f"git {args[0]} failed in {self.repo}: {detail}")
-        return proc.stdout
 
     @property
     def paths(self) -> list[str]:
         """Servable repository paths at the pin, in Git (sorted) order."""
-        return list(self._blobs)
+        return list(self._files)
 
     def read_lines(self, path: str) -> list[str]:
         """The lines of ``path`` at the pin (no terminators). Raises ToolError for unknown paths."""
-        if path not in self._blobs:
+        if path not in self._files:
             raise ToolError(f"unknown path: {path!r} is not a servable file at {self.pin[:12]}")
         if path not in self._text:
-            data = self._git("cat-file", "blob", self._blobs[path])
-            self._text[path] = data.decode("utf-8", "replace")
+            self._text[path] = self._files[path].read_bytes().decode("utf-8", "replace")
         text = self._text[path]
         lines = text.split("\n")
         if lines and lines[-1] == "":
@@ -186,7 +150,7 @@ class GitCorpus:
         return f"unknown handoff: {handoff_id.strip()[:100]}"
 
 
-def build_server(corpus: GitCorpus, log_path: Path | None = None) -> MCPServer:
+def build_server(corpus: SnapshotCorpus, log_path: Path | None = None) -> MCPServer:
     """Create the ``doc-bridge`` MCPServer exposing the four tools over ``corpus``."""
     server: MCPServer = MCPServer(
         name="doc-bridge",
@@ -260,12 +224,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m agentstudy.rehearsal.mcp_server",
         description="Read-only doc-bridge MCP server (stdio).",
     )
-    parser.add_argument("--repo", required=True, type=Path, help="Git checkout to serve")
-    parser.add_argument("--pin", required=True, help="40-hex commit whose blobs are served")
+    parser.add_argument("--root", required=True, type=Path, help="corpus snapshot directory to serve ({root})")
+    parser.add_argument("--pin", required=True, help="the snapshot's 40-hex commit")
     parser.add_argument("--log", type=Path, default=None, help="append one JSON line per tool call")
     args = parser.parse_args(argv)
     try:
-        corpus = GitCorpus(args.repo, args.pin)
+        corpus = SnapshotCorpus(args.root, args.pin)
         if args.log is not None:
             args.log.open("a", encoding="utf-8").close()
     except (CorpusError, OSError) as exc:

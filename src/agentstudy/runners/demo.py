@@ -13,6 +13,7 @@ from decimal import Decimal
 from pathlib import Path
 
 from agentstudy.io.claude_cli import project_root
+from agentstudy.io.containment import ContainmentMode
 from agentstudy.pricing.http import UpperPrices
 from agentstudy.protocol.manifest import load_manifest
 from agentstudy.rehearsal.example_study import build_example_study
@@ -32,7 +33,9 @@ DEMO_PRICES = UpperPrices(Decimal("0.50"), Decimal("2.50"))
 """The protocol's HTTP upper prices (digest 1.5), USD per million tokens."""
 
 
-def run_demo(directory: Path, binary: Path, progress: RunProgress) -> RunSummary:
+def run_demo(
+    directory: Path, binary: Path, progress: RunProgress, containment: ContainmentMode = "bwrap"
+) -> RunSummary:
     """Build the example study under ``directory`` and run its pilot with the real Claude Code ``binary``.
 
     The ledger is ``directory/ledger.json``.
@@ -53,7 +56,7 @@ def run_demo(directory: Path, binary: Path, progress: RunProgress) -> RunSummary
                 model=DEMO_MODEL,
                 mcp=DEFAULT_MCP_SERVER,
                 rehearsal_base_url=server.base_url,
-                private_home=True,
+                containment=containment,
             ),
             cap_usd=DEMO_CAP_USD,
             attempt_budget_usd=DEMO_ATTEMPT_BUDGET_USD,
@@ -65,7 +68,7 @@ def run_demo(directory: Path, binary: Path, progress: RunProgress) -> RunSummary
         return run_cli_study(request)
 
 
-def run_http_demo(directory: Path, progress: RunProgress) -> RunSummary:
+def run_http_demo(directory: Path, progress: RunProgress, containment: ContainmentMode = "bwrap") -> RunSummary:
     """Build the example study under ``directory`` and run its pilot with the Messages API loop.
 
     The loop talks over real HTTP to the scripted server on 127.0.0.1 with a dummy key, at the
@@ -92,5 +95,7 @@ def run_http_demo(directory: Path, progress: RunProgress) -> RunSummary:
             rehearsal=True,
             forbidden_output_roots=(project_root(),),
             progress=progress,
+            containment=containment,
+            parent_env=dict(os.environ),
         )
         return run_http_study(request)

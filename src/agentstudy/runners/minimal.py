@@ -9,7 +9,8 @@ resumed. State changes go through ``fsm``; money through ``pricing``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from contextlib import ExitStack
+from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from agentstudy.io.provenance import engine_revision, file_sha256, runner_hash
 from agentstudy.pricing.budget import Budget, reservation_for, settle_attempt
 from agentstudy.pricing.table import price_entry
 from agentstudy.pricing.tally import Tally
-from agentstudy.protocol.manifest import LoadedManifest
+from agentstudy.protocol.manifest import DOC_BRIDGE_MCP, LoadedManifest
 from agentstudy.protocol.prompt import study_prompt
 from agentstudy.protocol.records import (
     AdjudicationDeclaration,
@@ -32,14 +33,7 @@ from agentstudy.protocol.records import (
 )
 from agentstudy.protocol.schedule import Mode, ScheduleEntry, build_schedule
 from agentstudy.runners.ledger_steps import budget_record, close_normally, close_on_error, now_iso, open_reservation
-from agentstudy.runners.preflight import (
-    McpPreflight,
-    PreflightError,
-    check_cli_version,
-    check_corpus_roots,
-    check_mcp_servers,
-    require_roots,
-)
+from agentstudy.runners.preflight import McpPreflight, PreflightError, check_cli_version, prepare_study
 from agentstudy.runners.progress import AttemptProgress, RunProgress, SilentProgress
 from agentstudy.runners.summary import RunSummary, summarize
 from agentstudy.transports.cli import CliAttemptResult, CliSettings, run_cli_attempt
@@ -121,6 +115,7 @@ def _ledger(
             expected_cli_version=request.expected_cli_version,
             attempt_budget_usd=float(request.attempt_budget_usd),
             prices=price_entry(request.settings.model),
+            base_url=request.settings.gateway_base_url,
         ),
         mcp_server=McpServerRecord(
             name=request.settings.mcp.name,
@@ -148,18 +143,25 @@ def run_cli_study(request: CliRunRequest) -> RunSummary:
         PreflightError: the run was refused before any reservation; no ledger was written.
         OutputPathError: the ledger path exists or lies inside a checkout; nothing was written.
     """
+    with ExitStack() as stack:
+        return _run_cli_study(request, stack)
+
+
+def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
     manifest = request.loaded.manifest
     schedule = build_schedule(manifest, request.mode)
     run = RunMachine(len(schedule), "cli")
+    settings = request.settings
     try:
-        require_roots(schedule, request.roots)
-        check_corpus_roots(manifest, request.roots)
+        checked = prepare_study(stack, settings.mcp, manifest, schedule, request.roots, settings.containment,
+                                request.parent_env)
         cli_version = check_cli_version(
-            request.settings.binary, request.expected_cli_version, request.parent_env, Path.cwd()
+            settings.binary, request.expected_cli_version, request.parent_env, Path.cwd()
         )
-        mcp = check_mcp_servers(request.settings.mcp, manifest, schedule, request.roots)
+        mcp = checked.mcp
         output = resolve_output(request.output, (*request.roots.values(), *request.forbidden_output_roots))
         ledger = _ledger(request, cli_version, mcp, len(schedule), now_iso())
+        ledger.containment = checked.containment
         store = LedgerFile(output, ledger.to_json())
     except (PreflightError, OutputPathError):
         run.refuse()
@@ -184,9 +186,9 @@ def run_cli_study(request: CliRunRequest) -> RunSummary:
             store.checkpoint(ledger.to_json())
             attempt.start(checkpointed=True)
             request.progress.attempt_started(where)
-            bound = request.settings.mcp.bind_config(mcp.configs.get(entry.repository))
+            server = checked.corpora.paths(entry.repository) if entry.scenario == DOC_BRIDGE_MCP else None
             result = run_cli_attempt(
-                replace(request.settings, mcp=bound),
+                settings,
                 scenario=entry.scenario,
                 tools=arm_tools(entry.scenario, request.settings.mcp, mcp.extra_denied),
                 root=request.roots[entry.repository],
@@ -194,6 +196,7 @@ def run_cli_study(request: CliRunRequest) -> RunSummary:
                 prompt=study_prompt(manifest.task(entry.task_id).question),
                 reservation_usd=reservation,
                 parent_env=request.parent_env,
+                server=server,
             )
             computed = result.computed_cost.usd if result.computed_cost else None
             status, charged = settle_attempt(result.status, reservation, result.reported_cost_usd, computed)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -22,6 +23,7 @@ from typing import Any
 
 from agentstudy.fsm.attempt import AttemptMachine
 from agentstudy.fsm.run import RunMachine
+from agentstudy.io.containment import ContainmentMode
 from agentstudy.io.ledger_store import LedgerFile, OutputPathError, resolve_output
 from agentstudy.io.messages_api import (
     ANTHROPIC_VERSION,
@@ -35,7 +37,7 @@ from agentstudy.io.provenance import engine_revision, runner_hash
 from agentstudy.pricing.budget import Budget
 from agentstudy.pricing.http import DEFAULT_MAX_TOKENS, CallReservation, CallSettlement, UpperPrices
 from agentstudy.pricing.tally import Tally
-from agentstudy.protocol.manifest import LoadedManifest
+from agentstudy.protocol.manifest import DOC_BRIDGE_MCP, LoadedManifest
 from agentstudy.protocol.mcp_spec import McpServerSpec
 from agentstudy.protocol.prompt import study_prompt
 from agentstudy.protocol.records import (
@@ -48,13 +50,7 @@ from agentstudy.protocol.records import (
 )
 from agentstudy.protocol.schedule import Mode, ScheduleEntry, build_schedule
 from agentstudy.runners.ledger_steps import budget_record, close_normally, close_on_error, now_iso, open_reservation
-from agentstudy.runners.preflight import (
-    McpPreflight,
-    PreflightError,
-    check_corpus_roots,
-    check_mcp_servers,
-    require_roots,
-)
+from agentstudy.runners.preflight import McpPreflight, PreflightError, prepare_study
 from agentstudy.runners.progress import AttemptProgress, RunProgress, SilentProgress
 from agentstudy.runners.summary import RunSummary, summarize
 from agentstudy.transports.http import (
@@ -65,6 +61,7 @@ from agentstudy.transports.http import (
     TOOL_RESULT_LIMIT,
     HttpAttemptResult,
     HttpSettings,
+    http_isolation,
     run_http_attempt,
 )
 
@@ -98,6 +95,8 @@ class HttpRunRequest:
     forbidden_output_roots: tuple[Path, ...] = ()
     progress: RunProgress = field(default_factory=SilentProgress)
     clock: Callable[[], float] = time.monotonic
+    containment: ContainmentMode = "bwrap"
+    parent_env: Mapping[str, str] = field(default_factory=dict)
 
 
 def redact(value: Any, secret: str) -> Any:
@@ -133,7 +132,8 @@ class _Checkpoints:
         self.save()
 
 
-def _observation(entry: ScheduleEntry, model: str, result: HttpAttemptResult, status: str) -> HttpObservation:
+def _observation(entry: ScheduleEntry, model: str, result: HttpAttemptResult, status: str,
+                 containment: ContainmentMode, mcp_reads_checkout: bool) -> HttpObservation:
     return HttpObservation.model_validate({
         "taskId": entry.task_id, "scenario": entry.scenario, "repetition": entry.repetition, "model": model,
         "tools": result.tools, "toolCallsByName": result.tool_calls_by_name,
@@ -143,6 +143,7 @@ def _observation(entry: ScheduleEntry, model: str, result: HttpAttemptResult, st
         "measuredUsd": float(result.measured_usd), "chargedUsd": float(result.charged_usd),
         "cumulativeCapExceeded": result.budget.cap_exceeded, "wallTimeMs": result.wall_time_ms, "status": status,
         "statusReason": result.status_reason, "answer": result.answer if status == "completed" else "",
+        **http_isolation(containment, entry.scenario, mcp_reads_checkout),
     })
 
 
@@ -190,19 +191,25 @@ def run_http_study(request: HttpRunRequest) -> RunSummary:
             included); no ledger was written and no request sent.
         OutputPathError: the ledger path exists or lies inside a checkout; nothing was written.
     """
+    with ExitStack() as stack:
+        return _run_http_study(request, stack)
+
+
+def _run_http_study(request: HttpRunRequest, stack: ExitStack) -> RunSummary:
     manifest = request.loaded.manifest
     schedule = build_schedule(manifest, request.mode)
     run = RunMachine(len(schedule), "http")
     try:
-        require_roots(schedule, request.roots)
-        check_corpus_roots(manifest, request.roots)
-        mcp = check_mcp_servers(request.mcp, manifest, schedule, request.roots)
+        checked = prepare_study(stack, request.mcp, manifest, schedule, request.roots, request.containment,
+                                request.parent_env)
+        mcp = checked.mcp
         try:
             api_key, base_url = check_api_key(request.api_key), check_base_url(request.base_url)
         except (ApiKeyError, BaseUrlError) as error:
             raise PreflightError(str(error)) from None
         output = resolve_output(request.output, (*request.roots.values(), *request.forbidden_output_roots))
         ledger = _ledger(request, base_url, mcp, len(schedule))
+        ledger.containment = checked.containment
         store = LedgerFile(output, redact(ledger.to_json(), api_key))
     except (PreflightError, OutputPathError):
         run.refuse()
@@ -212,7 +219,8 @@ def run_http_study(request: HttpRunRequest) -> RunSummary:
     def save() -> None:
         store.checkpoint(redact(ledger.to_json(), api_key))
 
-    settings = HttpSettings(model=request.model, prices=request.prices, mcp=request.mcp, clock=request.clock)
+    settings = HttpSettings(model=request.model, prices=request.prices, mcp=request.mcp, clock=request.clock,
+                            containment=request.containment, parent_env=request.parent_env)
     budget, tally = Budget(cap=request.cap_usd), Tally()
     observations: list[HttpObservation] = []
     run.begin()
@@ -231,11 +239,13 @@ def run_http_study(request: HttpRunRequest) -> RunSummary:
                     settings, sender=client, scenario=entry.scenario, root=request.roots[entry.repository],
                     pin=manifest.repositories[entry.repository],
                     prompt=study_prompt(manifest.task(entry.task_id).question),
-                    budget=budget, ledger=checkpoints, mcp_config=mcp.configs.get(entry.repository),
+                    budget=budget, ledger=checkpoints,
+                    server=checked.corpora.paths(entry.repository) if entry.scenario == DOC_BRIDGE_MCP else None,
                 )
                 budget, tally = result.budget, checkpoints.tally
                 attempt.settle(status=result.status)
-                observation = _observation(entry, request.model, result, attempt.status)
+                observation = _observation(entry, request.model, result, attempt.status, request.containment,
+                                           request.mcp.reads_live_checkout)
                 observations.append(observation)
                 ledger.observations.append(observation)
                 ledger.open_reservation = None

@@ -11,23 +11,32 @@ has been charged or written.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
+import agentstudy
 from agentstudy.io.claude_cli import ClaudeBinaryError, probe_version, version_token
+from agentstudy.io.containment import ContainmentError, ContainmentMode, check_containment
+from agentstudy.io.environment import allowlisted_environment
 from agentstudy.io.git import GitError, head, is_clean, path_exists_at
 from agentstudy.io.mcp_client import McpProbeError, probe_mcp_server
-from agentstudy.io.server_config import resolve_server_config
+from agentstudy.io.mcp_sandbox import contained_server
+from agentstudy.io.server_corpus import ServerCorpora, ServerCorpusError
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP, Manifest
 from agentstudy.protocol.mcp_spec import McpServerSpec
 from agentstudy.protocol.schedule import ScheduleEntry
 
 DEFAULT_MCP_SERVER = McpServerSpec(
     name="doc-bridge",
-    command=(sys.executable, "-m", "agentstudy.rehearsal.mcp_server", "--repo", "{root}", "--pin", "{pin}"),
+    command=(sys.executable, "-I", "-m", "agentstudy.rehearsal.mcp_server", "--root", "{root}", "--pin", "{pin}"),
+    sandbox_binds=(str(Path(agentstudy.__file__).resolve().parent),),
 )
-"""The bundled read-only server: serves any git corpus from its blobs at the pin."""
+"""The bundled read-only server: serves the pinned corpus snapshot ``{root}`` (the export's filtered tree).
+
+``-I`` keeps the working directory (the export) off its module path; its own package is bound
+read-only into the sandbox."""
 
 
 class PreflightError(RuntimeError):
@@ -97,42 +106,31 @@ class McpPreflight:
     """What the MCP preflight established.
 
     Attributes:
-        listed_tools: the live ``tools/list`` names shared by every checkout.
+        listed_tools: the live ``tools/list`` names shared by every corpus.
         extra_denied: CLI names of every listed tool outside the read-only set.
-        configs: per repository, the server config file resolved in its checkout (``None``
-            when the command needs none).
     """
 
     listed_tools: tuple[str, ...]
     extra_denied: tuple[str, ...]
-    configs: Mapping[str, str | None]
 
 
 def check_mcp_servers(
-    spec: McpServerSpec, manifest: Manifest, schedule: Iterable[ScheduleEntry], roots: Mapping[str, Path]
+    spec: McpServerSpec, corpora: ServerCorpora, containment: ContainmentMode, parent_env: Mapping[str, str]
 ) -> McpPreflight:
-    """Start the server for every checkout a doc-bridge attempt uses, probe it and compare tool lists.
+    """Start the contained server for every corpus the MCP arm uses, probe it and compare tool lists.
 
     Raises:
-        PreflightError: no server config file in a checkout (when the command needs one), a
-            server fails to start, its probe fails, a read-only tool is missing, or two
-            checkouts list different tools.
+        PreflightError: a server fails to start, its probe fails, a read-only tool is missing,
+            or two corpora list different tools.
     """
-    names = sorted({e.repository for e in schedule if e.scenario == DOC_BRIDGE_MCP})
     listed: tuple[str, ...] | None = None
-    configs: dict[str, str | None] = {}
-    for name in names:
-        config: str | None = None
-        if spec.needs_config:
-            found = resolve_server_config(roots[name], spec.config_candidates)
-            if found is None:
-                raise PreflightError(f"{name}: no MCP server config file ({', '.join(spec.config_candidates)})")
-            config = str(found)
-        configs[name] = config
-        argv = spec.argv(str(roots[name]), manifest.repositories[name], config)
+    for name in corpora.names:
+        paths = corpora.paths(name)
         try:
-            probe = probe_mcp_server(argv[0], argv[1:], spec.env or None, spec.probe_tool, spec.probe_arguments)
-        except McpProbeError as error:
+            with contained_server(spec, paths, containment, parent_env) as (argv, env, cwd):
+                probe = probe_mcp_server(argv[0], argv[1:], env, spec.probe_tool, spec.probe_arguments_for(paths),
+                                         cwd=cwd)
+        except (McpProbeError, ContainmentError) as error:
             raise PreflightError(f"{name}: {error}") from None
         if not probe.probe_ok:
             raise PreflightError(f"{name}: MCP freshness probe {spec.probe_tool} failed at the pin")
@@ -141,8 +139,58 @@ def check_mcp_servers(
             raise PreflightError(f"{name}: MCP server does not list {missing}")
         tools = tuple(sorted(probe.tools))
         if listed is not None and tools != listed:
-            raise PreflightError("MCP servers of different checkouts list different tools")
+            raise PreflightError("MCP servers of different corpora list different tools")
         listed = tools
     if listed is None:
-        return McpPreflight((), (), configs)
-    return McpPreflight(listed, spec.denied_names(listed), configs)
+        return McpPreflight((), ())
+    return McpPreflight(listed, spec.denied_names(listed))
+
+
+def mcp_corpora(
+    spec: McpServerSpec, manifest: Manifest, schedule: Iterable[ScheduleEntry], roots: Mapping[str, Path]
+) -> ServerCorpora:
+    """The server's view of every corpus an MCP-arm attempt of ``schedule`` uses (enter it to make them)."""
+    names = sorted({e.repository for e in schedule if e.scenario == DOC_BRIDGE_MCP})
+    return ServerCorpora(spec, {name: (roots[name], manifest.repositories[name]) for name in names})
+
+
+@dataclass(frozen=True)
+class StudyPreflight:
+    """What the shared study preflight established (both transports).
+
+    Attributes:
+        containment: the proven mechanism as recorded (``"bwrap 0.8.0"`` or ``"restricted"``).
+        mcp: the MCP server's live tools and the derived deny list.
+        corpora: the server's per-corpus view (snapshots, clones), removed when the run's stack closes.
+    """
+
+    containment: str
+    mcp: McpPreflight
+    corpora: ServerCorpora
+
+
+def prepare_study(
+    stack: ExitStack,
+    spec: McpServerSpec,
+    manifest: Manifest,
+    schedule: Sequence[ScheduleEntry],
+    roots: Mapping[str, Path],
+    containment: ContainmentMode,
+    parent_env: Mapping[str, str],
+) -> StudyPreflight:
+    """Roots, corpus checks, containment proof, the server's corpus views and the MCP probe, in that order.
+
+    The corpus views are entered on ``stack`` so they live until the run ends.
+
+    Raises:
+        PreflightError: any check failed (one line); nothing was reserved or written.
+    """
+    require_roots(schedule, roots)
+    check_corpus_roots(manifest, roots)
+    try:
+        proven = check_containment(containment, allowlisted_environment(parent_env, home="/nonexistent",
+                                                                        tmpdir="/nonexistent"))
+        corpora = stack.enter_context(mcp_corpora(spec, manifest, schedule, roots))
+    except (ContainmentError, ServerCorpusError) as error:
+        raise PreflightError(str(error)) from None
+    return StudyPreflight(proven, check_mcp_servers(spec, corpora, containment, parent_env), corpora)

@@ -1,7 +1,8 @@
-"""One Claude Code attempt (seed 000, ``runCliAttempt``): export, spawn, read, check, price.
+"""One Claude Code attempt (seed 000, ``runCliAttempt``): export, contain, spawn, read, check, price.
 
 The caller has already reserved and checkpointed; this module runs the child in a fresh
-export of the pinned corpus with a private TMPDIR, then hands its stdout to
+export of the pinned corpus with a private HOME and TMPDIR, contained as the run asks
+(``io.containment``: bubblewrap by default, issue 15), then hands its stdout to
 ``transports.cli_evaluation.evaluate_cli_attempt`` (parse, setup checks, costs, outcome — the
 same code path as ``agentstudy transcript``). Settlement is the caller's, through
 ``pricing.budget.settle_attempt`` and the attempt machine.
@@ -12,17 +13,28 @@ from __future__ import annotations
 import shutil
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from agentstudy.io.containment import (
+    ContainmentMode,
+    SandboxView,
+    command_paths,
+    contain,
+    containment_sentences,
+    server_read_only_paths,
+)
 from agentstudy.io.export import export_pinned_corpus, remove_export
 from agentstudy.io.process import STDOUT_LIMIT_BYTES, run_bounded
 from agentstudy.pricing.budget import format_max_budget
 from agentstudy.pricing.cost import AttemptCost
+from agentstudy.protocol.manifest import DOC_BRIDGE_MCP
+from agentstudy.protocol.mcp_spec import LIVE_CHECKOUT_NOTE, ServerPaths
 from agentstudy.stream.outcome import CliStatus, ProcessFacts
 from agentstudy.transports.cli_args import (
+    REHEARSAL_TOKEN,
     ArmTools,
     McpServerSpec,
     child_environment,
@@ -43,8 +55,12 @@ class CliSettings:
         model: ``STUDY_MODEL``.
         mcp: the MCP server under study.
         rehearsal_base_url: the local Messages API server in rehearsal, else ``None``.
-        private_home: give each attempt its own HOME (rehearsal); otherwise the user's HOME
-            is passed so the CLI can use its own login.
+        containment: ``bwrap`` (default) or ``restricted`` (issue 15).
+        gateway_base_url: ``--cli-base-url``, an LLM gateway the CLI talks to instead of the API.
+        gateway_token: the gateway's token (``AGENTSTUDY_GATEWAY_TOKEN``), sent as
+            ``ANTHROPIC_AUTH_TOKEN``; never recorded.
+        login_file: in real runs, the CLI's own credentials file, mounted read-only into the
+            private HOME at ``.claude/.credentials.json``; ``None`` when absent or in rehearsal.
         timeout_s: attempt timeout in seconds.
         stdout_limit: stdout bound in bytes.
     """
@@ -53,9 +69,24 @@ class CliSettings:
     model: str
     mcp: McpServerSpec
     rehearsal_base_url: str | None = None
-    private_home: bool = False
+    containment: ContainmentMode = "bwrap"
+    gateway_base_url: str | None = None
+    gateway_token: str | None = field(default=None, repr=False)
+    login_file: Path | None = None
     timeout_s: float = ATTEMPT_TIMEOUT_S
     stdout_limit: int = STDOUT_LIMIT_BYTES
+
+    @property
+    def base_url(self) -> str | None:
+        """Where the child sends Messages API requests, when not the CLI's default."""
+        return self.rehearsal_base_url or self.gateway_base_url
+
+    @property
+    def auth_token(self) -> str | None:
+        """The ``ANTHROPIC_AUTH_TOKEN`` of the child: a dummy in rehearsal, the gateway's token, or none."""
+        if self.rehearsal_base_url is not None:
+            return REHEARSAL_TOKEN
+        return self.gateway_token
 
 
 @dataclass(frozen=True)
@@ -86,32 +117,40 @@ def run_cli_attempt(
     prompt: str,
     reservation_usd: Decimal,
     parent_env: Mapping[str, str],
+    server: ServerPaths | None = None,
 ) -> CliAttemptResult:
     """Run one attempt of ``scenario`` against the corpus at ``root``/``pin``.
 
-    The export and the attempt's private directories are removed afterwards, even after a
-    timeout. Never raises for the child's behaviour; raises ``GitError`` if the export fails
-    (before anything was spawned).
+    ``server`` holds the MCP server's placeholder values (its read-only snapshot, …) and is
+    required in the MCP arm. The export and the attempt's private directories are removed
+    afterwards, even after a timeout. Never raises for the child's behaviour; raises
+    ``GitError`` if the export fails and ``ContainmentError`` if bubblewrap vanished (both
+    before anything was spawned).
     """
     export = export_pinned_corpus(root, pin)
     scratch = Path(tempfile.mkdtemp(prefix="agentstudy-attempt-"))
     try:
-        (scratch / "home").mkdir()
-        (scratch / "tmp").mkdir()
-        home = str(scratch / "home") if settings.private_home else parent_env.get("HOME", str(scratch / "home"))
+        home, tmp = scratch / "home", scratch / "tmp"
+        home.mkdir()
+        tmp.mkdir()
         env = child_environment(
-            parent_env, home=home, tmpdir=str(scratch / "tmp"), rehearsal_base_url=settings.rehearsal_base_url
+            parent_env, home=str(home), tmpdir=str(tmp), base_url=settings.base_url, auth_token=settings.auth_token
         )
-        argv = [
+        config = mcp_config(scenario, settings.mcp, server)
+        command = [
             str(settings.binary),
             *cli_arguments(
                 model=settings.model,
                 max_budget_usd=format_max_budget(reservation_usd),
                 tools=tools,
-                mcp_config_json=mcp_config(scenario, settings.mcp, str(root), pin),
+                mcp_config_json=config,
                 prompt=prompt,
             ),
         ]
+        view = attempt_view(settings, export.path, home, tmp, env.get("PATH"), scenario, server)
+        argv = contain(settings.containment, view, command)
+        if settings.containment == "restricted":
+            _link_login(settings, home)
         process = run_bounded(argv, env, export.path, settings.timeout_s, settings.stdout_limit)
     finally:
         remove_export(export.path)
@@ -131,35 +170,65 @@ def run_cli_attempt(
             "export_files": export.files,
             "export_bytes": export.bytes,
             "export_tree_sha256": export.tree_sha256,
-            **isolation(settings),
+            **isolation(settings, scenario),
         },
     )
+
+
+LOGIN_TARGET = Path(".claude") / ".credentials.json"
+"""Where the CLI's own credentials file appears inside the private HOME (real runs only)."""
+
+
+def attempt_view(
+    settings: CliSettings,
+    export: Path,
+    home: Path,
+    tmp: Path,
+    path_env: str | None,
+    scenario: str,
+    server: ServerPaths | None,
+) -> SandboxView:
+    """What one attempt's child may see (issue 15, deliverable 2): the export (cwd), the agent's
+    install, in the MCP arm what the server needs, the private HOME and TMPDIR, and the login file."""
+    read_only = [export, *command_paths(str(settings.binary), path_env)]
+    if scenario == DOC_BRIDGE_MCP and server is not None:
+        read_only += server_read_only_paths(settings.mcp, server, path_env)
+    mounted: tuple[tuple[Path, Path], ...] = ()
+    if settings.login_file is not None and settings.base_url is None:
+        mounted = ((settings.login_file, home / LOGIN_TARGET),)
+    return SandboxView(cwd=export, read_only=tuple(read_only), writable=(home, tmp), mounted=mounted)
+
+
+def _link_login(settings: CliSettings, home: Path) -> None:
+    """Without bwrap the login file is a symlink in the private HOME (the file itself is never copied)."""
+    if settings.login_file is not None and settings.base_url is None:
+        target = home / LOGIN_TARGET
+        target.parent.mkdir(mode=0o700)
+        target.symlink_to(settings.login_file)
 
 
 ISOLATION_ACHIEVED: tuple[str, ...] = (
     "working directory is a fresh export of the pinned blobs only (no .git, no dotfiles, no lockfiles, "
     "no build output), files 0444 and directories 0555, removed after the attempt",
+    "Read, Grep and Glob confined to the export (--restricted); refused paths are listed in permissionDenials",
     "stdin closed; argv only, no shell",
     "environment rebuilt from an allowlist; ANTHROPIC_API_KEY never passed",
-    "private TMPDIR per attempt, removed afterwards",
-    "own process group, killed after the attempt (no orphaned MCP servers)",
+    "private HOME and TMPDIR per attempt, removed afterwards (a real run's login file mounted read-only)",
+    "own process group, killed after the attempt",
     "user, project and local settings not loaded (--setting-sources ''); slash commands disabled",
     "tools limited to Read, Grep, Glob (plus the MCP server's read-only tools); write, shell, web and "
     "agent tools denied; permission mode dontAsk",
 )
 ISOLATION_NOT_ACHIEVED: tuple[str, ...] = (
-    "Read accepts absolute paths: files outside the export can be read (observed with Claude Code 2.1.296)",
-    "the network is not sandboxed; only the CLI's non-essential traffic is switched off",
-    "whether the CLI loads CLAUDE.md or AGENTS.md found in the export is not observed",
+    "the network is shared; only the CLI's non-essential traffic is switched off",
 )
 
 
-def isolation(settings: CliSettings) -> dict[str, list[str]]:
-    """The isolation achieved and not achieved by an attempt with ``settings``, as plain record fields."""
-    achieved = list(ISOLATION_ACHIEVED)
-    missing = list(ISOLATION_NOT_ACHIEVED)
-    if settings.private_home:
-        achieved.append("private HOME per attempt, removed afterwards")
-    else:
-        missing.append("HOME is the user's, where the CLI keeps its login; the CLI writes session files there")
-    return {"isolation_achieved": achieved, "isolation_not_achieved": missing}
+def isolation(settings: CliSettings, scenario: str) -> dict[str, Any]:
+    """The containment of an attempt of ``scenario`` with ``settings``, as plain record fields."""
+    contained, missing_by_mode = containment_sentences(settings.containment)
+    achieved = [*ISOLATION_ACHIEVED, *contained]
+    missing = [*ISOLATION_NOT_ACHIEVED, *missing_by_mode]
+    if scenario == DOC_BRIDGE_MCP and settings.mcp.reads_live_checkout:
+        missing.append(LIVE_CHECKOUT_NOTE)
+    return {"containment": settings.containment, "isolation_achieved": achieved, "isolation_not_achieved": missing}

@@ -1,7 +1,9 @@
 """Arguments and environment of a Claude Code attempt (seed 000, "CLI transport contract"). Pure.
 
 Both arms get the same argument list except the ``--allowedTools`` value and the
-``--mcp-config`` value. The prompt comes last, right after ``--``, because the variadic
+``--mcp-config`` value. ``--restricted`` confines Read, Grep and Glob to the working directory
+(the export) in both arms (issue 15): every path outside is refused and listed in the result's
+``permission_denials``. The prompt comes last, right after ``--``, because the variadic
 flags (``--tools``, ``--allowedTools``, ``--disallowedTools``, ``--mcp-config``) would
 swallow it otherwise.
 """
@@ -16,6 +18,7 @@ from typing import Any
 from agentstudy.io.environment import allowlisted_environment
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP
 from agentstudy.protocol.mcp_spec import McpServerSpec as McpServerSpec
+from agentstudy.protocol.mcp_spec import ServerPaths
 from agentstudy.protocol.mcp_spec import mcp_tool_name as mcp_tool_name
 from agentstudy.protocol.prompt import MAX_PROMPT_BYTES
 
@@ -60,11 +63,17 @@ def arm_tools(scenario: str, spec: McpServerSpec, extra_denied: Sequence[str]) -
     return ArmTools(BUILTIN_TOOLS, BUILTIN_TOOLS, denied, None)
 
 
-def mcp_config(scenario: str, spec: McpServerSpec, root: str, pin: str, config: str | None = None) -> str:
-    """The ``--mcp-config`` JSON: no server in ``repository-only``, the one server otherwise."""
+def mcp_config(scenario: str, spec: McpServerSpec, paths: ServerPaths | None) -> str:
+    """The ``--mcp-config`` JSON: no server in ``repository-only``, the one server (placeholders filled) otherwise.
+
+    Raises:
+        ValueError: ``paths`` is ``None`` in the MCP arm (a programming error).
+    """
     if scenario != DOC_BRIDGE_MCP:
         return json.dumps({"mcpServers": {}}, separators=(",", ":"))
-    command = spec.argv(root, pin, config)
+    if paths is None:
+        raise ValueError("the MCP arm needs the server's corpus paths")
+    command = spec.argv(paths)
     server: dict[str, Any] = {"type": "stdio", "command": command[0], "args": command[1:]}
     if spec.env:
         server["env"] = dict(spec.env)
@@ -92,6 +101,7 @@ def cli_arguments(
         "--max-budget-usd",
         max_budget_usd,
         "--disable-slash-commands",
+        "--restricted",
         "--setting-sources",
         "",
         "--permission-mode",
@@ -110,16 +120,31 @@ def cli_arguments(
     ]
 
 
+LOGIN_TOKEN_ENV = "CLAUDE_CODE_OAUTH_TOKEN"  # noqa: S105 - a variable name, not a credential
+"""The CLI's own long-lived login token (``claude setup-token``): passed through in real runs when set."""
+REHEARSAL_TOKEN = "rehearsal-dummy-token"  # noqa: S105 - not a credential
+
+
 def child_environment(
-    parent: Mapping[str, str], *, home: str, tmpdir: str, rehearsal_base_url: str | None
+    parent: Mapping[str, str],
+    *,
+    home: str,
+    tmpdir: str,
+    base_url: str | None = None,
+    auth_token: str | None = None,
 ) -> dict[str, str]:
     """The child's complete environment, rebuilt from an allowlist (``io.environment``).
 
-    ``ANTHROPIC_API_KEY`` is never included. In rehearsal only, ``ANTHROPIC_BASE_URL`` points
-    at the local server and ``ANTHROPIC_AUTH_TOKEN`` holds a dummy token.
+    ``ANTHROPIC_API_KEY`` is never included. ``base_url`` (the rehearsal server, or an LLM
+    gateway given by ``--cli-base-url``) becomes ``ANTHROPIC_BASE_URL`` and ``auth_token``
+    ``ANTHROPIC_AUTH_TOKEN``. Without a base URL (a real run on the CLI's own login),
+    ``CLAUDE_CODE_OAUTH_TOKEN`` is passed through when the parent has it.
     """
     extra = dict(QUIET_ENV)
-    if rehearsal_base_url is not None:
-        extra["ANTHROPIC_BASE_URL"] = rehearsal_base_url
-        extra["ANTHROPIC_AUTH_TOKEN"] = "rehearsal-dummy-token"  # noqa: S105 - not a credential
+    if base_url is not None:
+        extra["ANTHROPIC_BASE_URL"] = base_url
+    elif LOGIN_TOKEN_ENV in parent:
+        extra[LOGIN_TOKEN_ENV] = parent[LOGIN_TOKEN_ENV]
+    if auth_token is not None:
+        extra["ANTHROPIC_AUTH_TOKEN"] = auth_token
     return allowlisted_environment(parent, home=home, tmpdir=tmpdir, extra=extra)

@@ -19,11 +19,12 @@ import math
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from agentstudy.io.containment import ContainmentMode, containment_sentences
 from agentstudy.io.messages_api import MessagesApiError
 from agentstudy.pricing.budget import Budget
 from agentstudy.pricing.http import (
@@ -38,7 +39,8 @@ from agentstudy.pricing.http import (
     settle_response,
 )
 from agentstudy.pricing.tally import Tally
-from agentstudy.protocol.mcp_spec import McpServerSpec
+from agentstudy.protocol.manifest import DOC_BRIDGE_MCP
+from agentstudy.protocol.mcp_spec import LIVE_CHECKOUT_NOTE, McpServerSpec, ServerPaths
 from agentstudy.transports.http_tools import ToolSetupError, agent_tools
 from agentstudy.transports.repo_tools import ToolResult
 
@@ -254,17 +256,20 @@ def agent_loop(
 
 @dataclass(frozen=True)
 class HttpSettings:
-    """Run-wide settings of the http transport: ``model``, upper ``prices``, the MCP server ``mcp``, a ``clock``."""
+    """Run-wide settings of the http transport: ``model``, upper ``prices``, the MCP server ``mcp``, a ``clock``,
+    how the MCP server is contained and the environment its allowlist copies from."""
 
     model: str
     prices: UpperPrices
     mcp: McpServerSpec
     clock: Callable[[], float] = time.monotonic
+    containment: ContainmentMode = "bwrap"
+    parent_env: Mapping[str, str] = field(default_factory=dict)
 
 
 def run_http_attempt(
     settings: HttpSettings, *, sender: Sender, scenario: str, root: Path, pin: str, prompt: str,
-    budget: Budget, ledger: CallLedger, mcp_config: str | None = None,
+    budget: Budget, ledger: CallLedger, server: ServerPaths | None = None,
 ) -> HttpAttemptResult:
     """Prepare the tools of ``scenario`` (a fresh MCP server in the MCP arm), run the loop, close the server.
 
@@ -274,7 +279,8 @@ def run_http_attempt(
         OSError: from ``ledger`` (see :func:`agent_loop`).
     """
     try:
-        with agent_tools(scenario, root, pin, settings.mcp, mcp_config) as tools:
+        with agent_tools(scenario, root, pin, settings.mcp, server, settings.containment,
+                         settings.parent_env) as tools:
             return agent_loop(sender=sender, tools=tools, model=settings.model, prompt=prompt,
                               prices=settings.prices, budget=budget, ledger=ledger, clock=settings.clock)
     except ToolSetupError as error:
@@ -283,3 +289,20 @@ def run_http_attempt(
             usage_complete=True, turns=0, tool_calls=0, tool_calls_by_name={}, tool_errors_by_name={}, tools=[],
             reserved_usd=Decimal(0), measured_usd=Decimal(0), charged_usd=Decimal(0), wall_time_ms=0, answer="",
         )
+
+
+HTTP_ISOLATION_ACHIEVED: tuple[str, ...] = (
+    "the agent loop runs in agentstudy; its repository tools read only the pinned blobs that pass the export filter",
+    "the MCP server (its arm only) is handed a read-only snapshot of the pinned corpus, with an allowlisted "
+    "environment and a private HOME and TMPDIR",
+)
+
+
+def http_isolation(containment: ContainmentMode, scenario: str, reads_live_checkout: bool) -> dict[str, Any]:
+    """The containment record fields of an http attempt (issue 15): only the MCP server is a child process."""
+    contained, missing = containment_sentences(containment)
+    achieved = [*HTTP_ISOLATION_ACHIEVED, *(f"MCP server: {line}" for line in contained)]
+    not_achieved = [f"MCP server: {line}" for line in missing]
+    if scenario == DOC_BRIDGE_MCP and reads_live_checkout:
+        not_achieved.append(LIVE_CHECKOUT_NOTE)
+    return {"containment": containment, "isolationAchieved": achieved, "isolationNotAchieved": not_achieved}

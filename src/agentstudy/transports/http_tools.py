@@ -17,10 +17,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from agentstudy.io.containment import ContainmentMode
 from agentstudy.io.mcp_client import McpProbeError
+from agentstudy.io.mcp_sandbox import contained_server
 from agentstudy.io.mcp_session import McpSession
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP
-from agentstudy.protocol.mcp_spec import McpServerSpec
+from agentstudy.protocol.mcp_spec import McpServerSpec, ServerPaths
 from agentstudy.transports.repo_tools import DEFINITIONS, TOOL_ERROR, RepositoryTools, ToolResult
 
 __all__ = ["AgentTools", "ToolSetupError", "agent_tools", "exposed_name"]
@@ -109,12 +111,18 @@ class AgentTools:
 
 @contextmanager
 def agent_tools(
-    scenario: str, root: Path, pin: str, spec: McpServerSpec, config: str | None = None
+    scenario: str,
+    root: Path,
+    pin: str,
+    spec: McpServerSpec,
+    server: ServerPaths | None = None,
+    containment: ContainmentMode = "bwrap",
+    parent_env: Mapping[str, str] | None = None,
 ) -> Iterator[AgentTools]:
     """The tools of one attempt of ``scenario``; a fresh MCP server in the ``doc-bridge-mcp`` arm, closed after.
 
-    The server runs ``spec.argv(root, pin, config)`` with the SDK's minimal environment plus
-    ``spec.env`` (never ``ANTHROPIC_API_KEY``).
+    The server runs ``spec.argv(server)`` contained as in preflight (``io.mcp_sandbox``): in its
+    sandbox, with an allowlisted environment plus ``spec.env`` (never ``ANTHROPIC_API_KEY``).
 
     Raises:
         ToolSetupError: the repository tools or the MCP server could not be prepared.
@@ -126,12 +134,14 @@ def agent_tools(
     if scenario != DOC_BRIDGE_MCP:
         yield AgentTools(repository)
         return
-    argv = spec.argv(str(root), pin, config)
-    try:
-        session = McpSession(argv[0], argv[1:], spec.env or None).__enter__()
-    except McpProbeError:
-        raise ToolSetupError("the MCP server did not start") from None
-    try:
-        yield AgentTools(repository, session, spec.read_only_tools)
-    finally:
-        session.__exit__(None, None, None)
+    if server is None:
+        raise ToolSetupError("the MCP arm has no corpus snapshot for its server")
+    with contained_server(spec, server, containment, parent_env or {}) as (argv, env, cwd):
+        try:
+            session = McpSession(argv[0], argv[1:], env, cwd).__enter__()
+        except McpProbeError:
+            raise ToolSetupError("the MCP server did not start") from None
+        try:
+            yield AgentTools(repository, session, spec.read_only_tools)
+        finally:
+            session.__exit__(None, None, None)

@@ -1,0 +1,273 @@
+"""OS-level containment of the processes agentstudy starts: bubblewrap command lines from a view (issue 15).
+
+A ``SandboxView`` says, as data, what one contained process may see: paths bound read-only,
+paths bound writable (a private HOME and TMPDIR), files mounted at another place (a login
+credential inside the private HOME), and the working directory. ``bwrap_argv`` turns it into a
+bubblewrap command line (pure); ``contain`` applies the chosen mechanism. Under ``bwrap`` the
+child runs in new mount, pid, ipc, uts, user and cgroup namespaces with the network shared (it
+must reach the API or the rehearsal server): it sees ``/usr`` (and the ``/bin``, ``/lib*``,
+``/sbin`` links) read-only, the few ``/etc`` files name resolution and TLS need, a fresh
+``/proc`` and ``/dev``, its view — and nothing else of the host: no host ``/tmp``, no user
+HOME, no other attempt's export. ``--die-with-parent`` and the pid namespace end every
+descendant when the child ends, ``setsid`` or not. Under ``restricted`` the argv is unchanged
+and only the agent's own file-tool confinement (``--restricted``) holds; ``not_achieved``
+says what is missing then.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from agentstudy.protocol.mcp_spec import McpServerSpec, ServerPaths
+
+ContainmentMode = Literal["bwrap", "restricted"]
+CONTAINMENT_MODES: tuple[ContainmentMode, ...] = ("bwrap", "restricted")
+SYSTEM_DIRS: tuple[str, ...] = ("/usr",)
+"""Bound read-only in every sandbox: the system runtime."""
+SYSTEM_LINKS: tuple[str, ...] = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+"""Mirrored as the host has them: a symlink (merged /usr) becomes the same symlink, a directory a read-only bind."""
+ETC_FILES: tuple[str, ...] = (
+    "/etc/resolv.conf",
+    "/etc/hosts",
+    "/etc/nsswitch.conf",
+    "/etc/ssl",
+    "/etc/ca-certificates",
+    "/etc/pki",
+    "/etc/localtime",
+    "/etc/ld.so.cache",
+)
+"""The only parts of ``/etc`` a sandbox sees (when present): name resolution, TLS roots, time zone, linker cache."""
+BWRAP_SEARCH_PATH = "/usr/bin:/bin:/usr/local/bin"
+CHECK_TIMEOUT_S = 10.0
+
+
+class ContainmentError(RuntimeError):
+    """The requested containment cannot run on this machine (one-line reason)."""
+
+
+@dataclass(frozen=True)
+class SandboxView:
+    """What one contained process may see (all paths absolute; bound at the same path unless mounted).
+
+    Attributes:
+        cwd: the working directory (must be among ``read_only`` or ``writable``).
+        read_only: directories or files bound read-only.
+        writable: directories bound read-write (the private HOME and TMPDIR).
+        mounted: ``(source, target)`` files bound read-only at another path (a credential
+            file inside the private HOME).
+    """
+
+    cwd: Path
+    read_only: tuple[Path, ...] = ()
+    writable: tuple[Path, ...] = ()
+    mounted: tuple[tuple[Path, Path], ...] = field(default=())
+
+    def with_read_only(self, paths: Iterable[Path]) -> SandboxView:
+        """This view plus more read-only paths."""
+        return SandboxView(self.cwd, (*self.read_only, *paths), self.writable, self.mounted)
+
+
+def _depth(path: Path) -> int:
+    return len(path.parts)
+
+
+def _under(path: Path, parents: Iterable[Path]) -> bool:
+    return any(path == parent or parent in path.parents for parent in parents)
+
+
+def bwrap_argv(bwrap: str, view: SandboxView, command: Sequence[str]) -> list[str]:
+    """The bubblewrap command line running ``command`` in ``view`` (pure; reads no file).
+
+    Binds are ordered parents first so a path bound inside another keeps its own mode; a path
+    under ``/usr`` is not bound again. ``/etc`` entries use ``--ro-bind-try`` (absent ones are
+    skipped); everything of the view must exist.
+    """
+    argv = [
+        bwrap,
+        "--unshare-all",
+        "--share-net",
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop",
+        "ALL",
+        "--ro-bind",
+        "/usr",
+        "/usr",
+    ]
+    for link in SYSTEM_LINKS:
+        argv += _system_link(link)
+    for entry in ETC_FILES:
+        argv += ["--ro-bind-try", entry, entry]
+    argv += ["--proc", "/proc", "--dev", "/dev"]
+    binds: dict[Path, str] = {}
+    read_only = set(view.read_only)
+    for path in view.read_only:
+        covered = _under(path, map(Path, SYSTEM_DIRS)) or any(p in read_only for p in path.parents)
+        if not covered:
+            binds.setdefault(path, "--ro-bind")
+    for path in view.writable:
+        binds[path] = "--bind"
+    for path in sorted(binds, key=lambda p: (_depth(p), str(p))):
+        argv += [binds[path], str(path), str(path)]
+    for source, target in view.mounted:
+        argv += ["--ro-bind", str(source), str(target)]
+    argv += ["--chdir", str(view.cwd), "--", *command]
+    return argv
+
+
+def _system_link(link: str) -> list[str]:
+    path = Path(link)
+    if path.is_symlink():
+        return ["--symlink", os.readlink(path), link]
+    if path.is_dir():
+        return ["--ro-bind", link, link]
+    return []
+
+
+def find_bwrap() -> str | None:
+    """The bubblewrap executable on the system search path, or ``None``."""
+    return shutil.which("bwrap", path=BWRAP_SEARCH_PATH)
+
+
+def contain(mode: ContainmentMode, view: SandboxView, command: Sequence[str]) -> list[str]:
+    """``command`` wrapped for ``mode``: the bwrap command line, or ``command`` itself under ``restricted``.
+
+    Raises:
+        ContainmentError: ``bwrap`` was asked for and is not installed.
+    """
+    if mode == "restricted":
+        return list(command)
+    bwrap = find_bwrap()
+    if bwrap is None:
+        raise ContainmentError(
+            "bubblewrap (bwrap) is not installed: run scripts/setup.sh as root or `apt-get install bubblewrap`"
+        )
+    return bwrap_argv(bwrap, view, command)
+
+
+def command_paths(executable: str, path_env: str | None = None, *, _depth_left: int = 2) -> tuple[Path, ...]:
+    """What must be bound read-only for ``executable`` to run in a sandbox.
+
+    The executable as named and as resolved; for each, its prefix when it lives in a ``bin`` or
+    ``.bin`` directory (``<prefix>/bin/x`` binds ``<prefix>``: a virtualenv, an npm install's
+    ``node_modules``, a Python installation), else its directory; then the same for the
+    interpreter of a ``#!`` script (``/usr/bin/env NAME`` resolves ``NAME`` on ``path_env``).
+    A bare name is looked up on ``path_env``; one that is not found gives ``()``.
+    """
+    found = executable if os.sep in executable else shutil.which(executable, path=path_env or os.defpath)
+    if found is None:
+        return ()
+    named = Path(os.path.abspath(found))
+    paths: list[Path] = []
+    for candidate in (named, named.resolve()):
+        parent = candidate.parent
+        paths.append(parent.parent if parent.name in ("bin", ".bin") else parent)
+    if _depth_left > 0:
+        interpreter = _shebang(named)
+        if interpreter:
+            paths += command_paths(interpreter, path_env, _depth_left=_depth_left - 1)
+    return tuple(dict.fromkeys(p for p in paths if p != Path("/")))
+
+
+def _shebang(path: Path) -> str | None:
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(256)
+    except OSError:
+        return None
+    if not head.startswith(b"#!"):
+        return None
+    parts = head[2:].split(b"\n", 1)[0].decode("utf-8", "replace").split()
+    if not parts:
+        return None
+    if Path(parts[0]).name == "env" and len(parts) > 1:
+        return next((p for p in parts[1:] if not p.startswith("-")), None)
+    return parts[0]
+
+
+def absolute_existing(arguments: Iterable[str]) -> tuple[Path, ...]:
+    """Every argument (or ``--flag=value`` value) that is an absolute path to something that exists."""
+    paths: list[Path] = []
+    for argument in arguments:
+        value = argument.split("=", 1)[1] if argument.startswith("-") and "=" in argument else argument
+        if value.startswith("/") and "\0" not in value and os.path.lexists(value):
+            paths.append(Path(os.path.abspath(value)))
+    return tuple(dict.fromkeys(paths))
+
+
+def server_read_only_paths(spec: McpServerSpec, paths: ServerPaths, path_env: str | None) -> tuple[Path, ...]:
+    """What the MCP server under study needs read-only in a sandbox (issue 15, deliverable 2).
+
+    Its command and the interpreter's prefix (``command_paths``), every existing absolute path
+    among its filled arguments (the snapshot, the private clone, the config file, the live
+    checkout when ``{checkout}`` was written), and ``spec.sandbox_binds`` that exist.
+    """
+    argv = spec.argv(paths)
+    binds = [Path(p) for p in spec.sandbox_binds if os.path.isabs(p) and os.path.lexists(p)]
+    found = [*command_paths(argv[0], path_env), *absolute_existing(argv[1:]), *binds]
+    return tuple(dict.fromkeys(found))
+
+
+def check_containment(mode: ContainmentMode, env: Mapping[str, str]) -> str:
+    """Prove that ``mode`` works here by running ``/usr/bin/true`` in an empty sandbox; return a description.
+
+    Returns:
+        ``"bwrap <version>"`` or ``"restricted"``.
+
+    Raises:
+        ContainmentError: bubblewrap is missing or cannot create its namespaces here (one line,
+            naming ``--containment restricted`` as the operator's way out).
+    """
+    if mode == "restricted":
+        return "restricted"
+    hint = "; pass --containment restricted to run without it (the ledger and report then say so)"
+    bwrap = find_bwrap()
+    if bwrap is None:
+        raise ContainmentError("bubblewrap (bwrap) is not installed (apt-get install bubblewrap)" + hint)
+    with tempfile.TemporaryDirectory(prefix="agentstudy-sandbox-check-") as scratch:
+        view = SandboxView(cwd=Path(scratch), writable=(Path(scratch),))
+        try:
+            result = subprocess.run(
+                bwrap_argv(bwrap, view, ["/usr/bin/true"]),
+                env=dict(env), stdin=subprocess.DEVNULL, capture_output=True, timeout=CHECK_TIMEOUT_S, check=False,
+            )
+            version = subprocess.run(
+                [bwrap, "--version"], env=dict(env), stdin=subprocess.DEVNULL, capture_output=True,
+                timeout=CHECK_TIMEOUT_S, check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired) as error:
+            raise ContainmentError(f"bubblewrap could not run: {error.__class__.__name__}{hint}") from None
+    if result.returncode != 0:
+        detail = result.stderr.decode("utf-8", "replace").strip().splitlines()
+        reason = "".join(c for c in (detail[-1] if detail else f"exit {result.returncode}") if c.isprintable())
+        raise ContainmentError(f"bubblewrap cannot create its sandbox here ({reason[:200]}){hint}")
+    line = version.stdout.decode("utf-8", "replace").strip()
+    return line.replace("bubblewrap", "bwrap", 1) if line else "bwrap"
+
+
+BWRAP_ACHIEVED: tuple[str, ...] = (
+    "bubblewrap: new mount, pid, ipc, uts, user and cgroup namespaces; the network is shared",
+    "the child and every descendant (the MCP server included) see only the export (read-only, cwd), the "
+    "agent's install, what the MCP server needs (read-only), /usr, name-resolution and TLS files of /etc, "
+    "/proc, /dev and a private HOME and TMPDIR; no host /tmp, no user HOME, no other export",
+    "every descendant ends with the attempt (--die-with-parent and the pid namespace), setsid or not",
+)
+RESTRICTED_NOT_ACHIEVED: tuple[str, ...] = (
+    "no OS sandbox (--containment restricted): the agent process and the MCP server can see the whole "
+    "machine; only the agent's file tools are confined to the export",
+    "a descendant that leaves the process group (setsid) can outlive the attempt",
+)
+
+
+def containment_sentences(mode: ContainmentMode) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``(achieved, not_achieved)`` sentences of ``mode`` for the attempt records."""
+    if mode == "bwrap":
+        return BWRAP_ACHIEVED, ()
+    return (), RESTRICTED_NOT_ACHIEVED

@@ -1,0 +1,112 @@
+"""What the MCP server under study is handed per corpus (issue 15, deliverable 4).
+
+Never the live checkout unless the operator writes ``{checkout}``: ``{root}`` is a read-only
+snapshot of the pinned corpus made with the export's own function (the same filtered tree the
+agent sees: no answer key, no dotfiles, no build output), ``{config}`` is resolved inside that
+snapshot, and ``{git}`` is a private read-only clone with the pin's history only. Everything is
+made once per run in one private directory and removed when the run ends.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
+from pathlib import Path
+from types import TracebackType
+
+from agentstudy.io.export import CorpusExport, export_pinned_corpus, remove_export
+from agentstudy.io.git import GitError, make_pinned_clone, remove_pinned_clone
+from agentstudy.io.server_config import resolve_server_config
+from agentstudy.protocol.mcp_spec import McpServerSpec, ServerPaths
+
+
+class ServerCorpusError(RuntimeError):
+    """A corpus could not be prepared for the MCP server (one-line reason naming the repository)."""
+
+
+class ServerCorpora(AbstractContextManager["ServerCorpora"]):
+    """The MCP server's view of every corpus a run's MCP arm uses, made on enter and removed on exit.
+
+    Args:
+        spec: the server under study (which placeholders it names).
+        corpora: repository name -> (checkout, 40-hex pin), in the order to prepare them.
+
+    Raises:
+        ServerCorpusError: on enter, when a snapshot or clone cannot be made, or the command
+            needs ``{config}`` and no candidate exists in a snapshot.
+    """
+
+    def __init__(self, spec: McpServerSpec, corpora: Mapping[str, tuple[Path, str]]) -> None:
+        self._spec = spec
+        self._corpora = dict(corpora)
+        self._directory: Path | None = None
+        self._snapshots: list[CorpusExport] = []
+        self._clones: list[Path] = []
+        self._paths: dict[str, ServerPaths] = {}
+
+    def __enter__(self) -> ServerCorpora:
+        if not self._corpora:
+            return self
+        self._directory = Path(tempfile.mkdtemp(prefix="agentstudy-server-corpus-"))
+        try:
+            for name, (checkout, pin) in self._corpora.items():
+                self._paths[name] = self._prepare(name, checkout, pin)
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def _prepare(self, name: str, checkout: Path, pin: str) -> ServerPaths:
+        assert self._directory is not None
+        spec = self._spec
+        try:
+            snapshot = export_pinned_corpus(checkout, pin, parent=self._directory)
+            self._snapshots.append(snapshot)
+            git = None
+            if spec.needs_git:
+                clone = make_pinned_clone(checkout, pin, self._directory / f"git-{len(self._clones)}")
+                self._clones.append(clone)
+                git = str(clone)
+        except GitError as error:
+            raise ServerCorpusError(f"{name}: {error}") from None
+        config = None
+        if spec.needs_config:
+            found = resolve_server_config(snapshot.path, spec.config_candidates)
+            if found is None:
+                raise ServerCorpusError(
+                    f"{name}: no MCP server config file in the pinned corpus ({', '.join(spec.config_candidates)})"
+                )
+            config = str(found)
+        checkout_value = str(checkout) if spec.reads_live_checkout else None
+        return ServerPaths(root=str(snapshot.path), pin=pin, config=config, git=git, checkout=checkout_value)
+
+    def paths(self, name: str) -> ServerPaths:
+        """The placeholder values for repository ``name``.
+
+        Raises:
+            KeyError: the repository was not prepared (no MCP attempt uses it).
+        """
+        return self._paths[name]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The prepared repositories, in preparation order."""
+        return tuple(self._paths)
+
+    def close(self) -> None:
+        """Remove every snapshot and clone and the private directory (idempotent)."""
+        for snapshot in self._snapshots:
+            remove_export(snapshot.path)
+        for clone in self._clones:
+            remove_pinned_clone(clone)
+        self._snapshots, self._clones = [], []
+        if self._directory is not None:
+            shutil.rmtree(self._directory, ignore_errors=True)
+            self._directory = None
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
