@@ -41,7 +41,8 @@ def test_help_documents_the_exit_codes_and_the_policy() -> None:
     assert "Exit codes: 0 the status is `completed`; 1 any other status; 2 bad input" in flat
     for name in ("mcp__doc-bridge__doc_search", "mcp__doc-bridge__doc_get", "mcp__doc-bridge__handoff_resolve"):
         assert name in flat
-    for flag in ("--scenario", "--model", "--exit-code", "--timed-out", "--reservation-usd", "--json"):
+    for flag in ("--scenario", "--model", "--exit-code", "--timed-out", "--reservation-usd", "--containment",
+                 "--json"):
         assert flag in flat
 
 
@@ -59,7 +60,7 @@ def test_clean_transcript_completes_with_the_seed_field_names() -> None:
     assert record["inputTokens"] == 2700 and record["usageComplete"] is True
     ledger_names = {info.alias or name for name, info in CliObservation.model_fields.items()}
     extra = set(record) - ledger_names
-    assert extra == {"statusReason"}
+    assert extra == {"statusReason", "refusedOutOfExportReads"}
     missing = ledger_names - set(record)
     assert missing == {
         "taskId", "repetition", "cliVersion", "expectedCliVersion", "cumulativeCapExceeded",

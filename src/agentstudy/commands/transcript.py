@@ -20,6 +20,7 @@ from agentstudy.pricing.budget import reservation_for, settle_attempt
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP, REPOSITORY_ONLY
 from agentstudy.protocol.records import CliObservation
 from agentstudy.runners.preflight import DEFAULT_MCP_SERVER
+from agentstudy.stream.denials import refused_out_of_export_reads
 from agentstudy.stream.outcome import ProcessFacts
 from agentstudy.transports.cli_args import arm_tools
 from agentstudy.transports.cli_evaluation import CliEvaluation, evaluate_cli_attempt
@@ -33,7 +34,15 @@ FIRST_KEYS = (
     "reservedUsd",
     "cliReportedCostUsd",
     "computedCostUsd",
+    "containment",
+    "refusedOutOfExportReads",
 )
+CONTAINMENTS = ("bwrap", "restricted", "unknown")
+CONTAINMENT_NOTES = {
+    "unknown": "a transcript does not record how the child was confined; pass --containment",
+    "bwrap": "as given by --containment: bubblewrap namespaces plus --restricted file tools",
+    "restricted": "as given by --containment: --restricted file tools only, no bubblewrap",
+}
 
 
 def _usd(amount: Decimal) -> str:
@@ -54,12 +63,16 @@ def attempt_record(
     attempt_budget_usd: Decimal,
     reservation_usd: Decimal,
     exit_code: int,
+    containment: str = "unknown",
 ) -> dict[str, Any]:
     """The attempt record of a saved transcript, settled, without the answer.
 
     Keys are the ledger's (``protocol.records.CliObservation``) plus ``statusReason`` (why the
-    status is not ``completed``, ``null`` when it is); ``setupProblem`` and ``costProblem``
-    are always present (``null`` when unset). Money is JSON numbers of USD.
+    status is not ``completed``, ``null`` when it is) and ``refusedOutOfExportReads`` (the
+    result's permission denials of Read, Grep or Glob); ``setupProblem`` and ``costProblem``
+    are always present (``null`` when unset). ``containment`` echoes the caller's
+    ``bwrap``, ``restricted`` or ``unknown`` (a transcript does not say how the child was
+    confined). Money is JSON numbers of USD.
     """
     computed = evaluation.computed_cost.usd if evaluation.computed_cost is not None else None
     status, charged = settle_attempt(evaluation.status, reservation_usd, evaluation.reported_cost_usd, computed)
@@ -86,6 +99,8 @@ def attempt_record(
         if field != "answer_text":
             record[_json_name(field)] = value
     record["costBasis"] = evaluation.computed_cost.basis if evaluation.computed_cost is not None else None
+    record["containment"] = containment
+    record["refusedOutOfExportReads"] = refused_out_of_export_reads(evaluation.fields["permission_denials"])
     return record
 
 
@@ -114,6 +129,13 @@ def _text(value: Any) -> str:
     show_default=True,
     help="The per-attempt reservation in USD (floored to 6 decimals), for chargedUsd.",
 )
+@click.option(
+    "--containment",
+    type=click.Choice(CONTAINMENTS),
+    default="unknown",
+    show_default=True,
+    help="How the child was confined (bwrap, or restricted: --restricted only); echoed, not checked.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of aligned lines.")
 def transcript(
     file: Path,
@@ -122,6 +144,7 @@ def transcript(
     exit_code: int,
     timed_out: bool,
     reservation_usd: str,
+    containment: str,
     as_json: bool,
 ) -> None:
     """Check a saved stream-json transcript exactly as the CLI runner would, and show why.
@@ -131,7 +154,9 @@ def transcript(
     mcp__doc-bridge__doc_search, mcp__doc-bridge__doc_get and mcp__doc-bridge__handoff_resolve
     tools of the one MCP server `doc-bridge`. A file over the 4 MiB stdout bound is read as the
     runner would have kept it: cut at the bound and `failed`. Prints the attempt record without
-    the answer: status, statusReason, setupProblem, costProblem, costs, counts and tokens.
+    the answer: status, statusReason, setupProblem, costProblem, costs, containment (as given by
+    --containment: a transcript does not record it), refusedOutOfExportReads (the result's
+    permission denials of Read, Grep or Glob; other denials are setup problems), counts and tokens.
 
     Exit codes: 0 the status is `completed`; 1 any other status; 2 bad input (a missing or
     unreadable FILE, a bad option value).
@@ -154,7 +179,8 @@ def transcript(
         tools=arm_tools(scenario, DEFAULT_MCP_SERVER, ()),
     )
     record = attempt_record(
-        evaluation, scenario=scenario, attempt_budget_usd=limit, reservation_usd=reservation, exit_code=exit_code
+        evaluation, scenario=scenario, attempt_budget_usd=limit, reservation_usd=reservation, exit_code=exit_code,
+        containment=containment,
     )
     if as_json:
         click.echo(json.dumps(record, ensure_ascii=False, separators=(",", ":")))
@@ -164,5 +190,6 @@ def transcript(
             ordered.remove("statusReason")  # the problem line below says it already
         width = max(len(key) for key in ordered)
         for key in ordered:
-            click.echo(f"{key.ljust(width)}  {_text(record[key])}")
+            note = f" ({CONTAINMENT_NOTES[containment]})" if key == "containment" else ""
+            click.echo(f"{key.ljust(width)}  {_text(record[key])}{note}")
     raise SystemExit(EXIT_OK if record["status"] == "completed" else EXIT_BLOCKED)

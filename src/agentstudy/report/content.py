@@ -1,7 +1,8 @@
 """The report's content, following the protocol's reporting rules, as a format-neutral document.
 
-Sections: what the report is and the fixed sentences; every attempt's status (attempts that
-did not complete listed with reasons, never dropped); the per-pair differences and their
+Sections: what the report is and the fixed sentences; containment by arm (mechanism, what was
+not achieved, refused out-of-export reads); every attempt's status (attempts that did not
+complete listed with reasons, never dropped); the per-pair differences and their
 exploratory statistics; correctness; distributions per scenario; usage, spend and (for a
 pilot) extrapolations; re-pricing. No answer text is ever included.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 from agentstudy.report import fmt
 from agentstudy.report.analysis import CORRECTNESS, REPRICED, Analysis, Metric, Pair
+from agentstudy.report.containment import LEGEND, containment_rows, containment_sentences
 from agentstudy.report.content_money import correctness_section, distribution_section, money_section
 from agentstudy.report.document import Block, Bullets, Document, Figure, Paragraph, Section, Table
 from agentstudy.report.model import BASELINE, TREATMENT, Attempt
@@ -40,6 +42,16 @@ def _about(analysis: Analysis) -> Section:
     rows.append(("bootstrap", f"percentile, {analysis.resamples} resamples of pairs, seed {analysis.seed}"))
     table = Table("about", "The study and this report's inputs", ("field", "value"), tuple(rows))
     return Section("About this report", (table, Bullets(fixed_sentences(study))))
+
+
+def _containment(analysis: Analysis) -> Section:
+    rows = containment_rows(analysis.study.attempts)
+    table = Table("containment", "Containment by arm",
+                  ("arm", "attempts", "mechanism", "not achieved", "refused out-of-export reads"),
+                  tuple((r.scenario, str(r.attempts), r.mechanism_cell(), r.not_achieved_cell(), r.refused_cell())
+                        for r in rows), frozenset({1, 4}))
+    blocks: list[Block] = [table, *(Paragraph(s) for s in containment_sentences(rows)), Paragraph(LEGEND)]
+    return Section("Containment", tuple(blocks))
 
 
 def _correctness_cell(attempt: Attempt) -> str:
@@ -156,7 +168,7 @@ def _pairs(analysis: Analysis) -> Section:
 
 
 
-FIGURE_PLACES = {"plot-status": 1, "plot-differences": 2, "plot-distributions": 4}
+FIGURE_PLACES = {"plot-status": 2, "plot-differences": 3, "plot-distributions": 5}
 """Which section (index) each figure ends: the status strip under the attempts, the differences under
 their statistics, the distributions under their table."""
 
@@ -167,8 +179,8 @@ def build_document(analysis: Analysis, figures: tuple[Figure, ...] = ()) -> Docu
     study = analysis.study
     mode = f" ({study.mode})" if study.mode else ""
     title = f"Paired report: {study.header.get('version', 'minimal study')}{mode}"
-    sections = [_about(analysis), _attempts(analysis), _pairs(analysis), correctness_section(analysis),
-                distribution_section(analysis), money_section(analysis)]
+    sections = [_about(analysis), _containment(analysis), _attempts(analysis), _pairs(analysis),
+                correctness_section(analysis), distribution_section(analysis), money_section(analysis)]
     for figure in figures:
         index = FIGURE_PLACES.get(figure.key, len(sections) - 1)
         sections[index] = Section(sections[index].title, (*sections[index].blocks, figure))

@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from agentstudy.pricing.cost import CacheWrites, CostProblem, ModelTokens
 from agentstudy.pricing.sums import usd_from_json
 from agentstudy.protocol.adjudication import RUBRIC_SCORES, MinimalAdjudication
+from agentstudy.report.containment import read_containment
 from agentstudy.report.model import (
     COMPLETED,
     AdjudicationInfo,
@@ -31,6 +32,7 @@ from agentstudy.report.model import (
     StoredUsage,
     Study,
 )
+from agentstudy.stream.denials import refused_out_of_export_reads
 
 CONTROLLED_LEDGER_TYPE = "controlled-study-observation-ledger"
 MAX_INPUT_BYTES = 256 * 1024 * 1024
@@ -145,7 +147,11 @@ def _reasons(obs: dict[str, Any], attempt: dict[str, Any]) -> tuple[list[str], l
         notes.append("usage incomplete: only earlier turns' tokens are known")
     denials = obs.get("permissionDenials")
     if isinstance(denials, list) and denials:
-        notes.append(f"{len(denials)} denied read(s)")
+        refused = refused_out_of_export_reads(denials)
+        if refused:
+            notes.append(f"{refused} refused out-of-export read(s)")
+        if len(denials) > refused:
+            notes.append(f"{len(denials) - refused} other permission denial(s)")
     errors = obs.get("toolErrorsByName")
     if isinstance(errors, dict) and errors:
         total = sum(v for v in errors.values() if isinstance(v, int) and not isinstance(v, bool))
@@ -185,6 +191,7 @@ def _attempt(index: int, obs: Any, default_transport: str | None) -> Attempt:
         reasons=tuple(reasons),
         notes=tuple(notes),
         usage=_stored_usage(obs, fields),
+        containment=read_containment(obs, fields["transport"], where),
         **fields,
     )
 

@@ -42,13 +42,31 @@ class StoredUsage:
 
 
 @dataclass(frozen=True)
+class AttemptContainment:
+    """How one attempt was confined, as its observation records it (issue 15).
+
+    ``mechanism``: ``bwrap``, ``restricted`` (or another recorded string), ``None`` when not
+    recorded (ledgers written before containment was). ``not_achieved``: the
+    ``isolationNotAchieved`` sentences, ``None`` when not recorded. ``refused_reads``: the
+    built-in file-tool permission denials (refused out-of-export reads), ``None`` when not
+    recorded; ``applicable`` is ``False`` for HTTP attempts, whose repository tools read pinned
+    git blobs only and record no denials.
+    """
+
+    mechanism: str | None = None
+    not_achieved: tuple[str, ...] | None = None
+    refused_reads: int | None = None
+    applicable: bool = True
+
+
+@dataclass(frozen=True)
 class Attempt:
     """One observation of the ledger, in execution order (``index`` is 0-based, shown 1-based).
 
     ``correctness`` is the adjudicated score in [0, 1] (``None`` unless scored);
     ``adjudication`` is ``scored``, ``pending``, ``missing`` (the attempt did not complete) or
     ``not adjudicated`` (no companion). ``reasons`` are runner-written facts (status, setup or
-    cost problem, exit code ...), never answer text.
+    cost problem, exit code ...), never answer text. ``containment`` is how it was confined.
     """
 
     index: int
@@ -73,6 +91,7 @@ class Attempt:
     rubric: str | None = None
     adjudication: str = "not adjudicated"
     pending_reason: str | None = None
+    containment: AttemptContainment = AttemptContainment()
 
     @property
     def completed(self) -> bool:
