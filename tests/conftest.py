@@ -33,6 +33,12 @@ def original_manifest() -> Path:
 
 
 @pytest.fixture
-def fake_claude(tmp_path: Path) -> FakeClaude:
-    """A fake ``claude`` executable (see ``tests/fakes.py``) in its own temporary directory."""
+def fake_claude(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeClaude:
+    """A fake ``claude`` executable (see ``tests/fakes.py``) in its own temporary directory.
+
+    The fake keeps its records beside itself, which a bubblewrap sandbox mounts read-only, so
+    commands run with it default to ``--containment restricted`` (``AGENTSTUDY_CONTAINMENT``);
+    the containment tests run it under bwrap explicitly.
+    """
+    monkeypatch.setenv("AGENTSTUDY_CONTAINMENT", "restricted")
     return FakeClaude(tmp_path / "fake-claude")

@@ -33,8 +33,17 @@ from pathlib import Path
 here = Path(__file__).resolve().parent
 behavior = json.loads((here / "behavior.json").read_text())
 args = sys.argv[1:]
-with open(here / "calls.jsonl", "a") as calls:
-    calls.write(json.dumps(args) + "\n")
+def keep(write):
+    try:  # a sandbox mounts the fake read-only: then nothing is recorded
+        write()
+    except OSError:
+        pass
+
+def append_call():
+    with open(here / "calls.jsonl", "a") as calls:
+        calls.write(json.dumps(args) + "\n")
+
+keep(append_call)
 if args == ["--version"]:
     if behavior.get("marker"):
         Path(behavior["marker"], "version-probe").write_text(str(os.getpid()))
@@ -53,7 +62,7 @@ records.append({
     "cwdFiles": sorted(str(p.relative_to(cwd)) for p in cwd.rglob("*") if p.is_file()),
     "cwdWritable": os.access(cwd, os.W_OK) and (cwd.stat().st_mode & 0o222) != 0,
 })
-records_path.write_text(json.dumps(records))
+keep(lambda: records_path.write_text(json.dumps(records)))
 if behavior.get("marker"):
     Path(behavior["marker"], f"started-{len(records)}").write_text(str(os.getpid()))
 

@@ -18,6 +18,7 @@ import pytest
 from agentstudy.io.git import head
 from agentstudy.pricing.budget import settle_attempt
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP, REPOSITORY_ONLY
+from agentstudy.protocol.mcp_spec import ServerPaths
 from agentstudy.rehearsal.example_study import ExampleStudy, build_example_study
 from agentstudy.runners.preflight import DEFAULT_MCP_SERVER
 from agentstudy.transports.cli import CliSettings, run_cli_attempt
@@ -39,7 +40,8 @@ def _attempt(
 ) -> tuple[str, Decimal, Any]:
     root = next(iter(study.roots.values()))
     pin = head(root)
-    cli = replace(CliSettings(binary=fake.path, model=MODEL, mcp=DEFAULT_MCP_SERVER), **settings)
+    cli = replace(CliSettings(binary=fake.path, model=MODEL, mcp=DEFAULT_MCP_SERVER, containment="restricted"),
+                  **settings)
     result = run_cli_attempt(
         cli,
         scenario=scenario,
@@ -49,6 +51,7 @@ def _attempt(
         prompt="Where is the sweeper described?\nCite path:line.",
         reservation_usd=RESERVATION,
         parent_env={**os.environ, "ANTHROPIC_API_KEY": "sk-ant-must-not-pass"},
+        server=ServerPaths(root=str(root), pin=str(pin)) if scenario == DOC_BRIDGE_MCP else None,
     )
     computed = result.computed_cost.usd if result.computed_cost else None
     status, charged = settle_attempt(result.status, RESERVATION, result.reported_cost_usd, computed)
@@ -144,6 +147,7 @@ def test_both_arms_differ_only_in_allowed_tools_and_mcp_config(fake_claude: Fake
     assert len(first) == len(second)
     differing = [first[i - 1] for i in range(1, len(first)) if first[i] != second[i]]
     assert differing == ["--allowedTools", "--mcp-config"]
+    assert "--restricted" in first and "--restricted" in second, "file tools confined in both arms (issue 15)"
     assert first[-2] == "--" and second[-2] == "--"
     assert first[first.index("--max-budget-usd") + 1] == "0.100000"
     assert "--setting-sources" in first and first[first.index("--setting-sources") + 1] == ""

@@ -23,10 +23,11 @@ def containment_option(function: F) -> F:
     """Add ``--containment bwrap|restricted``."""
     return click.option(
         "--containment", type=click.Choice(CONTAINMENT_MODES), default="bwrap", show_default=True,
+        envvar="AGENTSTUDY_CONTAINMENT",
         help="bwrap: each attempt's child and every descendant (the MCP server too) run in bubblewrap "
              "namespaces seeing only the export, the agent's install and what the server needs; preflight "
              "proves it works or refuses the run. restricted: only the agent's own file-tool confinement "
-             "(--restricted); the ledger and every report say what was not achieved.",
+             "(--restricted); the ledger and every report say what was not achieved. [env: AGENTSTUDY_CONTAINMENT]",
     )(function)
 
 
