@@ -113,8 +113,8 @@ def agent_tools(
 ) -> Iterator[AgentTools]:
     """The tools of one attempt of ``scenario``; a fresh MCP server in the ``doc-bridge-mcp`` arm, closed after.
 
-    The server runs ``spec.argv(root, pin, config)`` with the SDK's minimal environment plus
-    ``spec.env`` (never ``ANTHROPIC_API_KEY``).
+    The server runs ``spec.argv(root, pin, config)`` with an allowlisted environment, a private
+    ``HOME``/``TMPDIR`` and ``spec.env`` (never ``ANTHROPIC_API_KEY``; see ``io.mcp_child``).
 
     Raises:
         ToolSetupError: the repository tools or the MCP server could not be prepared.
