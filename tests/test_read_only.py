@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import jsonschema
 import pytest
 
 from agentstudy.protocol.read_only import (
@@ -12,6 +13,8 @@ from agentstudy.protocol.read_only import (
     read_only_evidence,
     require_probe_allowed,
 )
+from agentstudy.protocol.records import McpServerRecord
+from agentstudy.protocol.schemas import json_schema
 
 
 @pytest.mark.parametrize(
@@ -60,3 +63,13 @@ def test_the_probe_must_be_a_read_only_tool() -> None:
     with pytest.raises(ReadOnlyError) as caught:
         require_probe_allowed("x", ["a", "b"])
     assert str(caught.value) == "--mcp-probe x is not one of --mcp-tools (a,b)"
+
+
+def test_ledgers_record_the_evidence_and_old_ones_still_load() -> None:
+    old = {"name": "doc-bridge", "command": ["server"], "listedTools": ["doc.search"], "deniedTools": []}
+    assert McpServerRecord.model_validate(old).read_only_evidence == {}
+    new = McpServerRecord.model_validate({**old, "readOnlyEvidence": {"doc.search": ANNOTATED_BY_SERVER}})
+    assert new.model_dump(by_alias=True)["readOnlyEvidence"] == {"doc.search": ANNOTATED_BY_SERVER}
+    record = json_schema("ledger")["$defs"]["McpServerRecord"]
+    assert "readOnlyEvidence" in record["properties"] and "readOnlyEvidence" not in record["required"]
+    jsonschema.validate(old, {**record, "$defs": json_schema("ledger")["$defs"]})
