@@ -93,7 +93,8 @@ class Adversary:
         names = {t.get("name") for t in body.get("tools", []) if isinstance(t, dict)}
         cwd = _cwd(json.dumps(messages))
         calls = [("Read", {"file_path": str(p)}) for p in self.reads(cwd)]
-        calls += [("Glob", {"pattern": "**/canary*", "path": "/"}), ("Grep", {"pattern": "CANARY-[0-9a-f]+", "path": "/"})]
+        calls += [("Glob", {"pattern": "**/canary*", "path": "/"}),
+                  ("Grep", {"pattern": "CANARY-[0-9a-f]+", "path": "/"})]
         if "mcp__doc-bridge__doc_get" in names:
             for path in ("../canary.txt", f"../{self.places.sibling.name}/canary.txt", "study/minimal-study/answers.md",
                          ".env", "link-out.md"):

@@ -13,6 +13,7 @@ import click
 from agentstudy.commands.common import fail
 from agentstudy.io.server_config import load_mcp_config
 from agentstudy.protocol.mcp_spec import DOC_BRIDGE_CONFIG_CANDIDATES, McpConfigError, McpServerSpec
+from agentstudy.protocol.read_only import ReadOnlyError, require_probe_allowed
 from agentstudy.runners.preflight import DEFAULT_MCP_SERVER
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -31,9 +32,12 @@ def mcp_options(function: F) -> F:
         click.option("--server-config-candidates", default=",".join(DOC_BRIDGE_CONFIG_CANDIDATES), show_default=True,
                      help="Files tried in order in each corpus snapshot for {config}; NAME#KEY needs that JSON key."),
         click.option("--mcp-tools", default="doc.search,doc.get,handoff.resolve", show_default=True,
-                     help="The server's read-only tools the agent may call; every other listed tool is denied."),
+                     help="The server's read-only tools the agent may call; every other listed tool is denied. "
+                          "Preflight refuses a named tool the server annotates readOnlyHint: false or "
+                          "destructiveHint: true; one without readOnlyHint is allowed on your word, and the "
+                          "ledger says so."),
         click.option("--mcp-probe", default="doc.search", show_default=True,
-                     help="Freshness probe called at the pin before the run."),
+                     help="Freshness probe called at the pin before the run; one of --mcp-tools."),
         click.option("--mcp-probe-arguments", default='{"query": "the"}', show_default=True,
                      help="JSON object of arguments for the probe; the placeholders are filled in its strings."),
         click.option("--sandbox-bind", "sandbox_binds", multiple=True, metavar="PATH",
@@ -53,7 +57,12 @@ def mcp_spec_from_options(
     mcp_probe_arguments: str,
     sandbox_binds: tuple[str, ...] = (),
 ) -> McpServerSpec:
-    """Build the MCP server spec from the flags; exit 2 with one line on a bad value."""
+    """Build the MCP server spec from the flags; exit 2 with one line on a bad value.
+
+    Bad values: ``--mcp-tools`` naming no tool, ``--mcp-probe`` not one of them, probe arguments
+    that are not a JSON object, a malformed ``--mcp-config``, or a ``--sandbox-bind`` that is not an
+    existing absolute path.
+    """
     for bind in sandbox_binds:
         if not os.path.isabs(bind) or any(c in bind for c in "\r\n\0"):
             fail(f"--sandbox-bind must be an absolute path, got {bind!r}")
@@ -63,6 +72,10 @@ def mcp_spec_from_options(
     candidates = tuple(c.strip() for c in server_config_candidates.split(",") if c.strip())
     if not tools:
         fail("--mcp-tools names no tool")
+    try:
+        require_probe_allowed(mcp_probe, tools)
+    except ReadOnlyError as error:
+        fail(str(error))
     try:
         arguments = json.loads(mcp_probe_arguments)
     except json.JSONDecodeError:

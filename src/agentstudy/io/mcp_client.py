@@ -1,14 +1,15 @@
 """Talk to the MCP server under study through the official ``mcp`` client SDK (stdio).
 
-Used before any reservation: list the server's live tools (``tools/list``) and call its
-freshness probe (``tools/call``), so that the deny list comes from what the server really
-exposes and a broken server refuses the run with nothing charged.
+Used before any reservation: list the server's live tools (``tools/list``) with their safety
+annotations, let the caller vet them, then call the freshness probe (``tools/call``), so that
+the deny list comes from what the server really exposes, a tool that is not read-only is
+refused before anything is called, and a broken server refuses the run with nothing charged.
+The server runs in a private environment (``io.mcp_child``); its stderr tail explains a failure.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,9 @@ from typing import Any
 import anyio
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from agentstudy.io.mcp_child import McpChild, stderr_tail
+from agentstudy.protocol.read_only import ToolHints
 
 MCP_PROBE_TIMEOUT_S = 30.0
 
@@ -25,43 +29,101 @@ class McpProbeError(RuntimeError):
 
 
 @dataclass(frozen=True)
-class McpProbe:
-    """What the server showed: ``tools`` (names as listed, e.g. ``doc.search``) and whether the probe call succeeded."""
+class McpListing:
+    """The live ``tools/list``: ``tools`` (names as listed, e.g. ``doc.search``) and each one's ``hints``."""
 
     tools: tuple[str, ...]
+    hints: Mapping[str, ToolHints]
+
+
+@dataclass(frozen=True)
+class McpProbe:
+    """What the server showed: its tool names, their annotations, and whether the probe call succeeded.
+
+    Attributes:
+        tools: the listed names, in the server's order.
+        hints: ``{name: ToolHints(readOnlyHint, destructiveHint)}`` for every listed tool.
+        probe_ok: ``False`` when the probe answered ``isError``; ``True`` also when no probe was asked.
+    """
+
+    tools: tuple[str, ...]
+    hints: Mapping[str, ToolHints]
     probe_ok: bool
 
 
+ListingCheck = Callable[[McpListing], object]
+"""Vets a listing before the probe is called; raises to refuse it."""
+
+
+@dataclass(frozen=True)
+class _Refused:
+    error: Exception
+
+
+def _hints(tool: Any) -> ToolHints:
+    annotations = tool.annotations
+    if annotations is None:
+        return ToolHints()
+    return ToolHints(annotations.read_only_hint, annotations.destructive_hint)
+
+
 async def _probe(
-    params: StdioServerParameters, probe_tool: str | None, probe_arguments: Mapping[str, Any]
-) -> McpProbe:
+    params: StdioServerParameters,
+    errlog_path: str,
+    probe_tool: str | None,
+    probe_arguments: Mapping[str, Any],
+    check: ListingCheck | None,
+) -> McpProbe | _Refused:
     with anyio.fail_after(MCP_PROBE_TIMEOUT_S):
-        with open(os.devnull, "w") as errlog:  # the SDK wants a text stream for server stderr
+        with open(errlog_path, "w", encoding="utf-8") as errlog:  # the SDK wants a text stream with a file
             async with Client(stdio_client(params, errlog=errlog), mode="legacy", cache=None) as client:
                 listed = await client.list_tools()
                 names = tuple(tool.name for tool in listed.tools)
+                hints = {tool.name: _hints(tool) for tool in listed.tools}
+                if check is not None:
+                    try:
+                        check(McpListing(names, hints))
+                    except Exception as error:  # re-raised unchanged once the server has stopped
+                        return _Refused(error)
                 ok = True
                 if probe_tool is not None:
                     result = await client.call_tool(probe_tool, dict(probe_arguments))
                     ok = not result.is_error
-                return McpProbe(names, ok)
+                return McpProbe(names, hints, ok)
 
 
 def probe_mcp_server(
     command: str,
     args: Sequence[str],
-    env: Mapping[str, str] | None = None,
+    child: McpChild,
     probe_tool: str | None = None,
     probe_arguments: Mapping[str, Any] | None = None,
+    check: ListingCheck | None = None,
     cwd: Path | None = None,
 ) -> McpProbe:
-    """Start the server over stdio, list its tools and optionally call ``probe_tool``.
+    """Start ``command args…`` over stdio, list its tools, vet them with ``check``, then call ``probe_tool``.
+
+    The server runs with exactly ``child.env`` (an allowlisted environment with a private
+    ``HOME``/``TMPDIR``, ``io.mcp_child``) in ``cwd``; its stderr goes to ``child.stderr_path``.
+    ``command`` is usually the bubblewrap command line of ``io.mcp_sandbox.contained_server``.
+
+    Args:
+        check: called with the listing after ``tools/list``; whatever it raises is re-raised
+            unchanged after the server stopped, and the probe is never called.
 
     Raises:
-        McpProbeError: on any start, protocol or timeout failure (one-line reason).
+        McpProbeError: on any start, protocol or timeout failure (one line, ending with the
+            server's last stderr output when it wrote any).
+        Exception: whatever ``check`` raised.
     """
-    params = StdioServerParameters(command=command, args=list(args), env=dict(env) if env else None, cwd=cwd)
+    params = StdioServerParameters(command=command, args=list(args), env=child.env, cwd=cwd)
     try:
-        return anyio.run(_probe, params, probe_tool, probe_arguments or {})
+        outcome = anyio.run(_probe, params, str(child.stderr_path), probe_tool, probe_arguments or {}, check)
     except Exception as error:  # the SDK raises many kinds; the caller needs one
-        raise McpProbeError(f"MCP server {command} could not be probed: {error.__class__.__name__}") from None
+        said = stderr_tail(child.stderr_path)
+        detail = f" (server stderr: {said})" if said else ""
+        name = Path(args[-1]).name if command.endswith("bwrap") and args else command
+        raise McpProbeError(f"MCP server {name} could not be probed: {error.__class__.__name__}{detail}") from None
+    if isinstance(outcome, _Refused):
+        raise outcome.error
+    return outcome

@@ -2,7 +2,9 @@
 
 The SDK is asynchronous; the session runs in a background event loop (anyio blocking
 portal) so the Messages API loop can list tools once and call them one by one. The server
-is stopped when the session closes.
+runs in a private environment (``io.mcp_child``: allowlisted names, its own ``HOME`` and
+``TMPDIR``, plus the configured ``env``); it is stopped and its directories removed when the
+session closes.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from agentstudy.io.mcp_child import McpChild
 from agentstudy.io.mcp_client import McpProbeError
 
 CALL_TIMEOUT_S = 30.0
@@ -45,23 +48,34 @@ class McpCallResult:
 class McpSession(AbstractContextManager["McpSession"]):
     """Start ``command args…`` as an MCP stdio server and keep a client session open.
 
+    The server runs with exactly ``child.env`` (an allowlisted environment with a private
+    ``HOME``/``TMPDIR``, ``io.mcp_child``) in ``cwd``; its stderr is discarded. ``command`` is
+    usually the bubblewrap command line of ``io.mcp_sandbox.contained_server``.
+
     Raises:
         McpProbeError: if the server cannot be started or initialised.
     """
 
     def __init__(
-        self, command: str, args: Sequence[str], env: Mapping[str, str] | None = None, cwd: Path | None = None
+        self,
+        command: str,
+        args: Sequence[str],
+        child: McpChild,
+        cwd: Path | None = None,
     ) -> None:
-        self._params = StdioServerParameters(command=command, args=list(args), env=dict(env) if env else None, cwd=cwd)
+        self._command, self._args = command, list(args)
+        self._child, self._cwd = child, cwd
         self._stack = contextlib.ExitStack()
         self._portal: BlockingPortal | None = None
         self._client: Client | None = None
 
     def __enter__(self) -> McpSession:
         try:
+            params = StdioServerParameters(command=self._command, args=self._args, env=self._child.env,
+                                           cwd=self._cwd)
             self._portal = self._stack.enter_context(start_blocking_portal())
             errlog = self._stack.enter_context(open(os.devnull, "w"))
-            client = Client(stdio_client(self._params, errlog=errlog), mode="legacy", cache=None)
+            client = Client(stdio_client(params, errlog=errlog), mode="legacy", cache=None)
             self._client = self._stack.enter_context(self._portal.wrap_async_context_manager(client))
         except Exception as error:
             self._stack.close()

@@ -172,7 +172,13 @@ class CliRunSettings(BaseModel):
 
 
 class McpServerRecord(BaseModel):
-    """The MCP server under study as preflight saw it: its name, live tool list and the derived deny list."""
+    """The MCP server under study as preflight saw it: its name, live tool list and the derived deny list.
+
+    ``readOnlyEvidence`` maps each tool the agent may call to why it counts as read-only:
+    ``"annotated read-only by the server"`` (``readOnlyHint: true`` in the live ``tools/list``) or
+    ``"declared read-only by the operator"`` (no ``readOnlyHint``; only ``--mcp-tools`` says so).
+    Ledgers written before it was recorded load with ``{}``.
+    """
 
     model_config = ConfigDict(extra="forbid", validate_by_name=True, validate_by_alias=True)
 
@@ -180,6 +186,7 @@ class McpServerRecord(BaseModel):
     command: list[str]
     listed_tools: list[str] = Field(alias="listedTools")
     denied_tools: list[str] = Field(alias="deniedTools")
+    read_only_evidence: dict[str, str] = Field(default_factory=dict, alias="readOnlyEvidence")
 
 
 class BudgetRecord(BaseModel):

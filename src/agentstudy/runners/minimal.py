@@ -122,6 +122,7 @@ def _ledger(
             command=list(request.settings.mcp.command),
             listed_tools=list(mcp.listed_tools),
             denied_tools=list(mcp.extra_denied),
+            read_only_evidence=dict(mcp.read_only_evidence),
         ),
         rehearsal=request.settings.rehearsal_base_url is not None,
         adjudication=AdjudicationDeclaration(),

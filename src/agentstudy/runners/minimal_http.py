@@ -171,6 +171,7 @@ def _ledger(request: HttpRunRequest, base_url: str, mcp: McpPreflight, planned: 
             command=list(request.mcp.command),
             listed_tools=list(mcp.listed_tools),
             denied_tools=[t for t in mcp.listed_tools if t not in request.mcp.read_only_tools],
+            read_only_evidence=dict(mcp.read_only_evidence),
         ),
         rehearsal=request.rehearsal,
         adjudication=AdjudicationDeclaration(),

@@ -3,9 +3,10 @@
 Corpus checks (also run by ``--dry-run`` with roots): each root is a clean checkout whose
 HEAD is the manifest's pin and every task's ``sources`` exist at the pin. CLI checks: the
 binary's version equals the expected one; the MCP server of every checkout used by a
-``doc-bridge-mcp`` attempt starts, answers its freshness probe and lists the same tools,
-from which the extra deny list is derived. Any failure raises ``PreflightError`` and nothing
-has been charged or written.
+``doc-bridge-mcp`` attempt starts, lists the same tools, none of the operator's read-only
+tools is annotated otherwise (``protocol.read_only``; checked before the probe is called), and
+it answers its freshness probe; the extra deny list is derived from the listing. Any failure
+raises ``PreflightError`` and nothing has been charged or written.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import sys
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import agentstudy
@@ -21,11 +23,12 @@ from agentstudy.io.claude_cli import ClaudeBinaryError, probe_version, version_t
 from agentstudy.io.containment import ContainmentError, ContainmentMode, check_containment
 from agentstudy.io.environment import allowlisted_environment
 from agentstudy.io.git import GitError, head, is_clean, path_exists_at
-from agentstudy.io.mcp_client import McpProbeError, probe_mcp_server
+from agentstudy.io.mcp_client import McpListing, McpProbeError, probe_mcp_server
 from agentstudy.io.mcp_sandbox import contained_server
 from agentstudy.io.server_corpus import ServerCorpora, ServerCorpusError
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP, Manifest
 from agentstudy.protocol.mcp_spec import McpServerSpec
+from agentstudy.protocol.read_only import ReadOnlyError, read_only_evidence, require_probe_allowed
 from agentstudy.protocol.schedule import ScheduleEntry
 
 DEFAULT_MCP_SERVER = McpServerSpec(
@@ -108,42 +111,66 @@ class McpPreflight:
     Attributes:
         listed_tools: the live ``tools/list`` names shared by every corpus.
         extra_denied: CLI names of every listed tool outside the read-only set.
+        read_only_evidence: per read-only tool, why it counts as read-only
+            (``protocol.read_only.ANNOTATED_BY_SERVER`` or ``DECLARED_BY_OPERATOR``); empty
+            when no server was started.
     """
 
     listed_tools: tuple[str, ...]
     extra_denied: tuple[str, ...]
+    read_only_evidence: Mapping[str, str]
+
+
+def _vet(spec: McpServerSpec, name: str, listing: McpListing) -> None:
+    """Refuse a listing without every read-only tool, or with one annotated otherwise (before the probe call)."""
+    missing = sorted(set(spec.read_only_tools) - set(listing.tools))
+    if missing:
+        raise PreflightError(f"{name}: MCP server does not list {missing}")
+    try:
+        read_only_evidence(spec.read_only_tools, listing.hints)
+    except ReadOnlyError as error:
+        raise PreflightError(f"{name}: {error}") from None
 
 
 def check_mcp_servers(
     spec: McpServerSpec, corpora: ServerCorpora, containment: ContainmentMode, parent_env: Mapping[str, str]
 ) -> McpPreflight:
-    """Start the contained server for every corpus the MCP arm uses, probe it and compare tool lists.
+    """Start the contained server for every corpus the MCP arm uses, vet its tools, probe it, compare.
 
     Raises:
-        PreflightError: a server fails to start, its probe fails, a read-only tool is missing,
-            or two corpora list different tools.
+        PreflightError: the probe tool is not a read-only tool, a server fails to start, a
+            read-only tool is missing or annotated ``readOnlyHint: false`` / ``destructiveHint:
+            true`` (named; the probe is then never called), its probe fails, or two corpora list
+            or annotate different tools.
     """
+    try:
+        require_probe_allowed(spec.probe_tool, spec.read_only_tools)
+    except ReadOnlyError as error:
+        raise PreflightError(str(error)) from None
     listed: tuple[str, ...] | None = None
+    evidence: dict[str, str] = {}
     for name in corpora.names:
         paths = corpora.paths(name)
         try:
-            with contained_server(spec, paths, containment, parent_env) as (argv, env, cwd):
-                probe = probe_mcp_server(argv[0], argv[1:], env, spec.probe_tool, spec.probe_arguments_for(paths),
-                                         cwd=cwd)
+            with contained_server(spec, paths, containment, parent_env) as (argv, child, cwd):
+                probe = probe_mcp_server(
+                    argv[0], argv[1:], child, spec.probe_tool, spec.probe_arguments_for(paths),
+                    check=partial(_vet, spec, name), cwd=cwd,
+                )
         except (McpProbeError, ContainmentError) as error:
             raise PreflightError(f"{name}: {error}") from None
         if not probe.probe_ok:
             raise PreflightError(f"{name}: MCP freshness probe {spec.probe_tool} failed at the pin")
-        missing = sorted(set(spec.read_only_tools) - set(probe.tools))
-        if missing:
-            raise PreflightError(f"{name}: MCP server does not list {missing}")
+        seen = read_only_evidence(spec.read_only_tools, probe.hints)  # vetted above: cannot raise
         tools = tuple(sorted(probe.tools))
         if listed is not None and tools != listed:
             raise PreflightError("MCP servers of different corpora list different tools")
-        listed = tools
+        if listed is not None and seen != evidence:
+            raise PreflightError("MCP servers of different corpora annotate the read-only tools differently")
+        listed, evidence = tools, seen
     if listed is None:
-        return McpPreflight((), ())
-    return McpPreflight(listed, spec.denied_names(listed))
+        return McpPreflight((), (), {})
+    return McpPreflight(listed, spec.denied_names(listed), evidence)
 
 
 def mcp_corpora(

@@ -136,9 +136,9 @@ def agent_tools(
         return
     if server is None:
         raise ToolSetupError("the MCP arm has no corpus snapshot for its server")
-    with contained_server(spec, server, containment, parent_env or {}) as (argv, env, cwd):
+    with contained_server(spec, server, containment, parent_env or {}) as (argv, child, cwd):
         try:
-            session = McpSession(argv[0], argv[1:], env, cwd).__enter__()
+            session = McpSession(argv[0], argv[1:], child, cwd).__enter__()
         except McpProbeError:
             raise ToolSetupError("the MCP server did not start") from None
         try:

@@ -1,0 +1,72 @@
+"""Read-only is verified, not typed (issue 15, deliverable 5). Pure.
+
+The operator names the tools the agent may call (``--mcp-tools``); the live ``tools/list``
+says how the server annotates each. A named tool annotated ``readOnlyHint: false`` or
+``destructiveHint: true`` refuses the run (destructive wins over a ``readOnlyHint: true``).
+A named tool annotated ``readOnlyHint: true`` is read-only on the server's word; a named tool
+without ``readOnlyHint`` is read-only on the operator's word, and the ledger says which.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+ANNOTATED_BY_SERVER = "annotated read-only by the server"
+"""Evidence for a tool the server annotates ``readOnlyHint: true`` (and not ``destructiveHint: true``)."""
+DECLARED_BY_OPERATOR = "declared read-only by the operator"
+"""Evidence for a tool the server leaves without ``readOnlyHint``: only the operator's ``--mcp-tools`` says so."""
+
+
+class ReadOnlyError(ValueError):
+    """A tool the operator named read-only is not (one-line reason naming the tool)."""
+
+
+@dataclass(frozen=True)
+class ToolHints:
+    """A listed tool's safety annotations as the server sent them; ``None`` means not annotated.
+
+    Attributes:
+        read_only: the tool's ``readOnlyHint``.
+        destructive: the tool's ``destructiveHint``.
+    """
+
+    read_only: bool | None = None
+    destructive: bool | None = None
+
+
+def read_only_evidence(named: Sequence[str], hints: Mapping[str, ToolHints]) -> dict[str, str]:
+    """Why each tool in ``named`` counts as read-only, in ``named`` order.
+
+    Args:
+        named: the operator's read-only tools (``--mcp-tools``), as the server lists them.
+        hints: every listed tool's annotations (the live ``tools/list``).
+
+    Returns:
+        ``{tool: ANNOTATED_BY_SERVER | DECLARED_BY_OPERATOR}`` for every named tool.
+
+    Raises:
+        ReadOnlyError: naming the first tool of ``named`` that the server does not list, or
+            annotates ``destructiveHint: true`` or ``readOnlyHint: false``.
+    """
+    evidence: dict[str, str] = {}
+    for tool in named:
+        if tool not in hints:
+            raise ReadOnlyError(f"--mcp-tools names {tool}, which the server does not list")
+        hint = hints[tool]
+        if hint.destructive is True:
+            raise ReadOnlyError(f"--mcp-tools names {tool}, which the server annotates destructiveHint: true")
+        if hint.read_only is False:
+            raise ReadOnlyError(f"--mcp-tools names {tool}, which the server annotates readOnlyHint: false")
+        evidence[tool] = ANNOTATED_BY_SERVER if hint.read_only is True else DECLARED_BY_OPERATOR
+    return evidence
+
+
+def require_probe_allowed(probe_tool: str, named: Sequence[str]) -> None:
+    """The freshness probe must be one of the operator's read-only tools (it is called before the run).
+
+    Raises:
+        ReadOnlyError: ``probe_tool`` is not in ``named``.
+    """
+    if probe_tool not in named:
+        raise ReadOnlyError(f"--mcp-probe {probe_tool} is not one of --mcp-tools ({','.join(named)})")
