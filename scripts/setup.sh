@@ -1,11 +1,23 @@
 #!/usr/bin/env bash
-# One-shot set-up on a fresh machine: a project virtualenv (.venv) with agentstudy and its dev
-# tools, and the Claude Code CLI pinned to 2.1.296 in the git-ignored folder .tools/claude-code.
+# One-shot set-up on a fresh machine: bubblewrap (the sandbox of every attempt), a project
+# virtualenv (.venv) with agentstudy and its dev tools, and the Claude Code CLI pinned to 2.1.296
+# in the git-ignored folder .tools/claude-code.
 # Idempotent: re-running it only checks what is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CLAUDE_CODE_VERSION="2.1.296"
 PYTHON="${PYTHON:-python3}"
+
+if ! command -v bwrap >/dev/null 2>&1; then
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    echo "setup: installing bubblewrap (apt-get install bubblewrap)"
+    apt-get install -y -qq bubblewrap >/dev/null 2>&1 \
+      || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq bubblewrap >/dev/null; }
+  else
+    echo "setup: bubblewrap is missing and cannot be installed from here; run: sudo apt-get install bubblewrap" >&2
+    echo "setup: (or run studies with --containment restricted, which the ledger and reports then record)" >&2
+  fi
+fi
 
 if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
@@ -19,4 +31,4 @@ if [ ! -x "$claude" ] || [ "$("$claude" --version 2>/dev/null | awk '{print $1}'
   (cd .tools/claude-code && npm install --no-audit --no-fund --loglevel=error \
       "@anthropic-ai/claude-code@${CLAUDE_CODE_VERSION}")
 fi
-echo "setup: $(.venv/bin/python --version), claude $("$claude" --version)"
+echo "setup: $(.venv/bin/python --version), claude $("$claude" --version), $(bwrap --version 2>/dev/null || echo 'no bubblewrap')"
