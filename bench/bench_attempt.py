@@ -4,13 +4,19 @@ Both run the real Claude Code binary against the same scripted Messages API serv
 example study's pilot (one attempt per scenario), interleaved round by round.
 
 - ours, timed as a whole: the reservation checkpoint (``LedgerFile.checkpoint`` of the run's
-  ledger), ``transports.cli.run_cli_attempt`` (fresh read-only export of the pinned corpus,
-  private HOME and TMPDIR, bounded child in its own process group, stream-json evaluation:
-  parse, setup checks, costs, outcome; export and private directories removed), then
+  ledger), ``transports.cli.run_cli_attempt`` with the pilot's settings (fresh read-only export
+  of the pinned corpus, private HOME and TMPDIR, the child under bubblewrap — the default
+  containment — bounded, in its own process group, stream-json evaluation: parse, setup checks,
+  costs, outcome; export and private directories removed), then
   ``pricing.budget.settle_attempt``, the observation appended and the second checkpoint;
-- bare: ``subprocess.run`` of the same argv (built by the same ``cli_arguments``) with the
-  same environment (``child_environment``, a fresh private HOME and TMPDIR made and removed
-  untimed), stdin closed, stdout and stderr captured, in the corpus checkout itself.
+- bare: ``subprocess.run`` of the same argv (built by the same ``cli_arguments``, ``--restricted``
+  included) with the same environment (``child_environment``, a fresh private HOME and TMPDIR
+  made and removed untimed), no bwrap, stdin closed, stdout and stderr captured, in the corpus
+  checkout itself.
+
+In the MCP arm both hand the server the same read-only snapshot of the pinned corpus (the
+pilot's ``ServerCorpora``, made once, untimed). What bubblewrap alone costs is measured by
+``bench_containment``.
 
 Each run's API requests to the server are counted, to show both sides did the same work.
 """
@@ -21,7 +27,6 @@ import os
 import shutil
 import subprocess
 import tempfile
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +67,8 @@ def run(pilot: Pilot, repeats: int) -> dict[str, Any]:
         return run_once
 
     def ours(entry: ScheduleEntry) -> Timer:
-        settings = replace(pilot.settings, mcp=pilot.settings.mcp.bind_config(pilot.configs.get(entry.repository)))
+        settings = pilot.settings
+        server = pilot.server_paths(entry)
         key = f"ours/{entry.scenario}"
 
         def attempt() -> None:
@@ -76,6 +82,7 @@ def run(pilot: Pilot, repeats: int) -> dict[str, Any]:
                 prompt=study_prompt(manifest.task(entry.task_id).question),
                 reservation_usd=reservation,
                 parent_env=parent_env,
+                server=server,
             )
             computed = result.computed_cost.usd if result.computed_cost else None
             status, charged = settle_attempt(result.status, reservation, result.reported_cost_usd, computed)
@@ -96,8 +103,6 @@ def run(pilot: Pilot, repeats: int) -> dict[str, Any]:
 
     def bare(entry: ScheduleEntry) -> Timer:
         root = pilot.study.roots[entry.repository]
-        pin = manifest.repositories[entry.repository]
-        spec = pilot.settings.mcp.bind_config(pilot.configs.get(entry.repository))
         tools = arm_tools(entry.scenario, pilot.settings.mcp, pilot.extra_denied)
         argv = [
             str(pilot.settings.binary),
@@ -105,7 +110,7 @@ def run(pilot: Pilot, repeats: int) -> dict[str, Any]:
                 model=pilot.settings.model,
                 max_budget_usd=format_max_budget(reservation),
                 tools=tools,
-                mcp_config_json=mcp_config(entry.scenario, spec, str(root), pin),
+                mcp_config_json=mcp_config(entry.scenario, pilot.settings.mcp, pilot.server_paths(entry)),
                 prompt=study_prompt(manifest.task(entry.task_id).question),
             ),
         ]
@@ -117,7 +122,7 @@ def run(pilot: Pilot, repeats: int) -> dict[str, Any]:
             (scratch / "tmp").mkdir()
             env = child_environment(
                 parent_env, home=str(scratch / "home"), tmpdir=str(scratch / "tmp"),
-                rehearsal_base_url=pilot.settings.rehearsal_base_url,
+                base_url=pilot.settings.base_url, auth_token=pilot.settings.auth_token,
             )
             done: list[subprocess.CompletedProcess[bytes]] = []
 

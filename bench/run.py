@@ -18,11 +18,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import bench_attempt, bench_checkpoint, bench_export, bench_stream
+from bench import bench_attempt, bench_checkpoint, bench_containment, bench_export, bench_stream
 from bench.common import PROJECT_ROOT, Skipped, load_average, machine, versions
 from bench.pilot import claude_binary, pilot
 
-BENCHMARKS = ("stream", "attempt", "checkpoint", "export")
+BENCHMARKS = ("stream", "attempt", "containment", "checkpoint", "export")
 DEFAULT_OUTPUT = PROJECT_ROOT / "bench" / "results.json"
 
 
@@ -109,6 +109,22 @@ def table_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
             rows.append(_row(f"cli attempt, {scenario}", section["ours"], "bare claude -p, same args and server",
                              section["bare_cli"], "s", section["ratio_ours_to_bare_cli"], "≤ 1.15×",
                              section["ratio_ours_to_bare_cli"] <= 1.15))
+    containment = results.get("containment")
+    if isinstance(containment, dict) and "arms" in containment:
+        for scenario, section in containment["arms"].items():
+            checks = section["checks"]
+            row = _row(f"cli attempt under bwrap, {scenario}", section["bwrap"],
+                       "same attempt, --containment restricted", section["restricted"], "s",
+                       section["ratio_bwrap_to_restricted"], "—", None,
+                       ratio_text=f"{section['ratio_bwrap_to_restricted']:.2f} "
+                       f"({section['overhead_ms_median']:+.0f} ms)")
+            if not (checks["all_completed"] and checks["same_api_requests"]):
+                row["verdict"] = "invalid: statuses or API requests differ (results.json)"
+            rows.append(row)
+        micro = containment["true_micro"]
+        rows.append(_row("bwrap (an MCP attempt's view) -- /usr/bin/true", micro["bwrap_true"], "/usr/bin/true",
+                         micro["true"], "ms", micro["ratio_bwrap_true_to_true"], "—", None,
+                         ratio_text=f"{micro['ratio_bwrap_true_to_true']:.1f} ({micro['overhead_ms_median']:+.1f} ms)"))
     checkpoint = results.get("checkpoint")
     if isinstance(checkpoint, dict):
         for section in checkpoint.values():
@@ -170,16 +186,19 @@ def main(argv: list[str] | None = None) -> int:
     wall = time.monotonic()
     if "stream" in chosen:
         results["stream"] = _section("stream", lambda: bench_stream.run(5 if quick else 21))
-    if "attempt" in chosen or "checkpoint" in chosen:
+    if {"attempt", "containment", "checkpoint"} & set(chosen):
         try:
             with pilot() as example:
                 if "attempt" in chosen:
                     results["attempt"] = _section("attempt", lambda: bench_attempt.run(example, 2 if quick else 9))
+                if "containment" in chosen:
+                    results["containment"] = _section(
+                        "containment", lambda: bench_containment.run(example, 2 if quick else 9, 5 if quick else 51))
                 if "checkpoint" in chosen:
                     results["checkpoint"] = _section(
                         "checkpoint", lambda: bench_checkpoint.run(example.ledger, 5 if quick else 15))
         except Skipped as why:
-            for name in ("attempt", "checkpoint"):
+            for name in ("attempt", "containment", "checkpoint"):
                 if name in chosen:
                     results[name] = {"skipped": str(why)}
     # Last: its 100,000 created and removed files would slow file creation in what followed.
