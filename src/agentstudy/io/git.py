@@ -105,7 +105,9 @@ def git_argv(repository: Path, drivers: Iterable[str] = (), *, bare: bool = Fals
     return ["git", "--no-pager", *where, *overrides, *filter_overrides(drivers)]
 
 
-def _run(argv: Sequence[str], what: str, where: Path, stdin: bytes | None, limit: int) -> bytes:
+def _run(
+    argv: Sequence[str], what: str, where: Path, stdin: bytes | None, limit: int, timeout_s: float = GIT_TIMEOUT_S
+) -> bytes:
     """Run a complete git argv with ``git_env()``; its stdout (raises ``GitError``)."""
     try:
         completed = subprocess.run(
@@ -113,7 +115,7 @@ def _run(argv: Sequence[str], what: str, where: Path, stdin: bytes | None, limit
             input=stdin,
             capture_output=True,
             env=git_env(),
-            timeout=GIT_TIMEOUT_S,
+            timeout=timeout_s,
             check=False,
         )
     except (OSError, subprocess.TimeoutExpired) as error:
@@ -155,18 +157,25 @@ def configured_filter_drivers(repository: Path, *, bare: bool = False) -> tuple[
 
 
 def run_git(
-    root: Path, *args: str, stdin: bytes | None = None, limit: int = GIT_OUTPUT_LIMIT, bare: bool = False
+    root: Path,
+    *args: str,
+    stdin: bytes | None = None,
+    limit: int = GIT_OUTPUT_LIMIT,
+    bare: bool = False,
+    timeout_s: float = GIT_TIMEOUT_S,
 ) -> bytes:
     """Run hardened ``git -C root args…`` (``--git-dir=root`` with ``bare``) and return its stdout.
 
-    The repository's filter drivers are listed first and disabled for the call.
+    The repository's filter drivers are listed first and disabled for the call; ``timeout_s``
+    bounds the call in seconds, ``limit`` its stdout in bytes.
 
     Raises:
         GitError: on a non-zero exit, a timeout, a missing git, output over ``limit`` bytes, or
             a filter driver name that cannot be disabled.
     """
     drivers = configured_filter_drivers(root, bare=bare)
-    return _run([*git_argv(root, drivers, bare=bare), *args], args[0], root, stdin, limit)
+    what = next((arg for arg in args if not arg.startswith("-") and "=" not in arg), "command")
+    return _run([*git_argv(root, drivers, bare=bare), *args], what, root, stdin, limit, timeout_s)
 
 
 def head(root: Path) -> str:
