@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -35,12 +34,11 @@ from agentstudy.io.git import (
     run_git,
 )
 from agentstudy.rehearsal.example_study import ExampleStudy, build_example_study
-from agentstudy.runners.preflight import DEFAULT_MCP_SERVER
 
+from checkout_run import bundled_server_config, run_agentstudy
 from fakes import FakeClaude
 from git_traps import TRAPS, arm, fired, make_stat_dirty, plain_git, unhardened_env
 
-REPO = Path(__file__).resolve().parents[1]
 FILES = {
     "README.md": b"# Trapped corpus\n",
     "docs/a.md": b"Doc A\n",
@@ -65,13 +63,6 @@ def corpus(tmp_path: Path) -> tuple[Path, str]:
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_bytes(data)
     return root, _commit(root)
-
-
-def _agentstudy(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """``python -m agentstudy args`` as a real subprocess running this checkout's sources."""
-    child = {**(env or os.environ), "PYTHONPATH": str(REPO / "src")}
-    return subprocess.run([sys.executable, "-m", "agentstudy", *args], capture_output=True, text=True, env=child,
-                          timeout=300, check=False)
 
 
 @pytest.mark.parametrize("trap", TRAPS)
@@ -210,19 +201,6 @@ def test_planted_git_environment_does_not_redirect_reads(corpus: tuple[Path, str
     assert run_git(root, "rev-parse", "--show-toplevel").decode().strip() == str(root.resolve())
 
 
-def bundled_server_config(directory: Path) -> Path:
-    """An MCP config naming the bundled server, run from this checkout's sources.
-
-    The shared virtual environment's editable install may point at another checkout; the
-    server child does not inherit ``PYTHONPATH``, so its config sets it.
-    """
-    command = DEFAULT_MCP_SERVER.command
-    entry = {"command": command[0], "args": list(command[1:]), "env": {"PYTHONPATH": str(REPO / "src")}}
-    path = directory / "mcp.json"
-    path.write_text(json.dumps({"mcpServers": {DEFAULT_MCP_SERVER.name: entry}}), encoding="utf-8")
-    return path
-
-
 @pytest.fixture
 def trapped_study(tmp_path: Path) -> tuple[ExampleStudy, Path]:
     """The example study with every trap armed in every checkout (canaries under ``traps/<name>/``)."""
@@ -240,7 +218,7 @@ def _all_fired(traps: Path) -> set[str]:
 def test_minimal_dry_run_over_trapped_checkouts_runs_no_trap(trapped_study: tuple[ExampleStudy, Path]) -> None:
     study, traps = trapped_study
     roots = [f"--root={name}={path}" for name, path in study.roots.items()]
-    completed = _agentstudy("minimal", "--dry-run", "--manifest", str(study.manifest_path), *roots)
+    completed = run_agentstudy("minimal", "--dry-run", "--manifest", str(study.manifest_path), *roots)
     assert completed.returncode == 0, completed.stderr
     assert json.loads(completed.stdout)["repositoriesChecked"] == list(study.roots)
     assert _all_fired(traps) == set()
@@ -257,7 +235,7 @@ def test_rehearsed_cli_pilot_over_trapped_checkouts_runs_no_trap(
     ledger = tmp_path / "out" / "ledger.json"
     ledger.parent.mkdir()
     roots = [f"--root={name}={path}" for name, path in study.roots.items()]
-    completed = _agentstudy(
+    completed = run_agentstudy(
         "minimal", "--manifest", str(study.manifest_path), "--pilot", "--transport", "cli", "--rehearsal", *roots,
         "--output", str(ledger), "--claude-bin", str(fake_claude.path), "--model", "claude-haiku-5-5",
         "--budget-usd", "1", "--mcp-config", str(bundled_server_config(tmp_path)),
