@@ -117,7 +117,7 @@ def _preflight(request: AdjudicationRequest) -> _Checked:
     try:
         check_corpus_roots(manifest, {name: request.roots[name] for name in needed})
         cli_version = check_cli_version(
-            request.settings.binary, request.expected_cli_version, request.parent_env, Path.cwd()
+            request.settings.binary, request.expected_cli_version, request.parent_env
         )
         corpora = {name: PinnedCorpus(request.roots[name], manifest.repositories[name]) for name in needed}
         labels = {*SCENARIOS, *(o.scenario for o in ledger.observations)}

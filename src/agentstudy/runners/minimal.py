@@ -155,7 +155,7 @@ def run_cli_study(request: CliRunRequest) -> RunSummary:
         require_roots(schedule, request.roots)
         check_corpus_roots(manifest, request.roots)
         cli_version = check_cli_version(
-            request.settings.binary, request.expected_cli_version, request.parent_env, Path.cwd()
+            request.settings.binary, request.expected_cli_version, request.parent_env
         )
         mcp = check_mcp_servers(request.settings.mcp, manifest, schedule, request.roots)
         output = resolve_output(request.output, (*request.roots.values(), *request.forbidden_output_roots))
