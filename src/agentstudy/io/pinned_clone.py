@@ -35,7 +35,7 @@ FETCH_OVERRIDES: tuple[str, ...] = (
 
 
 def upload_pack_command() -> str:
-    """The ``--upload-pack`` command run in the source: hardened, any reachable or not commit may be wanted."""
+    """The ``--upload-pack`` command run in the source (a shell string): hardened, and any commit may be asked for."""
     settings = (*HARDENING_OVERRIDES, "uploadpack.allowAnySHA1InWant=true")
     return shlex.join(["git", *(arg for setting in settings for arg in ("-c", setting)), "upload-pack"])
 
