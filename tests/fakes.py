@@ -16,7 +16,10 @@ then acts by ``mode``:
 
 ``malformedFirstLine`` prefixes one non-JSON line. ``--version`` prints ``version``
 (optionally after ``versionSleepSeconds``). A ``marker`` directory, when set, receives a
-file per start (``started-<n>``) so a test can act while the fake runs.
+file per start (``started-<n>``) so a test can act while the fake runs, and on ``--version``
+``version-probe`` (the pid) and ``version-env.json``: the probe's environment names, ``HOME``,
+``TMPDIR``, working directory and the names whose value holds ``secretMarker`` (values are
+never written).
 """
 
 from __future__ import annotations
@@ -47,6 +50,14 @@ keep(append_call)
 if args == ["--version"]:
     if behavior.get("marker"):
         Path(behavior["marker"], "version-probe").write_text(str(os.getpid()))
+        secret = behavior.get("secretMarker")
+        Path(behavior["marker"], "version-env.json").write_text(json.dumps({
+            "names": sorted(os.environ),
+            "home": os.environ.get("HOME"),
+            "tmpdir": os.environ.get("TMPDIR"),
+            "cwd": os.getcwd(),
+            "valuesWithSecret": sorted(k for k, v in os.environ.items() if secret and secret in v),
+        }))
     time.sleep(behavior.get("versionSleepSeconds", 0))
     print(behavior.get("version", "2.1.296 (Claude Code)"))
     sys.exit(0)

@@ -161,3 +161,23 @@ def test_bwrap_that_cannot_run_refuses_the_run_naming_the_way_out(study: Example
     assert result.exit_code == 2
     assert "bubblewrap" in result.stderr and "--containment restricted" in result.stderr
     assert not (tmp_path / "ledger.json").exists()
+
+
+def test_git_placeholder_is_a_private_clone_of_the_pin_only(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    (repo / "README.md").write_text("one\n", encoding="utf-8")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "one")
+    pin = _git(repo, "rev-parse", "HEAD")
+    (repo / "README.md").write_text("two\n", encoding="utf-8")
+    _git(repo, "commit", "-qam", "two")
+    spec = McpServerSpec(name="s", command=("srv", "--git", "{git}", "--at", "{pin}"))
+    with ServerCorpora(spec, {"repo": (repo, pin)}) as corpora:
+        paths = corpora.paths("repo")
+        assert paths.git is not None and spec.argv(paths) == ["srv", "--git", paths.git, "--at", pin]
+        assert _git(Path(paths.git), "rev-parse", "HEAD") == pin
+        assert _git(Path(paths.git), "rev-list", "--all").split() == [pin], "nothing after the pin"
+        clone = Path(paths.git)
+    assert not clone.exists()

@@ -121,7 +121,7 @@ def _preflight(request: AdjudicationRequest) -> _Checked:
         check_containment(request.settings.containment, allowlisted_environment(
             request.parent_env, home="/nonexistent", tmpdir="/nonexistent"))
         cli_version = check_cli_version(
-            request.settings.binary, request.expected_cli_version, request.parent_env, Path.cwd()
+            request.settings.binary, request.expected_cli_version, request.parent_env, request.settings.containment
         )
         corpora = {name: PinnedCorpus(request.roots[name], manifest.repositories[name]) for name in needed}
         labels = {*SCENARIOS, *(o.scenario for o in ledger.observations)}

@@ -1,12 +1,22 @@
-"""Locate and probe the Claude Code binary (``--version``)."""
+"""Locate and probe the Claude Code binary (``--version``).
+
+The probe child never sees our environment: it gets ``allowlisted_environment`` of it (no API
+key, token or cloud credential) with a private ``HOME`` and ``TMPDIR``, runs in a private
+working directory, and all three are removed afterwards. The argv (``version_argv``) and the
+environment (``version_environment``) are built by separate pure steps, so a sandbox can wrap
+the argv without touching the environment.
+"""
 
 from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from agentstudy.io.containment import ContainmentError, ContainmentMode, SandboxView, command_paths, contain
+from agentstudy.io.environment import allowlisted_environment
 from agentstudy.io.process import run_bounded
 
 VERSION_TIMEOUT_S = 10.0
@@ -44,16 +54,56 @@ def find_claude_binary(explicit: str | None, environ: Mapping[str, str]) -> Path
     raise ClaudeBinaryError("Claude Code binary not found: run scripts/setup.sh or pass --claude-bin")
 
 
-def probe_version(binary: Path, env: Mapping[str, str], cwd: Path) -> str:
+def version_argv(binary: Path) -> list[str]:
+    """The probe's argv: ``[binary, "--version"]``, a relative path made absolute (the probe runs elsewhere)."""
+    name = str(binary)
+    return [str(binary.absolute()) if os.sep in name else name, "--version"]
+
+
+def version_environment(parent: Mapping[str, str], scratch: Path) -> dict[str, str]:
+    """The probe child's complete environment. Pure.
+
+    Args:
+        parent: the environment the caller was started with (``os.environ`` in production).
+        scratch: the probe's private directory; ``HOME`` is ``scratch/home``, ``TMPDIR`` is
+            ``scratch/tmp``.
+
+    Returns:
+        ``allowlisted_environment(parent, home=…, tmpdir=…)``: ``PATH``, identity and locale
+        names only, never a provider key or any other secret of ``parent``.
+    """
+    return allowlisted_environment(parent, home=str(scratch / "home"), tmpdir=str(scratch / "tmp"))
+
+
+def probe_version(binary: Path, env: Mapping[str, str], containment: ContainmentMode = "bwrap") -> str:
     """Run ``binary --version`` and return its first stdout line, trimmed (e.g. ``2.1.296 (Claude Code)``).
+
+    Args:
+        binary: the executable.
+        env: the parent environment; the child gets only ``version_environment(env, scratch)``
+            and runs in ``scratch/work``, where ``scratch`` is a fresh private temporary
+            directory removed before returning.
+        containment: the run's mechanism; under ``bwrap`` the probe sees only the agent's
+            install and its private directories, as an attempt does (issue 15).
 
     Raises:
         ClaudeBinaryError: on a start failure, timeout, truncation, non-zero exit or a line that
             is not 1-120 printable ASCII characters.
     """
-    result = run_bounded(
-        [str(binary), "--version"], env, cwd, VERSION_TIMEOUT_S, stdout_limit=VERSION_OUTPUT_LIMIT
-    )
+    scratch = Path(tempfile.mkdtemp(prefix="agentstudy-version-"))
+    try:
+        for name in ("home", "tmp", "work"):
+            (scratch / name).mkdir()
+        child_env = version_environment(env, scratch)
+        view = SandboxView(cwd=scratch / "work", read_only=command_paths(str(binary.absolute()), child_env["PATH"]),
+                           writable=(scratch / "home", scratch / "tmp", scratch / "work"))
+        try:
+            argv = contain(containment, view, version_argv(binary))
+        except ContainmentError as error:
+            raise ClaudeBinaryError(str(error)) from None
+        result = run_bounded(argv, child_env, scratch / "work", VERSION_TIMEOUT_S, stdout_limit=VERSION_OUTPUT_LIMIT)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     if not result.started:
         raise ClaudeBinaryError(f"cannot start {binary}")
     if result.timed_out or result.truncated or result.exit_code != 0:

@@ -1,19 +1,40 @@
 """Read-only git access at a pin: HEAD, cleanliness, the tree listing and blobs.
 
-Git runs as ``git -C <root> …`` with argv lists, a sanitised environment (no user or
-system config), a timeout and an output bound. Reads come from the object database at the
-pin, so edits in the working tree are invisible.
+Git runs hardened against the repositories it reads (issue 15): argv lists only, an
+allowlisted environment (``git_env``: no user or system config, no replace objects, no
+optional index writes, ``HOME`` an absent directory) and ``-c`` overrides that beat anything
+in the repository's own config (``git_argv``): no fsmonitor command, no hooks, no untracked
+cache, no global attributes, and every filter driver the repository's config names
+(includes followed) emptied and made optional, so ``git status`` runs no clean or process
+filter. Nothing a checkout's ``.git/config`` or ``.gitattributes`` says is ever executed.
+Reads come from the object database at the pin, so edits in the working tree are invisible.
 """
 
 from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 GIT_TIMEOUT_S = 10.0
 GIT_OUTPUT_LIMIT = 4 * 1024 * 1024
+ABSENT_HOME = "/nonexistent"
+"""``HOME`` of every git child: a directory that does not exist, so no ``~`` file is read."""
+HARDENING_OVERRIDES: tuple[str, ...] = (
+    "core.fsmonitor=false",
+    f"core.hooksPath={os.devnull}",
+    "core.untrackedCache=false",
+    f"core.attributesFile={os.devnull}",
+    "core.useReplaceRefs=false",
+    "safe.bareRepository=explicit",
+    "gc.auto=0",
+    "maintenance.auto=false",
+)
+"""``-c`` settings given to every git call; command-line config beats the repository's."""
+FILTER_KEYS: tuple[str, ...] = ("clean", "smudge", "process")
+"""The ``filter.<driver>.*`` keys that name a command; each is overridden with an empty value."""
 
 
 class GitError(RuntimeError):
@@ -21,38 +42,140 @@ class GitError(RuntimeError):
 
 
 def git_env() -> dict[str, str]:
-    """The environment git runs with: PATH only, user and system config ignored."""
+    """The complete environment of every git child: ``PATH`` from ours, nothing else inherited.
+
+    Returns:
+        ``PATH``, ``HOME`` (``ABSENT_HOME``), ``LC_ALL=C`` and the ``GIT_*`` switches that turn
+        off system and global config, system attributes, replace refs, terminal prompts and
+        optional locks (``git status`` never rewrites the index, so no index hook can fire).
+    """
     return {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": ABSENT_HOME,
         "GIT_CONFIG_GLOBAL": os.devnull,
         "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_NO_REPLACE_OBJECTS": "1",
+        "GIT_ATTR_NOSYSTEM": "1",
         "GIT_TERMINAL_PROMPT": "0",
+        "GIT_OPTIONAL_LOCKS": "0",
         "LC_ALL": "C",
     }
 
 
-def run_git(root: Path, *args: str, stdin: bytes | None = None, limit: int = GIT_OUTPUT_LIMIT) -> bytes:
-    """Run ``git -C root args…`` and return its stdout.
+def filter_overrides(drivers: Iterable[str]) -> list[str]:
+    """``-c`` arguments that disable each named filter driver: empty commands, not required.
+
+    Args:
+        drivers: filter driver names (the ``<driver>`` of ``filter.<driver>.clean``).
+
+    Returns:
+        ``["-c", "filter.<driver>.clean=", …, "-c", "filter.<driver>.required=false"]`` in
+        driver order (4 settings per driver).
 
     Raises:
-        GitError: on a non-zero exit, a timeout, a missing git, or output over ``limit`` bytes.
+        GitError: a name holding ``=`` (``-c`` would split it) or a control character.
     """
+    argv: list[str] = []
+    for driver in drivers:
+        if "=" in driver or any(ord(c) < 32 for c in driver):
+            raise GitError(f"filter driver name {driver!r} cannot be neutralised")
+        for key in FILTER_KEYS:
+            argv += ["-c", f"filter.{driver}.{key}="]
+        argv += ["-c", f"filter.{driver}.required=false"]
+    return argv
+
+
+def git_argv(repository: Path, drivers: Iterable[str] = (), *, bare: bool = False) -> list[str]:
+    """The hardened argv prefix of a git call on ``repository``; append the subcommand. Pure.
+
+    Args:
+        repository: a checkout (``git -C repository``) or, with ``bare``, a bare repository
+            (``git --git-dir=repository``; bare repositories are never discovered implicitly).
+        drivers: filter driver names to disable (see ``configured_filter_drivers``).
+
+    Returns:
+        ``["git", "--no-pager", "-C", repository, "-c", …]`` with ``HARDENING_OVERRIDES`` and
+        ``filter_overrides(drivers)``.
+
+    Raises:
+        GitError: from ``filter_overrides``.
+    """
+    where = [f"--git-dir={repository}"] if bare else ["-C", str(repository)]
+    overrides = [arg for setting in HARDENING_OVERRIDES for arg in ("-c", setting)]
+    return ["git", "--no-pager", *where, *overrides, *filter_overrides(drivers)]
+
+
+def _run(
+    argv: Sequence[str], what: str, where: Path, stdin: bytes | None, limit: int, timeout_s: float = GIT_TIMEOUT_S
+) -> bytes:
+    """Run a complete git argv with ``git_env()``; its stdout (raises ``GitError``)."""
     try:
         completed = subprocess.run(
-            ["git", "-C", str(root), *args],
+            list(argv),
             input=stdin,
             capture_output=True,
             env=git_env(),
-            timeout=GIT_TIMEOUT_S,
+            timeout=timeout_s,
             check=False,
         )
     except (OSError, subprocess.TimeoutExpired) as error:
-        raise GitError(f"git {args[0]} failed in {root}: {error.__class__.__name__}") from None
+        raise GitError(f"git {what} failed in {where}: {error.__class__.__name__}") from None
     if completed.returncode != 0:
-        raise GitError(f"git {args[0]} failed in {root} (exit {completed.returncode})")
+        raise GitError(f"git {what} failed in {where} (exit {completed.returncode})")
     if len(completed.stdout) > limit:
-        raise GitError(f"git {args[0]} printed more than {limit} bytes")
+        raise GitError(f"git {what} printed more than {limit} bytes")
     return completed.stdout
+
+
+def parse_filter_drivers(names: bytes) -> tuple[str, ...]:
+    """Driver names in ``git config --list --name-only -z`` output, sorted, each once. Pure.
+
+    A key ``filter.<driver>.<key>`` names ``<driver>`` (which may hold dots); undecodable
+    names are kept with replacement characters, so ``filter_overrides`` refuses them.
+    """
+    drivers: set[str] = set()
+    for raw in names.split(b"\0"):
+        name = raw.decode("utf-8", "replace")
+        section, _, rest = name.partition(".")
+        driver, dot, _key = rest.rpartition(".")
+        if section.lower() == "filter" and dot and driver:
+            drivers.add(driver)
+    return tuple(sorted(drivers))
+
+
+def configured_filter_drivers(repository: Path, *, bare: bool = False) -> tuple[str, ...]:
+    """Every filter driver the repository's config names, included files followed.
+
+    ``git config --list`` runs under the same hardening and executes nothing; outside a
+    repository (or for a ``bare`` path that does not exist yet) the list is empty.
+
+    Raises:
+        GitError: if git fails (e.g. ``repository`` is not a directory, or its config is malformed).
+    """
+    argv = [*git_argv(repository, bare=bare), "config", "--list", "--name-only", "-z", "--includes"]
+    return parse_filter_drivers(_run(argv, "config", repository, None, GIT_OUTPUT_LIMIT))
+
+
+def run_git(
+    root: Path,
+    *args: str,
+    stdin: bytes | None = None,
+    limit: int = GIT_OUTPUT_LIMIT,
+    bare: bool = False,
+    timeout_s: float = GIT_TIMEOUT_S,
+) -> bytes:
+    """Run hardened ``git -C root args…`` (``--git-dir=root`` with ``bare``) and return its stdout.
+
+    The repository's filter drivers are listed first and disabled for the call; ``timeout_s``
+    bounds the call in seconds, ``limit`` its stdout in bytes.
+
+    Raises:
+        GitError: on a non-zero exit, a timeout, a missing git, output over ``limit`` bytes, or
+            a filter driver name that cannot be disabled.
+    """
+    drivers = configured_filter_drivers(root, bare=bare)
+    what = next((arg for arg in args if not arg.startswith("-") and "=" not in arg), "command")
+    return _run([*git_argv(root, drivers, bare=bare), *args], what, root, stdin, limit, timeout_s)
 
 
 def head(root: Path) -> str:
@@ -61,8 +184,14 @@ def head(root: Path) -> str:
 
 
 def is_clean(root: Path) -> bool:
-    """Whether ``git status --porcelain`` is empty (no changes, no untracked files)."""
-    return run_git(root, "status", "--porcelain").strip() == b""
+    """Whether ``git status --porcelain`` is empty (no changes, no untracked files).
+
+    Untracked files are always listed (whatever ``status.showUntrackedFiles`` says) and
+    submodules are not entered (their contents are never exported, and entering one would
+    run git under that submodule's own config).
+    """
+    argv = ("status", "--porcelain", "--untracked-files=all", "--ignore-submodules=all")
+    return run_git(root, *argv).strip() == b""
 
 
 @dataclass(frozen=True)
@@ -136,10 +265,3 @@ def path_exists_at(root: Path, pin: str, path: str) -> bool:
         return False
     return kind == "blob"
 
-
-def make_pinned_clone(root: Path, pin: str, dest: Path) -> Path:  # TEMP stub until the hardening branch lands
-    raise GitError("not yet")
-
-
-def remove_pinned_clone(path: Path) -> None:  # TEMP stub
-    return None

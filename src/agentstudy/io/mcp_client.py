@@ -122,7 +122,7 @@ def probe_mcp_server(
     except Exception as error:  # the SDK raises many kinds; the caller needs one
         said = stderr_tail(child.stderr_path)
         detail = f" (server stderr: {said})" if said else ""
-        name = Path(args[-1]).name if command.endswith("bwrap") and args else command
+        name = args[list(args).index("--") + 1] if Path(command).name == "bwrap" and "--" in args else command
         raise McpProbeError(f"MCP server {name} could not be probed: {error.__class__.__name__}{detail}") from None
     if isinstance(outcome, _Refused):
         raise outcome.error

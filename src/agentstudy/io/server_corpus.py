@@ -17,7 +17,8 @@ from pathlib import Path
 from types import TracebackType
 
 from agentstudy.io.export import CorpusExport, export_pinned_corpus, remove_export
-from agentstudy.io.git import GitError, make_pinned_clone, remove_pinned_clone
+from agentstudy.io.git import GitError
+from agentstudy.io.pinned_clone import make_pinned_clone, remove_pinned_clone
 from agentstudy.io.server_config import resolve_server_config
 from agentstudy.protocol.mcp_spec import McpServerSpec, ServerPaths
 

@@ -13,11 +13,12 @@ becomes ``.env.example``). Line endings are normalised to LF and every file is m
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+
+from agentstudy.io.git import git_argv, git_env
 
 __all__ = [
     "COMMIT_DATE",
@@ -91,14 +92,10 @@ def corpus_files(name: str) -> dict[str, bytes]:
 
 
 def _git_env() -> dict[str, str]:
-    """A clean environment for git: nothing from the caller except PATH."""
+    """The hardened git environment (``agentstudy.io.git.git_env``) plus the pinned identity and dates."""
     return {
-        "PATH": os.environ.get("PATH", os.defpath),
-        "LC_ALL": "C",
+        **git_env(),
         "TZ": "UTC",
-        "GIT_CONFIG_GLOBAL": os.devnull,
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_TERMINAL_PROMPT": "0",
         "GIT_AUTHOR_NAME": _IDENTITY_NAME,
         "GIT_AUTHOR_EMAIL": _IDENTITY_EMAIL,
         "GIT_AUTHOR_DATE": COMMIT_DATE,
@@ -109,20 +106,17 @@ def _git_env() -> dict[str, str]:
 
 
 def _git(root: Path, *args: str) -> str:
-    """Run ``git -C root <pinned config> args`` and return stdout; raise RuntimeError on failure."""
+    """Run hardened ``git -C root <pinned config> args`` and return stdout; raise RuntimeError on failure."""
     git = shutil.which("git")
     if git is None:
         raise RuntimeError("git executable not found on PATH")
     argv = [
         git,
-        "-C",
-        str(root),
+        *git_argv(root)[1:],
         "-c",
         "commit.gpgsign=false",
         "-c",
         "core.autocrlf=false",
-        "-c",
-        "core.hooksPath=" + os.devnull,
         *args,
     ]
     proc = subprocess.run(argv, env=_git_env(), capture_output=True, text=True, timeout=_GIT_TIMEOUT_S, check=False)

@@ -157,7 +157,7 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
         checked = prepare_study(stack, settings.mcp, manifest, schedule, request.roots, settings.containment,
                                 request.parent_env)
         cli_version = check_cli_version(
-            settings.binary, request.expected_cli_version, request.parent_env, Path.cwd()
+            settings.binary, request.expected_cli_version, request.parent_env, settings.containment
         )
         mcp = checked.mcp
         output = resolve_output(request.output, (*request.roots.values(), *request.forbidden_output_roots))

@@ -89,14 +89,20 @@ def require_roots(schedule: Iterable[ScheduleEntry], roots: Mapping[str, Path]) 
             raise PreflightError(f"missing --root {entry.repository}=PATH")
 
 
-def check_cli_version(binary: Path, expected: str, env: Mapping[str, str], cwd: Path) -> str:
+def check_cli_version(
+    binary: Path, expected: str, env: Mapping[str, str], containment: ContainmentMode = "bwrap"
+) -> str:
     """Probe ``binary --version``; return the full line when its first token equals ``expected``.
+
+    ``env`` is the parent environment; the probe child gets only its allowlisted part, with a
+    private ``HOME``, ``TMPDIR`` and working directory, contained like an attempt (see
+    ``probe_version``).
 
     Raises:
         PreflightError: when the probe fails or the version differs.
     """
     try:
-        line = probe_version(binary, env, cwd)
+        line = probe_version(binary, env, containment)
     except ClaudeBinaryError as error:
         raise PreflightError(str(error)) from None
     if version_token(line) != expected:
