@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,8 @@ from agentstudy.protocol.mcp_spec import LIVE_CHECKOUT_NOTE, McpServerSpec
 from agentstudy.rehearsal.example_study import ExampleStudy, build_example_study
 from agentstudy.rehearsal.messages_server import RehearsalServer
 
+from corpus_git import committed_repo, git
+
 GATEWAY_TOKEN = "gw-token-0123456789abcdef"
 HTTP_REHEARSAL = ("--transport", "http", "--rehearsal", "--input-usd-per-million", "0.5",
                   "--output-usd-per-million", "2.5")
@@ -34,26 +35,10 @@ def study(tmp_path: Path) -> ExampleStudy:
     return build_example_study(tmp_path / "study")
 
 
-def _git(root: Path, *args: str) -> str:
-    env = {"PATH": os.environ.get("PATH", os.defpath), "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1",
-           "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t.invalid", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@t.invalid"}
-    return subprocess.run(["git", "-C", str(root), *args], env=env, check=True, capture_output=True,
-                          text=True).stdout.strip()
-
-
 def test_root_is_a_filtered_snapshot_and_config_resolves_inside_it(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
-    repo.mkdir()
-    _git(repo, "init", "-q")
-    (repo / "tool.config.json").write_text('{"committed": true}', encoding="utf-8")
-    (repo / "README.md").write_text("hello\n", encoding="utf-8")
-    (repo / ".env").write_text("SECRET=1\n", encoding="utf-8")
-    (repo / "study" / "minimal-study").mkdir(parents=True)
-    (repo / "study" / "minimal-study" / "answers.md").write_text("the key\n", encoding="utf-8")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-q", "-m", "c")
-    pin = _git(repo, "rev-parse", "HEAD")
+    pin = committed_repo(repo, {"tool.config.json": '{"committed": true}', "README.md": "hello\n",
+                                ".env": "SECRET=1\n", "study/minimal-study/answers.md": "the key\n"})
     (repo / "untracked.config.json").write_text("{}", encoding="utf-8")
     spec = McpServerSpec(name="s", command=("srv", "--root", "{root}", "--config", "{config}"),
                          probe_arguments={"path": "{root}/README.md"},
@@ -74,15 +59,11 @@ def test_root_is_a_filtered_snapshot_and_config_resolves_inside_it(tmp_path: Pat
 
 def test_a_config_only_in_the_working_tree_is_not_found(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
-    repo.mkdir()
-    _git(repo, "init", "-q")
-    (repo / "README.md").write_text("hello\n", encoding="utf-8")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-q", "-m", "c")
+    pin = committed_repo(repo, {"README.md": "hello\n"})
     (repo / "tool.config.json").write_text("{}", encoding="utf-8")
     spec = McpServerSpec(name="s", command=("srv", "{config}"), config_candidates=("tool.config.json",))
     with pytest.raises(ServerCorpusError, match="no MCP server config file in the pinned corpus"):
-        ServerCorpora(spec, {"repo": (repo, _git(repo, "rev-parse", "HEAD"))}).__enter__()
+        ServerCorpora(spec, {"repo": (repo, pin)}).__enter__()
 
 
 def _run_args(study: ExampleStudy, tmp_path: Path, *extra: str) -> list[str]:
@@ -165,19 +146,14 @@ def test_bwrap_that_cannot_run_refuses_the_run_naming_the_way_out(study: Example
 
 def test_git_placeholder_is_a_private_clone_of_the_pin_only(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
-    repo.mkdir()
-    _git(repo, "init", "-q")
-    (repo / "README.md").write_text("one\n", encoding="utf-8")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-q", "-m", "one")
-    pin = _git(repo, "rev-parse", "HEAD")
+    pin = committed_repo(repo, {"README.md": "one\n"})
     (repo / "README.md").write_text("two\n", encoding="utf-8")
-    _git(repo, "commit", "-qam", "two")
+    git(repo, "commit", "-qam", "two")
     spec = McpServerSpec(name="s", command=("srv", "--git", "{git}", "--at", "{pin}"))
     with ServerCorpora(spec, {"repo": (repo, pin)}) as corpora:
         paths = corpora.paths("repo")
         assert paths.git is not None and spec.argv(paths) == ["srv", "--git", paths.git, "--at", pin]
-        assert _git(Path(paths.git), "rev-parse", "HEAD") == pin
-        assert _git(Path(paths.git), "rev-list", "--all").split() == [pin], "nothing after the pin"
+        assert git(Path(paths.git), "rev-parse", "HEAD") == pin
+        assert git(Path(paths.git), "rev-list", "--all").split() == [pin], "nothing after the pin"
         clone = Path(paths.git)
     assert not clone.exists()
