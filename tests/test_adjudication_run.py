@@ -57,7 +57,8 @@ def test_an_item_that_does_not_fit_is_refused_and_nothing_runs(
 ) -> None:
     before = ledger.read_bytes()
     output = tmp_path / "companion.json"
-    summary = run_adjudication(request_for(ledger, study, fake_claude.path, output, cap="0.05", item="0.10"))
+    summary = run_adjudication(request_for(ledger, study, fake_claude.path, output, cap="0.05", item="0.10",
+                                           containment="restricted"))
     assert fake_claude.records == [], "no adjudicator was started"
     companion = _companion(output)
     assert stat.S_IMODE(output.stat().st_mode) == 0o600
@@ -80,7 +81,8 @@ def test_the_cap_admits_the_first_item_and_refuses_the_second(
 ) -> None:
     fake_claude.behave(mode="events", events=fake_adjudicator_events(valid_judgement(4), cost=0.05))
     output = tmp_path / "companion.json"
-    summary = run_adjudication(request_for(ledger, study, fake_claude.path, output, cap="0.12", item="0.10"))
+    summary = run_adjudication(request_for(ledger, study, fake_claude.path, output, cap="0.12", item="0.10",
+                                           containment="restricted"))
     assert len(fake_claude.records) == 1
     first, second = _companion(output)["items"]
     assert (first["status"], first["rubric"], first["score"]) == ("scored", "correct", 1.0)
@@ -103,7 +105,7 @@ def test_a_failed_adjudicator_stops_the_run_and_keeps_its_reservation(
 ) -> None:
     fake_claude.behave(mode="exit", exitCode=1)
     output = tmp_path / "companion.json"
-    run_adjudication(request_for(ledger, study, fake_claude.path, output))
+    run_adjudication(request_for(ledger, study, fake_claude.path, output, containment="restricted"))
     assert len(fake_claude.records) == 1
     assert not fake_claude.records[0]["apiKeyPresent"]
     first, second = _companion(output)["items"]
@@ -118,7 +120,8 @@ def test_the_adjudicator_runs_without_mcp_in_a_read_only_export(
     tmp_path: Path, study: ExampleStudy, ledger: Path, fake_claude: FakeClaude
 ) -> None:
     fake_claude.behave(mode="events", events=fake_adjudicator_events(valid_judgement(4, "missing")))
-    run_adjudication(request_for(ledger, study, fake_claude.path, tmp_path / "companion.json"))
+    run_adjudication(request_for(ledger, study, fake_claude.path, tmp_path / "companion.json",
+                                 containment="restricted"))
     for record in fake_claude.records:
         argv = record["argv"]
         assert argv[argv.index("--mcp-config") + 1] == '{"mcpServers":{}}'
@@ -178,7 +181,7 @@ def test_ledgers_that_cannot_be_adjudicated_are_refused(
     ledger.write_text(json.dumps(document), encoding="utf-8")
     output = tmp_path / "companion.json"
     with pytest.raises(AdjudicationRefused, match=message):
-        run_adjudication(request_for(ledger, study, fake_claude.path, output))
+        run_adjudication(request_for(ledger, study, fake_claude.path, output, containment="restricted"))
     assert not output.exists() and fake_claude.calls == []
 
 
@@ -187,8 +190,8 @@ def test_inputs_that_cannot_be_used_are_refused_before_anything_is_written(
 ) -> None:
     output = tmp_path / "companion.json"
     with pytest.raises(AdjudicationRefused, match="missing --root lantern-cache"):
-        run_adjudication(request_for(ledger, study, fake_claude.path, output, roots={}))
-    request = request_for(ledger, study, fake_claude.path, output)
+        run_adjudication(request_for(ledger, study, fake_claude.path, output, roots={}, containment="restricted"))
+    request = request_for(ledger, study, fake_claude.path, output, containment="restricted")
     with pytest.raises(AdjudicationRefused, match="has no price"):
         run_adjudication(replace(request, settings=replace(request.settings, model="claude-unknown-1")))
     fake_claude.behave(version="2.1.1 (Claude Code)")
@@ -203,7 +206,7 @@ def test_inputs_that_cannot_be_used_are_refused_before_anything_is_written(
     assert output.read_text(encoding="utf-8") == "existing"
     inside = study.roots["lantern-cache"] / "companion.json"
     with pytest.raises(OutputPathError, match="outside"):
-        run_adjudication(request_for(ledger, study, fake_claude.path, inside))
+        run_adjudication(request_for(ledger, study, fake_claude.path, inside, containment="restricted"))
     assert not inside.exists() and len(fake_claude.calls) == probes, "not even the version probe ran"
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from agentstudy.adjudication.demo import NO_MCP_SERVER
 from agentstudy.adjudication.ledger_view import MinimalLedgerView, minimal_view, read_ledger_bytes
 from agentstudy.adjudication.run import AdjudicationRequest
+from agentstudy.io.containment import ContainmentMode
 from agentstudy.protocol.manifest import load_manifest
 from agentstudy.rehearsal.example_study import ExampleStudy
 from agentstudy.rehearsal.policy import ScriptedReply
@@ -67,14 +68,20 @@ def write_ledger(path: Path, study: ExampleStudy, observations: Sequence[dict[st
 
 def request_for(ledger: Path, study: ExampleStudy, binary: Path, output: Path, *, base_url: str | None = None,
                 cap: str = "1", item: str = "0.10", seed: int = 1,
-                roots: Mapping[str, Path] | None = None) -> AdjudicationRequest:
-    """An adjudication request over the example study; ``base_url`` set means rehearsal (private HOME)."""
+                roots: Mapping[str, Path] | None = None,
+                containment: ContainmentMode = "bwrap") -> AdjudicationRequest:
+    """An adjudication request over the example study; ``base_url`` set means rehearsal.
+
+    The fake claude keeps its records beside itself, which bubblewrap mounts read-only: its
+    callers pass ``containment="restricted"``; the real binary runs under the default bwrap.
+    """
     return AdjudicationRequest(
         ledger=load_view(ledger),
         loaded=load_manifest(study.manifest_path),
         roots=dict(study.roots if roots is None else roots),
         output=output,
-        settings=CliSettings(binary=binary, model=MODEL, mcp=NO_MCP_SERVER, rehearsal_base_url=base_url),
+        settings=CliSettings(binary=binary, model=MODEL, mcp=NO_MCP_SERVER, rehearsal_base_url=base_url,
+                             containment=containment),
         cap_usd=Decimal(cap),
         item_budget_usd=Decimal(item),
         expected_cli_version="2.1.296",

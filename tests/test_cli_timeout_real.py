@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from agentstudy.io.git import head
+from agentstudy.io.server_corpus import ServerCorpora
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP
 from agentstudy.rehearsal.example_study import build_example_study
 from agentstudy.rehearsal.messages_server import RehearsalServer
@@ -35,16 +36,19 @@ def _processes_mentioning(marker: str) -> list[str]:
 
 def test_timeout_kills_the_cli_and_its_mcp_server(tmp_path: Path, claude_bin: Path) -> None:
     study = build_example_study(tmp_path / "study")
-    root = next(iter(study.roots.values()))
+    name, root = next(iter(study.roots.items()))
+    corpora = ServerCorpora(DEFAULT_MCP_SERVER, {name: (root, head(root))})
     release = threading.Event()
     seen: list[str] = []
+    marker = ""  # the server's snapshot: on its command line (and on bwrap's), nowhere else
 
     def hanging_policy(body: Mapping[str, Any]) -> ScriptedReply:
-        seen.append(str(_processes_mentioning(str(root))))  # the MCP server is up while the API call hangs
+        seen.append(str(_processes_mentioning(marker)))  # the MCP server is up while the API call hangs
         release.wait(timeout=60)
         return next_reply(body)
 
-    with RehearsalServer(policy=hanging_policy) as server:
+    with corpora, RehearsalServer(policy=hanging_policy) as server:
+        marker = corpora.paths(name).root
         settings = CliSettings(binary=claude_bin, model="claude-haiku-5-5", mcp=DEFAULT_MCP_SERVER,
                                rehearsal_base_url=server.base_url, timeout_s=10)
         try:
@@ -57,10 +61,12 @@ def test_timeout_kills_the_cli_and_its_mcp_server(tmp_path: Path, claude_bin: Pa
                 prompt="Where is the sweeper described?\nCite path:line.",
                 reservation_usd=Decimal("0.1"),
                 parent_env=dict(os.environ),
+                server=corpora.paths(name),
             )
-            leftovers = _processes_mentioning(str(root))
+            leftovers = _processes_mentioning(marker)
         finally:
             release.set()
     assert result.status == "timed-out"
+    assert result.fields["containment"] == "bwrap"
     assert seen and "agentstudy.rehearsal.mcp_server" in seen[0], "the MCP server was running during the call"
     assert leftovers == []

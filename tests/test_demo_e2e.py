@@ -81,7 +81,14 @@ def test_pilot_runs_both_arms_and_keeps_the_key_away(tmp_path: Path, claude_bin:
         assert observation["inputTokens"] > 0 and observation["usageComplete"] is True
     assert repository_only["exportTreeSha256"] == doc_bridge["exportTreeSha256"], "both arms see the same corpus"
     assert repository_only["exportFiles"] == doc_bridge["exportFiles"] > 0
-    assert any("Read accepts absolute paths" in text for text in doc_bridge["isolationNotAchieved"])
+    # Both arms ran in bubblewrap (the default) with the file tools confined to the export: reading
+    # outside it is no longer a gap the record admits.
+    assert ledger["containment"].startswith("bwrap ")
+    for observation in observations:
+        assert observation["containment"] == "bwrap"
+        assert any("confined to the export (--restricted)" in text for text in observation["isolationAchieved"])
+        assert any(text.startswith("bubblewrap:") for text in observation["isolationAchieved"])
+        assert not any("outside the export" in text for text in observation["isolationNotAchieved"])
     assert any("private HOME" in text for text in doc_bridge["isolationAchieved"])
     charged = sum(Decimal(str(o["chargedUsd"])) for o in observations)
     assert Decimal(str(ledger["budget"]["spent"])) == charged

@@ -10,7 +10,8 @@ import socket
 import subprocess
 import sys
 import tempfile
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -19,6 +20,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.types import CallToolResult, TextContent
 
+from agentstudy.io.export import export_corpus, remove_export
 from agentstudy.rehearsal.example_study import (
     EXAMPLE_MANIFEST,
     ExampleStudy,
@@ -47,8 +49,18 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> ExampleStudy:
     return build_example_study(tmp_path_factory.mktemp("study"))
 
 
-def server_params(root: Path, pin: str, *extra: str) -> StdioServerParameters:
-    args = ["-m", SERVER_MODULE, "--repo", str(root), "--pin", pin, *extra]
+@contextmanager
+def exported(root: Path, pin: str) -> Iterator[Path]:
+    """The read-only snapshot of ``root`` at ``pin`` that a study hands the server as ``{root}``."""
+    export = export_corpus(root, pin)
+    try:
+        yield export
+    finally:
+        remove_export(export)
+
+
+def server_params(snapshot: Path, pin: str, *extra: str) -> StdioServerParameters:
+    args = ["-I", "-m", SERVER_MODULE, "--root", str(snapshot), "--pin", pin, *extra]
     return StdioServerParameters(command=sys.executable, args=args)
 
 
@@ -169,8 +181,11 @@ def test_server_tools_and_results(study: ExampleStudy, tmp_path: Path) -> None:
         }
         return {"tools": tools, **calls}
 
-    params = server_params(lantern, MANIFEST["repositories"]["lantern-cache"], "--log", str(log))
-    out = with_client(params, body)
+    lantern_pin = MANIFEST["repositories"]["lantern-cache"]
+    with exported(lantern, lantern_pin) as snapshot:
+        files_before = sorted(p.relative_to(snapshot).as_posix() for p in snapshot.rglob("*"))
+        out = with_client(server_params(snapshot, lantern_pin, "--log", str(log)), body)
+        assert sorted(p.relative_to(snapshot).as_posix() for p in snapshot.rglob("*")) == files_before
     assert {t.name for t in out["tools"]} == TOOL_NAMES
     hints = {t.name: t.annotations.read_only_hint for t in out["tools"] if t.annotations}
     assert hints == {"doc.search": True, "doc.get": True, "handoff.resolve": True, "doc.write": False}
@@ -194,7 +209,9 @@ def test_server_tools_and_results(study: ExampleStudy, tmp_path: Path) -> None:
         unknown = await client.call_tool("handoff.resolve", {"handoff_id": "H-99"})
         return [text_of(found), text_of(unknown)]
 
-    found, unknown = with_client(server_params(harbor, MANIFEST["repositories"]["harbor-playbook"]), handoffs)
+    harbor_pin = MANIFEST["repositories"]["harbor-playbook"]
+    with exported(harbor, harbor_pin) as snapshot:
+        found, unknown = with_client(server_params(snapshot, harbor_pin), handoffs)
     number, _ = line_of("harbor-playbook", "content/handoffs.md", "| H-3 |")
     assert found == (
         "H-3 | owner: Ines Duarte | topic: Holiday freeze calendar for the fourth quarter"
@@ -203,7 +220,12 @@ def test_server_tools_and_results(study: ExampleStudy, tmp_path: Path) -> None:
     assert unknown == "unknown handoff: H-99"
 
 
-def test_server_hides_dotfiles_and_lockfiles(study: ExampleStudy) -> None:
+@pytest.mark.parametrize("given", ["export", "checkout"])
+def test_server_hides_dotfiles_and_lockfiles(study: ExampleStudy, given: str) -> None:
+    # The export never holds them; the server's own filter hides them in any directory it is given.
+    root, pin = study.roots["quill-notes"], MANIFEST["repositories"]["quill-notes"]
+    assert (root / ".env.example").is_file() and (root / "package-lock.json").is_file()
+
     async def body(client: Client) -> list[CallToolResult]:
         return [
             await client.call_tool("doc.search", {"query": "QUILL_SYNC_TOKEN"}),
@@ -211,17 +233,20 @@ def test_server_hides_dotfiles_and_lockfiles(study: ExampleStudy) -> None:
             await client.call_tool("doc.get", {"path": ".env.example"}),
             await client.call_tool("doc.get", {"path": "package-lock.json"}),
             await client.call_tool("doc.search", {"query": '"exports"'}),
+            await client.call_tool("doc.get", {"path": ".git/HEAD"}),
         ]
 
-    token, lockfile, env_get, lock_get, exports = with_client(
-        server_params(study.roots["quill-notes"], MANIFEST["repositories"]["quill-notes"]), body
-    )
+    with exported(root, pin) as snapshot:
+        served = snapshot if given == "export" else root
+        token, lockfile, env_get, lock_get, exports, git_head = with_client(server_params(served, pin), body)
     assert text_of(token) == "no matches" and text_of(lockfile) == "no matches"
-    assert env_get.is_error and lock_get.is_error
+    assert env_get.is_error and lock_get.is_error and git_head.is_error
     assert text_of(exports).startswith("package.json:")
 
 
-def test_server_reads_blobs_at_the_pin_not_the_working_tree(tmp_path: Path) -> None:
+def test_server_serves_exactly_the_exports_filtered_tree(tmp_path: Path) -> None:
+    # Working-tree edits are invisible: the snapshot is written from the pinned blobs, and the
+    # server serves what the snapshot holds — every file of it, and nothing else.
     built = build_example_study(tmp_path)
     root, pin = built.roots["lantern-cache"], MANIFEST["repositories"]["lantern-cache"]
     design = root / "docs" / "design.md"
@@ -229,31 +254,42 @@ def test_server_reads_blobs_at_the_pin_not_the_working_tree(tmp_path: Path) -> N
     (root / "README.md").unlink()
     (root / "docs" / "extra.md").write_text("sweeper in the working tree only\n")
 
-    async def body(client: Client) -> list[CallToolResult]:
-        return [
-            await client.call_tool("doc.search", {"query": "janitor"}),
-            await client.call_tool("doc.search", {"query": "The sweeper runs"}),
-            await client.call_tool("doc.get", {"path": "README.md", "lines": 1}),
-            await client.call_tool("doc.get", {"path": "docs/extra.md"}),
-        ]
+    with exported(root, pin) as snapshot:
+        files = sorted(p.relative_to(snapshot).as_posix() for p in snapshot.rglob("*") if p.is_file())
 
-    janitor, sweeper, readme, extra = with_client(server_params(root, pin), body)
+        async def body(client: Client) -> list[CallToolResult]:
+            return [
+                await client.call_tool("doc.search", {"query": "janitor"}),
+                await client.call_tool("doc.search", {"query": "The sweeper runs"}),
+                await client.call_tool("doc.get", {"path": "README.md", "lines": 1}),
+                await client.call_tool("doc.get", {"path": "docs/extra.md"}),
+                *[await client.call_tool("doc.get", {"path": path, "lines": 1}) for path in files],
+            ]
+
+        janitor, sweeper, readme, extra, *every = with_client(server_params(snapshot, pin), body)
+    assert files == sorted(p for p in corpus_files("lantern-cache") if not p.split("/")[-1].startswith("."))
     number, line = line_of("lantern-cache", "docs/design.md", "The sweeper runs")
     assert text_of(janitor) == "no matches"
     assert text_of(sweeper) == f"docs/design.md:{number}: {line}"
     assert text_of(readme) == "1\t# lantern-cache"
     assert extra.is_error
+    assert [(path, result.is_error) for path, result in zip(files, every, strict=True)] == [(p, False) for p in files]
 
 
-@pytest.mark.parametrize("pin", ["0" * 40, "HEAD", "--help"])
-def test_bad_pin_exits_non_zero(study: ExampleStudy, pin: str) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", SERVER_MODULE, "--repo", str(study.roots["lantern-cache"]), f"--pin={pin}"],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+@pytest.mark.parametrize("case", ["missing-root", "HEAD", "--help", "short"])
+def test_bad_root_or_pin_exits_non_zero(study: ExampleStudy, tmp_path: Path, case: str) -> None:
+    # The server reads no git: a pin is checked for its form only, the root for being a directory.
+    root, good_pin = study.roots["lantern-cache"], MANIFEST["repositories"]["lantern-cache"]
+    with exported(root, good_pin) as snapshot:
+        served = tmp_path / "no-such-snapshot" if case == "missing-root" else snapshot
+        pin = {"missing-root": good_pin, "short": good_pin[:12]}.get(case, case)
+        proc = subprocess.run(
+            [sys.executable, "-I", "-m", SERVER_MODULE, "--root", str(served), f"--pin={pin}"],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     assert proc.returncode == 2
     assert "refusing to start" in proc.stderr and proc.stdout == ""
 
@@ -280,17 +316,18 @@ def closed_port() -> int:
 def test_real_claude_cli_connects_to_the_example_server(study: ExampleStudy) -> None:
     binary = claude_bin()
     root, pin = study.roots["harbor-playbook"], MANIFEST["repositories"]["harbor-playbook"]
-    server_args = ["-m", SERVER_MODULE, "--repo", str(root), "--pin", pin]
-    server = {"type": "stdio", "command": sys.executable, "args": server_args}
-    mcp_config = json.dumps({"mcpServers": {"doc-bridge": server}})
     allowed = ["mcp__doc-bridge__doc_search", "mcp__doc-bridge__doc_get", "mcp__doc-bridge__handoff_resolve"]
     denied = "Bash,Edit,MultiEdit,Write,NotebookEdit,WebFetch,WebSearch,Task,Agent,mcp__doc-bridge__doc_write"
-    argv = [str(binary), "-p", "--model", "claude-haiku-4-5", "--output-format", "stream-json", "--verbose"]
-    argv += ["--no-session-persistence", "--max-budget-usd", "0.100000", "--disable-slash-commands"]
-    argv += ["--permission-mode", "dontAsk", "--tools", "Read,Grep,Glob"]
-    argv += ["--allowedTools", ",".join(["Read", "Grep", "Glob", *allowed])]
-    argv += ["--disallowedTools", denied, "--mcp-config", mcp_config, "--strict-mcp-config", "--", "hello"]
-    with tempfile.TemporaryDirectory(prefix="as-cli-", ignore_cleanup_errors=True) as scratch:
+    with exported(root, pin) as snapshot, \
+            tempfile.TemporaryDirectory(prefix="as-cli-", ignore_cleanup_errors=True) as scratch:
+        server_args = ["-I", "-m", SERVER_MODULE, "--root", str(snapshot), "--pin", pin]
+        server = {"type": "stdio", "command": sys.executable, "args": server_args}
+        mcp_config = json.dumps({"mcpServers": {"doc-bridge": server}})
+        argv = [str(binary), "-p", "--model", "claude-haiku-4-5", "--output-format", "stream-json", "--verbose"]
+        argv += ["--no-session-persistence", "--max-budget-usd", "0.100000", "--disable-slash-commands"]
+        argv += ["--restricted", "--permission-mode", "dontAsk", "--tools", "Read,Grep,Glob"]
+        argv += ["--allowedTools", ",".join(["Read", "Grep", "Glob", *allowed])]
+        argv += ["--disallowedTools", denied, "--mcp-config", mcp_config, "--strict-mcp-config", "--", "hello"]
         home, tmp, cwd = (Path(scratch) / d for d in ("home", "tmp", "cwd"))
         for d in (home, tmp, cwd):
             d.mkdir()

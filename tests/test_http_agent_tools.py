@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -17,9 +17,10 @@ import pytest
 
 from agentstudy.io.git import head
 from agentstudy.io.messages_api import MessagesClient
+from agentstudy.io.server_corpus import ServerCorpora
 from agentstudy.pricing.budget import Budget
 from agentstudy.pricing.http import CallReservation, CallSettlement, UpperPrices
-from agentstudy.protocol.mcp_spec import McpServerSpec
+from agentstudy.protocol.mcp_spec import McpServerSpec, ServerPaths
 from agentstudy.rehearsal.example_study import ExampleStudy, build_example_study
 from agentstudy.rehearsal.messages_server import RehearsalServer
 from agentstudy.rehearsal.policy import ScriptedReply
@@ -44,6 +45,13 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     return root, head(root)
 
 
+@pytest.fixture(scope="module")
+def snapshot(corpus: tuple[Path, str]) -> Iterator[ServerPaths]:
+    """The MCP server's read-only snapshot of the corpus, as a study hands it over."""
+    with ServerCorpora(DEFAULT_MCP_SERVER, {"lantern-cache": corpus}) as corpora:
+        yield corpora.paths("lantern-cache")
+
+
 class Calls:
     """A call ledger that only counts (the runner's persisting one is tested with the runner)."""
 
@@ -58,11 +66,13 @@ class Calls:
         self.settled_count += 1
 
 
-def test_the_mcp_arm_adds_the_read_only_tools_under_underscore_names(corpus: tuple[Path, str]) -> None:
+def test_the_mcp_arm_adds_the_read_only_tools_under_underscore_names(
+    corpus: tuple[Path, str], snapshot: ServerPaths
+) -> None:
     root, pin = corpus
     with agent_tools("repository-only", root, pin, DEFAULT_MCP_SERVER) as tools:
         assert tools.names == ["repo_list", "repo_read", "repo_search"]
-    with agent_tools("doc-bridge-mcp", root, pin, DEFAULT_MCP_SERVER) as tools:
+    with agent_tools("doc-bridge-mcp", root, pin, DEFAULT_MCP_SERVER, snapshot) as tools:
         assert tools.names == ["repo_list", "repo_read", "repo_search", "doc_search", "doc_get", "handoff_resolve"]
         definitions = {d["name"]: d for d in tools.definitions}
         assert all(set(d) == {"name", "description", "input_schema"} for d in definitions.values())
@@ -78,19 +88,25 @@ def test_the_mcp_arm_adds_the_read_only_tools_under_underscore_names(corpus: tup
     assert tools.call("doc_search", {"query": "monotonic"}) == ToolResult(TOOL_ERROR, True), "server closed"
 
 
-def test_a_missing_read_only_tool_or_a_dead_server_is_a_setup_error(corpus: tuple[Path, str]) -> None:
+def test_a_missing_read_only_tool_or_a_dead_server_is_a_setup_error(
+    corpus: tuple[Path, str], snapshot: ServerPaths
+) -> None:
     root, pin = corpus
     missing = McpServerSpec(name="doc-bridge", command=DEFAULT_MCP_SERVER.command,
-                            read_only_tools=("doc.search", "doc.nothing"))
+                            read_only_tools=("doc.search", "doc.nothing"),
+                            sandbox_binds=DEFAULT_MCP_SERVER.sandbox_binds)
     with pytest.raises(ToolSetupError, match=r"does not list doc\.nothing"), \
-            agent_tools("doc-bridge-mcp", root, pin, missing):
+            agent_tools("doc-bridge-mcp", root, pin, missing, snapshot):
+        pass
+    with pytest.raises(ToolSetupError, match="no corpus snapshot"), \
+            agent_tools("doc-bridge-mcp", root, pin, DEFAULT_MCP_SERVER):
         pass
     dead = McpServerSpec(name="doc-bridge", command=(sys.executable, "-c", "raise SystemExit(3)"))
     calls = Calls()
     settings = HttpSettings(model="m", prices=PRICES, mcp=dead)
     with RehearsalServer() as server, MessagesClient("dummy", server.base_url) as client:
         result = run_http_attempt(settings, sender=client, scenario="doc-bridge-mcp", root=root, pin=pin,
-                                  prompt="q", budget=Budget(cap=Decimal(1)), ledger=calls)
+                                  prompt="q", budget=Budget(cap=Decimal(1)), ledger=calls, server=snapshot)
         assert server.requests == ()
     assert (result.status, result.status_reason) == ("failed", "the MCP server did not start")
     assert calls.reserved_count == 0 and result.budget.spent == 0

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from agentstudy.io.export import export_corpus, remove_export
 from agentstudy.io.git import head
+from agentstudy.io.mcp_child import mcp_child
 from agentstudy.io.mcp_session import McpSession
 from agentstudy.transports.repo_tools import DEFINITIONS, TOOL_ERROR, RepositoryTools
 
@@ -88,11 +90,15 @@ def test_mcp_session_lists_and_calls_the_real_server(tmp_path: Path) -> None:
 
     study = build_example_study(tmp_path / "study")
     root = next(iter(study.roots.values()))
-    args = ["-m", "agentstudy.rehearsal.mcp_server", "--repo", str(root), "--pin", head(root)]
-    with McpSession(sys.executable, args) as session:
-        names = sorted(t.name for t in session.list_tools())
-        assert names == ["doc.get", "doc.search", "doc.write", "handoff.resolve"]
-        found = session.call_tool("doc.search", {"query": "sweeper"})
-        assert not found.is_error and "sweeper" in found.text
-        refused = session.call_tool("doc.write", {"path": "README.md", "text": "x"})
-        assert refused.is_error
+    snapshot = export_corpus(root, head(root))
+    args = ["-I", "-m", "agentstudy.rehearsal.mcp_server", "--root", str(snapshot), "--pin", head(root)]
+    try:
+        with mcp_child() as child, McpSession(sys.executable, args, child, snapshot) as session:
+            names = sorted(t.name for t in session.list_tools())
+            assert names == ["doc.get", "doc.search", "doc.write", "handoff.resolve"]
+            found = session.call_tool("doc.search", {"query": "sweeper"})
+            assert not found.is_error and "sweeper" in found.text
+            refused = session.call_tool("doc.write", {"path": "README.md", "text": "x"})
+            assert refused.is_error
+    finally:
+        remove_export(snapshot)

@@ -8,6 +8,7 @@ server cannot give (a dropped connection, a redirect), a tiny ``http.server`` in
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 from collections.abc import Callable, Mapping
@@ -333,10 +334,14 @@ def test_the_mcp_server_is_fresh_per_attempt_and_never_gets_the_key(
         " 'pid': os.getpid()}) + '\\n')\n"
         "sys.exit(main(sys.argv[1:]))\n"
     )
-    command = (sys.executable, "-c", script, "--repo", "{root}", "--pin", "{pin}")
+    command = (sys.executable, "-c", script, "--root", "{root}", "--pin", "{pin}")
     spec = McpServerSpec(name="doc-bridge", command=command)
+    # The server logs its starts to a host file, which a bubblewrap sandbox would hide: restricted.
+    # Its environment is the same allowlist either way; the parent's holds the planted key.
     with RehearsalServer() as server:
-        summary = run_http_study(_request(study, output, server.base_url, mcp=spec))
+        request = _request(study, output, server.base_url, mcp=spec, containment="restricted",
+                           parent_env=dict(os.environ))
+        summary = run_http_study(request)
     assert summary.status == "awaiting-adjudication"
     launches = [json.loads(line) for line in starts.read_text().splitlines()]
     assert len(launches) == 2, "one preflight probe and one fresh server for the one MCP attempt"
@@ -345,4 +350,5 @@ def test_the_mcp_server_is_fresh_per_attempt_and_never_gets_the_key(
     assert not {"doc_search", "doc_get", "handoff_resolve"} & set(repository_only["toolCallsByName"])
     assert doc_bridge["toolCallsByName"] == {"doc_search": 1, "doc_get": 1}
     assert "doc_write" not in doc_bridge["tools"]
+    assert doc_bridge["containment"] == repository_only["containment"] == "restricted"
 

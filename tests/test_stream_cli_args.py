@@ -9,7 +9,9 @@ import pytest
 
 from agentstudy.pricing.budget import format_max_budget, reservation_for
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP, REPOSITORY_ONLY
+from agentstudy.protocol.mcp_spec import ServerPaths
 from agentstudy.transports.cli_args import (
+    REHEARSAL_TOKEN,
     McpServerSpec,
     arm_tools,
     child_environment,
@@ -36,6 +38,7 @@ SPEC = McpServerSpec(
     command=("/usr/bin/node", "/opt/engine/cli.js", "mcp", "--config", "{root}/doc-bridge.config.json"),
 )
 EXTRA_DENIED = ("mcp__doc-bridge__doc_write", "mcp__doc-bridge__gate_status")
+PATHS = ServerPaths(root="/corpora/harbor", pin="a" * 40)
 
 
 def both_arms(prompt: str = "What does the handoff say?") -> tuple[list[str], list[str]]:
@@ -47,7 +50,7 @@ def both_arms(prompt: str = "What does the handoff say?") -> tuple[list[str], li
                 model=MODEL,
                 max_budget_usd=budget,
                 tools=arm_tools(scenario, SPEC, EXTRA_DENIED),
-                mcp_config_json=mcp_config(scenario, SPEC, "/corpora/harbor", "a" * 40),
+                mcp_config_json=mcp_config(scenario, SPEC, PATHS),
                 prompt=prompt,
             )
         )
@@ -76,6 +79,8 @@ def test_arms_differ_only_at_allowed_tools_and_mcp_config() -> None:
             }
         }
     }
+    with pytest.raises(ValueError):
+        mcp_config(DOC_BRIDGE_MCP, SPEC, None)
 
 
 def test_common_flags() -> None:
@@ -88,6 +93,7 @@ def test_common_flags() -> None:
         assert "--no-session-persistence" in args
         assert "--strict-mcp-config" in args
         assert "--disable-slash-commands" in args
+        assert "--restricted" in args
         assert value_of(args, "--permission-mode") == "dontAsk"
         assert value_of(args, "--tools") == "Read,Grep,Glob"
         assert value_of(args, "--disallowedTools") == ",".join((*STATIC_DENY, *EXTRA_DENIED))
@@ -147,7 +153,8 @@ PARENT_ENV = {
 
 @pytest.mark.parametrize("base_url", [None, "http://127.0.0.1:4000"])
 def test_child_environment_never_has_the_api_key(base_url: str | None) -> None:
-    env = child_environment(PARENT_ENV, home="/h", tmpdir="/t", rehearsal_base_url=base_url)
+    token = None if base_url is None else REHEARSAL_TOKEN
+    env = child_environment(PARENT_ENV, home="/h", tmpdir="/t", base_url=base_url, auth_token=token)
     assert "ANTHROPIC_API_KEY" not in env
     assert "AWS_SECRET_ACCESS_KEY" not in env
     assert "PYTHONPATH" not in env
@@ -162,11 +169,11 @@ def test_child_environment_never_has_the_api_key(base_url: str | None) -> None:
         assert "ANTHROPIC_AUTH_TOKEN" not in env
     else:
         assert env["ANTHROPIC_BASE_URL"] == base_url
-        assert env["ANTHROPIC_AUTH_TOKEN"]
+        assert env["ANTHROPIC_AUTH_TOKEN"] == REHEARSAL_TOKEN
 
 
 def test_child_environment_defaults() -> None:
-    env = child_environment({}, home="/h", tmpdir="/t", rehearsal_base_url=None)
+    env = child_environment({}, home="/h", tmpdir="/t")
     assert env["PATH"]
     assert env["LANG"] == "C.UTF-8"
     assert set(env) == {

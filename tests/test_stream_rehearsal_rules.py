@@ -24,6 +24,7 @@ from click.testing import CliRunner
 from agentstudy.cli import main
 from agentstudy.io.export import export_corpus, remove_export
 from agentstudy.io.process import run_bounded
+from agentstudy.io.server_corpus import ServerCorpora
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP, REPOSITORY_ONLY
 from agentstudy.rehearsal.example_study import build_corpus_repository
 from agentstudy.rehearsal.messages_server import RehearsalServer
@@ -31,6 +32,7 @@ from agentstudy.rehearsal.policy import ScriptedReply
 from agentstudy.runners.preflight import DEFAULT_MCP_SERVER
 from agentstudy.transports.cli import CliSettings, run_cli_attempt
 from agentstudy.transports.cli_args import (
+    REHEARSAL_TOKEN,
     ArmTools,
     McpServerSpec,
     arm_tools,
@@ -102,12 +104,18 @@ def run_real_cli(
     tools: ArmTools,
     spec: McpServerSpec = DEFAULT_MCP_SERVER,
 ) -> Run:
-    """Run the real CLI once with argv from ``cli_arguments``; save its stdout as a transcript."""
+    """Run the real CLI once with argv from ``cli_arguments``; save its stdout as a transcript.
+
+    The MCP server is handed the run's read-only snapshot of the pinned corpus (``ServerCorpora``),
+    as in a study; the CLI runs in its own export.
+    """
     for name in ("home", "tmp"):
         (tmp_path / name).mkdir(parents=True, exist_ok=True)
-    with RehearsalServer(policy=scripted(*turns)) as server:
+    with ServerCorpora(spec, {"harbor-playbook": (corpus.root, corpus.pin)}) as corpora, \
+            RehearsalServer(policy=scripted(*turns)) as server:
         env = child_environment(
-            os.environ, home=str(tmp_path / "home"), tmpdir=str(tmp_path / "tmp"), rehearsal_base_url=server.base_url
+            os.environ, home=str(tmp_path / "home"), tmpdir=str(tmp_path / "tmp"), base_url=server.base_url,
+            auth_token=REHEARSAL_TOKEN,
         )
         argv = [
             str(binary),
@@ -115,7 +123,7 @@ def run_real_cli(
                 model=MODEL,
                 max_budget_usd="0.100000",
                 tools=tools,
-                mcp_config_json=mcp_config(scenario, spec, str(corpus.root), corpus.pin),
+                mcp_config_json=mcp_config(scenario, spec, corpora.paths("harbor-playbook")),
                 prompt=PROMPT,
             ),
         ]
@@ -157,15 +165,18 @@ def test_clean_doc_bridge_run_completes_and_matches_the_runner(
     assert sorted(record["tools"]) == sorted(D_TOOLS.expected)
     assert "answer" not in record and "answerText" not in record and "answer_text" not in record
     # The runner's own attempt (same argv, same scripted agent) goes through the same evaluation.
-    with RehearsalServer(policy=scripted(*turns)) as server:
+    # It runs under the default containment (bubblewrap), with the server on the run's snapshot.
+    corpora = ServerCorpora(DEFAULT_MCP_SERVER, {"harbor-playbook": (corpus.root, corpus.pin)})
+    with corpora, RehearsalServer(policy=scripted(*turns)) as server:
         settings = CliSettings(
             binary=claude_bin, model=MODEL, mcp=DEFAULT_MCP_SERVER, rehearsal_base_url=server.base_url,
         )
         attempt = run_cli_attempt(
             settings, scenario=DOC_BRIDGE_MCP, tools=D_TOOLS, root=corpus.root, pin=corpus.pin, prompt=PROMPT,
-            reservation_usd=Decimal("0.10"), parent_env=os.environ,
+            reservation_usd=Decimal("0.10"), parent_env=os.environ, server=corpora.paths("harbor-playbook"),
         )
-    assert attempt.status == "completed"
+    assert attempt.status == "completed", attempt.setup_problems
+    assert attempt.fields["containment"] == "bwrap"
     fields = {k: v for k, v in attempt.fields.items() if k != "answer_text"}
     assert {k: record[k] for k in ("toolCallsByName", "toolCalls", "inputTokens", "outputTokens", "numTurns")} == {
         "toolCallsByName": fields["tool_calls_by_name"],

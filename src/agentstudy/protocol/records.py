@@ -272,4 +272,6 @@ class MinimalLedger(BaseModel):
         for key in ("openReservation", "stopReason", "finishedAt", "cli", "prices", "http", "containment"):
             if data[key] is None:
                 del data[key]
+        if "cli" in data and data["cli"]["baseUrl"] is None:
+            del data["cli"]["baseUrl"]
         return data
