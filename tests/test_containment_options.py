@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-import agentstudy
 from agentstudy.cli import main
 from agentstudy.io.server_corpus import ServerCorpora, ServerCorpusError
 from agentstudy.protocol.mcp_spec import LIVE_CHECKOUT_NOTE, McpServerSpec
@@ -75,12 +74,11 @@ def _run_args(study: ExampleStudy, tmp_path: Path, *extra: str) -> list[str]:
 def test_checkout_placeholder_is_recorded_as_not_isolated_in_every_mcp_attempt(study: ExampleStudy,
                                                                                 tmp_path: Path) -> None:
     config = tmp_path / "live.json"
-    package = str(Path(agentstudy.__file__).resolve().parent)
     config.write_text(json.dumps({"mcpServers": {"doc-bridge": {
         "command": sys.executable,
         "args": ["-I", "-m", "agentstudy.rehearsal.mcp_server", "--root", "{checkout}", "--pin", "{pin}"]}}}))
     result = CliRunner().invoke(main, [*_run_args(study, tmp_path, *HTTP_REHEARSAL,
-                                                  "--mcp-config", str(config), "--sandbox-bind", package)],
+                                                  "--mcp-config", str(config))],
                                 env={"ANTHROPIC_API_KEY": None}, catch_exceptions=False)
     assert result.exit_code == 0, result.output
     ledger = json.loads((tmp_path / "ledger.json").read_text(encoding="utf-8"))

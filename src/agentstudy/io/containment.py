@@ -16,9 +16,11 @@ says what is missing then.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -211,8 +213,27 @@ def server_read_only_paths(spec: McpServerSpec, paths: ServerPaths, path_env: st
     """
     argv = spec.argv(paths)
     binds = [Path(p) for p in spec.sandbox_binds if os.path.isabs(p) and os.path.lexists(p)]
-    found = [*command_paths(argv[0], path_env), *absolute_existing(argv[1:]), *binds]
+    found = [*command_paths(argv[0], path_env), *absolute_existing(argv[1:]), *binds, *_own_module_paths(argv)]
     return tuple(dict.fromkeys(found))
+
+
+def _own_module_paths(argv: Sequence[str]) -> tuple[Path, ...]:
+    """For ``<this interpreter> [-flags] -m package.module …``: where ``package`` is imported from.
+
+    An editable install keeps a package's source outside the interpreter's prefix; a server
+    run as a module of our own interpreter (the bundled one, from any ``--mcp-config``) needs it.
+    """
+    if "-m" not in argv[:-1] or Path(argv[0]).resolve() != Path(sys.executable).resolve():
+        return ()
+    package = argv[list(argv).index("-m") + 1].split(".")[0]
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        return ()
+    if spec is None:
+        return ()
+    locations = spec.submodule_search_locations or ([str(Path(spec.origin).parent)] if spec.origin else [])
+    return tuple(Path(location).resolve() for location in locations if os.path.isabs(location))
 
 
 def check_containment(mode: ContainmentMode, env: Mapping[str, str]) -> str:

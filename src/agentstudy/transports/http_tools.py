@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
-from agentstudy.io.containment import ContainmentMode
+from agentstudy.io.containment import ContainmentError, ContainmentMode
 from agentstudy.io.mcp_client import McpProbeError
 from agentstudy.io.mcp_sandbox import contained_server
 from agentstudy.io.mcp_session import McpSession
@@ -136,12 +136,10 @@ def agent_tools(
         return
     if server is None:
         raise ToolSetupError("the MCP arm has no corpus snapshot for its server")
-    with contained_server(spec, server, containment, parent_env or {}) as (argv, child, cwd):
+    with ExitStack() as stack:
         try:
-            session = McpSession(argv[0], argv[1:], child, cwd).__enter__()
-        except McpProbeError:
+            argv, child, cwd = stack.enter_context(contained_server(spec, server, containment, parent_env or {}))
+            session = stack.enter_context(McpSession(argv[0], argv[1:], child, cwd))
+        except (McpProbeError, ContainmentError):
             raise ToolSetupError("the MCP server did not start") from None
-        try:
-            yield AgentTools(repository, session, spec.read_only_tools)
-        finally:
-            session.__exit__(None, None, None)
+        yield AgentTools(repository, session, spec.read_only_tools)
