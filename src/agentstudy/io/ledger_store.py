@@ -1,10 +1,11 @@
 """The private ledger file: exclusive 0600 create, atomic checkpoints.
 
 A ledger is never overwritten or resumed: creating over an existing path is an error, and
-the path must lie outside every corpus checkout and agentstudy's own checkout. The first
-document is written into the exclusively created file; every later checkpoint writes a
-temporary 0600 file in the same directory, fsyncs it, renames it over the ledger and fsyncs
-the directory, so a reader sees the old or the new ledger, never a torn one.
+the path must lie outside every corpus checkout, every checkout that contains one, and
+agentstudy's own checkout. The first document is written into the exclusively created file;
+every later checkpoint writes a temporary 0600 file in the same directory, fsyncs it, renames
+it over the ledger and fsyncs the directory, so a reader sees the old or the new ledger, never
+a torn one.
 """
 
 from __future__ import annotations
@@ -17,25 +18,42 @@ from typing import Any
 
 import pydantic_core
 
+from agentstudy.io.git import enclosing_checkouts
+
 
 class OutputPathError(ValueError):
     """The ledger path is unusable: existing, inside a checkout, or its directory is missing."""
 
 
-def place_outside(path: Path, forbidden_roots: Iterable[Path]) -> Path:
-    """Resolve ``path``'s directory through symlinks and check it lies outside every forbidden root.
+def forbidden_trees(roots: Iterable[Path]) -> tuple[Path, ...]:
+    """Every directory a ledger must stay out of: each root (resolved) and every checkout containing it.
 
-    Returns the absolute path (its last component as given); whether it exists is not checked.
+    A root inside a checkout (or a checkout nested in another) forbids each enclosing work tree
+    too (``io.git.enclosing_checkouts``, hardened git); a root that is no checkout forbids itself.
+    Returns resolved paths, each once, in the order found.
+    """
+    found: list[Path] = []
+    for root in roots:
+        real_root = root.resolve()
+        found += [real_root, *enclosing_checkouts(real_root)]
+    return tuple(dict.fromkeys(found))
+
+
+def place_outside(path: Path, forbidden_roots: Iterable[Path]) -> Path:
+    """Resolve ``path``'s directory through symlinks and check it lies outside every forbidden tree.
+
+    The forbidden trees are ``forbidden_trees(forbidden_roots)``: each root and every checkout
+    that contains it. Returns the absolute path (its last component as given); whether it
+    exists is not checked.
 
     Raises:
-        OutputPathError: the directory does not exist, or the path lies inside a root.
+        OutputPathError: the directory does not exist, or the path lies inside a forbidden tree.
     """
     parent = path.parent.resolve()
     if not parent.is_dir():
         raise OutputPathError(f"output directory does not exist: {parent}")
     target = parent / path.name
-    for root in forbidden_roots:
-        real_root = root.resolve()
+    for real_root in forbidden_trees(forbidden_roots):
         if target == real_root or real_root in target.parents:
             raise OutputPathError(f"output must lie outside {real_root}")
     return target
