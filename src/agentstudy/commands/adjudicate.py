@@ -30,7 +30,7 @@ from agentstudy.commands.adjudicate_controlled import run_and_print
 from agentstudy.commands.common import EXIT_BLOCKED, EXIT_OK, fail, parse_roots, positive_usd
 from agentstudy.commands.containment_options import containment_mode, containment_option
 from agentstudy.io.claude_cli import ClaudeBinaryError, find_claude_binary, find_login_file, project_root
-from agentstudy.io.ledger_store import OutputPathError
+from agentstudy.io.ledger_store import CheckpointError, OutputPathError
 from agentstudy.protocol.manifest import ManifestError, load_manifest
 from agentstudy.rehearsal.adjudicator_policy import adjudicator_reply
 from agentstudy.rehearsal.messages_server import RehearsalServer
@@ -200,6 +200,9 @@ def _run(request: AdjudicationRequest, note: str) -> int:
         summary = run_adjudication(request)
     except (AdjudicationRefused, OutputPathError) as error:
         fail(f"adjudication refused, nothing reserved: {error}")
+    except CheckpointError as error:
+        fail(f"adjudication stopped because a checkpoint failed: {error}; the companion on disk is the last one "
+             "written, review the budget before a rerun", EXIT_BLOCKED)
     except Exception:
         fail("adjudication stopped on an internal error; see the companion, review the budget before a rerun",
              EXIT_BLOCKED)

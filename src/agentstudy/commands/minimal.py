@@ -24,7 +24,7 @@ from agentstudy.commands.mcp_options import mcp_options, mcp_spec_from_options
 from agentstudy.commands.view import print_summary_table, progress_for_terminal
 from agentstudy.io.claude_cli import ClaudeBinaryError, find_claude_binary, find_login_file, project_root
 from agentstudy.io.containment import ContainmentMode
-from agentstudy.io.ledger_store import OutputPathError, resolve_output
+from agentstudy.io.ledger_store import CheckpointError, OutputPathError, resolve_output
 from agentstudy.io.messages_api import (
     DEFAULT_BASE_URL,
     ApiKeyError,
@@ -235,6 +235,9 @@ def _run(study: Callable[[], RunSummary]) -> int:
         summary = study()
     except (PreflightError, OutputPathError) as error:
         fail(f"run refused, nothing reserved: {error}")
+    except CheckpointError as error:
+        fail(f"the run stopped because a checkpoint failed: {error}; the ledger on disk is the last one written, "
+             "review the budget before any rerun", EXIT_BLOCKED)
     except Exception:
         fail("the run stopped on an internal error; see the ledger, do not retry without a budget review",
              EXIT_BLOCKED)

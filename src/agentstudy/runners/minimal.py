@@ -142,7 +142,10 @@ def run_cli_study(request: CliRunRequest) -> RunSummary:
 
     Raises:
         PreflightError: the run was refused before any reservation; no ledger was written.
-        OutputPathError: the ledger path exists or lies inside a checkout; nothing was written.
+        OutputPathError: the ledger path exists, lies inside a checkout or cannot be created;
+            nothing was written.
+        CheckpointError: a checkpoint failed mid-run; the run stopped and the ledger on disk is
+            the last good one (closed ``blocked`` with the reason where a later write succeeded).
     """
     with ExitStack() as stack:
         return _run_cli_study(request, stack)
@@ -223,8 +226,8 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
                     ledger.stop_reason = f"attempt {index} ended {attempt.status}"
                 break
         run.finish()
-    except BaseException:
-        close_on_error(run, ledger, lambda done: store.checkpoint(done.to_json()))
+    except BaseException as error:
+        close_on_error(run, ledger, lambda done: store.checkpoint(done.to_json()), store=store, error=error)
         raise
-    close_normally(ledger, run, lambda done: store.checkpoint(done.to_json()))
+    close_normally(ledger, run, lambda done: store.checkpoint(done.to_json()), store=store)
     return summarize(run.status, request.mode, len(schedule), observations, budget, output)
