@@ -38,6 +38,7 @@ from agentstudy.runners.progress import AttemptProgress, RunProgress, SilentProg
 from agentstudy.runners.summary import RunSummary, summarize
 from agentstudy.transports.cli import CliAttemptResult, CliSettings, run_cli_attempt
 from agentstudy.transports.cli_args import arm_tools
+from agentstudy.transports.cli_evaluation import settled_reason
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,7 @@ def _observation(
         exit_code=result.exit_code,
         wall_time_ms=result.wall_time_ms,
         status=status,
+        status_reason=settled_reason(result.status, result.status_reason, status, charged, reservation),
         answer=answer if status == "completed" else "",
     )
 
