@@ -90,7 +90,7 @@ def print_adjudication_table(summary: AdjudicationSummary, note: str = "") -> No
               help="Controlled study: adjudicate at most this many.")
 @click.option("--text/--json", "as_text", default=True, help="Controlled study: summary as text or JSON.")
 @click.option("--root", "roots", multiple=True, metavar="NAME=PATH",
-              help="Clean checkout of a manifest repository at its pin (repeatable).")
+              help="Top level of a clean checkout of a manifest repository at its pin (repeatable).")
 @click.option("--output", type=click.Path(path_type=Path),
               help="New companion file (default: LEDGER with .json replaced by .adjudication.json).")
 @click.option("--model", envvar="ADJUDICATOR_MODEL", help="Adjudicator model id. [env: ADJUDICATOR_MODEL]")

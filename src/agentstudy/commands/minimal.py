@@ -54,8 +54,9 @@ from agentstudy.transports.cli import CliSettings
 @click.option("--transport", type=click.Choice(["http", "cli"]), default="http", show_default=True,
               help="Messages API loop (http) or headless Claude Code (cli, the pilot transport).")
 @click.option("--root", "roots", multiple=True, metavar="NAME=PATH",
-              help="Clean checkout of a manifest repository at its pin (repeatable).")
-@click.option("--output", type=click.Path(path_type=Path), help="New private ledger file (never overwritten).")
+              help="Top level of a clean checkout of a manifest repository at its pin (repeatable).")
+@click.option("--output", type=click.Path(path_type=Path),
+              help="New private ledger file (never overwritten), outside every checkout holding a --root.")
 @click.option("--model", envvar="STUDY_MODEL", help="Model id. [env: STUDY_MODEL]")
 @click.option("--budget-usd", envvar="STUDY_BUDGET_USD", help="Cumulative cap in USD. [env: STUDY_BUDGET_USD]")
 @click.option("--claude-bin", help="Claude Code executable (default: AGENTSTUDY_CLAUDE_BIN, pinned install, PATH).")
