@@ -14,7 +14,12 @@ then acts by ``mode``:
 - ``garbage``: print non-JSON;
 - ``flood``: print ``floodBytes`` bytes of a JSON-looking line.
 
-``malformedFirstLine`` prefixes one non-JSON line. ``--version`` prints ``version``
+``malformedFirstLine`` prefixes one non-JSON line. ``answer`` replaces the ``ok`` answer text;
+``trailingFloodBytes`` adds that many bytes of noise lines after the ``ok`` transcript;
+``selfSignal`` makes the fake kill itself with that signal after the ``ok`` transcript;
+``dropExecAfterVersion`` makes the file non-executable right after a ``--version`` probe (so
+the next start fails); ``fillDirectory`` makes an attempt write a filler file there until the
+filesystem is full (ENOSPC) before it answers. ``--version`` prints ``version``
 (optionally after ``versionSleepSeconds``). A ``marker`` directory, when set, receives a
 file per start (``started-<n>``) so a test can act while the fake runs, and on ``--version``
 ``version-probe`` (the pid) and ``version-env.json``: the probe's environment names, ``HOME``,
@@ -60,6 +65,8 @@ if args == ["--version"]:
         }))
     time.sleep(behavior.get("versionSleepSeconds", 0))
     print(behavior.get("version", "2.1.296 (Claude Code)"))
+    if behavior.get("dropExecAfterVersion"):
+        os.chmod(__file__, 0o644)
     sys.exit(0)
 
 records_path = here / "records.json"
@@ -80,6 +87,13 @@ if behavior.get("marker"):
 def value(flag, default=""):
     return args[args.index(flag) + 1] if flag in args else default
 
+if behavior.get("fillDirectory"):
+    with open(os.path.join(behavior["fillDirectory"], "filler"), "ab", buffering=0) as filler:
+        try:
+            while True:
+                filler.write(b"\0" * 4096)
+        except OSError:
+            pass
 mode = behavior.get("mode", "ok")
 if mode == "sleep" or len(records) in behavior.get("sleepOn", []):
     time.sleep(behavior.get("sleepSeconds", 60))
@@ -114,7 +128,7 @@ events = [
      "content": [{"type": "text", "text": "Answer (README.md:1)."}],
      "usage": {"input_tokens": inp, "output_tokens": out}}},
     {"type": "result", "subtype": behavior.get("subtype", "success"), "is_error": behavior.get("isError", False),
-     "result": "Answer (README.md:1).", "num_turns": 1, "total_cost_usd": cost,
+     "result": behavior.get("answer", "Answer (README.md:1)."), "num_turns": 1, "total_cost_usd": cost,
      "usage": {"input_tokens": inp, "output_tokens": out, "cache_creation": {}},
      "modelUsage": {model: {"inputTokens": inp, "outputTokens": out, "cacheReadInputTokens": 0,
                              "cacheCreationInputTokens": 0, "costUSD": cost}},
@@ -122,6 +136,13 @@ events = [
 ]
 for event in events:
     print(json.dumps(event), flush=True)
+if behavior.get("trailingFloodBytes"):
+    noise = '{"type":"system","subtype":"noise","pad":"' + "x" * 65000 + '"}\n'
+    for _ in range(behavior["trailingFloodBytes"] // len(noise) + 1):
+        sys.stdout.write(noise)
+    sys.stdout.flush()
+if behavior.get("selfSignal"):
+    os.kill(os.getpid(), behavior["selfSignal"])
 sys.exit(behavior.get("exitCode", 0))
 '''
 

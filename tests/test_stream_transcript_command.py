@@ -60,7 +60,7 @@ def test_clean_transcript_completes_with_the_seed_field_names() -> None:
     assert record["inputTokens"] == 2700 and record["usageComplete"] is True
     ledger_names = {info.alias or name for name, info in CliObservation.model_fields.items()}
     extra = set(record) - ledger_names
-    assert extra == {"statusReason", "refusedOutOfExportReads"}
+    assert extra == {"refusedOutOfExportReads"}
     missing = ledger_names - set(record)
     assert missing == {
         "taskId", "repetition", "cliVersion", "expectedCliVersion", "cumulativeCapExceeded",
@@ -123,7 +123,7 @@ def test_file_over_the_stdout_bound_is_failed(tmp_path: Path) -> None:
     assert big.stat().st_size > 4 * 1024 * 1024
     code, record = record_of(str(big), "--scenario", "repository-only", "--model", MODEL)
     assert (code, record["status"]) == (1, "failed")
-    assert record["statusReason"] == "stdout went past its bound and was truncated"
+    assert record["statusReason"] == "stdout went past its 4 MiB bound and was truncated"
     assert record["setupProblem"] is None
     small = tmp_path / "small.jsonl"
     small.write_text(lines[0] + filler * 100 + "".join(lines[1:]), encoding="utf-8")

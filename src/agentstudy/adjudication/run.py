@@ -11,6 +11,8 @@ run; the rest stay pending. State changes go through ``fsm.attempt``; money thro
 
 from __future__ import annotations
 
+import contextlib
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -36,7 +38,7 @@ from agentstudy.fsm.attempt import AttemptMachine
 from agentstudy.io.containment import ContainmentError, check_containment
 from agentstudy.io.environment import allowlisted_environment
 from agentstudy.io.git import GitError
-from agentstudy.io.ledger_store import LedgerFile, OutputPathError, resolve_output
+from agentstudy.io.ledger_store import CheckpointError, LedgerFile, OutputPathError, resolve_output
 from agentstudy.io.provenance import file_sha256
 from agentstudy.pricing.budget import Budget, close_attempt, open_attempt
 from agentstudy.pricing.table import CLI_PRICES, price_entry
@@ -49,7 +51,7 @@ from agentstudy.protocol.adjudication import (
 )
 from agentstudy.protocol.manifest import REPOSITORY_ONLY, SCENARIOS, LoadedManifest
 from agentstudy.protocol.prompt import MAX_PROMPT_BYTES
-from agentstudy.runners.ledger_steps import budget_record
+from agentstudy.runners.ledger_steps import SALVAGED_NOTE, budget_record, checkpoint_stop_reason
 from agentstudy.runners.preflight import PreflightError, check_cli_version, check_corpus_roots
 from agentstudy.transports.cli import CliSettings, isolation, run_cli_attempt
 from agentstudy.transports.cli_args import BUILTIN_TOOLS, arm_tools
@@ -193,7 +195,10 @@ def run_adjudication(request: AdjudicationRequest) -> AdjudicationSummary:
 
     Raises:
         AdjudicationRefused: refused before anything was reserved or written.
-        OutputPathError: the companion path exists or lies inside a checkout; nothing written.
+        OutputPathError: the companion path exists, lies inside a checkout or cannot be created;
+            nothing written.
+        CheckpointError: a checkpoint failed; adjudication stopped and the companion on disk is
+            the last good one (closed with the reason where a later write succeeded).
     """
     checked = _preflight(request)
     output, prepared = checked.output, checked.items
@@ -261,23 +266,47 @@ def run_adjudication(request: AdjudicationRequest) -> AdjudicationSummary:
             if attempt.status != "completed":
                 companion.stop_reason = f"item {index + 1} of {total}: the adjudicator attempt ended {attempt.status}"
                 break
-    except BaseException:
+    except BaseException as error:
+        if isinstance(error, CheckpointError):
+            companion.stop_reason = checkpoint_stop_reason(error)
         companion.stop_reason = companion.stop_reason or "adjudication stopped on an error; review the budget"
-        _finish(companion, store)
+        with contextlib.suppress(CheckpointError):
+            _finish(companion, store)
         raise
     _finish(companion, store)
     return summarize(companion, output)
 
 
 def _finish(companion: MinimalAdjudication, store: LedgerFile) -> None:
-    """Mark items never attempted as pending with the stop reason, set the final status, checkpoint."""
+    """Mark items never attempted as pending with the stop reason, set the final status, checkpoint.
+
+    If that checkpoint fails, the last companion that reached the disk is closed the same way
+    (its open reservation, if any, stays charged in full) where that smaller write succeeds.
+
+    Raises:
+        CheckpointError: the checkpoint of the closed companion failed.
+    """
+    _close(companion)
+    try:
+        store.checkpoint(companion.to_json())
+    except CheckpointError as error:
+        reasons = [checkpoint_stop_reason(error), *([companion.stop_reason] if companion.stop_reason else [])]
+        with contextlib.suppress(CheckpointError, ValueError):
+            last = MinimalAdjudication.model_validate(json.loads(store.last_written))
+            last.stop_reason = "; ".join(dict.fromkeys(reasons)) + SALVAGED_NOTE
+            _close(last)
+            store.checkpoint(last.to_json())
+        raise
+
+
+def _close(companion: MinimalAdjudication) -> None:
+    """Mark items never attempted as pending with the stop reason; set the final status and time."""
     why = f"not adjudicated: {companion.stop_reason}" if companion.stop_reason else None
     for position, item in enumerate(companion.items):
         if item.status == "pending" and item.attempt_status is None and why and item.prompt_bytes is not None:
             companion.items[position] = item.model_copy(update={"pending_reason": why})
     companion.status = companion_status((item.status for item in companion.items), finished=True)
     companion.finished_at = _now()
-    store.checkpoint(companion.to_json())
 
 
 __all__ = ["AdjudicationRefused", "AdjudicationRequest", "OutputPathError", "run_adjudication"]

@@ -30,7 +30,7 @@ from agentstudy.commands.adjudicate_controlled import run_and_print
 from agentstudy.commands.common import EXIT_BLOCKED, EXIT_OK, fail, parse_roots, positive_usd
 from agentstudy.commands.containment_options import containment_mode, containment_option
 from agentstudy.io.claude_cli import ClaudeBinaryError, find_claude_binary, find_login_file, project_root
-from agentstudy.io.ledger_store import OutputPathError
+from agentstudy.io.ledger_store import CheckpointError, OutputPathError
 from agentstudy.protocol.manifest import ManifestError, load_manifest
 from agentstudy.rehearsal.adjudicator_policy import adjudicator_reply
 from agentstudy.rehearsal.messages_server import RehearsalServer
@@ -90,7 +90,7 @@ def print_adjudication_table(summary: AdjudicationSummary, note: str = "") -> No
               help="Controlled study: adjudicate at most this many.")
 @click.option("--text/--json", "as_text", default=True, help="Controlled study: summary as text or JSON.")
 @click.option("--root", "roots", multiple=True, metavar="NAME=PATH",
-              help="Clean checkout of a manifest repository at its pin (repeatable).")
+              help="Top level of a clean checkout of a manifest repository at its pin (repeatable).")
 @click.option("--output", type=click.Path(path_type=Path),
               help="New companion file (default: LEDGER with .json replaced by .adjudication.json).")
 @click.option("--model", envvar="ADJUDICATOR_MODEL", help="Adjudicator model id. [env: ADJUDICATOR_MODEL]")
@@ -200,6 +200,9 @@ def _run(request: AdjudicationRequest, note: str) -> int:
         summary = run_adjudication(request)
     except (AdjudicationRefused, OutputPathError) as error:
         fail(f"adjudication refused, nothing reserved: {error}")
+    except CheckpointError as error:
+        fail(f"adjudication stopped because a checkpoint failed: {error}; the companion on disk is the last one "
+             "written, review the budget before a rerun", EXIT_BLOCKED)
     except Exception:
         fail("adjudication stopped on an internal error; see the companion, review the budget before a rerun",
              EXIT_BLOCKED)

@@ -24,7 +24,7 @@ from agentstudy.commands.mcp_options import mcp_options, mcp_spec_from_options
 from agentstudy.commands.view import print_summary_table, progress_for_terminal
 from agentstudy.io.claude_cli import ClaudeBinaryError, find_claude_binary, find_login_file, project_root
 from agentstudy.io.containment import ContainmentMode
-from agentstudy.io.ledger_store import OutputPathError, resolve_output
+from agentstudy.io.ledger_store import CheckpointError, OutputPathError, resolve_output
 from agentstudy.io.messages_api import (
     DEFAULT_BASE_URL,
     ApiKeyError,
@@ -54,8 +54,9 @@ from agentstudy.transports.cli import CliSettings
 @click.option("--transport", type=click.Choice(["http", "cli"]), default="http", show_default=True,
               help="Messages API loop (http) or headless Claude Code (cli, the pilot transport).")
 @click.option("--root", "roots", multiple=True, metavar="NAME=PATH",
-              help="Clean checkout of a manifest repository at its pin (repeatable).")
-@click.option("--output", type=click.Path(path_type=Path), help="New private ledger file (never overwritten).")
+              help="Top level of a clean checkout of a manifest repository at its pin (repeatable).")
+@click.option("--output", type=click.Path(path_type=Path),
+              help="New private ledger file (never overwritten), outside every checkout holding a --root.")
 @click.option("--model", envvar="STUDY_MODEL", help="Model id. [env: STUDY_MODEL]")
 @click.option("--budget-usd", envvar="STUDY_BUDGET_USD", help="Cumulative cap in USD. [env: STUDY_BUDGET_USD]")
 @click.option("--claude-bin", help="Claude Code executable (default: AGENTSTUDY_CLAUDE_BIN, pinned install, PATH).")
@@ -235,6 +236,9 @@ def _run(study: Callable[[], RunSummary]) -> int:
         summary = study()
     except (PreflightError, OutputPathError) as error:
         fail(f"run refused, nothing reserved: {error}")
+    except CheckpointError as error:
+        fail(f"the run stopped because a checkpoint failed: {error}; the ledger on disk is the last one written, "
+             "review the budget before any rerun", EXIT_BLOCKED)
     except Exception:
         fail("the run stopped on an internal error; see the ledger, do not retry without a budget review",
              EXIT_BLOCKED)

@@ -23,7 +23,7 @@ from agentstudy.runners.preflight import DEFAULT_MCP_SERVER
 from agentstudy.stream.denials import refused_out_of_export_reads
 from agentstudy.stream.outcome import ProcessFacts
 from agentstudy.transports.cli_args import arm_tools
-from agentstudy.transports.cli_evaluation import CliEvaluation, evaluate_cli_attempt
+from agentstudy.transports.cli_evaluation import CliEvaluation, evaluate_cli_attempt, settled_reason
 
 FIRST_KEYS = (
     "status",
@@ -43,11 +43,6 @@ CONTAINMENT_NOTES = {
     "bwrap": "as given by --containment: bubblewrap namespaces plus --restricted file tools",
     "restricted": "as given by --containment: --restricted file tools only, no bubblewrap",
 }
-
-
-def _usd(amount: Decimal) -> str:
-    """A USD amount for a message, without trailing zeros (``0.0032``)."""
-    return format(amount.normalize(), "f")
 
 
 def _json_name(field: str) -> str:
@@ -76,9 +71,7 @@ def attempt_record(
     """
     computed = evaluation.computed_cost.usd if evaluation.computed_cost is not None else None
     status, charged = settle_attempt(evaluation.status, reservation_usd, evaluation.reported_cost_usd, computed)
-    reason = evaluation.status_problem
-    if status != evaluation.status:
-        reason = f"charged {_usd(charged)} USD is above the reservation of {_usd(reservation_usd)} USD"
+    reason = settled_reason(evaluation.status, evaluation.status_problem, status, charged, reservation_usd)
     record: dict[str, Any] = {
         "status": status,
         "statusReason": reason,
@@ -171,7 +164,8 @@ def transcript(
     except ValueError as error:
         fail(f"--reservation-usd: {error}")
     truncated = len(data) > STDOUT_LIMIT_BYTES
-    process = ProcessFacts(started=True, timed_out=timed_out, truncated=truncated, exit_code=exit_code)
+    process = ProcessFacts(started=True, timed_out=timed_out, truncated=truncated, exit_code=exit_code,
+                           stdout_limit=STDOUT_LIMIT_BYTES)
     evaluation = evaluate_cli_attempt(
         data[:STDOUT_LIMIT_BYTES],
         process,

@@ -8,12 +8,11 @@ torn one. Every writer works only on a verified ledger.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from pathlib import Path
 
 from agentstudy.io.atomic import write_text_atomic
-from agentstudy.io.ledger_store import OutputPathError, place_outside
+from agentstudy.io.ledger_store import OutputExistsError, OutputPathError, create_new_file, place_outside
 from agentstudy.protocol.controlled.contracts import ContractError, LoadedContract, parse_contract
 from agentstudy.protocol.controlled.hashing import CONTENT_HASH_ALGO_KEY, CONTENT_HASH_KEY, with_content_hash
 from agentstudy.protocol.controlled.ledger import (
@@ -74,21 +73,20 @@ def persist_ledger(path: Path, ledger: Ledger) -> None:
 
 
 def create_ledger_file(path: Path, ledger: Ledger) -> None:
-    """Create ``path`` exclusively (``O_EXCL``, mode 0600) holding ``ledger``; never overwrite.
+    """Create ``path`` (mode 0600) holding ``ledger``; never overwrite, never leave a partial file.
+
+    Uses ``io.ledger_store.create_new_file``: a full disk or an unwritable directory leaves nothing.
 
     Raises:
         LedgerFileError: when the path exists (even as a dangling symlink) or cannot be created.
     """
+    data = ledger_file_text(ledger.require_verified()).encode("utf-8")
     try:
-        descriptor = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
-    except FileExistsError:
+        create_new_file(path, data)
+    except OutputExistsError:
         raise LedgerFileError(f"{path} already exists; the output must be a new file") from None
-    except OSError as error:
-        raise LedgerFileError(f"cannot create {path}: {error.strerror}") from None
-    with os.fdopen(descriptor, "wb") as handle:
-        handle.write(ledger_file_text(ledger.require_verified()).encode("utf-8"))
-        handle.flush()
-        os.fsync(handle.fileno())
+    except OutputPathError as error:
+        raise LedgerFileError(str(error)) from None
 
 
 def replace_observation(ledger: Ledger, index: int, observation: Observation) -> Ledger:

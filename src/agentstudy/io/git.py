@@ -265,3 +265,39 @@ def path_exists_at(root: Path, pin: str, path: str) -> bool:
         return False
     return kind == "blob"
 
+
+
+def toplevel(path: Path) -> Path:
+    """The top level of the checkout holding ``path`` (``git rev-parse --show-toplevel``), resolved.
+
+    Raises:
+        GitError: ``path`` is in no checkout (or is no directory), or git fails.
+    """
+    raw = run_git(path, "rev-parse", "--show-toplevel").decode("utf-8", "surrogateescape").strip()
+    if not raw:
+        raise GitError(f"git rev-parse --show-toplevel printed nothing in {path}")
+    return Path(raw).resolve()
+
+
+def enclosing_checkouts(path: Path) -> tuple[Path, ...]:
+    """Every checkout whose work tree holds ``path``, innermost first (resolved top levels).
+
+    Starts at ``path`` itself (a subdirectory gives its checkout's top level; a top level gives
+    itself) and climbs: from each top level's parent, the next enclosing checkout, until git
+    finds none. Discovery runs hardened (``run_git``); a directory git refuses to read (for
+    example one owned by another user) ends the climb.
+    """
+    found: list[Path] = []
+    current = path
+    while True:
+        try:
+            top = toplevel(current)
+        except GitError:
+            break
+        if top in found:
+            break
+        found.append(top)
+        if top.parent == top:
+            break
+        current = top.parent
+    return tuple(found)

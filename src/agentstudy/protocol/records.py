@@ -23,6 +23,9 @@ class CliObservation(BaseModel):
 
     ``answer`` is private and is empty unless ``status`` is ``completed``; ``correctness``
     stays ``None`` and ``adjudication`` ``pending`` until a separate blind adjudication.
+    ``statusReason`` says why the status is not ``completed`` (a spawn error, the timeout,
+    stdout over its bound, a signal, …) in our own short words, never provider text; it is
+    omitted when unset, and ledgers written before it was recorded load without it.
     """
 
     model_config = ConfigDict(extra="forbid", validate_by_name=True, validate_by_alias=True)
@@ -66,14 +69,15 @@ class CliObservation(BaseModel):
     isolation_not_achieved: list[str] | None = Field(default=None, alias="isolationNotAchieved")
     wall_time_ms: int = Field(alias="wallTimeMs")
     status: str
+    status_reason: str | None = Field(default=None, alias="statusReason")
     answer: str
     correctness: None = None
     adjudication: Literal["pending"] = "pending"
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON object written to the ledger (camelCase, optional problems omitted when unset)."""
+        """The JSON object written to the ledger (camelCase, optional problems and reason omitted when unset)."""
         data = self.model_dump(by_alias=True)
-        for key in ("setupProblem", "costProblem"):
+        for key in ("setupProblem", "costProblem", "statusReason"):
             if data[key] is None:
                 del data[key]
         return data

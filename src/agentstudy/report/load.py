@@ -133,14 +133,18 @@ def _reasons(obs: dict[str, Any], attempt: dict[str, Any]) -> tuple[list[str], l
     for key, label in (("statusReason", "reason"), ("setupProblem", "setup problem"), ("costProblem", "cost problem")):
         if isinstance(obs.get(key), str) and obs[key]:
             reasons.append(f"{label}: {' '.join(obs[key].split())[:200]}")
+    stated = obs.get("statusReason")
+    said = stated if isinstance(stated, str) else ""
+    derived: list[str] = []  # what older ledgers, without statusReason, say only through these fields
     subtype = obs.get("cliSubtype")
     if isinstance(subtype, str) and subtype != "success":
-        reasons.append(f"CLI subtype {subtype}")
+        derived.append(f"CLI subtype {subtype}")
     if obs.get("isError") is True:
-        reasons.append("the CLI reported an error")
+        derived.append("the CLI reported an error")
     exit_code = obs.get("exitCode")
     if isinstance(exit_code, int) and not isinstance(exit_code, bool) and exit_code != 0:
-        reasons.append(f"exit code {exit_code}")
+        derived.append(f"exit code {exit_code}")
+    reasons += [text for text in derived if text not in said]
     if obs.get("cumulativeCapExceeded") is True:
         reasons.append("cumulative spend passed the cap")
     if attempt["usage_complete"] is False:

@@ -3,16 +3,24 @@
 Timestamps, the ``budget`` block from the pricing state, the open-reservation marker, and the
 two ways a run closes its ledger: normally (the run machine's final state) or on an error
 (``blocked``, with a reason telling the operator to review the budget). The caller passes a
-``save`` function that persists the ledger document (a checkpoint).
+``save`` function that persists the ledger document (a checkpoint) and the ``LedgerFile``.
+
+A checkpoint that fails (``CheckpointError``: a full disk, a read-only directory) stops the
+run: the ledger is closed ``blocked`` with the failure as its stop reason. If even that write
+fails, one smaller write is tried: the last document that reached the disk, closed ``blocked``
+with the same reason (its open reservation, if any, stays charged in full). If that fails too,
+the ledger on disk is the last good checkpoint and the reason is only on stderr.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from datetime import UTC, datetime
 from decimal import Decimal
 
 from agentstudy.fsm.run import RunMachine
+from agentstudy.io.ledger_store import CheckpointError, LedgerFile
 from agentstudy.pricing.budget import Budget
 from agentstudy.pricing.tally import Tally
 from agentstudy.protocol.records import BudgetRecord, MinimalLedger, OpenReservation
@@ -44,18 +52,76 @@ def open_reservation(entry: ScheduleEntry, reserved_usd: Decimal) -> OpenReserva
     )
 
 
-def close_on_error(run: RunMachine, ledger: MinimalLedger, save: Callable[[MinimalLedger], None]) -> None:
-    """After an unexpected error: block the run (if still running), record why, and save."""
+def checkpoint_stop_reason(error: CheckpointError) -> str:
+    """The stop reason of a run whose checkpoint failed (``error.reason`` is the OS's short text)."""
+    return f"a ledger checkpoint failed ({error.reason}); review the budget before any rerun"
+
+
+SALVAGED_NOTE = "; this is the last checkpoint written before the failure, later state was not saved"
+
+
+def _save_or_salvage(ledger: MinimalLedger, save: Callable[[MinimalLedger], None], store: LedgerFile | None) -> None:
+    """``save(ledger)``; if that checkpoint fails, close the last written document the same way.
+
+    Never raises ``CheckpointError`` when ``store`` is given (the caller reports the failure);
+    without a store the error propagates.
+    """
+    try:
+        save(ledger)
+        return
+    except CheckpointError as error:
+        if store is None:
+            raise
+        reason = ledger.stop_reason or checkpoint_stop_reason(error)
+    try:
+        last = MinimalLedger.model_validate(json.loads(store.last_written))
+        last.status, last.finished_at = "blocked", ledger.finished_at
+        last.stop_reason = reason + SALVAGED_NOTE
+        store.checkpoint(last.to_json())
+    except (CheckpointError, ValueError):
+        pass  # the last good checkpoint stays; the caller prints the reason
+
+
+def close_on_error(
+    run: RunMachine,
+    ledger: MinimalLedger,
+    save: Callable[[MinimalLedger], None],
+    *,
+    store: LedgerFile | None = None,
+    error: BaseException | None = None,
+) -> None:
+    """After an unexpected error: block the run (if still running), record why, and save.
+
+    A ``CheckpointError`` as ``error`` becomes the stop reason; with ``store``, a failing save
+    falls back to closing the last written document and never raises ``CheckpointError``.
+    """
     if run.status == "running":
         run.block()
+    if isinstance(error, CheckpointError):
+        ledger.stop_reason = checkpoint_stop_reason(error)
     ledger.stop_reason = ledger.stop_reason or ERROR_STOP_REASON
     ledger.status = "blocked"
     ledger.finished_at = now_iso()
-    save(ledger)
+    _save_or_salvage(ledger, save, store)
 
 
-def close_normally(ledger: MinimalLedger, run: RunMachine, save: Callable[[MinimalLedger], None]) -> None:
-    """After ``run.finish()``: copy the machine's final status into the ledger and save."""
+def close_normally(
+    ledger: MinimalLedger, run: RunMachine, save: Callable[[MinimalLedger], None], *, store: LedgerFile | None = None
+) -> None:
+    """After ``run.finish()``: copy the machine's final status into the ledger and save.
+
+    Raises:
+        CheckpointError: the final checkpoint failed; with ``store`` the ledger was first closed
+            ``blocked`` with that reason where a later write could still be made.
+    """
     ledger.status = "awaiting-adjudication" if run.status == "awaiting-adjudication" else "blocked"
     ledger.finished_at = now_iso()
-    save(ledger)
+    try:
+        save(ledger)
+    except CheckpointError as error:
+        if store is None:
+            raise
+        earlier = [ledger.stop_reason] if ledger.stop_reason else []
+        ledger.status, ledger.stop_reason = "blocked", "; ".join([checkpoint_stop_reason(error), *earlier])
+        _save_or_salvage(ledger, save, store)
+        raise

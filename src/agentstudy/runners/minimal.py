@@ -38,6 +38,7 @@ from agentstudy.runners.progress import AttemptProgress, RunProgress, SilentProg
 from agentstudy.runners.summary import RunSummary, summarize
 from agentstudy.transports.cli import CliAttemptResult, CliSettings, run_cli_attempt
 from agentstudy.transports.cli_args import arm_tools
+from agentstudy.transports.cli_evaluation import settled_reason
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,7 @@ def _observation(
         exit_code=result.exit_code,
         wall_time_ms=result.wall_time_ms,
         status=status,
+        status_reason=settled_reason(result.status, result.status_reason, status, charged, reservation),
         answer=answer if status == "completed" else "",
     )
 
@@ -142,7 +144,10 @@ def run_cli_study(request: CliRunRequest) -> RunSummary:
 
     Raises:
         PreflightError: the run was refused before any reservation; no ledger was written.
-        OutputPathError: the ledger path exists or lies inside a checkout; nothing was written.
+        OutputPathError: the ledger path exists, lies inside a checkout or cannot be created;
+            nothing was written.
+        CheckpointError: a checkpoint failed mid-run; the run stopped and the ledger on disk is
+            the last good one (closed ``blocked`` with the reason where a later write succeeded).
     """
     with ExitStack() as stack:
         return _run_cli_study(request, stack)
@@ -223,8 +228,8 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
                     ledger.stop_reason = f"attempt {index} ended {attempt.status}"
                 break
         run.finish()
-    except BaseException:
-        close_on_error(run, ledger, lambda done: store.checkpoint(done.to_json()))
+    except BaseException as error:
+        close_on_error(run, ledger, lambda done: store.checkpoint(done.to_json()), store=store, error=error)
         raise
-    close_normally(ledger, run, lambda done: store.checkpoint(done.to_json()))
+    close_normally(ledger, run, lambda done: store.checkpoint(done.to_json()), store=store)
     return summarize(run.status, request.mode, len(schedule), observations, budget, output)

@@ -190,7 +190,10 @@ def run_http_study(request: HttpRunRequest) -> RunSummary:
     Raises:
         PreflightError: the run was refused before any reservation (bad key or base URL
             included); no ledger was written and no request sent.
-        OutputPathError: the ledger path exists or lies inside a checkout; nothing was written.
+        OutputPathError: the ledger path exists, lies inside a checkout or cannot be created;
+            nothing was written.
+        CheckpointError: a checkpoint failed mid-run; the run stopped and the ledger on disk is
+            the last good one (closed ``blocked`` with the reason where a later write succeeded).
     """
     with ExitStack() as stack:
         return _run_http_study(request, stack)
@@ -261,10 +264,10 @@ def _run_http_study(request: HttpRunRequest, stack: ExitStack) -> RunSummary:
                         ledger.stop_reason = f"attempt {index} ended {attempt.status}"
                     break
             run.finish()
-    except BaseException:
-        close_on_error(run, ledger, lambda _: save())
+    except BaseException as error:
+        close_on_error(run, ledger, lambda _: save(), store=store, error=error)
         raise
     if run.status != "awaiting-adjudication" and ledger.stop_reason is None:
         ledger.stop_reason = "not every attempt completed"
-    close_normally(ledger, run, lambda _: save())
+    close_normally(ledger, run, lambda _: save(), store=store)
     return summarize(run.status, request.mode, len(schedule), observations, budget, output, transport="http")

@@ -1,7 +1,8 @@
 """Checks before anything is reserved (seed 000, "CLI transport contract", first paragraph).
 
-Corpus checks (also run by ``--dry-run`` with roots): each root is a clean checkout whose
-HEAD is the manifest's pin and every task's ``sources`` exist at the pin. CLI checks: the
+Corpus checks (also run by ``--dry-run`` with roots): each root is the top level of a clean
+checkout (not a directory inside one, so no ledger can land in its work tree) whose HEAD is
+the manifest's pin and every task's ``sources`` exist at the pin. CLI checks: the
 binary's version equals the expected one; the MCP server of every checkout used by a
 ``doc-bridge-mcp`` attempt starts, lists the same tools, none of the operator's read-only
 tools is annotated otherwise (``protocol.read_only``; checked before the probe is called), and
@@ -22,7 +23,7 @@ import agentstudy
 from agentstudy.io.claude_cli import ClaudeBinaryError, probe_version, version_token
 from agentstudy.io.containment import ContainmentError, ContainmentMode, check_containment
 from agentstudy.io.environment import allowlisted_environment
-from agentstudy.io.git import GitError, head, is_clean, path_exists_at
+from agentstudy.io.git import GitError, head, is_clean, path_exists_at, toplevel
 from agentstudy.io.mcp_client import McpListing, McpProbeError, probe_mcp_server
 from agentstudy.io.mcp_sandbox import contained_server
 from agentstudy.io.server_corpus import ServerCorpora, ServerCorpusError
@@ -50,8 +51,10 @@ def check_corpus_roots(manifest: Manifest, roots: Mapping[str, Path]) -> list[st
     """Check each given root against the manifest; return the names checked, in manifest order.
 
     Raises:
-        PreflightError: unknown repository name, not a git checkout, HEAD not at the pin,
-            a dirty checkout, or a task source missing at the pin.
+        PreflightError: unknown repository name, not a git checkout, a root that is not its
+            checkout's top level (``git rev-parse --show-toplevel`` differs from the resolved
+            root; both named), HEAD not at the pin, a dirty checkout, or a task source missing
+            at the pin.
     """
     for name in roots:
         if name not in manifest.repositories:
@@ -62,6 +65,9 @@ def check_corpus_roots(manifest: Manifest, roots: Mapping[str, Path]) -> list[st
         if root is None:
             continue
         try:
+            top = toplevel(root)
+            if top != root.resolve():
+                raise PreflightError(f"{name}: --root {root} is not the top level of its checkout {top}")
             if head(root) != pin:
                 raise PreflightError(f"{name}: HEAD of {root} is not the pin {pin}")
             if not is_clean(root):

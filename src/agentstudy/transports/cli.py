@@ -93,7 +93,9 @@ class CliSettings:
 class CliAttemptResult:
     """Everything one attempt produced before settlement.
 
-    ``status`` is the pre-settlement status; costs are ``Decimal`` USD or ``None`` when
+    ``status`` is the pre-settlement status and ``status_reason`` why it is not ``completed``,
+    in our own short words (``stream.outcome``: a spawn error, the timeout, stdout over its
+    bound, a signal, …; ``None`` when completed); costs are ``Decimal`` USD or ``None`` when
     invalid; ``fields`` are record fields taken from the transcript.
     """
 
@@ -105,6 +107,7 @@ class CliAttemptResult:
     exit_code: int | None
     wall_time_ms: int
     fields: dict[str, Any]
+    status_reason: str | None = None
 
 
 def run_cli_attempt(
@@ -155,7 +158,8 @@ def run_cli_attempt(
     finally:
         remove_export(export.path)
         shutil.rmtree(scratch, ignore_errors=True)
-    facts = ProcessFacts(process.started, process.timed_out, process.truncated, process.exit_code)
+    facts = ProcessFacts(process.started, process.timed_out, process.truncated, process.exit_code,
+                         timeout_s=settings.timeout_s, stdout_limit=settings.stdout_limit)
     evaluation = evaluate_cli_attempt(process.stdout, facts, model=settings.model, tools=tools)
     return CliAttemptResult(
         status=evaluation.status,
@@ -165,6 +169,7 @@ def run_cli_attempt(
         cost_problem=evaluation.cost_problem,
         exit_code=process.exit_code,
         wall_time_ms=process.wall_time_ms,
+        status_reason=evaluation.status_reason,
         fields={
             **evaluation.fields,
             "export_files": export.files,

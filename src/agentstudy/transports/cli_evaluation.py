@@ -37,7 +37,9 @@ class CliEvaluation:
 
     Attributes:
         status: the pre-settlement status (``stream.outcome``).
-        status_problem: why ``status`` is not ``completed`` (``None`` when it is).
+        status_problem: why ``status`` is not ``completed``, in detail (``None`` when it is).
+        status_reason: the same in our own short words, no transcript text (``None`` when
+            ``completed``): the ledger's ``statusReason`` before settlement (``settled_reason``).
         reported_cost_usd: the result's ``total_cost_usd`` as ``Decimal`` USD, ``None`` if invalid.
         computed_cost: the list-price cost of ``modelUsage`` and its basis, ``None`` if it
             cannot be priced.
@@ -49,6 +51,7 @@ class CliEvaluation:
 
     status: CliStatus
     status_problem: str | None
+    status_reason: str | None
     reported_cost_usd: Decimal | None
     computed_cost: AttemptCost | None
     setup_problems: tuple[str, ...]
@@ -65,6 +68,21 @@ def reported_cost(result: Mapping[str, Any] | None) -> Decimal | None:
         return Decimal(str(value))
     except InvalidOperation:
         return None
+
+
+def _usd(amount: Decimal) -> str:
+    """A USD amount for a message, without trailing zeros (``0.0032``)."""
+    return format(amount.normalize(), "f")
+
+
+def settled_reason(
+    before: str, reason: str | None, status: str, charged_usd: Decimal, reservation_usd: Decimal
+) -> str | None:
+    """The reason after settlement: ``reason`` (the pre-settlement status ``before``'s), unless
+    settlement changed the status (a success charged above its reservation; USD amounts)."""
+    if status != before:
+        return f"charged {_usd(charged_usd)} USD is above the reservation of {_usd(reservation_usd)} USD"
+    return reason
 
 
 def _cache_writes(result: Mapping[str, Any]) -> CacheWrites:
@@ -161,6 +179,7 @@ def evaluate_cli_attempt(stdout: bytes, process: ProcessFacts, *, model: str, to
     return CliEvaluation(
         status=decided.status,
         status_problem=decided.problem,
+        status_reason=decided.reason,
         reported_cost_usd=reported_cost(transcript.result),
         computed_cost=cost,
         setup_problems=tuple(setup_problems),
