@@ -17,6 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from agentstudy.cli import main
+from agentstudy.io.containment import ContainmentError, command_paths, server_read_only_paths
 from agentstudy.io.server_corpus import ServerCorpora, ServerCorpusError
 from agentstudy.protocol.mcp_spec import LIVE_CHECKOUT_NOTE, McpServerSpec
 from agentstudy.rehearsal.example_study import ExampleStudy, build_example_study
@@ -155,3 +156,41 @@ def test_git_placeholder_is_a_private_clone_of_the_pin_only(tmp_path: Path) -> N
         assert git(Path(paths.git), "rev-list", "--all").split() == [pin], "nothing after the pin"
         clone = Path(paths.git)
     assert not clone.exists()
+
+
+def test_an_install_in_home_bin_binds_the_file_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hostile tester's find: ``$HOME/bin/claude`` used to bind all of HOME read-only."""
+    home = tmp_path / "home"
+    (home / "bin").mkdir(parents=True)
+    (home / ".ssh").mkdir()
+    agent = home / "bin" / "claude"
+    agent.write_bytes(b"\x7fELF not really")
+    agent.chmod(0o755)
+    monkeypatch.setenv("HOME", str(home))
+    assert command_paths(str(agent)) == (agent,)
+    venv_python = Path(sys.executable)
+    bound = command_paths(str(venv_python))
+    assert Path(sys.prefix) in bound and Path(sys.base_prefix).resolve() in {p.resolve() for p in bound}
+
+
+@pytest.mark.parametrize("argument", ["--cache-dir=/tmp", "/", "{live}", "{live}/src", "{live_parent}"])
+def test_server_arguments_that_bind_too_much_are_refused(tmp_path: Path, argument: str) -> None:
+    repo = tmp_path / "repo"
+    pin = committed_repo(repo, {"README.md": "hello\n", "src/a.py": "x = 1\n"})
+    filled = argument.replace("{live}", str(repo)).replace("{live_parent}", str(tmp_path))
+    spec = McpServerSpec(name="s", command=(sys.executable, "--root", "{root}", filled))
+    with ServerCorpora(spec, {"repo": (repo, pin)}) as corpora, pytest.raises(ContainmentError):
+        server_read_only_paths(spec, corpora.paths("repo"), os.environ.get("PATH"))
+
+
+def test_a_broad_server_argument_refuses_the_run(study: ExampleStudy, tmp_path: Path) -> None:
+    config = tmp_path / "broad.json"
+    config.write_text(json.dumps({"mcpServers": {"doc-bridge": {
+        "command": sys.executable,
+        "args": ["-I", "-m", "agentstudy.rehearsal.mcp_server", "--root", "{root}", "--pin", "{pin}",
+                 "--cache=/tmp"]}}}))
+    result = CliRunner().invoke(main, [*_run_args(study, tmp_path, *HTTP_REHEARSAL, "--mcp-config", str(config))],
+                                env={"ANTHROPIC_API_KEY": None}, catch_exceptions=False)
+    assert result.exit_code == 2
+    assert "too broad" in result.stderr
+    assert not (tmp_path / "ledger.json").exists()

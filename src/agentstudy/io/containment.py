@@ -154,23 +154,54 @@ def contain(mode: ContainmentMode, view: SandboxView, command: Sequence[str]) ->
     return bwrap_argv(bwrap, view, command)
 
 
+BROAD_DIRS: tuple[str, ...] = ("/", "/tmp", "/var/tmp", "/home", "/root", "/work", "/srv", "/opt",  # noqa: S108
+                               "/mnt", "/media")
+"""Never bound whole (nor any ancestor of them): they hold other attempts' exports, checkouts, homes."""
+
+
+def too_broad(path: Path, home: str | None = None) -> bool:
+    """Whether binding ``path`` would show more than one install: a shared root, HOME, or an ancestor of either."""
+    guarded = [Path(d) for d in BROAD_DIRS] + [Path(tempfile.gettempdir())]
+    if home:
+        guarded.append(Path(home))
+    return any(path == g or path in g.parents for g in guarded)
+
+
+def _is_install(prefix: Path, via: str) -> bool:
+    """Whether ``prefix`` (the parent of a ``bin``/``.bin``) is one installation, not a user's directory."""
+    if via == ".bin" and prefix.name == "node_modules":
+        return True
+    if (prefix / "pyvenv.cfg").is_file() or (prefix / "package.json").is_file():
+        return True
+    return any(lib.is_dir() and (lib / "os.py").is_file() for lib in prefix.glob("lib/python3*"))
+
+
+def _install_of(candidate: Path, home: str | None) -> Path:
+    parent = candidate.parent
+    if parent.name in ("bin", ".bin"):
+        prefix = parent.parent
+        if _is_install(prefix, parent.name) and not too_broad(prefix, home):
+            return prefix
+        return candidate
+    return candidate if too_broad(parent, home) else parent
+
+
 def command_paths(executable: str, path_env: str | None = None, *, _depth_left: int = 2) -> tuple[Path, ...]:
     """What must be bound read-only for ``executable`` to run in a sandbox.
 
-    The executable as named and as resolved; for each, its prefix when it lives in a ``bin`` or
-    ``.bin`` directory (``<prefix>/bin/x`` binds ``<prefix>``: a virtualenv, an npm install's
-    ``node_modules``, a Python installation), else its directory; then the same for the
-    interpreter of a ``#!`` script (``/usr/bin/env NAME`` resolves ``NAME`` on ``path_env``).
-    A bare name is looked up on ``path_env``; one that is not found gives ``()``.
+    The executable as named and as resolved; for each, its installation when it lives in a
+    ``bin`` or ``.bin`` directory whose parent is one (a virtualenv, a Python installation, an
+    npm package or ``node_modules``), else the file alone; an executable outside ``bin`` binds
+    its directory unless that is ``too_broad`` (then the file alone). Never HOME, ``/tmp`` or
+    another shared root. Then the same for the interpreter of a ``#!`` script (``/usr/bin/env
+    NAME`` resolves ``NAME`` on ``path_env``). A bare name not found on ``path_env`` gives ``()``.
     """
     found = executable if os.sep in executable else shutil.which(executable, path=path_env or os.defpath)
     if found is None:
         return ()
+    home = os.environ.get("HOME")
     named = Path(os.path.abspath(found))
-    paths: list[Path] = []
-    for candidate in (named, named.resolve()):
-        parent = candidate.parent
-        paths.append(parent.parent if parent.name in ("bin", ".bin") else parent)
+    paths = [_install_of(candidate, home) for candidate in (named, named.resolve())]
     if _depth_left > 0:
         interpreter = _shebang(named)
         if interpreter:
@@ -210,11 +241,30 @@ def server_read_only_paths(spec: McpServerSpec, paths: ServerPaths, path_env: st
     Its command and the interpreter's prefix (``command_paths``), every existing absolute path
     among its filled arguments (the snapshot, the private clone, the config file, the live
     checkout when ``{checkout}`` was written), and ``spec.sandbox_binds`` that exist.
+
+    Raises:
+        ContainmentError: an argument path or sandbox bind is ``too_broad``, or shows the live
+            checkout (itself, inside it or an ancestor) when the command does not name ``{checkout}``.
     """
     argv = spec.argv(paths)
     binds = [Path(p) for p in spec.sandbox_binds if os.path.isabs(p) and os.path.lexists(p)]
-    found = [*command_paths(argv[0], path_env), *absolute_existing(argv[1:]), *binds, *_own_module_paths(argv)]
+    arguments = absolute_existing(argv[1:])
+    for path in (*arguments, *binds):
+        _refuse_broad_bind(path, paths, spec.reads_live_checkout)
+    found = [*command_paths(argv[0], path_env), *arguments, *binds, *_own_module_paths(argv)]
     return tuple(dict.fromkeys(found))
+
+
+def _refuse_broad_bind(path: Path, paths: ServerPaths, live_allowed: bool) -> None:
+    """Refuse a server bind that would show a shared root, HOME, or the live checkout without ``{checkout}``."""
+    if too_broad(path.resolve(), os.environ.get("HOME")):
+        raise ContainmentError(f"the MCP server's argument or --sandbox-bind {path} is too broad to bind into "
+                               "the sandbox (a shared root, HOME or an ancestor); name something narrower")
+    if paths.live is not None and not live_allowed:
+        live, target = Path(paths.live).resolve(), path.resolve()
+        if target == live or live in target.parents or target in live.parents:
+            raise ContainmentError(f"the MCP server's argument or --sandbox-bind {path} would show the live "
+                                   "checkout; write {checkout} to hand it over deliberately (recorded)")
 
 
 def _own_module_paths(argv: Sequence[str]) -> tuple[Path, ...]:
@@ -280,6 +330,12 @@ BWRAP_ACHIEVED: tuple[str, ...] = (
     "/proc, /dev and a private HOME and TMPDIR; no host /tmp, no user HOME, no other export",
     "every descendant ends with the attempt (--die-with-parent and the pid namespace), setsid or not",
 )
+NETWORK_NOT_ACHIEVED = (
+    "the network is shared (the API, a gateway or the rehearsal server must be reachable): the child can reach "
+    "services listening on the host's loopback and abstract unix sockets; only the CLI's non-essential traffic "
+    "is switched off"
+)
+"""Recorded on every attempt, whatever the mechanism (a hostile-tester finding of issue 15)."""
 RESTRICTED_NOT_ACHIEVED: tuple[str, ...] = (
     "no OS sandbox (--containment restricted): the agent process and the MCP server can see the whole "
     "machine; only the agent's file tools are confined to the export",

@@ -81,7 +81,8 @@ class ServerCorpora(AbstractContextManager["ServerCorpora"]):
                 )
             config = str(found)
         checkout_value = str(checkout) if spec.reads_live_checkout else None
-        return ServerPaths(root=str(snapshot.path), pin=pin, config=config, git=git, checkout=checkout_value)
+        return ServerPaths(root=str(snapshot.path), pin=pin, config=config, git=git, checkout=checkout_value,
+                           live=str(checkout))
 
     def paths(self, name: str) -> ServerPaths:
         """The placeholder values for repository ``name``.

@@ -50,6 +50,8 @@ class ServerPaths:
         config: ``{config}``, the server config file resolved inside the snapshot, if needed.
         git: ``{git}``, a private read-only clone with history up to the pin, if needed.
         checkout: ``{checkout}``, the live checkout, only when the operator wrote that placeholder.
+        live: where the live checkout is, never a placeholder value: the sandbox refuses to bind
+            it (or an ancestor, or anything inside it) unless ``{checkout}`` was written.
     """
 
     root: str
@@ -57,6 +59,7 @@ class ServerPaths:
     config: str | None = None
     git: str | None = None
     checkout: str | None = None
+    live: str | None = None
 
     def fill(self, text: str) -> str:
         """``text`` with every placeholder that has a value replaced."""

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from agentstudy.io.containment import (
+    NETWORK_NOT_ACHIEVED,
     ContainmentMode,
     SandboxView,
     command_paths,
@@ -225,7 +226,7 @@ ISOLATION_ACHIEVED: tuple[str, ...] = (
     "agent tools denied; permission mode dontAsk",
 )
 ISOLATION_NOT_ACHIEVED: tuple[str, ...] = (
-    "the network is shared; only the CLI's non-essential traffic is switched off",
+    NETWORK_NOT_ACHIEVED,
 )
 
 

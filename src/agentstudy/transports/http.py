@@ -24,7 +24,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from agentstudy.io.containment import ContainmentMode, containment_sentences
+from agentstudy.io.containment import NETWORK_NOT_ACHIEVED, ContainmentMode, containment_sentences
 from agentstudy.io.messages_api import MessagesApiError
 from agentstudy.pricing.budget import Budget
 from agentstudy.pricing.http import (
@@ -302,7 +302,7 @@ def http_isolation(containment: ContainmentMode, scenario: str, reads_live_check
     """The containment record fields of an http attempt (issue 15): only the MCP server is a child process."""
     contained, missing = containment_sentences(containment)
     achieved = [*HTTP_ISOLATION_ACHIEVED, *(f"MCP server: {line}" for line in contained)]
-    not_achieved = [f"MCP server: {line}" for line in missing]
+    not_achieved = [f"MCP server: {line}" for line in (*missing, NETWORK_NOT_ACHIEVED)]
     if scenario == DOC_BRIDGE_MCP and reads_live_checkout:
         not_achieved.append(LIVE_CHECKOUT_NOTE)
     return {"containment": containment, "isolationAchieved": achieved, "isolationNotAchieved": not_achieved}
