@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -12,6 +11,7 @@ import click
 
 from agentstudy.commands.common import fail
 from agentstudy.io.server_config import load_mcp_config
+from agentstudy.protocol.json_input import JsonInputError, load_json
 from agentstudy.protocol.mcp_spec import DOC_BRIDGE_CONFIG_CANDIDATES, McpConfigError, McpServerSpec
 from agentstudy.protocol.read_only import ReadOnlyError, require_probe_allowed
 from agentstudy.runners.preflight import DEFAULT_MCP_SERVER
@@ -77,9 +77,9 @@ def mcp_spec_from_options(
     except ReadOnlyError as error:
         fail(str(error))
     try:
-        arguments = json.loads(mcp_probe_arguments)
-    except json.JSONDecodeError:
-        fail("--mcp-probe-arguments is not JSON")
+        arguments = load_json(mcp_probe_arguments)
+    except JsonInputError as error:
+        fail(f"--mcp-probe-arguments {error}")
     if not isinstance(arguments, dict):
         fail("--mcp-probe-arguments must be a JSON object")
     if mcp_config_file is None:

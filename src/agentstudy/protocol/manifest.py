@@ -3,7 +3,8 @@
 A manifest is the authoritative definition of a minimal study: six tasks over three
 repositories pinned to 40-hex commits, three repetitions, and the two scenarios in their
 forward order. Loading is strict: an unknown key, a wrong count or an unsafe source path
-is a ``ManifestError`` and no partial study is built.
+is a ``ManifestError`` and no partial study is built. The JSON is read with
+``protocol.json_input`` bounds (nesting depth, number length).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from agentstudy.protocol.json_input import JsonInputError, describe_os_error, load_json
 
 MANIFEST_VERSION = "minimal-study-v1"
 REPETITIONS = 3
@@ -170,9 +173,9 @@ def parse_manifest(text: str) -> LoadedManifest:
         ManifestError: with a one-line reason when the text is not JSON or breaks a rule.
     """
     try:
-        document = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise ManifestError(f"manifest is not valid JSON (line {error.lineno}, column {error.colno})") from None
+        document = load_json(text)
+    except JsonInputError as error:
+        raise ManifestError(f"manifest {error}") from None
     if not isinstance(document, dict):
         raise ManifestError("manifest must be a JSON object")
     try:
@@ -196,6 +199,8 @@ def load_manifest(path: Path) -> LoadedManifest:
         text = path.read_bytes().decode("utf-8")
     except FileNotFoundError:
         raise ManifestError(f"manifest not found: {path}") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise ManifestError(f"cannot read manifest {path}: {error.__class__.__name__}") from None
+    except OSError as error:
+        raise ManifestError(f"cannot read manifest {path}: {describe_os_error(error)}") from None
+    except UnicodeDecodeError as error:
+        raise ManifestError(f"manifest {path} is not UTF-8 (byte {error.start})") from None
     return parse_manifest(text)
