@@ -143,8 +143,10 @@ def parse_transcript(lines: Iterable[str]) -> Transcript:
         if not line:
             continue
         try:
-            event = load_json(line)
-        except JsonInputError:  # not JSON, too deep, a number too long, NaN or Infinity
+            # Bounded (depth, number length); NaN, Infinity and 1e999 are kept as floats so a
+            # non-finite cost is judged an invalid cost, not an unreadable line.
+            event = load_json(line, parse_float=float, parse_constant=float)
+        except JsonInputError:  # not JSON, too deep, a number too long
             transcript.shape_problems.append(f"line {number} is not JSON")
             continue
         if not isinstance(event, dict):
