@@ -12,12 +12,14 @@ as not supported yet; a minimal-study ledger has no ``type`` and a ``minimal-stu
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from agentstudy.io.user_file import UserFileError, read_user_file
+from agentstudy.protocol.json_input import JsonInputError, load_json
 
 CONTROLLED_LEDGER_TYPE = "controlled-study-observation-ledger"
 MINIMAL_VERSION_PREFIX = "minimal-study-"
@@ -121,15 +123,13 @@ def read_ledger_bytes(path: Path) -> tuple[bytes, dict[str, Any], LedgerKind]:
         LedgerError: missing or unreadable file, not UTF-8 JSON, or an unknown kind.
     """
     try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise LedgerError(f"ledger not found: {path}") from None
-    except OSError as error:
-        raise LedgerError(f"cannot read the ledger {path}: {error.strerror}") from None
+        data = read_user_file(path, what="the ledger")
+    except UserFileError as error:
+        raise LedgerError(f"ledger not found: {path}" if error.missing else str(error)) from None
     try:
-        document = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        raise LedgerError(f"the ledger {path} is not UTF-8 JSON") from None
+        document = load_json(data)
+    except JsonInputError as error:
+        raise LedgerError(f"the ledger {path} {error}") from None
     return data, document, ledger_kind(document)
 
 

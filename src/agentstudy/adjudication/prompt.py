@@ -12,13 +12,13 @@ pending, never a default score.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
 from agentstudy.protocol.adjudication import Rubric, Verdict, rubric_for
+from agentstudy.protocol.json_input import JsonInputError, load_json
 from agentstudy.protocol.prompt import MAX_PROMPT_BYTES
 
 ANSWER_OPEN = "<<<ANSWER"
@@ -138,9 +138,9 @@ def _decode(text: str) -> Any:
     if not body.startswith("{"):
         raise InvalidAdjudication("the reply is not a JSON object (nothing but the JSON, or one ```json fence)")
     try:
-        return json.loads(body, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
-    except json.JSONDecodeError as error:
-        raise InvalidAdjudication(f"the reply is not valid JSON ({error.msg} at position {error.pos})") from None
+        return load_json(body, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
+    except JsonInputError as error:
+        raise InvalidAdjudication(f"the reply {error}") from None
 
 
 def parse_adjudication(text: str, propositions: int) -> Judgement:

@@ -27,7 +27,15 @@ from agentstudy.adjudication.demo import NO_MCP_SERVER, default_companion_path
 from agentstudy.adjudication.ledger_view import LedgerError, minimal_view, read_ledger_bytes
 from agentstudy.adjudication.run import AdjudicationRefused, AdjudicationRequest, run_adjudication
 from agentstudy.commands.adjudicate_controlled import run_and_print
-from agentstudy.commands.common import EXIT_BLOCKED, EXIT_OK, fail, parse_roots, positive_usd
+from agentstudy.commands.common import (
+    EXIT_BLOCKED,
+    EXIT_OK,
+    attempt_limit,
+    check_new_output,
+    fail,
+    parse_roots,
+    positive_usd,
+)
 from agentstudy.commands.containment_options import containment_mode, containment_option
 from agentstudy.io.claude_cli import ClaudeBinaryError, find_claude_binary, find_login_file, project_root
 from agentstudy.io.ledger_store import CheckpointError, OutputPathError
@@ -164,8 +172,11 @@ def adjudicate(
         fail("--approve-budget is required to spend on adjudication (or --rehearsal to rehearse it for free)")
     if not model or not model.strip() or any(c in model for c in "\r\n\0"):
         fail("an adjudicator model is required (ADJUDICATOR_MODEL or --model)")
-    cap = positive_usd("the adjudication cap (ADJUDICATOR_BUDGET_USD or --budget-usd)", budget_usd)
-    limit = positive_usd("--item-budget-usd", item_budget_usd)
+    cap_name = "the adjudication cap (ADJUDICATOR_BUDGET_USD or --budget-usd)"
+    cap = positive_usd(cap_name, budget_usd)
+    limit = attempt_limit("--item-budget-usd", item_budget_usd, cap, cap_name)
+    companion_path = output if output is not None else default_companion_path(ledger_path)
+    check_new_output("--output", companion_path, (*parse_roots(roots).values(), project_root()))
     try:
         binary = find_claude_binary(claude_bin, os.environ)
     except ClaudeBinaryError as error:
@@ -174,7 +185,7 @@ def adjudicate(
         ledger=view,
         loaded=loaded,
         roots=parse_roots(roots),
-        output=output if output is not None else default_companion_path(ledger_path),
+        output=companion_path,
         settings=CliSettings(binary=binary, model=model.strip(), mcp=NO_MCP_SERVER,
                              containment=containment_mode(containment),
                              login_file=None if rehearsal else find_login_file(os.environ)),

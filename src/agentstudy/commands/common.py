@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import json
 import sys
-from decimal import Decimal, InvalidOperation
+from collections.abc import Iterable
+from decimal import Decimal
 from pathlib import Path
 from typing import NoReturn
 
 import click
 
+from agentstudy.io.ledger_store import OutputPathError, resolve_output
+from agentstudy.pricing.money_input import MoneyInputError, check_attempt_limit, parse_usd_input
+from agentstudy.protocol.json_input import describe_os_error
 from agentstudy.runners.summary import RunSummary
 
 EXIT_OK, EXIT_BLOCKED, EXIT_INPUT = 0, 1, 2
@@ -27,16 +31,42 @@ def fail(message: str, code: int = EXIT_INPUT) -> NoReturn:
 
 
 def positive_usd(name: str, raw: str | None) -> Decimal:
-    """Parse a USD amount that must be finite and above zero; exit 2 otherwise."""
-    if raw is None or not raw.strip():
-        fail(f"{name} is required")
+    """Parse an operator's USD amount with ``pricing.money_input.parse_usd_input``; exit 2 otherwise.
+
+    Plain ASCII decimal, above zero, at most 1,000,000 and 9 decimals (no rounding).
+    """
     try:
-        value = Decimal(raw.strip())
-    except InvalidOperation:
-        fail(f"{name} is not a number: {raw!r}")
-    if not value.is_finite() or value <= 0:
-        fail(f"{name} must be a finite amount above zero")
-    return value
+        return parse_usd_input(raw, what=name)
+    except MoneyInputError as error:
+        fail(str(error))
+
+
+def attempt_limit(name: str, raw: str | None, cap: Decimal | None, cap_name: str) -> Decimal:
+    """Parse a per-attempt (per-item) limit and check it against ``cap``; exit 2 otherwise.
+
+    The limit must reserve at least one micro-USD and be at most the cap (when given;
+    ``pricing.money_input.check_attempt_limit``), so the first attempt can be admitted.
+    """
+    limit = positive_usd(name, raw)
+    try:
+        check_attempt_limit(limit, cap, limit_what=name, cap_what=cap_name)
+    except MoneyInputError as error:
+        fail(str(error))
+    return limit
+
+
+def check_new_output(flag: str, output: Path, forbidden_roots: Iterable[Path]) -> Path:
+    """Check that a new ledger (or companion) may be created at ``output``; exit 2 with one line otherwise.
+
+    ``io.ledger_store.resolve_output``'s refusals, and any ``OSError`` on the path (a name too
+    long, a symlink loop, a component that is a file), become ``flag output: reason``.
+    """
+    try:
+        return resolve_output(output, forbidden_roots)
+    except OutputPathError as error:
+        fail(str(error))
+    except OSError as error:
+        fail(f"{flag} {output}: {describe_os_error(error)}")
 
 
 def parse_roots(values: tuple[str, ...]) -> dict[str, Path]:

@@ -17,6 +17,7 @@ import click
 from agentstudy.commands.common import fail
 from agentstudy.protocol.controlled.contracts import ContractError, LoadedContract, describe_mismatches, parse_contract
 from agentstudy.protocol.controlled.formats import ContractModel
+from agentstudy.protocol.json_input import describe_os_error
 
 M = TypeVar("M", bound=ContractModel)
 
@@ -43,8 +44,10 @@ def read_contract(path: Path, model: type[M], *, allow_unverified: bool | None =
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         fail(f"{path}: no such file")
-    except (OSError, UnicodeDecodeError) as error:
-        fail(f"{path}: cannot read: {error.__class__.__name__}")
+    except OSError as error:
+        fail(f"{path}: cannot read: {describe_os_error(error)}")
+    except UnicodeDecodeError:
+        fail(f"{path}: cannot read: not UTF-8")
     try:
         loaded = parse_contract(model, text)
     except ContractError as error:

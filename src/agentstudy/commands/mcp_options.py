@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -12,7 +11,15 @@ import click
 
 from agentstudy.commands.common import fail
 from agentstudy.io.server_config import load_mcp_config
-from agentstudy.protocol.mcp_spec import DOC_BRIDGE_CONFIG_CANDIDATES, McpConfigError, McpServerSpec
+from agentstudy.protocol.json_input import JsonInputError, load_json
+from agentstudy.protocol.mcp_spec import (
+    DOC_BRIDGE_CONFIG_CANDIDATES,
+    PLACEHOLDERS,
+    McpConfigError,
+    McpServerSpec,
+    json_strings,
+    unknown_placeholders,
+)
 from agentstudy.protocol.read_only import ReadOnlyError, require_probe_allowed
 from agentstudy.runners.preflight import DEFAULT_MCP_SERVER
 
@@ -60,8 +67,9 @@ def mcp_spec_from_options(
     """Build the MCP server spec from the flags; exit 2 with one line on a bad value.
 
     Bad values: ``--mcp-tools`` naming no tool, ``--mcp-probe`` not one of them, probe arguments
-    that are not a JSON object, a malformed ``--mcp-config``, or a ``--sandbox-bind`` that is not an
-    existing absolute path.
+    that are not a bounded JSON object or name an unknown ``{placeholder}``, a missing or
+    malformed ``--mcp-config`` (not exactly one server, unknown placeholders), or a
+    ``--sandbox-bind`` that is not an existing absolute path. Nothing is started.
     """
     for bind in sandbox_binds:
         if not os.path.isabs(bind) or any(c in bind for c in "\r\n\0"):
@@ -77,11 +85,14 @@ def mcp_spec_from_options(
     except ReadOnlyError as error:
         fail(str(error))
     try:
-        arguments = json.loads(mcp_probe_arguments)
-    except json.JSONDecodeError:
-        fail("--mcp-probe-arguments is not JSON")
+        arguments = load_json(mcp_probe_arguments)
+    except JsonInputError as error:
+        fail(f"--mcp-probe-arguments {error}")
     if not isinstance(arguments, dict):
         fail("--mcp-probe-arguments must be a JSON object")
+    unknown = unknown_placeholders(json_strings(arguments))
+    if unknown:
+        fail(f"--mcp-probe-arguments names unknown placeholders {unknown} (known: {' '.join(PLACEHOLDERS)})")
     if mcp_config_file is None:
         return McpServerSpec(
             name=DEFAULT_MCP_SERVER.name,

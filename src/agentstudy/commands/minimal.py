@@ -13,7 +13,13 @@ from typing import Any
 
 import click
 
-from agentstudy.commands.common import EXIT_BLOCKED, emit_summary, fail, parse_roots, positive_usd
+from agentstudy.commands.common import (
+    EXIT_BLOCKED,
+    check_new_output,
+    emit_summary,
+    fail,
+    parse_roots,
+)
 from agentstudy.commands.containment_options import (
     cli_base_url_option,
     containment_mode,
@@ -21,10 +27,11 @@ from agentstudy.commands.containment_options import (
     gateway_from_options,
 )
 from agentstudy.commands.mcp_options import mcp_options, mcp_spec_from_options
+from agentstudy.commands.minimal_inputs import claude_binary, money_flags, require_model
 from agentstudy.commands.view import print_summary_table, progress_for_terminal
-from agentstudy.io.claude_cli import ClaudeBinaryError, find_claude_binary, find_login_file, project_root
+from agentstudy.io.claude_cli import find_login_file, project_root
 from agentstudy.io.containment import ContainmentMode
-from agentstudy.io.ledger_store import CheckpointError, OutputPathError, resolve_output
+from agentstudy.io.ledger_store import CheckpointError, OutputPathError
 from agentstudy.io.messages_api import (
     DEFAULT_BASE_URL,
     ApiKeyError,
@@ -103,10 +110,17 @@ def minimal(
 ) -> None:
     """Run the minimal paired study (seed: minimal study runner v1).
 
-    --dry-run validates the manifest and prints the schedule's counts without starting any
-    process or opening any socket (with --root it also checks the checkouts with local git).
-    --transport http runs the Messages API loop: ANTHROPIC_API_KEY from the environment only,
-    upper prices from the flags or STUDY_INPUT_USD_PER_MILLION / STUDY_OUTPUT_USD_PER_MILLION.
+    --dry-run validates everything the run would refuse for its input, without starting any
+    process or opening any socket: the manifest (each prompt after templating within 8 KiB, no
+    control character in a question or an id), the MCP flags and --mcp-config (readable, exactly
+    one server, known placeholders), with --transport cli the Claude Code binary (an absolute
+    executable path), every money flag that is given (and the cap against one reservation),
+    --model and --output when given, and with --root the checkouts with local git. Left to the
+    run: credentials and what only a started process can tell (the CLI's version, the MCP
+    server's tools). --transport http runs the Messages API loop: ANTHROPIC_API_KEY from the
+    environment only, upper prices from the flags or STUDY_INPUT_USD_PER_MILLION /
+    STUDY_OUTPUT_USD_PER_MILLION. Money is a plain decimal in USD (``0.10``): no sign, exponent
+    or underscore, at most 9 decimals, above zero and at most 1,000,000.
     """
     try:
         loaded = load_manifest(manifest_path)
@@ -117,7 +131,32 @@ def minimal(
     root_paths = parse_roots(roots)
     mode: Mode = "pilot" if pilot else "full"
     schedule = build_schedule(loaded.manifest, mode)
+    spec = mcp_spec_from_options(
+        mcp_config_file, server_config_candidates, mcp_tools, mcp_probe, mcp_probe_arguments, sandbox_binds
+    )
+    mode_of_containment = containment_mode(containment)
+    base_url = api_base_url
+    if transport == "http":
+        if cli_base_url is not None:
+            fail("--cli-base-url is for the cli transport (use --api-base-url with http)")
+        if rehearsal and api_base_url != DEFAULT_BASE_URL:
+            fail("--api-base-url and --rehearsal exclude each other (a rehearsal uses its own local server)")
+        try:
+            base_url = check_base_url(api_base_url)
+        except BaseUrlError as error:
+            fail(str(error))
+    elif rehearsal and cli_base_url is not None:
+        fail("--cli-base-url and --rehearsal exclude each other (a rehearsal uses its own local server)")
+    gateway_url, gateway_token = gateway_from_options(cli_base_url)
     if dry_run:
+        if transport == "cli":
+            claude_binary(claude_bin)
+        if model is not None:
+            require_model(model)
+        money_flags(loaded, mode, transport, model, budget_usd, attempt_budget_usd, input_usd_per_million,
+                    output_usd_per_million, required=False)
+        if output is not None:
+            check_new_output("--output", output, (*root_paths.values(), project_root()))
         try:
             checked = check_corpus_roots(loaded.manifest, root_paths)
         except PreflightError as error:
@@ -138,43 +177,32 @@ def minimal(
         fail("choose --pilot or --run (or --dry-run)")
     if not approve_budget and not rehearsal:
         fail("--approve-budget is required to run a paid study (or --rehearsal to rehearse it for free)")
-    if not model or not model.strip() or any(c in model for c in "\r\n\0"):
-        fail("a model is required (STUDY_MODEL or --model)")
-    cap = positive_usd("the cumulative cap (STUDY_BUDGET_USD or --budget-usd)", budget_usd)
+    chosen_model = require_model(model)
+    money = money_flags(loaded, mode, transport, chosen_model, budget_usd, attempt_budget_usd,
+                        input_usd_per_million, output_usd_per_million, required=True)
     if output is None:
         fail("--output FILE is required")
-    spec = mcp_spec_from_options(
-        mcp_config_file, server_config_candidates, mcp_tools, mcp_probe, mcp_probe_arguments, sandbox_binds
-    )
-    mode_of_containment = containment_mode(containment)
     if transport == "http":
-        if cli_base_url is not None:
-            fail("--cli-base-url is for the cli transport (use --api-base-url with http)")
+        assert money.cap is not None and money.prices is not None
         sys.exit(_run_http(
-            loaded, mode, root_paths, output, model.strip(), cap, spec, rehearsal, api_base_url,
-            input_usd_per_million, output_usd_per_million, mode_of_containment,
+            loaded, mode, root_paths, output, chosen_model, money.cap, spec, rehearsal, base_url,
+            money.prices, mode_of_containment,
         ))
-    if rehearsal and cli_base_url is not None:
-        fail("--cli-base-url and --rehearsal exclude each other (a rehearsal uses its own local server)")
-    gateway_url, gateway_token = gateway_from_options(cli_base_url)
-    limit = positive_usd("--attempt-budget-usd", attempt_budget_usd)
-    try:
-        resolve_output(output, (*root_paths.values(), project_root()))
-        binary = find_claude_binary(claude_bin, os.environ)
-    except (OutputPathError, ClaudeBinaryError) as error:
-        fail(str(error))
+    assert money.cap is not None and money.limit is not None
+    check_new_output("--output", output, (*root_paths.values(), project_root()))
+    binary = claude_binary(claude_bin)
     request = CliRunRequest(
         loaded=loaded,
         mode=mode,
         roots=root_paths,
         output=output,
         settings=CliSettings(
-            binary=binary, model=model.strip(), mcp=spec, containment=mode_of_containment,
+            binary=binary, model=chosen_model, mcp=spec, containment=mode_of_containment,
             gateway_base_url=gateway_url, gateway_token=gateway_token,
             login_file=None if rehearsal or gateway_url else find_login_file(os.environ),
         ),
-        cap_usd=cap,
-        attempt_budget_usd=limit,
+        cap_usd=money.cap,
+        attempt_budget_usd=money.limit,
         expected_cli_version=cli_version,
         parent_env=dict(os.environ),
         forbidden_output_roots=(project_root(),),
@@ -197,28 +225,16 @@ def _run_http(
     cap: Decimal,
     spec: McpServerSpec,
     rehearsal: bool,
-    api_base_url: str,
-    input_price: str | None,
-    output_price: str | None,
+    base_url: str,
+    prices: UpperPrices,
     containment: ContainmentMode,
 ) -> int:
-    """Check the http flags (key from the environment, base URL, upper prices) and run; the exit code."""
-    input_usd = positive_usd("the input price (--input-usd-per-million or STUDY_INPUT_USD_PER_MILLION)", input_price)
-    output_usd = positive_usd(
-        "the output price (--output-usd-per-million or STUDY_OUTPUT_USD_PER_MILLION)", output_price
-    )
-    try:
-        prices = UpperPrices(input_usd, output_usd)
-    except ValueError as error:
-        fail(f"upper prices: {error}")
-    if rehearsal and api_base_url != DEFAULT_BASE_URL:
-        fail("--api-base-url and --rehearsal exclude each other (a rehearsal uses its own local server)")
+    """Read the key from the environment, check the output and run (the base URL is checked); the exit code."""
     try:
         key = REHEARSAL_KEY if rehearsal else api_key_from_environment(os.environ)
-        base_url = check_base_url(api_base_url)
-        resolve_output(output, (*roots.values(), project_root()))
-    except (ApiKeyError, BaseUrlError, OutputPathError) as error:
+    except ApiKeyError as error:
         fail(str(error))
+    check_new_output("--output", output, (*roots.values(), project_root()))
     request = HttpRunRequest(
         loaded=loaded, mode=mode, roots=roots, output=output, model=model, prices=prices, cap_usd=cap,
         api_key=key, base_url=base_url, mcp=spec, rehearsal=rehearsal,

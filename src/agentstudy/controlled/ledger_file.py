@@ -22,6 +22,7 @@ from agentstudy.protocol.controlled.ledger import (
     empty_ledger,
     ledger_file_text,
 )
+from agentstudy.protocol.json_input import describe_os_error
 
 MAX_LEDGER_BYTES = 256 * 1024 * 1024
 
@@ -36,14 +37,22 @@ def read_ledger(path: Path, *, missing_ok: bool) -> Ledger:
     Raises:
         LedgerFileError: unreadable, too large, invalid, or any content hash mismatch (one line).
     """
-    if not path.exists() and missing_ok:
-        return empty_ledger()
     try:
-        if path.stat().st_size > MAX_LEDGER_BYTES:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        if missing_ok:
+            return empty_ledger()
+        raise LedgerFileError(f"{path}: cannot read: no such file") from None
+    except OSError as error:
+        raise LedgerFileError(f"{path}: cannot read: {describe_os_error(error)}") from None
+    try:
+        if size > MAX_LEDGER_BYTES:
             raise LedgerFileError(f"{path}: larger than {MAX_LEDGER_BYTES} bytes")
         text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise LedgerFileError(f"{path}: cannot read: {error.__class__.__name__}") from None
+    except OSError as error:
+        raise LedgerFileError(f"{path}: cannot read: {describe_os_error(error)}") from None
+    except UnicodeDecodeError:
+        raise LedgerFileError(f"{path}: cannot read: not UTF-8") from None
     try:
         return parse_contract(ControlledStudyObservationLedgerV1, text).require_verified()
     except ContractError as error:
@@ -55,12 +64,19 @@ def check_ledger_path(path: Path, forbidden_roots: Iterable[Path]) -> Path:
     working directory) or its directory does not exist.
 
     Raises:
-        LedgerFileError: with a one-line reason.
+        LedgerFileError: with a one-line reason (any ``OSError`` on the path but "missing" included).
     """
     try:
-        return place_outside(path, forbidden_roots)
+        target = place_outside(path, forbidden_roots)
     except OutputPathError as error:
         raise LedgerFileError(str(error)) from None
+    try:
+        target.lstat()
+    except FileNotFoundError:
+        pass  # a new ledger
+    except OSError as error:  # a name too long, a symlink loop, a component that is a file
+        raise LedgerFileError(f"{target}: {describe_os_error(error)}") from None
+    return target
 
 
 def persist_ledger(path: Path, ledger: Ledger) -> None:

@@ -37,21 +37,44 @@ def project_root() -> Path:
 def find_claude_binary(explicit: str | None, environ: Mapping[str, str]) -> Path:
     """Find the binary: ``explicit``, then ``AGENTSTUDY_CLAUDE_BIN``, then the pinned install, then PATH.
 
+    The result is always an absolute path to an executable regular file: a relative path is
+    made absolute against the current directory now (every attempt runs in another working
+    directory), a bare name is looked up on ``PATH``. Nothing is started.
+
     Raises:
-        ClaudeBinaryError: if none is found, or the chosen path holds CR, LF or NUL.
+        ClaudeBinaryError: if none is found, the chosen path holds CR, LF or NUL, is not an
+            executable regular file, or a bare name is not on ``PATH``.
     """
+    path_list = environ.get("PATH", os.defpath)
     for candidate in (explicit, environ.get("AGENTSTUDY_CLAUDE_BIN")):
         if candidate:
             if any(c in candidate for c in "\r\n\0"):
                 raise ClaudeBinaryError("the Claude Code binary path contains a control character")
-            return Path(candidate)
+            if os.sep not in candidate:
+                found = shutil.which(candidate, path=path_list)
+                if found is None:
+                    raise ClaudeBinaryError(f"the Claude Code binary {candidate!r} is not found on PATH")
+                candidate = found
+            return _executable(Path(candidate))
     pinned = project_root() / PINNED_INSTALL
     if pinned.exists():
-        return pinned
-    found = shutil.which("claude", path=environ.get("PATH", os.defpath))
+        return _executable(pinned)
+    found = shutil.which("claude", path=path_list)
     if found:
-        return Path(found)
+        return _executable(Path(found))
     raise ClaudeBinaryError("Claude Code binary not found: run scripts/setup.sh or pass --claude-bin")
+
+
+def _executable(path: Path) -> Path:
+    """``path`` made absolute (symlinks kept), refused unless it is an executable regular file."""
+    absolute = path.absolute()
+    try:
+        regular = absolute.is_file()
+    except OSError as error:  # a name too long, a loop: as missing
+        raise ClaudeBinaryError(f"the Claude Code binary {path} cannot be used: {error.strerror}") from None
+    if not regular or not os.access(absolute, os.X_OK):
+        raise ClaudeBinaryError(f"the Claude Code binary {absolute} is not an executable file")
+    return absolute
 
 
 def version_argv(binary: Path) -> list[str]:

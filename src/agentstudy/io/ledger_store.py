@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import math
 import os
 import tempfile
 from collections.abc import Iterable
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -106,13 +108,37 @@ def _encode(document: dict[str, Any]) -> bytes:
     in compiled code (about 10x faster on a 1,000-observation ledger, bench/bench_checkpoint.py);
     tiny floats come out as JavaScript writes them (``1e-6``, not ``1e-06``).
 
+    A non-finite float or ``Decimal`` (NaN, Infinity) is refused: pydantic-core would write the JavaScript
+    constants, which are not JSON. The check is a scan of the encoded bytes for the constants;
+    only when one appears (inside a string, say an answer) is the document walked to decide.
+
     Raises:
         TypeError: a value JSON cannot hold.
+        ValueError: a non-finite float anywhere in ``document`` (nothing is written).
     """
     try:
-        return pydantic_core.to_json(document, indent=2) + b"\n"
+        encoded = pydantic_core.to_json(document, indent=2) + b"\n"
     except pydantic_core.PydanticSerializationError as error:
         raise TypeError(f"the ledger holds a value JSON cannot hold: {error}") from None
+    if (b"NaN" in encoded or b"Infinity" in encoded) and (where := _non_finite(document)) is not None:
+        raise ValueError(f"the ledger would hold a non-finite number at {where}; nothing was written")
+    return encoded
+
+
+def _non_finite(value: Any, where: str = "$") -> str | None:
+    """The JSON path of the first NaN or infinite float in ``value`` (walked without recursion), or ``None``."""
+    stack: list[tuple[Any, str]] = [(value, where)]
+    while stack:
+        item, path = stack.pop()
+        if (isinstance(item, float) and not math.isfinite(item)) or (
+            isinstance(item, Decimal) and not item.is_finite()
+        ):
+            return path
+        if isinstance(item, dict):
+            stack.extend((child, f"{path}.{key}") for key, child in reversed(item.items()))
+        elif isinstance(item, list | tuple):
+            stack.extend((child, f"{path}[{index}]") for index, child in reversed(list(enumerate(item))))
+    return None
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -226,6 +252,7 @@ class LedgerFile:
                 on disk is the last good one (``last_written``). When only the final directory
                 fsync fails, the new document may already be in place.
             TypeError: a value JSON cannot hold (nothing is written).
+            ValueError: the document holds a non-finite number (the ledger keeps its last content).
         """
         data = _encode(document)
         temporary = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")

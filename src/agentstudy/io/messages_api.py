@@ -11,7 +11,6 @@ by a per-request timeout and the size of the answer. Every failure is one
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
@@ -20,6 +19,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
+
+from agentstudy.protocol.json_input import JsonInputError, load_json
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 """The public Messages API; ``--api-base-url`` replaces it (rehearsal and tests)."""
@@ -165,8 +166,8 @@ class MessagesClient(AbstractContextManager["MessagesClient"]):
         except (httpx.HTTPError, OSError, ValueError):
             raise MessagesApiError("transport") from None
         try:
-            decoded = json.loads(bytes(raw))
-        except (ValueError, UnicodeDecodeError):
+            decoded = load_json(bytes(raw))
+        except JsonInputError:
             raise MessagesApiError("not-json", status) from None
         if not isinstance(decoded, dict):
             raise MessagesApiError("not-json", status)

@@ -6,12 +6,15 @@ top-level object has ``KEY`` (doc-bridge reads ``package.json`` only with a ``do
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from agentstudy.io.user_file import UserFileError, read_json_file
 from agentstudy.protocol.mcp_spec import McpConfigError, McpServerSpec, parse_mcp_config
+
+MAX_MCP_CONFIG_BYTES = 1024 * 1024
+"""An MCP config file above 1 MiB is refused."""
 
 
 def resolve_server_config(checkout: Path, candidates: Sequence[str]) -> Path | None:
@@ -24,8 +27,8 @@ def resolve_server_config(checkout: Path, candidates: Sequence[str]) -> Path | N
         if not key:
             return path.resolve()
         try:
-            document = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            document = read_json_file(path, what="the server config")
+        except UserFileError:
             continue
         if isinstance(document, dict) and key in document:
             return path.resolve()
@@ -42,12 +45,11 @@ def load_mcp_config(
     """Read a Claude Code MCP config file (see ``parse_mcp_config``).
 
     Raises:
-        McpConfigError: the file is missing, not JSON, or malformed.
+        McpConfigError: the file is missing, unreadable (a directory, permission, a name too
+            long), not bounded JSON (``protocol.json_input``), or malformed.
     """
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise McpConfigError(f"MCP config not found: {path}") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        raise McpConfigError(f"MCP config {path} is not readable JSON") from None
+        document = read_json_file(path, what="MCP config", max_bytes=MAX_MCP_CONFIG_BYTES)
+    except UserFileError as error:
+        raise McpConfigError(f"MCP config not found: {path}" if error.missing else str(error)) from None
     return parse_mcp_config(document, read_only_tools, probe_tool, probe_arguments, candidates)

@@ -25,7 +25,6 @@ derive from the tier's input rate as in the project's table (reads 0.1 x, 5-minu
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
@@ -33,6 +32,7 @@ from typing import Any
 
 from agentstudy.pricing.cost import AttemptCost, CacheWrites, ModelTokens, compute_cost
 from agentstudy.pricing.table import DEFAULT_TIER_THRESHOLD_TOKENS, ModelPrice, Tier
+from agentstudy.protocol.json_input import JsonInputError, load_json
 
 
 class PriceFileError(ValueError):
@@ -107,9 +107,9 @@ def parse_price_file(text: str) -> PriceFile:
             >= 0, a bad tier list or threshold, or a ``priceAs`` that names no listed model.
     """
     try:
-        data = json.loads(text, parse_float=Decimal, parse_constant=_refuse_constant)
-    except (json.JSONDecodeError, PriceFileError) as error:
-        raise PriceFileError(f"not valid JSON: {error}") from None
+        data = load_json(text, parse_float=Decimal, parse_constant=_refuse_constant)
+    except (JsonInputError, PriceFileError) as error:
+        raise PriceFileError(f"not valid JSON: {str(error).removeprefix('is not valid JSON ')}") from None
     root = _keys(data, "the price file", {"priceAs", "models"}, set())
     models = root["models"]
     if not isinstance(models, dict) or not models:

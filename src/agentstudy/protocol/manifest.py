@@ -2,8 +2,11 @@
 
 A manifest is the authoritative definition of a minimal study: six tasks over three
 repositories pinned to 40-hex commits, three repetitions, and the two scenarios in their
-forward order. Loading is strict: an unknown key, a wrong count or an unsafe source path
-is a ``ManifestError`` and no partial study is built.
+forward order. Loading is strict: an unknown key, a wrong count, an unsafe source path, a
+control character in an id or a text, or a question whose prompt (after templating,
+``protocol.prompt.study_prompt``) exceeds 8 KiB is a ``ManifestError`` and no partial study is
+built, so a manifest that loads never makes a run refuse an attempt for its input. The JSON is
+read with ``protocol.json_input`` bounds (nesting depth, number length).
 """
 
 from __future__ import annotations
@@ -11,11 +14,15 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import unicodedata
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from agentstudy.protocol.json_input import JsonInputError, describe_os_error, load_json
+from agentstudy.protocol.prompt import study_prompt
 
 MANIFEST_VERSION = "minimal-study-v1"
 REPETITIONS = 3
@@ -29,6 +36,33 @@ TASKS_PER_REPOSITORY = 2
 
 PIN_PATTERN = re.compile(r"^[a-f0-9]{40}$")
 SAFE_PATH_PATTERN = re.compile(r"^[a-zA-Z0-9_./-]+$")
+
+
+_TEXT_CONTROLS_ALLOWED = frozenset("\t\n")
+
+
+def control_character(value: str, *, text: bool) -> str | None:
+    """The first forbidden character of ``value`` as ``U+XXXX``, or ``None``.
+
+    Forbidden everywhere: control characters (``Cc``: NUL, C0, DEL, C1), format characters
+    (``Cf``), line and paragraph separators and lone surrogates. ``text=True`` (a question, an
+    expected proposition) allows tab and line feed, and format characters (a zero-width
+    joiner inside an emoji is text).
+    """
+    for character in value:
+        if text and character in _TEXT_CONTROLS_ALLOWED:
+            continue
+        category = unicodedata.category(character)
+        if category in ("Cc", "Zl", "Zp", "Cs") or (category == "Cf" and not text):
+            return f"U+{ord(character):04X}"
+    return None
+
+
+def _plain(value: str, what: str, *, text: bool = False) -> str:
+    found = control_character(value, text=text)
+    if found is not None:
+        raise ValueError(f"{what} contains the control character {found}")
+    return value
 
 
 class ManifestError(ValueError):
@@ -61,11 +95,18 @@ class Task(BaseModel):
     sources: list[str] = Field(min_length=1)
     expected: list[str] = Field(min_length=1)
 
+    @field_validator("id", "repository", "category")
+    @classmethod
+    def _plain_name(cls, value: str) -> str:
+        return _plain(value, "the name")
+
     @field_validator("question")
     @classmethod
     def _question_has_text(cls, value: str) -> str:
         if not value.strip():
             raise ValueError("question is blank")
+        _plain(value, "the question", text=True)
+        study_prompt(value)  # the prompt after templating must fit the 8 KiB limit
         return value
 
     @field_validator("sources")
@@ -81,6 +122,8 @@ class Task(BaseModel):
     def _expected_has_text(cls, value: list[str]) -> list[str]:
         if any(not item.strip() for item in value):
             raise ValueError("an expected proposition is blank")
+        for item in value:
+            _plain(item, "an expected proposition", text=True)
         return value
 
 
@@ -112,6 +155,8 @@ class Manifest(BaseModel):
         if len(self.repositories) != REPOSITORY_COUNT:
             raise ValueError(f"there must be exactly {REPOSITORY_COUNT} repositories")
         for name, pin in self.repositories.items():
+            if not name or control_character(name, text=False) is not None:
+                raise ValueError(f"repository name {name!r} is empty or contains a control character")
             if not PIN_PATTERN.fullmatch(pin):
                 raise ValueError(f"repository {name!r} pin must be 40 lowercase hex digits")
         if len(self.tasks) != TASK_COUNT:
@@ -170,9 +215,9 @@ def parse_manifest(text: str) -> LoadedManifest:
         ManifestError: with a one-line reason when the text is not JSON or breaks a rule.
     """
     try:
-        document = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise ManifestError(f"manifest is not valid JSON (line {error.lineno}, column {error.colno})") from None
+        document = load_json(text)
+    except JsonInputError as error:
+        raise ManifestError(f"manifest {error}") from None
     if not isinstance(document, dict):
         raise ManifestError("manifest must be a JSON object")
     try:
@@ -196,6 +241,8 @@ def load_manifest(path: Path) -> LoadedManifest:
         text = path.read_bytes().decode("utf-8")
     except FileNotFoundError:
         raise ManifestError(f"manifest not found: {path}") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise ManifestError(f"cannot read manifest {path}: {error.__class__.__name__}") from None
+    except OSError as error:
+        raise ManifestError(f"cannot read manifest {path}: {describe_os_error(error)}") from None
+    except UnicodeDecodeError as error:
+        raise ManifestError(f"manifest {path} is not UTF-8 (byte {error.start})") from None
     return parse_manifest(text)

@@ -7,6 +7,7 @@ calls an MCP tool ``mcp__<server>__<tool with dots as underscores>``.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -36,6 +37,34 @@ DOC_BRIDGE_CONFIG_CANDIDATES: tuple[str, ...] = (
 
 PLACEHOLDERS: tuple[str, ...] = ("{root}", "{pin}", "{config}", "{git}", "{checkout}")
 """What ``command``, ``args`` and the probe arguments may name (issue 15, deliverable 4)."""
+_PLACEHOLDER_LIKE = re.compile(r"\{[A-Za-z][A-Za-z0-9_-]*\}")
+"""What reads as a placeholder: ``{word}`` (a JSON text such as ``{"a": 1}`` does not)."""
+
+
+def unknown_placeholders(texts: Sequence[str]) -> list[str]:
+    """Every ``{word}`` in ``texts`` that is not one of :data:`PLACEHOLDERS`, in order, once each.
+
+    ``{roots}`` or ``{ROOT}`` would reach the server unfilled; a run refuses them before it starts.
+    """
+    found: list[str] = []
+    for text in texts:
+        for match in _PLACEHOLDER_LIKE.findall(text):
+            if match not in PLACEHOLDERS and match not in found:
+                found.append(match)
+    return found
+
+
+def json_strings(value: Any) -> list[str]:
+    """Every string in a JSON value (keys and values), depth first."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [text for item in value for text in json_strings(item)]
+    if isinstance(value, dict):
+        return [text for key, item in value.items() for text in (*json_strings(key), *json_strings(item))]
+    return []
+
+
 LIVE_CHECKOUT_NOTE = "the MCP server read the live checkout ({checkout} in its command)"
 """The ``isolationNotAchieved`` sentence of every attempt whose server was handed the live checkout."""
 
@@ -169,7 +198,9 @@ def parse_mcp_config(
     ``{checkout}`` in ``command`` and ``args`` are placeholders filled per corpus (``ServerPaths``).
 
     Raises:
-        McpConfigError: not exactly one server, or a malformed entry.
+        McpConfigError: not exactly one server, a malformed entry, a NUL in the command, its
+            arguments or its environment (no process could be started with it), or a
+            ``{word}`` in the command or arguments that is not a known placeholder.
     """
     servers = document.get("mcpServers") if isinstance(document, dict) else None
     if not isinstance(servers, dict) or len(servers) != 1:
@@ -188,6 +219,12 @@ def parse_mcp_config(
         raise McpConfigError("env must map names to strings")
     if "ANTHROPIC_API_KEY" in env:
         raise McpConfigError("the MCP server's env must not carry ANTHROPIC_API_KEY")
+    if any("\0" in text for text in (name, command, *args, *env, *env.values())):
+        raise McpConfigError("the MCP server's name, command, args and env must not contain NUL")
+    unknown = unknown_placeholders((command, *args))
+    if unknown:
+        raise McpConfigError(f"the MCP server's command names unknown placeholders {unknown} "
+                             f"(known: {' '.join(PLACEHOLDERS)})")
     return McpServerSpec(
         name=name,
         command=(command, *args),

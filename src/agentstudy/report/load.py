@@ -11,7 +11,6 @@ task and repetition. The ``answer`` field is never read.
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
@@ -22,6 +21,7 @@ from pydantic import ValidationError
 from agentstudy.pricing.cost import CacheWrites, CostProblem, ModelTokens
 from agentstudy.pricing.sums import usd_from_json
 from agentstudy.protocol.adjudication import RUBRIC_SCORES, MinimalAdjudication
+from agentstudy.protocol.json_input import JsonInputError, load_json
 from agentstudy.report.containment import read_containment
 from agentstudy.report.model import (
     COMPLETED,
@@ -55,9 +55,9 @@ def _read(path: Path, what: str) -> bytes:
 
 def _json(data: bytes, what: str) -> Any:
     try:
-        return json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ReportInputError(f"the {what} is not valid UTF-8 JSON: {error}") from None
+        return load_json(data)
+    except JsonInputError as error:
+        raise ReportInputError(f"the {what} {error}") from None
 
 
 def _count(obs: dict[str, Any], key: str, where: str) -> int | None:

@@ -11,10 +11,11 @@ so that its cost can be charged.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from agentstudy.protocol.json_input import JsonInputError, load_json
 
 
 @dataclass(frozen=True)
@@ -142,8 +143,10 @@ def parse_transcript(lines: Iterable[str]) -> Transcript:
         if not line:
             continue
         try:
-            event = json.loads(line)
-        except (ValueError, RecursionError):  # JSONDecodeError, oversized integers, deep nesting
+            # Bounded (depth, number length); NaN, Infinity and 1e999 are kept as floats so a
+            # non-finite cost is judged an invalid cost, not an unreadable line.
+            event = load_json(line, parse_float=float, parse_constant=float)
+        except JsonInputError:  # not JSON, too deep, a number too long
             transcript.shape_problems.append(f"line {number} is not JSON")
             continue
         if not isinstance(event, dict):

@@ -25,6 +25,8 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
+from agentstudy.protocol.json_input import JsonInputError, load_json
+
 CONTENT_HASH_ALGO = "sha256-normalized-v1"
 """The only content-hash algorithm of the controlled-study contracts."""
 CONTENT_HASH_KEY = "contentHash"
@@ -218,20 +220,16 @@ def _finite_float(text: str) -> float:
     return number
 
 
-def _no_constant(text: str) -> Any:
-    raise JsonDocumentError(f"{text} is not JSON")
-
-
 def parse_json_text(text: str) -> Any:
     """Parse JSON text strictly: keys keep their file order; duplicated keys, ``NaN`` and
     ``Infinity`` and numbers that overflow a double are refused (each would make the hash
-    depend on the parser).
+    depend on the parser); so are nesting deeper than 64 levels and number literals longer
+    than 100 characters (``protocol.json_input``).
 
     Raises:
         JsonDocumentError: with a one-line reason (line and column for syntax errors).
     """
     try:
-        return json.loads(text, object_pairs_hook=_no_duplicate_keys, parse_float=_finite_float,
-                          parse_constant=_no_constant)
-    except json.JSONDecodeError as error:
-        raise JsonDocumentError(f"not valid JSON (line {error.lineno}, column {error.colno}: {error.msg})") from None
+        return load_json(text, object_pairs_hook=_no_duplicate_keys, parse_float=_finite_float)
+    except JsonInputError as error:
+        raise JsonDocumentError(str(error).removeprefix("is ")) from None

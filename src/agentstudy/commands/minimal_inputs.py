@@ -1,0 +1,102 @@
+"""The input checks of ``agentstudy minimal`` shared by ``--dry-run`` and the run: money, model, binary.
+
+A dry run and a run call the same functions, so a dry run that passes means the run is not
+refused for these inputs. Each check exits 2 with one line before anything is written.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+
+from agentstudy.commands.common import attempt_limit, fail, positive_usd
+from agentstudy.io.claude_cli import ClaudeBinaryError, find_claude_binary
+from agentstudy.pricing.http import DEFAULT_MAX_TOKENS, UpperPrices, call_reservation, encode_request_body
+from agentstudy.pricing.money_input import MoneyInputError, check_cap_fits_call
+from agentstudy.protocol.manifest import LoadedManifest
+from agentstudy.protocol.prompt import study_prompt
+from agentstudy.protocol.schedule import Mode, build_schedule
+from agentstudy.transports.http import request_body
+from agentstudy.transports.repo_tools import DEFINITIONS as REPOSITORY_TOOL_DEFINITIONS
+
+CAP_NAME = "the cumulative cap (STUDY_BUDGET_USD or --budget-usd)"
+LIMIT_NAME = "--attempt-budget-usd"
+INPUT_PRICE_NAME = "the input price (--input-usd-per-million or STUDY_INPUT_USD_PER_MILLION)"
+OUTPUT_PRICE_NAME = "the output price (--output-usd-per-million or STUDY_OUTPUT_USD_PER_MILLION)"
+
+
+@dataclass(frozen=True)
+class MoneyFlags:
+    """The run's money flags, parsed, in USD (``None``: not given to a dry run, or not used by the transport).
+
+    Attributes:
+        cap: the cumulative cap.
+        limit: the per-attempt limit (cli).
+        prices: the upper prices per million tokens (http).
+    """
+
+    cap: Decimal | None
+    limit: Decimal | None
+    prices: UpperPrices | None
+
+
+def require_model(model: str | None) -> str:
+    """The model id, stripped; exit 2 when missing, blank or holding CR, LF or NUL."""
+    if not model or not model.strip() or any(c in model for c in "\r\n\0"):
+        fail("a model is required (STUDY_MODEL or --model)")
+    return model.strip()
+
+
+def claude_binary(claude_bin: str | None) -> Path:
+    """The Claude Code binary as an absolute executable path (``find_claude_binary``, nothing started); else exit 2."""
+    try:
+        return find_claude_binary(claude_bin, os.environ)
+    except ClaudeBinaryError as error:
+        fail(str(error))
+
+
+def first_call_usd(loaded: LoadedManifest, mode: Mode, model: str, prices: UpperPrices) -> Decimal:
+    """The reservation of the first request of the schedule's first attempt, USD.
+
+    Its body is that attempt's prompt with the repository tools every attempt is offered: the
+    exact reservation in ``repository-only``, a lower bound in ``doc-bridge-mcp`` (whose MCP tool
+    definitions are only known once the server runs). Pure.
+    """
+    first = build_schedule(loaded.manifest, mode)[0]
+    prompt = study_prompt(loaded.manifest.task(first.task_id).question)
+    body = request_body(model, [{"role": "user", "content": prompt}], [dict(d) for d in REPOSITORY_TOOL_DEFINITIONS])
+    return call_reservation(encode_request_body(body), DEFAULT_MAX_TOKENS, prices).usd
+
+
+def money_flags(
+    loaded: LoadedManifest,
+    mode: Mode,
+    transport: str,
+    model: str | None,
+    budget_usd: str | None,
+    attempt_budget_usd: str,
+    input_price: str | None,
+    output_price: str | None,
+    *,
+    required: bool,
+) -> MoneyFlags:
+    """Parse the money flags the transport uses and check them together; exit 2 on the first problem.
+
+    Every amount goes through ``pricing.money_input.parse_usd_input``. cli: the per-attempt
+    limit reserves at least one micro-USD and is at most the cap. http: both upper prices, and
+    the cap holds :func:`first_call_usd`. ``required=False`` (a dry run) checks what is given.
+    """
+    cap = positive_usd(CAP_NAME, budget_usd) if required or budget_usd is not None else None
+    if transport == "cli":
+        return MoneyFlags(cap, attempt_limit(LIMIT_NAME, attempt_budget_usd, cap, CAP_NAME), None)
+    if not (required or input_price is not None or output_price is not None):
+        return MoneyFlags(cap, None, None)
+    prices = UpperPrices(positive_usd(INPUT_PRICE_NAME, input_price), positive_usd(OUTPUT_PRICE_NAME, output_price))
+    if cap is not None:
+        try:
+            check_cap_fits_call(cap, first_call_usd(loaded, mode, model or "", prices), cap_what=CAP_NAME)
+        except MoneyInputError as error:
+            fail(str(error))
+    return MoneyFlags(cap, None, prices)
