@@ -1,9 +1,10 @@
 """Ledger steps shared by the minimal runner's transports (seed 000 ledger; digest 4.1 and 4.3).
 
 Timestamps, the ``budget`` block from the pricing state, the open-reservation marker, and the
-two ways a run closes its ledger: normally (the run machine's final state) or on an error
-(``blocked``, with a reason telling the operator to review the budget). The caller passes a
-``save`` function that persists the ledger document (a checkpoint).
+two ways a run closes its ledger: normally (the run machine's final state) or on an error or a
+stop signal (``blocked``, with a reason telling the operator to review the budget, or naming
+the signal: ``stopped by SIGTERM``). The caller passes a ``save`` function that persists the
+ledger document (a checkpoint).
 """
 
 from __future__ import annotations
@@ -11,8 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime
 from decimal import Decimal
+from pathlib import Path
 
 from agentstudy.fsm.run import RunMachine
+from agentstudy.io.signals import raise_if_stopped, stop_reason
 from agentstudy.pricing.budget import Budget
 from agentstudy.pricing.tally import Tally
 from agentstudy.protocol.records import BudgetRecord, MinimalLedger, OpenReservation
@@ -44,18 +47,43 @@ def open_reservation(entry: ScheduleEntry, reserved_usd: Decimal) -> OpenReserva
     )
 
 
+def stopped_detail(path: Path) -> str:
+    """The operator's line after a stop once the ledger exists: where it is and what it says."""
+    return f"the ledger {path} is checkpointed blocked with the signal as its stop reason"
+
+
 def close_on_error(run: RunMachine, ledger: MinimalLedger, save: Callable[[MinimalLedger], None]) -> None:
-    """After an unexpected error: block the run (if still running), record why, and save."""
+    """After an unexpected error or a stop signal: block the run (if still running), record why, and save.
+
+    After a stop signal the reason names it (``stopped by SIGTERM``, after any reason the run had
+    already recorded); otherwise an earlier reason is kept, or ``ERROR_STOP_REASON`` is used.
+    """
     if run.status == "running":
         run.block()
-    ledger.stop_reason = ledger.stop_reason or ERROR_STOP_REASON
+    stopped = stop_reason()
+    if stopped is not None:
+        if ledger.stop_reason is None or stopped not in ledger.stop_reason:
+            ledger.stop_reason = stopped if ledger.stop_reason is None else f"{ledger.stop_reason}; then {stopped}"
+    else:
+        ledger.stop_reason = ledger.stop_reason or ERROR_STOP_REASON
     ledger.status = "blocked"
     ledger.finished_at = now_iso()
     save(ledger)
 
 
 def close_normally(ledger: MinimalLedger, run: RunMachine, save: Callable[[MinimalLedger], None]) -> None:
-    """After ``run.finish()``: copy the machine's final status into the ledger and save."""
-    ledger.status = "awaiting-adjudication" if run.status == "awaiting-adjudication" else "blocked"
+    """The final checkpoint of a run whose walk ended: write the status ``run.finish()`` reaches, then finish.
+
+    The machine is still ``running`` while the final document is written, so a stop signal that
+    arrived during that write is honoured: the machine is left running and ``StopRequested`` is
+    raised (the caller's ``close_on_error`` blocks the run and checkpoints again).
+
+    Raises:
+        StopRequested: a stop signal arrived before or during the final checkpoint.
+    """
+    raise_if_stopped()
+    ledger.status = "awaiting-adjudication" if run.every_attempt_completed() else "blocked"
     ledger.finished_at = now_iso()
     save(ledger)
+    raise_if_stopped()
+    run.finish()
