@@ -5,7 +5,7 @@ One command for every ledger kind, dispatching on the ledger's ``type``: a minim
 (``controlled-study-observation-ledger``) is answered "not supported yet" (exit 2). The ledger
 is never modified. Exit codes: 0 every completed observation scored (``adjudicated``); 1 some
 item stayed pending (``awaiting-adjudication``, the companion says why); 2 bad input or refused
-before anything was reserved or written.
+before anything was reserved or written; 128 + n stopped by signal n (the companion names it).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from agentstudy.adjudication.demo import NO_MCP_SERVER, default_companion_path
 from agentstudy.adjudication.ledger_view import LedgerError, minimal_view, read_ledger_bytes
 from agentstudy.adjudication.run import AdjudicationRefused, AdjudicationRequest, run_adjudication
 from agentstudy.commands.adjudicate_controlled import run_and_print
-from agentstudy.commands.common import EXIT_BLOCKED, EXIT_OK, fail, parse_roots, positive_usd
+from agentstudy.commands.common import EXIT_BLOCKED, EXIT_OK, fail, parse_roots, positive_usd, stops_on_signals
 from agentstudy.commands.containment_options import containment_mode, containment_option
 from agentstudy.io.claude_cli import ClaudeBinaryError, find_claude_binary, find_login_file, project_root
 from agentstudy.io.ledger_store import OutputPathError
@@ -106,6 +106,7 @@ def print_adjudication_table(summary: AdjudicationSummary, note: str = "") -> No
 @click.option("--cli-version", default="2.1.296", show_default=True, help="Expected `claude --version`.")
 @click.option("--seed", type=click.IntRange(min=0), help="Blinding seed (default: random; always recorded).")
 @containment_option
+@stops_on_signals
 def adjudicate(
     ledger_path: Path,
     suite_path: Path | None,

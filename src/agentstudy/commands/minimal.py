@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from agentstudy.commands.common import EXIT_BLOCKED, emit_summary, fail, parse_roots, positive_usd
+from agentstudy.commands.common import EXIT_BLOCKED, emit_summary, fail, parse_roots, positive_usd, stops_on_signals
 from agentstudy.commands.containment_options import (
     cli_base_url_option,
     containment_mode,
@@ -73,6 +73,7 @@ from agentstudy.transports.cli import CliSettings
 @containment_option
 @cli_base_url_option
 @mcp_options
+@stops_on_signals
 def minimal(
     manifest_path: Path,
     dry_run: bool,
