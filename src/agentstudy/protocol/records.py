@@ -272,4 +272,6 @@ class MinimalLedger(BaseModel):
         for key in ("openReservation", "stopReason", "finishedAt", "cli", "prices", "http", "containment"):
             if data[key] is None:
                 del data[key]
+        if data.get("cli") is not None and data["cli"].get("baseUrl") is None:
+            del data["cli"]["baseUrl"]  # absent, never null: the schema (``agentstudy schema ledger``) says so
         return data
