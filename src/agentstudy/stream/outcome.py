@@ -1,6 +1,7 @@
 """Outcome of a CLI attempt before settlement (seed 000, "Outcomes"; ARCHITECTURE decision 2).
 
-Precedence: the child could not start -> ``failed``; timeout -> ``timed-out``; stdout over
+Precedence: a stop signal ended the child (or kept it from starting) -> ``failed``; the child
+could not start -> ``failed``; timeout -> ``timed-out``; stdout over
 its bound -> ``failed``; any setup problem -> ``invalid-setup``; a cost problem ->
 ``invalid-cost``; no ``result`` event -> ``failed``; ``error_max_budget_usd`` ->
 ``budget-exceeded``; any other error, non-``success`` subtype or non-zero exit -> ``failed``;
@@ -30,12 +31,14 @@ CLI_STATUSES: tuple[CliStatus, ...] = (
 
 @dataclass(frozen=True)
 class ProcessFacts:
-    """How the child ended: ``started``, ``timed_out``, ``truncated`` (stdout bound hit), ``exit_code``."""
+    """How the child ended: ``started``, ``timed_out``, ``truncated`` (stdout bound hit), ``exit_code``, and
+    ``stopped``: a stop signal (``io.signals``) ended it or kept it from starting."""
 
     started: bool
     timed_out: bool
     truncated: bool
     exit_code: int | None
+    stopped: bool = False
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,8 @@ def outcome(
         cost_problem: pricing's verdict: ``None`` when both costs are valid, else the reason.
         result: the last ``result`` event read, or ``None``.
     """
+    if process.stopped:
+        return Outcome("failed", "a stop signal ended the attempt")
     if not process.started:
         return Outcome("failed", "the executable could not be started")
     if process.timed_out:

@@ -167,7 +167,8 @@ def run_cli_attempt(
     finally:
         remove_export(export.path)
         shutil.rmtree(scratch, ignore_errors=True)
-    facts = ProcessFacts(process.started, process.timed_out, process.truncated, process.exit_code)
+    stopped = process.stopped and process.exit_code != 0  # a child that exited 0 ended on its own
+    facts = ProcessFacts(process.started, process.timed_out, process.truncated, process.exit_code, stopped)
     evaluation = evaluate_cli_attempt(process.stdout, facts, model=settings.model, tools=tools)
     return CliAttemptResult(
         status=evaluation.status,
@@ -183,7 +184,7 @@ def run_cli_attempt(
             "export_bytes": export.bytes,
             "export_tree_sha256": export.tree_sha256,
             **isolation(settings, scenario),
-            **({"usage_complete": False} if process.stopped and evaluation.status != "completed" else {}),
+            **({"usage_complete": False} if stopped else {}),
         },
     )
 
@@ -191,7 +192,7 @@ def run_cli_attempt(
 def stopped_attempt(settings: CliSettings, scenario: str, tools: ArmTools) -> CliAttemptResult:
     """The result of an attempt a stop signal kept from starting: ``failed`` as a child that never started,
     no export, usage incomplete, no cost (settlement charges the whole reservation)."""
-    facts = ProcessFacts(started=False, timed_out=False, truncated=False, exit_code=None)
+    facts = ProcessFacts(started=False, timed_out=False, truncated=False, exit_code=None, stopped=True)
     evaluation = evaluate_cli_attempt(b"", facts, model=settings.model, tools=tools)
     return CliAttemptResult(
         status=evaluation.status, reported_cost_usd=None, computed_cost=None, setup_problems=(),
