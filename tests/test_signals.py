@@ -381,3 +381,23 @@ def test_the_handler_ends_every_child_tree_even_one_ignoring_sigterm(tmp_path: P
     for pid in pids.read_text().split():
         stat = Path(f"/proc/{pid}/stat")
         assert not stat.exists() or stat.read_text().split(")")[-1].split()[0] in ("Z", "X")
+
+
+def test_a_request_cut_off_by_a_stopped_run_leaves_the_rehearsal_server_quiet() -> None:
+    """A run stopped while it sends a request leaves a partial body: the server answers nobody, prints
+    no traceback (the command's stderr stays one line) and serves the next request."""
+    result = _python("""
+    import json, socket, time, httpx
+    from agentstudy.rehearsal.messages_server import RehearsalServer
+    with RehearsalServer() as server:
+        port = int(server.base_url.rsplit(":", 1)[1])
+        cut = socket.create_connection(("127.0.0.1", port))
+        cut.sendall(b"POST /v1/messages HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: 1000\\r\\n\\r\\n{\\"model\\": ")
+        time.sleep(0.2)
+        cut.close()
+        body = {"model": "claude-haiku-5-5", "max_tokens": 16, "messages": [{"role": "user", "content": "hi"}]}
+        print(httpx.post(server.base_url + "/v1/messages", json=body, timeout=30).status_code)
+    """)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "200\n"
+    assert result.stderr == "", result.stderr
