@@ -110,6 +110,7 @@ def test_stderr_text_is_never_returned(tmp_path: Path) -> None:
         "timed_out",
         "wall_time_ms",
         "stderr_bytes",
+        "stopped",
     }
 
 

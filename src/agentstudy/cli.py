@@ -1,7 +1,7 @@
 """The ``agentstudy`` command line: the click group; each subcommand lives in ``agentstudy.commands``.
 
 Exit codes: 0 done; 1 a run ended ``blocked``; 2 bad input or a run refused before any
-reservation (see ``agentstudy.commands.common``).
+reservation; 128 + n a long command stopped by signal n (see ``agentstudy.commands.common``).
 """
 
 from __future__ import annotations

@@ -7,7 +7,13 @@ Glob (no MCP server), settle (``close_attempt``) and checkpoint. A completed att
 is the strict JSON asked for scores the item; anything else leaves it ``pending``, never a
 default score. An attempt that does not complete, a refused item or a passed cap stops the
 run; the rest stay pending. State changes go through ``fsm.attempt``; money through ``pricing``.
+
+A stop signal (``io.signals``) stops admission: before the companion exists the run raises
+``StopRequested`` and nothing is written; afterwards the running item's child is terminated and
+the item settled as it ended (pending, charged at least its whole reservation), the companion
+is checkpointed with ``stopped by SIG…`` as its stop reason, and ``StopRequested`` is raised.
 """
+
 
 from __future__ import annotations
 
@@ -40,6 +46,7 @@ from agentstudy.io.environment import allowlisted_environment
 from agentstudy.io.git import GitError
 from agentstudy.io.ledger_store import CheckpointError, LedgerFile, OutputPathError, resolve_output
 from agentstudy.io.provenance import file_sha256
+from agentstudy.io.signals import StopRequested, raise_if_stopped, stop_reason, stop_signal
 from agentstudy.pricing.budget import Budget, close_attempt, open_attempt
 from agentstudy.pricing.table import CLI_PRICES, price_entry
 from agentstudy.pricing.tally import Tally
@@ -52,7 +59,7 @@ from agentstudy.protocol.adjudication import (
 from agentstudy.protocol.manifest import REPOSITORY_ONLY, SCENARIOS, LoadedManifest
 from agentstudy.protocol.prompt import MAX_PROMPT_BYTES
 from agentstudy.runners.ledger_steps import SALVAGED_NOTE, budget_record, checkpoint_stop_reason
-from agentstudy.runners.preflight import PreflightError, check_cli_version, check_corpus_roots
+from agentstudy.runners.preflight import NOTHING_WRITTEN, PreflightError, check_cli_version, check_corpus_roots, refusal
 from agentstudy.transports.cli import CliSettings, isolation, run_cli_attempt
 from agentstudy.transports.cli_args import BUILTIN_TOOLS, arm_tools
 
@@ -199,16 +206,27 @@ def run_adjudication(request: AdjudicationRequest) -> AdjudicationSummary:
             nothing written.
         CheckpointError: a checkpoint failed; adjudication stopped and the companion on disk is
             the last good one (closed with the reason where a later write succeeded).
+        StopRequested: a stop signal arrived (see the module docstring).
     """
-    checked = _preflight(request)
-    output, prepared = checked.output, checked.items
-    companion = _companion(request, checked)
-    store = LedgerFile(output, companion.to_json())
+    try:
+        checked = _preflight(request)
+        raise_if_stopped(NOTHING_WRITTEN)
+        output, prepared = checked.output, checked.items
+        companion = _companion(request, checked)
+        store = LedgerFile(output, companion.to_json())
+    except BaseException as error:
+        failure = refusal(error, (AdjudicationRefused, OutputPathError))
+        if failure is error:
+            raise
+        if isinstance(failure, PreflightError):
+            raise AdjudicationRefused(str(failure)) from error
+        raise failure from error
     budget, tally = Budget(cap=request.cap_usd), Tally()
     tools = arm_tools(REPOSITORY_ONLY, request.settings.mcp, ())
     total = len(prepared)
     try:
         for index, item in enumerate(prepared):
+            raise_if_stopped()
             if item.prompt is None:
                 continue
             attempt = AttemptMachine()
@@ -260,20 +278,32 @@ def run_adjudication(request: AdjudicationRequest) -> AdjudicationSummary:
                 index + 1, total, item.blind.item_id, companion.items[index].status, settled.charged_usd,
                 budget.spent, budget.cap,
             )
+            raise_if_stopped()
             if budget.cap_exceeded:
                 companion.stop_reason = "the cumulative adjudication spend passed the cap"
                 break
             if attempt.status != "completed":
                 companion.stop_reason = f"item {index + 1} of {total}: the adjudicator attempt ended {attempt.status}"
                 break
+        raise_if_stopped()
+        _finish(companion, store)
+        raise_if_stopped()
     except BaseException as error:
-        if isinstance(error, CheckpointError):
+        stopped = stop_reason()
+        if stopped is not None:
+            if companion.stop_reason is None or stopped not in companion.stop_reason:
+                earlier = companion.stop_reason
+                companion.stop_reason = stopped if earlier is None else f"{earlier}; then {stopped}"
+        elif isinstance(error, CheckpointError):
             companion.stop_reason = checkpoint_stop_reason(error)
         companion.stop_reason = companion.stop_reason or "adjudication stopped on an error; review the budget"
         with contextlib.suppress(CheckpointError):
             _finish(companion, store)
-        raise
-    _finish(companion, store)
+        signum = stop_signal()
+        if signum is None:
+            raise
+        detail = f"the companion {output} is checkpointed with the signal as its stop reason"
+        raise StopRequested(signum, detail) from error
     return summarize(companion, output)
 
 

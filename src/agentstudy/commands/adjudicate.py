@@ -5,7 +5,7 @@ One command for every ledger kind, dispatching on the ledger's ``type``: a minim
 (``controlled-study-observation-ledger``) is answered "not supported yet" (exit 2). The ledger
 is never modified. Exit codes: 0 every completed observation scored (``adjudicated``); 1 some
 item stayed pending (``awaiting-adjudication``, the companion says why); 2 bad input or refused
-before anything was reserved or written.
+before anything was reserved or written; 128 + n stopped by signal n (the companion names it).
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from agentstudy.commands.common import (
     fail,
     parse_roots,
     positive_usd,
+    stops_on_signals,
 )
 from agentstudy.commands.containment_options import containment_mode, containment_option
 from agentstudy.io.claude_cli import ClaudeBinaryError, find_claude_binary, find_login_file, project_root
@@ -114,6 +115,7 @@ def print_adjudication_table(summary: AdjudicationSummary, note: str = "") -> No
 @click.option("--cli-version", default="2.1.296", show_default=True, help="Expected `claude --version`.")
 @click.option("--seed", type=click.IntRange(min=0), help="Blinding seed (default: random; always recorded).")
 @containment_option
+@stops_on_signals
 def adjudicate(
     ledger_path: Path,
     suite_path: Path | None,

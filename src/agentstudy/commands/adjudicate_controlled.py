@@ -21,7 +21,7 @@ from typing import Any
 
 import click
 
-from agentstudy.commands.common import EXIT_BLOCKED, EXIT_OK, fail
+from agentstudy.commands.common import EXIT_BLOCKED, EXIT_OK, fail, stops_on_signals
 from agentstudy.commands.contract_files import aligned, counts, read_contract, text_or_json
 from agentstudy.controlled.adjudicate import (
     AdjudicationInputError,
@@ -31,6 +31,7 @@ from agentstudy.controlled.adjudicate import (
     prepare_adjudication,
 )
 from agentstudy.controlled.ledger_file import LedgerFileError, create_ledger_file, persist_ledger
+from agentstudy.io.signals import StopRequested
 from agentstudy.protocol.controlled.config import StudyProviderCliConfigV1
 from agentstudy.protocol.controlled.contracts import ContractError
 from agentstudy.protocol.controlled.ledger import ControlledStudyObservationLedgerV1, Ledger
@@ -77,6 +78,8 @@ def adjudicate_controlled_command(ledger_path: Path, suite_path: Path, adjudicat
     try:
         result = adjudicate_ledger(prepared, environ=os.environ, on_verdict=record)
         persist_ledger(target, result)
+    except StopRequested as stop:
+        raise StopRequested(stop.signum, f"--output {target} holds every verdict made before the stop") from None
     except (ContractError, OSError) as error:
         fail(f"adjudication stopped: {error}", EXIT_BLOCKED)
     selected = sum(results.values())
@@ -109,6 +112,7 @@ def render_adjudication(summary: dict[str, Any]) -> list[str]:
               help="Skip this many matching observations (they are copied unchanged).")
 @click.option("--limit", type=click.IntRange(min=1), help="Adjudicate at most this many matching observations.")
 @text_or_json
+@stops_on_signals
 def adjudicate_controlled(ledger: Path, suite: Path, adjudicator_path: Path, output_path: Path, run_id: str | None,
                           offset: int, limit: int | None, as_text: bool) -> None:
     """Have an independent adjudicator judge the observations of a controlled LEDGER against SUITE.

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from agentstudy.commands.common import emit_summary, fail
+from agentstudy.commands.common import emit_summary, fail, stops_on_signals
 from agentstudy.commands.containment_options import containment_mode, containment_option
 from agentstudy.commands.view import print_summary_table, progress_for_terminal
 from agentstudy.io.claude_cli import ClaudeBinaryError, find_claude_binary
@@ -26,6 +26,7 @@ from agentstudy.runners.preflight import PreflightError
 @click.option("--adjudicate", is_flag=True,
               help="Then adjudicate the pilot blind with Claude Code against a scripted adjudicator (zero spend).")
 @containment_option
+@stops_on_signals
 def demo(output_dir: Path | None, transport: str, claude_bin: str | None, adjudicate: bool, containment: str) -> None:
     """Run the pilot of the bundled example study for free.
 

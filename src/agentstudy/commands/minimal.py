@@ -19,6 +19,7 @@ from agentstudy.commands.common import (
     emit_summary,
     fail,
     parse_roots,
+    stops_on_signals,
 )
 from agentstudy.commands.containment_options import (
     cli_base_url_option,
@@ -81,6 +82,7 @@ from agentstudy.transports.cli import CliSettings
 @containment_option
 @cli_base_url_option
 @mcp_options
+@stops_on_signals
 def minimal(
     manifest_path: Path,
     dry_run: bool,

@@ -2,7 +2,8 @@
 
 Exit codes: 0 the run (or dry run) finished — every selected execution is in the ledger,
 whatever its status; 1 the run stopped after it started (the ledger holds every observation
-made so far); 2 bad input or a refusal before any provider started (nothing written).
+made so far); 2 bad input or a refusal before any provider started (nothing written); 128 + n stopped by signal n
+(the ledger holds every observation recorded before it).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 import click
 
-from agentstudy.commands.common import EXIT_BLOCKED, fail
+from agentstudy.commands.common import EXIT_BLOCKED, fail, stops_on_signals
 from agentstudy.commands.contract_files import aligned, counts, read_contract, text_or_json
 from agentstudy.controlled.command import AttemptReport
 from agentstudy.controlled.ledger_file import LedgerFileError
@@ -103,6 +104,7 @@ def run_command(plan_path: Path, suite_path: Path, providers_path: Path, reposit
 @click.option("--round", "round_id", help="Round id recorded on every new observation.")
 @click.option("--dry-run", is_flag=True, help="Check everything and print the planned count; start nothing.")
 @text_or_json
+@stops_on_signals
 def run(plan: Path, suite: Path, providers_path: Path, repositories_path: Path, ledger_path: Path,
         round_id: str | None, dry_run: bool, as_text: bool) -> None:
     """Run the executions a controlled-study PLAN selects from SUITE, one provider child each.

@@ -19,7 +19,9 @@ Measurements always gain ``adjudicatorLatencyMs``; a valid verdict adds its meas
 are added but never replace one the observation already holds (ours; the original let them
 overwrite, so an adjudicator could have rewritten the agent's cost). Selection walks the ledger
 in order: other run ids, the first ``offset`` matching observations and those after ``limit``
-pass through unchanged. The input ledger is never written: the caller persists the result.
+pass through unchanged. The input ledger is never written: the caller persists the result. A
+stop signal (``io.signals``) ends the walk with ``StopRequested``: no adjudicator starts after
+it and an interrupted one's verdict is not recorded.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from agentstudy.io.controlled_command import (
     child_environment,
     run_controlled_child,
 )
+from agentstudy.io.signals import raise_if_stopped
 from agentstudy.pricing.study_costs import usd_json
 from agentstudy.protocol.controlled.config import AdjudicatorCli, StudyProviderCliConfigV1
 from agentstudy.protocol.controlled.contracts import LoadedContract
@@ -217,9 +220,13 @@ def adjudicate_ledger(prepared: PreparedAdjudication, *, environ: Mapping[str, s
         environ: the parent environment the allowlist copies from.
         on_verdict: called after each observation with its verdict and the ledger so far (to
             persist and show progress).
+
+    Raises:
+        StopRequested: a stop signal arrived (every verdict before it went to ``on_verdict``).
     """
     ledger, adjudicator = prepared.ledger, prepared.adjudicator
     for index, request in prepared.requests.items():
+        raise_if_stopped()
         workdir = Path(tempfile.mkdtemp(prefix="agentstudy-adjudicator-"))
         try:
             facts = run_controlled_child([prepared.command, *adjudicator.args],
@@ -228,6 +235,7 @@ def adjudicate_ledger(prepared: PreparedAdjudication, *, environ: Mapping[str, s
                                          max_output_bytes=adjudicator.max_output_bytes)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
+        raise_if_stopped()
         result = _result(facts.ended_by, facts.exit_code, facts.stdout)
         payload = _judged(ledger.document["observations"][index], adjudicator, prepared.config_hash, facts.stdout,
                           result, facts.duration_ms, prepared.forbidden)

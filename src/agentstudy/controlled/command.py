@@ -5,7 +5,8 @@ its own session id ``<first 32 hex of sha256-normalized-v1({runId, execution})>-
 1) in ``DOC_BRIDGE_STUDY_SESSION_ID``, the allowlisted environment, the request on stdin, and
 the plan's runtime and output bounds. Each attempt has its own ``ControlledAttemptMachine``;
 ``may_retry`` decides whether another one starts. Only the last attempt is recorded, with
-adjudication ``pending`` (the caller applies the rubric).
+adjudication ``pending`` (the caller applies the rubric). After a stop signal no attempt
+starts and an interrupted one is not recorded: ``StopRequested`` is raised instead.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from agentstudy.controlled.record import (
 )
 from agentstudy.fsm.controlled import ControlledAttemptMachine, may_retry
 from agentstudy.io.controlled_command import BASE_ENVIRONMENT, ChildFacts, child_environment, run_controlled_child
+from agentstudy.io.signals import raise_if_stopped
 from agentstudy.protocol.controlled.config import ProviderPricing
 from agentstudy.protocol.controlled.contracts import LoadedContract
 from agentstudy.protocol.controlled.hashing import sha256_normalized_v1
@@ -101,6 +103,7 @@ class CommandRun:
 def _run_attempt(request: ControlledCommandRequest, session_id: str, environ: Mapping[str, str],
                  forbidden: list[str]) -> tuple[ChildFacts, AttemptOutcome]:
     budget = request.plan.model.budget
+    raise_if_stopped()
     facts = run_controlled_child(
         [request.command, *request.args],
         env=child_environment(environ, request.env_allowlist, session_id),
@@ -109,6 +112,7 @@ def _run_attempt(request: ControlledCommandRequest, session_id: str, environ: Ma
         max_runtime_ms=request.max_runtime_ms or budget.max_runtime_ms,
         max_output_bytes=request.max_output_bytes or budget.max_output_bytes,
     )
+    raise_if_stopped()
     return facts, classify_attempt(facts, max_tokens=budget.max_tokens, forbidden_values=forbidden)
 
 
@@ -129,6 +133,7 @@ def run_controlled_command(request: ControlledCommandRequest, *, environ: Mappin
     Raises:
         ValueError: a context token count without a method (or the reverse), or an execution
             whose model or scenario the plan does not declare — before any child starts.
+        StopRequested: a stop signal arrived before or during an attempt (nothing recorded).
     """
     context_attribution(request.context_bytes, request.context_tokens, request.context_token_method)
     plan = request.plan.model

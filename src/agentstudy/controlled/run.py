@@ -10,6 +10,9 @@
    repository root, stdout bounded by ``min(provider, plan)``, ``contextBytes`` = request
    bytes and the provider's pricing; the deterministic rubric adjudicates it; it is upserted
    and the ledger persisted before the next execution starts.
+5. A stop signal (``io.signals``) stops admission and terminates the running child; the
+   interrupted execution is not recorded (a rerun of the same plan runs it) and
+   ``StopRequested`` is raised; the ledger holds every observation recorded before.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from agentstudy.controlled.command import (
 from agentstudy.controlled.ledger_file import check_ledger_path, persist_ledger, read_ledger
 from agentstudy.controlled.preflight import PlannedExecution, RunInputError, RunInputs, prepare_run
 from agentstudy.controlled.rubric import deterministic_adjudication
+from agentstudy.io.signals import StopRequested, raise_if_stopped
 from agentstudy.protocol.controlled.hashing import CONTENT_HASH_ALGO_KEY, CONTENT_HASH_KEY
 from agentstudy.protocol.controlled.ledger import create_observation, upsert_observation
 from agentstudy.protocol.controlled.observation import ControlledStudyObservationV1
@@ -95,6 +99,7 @@ def run_controlled_study(inputs: RunInputs, options: RunOptions, *, environ: Map
         LedgerFileError: an unreadable, invalid or unverified ledger, or a ledger path inside a
             repository root.
         OSError: the ledger cannot be persisted (every earlier observation is on disk).
+        StopRequested: a stop signal arrived (step 5).
     """
     watcher = progress or SilentRunProgress()
     plan = inputs.plan.model
@@ -114,22 +119,27 @@ def run_controlled_study(inputs: RunInputs, options: RunOptions, *, environ: Map
     to_run = [item for item in planned if item.identity not in done]
     statuses: Counter[str] = Counter()
     outcomes: Counter[str] = Counter()
-    for index, item in enumerate(to_run, start=1):
-        watcher.execution_started(index, len(to_run), item)
-        request = ControlledCommandRequest(
-            plan=inputs.plan, execution=item.execution, command=item.provider.command, cwd=item.root,
-            context_bytes=len(item.request), args=tuple(item.provider.args), input=item.request,
-            env_allowlist=tuple(item.provider.env_allowlist),
-            max_output_bytes=min(item.provider.max_output_bytes, plan.budget.max_output_bytes),
-            round_id=options.round_id, pricing=item.provider.pricing,
-        )
-        run = run_controlled_command(request, environ=environ, clock=iso_now, on_attempt=watcher.attempt_settled)
-        observation = create_observation(_recorded(item, run.observation.model, run.observation.document))
-        ledger = upsert_observation(ledger, observation)
-        persist_ledger(ledger_path, ledger)
-        statuses[observation.model.execution.status] += 1
-        outcomes[observation.model.adjudication.outcome or "pending"] += 1
-        watcher.execution_recorded(index, len(to_run), observation.model)
+    try:
+        for index, item in enumerate(to_run, start=1):
+            raise_if_stopped()
+            watcher.execution_started(index, len(to_run), item)
+            request = ControlledCommandRequest(
+                plan=inputs.plan, execution=item.execution, command=item.provider.command, cwd=item.root,
+                context_bytes=len(item.request), args=tuple(item.provider.args), input=item.request,
+                env_allowlist=tuple(item.provider.env_allowlist),
+                max_output_bytes=min(item.provider.max_output_bytes, plan.budget.max_output_bytes),
+                round_id=options.round_id, pricing=item.provider.pricing,
+            )
+            run = run_controlled_command(request, environ=environ, clock=iso_now, on_attempt=watcher.attempt_settled)
+            observation = create_observation(_recorded(item, run.observation.model, run.observation.document))
+            ledger = upsert_observation(ledger, observation)
+            persist_ledger(ledger_path, ledger)
+            statuses[observation.model.execution.status] += 1
+            outcomes[observation.model.adjudication.outcome or "pending"] += 1
+            watcher.execution_recorded(index, len(to_run), observation.model)
+    except StopRequested as stop:
+        raise StopRequested(stop.signum, f"the ledger {ledger_path} holds every observation recorded before the "
+                                         "stop (an interrupted execution is not recorded; a rerun runs it)") from None
     summary.update({"status": "completed", "executed": sum(statuses.values()), "skipped": len(planned) - len(to_run),
                     "ledgerPath": str(ledger_path), "ledgerHash": ledger.content_hash,
                     "byStatus": dict(statuses), "byOutcome": dict(outcomes)})

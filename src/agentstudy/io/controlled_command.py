@@ -13,7 +13,9 @@ and then closed. It is bounded three ways:
 When the child exits, whatever is left of its group is killed (no orphaned helpers), and a
 descendant that escaped the group cannot stretch the call: pipes are read for at most
 ``DRAIN_GRACE_S`` after the child is gone. This module reports facts only (how the child
-ended, sizes, hashes, time); ``agentstudy.controlled.record`` classifies them.
+ended, sizes, hashes, time); ``agentstudy.controlled.record`` classifies them. After a stop
+signal (``io.signals``) the running group is stopped the same way (the caller then raises
+``StopRequested`` rather than record the attempt).
 
 ``child_environment`` builds the allowlisted environment (``PATH``, ``HOME``, ``TMPDIR`` plus
 the named variables, copied when defined, plus the attempt's session id) and
@@ -35,6 +37,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
+
+from agentstudy.io.signals import stop_signal
 
 SESSION_ENV = "DOC_BRIDGE_STUDY_SESSION_ID"
 """The environment variable that carries an attempt's session id to the provider."""
@@ -272,6 +276,9 @@ def run_controlled_child(argv: Sequence[str], *, env: Mapping[str, str], cwd: Pa
             if exited_at is None and process.poll() is not None:
                 exited_at = now
                 _signal_group(process.pid, signal.SIGKILL)
+            elif exited_at is None and stop_signal() is not None:
+                _stop_group(process)
+                exited_at = time.monotonic()
             elif exited_at is None and (pump.overflowed or now >= deadline):
                 ended_by = "output-limit" if pump.overflowed else "timeout"
                 _stop_group(process)

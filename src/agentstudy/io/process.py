@@ -4,7 +4,9 @@ On timeout the whole process group is killed (grandchildren included); when the 
 exits, what is left of its group is killed too (no orphaned MCP servers). Output beyond the
 bound is discarded and reported as truncated; stderr is drained and counted, never kept.
 A descendant that escaped the group and still holds the pipes cannot stretch the call:
-reading stops shortly after the child is gone.
+reading stops shortly after the child is gone. After a stop signal (``io.signals``) no child
+is started (``started=False``) and a running one has its group terminated (``SIGTERM``, then
+``SIGKILL`` after ``KILL_GRACE_S``); the result says ``stopped``.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from agentstudy.io.signals import KILL_GRACE_S, stop_signal
 
 STDOUT_LIMIT_BYTES = 4 * 1024 * 1024
 """The seed's stdout bound for a CLI attempt (4 MiB)."""
@@ -37,6 +41,8 @@ class BoundedResult:
         timed_out: the timeout fired and the group was killed.
         wall_time_ms: milliseconds from spawn to exit (rounded).
         stderr_bytes: bytes the child wrote to standard error (the text is not kept).
+        stopped: a stop signal (``io.signals``) arrived before the call returned: the child was not
+            started, or was terminated (unless it had already ended on its own).
     """
 
     started: bool
@@ -46,11 +52,20 @@ class BoundedResult:
     timed_out: bool
     wall_time_ms: int
     stderr_bytes: int
+    stopped: bool = False
 
 
-def _kill_group(pid: int) -> None:
+def _kill_group(pid: int, sig: signal.Signals = signal.SIGKILL) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
+        os.killpg(pid, sig)
+
+
+def _terminate_group(process: subprocess.Popen[bytes]) -> None:
+    """``SIGTERM`` the group, give it ``KILL_GRACE_S`` seconds, then ``SIGKILL`` it."""
+    _kill_group(process.pid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=KILL_GRACE_S)
+    _kill_group(process.pid)
 
 
 def run_bounded(
@@ -70,9 +85,12 @@ def run_bounded(
         stdout_limit: bytes of stdout kept; more is reported as ``truncated``.
 
     Returns:
-        A ``BoundedResult``; a missing or non-executable program gives ``started=False``.
+        A ``BoundedResult``; a missing or non-executable program gives ``started=False``, and so
+        does a stop signal received before the spawn (with ``stopped=True``).
     """
     start = time.monotonic()
+    if stop_signal() is not None:
+        return BoundedResult(False, None, b"", False, False, 0, 0, stopped=True)
     try:
         process = subprocess.Popen(
             list(argv),
@@ -93,7 +111,7 @@ def run_bounded(
         os.set_blocking(stream.fileno(), False)
         selector.register(stream.fileno(), selectors.EVENT_READ, name)
     deadline = start + timeout_s
-    timed_out = False
+    timed_out = stopped = False
     exited_at: float | None = None
     try:
         while True:
@@ -101,6 +119,10 @@ def run_bounded(
             if exited_at is None and process.poll() is not None:
                 exited_at = now
                 _kill_group(process.pid)
+            if exited_at is None and stop_signal() is not None:
+                stopped = True
+                _terminate_group(process)
+                exited_at = time.monotonic()
             if exited_at is None and now >= deadline:
                 timed_out = True
                 _kill_group(process.pid)
@@ -136,4 +158,5 @@ def run_bounded(
         timed_out=timed_out,
         wall_time_ms=round((time.monotonic() - start) * 1000),
         stderr_bytes=totals["stderr"],
+        stopped=stopped or stop_signal() is not None,
     )

@@ -276,6 +276,6 @@ class MinimalLedger(BaseModel):
         for key in ("openReservation", "stopReason", "finishedAt", "cli", "prices", "http", "containment"):
             if data[key] is None:
                 del data[key]
-        if "cli" in data and data["cli"]["baseUrl"] is None:
-            del data["cli"]["baseUrl"]
+        if data.get("cli") is not None and data["cli"].get("baseUrl") is None:
+            del data["cli"]["baseUrl"]  # absent, never null: the schema (``agentstudy schema ledger``) says so
         return data

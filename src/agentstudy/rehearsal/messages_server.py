@@ -5,7 +5,9 @@ answers ``POST /v1/messages`` (the Claude Code CLI adds ``?beta=true``) with the
 :func:`agentstudy.rehearsal.policy.next_reply` — as Anthropic server-sent events when the body
 says ``"stream": true``, else as one JSON message — so the real ``claude`` binary can run a whole
 study against it for free. It listens on loopback only and keeps a small in-memory log of what
-it received; it never stores header values, so no credential can leak through the log.
+it received; it never stores header values, so no credential can leak through the log. A client
+that goes away before its body arrived (a run stopped by a signal mid-request) gets no answer and
+leaves no traceback.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -32,6 +34,8 @@ from agentstudy.rehearsal.sse import encode_event, error_body, message_json, sse
 __all__ = ["RehearsalServer", "RequestRecord"]
 
 _HOST = "127.0.0.1"
+CLIENT_GONE = 499
+"""The status given (to nobody) when the client disconnected before its request body arrived."""
 
 
 @dataclass(frozen=True)
@@ -177,7 +181,10 @@ class RehearsalServer:
         return JSONResponse(error_body(404, message), status_code=404)
 
     async def _messages(self, request: Request) -> Response:
-        body = await _read_json(request)
+        try:
+            body = await _read_json(request)
+        except ClientDisconnect:
+            return Response(status_code=CLIENT_GONE)
         if not isinstance(body, dict) or not isinstance(body.get("model"), str):
             self._log(request, body, 400)
             return JSONResponse(error_body(400, "Request body must be a JSON object with a 'model' string."),
@@ -202,7 +209,11 @@ class RehearsalServer:
 
 
 async def _read_json(request: Request) -> Any:
-    """Return the decoded JSON body, or None when it is not valid UTF-8 JSON."""
+    """Return the decoded JSON body, or None when it is not valid UTF-8 JSON.
+
+    Raises:
+        ClientDisconnect: the client went away before the whole body arrived.
+    """
     try:
         return json.loads(await request.body())
     except (ValueError, UnicodeDecodeError):
@@ -222,6 +233,11 @@ class _FailEverything:
             await self._app(scope, receive, send)
             return
         request = Request(scope, receive)
-        self._log(request, await _read_json(request), self._status)
+        try:
+            body = await _read_json(request)
+        except ClientDisconnect:
+            await Response(status_code=CLIENT_GONE)(scope, receive, send)
+            return
+        self._log(request, body, self._status)
         message = f"Scripted rehearsal failure (HTTP {self._status})"
         await JSONResponse(error_body(self._status, message), status_code=self._status)(scope, receive, send)

@@ -1,9 +1,10 @@
 """Ledger steps shared by the minimal runner's transports (seed 000 ledger; digest 4.1 and 4.3).
 
 Timestamps, the ``budget`` block from the pricing state, the open-reservation marker, and the
-two ways a run closes its ledger: normally (the run machine's final state) or on an error
-(``blocked``, with a reason telling the operator to review the budget). The caller passes a
-``save`` function that persists the ledger document (a checkpoint) and the ``LedgerFile``.
+two ways a run closes its ledger: normally (the run machine's final state) or on an error or a
+stop signal (``blocked``, with a reason telling the operator to review the budget, or naming
+the signal: ``stopped by SIGTERM``). The caller passes a ``save`` function that persists the
+ledger document (a checkpoint) and the ``LedgerFile``.
 
 A checkpoint that fails (``CheckpointError``: a full disk, a read-only directory) stops the
 run: the ledger is closed ``blocked`` with the failure as its stop reason. If even that write
@@ -18,9 +19,11 @@ import json
 from collections.abc import Callable
 from datetime import UTC, datetime
 from decimal import Decimal
+from pathlib import Path
 
 from agentstudy.fsm.run import RunMachine
 from agentstudy.io.ledger_store import CheckpointError, LedgerFile
+from agentstudy.io.signals import raise_if_stopped, stop_reason
 from agentstudy.pricing.budget import Budget
 from agentstudy.pricing.tally import Tally
 from agentstudy.protocol.records import BudgetRecord, MinimalLedger, OpenReservation
@@ -82,6 +85,11 @@ def _save_or_salvage(ledger: MinimalLedger, save: Callable[[MinimalLedger], None
         pass  # the last good checkpoint stays; the caller prints the reason
 
 
+def stopped_detail(path: Path) -> str:
+    """The operator's line after a stop once the ledger exists: where it is and what it says."""
+    return f"the ledger {path} is checkpointed blocked with the signal as its stop reason"
+
+
 def close_on_error(
     run: RunMachine,
     ledger: MinimalLedger,
@@ -90,38 +98,44 @@ def close_on_error(
     store: LedgerFile | None = None,
     error: BaseException | None = None,
 ) -> None:
-    """After an unexpected error: block the run (if still running), record why, and save.
+    """After an unexpected error, a failed checkpoint or a stop signal: block the run (if still running),
+    record why, and save.
 
-    A ``CheckpointError`` as ``error`` becomes the stop reason; with ``store``, a failing save
-    falls back to closing the last written document and never raises ``CheckpointError``.
+    After a stop signal the reason names it (``stopped by SIGTERM``, after any reason the run had
+    already recorded); a ``CheckpointError`` as ``error`` becomes the stop reason (before any
+    earlier one); otherwise an earlier reason is kept, or ``ERROR_STOP_REASON`` is used. With
+    ``store``, a failing save falls back to closing the last written document and never raises
+    ``CheckpointError``.
     """
     if run.status == "running":
         run.block()
-    if isinstance(error, CheckpointError):
-        ledger.stop_reason = checkpoint_stop_reason(error)
-    ledger.stop_reason = ledger.stop_reason or ERROR_STOP_REASON
+    stopped = stop_reason()
+    if stopped is not None:
+        if ledger.stop_reason is None or stopped not in ledger.stop_reason:
+            ledger.stop_reason = stopped if ledger.stop_reason is None else f"{ledger.stop_reason}; then {stopped}"
+    elif isinstance(error, CheckpointError):
+        earlier = [ledger.stop_reason] if ledger.stop_reason else []
+        ledger.stop_reason = "; ".join([checkpoint_stop_reason(error), *earlier])
+    else:
+        ledger.stop_reason = ledger.stop_reason or ERROR_STOP_REASON
     ledger.status = "blocked"
     ledger.finished_at = now_iso()
     _save_or_salvage(ledger, save, store)
 
 
-def close_normally(
-    ledger: MinimalLedger, run: RunMachine, save: Callable[[MinimalLedger], None], *, store: LedgerFile | None = None
-) -> None:
-    """After ``run.finish()``: copy the machine's final status into the ledger and save.
+def close_normally(ledger: MinimalLedger, run: RunMachine, save: Callable[[MinimalLedger], None]) -> None:
+    """The final checkpoint of a run whose walk ended: write the status ``run.finish()`` reaches, then finish.
+
+    The machine is still ``running`` while the final document is written, so a stop signal that
+    arrived during that write is honoured: the machine is left running and ``StopRequested`` is
+    raised (the caller's ``close_on_error`` blocks the run and checkpoints again).
 
     Raises:
-        CheckpointError: the final checkpoint failed; with ``store`` the ledger was first closed
-            ``blocked`` with that reason where a later write could still be made.
+        StopRequested: a stop signal arrived before or during the final checkpoint.
     """
-    ledger.status = "awaiting-adjudication" if run.status == "awaiting-adjudication" else "blocked"
+    raise_if_stopped()
+    ledger.status = "awaiting-adjudication" if run.every_attempt_completed() else "blocked"
     ledger.finished_at = now_iso()
-    try:
-        save(ledger)
-    except CheckpointError as error:
-        if store is None:
-            raise
-        earlier = [ledger.stop_reason] if ledger.stop_reason else []
-        ledger.status, ledger.stop_reason = "blocked", "; ".join([checkpoint_stop_reason(error), *earlier])
-        _save_or_salvage(ledger, save, store)
-        raise
+    save(ledger)
+    raise_if_stopped()
+    run.finish()

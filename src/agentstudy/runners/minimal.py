@@ -4,6 +4,12 @@ For each scheduled attempt: admit it only if the full per-attempt limit fits und
 remaining cap; reserve and checkpoint; run the child; settle (``max`` rules); checkpoint the
 observation. Anything but ``completed`` stops the run (``blocked``); nothing is retried or
 resumed. State changes go through ``fsm``; money through ``pricing``.
+
+A stop signal (``io.signals``) stops admission: before the ledger exists the run raises
+``StopRequested`` and nothing is written; afterwards the running attempt's child is terminated,
+the attempt is settled as it ended (not completed: charged at least its whole reservation,
+usage incomplete), the ledger is checkpointed ``blocked`` with ``stopped by SIG…`` as its stop
+reason, and ``StopRequested`` is raised.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from agentstudy.fsm.attempt import AttemptMachine
 from agentstudy.fsm.run import RunMachine
 from agentstudy.io.ledger_store import LedgerFile, OutputPathError, resolve_output
 from agentstudy.io.provenance import engine_revision, file_sha256, runner_hash
+from agentstudy.io.signals import StopRequested, raise_if_stopped, stop_signal
 from agentstudy.pricing.budget import Budget, reservation_for, settle_attempt
 from agentstudy.pricing.table import price_entry
 from agentstudy.pricing.tally import Tally
@@ -32,8 +39,21 @@ from agentstudy.protocol.records import (
     MinimalLedger,
 )
 from agentstudy.protocol.schedule import Mode, ScheduleEntry, build_schedule
-from agentstudy.runners.ledger_steps import budget_record, close_normally, close_on_error, now_iso, open_reservation
-from agentstudy.runners.preflight import McpPreflight, PreflightError, check_cli_version, prepare_study
+from agentstudy.runners.ledger_steps import (
+    budget_record,
+    close_normally,
+    close_on_error,
+    now_iso,
+    open_reservation,
+    stopped_detail,
+)
+from agentstudy.runners.preflight import (
+    NOTHING_WRITTEN,
+    McpPreflight,
+    check_cli_version,
+    prepare_study,
+    refusal,
+)
 from agentstudy.runners.progress import AttemptProgress, RunProgress, SilentProgress
 from agentstudy.runners.summary import RunSummary, summarize
 from agentstudy.transports.cli import CliAttemptResult, CliSettings, run_cli_attempt
@@ -148,6 +168,8 @@ def run_cli_study(request: CliRunRequest) -> RunSummary:
             nothing was written.
         CheckpointError: a checkpoint failed mid-run; the run stopped and the ledger on disk is
             the last good one (closed ``blocked`` with the reason where a later write succeeded).
+        StopRequested: a stop signal arrived; the ledger, if one was created, is ``blocked`` and
+            names the signal (see the module docstring).
     """
     with ExitStack() as stack:
         return _run_cli_study(request, stack)
@@ -161,17 +183,22 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
     try:
         checked = prepare_study(stack, settings.mcp, manifest, schedule, request.roots, settings.containment,
                                 request.parent_env)
+        raise_if_stopped(NOTHING_WRITTEN)
         cli_version = check_cli_version(
             settings.binary, request.expected_cli_version, request.parent_env, settings.containment
         )
+        raise_if_stopped(NOTHING_WRITTEN)
         mcp = checked.mcp
         output = resolve_output(request.output, (*request.roots.values(), *request.forbidden_output_roots))
         ledger = _ledger(request, cli_version, mcp, len(schedule), now_iso())
         ledger.containment = checked.containment
         store = LedgerFile(output, ledger.to_json())
-    except (PreflightError, OutputPathError):
+    except BaseException as error:
         run.refuse()
-        raise
+        failure = refusal(error, (OutputPathError,))
+        if failure is error:
+            raise
+        raise failure from error
     limit = request.attempt_budget_usd
     reservation = reservation_for(limit)
     budget, tally = Budget(cap=request.cap_usd), Tally()
@@ -179,6 +206,7 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
     observations: list[CliObservation] = []
     try:
         for index, entry in enumerate(schedule, start=1):
+            raise_if_stopped()
             where = AttemptProgress(index, len(schedule), entry.task_id, entry.scenario, entry.repetition)
             attempt = AttemptMachine()
             if not budget.fits(limit):
@@ -220,6 +248,7 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
             request.progress.attempt_settled(
                 where, attempt.status, observation.tool_calls, charged, budget.spent, budget.cap
             )
+            raise_if_stopped()
             if budget.cap_exceeded:
                 ledger.stop_reason = "the cumulative spend passed the cap"
                 break
@@ -227,9 +256,11 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
                 if attempt.status != "completed":
                     ledger.stop_reason = f"attempt {index} ended {attempt.status}"
                 break
-        run.finish()
+        close_normally(ledger, run, lambda done: store.checkpoint(done.to_json()))
     except BaseException as error:
         close_on_error(run, ledger, lambda done: store.checkpoint(done.to_json()), store=store, error=error)
-        raise
-    close_normally(ledger, run, lambda done: store.checkpoint(done.to_json()), store=store)
+        signum = stop_signal()
+        if signum is None:
+            raise
+        raise StopRequested(signum, stopped_detail(output)) from error
     return summarize(run.status, request.mode, len(schedule), observations, budget, output)

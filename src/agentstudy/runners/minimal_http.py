@@ -9,6 +9,12 @@ checkpoint the observation. ``failed`` and ``budget-exceeded`` stop the run; ``i
 run ends ``blocked`` unless every attempt completed. Every saved document has each occurrence
 of the API key replaced by ``[redacted]``. State changes go through ``fsm``; money through
 ``pricing``.
+
+A stop signal (``io.signals``) stops admission: before the ledger exists the run raises
+``StopRequested`` and nothing is written; afterwards the running attempt ends ``failed`` with
+the signal as its reason (an interrupted request keeps its whole reservation charged,
+``usageComplete: false``), the ledger is checkpointed ``blocked`` with ``stopped by SIG…`` as
+its stop reason, and ``StopRequested`` is raised.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from agentstudy.io.messages_api import (
     check_base_url,
 )
 from agentstudy.io.provenance import engine_revision, runner_hash
+from agentstudy.io.signals import StopRequested, raise_if_stopped, stop_signal
 from agentstudy.pricing.budget import Budget
 from agentstudy.pricing.http import DEFAULT_MAX_TOKENS, CallReservation, CallSettlement, UpperPrices
 from agentstudy.pricing.tally import Tally
@@ -49,8 +56,15 @@ from agentstudy.protocol.records import (
     MinimalLedger,
 )
 from agentstudy.protocol.schedule import Mode, ScheduleEntry, build_schedule
-from agentstudy.runners.ledger_steps import budget_record, close_normally, close_on_error, now_iso, open_reservation
-from agentstudy.runners.preflight import McpPreflight, PreflightError, prepare_study
+from agentstudy.runners.ledger_steps import (
+    budget_record,
+    close_normally,
+    close_on_error,
+    now_iso,
+    open_reservation,
+    stopped_detail,
+)
+from agentstudy.runners.preflight import NOTHING_WRITTEN, McpPreflight, PreflightError, prepare_study, refusal
 from agentstudy.runners.progress import AttemptProgress, RunProgress, SilentProgress
 from agentstudy.runners.summary import RunSummary, summarize
 from agentstudy.transports.http import (
@@ -194,6 +208,8 @@ def run_http_study(request: HttpRunRequest) -> RunSummary:
             nothing was written.
         CheckpointError: a checkpoint failed mid-run; the run stopped and the ledger on disk is
             the last good one (closed ``blocked`` with the reason where a later write succeeded).
+        StopRequested: a stop signal arrived; the ledger, if one was created, is ``blocked`` and
+            names the signal (see the module docstring).
     """
     with ExitStack() as stack:
         return _run_http_study(request, stack)
@@ -206,6 +222,7 @@ def _run_http_study(request: HttpRunRequest, stack: ExitStack) -> RunSummary:
     try:
         checked = prepare_study(stack, request.mcp, manifest, schedule, request.roots, request.containment,
                                 request.parent_env)
+        raise_if_stopped(NOTHING_WRITTEN)
         mcp = checked.mcp
         try:
             api_key, base_url = check_api_key(request.api_key), check_base_url(request.base_url)
@@ -215,9 +232,12 @@ def _run_http_study(request: HttpRunRequest, stack: ExitStack) -> RunSummary:
         ledger = _ledger(request, base_url, mcp, len(schedule))
         ledger.containment = checked.containment
         store = LedgerFile(output, redact(ledger.to_json(), api_key))
-    except (PreflightError, OutputPathError):
+    except BaseException as error:
         run.refuse()
-        raise
+        failure = refusal(error, (OutputPathError,))
+        if failure is error:
+            raise
+        raise failure from error
     client = MessagesClient(api_key, base_url)
 
     def save() -> None:
@@ -231,6 +251,7 @@ def _run_http_study(request: HttpRunRequest, stack: ExitStack) -> RunSummary:
     try:
         with client:
             for index, entry in enumerate(schedule, start=1):
+                raise_if_stopped()
                 where = AttemptProgress(index, len(schedule), entry.task_id, entry.scenario, entry.repetition)
                 attempt = AttemptMachine()
                 attempt.reserve()
@@ -259,15 +280,18 @@ def _run_http_study(request: HttpRunRequest, stack: ExitStack) -> RunSummary:
                 request.progress.attempt_settled(
                     where, attempt.status, result.tool_calls, result.charged_usd, budget.spent, budget.cap
                 )
+                raise_if_stopped()
                 if run.should_stop():
                     if attempt.status in ("failed", "budget-exceeded"):
                         ledger.stop_reason = f"attempt {index} ended {attempt.status}"
                     break
-            run.finish()
+        if not run.every_attempt_completed() and ledger.stop_reason is None:
+            ledger.stop_reason = "not every attempt completed"
+        close_normally(ledger, run, lambda _: save())
     except BaseException as error:
         close_on_error(run, ledger, lambda _: save(), store=store, error=error)
-        raise
-    if run.status != "awaiting-adjudication" and ledger.stop_reason is None:
-        ledger.stop_reason = "not every attempt completed"
-    close_normally(ledger, run, lambda _: save(), store=store)
+        signum = stop_signal()
+        if signum is None:
+            raise
+        raise StopRequested(signum, stopped_detail(output)) from error
     return summarize(run.status, request.mode, len(schedule), observations, budget, output, transport="http")

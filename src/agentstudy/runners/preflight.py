@@ -7,7 +7,9 @@ binary's version equals the expected one; the MCP server of every checkout used 
 ``doc-bridge-mcp`` attempt starts, lists the same tools, none of the operator's read-only
 tools is annotated otherwise (``protocol.read_only``; checked before the probe is called), and
 it answers its freshness probe; the extra deny list is derived from the listing. Any failure
-raises ``PreflightError`` and nothing has been charged or written.
+raises ``PreflightError`` and nothing has been charged or written. A stop signal
+(``io.signals``) during the checks turns whatever they raised into ``StopRequested``
+(``refusal``); the MCP probe is not started after one.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from agentstudy.io.git import GitError, head, is_clean, path_exists_at, toplevel
 from agentstudy.io.mcp_client import McpListing, McpProbeError, probe_mcp_server
 from agentstudy.io.mcp_sandbox import contained_server
 from agentstudy.io.server_corpus import ServerCorpora, ServerCorpusError
+from agentstudy.io.signals import StopRequested, raise_if_stopped, stop_signal
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP, Manifest
 from agentstudy.protocol.mcp_spec import McpServerSpec
 from agentstudy.protocol.read_only import ReadOnlyError, read_only_evidence, require_probe_allowed
@@ -45,6 +48,22 @@ read-only into the sandbox."""
 
 class PreflightError(RuntimeError):
     """The run is refused before any reservation (one-line reason)."""
+
+
+NOTHING_WRITTEN = "nothing was reserved or written"
+
+
+def refusal(error: BaseException, refused: tuple[type[BaseException], ...] = ()) -> BaseException:
+    """What a failure before the ledger exists becomes: ``StopRequested`` after a stop signal; ``error``
+    itself when it is a ``PreflightError``, one of ``refused`` or not an ``Exception``; any other error
+    a ``PreflightError`` naming it (a run refused before any ledger exits 2, never 1)."""
+    signum = stop_signal()
+    if signum is not None:
+        return StopRequested(signum, NOTHING_WRITTEN)
+    if isinstance(error, (PreflightError, *refused)) or not isinstance(error, Exception):
+        return error
+    text = str(error).splitlines()[0][:300] if str(error) else ""
+    return PreflightError(f"preflight failed: {error.__class__.__name__}" + (f": {text}" if text else ""))
 
 
 def check_corpus_roots(manifest: Manifest, roots: Mapping[str, Path]) -> list[str]:
@@ -162,6 +181,7 @@ def check_mcp_servers(
     listed: tuple[str, ...] | None = None
     evidence: dict[str, str] = {}
     for name in corpora.names:
+        raise_if_stopped(NOTHING_WRITTEN)
         paths = corpora.paths(name)
         try:
             with contained_server(spec, paths, containment, parent_env) as (argv, child, cwd):

@@ -1,6 +1,7 @@
 """Outcome of a CLI attempt before settlement (seed 000, "Outcomes"; ARCHITECTURE decision 2).
 
-Precedence: the child could not start -> ``failed``; timeout -> ``timed-out``; stdout over
+Precedence: a stop signal ended the child (or kept it from starting) -> ``failed``; the child
+could not start -> ``failed``; timeout -> ``timed-out``; stdout over
 its bound -> ``failed``; any setup problem -> ``invalid-setup``; a cost problem ->
 ``invalid-cost``; no ``result`` event -> ``failed``; ``error_max_budget_usd`` ->
 ``budget-exceeded``; any other error, non-``success`` subtype or non-zero exit -> ``failed``;
@@ -36,7 +37,8 @@ CLI_STATUSES: tuple[CliStatus, ...] = (
 
 @dataclass(frozen=True)
 class ProcessFacts:
-    """How the child ended: ``started``, ``timed_out``, ``truncated`` (stdout bound hit), ``exit_code``.
+    """How the child ended: ``started``, ``timed_out``, ``truncated`` (stdout bound hit), ``exit_code``, and
+    ``stopped``: a stop signal (``io.signals``) ended it or kept it from starting.
 
     ``timeout_s`` (seconds) and ``stdout_limit`` (bytes) are the bounds the child ran under,
     when known; they only make the reasons more precise.
@@ -48,6 +50,7 @@ class ProcessFacts:
     exit_code: int | None
     timeout_s: float | None = None
     stdout_limit: int | None = None
+    stopped: bool = False
 
 
 @dataclass(frozen=True)
@@ -125,6 +128,8 @@ def outcome(
         cost_problem: pricing's verdict: ``None`` when both costs are valid, else the reason.
         result: the last ``result`` event read, or ``None``.
     """
+    if process.stopped:
+        return _same("failed", "a stop signal ended the attempt")
     if not process.started:
         return _same("failed", "the executable could not be started")
     if process.timed_out:

@@ -5,7 +5,9 @@ export of the pinned corpus with a private HOME and TMPDIR, contained as the run
 (``io.containment``: bubblewrap by default, issue 15), then hands its stdout to
 ``transports.cli_evaluation.evaluate_cli_attempt`` (parse, setup checks, costs, outcome — the
 same code path as ``agentstudy transcript``). Settlement is the caller's, through
-``pricing.budget.settle_attempt`` and the attempt machine.
+``pricing.budget.settle_attempt`` and the attempt machine. After a stop signal
+(``io.signals``) nothing new is started: the attempt ends as a child that never started
+(``failed``, usage incomplete), and a child already running is terminated by ``run_bounded``.
 """
 
 from __future__ import annotations
@@ -28,7 +30,9 @@ from agentstudy.io.containment import (
     server_read_only_paths,
 )
 from agentstudy.io.export import export_pinned_corpus, remove_export
+from agentstudy.io.git import GitError
 from agentstudy.io.process import STDOUT_LIMIT_BYTES, run_bounded
+from agentstudy.io.signals import stop_signal
 from agentstudy.pricing.budget import format_max_budget
 from agentstudy.pricing.cost import AttemptCost
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP
@@ -127,11 +131,19 @@ def run_cli_attempt(
 
     ``server`` holds the MCP server's placeholder values (its read-only snapshot, …) and is
     required in the MCP arm. The export and the attempt's private directories are removed
-    afterwards, even after a timeout. Never raises for the child's behaviour; raises
+    afterwards, even after a timeout or a stop. Never raises for the child's behaviour; raises
     ``GitError`` if the export fails and ``ContainmentError`` if bubblewrap vanished (both
-    before anything was spawned).
+    before anything was spawned). After a stop signal the result is that of a child that never
+    started (``stopped_attempt``).
     """
-    export = export_pinned_corpus(root, pin)
+    if stop_signal() is not None:
+        return stopped_attempt(settings, scenario, tools)
+    try:
+        export = export_pinned_corpus(root, pin)
+    except GitError:
+        if stop_signal() is not None:  # the stop ended git under us
+            return stopped_attempt(settings, scenario, tools)
+        raise
     scratch = Path(tempfile.mkdtemp(prefix="agentstudy-attempt-"))
     try:
         home, tmp = scratch / "home", scratch / "tmp"
@@ -159,8 +171,9 @@ def run_cli_attempt(
     finally:
         remove_export(export.path)
         shutil.rmtree(scratch, ignore_errors=True)
+    stopped = process.stopped and process.exit_code != 0  # a child that exited 0 ended on its own
     facts = ProcessFacts(process.started, process.timed_out, process.truncated, process.exit_code,
-                         timeout_s=settings.timeout_s, stdout_limit=settings.stdout_limit)
+                         timeout_s=settings.timeout_s, stdout_limit=settings.stdout_limit, stopped=stopped)
     evaluation = evaluate_cli_attempt(process.stdout, facts, model=settings.model, tools=tools)
     return CliAttemptResult(
         status=evaluation.status,
@@ -177,7 +190,20 @@ def run_cli_attempt(
             "export_bytes": export.bytes,
             "export_tree_sha256": export.tree_sha256,
             **isolation(settings, scenario),
+            **({"usage_complete": False} if stopped else {}),
         },
+    )
+
+
+def stopped_attempt(settings: CliSettings, scenario: str, tools: ArmTools) -> CliAttemptResult:
+    """The result of an attempt a stop signal kept from starting: ``failed`` as a child that never started,
+    no export, usage incomplete, no cost (settlement charges the whole reservation)."""
+    facts = ProcessFacts(started=False, timed_out=False, truncated=False, exit_code=None, stopped=True)
+    evaluation = evaluate_cli_attempt(b"", facts, model=settings.model, tools=tools)
+    return CliAttemptResult(
+        status=evaluation.status, reported_cost_usd=None, computed_cost=None, setup_problems=(),
+        cost_problem=evaluation.cost_problem, exit_code=None, wall_time_ms=0,
+        fields={**evaluation.fields, "usage_complete": False, **isolation(settings, scenario)},
     )
 
 

@@ -171,7 +171,7 @@ def evaluate_cli_attempt(stdout: bytes, process: ProcessFacts, *, model: str, to
     # U+2029, U+0085 or form feeds, which the CLI writes unescaped.
     transcript = parse_transcript(stdout.decode("utf-8", "replace").split("\n"))
     setup_problems: list[str] = []
-    if process.started and not process.timed_out and not process.truncated:
+    if process.started and not (process.timed_out or process.truncated or process.stopped):
         expected = SetupExpectations(model, tools.expected, tools.mcp_server)
         setup_problems = check_setup(transcript, expected, tools.allowed)
     totals, cost, cost_problem = _price(transcript)

@@ -11,6 +11,11 @@ newlines); ``tool_use`` -> run 1 to 20 calls (deadline checked before each; fail
 counted) and send every result, cut to 16,000 characters, in one user message; any other stop
 reason -> ``incomplete``; 8 turns without an answer -> ``incomplete``. Settlement of the
 attempt's status is the runner's, through the attempt machine.
+
+A stop signal (``io.signals``) ends the attempt ``failed`` with the signal as its reason
+(``stopped by SIGTERM …``): checked before each reservation and each tool call; a request in
+flight is interrupted (the request is an ``interruptible`` region) and settled like a lost
+answer, its whole reservation kept and ``usageComplete`` false.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from typing import Any, Literal, Protocol
 
 from agentstudy.io.containment import NETWORK_NOT_ACHIEVED, ContainmentMode, containment_sentences
 from agentstudy.io.messages_api import MessagesApiError
+from agentstudy.io.signals import StopRequested, interruptible, stop_reason
 from agentstudy.pricing.budget import Budget
 from agentstudy.pricing.http import (
     DEFAULT_MAX_TOKENS,
@@ -201,6 +207,9 @@ def agent_loop(
     definitions = tools.definitions
     offered = set(tools.names)
     for turn in range(1, MAX_TURNS + 1):
+        stopped = stop_reason()
+        if stopped is not None:
+            return state.result("failed", f"{stopped} before turn {turn}")
         if state.elapsed_ms() >= ATTEMPT_DEADLINE_MS:
             return state.result("timed-out", f"the five-minute deadline passed before turn {turn}")
         encoded = encode_request_body(request_body(model, messages, definitions))
@@ -213,7 +222,11 @@ def agent_loop(
         ledger.reserved(state.budget, reservation)
         state.turns += 1
         try:
-            response = sender.post(encoded, request_timeout_s(ATTEMPT_DEADLINE_MS - state.elapsed_ms()))
+            with interruptible():
+                response = sender.post(encoded, request_timeout_s(ATTEMPT_DEADLINE_MS - state.elapsed_ms()))
+        except StopRequested as interrupted:
+            state.settle(ledger, settle_call(state.budget, reservation, None, interrupted.reason), reservation)
+            return state.result("failed", f"{interrupted.reason} during the request of turn {turn}")
         except MessagesApiError as error:
             state.settle(ledger, settle_call(state.budget, reservation, None, "response lost"), reservation)
             status = f" (HTTP {error.status})" if error.status is not None else ""
@@ -239,6 +252,9 @@ def agent_loop(
         messages.append({"role": "assistant", "content": content})
         results: list[dict[str, Any]] = []
         for call in calls:
+            stopped = stop_reason()
+            if stopped is not None:
+                return state.result("failed", f"{stopped} during the tools of turn {turn}")
             if state.elapsed_ms() >= ATTEMPT_DEADLINE_MS:
                 return state.result("timed-out", f"the five-minute deadline passed during the tools of turn {turn}")
             state.tool_calls += 1
@@ -273,22 +289,33 @@ def run_http_attempt(
 ) -> HttpAttemptResult:
     """Prepare the tools of ``scenario`` (a fresh MCP server in the MCP arm), run the loop, close the server.
 
-    A setup failure ends the attempt ``failed`` before any request (nothing reserved).
+    A setup failure ends the attempt ``failed`` before any request (nothing reserved); so does a
+    stop signal received before the tools are prepared, or one that ended the MCP server (the
+    reason then names the signal).
 
     Raises:
         OSError: from ``ledger`` (see :func:`agent_loop`).
     """
+    stopped = stop_reason()
+    if stopped is not None:
+        return _not_started(budget, f"{stopped} before the attempt started")
     try:
         with agent_tools(scenario, root, pin, settings.mcp, server, settings.containment,
                          settings.parent_env) as tools:
             return agent_loop(sender=sender, tools=tools, model=settings.model, prompt=prompt,
                               prices=settings.prices, budget=budget, ledger=ledger, clock=settings.clock)
     except ToolSetupError as error:
-        return HttpAttemptResult(
-            status="failed", status_reason=str(error), budget=budget, input_tokens=0, output_tokens=0,
-            usage_complete=True, turns=0, tool_calls=0, tool_calls_by_name={}, tool_errors_by_name={}, tools=[],
-            reserved_usd=Decimal(0), measured_usd=Decimal(0), charged_usd=Decimal(0), wall_time_ms=0, answer="",
-        )
+        stopped = stop_reason()
+        return _not_started(budget, str(error) if stopped is None else f"{stopped} while the tools were prepared")
+
+
+def _not_started(budget: Budget, reason: str) -> HttpAttemptResult:
+    """An attempt that ended ``failed`` before its first request (nothing reserved, nothing charged)."""
+    return HttpAttemptResult(
+        status="failed", status_reason=reason, budget=budget, input_tokens=0, output_tokens=0,
+        usage_complete=True, turns=0, tool_calls=0, tool_calls_by_name={}, tool_errors_by_name={}, tools=[],
+        reserved_usd=Decimal(0), measured_usd=Decimal(0), charged_usd=Decimal(0), wall_time_ms=0, answer="",
+    )
 
 
 HTTP_ISOLATION_ACHIEVED: tuple[str, ...] = (
