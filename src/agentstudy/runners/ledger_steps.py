@@ -37,10 +37,12 @@ def budget_record(budget: Budget, tally: Tally) -> BudgetRecord:
     )
 
 
-def open_reservation(entry: ScheduleEntry, reserved_usd: Decimal) -> OpenReservation:
-    """The marker of an attempt whose reservation is on disk and not yet settled (USD)."""
+def open_reservation(entry: ScheduleEntry, reserved_usd: Decimal, charged_usd: Decimal = Decimal(0)) -> OpenReservation:
+    """The marker of an attempt whose reservation is on disk and not yet settled (USD): what is reserved
+    now and what its settled calls already charged (http; 0 for cli)."""
     return OpenReservation(
-        task_id=entry.task_id, scenario=entry.scenario, repetition=entry.repetition, reserved_usd=float(reserved_usd)
+        task_id=entry.task_id, scenario=entry.scenario, repetition=entry.repetition, reserved_usd=float(reserved_usd),
+        charged_usd=float(charged_usd),
     )
 
 
