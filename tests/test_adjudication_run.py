@@ -239,7 +239,7 @@ def test_the_command_exits_1_when_items_stay_pending(
 ) -> None:
     root = f"lantern-cache={study.roots['lantern-cache']}"
     result = _invoke([str(ledger), "--manifest", str(study.manifest_path), "--root", root, "--approve-budget",
-                      "--claude-bin", str(fake_claude.path), "--seed", "5"],
+                      "--claude-bin", str(fake_claude.path), "--seed", "5", "--allow-unverified"],
                      env={"ADJUDICATOR_MODEL": "claude-haiku-5-5", "ADJUDICATOR_BUDGET_USD": "1"})
     assert result.exit_code == 1, result.output
     line = json.loads(result.stdout.strip().splitlines()[-1])

@@ -18,6 +18,7 @@ from typing import Any
 from agentstudy.pricing.cost import CacheWrites, ModelTokens, compute_cost
 from agentstudy.pricing.table import price_entry
 from agentstudy.protocol.adjudication import RUBRIC_SCORES, MinimalAdjudication
+from agentstudy.protocol.ledger_integrity import seal_ledger
 from agentstudy.protocol.records import MinimalLedger
 
 ANSWER_MARKER = "PRIVATE-ANSWER-TEXT-7f3a"
@@ -96,7 +97,13 @@ def ledger(observations: list[dict[str, Any]], *, mode: str = "full", status: st
 
 
 def write(path: Path, document: dict[str, Any]) -> bytes:
-    """Write ``document`` as the ledger store does (2-space JSON + newline); return the bytes."""
+    """Write ``document`` as the ledger store does (sealed with its hashes, 2-space JSON + newline); the bytes.
+
+    A consistent hand-built ledger then verifies; tests of inconsistent ones read them with
+    ``allow_unverified``.
+    """
+    if isinstance(document.get("observations"), list) and "type" not in document:
+        document = seal_ledger(document)
     data = (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
     path.write_bytes(data)
     return data

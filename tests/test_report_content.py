@@ -131,7 +131,7 @@ def _pilot(tmp_path: Path, status: str = "awaiting-adjudication", second: str = 
 
 
 def test_a_pilot_shows_both_extrapolations(tmp_path: Path) -> None:
-    markdown = build_report(_pilot(tmp_path), output_format="md")
+    markdown = build_report(_pilot(tmp_path), output_format="md", allow_unverified=True)
     rows = {row["figure"]: row for row in markdown_tables(markdown)[EXTRAPOLATION]}
     # spent 0.0029225 x 18 = 0.052605; dearest 0.0015189 x 36 = 0.0546804
     assert rows["full run, charged spend × 18"]["USD"] == "0.052605"
@@ -146,7 +146,8 @@ def test_a_pilot_shows_both_extrapolations(tmp_path: Path) -> None:
 
 
 def test_a_blocked_pilot_has_no_x18_but_keeps_the_pessimistic_figure(tmp_path: Path) -> None:
-    markdown = build_report(_pilot(tmp_path, status="blocked", second="failed"), output_format="md")
+    markdown = build_report(_pilot(tmp_path, status="blocked", second="failed"), output_format="md",
+                            allow_unverified=True)
     rows = {row["figure"]: row for row in markdown_tables(markdown)[EXTRAPOLATION]}
     assert rows["full run, charged spend × 18"]["USD"] == "—"
     assert rows["full run, charged spend × 18"]["basis"].startswith("not applicable")
@@ -176,7 +177,7 @@ def test_http_observations_without_a_charge_stay_missing_never_zero(tmp_path: Pa
                     http_obs(TASKS[0], "doc-bridge-mcp", 2, input_tokens=2400)]
     path = tmp_path / "ledger.json"
     write(path, ledger(observations, transport="http", prices={"input": 1.0, "output": 5.0}))
-    markdown = build_report(path, output_format="md")
+    markdown = build_report(path, output_format="md", allow_unverified=True)
     assert "| upperPrices | input 1.0, output 5.0 USD per million tokens |" in markdown
     failed = markdown_tables(markdown)["Attempts that did not complete (kept, never dropped)"]
     assert failed[0]["reasons"] == ("reason: the turn limit was reached; "

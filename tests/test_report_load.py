@@ -74,7 +74,7 @@ def test_a_companion_joins_scores_pending_and_missing(tmp_path: Path) -> None:
     observations.append(cli_obs(TASKS[2], "repository-only", 1, status="failed", charged=0.1))
     data = write(tmp_path / "l.json", ledger(observations, status="blocked"))
     (tmp_path / "c.json").write_text(json.dumps(companion(data, {0: "partial", 1: None, 3: "correct"})))
-    study = load_study(tmp_path / "l.json", tmp_path / "c.json")
+    study = load_study(tmp_path / "l.json", tmp_path / "c.json", allow_unverified=True)
     states = [(a.adjudication, a.correctness) for a in study.attempts]
     assert states == [("scored", 0.5), ("pending", None), ("pending", None), ("scored", 1.0), ("missing", None)]
     assert study.attempts[1].pending_reason == "the adjudicator's reply was not valid JSON"

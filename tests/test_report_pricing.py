@@ -98,7 +98,8 @@ def test_the_report_shows_repriced_beside_charged(tmp_path: Path) -> None:
                     http_obs(TASKS[1], "doc-bridge-mcp", 1, input_tokens=700, output_tokens=50, status="incomplete",
                              usage_complete=False)]
     write(tmp_path / "l.json", ledger(observations, mode="full"))
-    markdown = build_report(tmp_path / "l.json", prices=tmp_path / "prices.json", output_format="md")
+    markdown = build_report(tmp_path / "l.json", prices=tmp_path / "prices.json", output_format="md",
+                            allow_unverified=True)
     rows = markdown_tables(markdown)
     # 1000 x 3 + 100 x 15 = 4500 -> 0.0045; HTTP 2000 > 1500 -> tier 2: 2000 x 6 + 200 x 22.5 = 16500
     assert [r["re-priced USD"] for r in rows[ATTEMPTS]] == ["0.004500", "0.016500", "0.002850 (lower bound)"]

@@ -7,6 +7,9 @@ listed and denied tools) and each observation's ``taskId``, ``scenario``, ``repe
 ``status``, ``answer`` and ``transport`` are used. The kind is decided by the ledger's ``type``:
 a controlled-study ledger (``controlled-study-observation-ledger``) is recognised and refused
 as not supported yet; a minimal-study ledger has no ``type`` and a ``minimal-study-`` version.
+As for ``report``, the text must be strict JSON (no NaN or Infinity, no duplicated key) and a
+minimal ledger may hold each task, scenario and repetition once, whatever ``--allow-unverified``
+says; verifying its hashes and invariants (``protocol.ledger_integrity``) is the command's.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agentstudy.io.user_file import UserFileError, read_user_file
+from agentstudy.protocol.controlled.hashing import JsonDocumentError, parse_json_text
 from agentstudy.protocol.json_input import JsonInputError, load_json
 
 CONTROLLED_LEDGER_TYPE = "controlled-study-observation-ledger"
@@ -84,6 +88,7 @@ class MinimalLedgerView:
         mcp_server: the server name of the MCP arm (``None`` if the ledger has no ``mcpServer``).
         mcp_tools: the tools it listed and the deny list (names as the ledger has them).
         observations: every observation, in ledger order.
+        unverified: why the ledger did not verify, when read with ``--allow-unverified`` (else empty).
     """
 
     path: Path
@@ -97,6 +102,7 @@ class MinimalLedgerView:
     mcp_server: str | None
     mcp_tools: tuple[str, ...]
     observations: tuple[LedgerObservation, ...]
+    unverified: tuple[str, ...] = ()
 
 
 def ledger_kind(document: Any) -> LedgerKind:
@@ -127,9 +133,14 @@ def read_ledger_bytes(path: Path) -> tuple[bytes, dict[str, Any], LedgerKind]:
     except UserFileError as error:
         raise LedgerError(f"ledger not found: {path}" if error.missing else str(error)) from None
     try:
-        document = load_json(data)
+        load_json(data)  # bounded: depth, number length, size
+        document = parse_json_text(data.decode("utf-8"))  # strict: no duplicate keys, no NaN
     except JsonInputError as error:
         raise LedgerError(f"the ledger {path} {error}") from None
+    except UnicodeDecodeError:
+        raise LedgerError(f"the ledger {path} is not UTF-8 JSON") from None
+    except JsonDocumentError as error:
+        raise LedgerError(f"the ledger {path} is not UTF-8 JSON: {error}") from None
     return data, document, ledger_kind(document)
 
 
@@ -137,7 +148,8 @@ def minimal_view(path: Path, data: bytes, document: dict[str, Any]) -> MinimalLe
     """The adjudication view of a minimal-study ledger read as ``data`` (bytes) / ``document`` (parsed).
 
     Raises:
-        LedgerError: a required field is missing or has the wrong type.
+        LedgerError: a required field is missing or has the wrong type, or two observations share
+            a task, scenario and repetition.
     """
     try:
         ledger = _Ledger.model_validate(document)
@@ -145,6 +157,11 @@ def minimal_view(path: Path, data: bytes, document: dict[str, Any]) -> MinimalLe
         first = error.errors()[0]
         where = ".".join(str(part) for part in first["loc"])
         raise LedgerError(f"malformed minimal-study ledger at {where}: {first['msg']}") from None
+    seen: set[tuple[str, str, int]] = set()
+    for o in ledger.observations:
+        if (o.task_id, o.scenario, o.repetition) in seen:
+            raise LedgerError(f"the ledger has two observations of {o.task_id} {o.scenario} repetition {o.repetition}")
+        seen.add((o.task_id, o.scenario, o.repetition))
     server = ledger.mcp_server
     return MinimalLedgerView(
         path=path,

@@ -191,6 +191,7 @@ def _companion(request: AdjudicationRequest, checked: _Checked) -> MinimalAdjudi
         ],
         status="running",
         started_at=_now(),
+        ledger_unverified=list(ledger.unverified) or None,
     )
 
 

@@ -40,6 +40,7 @@ from agentstudy.commands.common import (
 from agentstudy.commands.containment_options import containment_mode, containment_option
 from agentstudy.io.claude_cli import ClaudeBinaryError, find_claude_binary, find_login_file, project_root
 from agentstudy.io.ledger_store import CheckpointError, OutputPathError
+from agentstudy.protocol.ledger_integrity import verify_ledger_bytes
 from agentstudy.protocol.manifest import ManifestError, load_manifest
 from agentstudy.rehearsal.adjudicator_policy import adjudicator_reply
 from agentstudy.rehearsal.messages_server import RehearsalServer
@@ -114,6 +115,9 @@ def print_adjudication_table(summary: AdjudicationSummary, note: str = "") -> No
 @click.option("--claude-bin", help="Claude Code executable (default: AGENTSTUDY_CLAUDE_BIN, pinned install, PATH).")
 @click.option("--cli-version", default="2.1.296", show_default=True, help="Expected `claude --version`.")
 @click.option("--seed", type=click.IntRange(min=0), help="Blinding seed (default: random; always recorded).")
+@click.option("--allow-unverified", is_flag=True,
+              help="Minimal study: adjudicate a ledger that does not verify (its hashes or invariants); the "
+                   "problems are printed as a warning and recorded in the companion (ledgerUnverified).")
 @containment_option
 @stops_on_signals
 def adjudicate(
@@ -136,6 +140,7 @@ def adjudicate(
     claude_bin: str | None,
     cli_version: str,
     seed: int | None,
+    allow_unverified: bool,
     containment: str,
 ) -> None:
     """Adjudicate a finished run blind to the scenario, into a new companion file.
@@ -150,6 +155,10 @@ def adjudicate(
     controlled-study ledger (`controlled-study-observation-ledger`) needs SUITE, --adjudicator
     and --output and runs the independent adjudicator process of the controlled runner (the
     same as `agentstudy adjudicate-controlled`).
+
+    A minimal-study ledger must verify as for `agentstudy report` (its hashes and invariants);
+    one that does not is refused naming the first problem (exit 2) unless --allow-unverified,
+    which goes on with a warning and records the problems in the companion.
     """
     try:
         data, document, kind = read_ledger_bytes(ledger_path)
@@ -179,6 +188,13 @@ def adjudicate(
     limit = attempt_limit("--item-budget-usd", item_budget_usd, cap, cap_name)
     companion_path = output if output is not None else default_companion_path(ledger_path)
     check_new_output("--output", companion_path, (*parse_roots(roots).values(), project_root()))
+    verification = verify_ledger_bytes(data)
+    if not verification.verified:
+        if not allow_unverified:
+            fail(f"the ledger {ledger_path} does not verify: {verification.first()}; --allow-unverified reads it "
+                 f"anyway")
+        click.echo(f"agentstudy: warning: unverified: {ledger_path}: {'; '.join(verification.problems)}", err=True)
+        view = replace(view, unverified=verification.problems)
     try:
         binary = find_claude_binary(claude_bin, os.environ)
     except ClaudeBinaryError as error:
@@ -200,11 +216,13 @@ def adjudicate(
         progress=ConsoleAdjudicationProgress(Console(stderr=True)) if sys.stdout.isatty()
         else SilentAdjudicationProgress(),
     )
+    unverified = "UNVERIFIED ledger" if view.unverified else ""
     if not rehearsal:
-        sys.exit(_run(request, note=""))
+        sys.exit(_run(request, note=unverified))
     with RehearsalServer(policy=adjudicator_reply) as server:
         settings = replace(request.settings, rehearsal_base_url=server.base_url)
-        code = _run(replace(request, settings=settings), note="rehearsal: no real money")
+        code = _run(replace(request, settings=settings),
+                    note=", ".join(filter(None, ("rehearsal: no real money", unverified))))
     sys.exit(code)
 
 
@@ -220,5 +238,8 @@ def _run(request: AdjudicationRequest, note: str) -> int:
         fail("adjudication stopped on an internal error; see the companion, review the budget before a rerun",
              EXIT_BLOCKED)
     print_adjudication_table(summary, note=note)
-    click.echo(json.dumps(summary.line, separators=(",", ":")))
+    line = summary.line
+    if request.ledger.unverified:
+        line = {**line, "ledgerUnverified": list(request.ledger.unverified)}
+    click.echo(json.dumps(line, separators=(",", ":")))
     return EXIT_OK if summary.status == "adjudicated" else EXIT_BLOCKED

@@ -1,13 +1,19 @@
-"""``agentstudy ledger FILE``: verify and summarise a controlled-study observation ledger (seed 004; digest 5.9)."""
+"""``agentstudy ledger FILE``: verify and summarise a ledger — a controlled-study observation ledger
+(seed 004; digest 5.9) or a minimal-study run ledger (issue 16: ``protocol.ledger_integrity``)."""
 
 from __future__ import annotations
 
+import json
+from collections import Counter
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import click
 
+from agentstudy.commands.common import fail
 from agentstudy.commands.contract_files import (
+    MAX_CONTRACT_BYTES,
     aligned,
     allow_unverified_option,
     counts,
@@ -18,6 +24,9 @@ from agentstudy.commands.contract_files import (
 )
 from agentstudy.protocol.controlled.ledger import ControlledStudyObservationLedgerV1
 from agentstudy.protocol.controlled.summary import summarize_ledger
+from agentstudy.protocol.ledger_integrity import verify_ledger_bytes
+
+MINIMAL_VERSION_PREFIX = "minimal-study-"
 
 
 @click.command()
@@ -25,13 +34,109 @@ from agentstudy.protocol.controlled.summary import summarize_ledger
 @allow_unverified_option
 @text_or_json
 def ledger(file: Path, allow_unverified: bool, as_text: bool) -> None:
-    """Verify a ledger and summarise it: observations by run, round, status and adjudication.
+    """Verify a ledger and summarise it.
 
-    The ledger's content hash and every observation's are checked; a mismatch is refused
-    (exit 2) unless --allow-unverified, which prints the mismatches as a warning and goes on.
+    A controlled-study ledger: observations by run, round, status and adjudication; its
+    content hash and every observation's are checked.
+
+    A minimal-study ledger (no `type`, a `minimal-study-` version): transport, status,
+    observations by status, the budget; its ledgerHash and every observationHash are checked,
+    and the invariants: spent = the observations' charges + the open reservation, each task,
+    scenario and repetition once, every amount finite and >= 0, the status consistent with the
+    observations and the stop reason, rehearsal with the recorded base URL (loopback http).
+    A crashed run (`running`, maybe with an open reservation) verifies.
+
+    A ledger that does not verify is refused (exit 2, the first problem named) unless
+    --allow-unverified, which prints the problems as a warning and marks the summary NOT VERIFIED.
     """
-    loaded = read_contract(file, ControlledStudyObservationLedgerV1, allow_unverified=allow_unverified)
-    emit(as_text, "ledger", summarize_ledger(loaded), render_ledger)
+    data = _minimal_bytes(file)
+    if data is None:
+        loaded = read_contract(file, ControlledStudyObservationLedgerV1, allow_unverified=allow_unverified)
+        emit(as_text, "ledger", summarize_ledger(loaded), render_ledger)
+        return
+    verification = verify_ledger_bytes(data)
+    if not verification.verified:
+        strict = not verification.problems[0].startswith("the ledger is not strict JSON")
+        if not (allow_unverified and strict):
+            hint = "; --allow-unverified reads it anyway" if strict else ""
+            fail(f"{file}: does not verify: {verification.first()}{hint}")
+        click.echo(f"agentstudy: warning: unverified: {file}: {'; '.join(verification.problems)}", err=True)
+    summary = summarize_minimal(json.loads(data), verification.problems)
+    emit(as_text, "ledger", summary, render_minimal)
+
+
+def _minimal_bytes(path: Path) -> bytes | None:
+    """The file's bytes when it holds a minimal-study ledger; ``None`` for anything else (the controlled path)."""
+    try:
+        if path.stat().st_size > MAX_CONTRACT_BYTES:
+            return None
+        data = path.read_bytes()
+        document = json.loads(data)
+    except (OSError, ValueError):
+        return None
+    is_minimal = (isinstance(document, dict) and "type" not in document
+                  and str(document.get("version", "")).startswith(MINIMAL_VERSION_PREFIX))
+    return data if is_minimal else None
+
+
+def _usd(value: Any) -> Decimal | None:
+    return Decimal(repr(value)) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def summarize_minimal(document: dict[str, Any], problems: tuple[str, ...]) -> dict[str, Any]:
+    """Summarise a minimal-study ledger (read tolerantly) and the problems its verification found."""
+    raw = document.get("observations")
+    observations = [o for o in raw if isinstance(o, dict)] if isinstance(raw, list) else []
+    budget: dict[str, Any] = document["budget"] if isinstance(document.get("budget"), dict) else {}
+    opened = document.get("openReservation") if isinstance(document.get("openReservation"), dict) else None
+    charges = [_usd(o.get("chargedUsd")) for o in observations]
+    block = document.get("http") if document.get("transport") == "http" else document.get("cli")
+    return {
+        "type": "minimal-study-ledger",
+        "version": document.get("version"),
+        "transport": document.get("transport"),
+        "mode": document.get("mode"),
+        "status": document.get("status"),
+        "stopReason": document.get("stopReason"),
+        "rehearsal": document.get("rehearsal"),
+        "baseUrl": (block.get("apiBaseUrl") or block.get("baseUrl")) if isinstance(block, dict) else None,
+        "plannedAttempts": document.get("plannedAttempts"),
+        "observations": len(observations),
+        "byStatus": dict(Counter(str(o.get("status")) for o in observations)),
+        "byScenario": dict(Counter(str(o.get("scenario")) for o in observations)),
+        "budget": {key: budget.get(key) for key in ("cap", "spent", "reserved", "measured", "cumulativeCapExceeded")},
+        "chargedUsd": float(sum((c for c in charges if c is not None), Decimal(0))),
+        "openReservation": opened,
+        "ledgerHash": document.get("ledgerHash"),
+        "verified": not problems,
+        "problems": list(problems),
+    }
+
+
+def render_minimal(summary: dict[str, Any]) -> list[str]:
+    """Aligned text lines of ``summarize_minimal``'s output."""
+    budget = summary["budget"]
+    opened = summary["openReservation"]
+    open_text = (f"{opened.get('taskId')} {opened.get('scenario')} repetition {opened.get('repetition')}: "
+                 f"reserved {opened.get('reservedUsd')}, charged {opened.get('chargedUsd', 0)} USD (never settled)"
+                 if opened else "none")
+    rows = [
+        ("Ledger", f"{summary['version']}, {summary['transport']}, {summary['mode']}, "
+                   f"{summary['observations']} of {summary['plannedAttempts']} planned observations"),
+        ("Status", str(summary["status"]) + (f" ({summary['stopReason']})" if summary["stopReason"] else "")),
+        ("Rehearsal", f"{'yes' if summary['rehearsal'] is True else 'no'} (base URL {summary['baseUrl']})"),
+        ("Observations", counts(summary["byStatus"])),
+        ("Budget", f"spent {budget['spent']} of a {budget['cap']} USD cap (charges {summary['chargedUsd']}); "
+                   f"reserved {budget['reserved']}, measured {budget['measured']}"),
+        ("Open reservation", open_text),
+        ("Ledger hash", f"{summary['ledgerHash']}  {'verified' if summary['verified'] else 'NOT VERIFIED'}"),
+    ]
+    if summary["verified"]:
+        rows.append(("Checks", "every observationHash matches; the invariants hold"))
+    else:
+        rows.extend((("NOT VERIFIED" if number == 0 else "", problem)
+                     for number, problem in enumerate(summary["problems"])))
+    return aligned(rows)
 
 
 def render_ledger(summary: dict[str, Any]) -> list[str]:

@@ -22,7 +22,8 @@ from agentstudy.commands.common import fail
 @click.option("--prices", type=click.Path(path_type=Path, dir_okay=False),
               help="Re-price every attempt's recorded usage with this price table (format below).")
 @click.option("--allow-unverified", is_flag=True,
-              help="Controlled ledgers: report even when content hashes do not verify (named as a warning).")
+              help="Report even when the ledger does not verify (its hashes or, for a minimal ledger, its "
+                   "invariants); the problems are printed as a warning and the report says UNVERIFIED.")
 def report(ledger: Path, adjudication: Path | None, output_format: str, output: Path | None,
            prices: Path | None, allow_unverified: bool) -> None:
     """Report a minimal-study LEDGER: every attempt's status, paired differences, spend.
@@ -44,13 +45,21 @@ def report(ledger: Path, adjudication: Path | None, output_format: str, output: 
     default 100000, and is never cheaper); rates are numbers or decimal strings >= 0; cache
     reads cost 0.1 x input, 5-minute writes 1.25 x, 1-hour writes 2 x.
 
+    The ledger must verify (`agentstudy ledger` names the checks): its ledgerHash and every
+    observationHash, and the invariants (spent = charges + open reservations, each task,
+    scenario and repetition once, finite money >= 0, the status consistent with the
+    observations, rehearsal with the base URL). A ledger that does not, or one written before
+    ledgers were hashed, is refused naming the first problem; --allow-unverified reports it
+    anyway, UNVERIFIED in the title and the first section.
+
     A controlled-study ledger is rendered as its `agentstudy metrics` report (groups, rates,
     Wilson intervals, P95s, costs, comparisons) in the chosen format; --allow-unverified as
     for `agentstudy ledger`. Exit codes: 0 written; 2 bad
-    input (unreadable or invalid ledger, companion or price file, a companion bound to
-    another ledger).
+    input (unreadable, invalid or unverified ledger, companion or price file, a companion
+    bound to another ledger).
     """
-    from agentstudy.report.build import build_report, write_report
+    from agentstudy.report.build import render_study, write_report
+    from agentstudy.report.load import load_study
     from agentstudy.report.model import NotSupportedYet, ReportInputError
 
     if output is not None:
@@ -59,7 +68,10 @@ def report(ledger: Path, adjudication: Path | None, output_format: str, output: 
         if target in inputs:
             fail(f"--output {output} is one of the inputs; the ledger and its companion are never overwritten")
     try:
-        text = build_report(ledger, adjudication, prices, output_format)
+        study = load_study(ledger, adjudication, allow_unverified=allow_unverified)
+        if study.unverified:
+            click.echo(f"agentstudy: warning: unverified: {ledger}: {'; '.join(study.unverified)}", err=True)
+        text = render_study(study, prices, output_format)
     except NotSupportedYet:
         text = controlled_report(ledger, output_format, allow_unverified)
     except ReportInputError as error:

@@ -154,7 +154,13 @@ class MinimalAdjudication(_Model):
     manifest_sha256: str | None = Field(default=None, alias="manifestSha256")
     open_reservation: OpenItemReservation | None = Field(default=None, alias="openReservation")
     stop_reason: str | None = Field(default=None, alias="stopReason")
+    ledger_unverified: list[str] | None = Field(default=None, alias="ledgerUnverified")
+    """Why the run ledger did not verify, when it was adjudicated with ``--allow-unverified``
+    (``protocol.ledger_integrity``); omitted when it verified."""
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON document written to disk (camelCase)."""
-        return self.model_dump(by_alias=True)
+        """The JSON document written to disk (camelCase; ``ledgerUnverified`` only when set)."""
+        data = self.model_dump(by_alias=True)
+        if data["ledgerUnverified"] is None:
+            del data["ledgerUnverified"]
+        return data

@@ -73,11 +73,13 @@ class CliObservation(BaseModel):
     answer: str
     correctness: None = None
     adjudication: Literal["pending"] = "pending"
+    observation_hash: str | None = Field(default=None, alias="observationHash")
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON object written to the ledger (camelCase, optional problems and reason omitted when unset)."""
+        """The JSON object written to the ledger (camelCase; optional problems, the reason and the unset hash
+        omitted)."""
         data = self.model_dump(by_alias=True)
-        for key in ("setupProblem", "costProblem", "statusReason"):
+        for key in ("setupProblem", "costProblem", "statusReason", "observationHash"):
             if data[key] is None:
                 del data[key]
         return data
@@ -125,12 +127,14 @@ class HttpObservation(BaseModel):
     answer: str
     correctness: None = None
     adjudication: Literal["pending"] = "pending"
+    observation_hash: str | None = Field(default=None, alias="observationHash")
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON object written to the ledger (camelCase; ``statusReason`` omitted when unset)."""
+        """The JSON object written to the ledger (camelCase; ``statusReason`` and the unset hash omitted)."""
         data = self.model_dump(by_alias=True)
-        if data["statusReason"] is None:
-            del data["statusReason"]
+        for key in ("statusReason", "observationHash"):
+            if data[key] is None:
+                del data[key]
         return data
 
 
@@ -164,7 +168,9 @@ class HttpRunSettings(BaseModel):
 
 class CliRunSettings(BaseModel):
     """The ledger's ``cli`` block: probed and expected versions, the per-attempt limit, the prices used and
-    ``baseUrl``, the LLM gateway of ``--cli-base-url`` (never its token; ``None`` otherwise)."""
+    ``baseUrl``, where the child sent its Messages API requests: the local rehearsal server in a
+    rehearsal, the LLM gateway of ``--cli-base-url`` (never its token), ``None`` for the CLI's default.
+    Ledgers written before rehearsals recorded it have ``None`` there too."""
 
     model_config = ConfigDict(extra="forbid", validate_by_name=True, validate_by_alias=True)
 
@@ -211,7 +217,13 @@ class BudgetRecord(BaseModel):
 
 
 class OpenReservation(BaseModel):
-    """A reservation on disk whose attempt has not been settled yet (a crash leaves it charged)."""
+    """An attempt whose reservation is on disk and not settled yet (a crash leaves it charged), USD.
+
+    ``reservedUsd`` is what is reserved now (cli: the attempt's reservation; http: the open
+    call's, 0 between calls); ``chargedUsd`` what the attempt's settled calls already added to
+    ``spent`` (http; always 0 for cli, and for ledgers written before it was recorded). So
+    ``spent`` is the observations' ``chargedUsd`` plus both.
+    """
 
     model_config = ConfigDict(extra="forbid", validate_by_name=True, validate_by_alias=True)
 
@@ -219,6 +231,7 @@ class OpenReservation(BaseModel):
     scenario: str
     repetition: int
     reserved_usd: float = Field(alias="reservedUsd")
+    charged_usd: float = Field(default=0.0, alias="chargedUsd")
 
 
 class AdjudicationDeclaration(BaseModel):
@@ -239,6 +252,11 @@ class MinimalLedger(BaseModel):
     for ``http``, which runs no binary). ``cli`` is set for the CLI transport, ``prices`` and
     ``http`` for the HTTP one; unset blocks are omitted from the JSON. ``containment`` is the
     mechanism preflight proved (``"bwrap 0.8.0"`` or ``"restricted"``; issue 15).
+
+    Tamper evidence (issue 16): every observation carries ``observationHash`` and the ledger
+    ``hashAlgo`` and ``ledgerHash``, over the canonical JSON of exactly what is written
+    (:mod:`agentstudy.protocol.ledger_integrity`, which also names the invariants readers check).
+    They are ``None`` in the runner's in-memory model and in ledgers written before they existed.
     """
 
     model_config = ConfigDict(extra="forbid", validate_by_name=True, validate_by_alias=True)
@@ -268,12 +286,19 @@ class MinimalLedger(BaseModel):
     started_at: str = Field(alias="startedAt")
     finished_at: str | None = Field(default=None, alias="finishedAt")
     status: RunStatus
+    hash_algo: str | None = Field(default=None, alias="hashAlgo")
+    ledger_hash: str | None = Field(default=None, alias="ledgerHash")
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON document written to disk (camelCase; unset optional blocks omitted)."""
+        """The JSON document written to disk (camelCase; unset optional blocks and hashes omitted).
+
+        The runners write it through :func:`agentstudy.protocol.ledger_integrity.seal_ledger`,
+        which adds the hashes.
+        """
         data = self.model_dump(by_alias=True, exclude_none=False)
         data["observations"] = [o.to_json() for o in self.observations]
-        for key in ("openReservation", "stopReason", "finishedAt", "cli", "prices", "http", "containment"):
+        for key in ("openReservation", "stopReason", "finishedAt", "cli", "prices", "http", "containment",
+                    "hashAlgo", "ledgerHash"):
             if data[key] is None:
                 del data[key]
         if data.get("cli") is not None and data["cli"].get("baseUrl") is None:

@@ -17,7 +17,7 @@ from agentstudy.report.analysis import Analysis, analyse
 from agentstudy.report.content import build_document
 from agentstudy.report.document import Document
 from agentstudy.report.load import MAX_INPUT_BYTES, load_study
-from agentstudy.report.model import ReportInputError
+from agentstudy.report.model import ReportInputError, Study
 from agentstudy.report.render import FORMATS, render
 
 
@@ -54,17 +54,33 @@ def build_report(
     adjudication: Path | None = None,
     prices: Path | None = None,
     output_format: str = "text",
+    *,
+    allow_unverified: bool = False,
 ) -> str:
     """The report of ``ledger`` (joined with ``adjudication``, re-priced with ``prices``) in ``output_format``.
 
+    A ledger that does not verify is refused unless ``allow_unverified`` (the report then says
+    it is unverified).
+
     Raises:
         NotSupportedYet: a controlled-study ledger.
-        ReportInputError: an unreadable or invalid ledger, companion or price file, a companion
-            bound to another ledger, or an unknown format.
+        ReportInputError: an unreadable, invalid or (without ``allow_unverified``) unverified
+            ledger, an invalid companion or price file, a companion bound to another ledger, or
+            an unknown format.
     """
     if output_format not in FORMATS:
         raise ReportInputError(f"unknown format {output_format!r}")
-    study = load_study(ledger, adjudication)
+    return render_study(load_study(ledger, adjudication, allow_unverified=allow_unverified), prices, output_format)
+
+
+def render_study(study: Study, prices: Path | None, output_format: str) -> str:
+    """The report of a loaded ``study`` (re-priced with ``prices``) in ``output_format``.
+
+    Raises:
+        ReportInputError: an invalid price file or an unknown format.
+    """
+    if output_format not in FORMATS:
+        raise ReportInputError(f"unknown format {output_format!r}")
     analysis = analyse(study, load_prices(prices) if prices is not None else None)
     return render(document_for(analysis, output_format), output_format)
 

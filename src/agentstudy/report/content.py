@@ -15,7 +15,12 @@ from agentstudy.report.containment import LEGEND, containment_rows, containment_
 from agentstudy.report.content_money import correctness_section, distribution_section, money_section
 from agentstudy.report.document import Block, Bullets, Document, Figure, Paragraph, Section, Table
 from agentstudy.report.model import BASELINE, TREATMENT, Attempt
-from agentstudy.report.sentences import ADJUDICATED_SENTENCE, REDUCTION_SENTENCE, fixed_sentences
+from agentstudy.report.sentences import (
+    ADJUDICATED_SENTENCE,
+    REDUCTION_SENTENCE,
+    UNVERIFIED_SENTENCE,
+    fixed_sentences,
+)
 
 
 def _about(analysis: Analysis) -> Section:
@@ -26,6 +31,8 @@ def _about(analysis: Analysis) -> Section:
                        ("status", "run status"), ("plannedAttempts", "planned attempts")):
         rows.append((label, head.get(key, fmt.MISSING)))
     rows.append(("observed attempts", str(len(study.attempts))))
+    rows.append(("verification", f"NOT VERIFIED: {'; '.join(study.unverified)}" if study.unverified else
+                 "verified: ledgerHash and every observationHash match; the invariants hold"))
     rows.append(("rehearsal", "yes" if study.rehearsal else "no"))
     for key in ("cliVersion", "upperPrices", "repositories", "protocolHash", "manifestSha256", "runnerHash",
                 "engineRevision", "engineBundleHash", "startedAt", "finishedAt"):
@@ -41,7 +48,8 @@ def _about(analysis: Analysis) -> Section:
                                      f"no human review"))
     rows.append(("bootstrap", f"percentile, {analysis.resamples} resamples of pairs, seed {analysis.seed}"))
     table = Table("about", "The study and this report's inputs", ("field", "value"), tuple(rows))
-    return Section("About this report", (table, Bullets(fixed_sentences(study))))
+    warning = (Paragraph(UNVERIFIED_SENTENCE + " First: " + study.unverified[0]),) if study.unverified else ()
+    return Section("About this report", (*warning, table, Bullets(fixed_sentences(study))))
 
 
 def _containment(analysis: Analysis) -> Section:
@@ -179,6 +187,8 @@ def build_document(analysis: Analysis, figures: tuple[Figure, ...] = ()) -> Docu
     study = analysis.study
     mode = f" ({study.mode})" if study.mode else ""
     title = f"Paired report: {study.header.get('version', 'minimal study')}{mode}"
+    if study.unverified:
+        title = f"UNVERIFIED {title}"
     sections = [_about(analysis), _containment(analysis), _attempts(analysis), _pairs(analysis),
                 correctness_section(analysis), distribution_section(analysis), money_section(analysis)]
     for figure in figures:

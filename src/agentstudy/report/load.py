@@ -6,6 +6,10 @@ missing (never zero), a present number of the wrong type is refused. The compani
 valid :class:`~agentstudy.protocol.adjudication.MinimalAdjudication` whose ``ledgerSha256`` is
 the SHA-256 of the ledger file's bytes, and whose items point at observations with the same
 task and repetition. The ``answer`` field is never read.
+
+:func:`load_study` also verifies the ledger (:mod:`agentstudy.protocol.ledger_integrity`: its
+hashes and invariants) and refuses one that does not verify, naming the first problem, unless
+``allow_unverified``; the study then carries the problems and every report says so.
 """
 
 from __future__ import annotations
@@ -19,9 +23,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from agentstudy.pricing.cost import CacheWrites, CostProblem, ModelTokens
-from agentstudy.pricing.sums import usd_from_json
+from agentstudy.pricing.sums import sum_usd, usd_from_json
 from agentstudy.protocol.adjudication import RUBRIC_SCORES, MinimalAdjudication
 from agentstudy.protocol.json_input import JsonInputError, load_json
+from agentstudy.protocol.ledger_integrity import verify_ledger_bytes
 from agentstudy.report.containment import read_containment
 from agentstudy.report.model import (
     COMPLETED,
@@ -214,6 +219,15 @@ def _header(data: dict[str, Any]) -> dict[str, str]:
     return header
 
 
+def _open_usd(opened: Any) -> Decimal | None:
+    """What the open attempt holds of ``spent``: its reservation plus what its settled calls charged (http)."""
+    if not isinstance(opened, dict):
+        return None
+    reserved = _money(opened, "reservedUsd", "openReservation")
+    charged = _money(opened, "chargedUsd", "openReservation")
+    return None if reserved is None else sum_usd([reserved, charged or Decimal(0)])
+
+
 def parse_ledger(data: bytes, file_name: str) -> Study:
     """Parse a minimal-study ledger's bytes into a :class:`Study` (no adjudication joined).
 
@@ -257,7 +271,7 @@ def parse_ledger(data: bytes, file_name: str) -> Study:
         measured_usd=_money(budget, "measured", "budget"),
         cumulative_cap_exceeded=_flag(budget, "cumulativeCapExceeded", "budget"),
         stop_reason=" ".join(stop.split())[:300] if isinstance(stop, str) else None,
-        open_reservation_usd=_money(opened, "reservedUsd", "openReservation") if isinstance(opened, dict) else None,
+        open_reservation_usd=_open_usd(opened),
         attempts=attempts,
     )
 
@@ -320,14 +334,24 @@ def join_adjudication(study: Study, data: bytes, file_name: str) -> Study:
     return replace(study, attempts=tuple(attempts), adjudication=info)
 
 
-def load_study(ledger: Path, adjudication: Path | None = None) -> Study:
-    """Read ``ledger`` (and ``adjudication`` when given) from disk and join them.
+def load_study(ledger: Path, adjudication: Path | None = None, *, allow_unverified: bool = False) -> Study:
+    """Read and verify ``ledger`` (and join ``adjudication`` when given) from disk.
+
+    A ledger that does not verify is read on only with ``allow_unverified``; its problems are
+    then in ``Study.unverified``.
 
     Raises:
         NotSupportedYet, ReportInputError: as :func:`parse_ledger` and :func:`join_adjudication`,
-            or a file that cannot be read.
+            a file that cannot be read, or (without ``allow_unverified``) a ledger that does not verify.
     """
-    study = parse_ledger(_read(ledger, "ledger"), ledger.name)
+    data = _read(ledger, "ledger")
+    study = parse_ledger(data, ledger.name)
+    verification = verify_ledger_bytes(data)
+    if not verification.verified:
+        if not allow_unverified:
+            raise ReportInputError(f"the ledger {ledger.name} does not verify: {verification.first()}; "
+                                   f"--allow-unverified reads it anyway")
+        study = replace(study, unverified=verification.problems)
     if adjudication is None:
         return study
     return join_adjudication(study, _read(adjudication, "adjudication companion"), adjudication.name)

@@ -118,7 +118,8 @@ class Study:
     """A minimal-study ledger as the report reads it.
 
     ``header`` holds display strings (version, hashes, transport, model, times ...);
-    ``budget_*`` are the ledger's ``budget`` block in USD (``None`` when absent).
+    ``budget_*`` are the ledger's ``budget`` block in USD (``None`` when absent). ``unverified``
+    lists why the ledger did not verify (read with ``--allow-unverified``); empty when it did.
     """
 
     file_name: str
@@ -138,3 +139,4 @@ class Study:
     open_reservation_usd: Decimal | None
     attempts: tuple[Attempt, ...]
     adjudication: AdjudicationInfo | None = None
+    unverified: tuple[str, ...] = ()

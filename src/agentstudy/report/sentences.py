@@ -19,6 +19,10 @@ REHEARSAL_SENTENCE = (
     "This ledger is a rehearsal: a scripted Messages API server answered instead of a model, so its numbers "
     "exercise the machinery and say nothing about agents."
 )
+UNVERIFIED_SENTENCE = (
+    "UNVERIFIED: this ledger's hashes or invariants do not hold (read with --allow-unverified), so any number "
+    "in this report may have been changed after the run wrote it."
+)
 PILOT_SENTENCE = "This is a pilot: its observations never count toward the full study."
 
 

@@ -26,6 +26,7 @@ from agentstudy.io.ledger_store import CheckpointError, LedgerFile
 from agentstudy.io.signals import raise_if_stopped, stop_reason
 from agentstudy.pricing.budget import Budget
 from agentstudy.pricing.tally import Tally
+from agentstudy.protocol.ledger_integrity import seal_ledger
 from agentstudy.protocol.records import BudgetRecord, MinimalLedger, OpenReservation
 from agentstudy.protocol.schedule import ScheduleEntry
 
@@ -48,10 +49,12 @@ def budget_record(budget: Budget, tally: Tally) -> BudgetRecord:
     )
 
 
-def open_reservation(entry: ScheduleEntry, reserved_usd: Decimal) -> OpenReservation:
-    """The marker of an attempt whose reservation is on disk and not yet settled (USD)."""
+def open_reservation(entry: ScheduleEntry, reserved_usd: Decimal, charged_usd: Decimal = Decimal(0)) -> OpenReservation:
+    """The marker of an attempt whose reservation is on disk and not yet settled (USD): what is reserved
+    now and what its settled calls already charged (http; 0 for cli)."""
     return OpenReservation(
-        task_id=entry.task_id, scenario=entry.scenario, repetition=entry.repetition, reserved_usd=float(reserved_usd)
+        task_id=entry.task_id, scenario=entry.scenario, repetition=entry.repetition, reserved_usd=float(reserved_usd),
+        charged_usd=float(charged_usd),
     )
 
 
@@ -80,7 +83,7 @@ def _save_or_salvage(ledger: MinimalLedger, save: Callable[[MinimalLedger], None
         last = MinimalLedger.model_validate(json.loads(store.last_written))
         last.status, last.finished_at = "blocked", ledger.finished_at
         last.stop_reason = reason + SALVAGED_NOTE
-        store.checkpoint(last.to_json())
+        store.checkpoint(seal_ledger(last.to_json()))
     except (CheckpointError, ValueError):
         pass  # the last good checkpoint stays; the caller prints the reason
 

@@ -28,6 +28,7 @@ from agentstudy.io.signals import StopRequested, raise_if_stopped, stop_signal
 from agentstudy.pricing.budget import Budget, reservation_for, settle_attempt
 from agentstudy.pricing.table import price_entry
 from agentstudy.pricing.tally import Tally
+from agentstudy.protocol.ledger_integrity import is_loopback_http, seal_ledger
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP, LoadedManifest
 from agentstudy.protocol.prompt import study_prompt
 from agentstudy.protocol.records import (
@@ -50,6 +51,7 @@ from agentstudy.runners.ledger_steps import (
 from agentstudy.runners.preflight import (
     NOTHING_WRITTEN,
     McpPreflight,
+    PreflightError,
     check_cli_version,
     prepare_study,
     refusal,
@@ -137,7 +139,7 @@ def _ledger(
             expected_cli_version=request.expected_cli_version,
             attempt_budget_usd=float(request.attempt_budget_usd),
             prices=price_entry(request.settings.model),
-            base_url=request.settings.gateway_base_url,
+            base_url=request.settings.base_url,
         ),
         mcp_server=McpServerRecord(
             name=request.settings.mcp.name,
@@ -181,6 +183,8 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
     run = RunMachine(len(schedule), "cli")
     settings = request.settings
     try:
+        if settings.rehearsal_base_url is not None and not is_loopback_http(settings.rehearsal_base_url):
+            raise PreflightError("a rehearsal talks only to the local rehearsal server (an http loopback URL)")
         checked = prepare_study(stack, settings.mcp, manifest, schedule, request.roots, settings.containment,
                                 request.parent_env)
         raise_if_stopped(NOTHING_WRITTEN)
@@ -192,7 +196,7 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
         output = resolve_output(request.output, (*request.roots.values(), *request.forbidden_output_roots))
         ledger = _ledger(request, cli_version, mcp, len(schedule), now_iso())
         ledger.containment = checked.containment
-        store = LedgerFile(output, ledger.to_json())
+        store = LedgerFile(output, seal_ledger(ledger.to_json()))
     except BaseException as error:
         run.refuse()
         failure = refusal(error, (OutputPathError,))
@@ -217,7 +221,7 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
             budget, tally = budget.reserve(reservation), tally.add_reservation(reservation)
             ledger.budget = budget_record(budget, tally)
             ledger.open_reservation = open_reservation(entry, reservation)
-            store.checkpoint(ledger.to_json())
+            store.checkpoint(seal_ledger(ledger.to_json()))
             attempt.start(checkpointed=True)
             request.progress.attempt_started(where)
             server = checked.corpora.paths(entry.repository) if entry.scenario == DOC_BRIDGE_MCP else None
@@ -244,7 +248,7 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
             ledger.open_reservation = None
             ledger.budget = budget_record(budget, tally)
             run.observe(status=attempt.status)
-            store.checkpoint(ledger.to_json())
+            store.checkpoint(seal_ledger(ledger.to_json()))
             request.progress.attempt_settled(
                 where, attempt.status, observation.tool_calls, charged, budget.spent, budget.cap
             )
@@ -256,9 +260,10 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
                 if attempt.status != "completed":
                     ledger.stop_reason = f"attempt {index} ended {attempt.status}"
                 break
-        close_normally(ledger, run, lambda done: store.checkpoint(done.to_json()))
+        close_normally(ledger, run, lambda done: store.checkpoint(seal_ledger(done.to_json())))
     except BaseException as error:
-        close_on_error(run, ledger, lambda done: store.checkpoint(done.to_json()), store=store, error=error)
+        close_on_error(run, ledger, lambda done: store.checkpoint(seal_ledger(done.to_json())), store=store,
+                       error=error)
         signum = stop_signal()
         if signum is None:
             raise

@@ -7,8 +7,8 @@ run the agent loop (which reserves and persists before every request and settles
 checkpoint the observation. ``failed`` and ``budget-exceeded`` stop the run; ``incomplete`` and
 ``timed-out`` are observations and the run goes on (the run machine's HTTP stop rule); the
 run ends ``blocked`` unless every attempt completed. Every saved document has each occurrence
-of the API key replaced by ``[redacted]``. State changes go through ``fsm``; money through
-``pricing``.
+of the API key replaced by ``[redacted]``, then sealed with its hashes (``protocol.ledger_integrity``).
+State changes go through ``fsm``; money through ``pricing``.
 
 A stop signal (``io.signals``) stops admission: before the ledger exists the run raises
 ``StopRequested`` and nothing is written; afterwards the running attempt ends ``failed`` with
@@ -43,7 +43,9 @@ from agentstudy.io.provenance import engine_revision, runner_hash
 from agentstudy.io.signals import StopRequested, raise_if_stopped, stop_signal
 from agentstudy.pricing.budget import Budget
 from agentstudy.pricing.http import DEFAULT_MAX_TOKENS, CallReservation, CallSettlement, UpperPrices
+from agentstudy.pricing.money import exact
 from agentstudy.pricing.tally import Tally
+from agentstudy.protocol.ledger_integrity import is_loopback_http, seal_ledger
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP, LoadedManifest
 from agentstudy.protocol.mcp_spec import McpServerSpec
 from agentstudy.protocol.prompt import study_prompt
@@ -129,20 +131,23 @@ class _Checkpoints:
 
     def __init__(self, ledger: MinimalLedger, save: Callable[[], None], entry: ScheduleEntry, tally: Tally) -> None:
         self.ledger, self.save, self.entry, self.tally = ledger, save, entry, tally
+        self.charged = Decimal(0)  # what the attempt's settled calls charged (part of spent, in no observation)
 
     def reserved(self, budget: Budget, reservation: CallReservation) -> None:
         """Persist a call's reservation before its request is sent."""
         self.tally = self.tally.add_reservation(reservation.usd)
         self.ledger.budget = budget_record(budget, self.tally)
-        self.ledger.open_reservation = open_reservation(self.entry, reservation.usd)
+        self.ledger.open_reservation = open_reservation(self.entry, reservation.usd, self.charged)
         self.save()
 
     def settled(self, budget: Budget, settlement: CallSettlement) -> None:
-        """Persist a call's settlement (the attempt stays open with nothing reserved)."""
+        """Persist a call's settlement (the attempt stays open with nothing reserved, its charges so far recorded)."""
         if settlement.usage is not None:
             self.tally = self.tally.add_measured(settlement.charged_usd, None)
+        with exact():
+            self.charged += settlement.charged_usd
         self.ledger.budget = budget_record(budget, self.tally)
-        self.ledger.open_reservation = open_reservation(self.entry, Decimal(0))
+        self.ledger.open_reservation = open_reservation(self.entry, Decimal(0), self.charged)
         self.save()
 
 
@@ -228,10 +233,12 @@ def _run_http_study(request: HttpRunRequest, stack: ExitStack) -> RunSummary:
             api_key, base_url = check_api_key(request.api_key), check_base_url(request.base_url)
         except (ApiKeyError, BaseUrlError) as error:
             raise PreflightError(str(error)) from None
+        if request.rehearsal and not is_loopback_http(base_url):
+            raise PreflightError("a rehearsal talks only to the local rehearsal server (an http loopback URL)")
         output = resolve_output(request.output, (*request.roots.values(), *request.forbidden_output_roots))
         ledger = _ledger(request, base_url, mcp, len(schedule))
         ledger.containment = checked.containment
-        store = LedgerFile(output, redact(ledger.to_json(), api_key))
+        store = LedgerFile(output, seal_ledger(redact(ledger.to_json(), api_key)))
     except BaseException as error:
         run.refuse()
         failure = refusal(error, (OutputPathError,))
@@ -241,7 +248,7 @@ def _run_http_study(request: HttpRunRequest, stack: ExitStack) -> RunSummary:
     client = MessagesClient(api_key, base_url)
 
     def save() -> None:
-        store.checkpoint(redact(ledger.to_json(), api_key))
+        store.checkpoint(seal_ledger(redact(ledger.to_json(), api_key)))
 
     settings = HttpSettings(model=request.model, prices=request.prices, mcp=request.mcp, clock=request.clock,
                             containment=request.containment, parent_env=request.parent_env)
