@@ -9,11 +9,11 @@ from pathlib import Path
 
 import click
 
-from agentstudy.commands.common import emit_summary, fail, stops_on_signals
+from agentstudy.commands.common import EXIT_BLOCKED, emit_summary, fail, stops_on_signals
 from agentstudy.commands.containment_options import containment_mode, containment_option
 from agentstudy.commands.view import print_summary_table, progress_for_terminal
 from agentstudy.io.claude_cli import ClaudeBinaryError, find_claude_binary
-from agentstudy.io.ledger_store import OutputPathError
+from agentstudy.io.ledger_store import CheckpointError, OutputPathError
 from agentstudy.runners.preflight import PreflightError
 
 
@@ -65,6 +65,8 @@ def demo(output_dir: Path | None, transport: str, claude_bin: str | None, adjudi
             summary = run_demo(directory, binary, progress=progress, containment=mode)
     except (PreflightError, OutputPathError) as error:
         fail(f"demo refused: {error}")
+    except CheckpointError as error:
+        fail(f"the demo stopped because a checkpoint failed: {error}", EXIT_BLOCKED)
     print_summary_table(summary, note="rehearsal: no real money")
     companion = None
     if adjudicate and binary is not None and summary.status == "awaiting-adjudication":
