@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import socket
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -42,3 +44,15 @@ def fake_claude(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeClaude:
     """
     monkeypatch.setenv("AGENTSTUDY_CONTAINMENT", "restricted")
     return FakeClaude(tmp_path / "fake-claude")
+
+
+@pytest.fixture
+def no_processes_no_sockets(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make any child process or socket an immediate test failure (dry runs start nothing)."""
+
+    def forbidden(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("a dry run must not start a process or open a socket")
+
+    monkeypatch.setattr(subprocess, "Popen", forbidden)
+    monkeypatch.setattr(socket, "socket", forbidden)
+    monkeypatch.setattr(socket, "create_connection", forbidden)

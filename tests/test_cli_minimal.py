@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -21,16 +20,6 @@ def _invoke(args: list[str], env: dict[str, str] | None = None) -> Any:
     return runner.invoke(main, args, env=env or {}, catch_exceptions=False)
 
 
-@pytest.fixture
-def no_processes_no_sockets(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Make any child process or socket an immediate test failure."""
-
-    def forbidden(*_args: object, **_kwargs: object) -> None:
-        raise AssertionError("a dry run must not start a process or open a socket")
-
-    monkeypatch.setattr(subprocess, "Popen", forbidden)
-    monkeypatch.setattr(socket, "socket", forbidden)
-    monkeypatch.setattr(socket, "create_connection", forbidden)
 
 
 @pytest.mark.usefixtures("no_processes_no_sockets")

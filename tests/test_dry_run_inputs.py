@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -33,16 +31,6 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> ExampleStudy:
     return build_example_study(tmp_path_factory.mktemp("dry-run") / "study")
 
 
-@pytest.fixture
-def no_processes_no_sockets(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Make any child process or socket an immediate test failure (as in test_cli_minimal.py)."""
-
-    def forbidden(*_args: object, **_kwargs: object) -> None:
-        raise AssertionError("a dry run must not start a process or open a socket")
-
-    monkeypatch.setattr(subprocess, "Popen", forbidden)
-    monkeypatch.setattr(socket, "socket", forbidden)
-    monkeypatch.setattr(socket, "create_connection", forbidden)
 
 
 def _invoke(args: list[str]) -> Result:
