@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from decimal import Decimal
 from pathlib import Path
@@ -24,6 +23,7 @@ from agentstudy.commands.contract_files import (
 )
 from agentstudy.protocol.controlled.ledger import ControlledStudyObservationLedgerV1
 from agentstudy.protocol.controlled.summary import summarize_ledger
+from agentstudy.protocol.json_input import load_json
 from agentstudy.protocol.ledger_integrity import verify_ledger_bytes
 
 MINIMAL_VERSION_PREFIX = "minimal-study-"
@@ -61,7 +61,7 @@ def ledger(file: Path, allow_unverified: bool, as_text: bool) -> None:
             hint = "; --allow-unverified reads it anyway" if strict else ""
             fail(f"{file}: does not verify: {verification.first()}{hint}")
         click.echo(f"agentstudy: warning: unverified: {file}: {'; '.join(verification.problems)}", err=True)
-    summary = summarize_minimal(json.loads(data), verification.problems)
+    summary = summarize_minimal(load_json(data), verification.problems)
     emit(as_text, "ledger", summary, render_minimal)
 
 
@@ -71,7 +71,7 @@ def _minimal_bytes(path: Path) -> bytes | None:
         if path.stat().st_size > MAX_CONTRACT_BYTES:
             return None
         data = path.read_bytes()
-        document = json.loads(data)
+        document = load_json(data)  # bounded (JsonInputError is a ValueError): a hostile file goes the other way
     except (OSError, ValueError):
         return None
     is_minimal = (isinstance(document, dict) and "type" not in document
