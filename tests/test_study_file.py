@@ -129,3 +129,20 @@ def test_bad_study_files_are_one_line_errors(change: Any, reason: str) -> None:
     message = str(caught.value)
     assert reason in message
     assert "\n" not in message
+
+
+def test_schema_study_describes_the_example_and_refuses_unknown_keys() -> None:
+    from click.testing import CliRunner
+    from jsonschema import Draft202012Validator
+
+    from agentstudy.cli import main
+
+    result = CliRunner().invoke(main, ["schema", "study"])
+    assert result.exit_code == 0
+    validator = Draft202012Validator(json.loads(result.stdout))
+    assert not list(validator.iter_errors(json.loads(EXAMPLE_STUDY.read_text(encoding="utf-8"))))
+    assert not list(validator.iter_errors(study_document({"a": 7, "b": 7, "c": 7}, 3)))
+    document = study_document({"solo": 1}, 1)
+    document["arms"]["treatment"]["colour"] = "red"
+    document["arms"]["control"]["id"] = "Not Safe"
+    assert len(list(validator.iter_errors(document))) == 2
