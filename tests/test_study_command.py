@@ -147,13 +147,20 @@ def example(tmp_path_factory: pytest.TempPathFactory) -> ExampleStudy:
     return build_example_study(tmp_path_factory.mktemp("study-command") / "study")
 
 
-def test_a_rehearsal_from_the_example_study_file_names_arms_and_server(example: ExampleStudy, tmp_path: Path) -> None:
-    output = tmp_path / "ledger.json"
+@pytest.fixture(scope="module")
+def rehearsal(example: ExampleStudy, tmp_path_factory: pytest.TempPathFactory) -> tuple[Result, Path]:
+    """One free http rehearsal pilot of the bundled example study file: the command's result and its ledger."""
+    output = tmp_path_factory.mktemp("study-rehearsal") / "ledger.json"
     roots = [f"--root={name}={path}" for name, path in example.roots.items()]
     result = _invoke(["study", "--manifest", str(EXAMPLE_STUDY), "--pilot", "--transport", "http", *roots,
                       "--output", str(output), "--model", "claude-haiku-5-5", "--budget-usd", "1", "--rehearsal",
                       "--input-usd-per-million", "0.5", "--output-usd-per-million", "2.5"],
                      {"ANTHROPIC_API_KEY": PLANTED_KEY, "COLUMNS": "240"})
+    return result, output
+
+
+def test_a_rehearsal_from_the_example_study_file_names_arms_and_server(rehearsal: tuple[Result, Path]) -> None:
+    result, output = rehearsal
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout.strip().splitlines()[-1])
     assert summary["status"] == "awaiting-adjudication" and summary["byStatus"] == {"completed": 2}
@@ -178,15 +185,10 @@ def test_a_rehearsal_from_the_example_study_file_names_arms_and_server(example: 
     assert PLANTED_KEY not in result.output + output.read_text(encoding="utf-8")
 
 
-def test_a_ledger_whose_arms_were_edited_does_not_verify(example: ExampleStudy, tmp_path: Path) -> None:
+def test_a_ledger_whose_arms_were_edited_does_not_verify(rehearsal: tuple[Result, Path], tmp_path: Path) -> None:
     from agentstudy.protocol.ledger_integrity import seal_ledger
 
-    output = tmp_path / "ledger.json"
-    roots = [f"--root={name}={path}" for name, path in example.roots.items()]
-    result = _invoke(["study", "--manifest", str(EXAMPLE_STUDY), "--pilot", "--transport", "http", *roots,
-                      "--output", str(output), "--model", "claude-haiku-5-5", "--budget-usd", "1", "--rehearsal",
-                      "--input-usd-per-million", "0.5", "--output-usd-per-million", "2.5"])
-    assert result.exit_code == 0, result.output
+    output = rehearsal[1]
     ledger = json.loads(output.read_text(encoding="utf-8"))
     ledger["arms"][1]["label"] = "Something else"
     edited = tmp_path / "edited.json"
@@ -197,3 +199,20 @@ def test_a_ledger_whose_arms_were_edited_does_not_verify(example: ExampleStudy, 
     resealed.write_text(json.dumps(seal_ledger(ledger)), encoding="utf-8")
     refused = _invoke(["ledger", str(resealed)])
     assert refused.exit_code == 2 and "arms: the treatment arm names server" in refused.stderr
+
+
+def test_a_study_file_ledger_is_adjudicated_and_reported_with_its_labels(
+    rehearsal: tuple[Result, Path], example: ExampleStudy, claude_bin: Path
+) -> None:
+    output = rehearsal[1]
+    roots = [f"--root={name}={path}" for name, path in example.roots.items()]
+    result = _invoke(["adjudicate", str(output), "--manifest", str(EXAMPLE_STUDY), *roots, "--rehearsal",
+                      "--claude-bin", str(claude_bin)],
+                     {"ADJUDICATOR_MODEL": "claude-haiku-5-5", "ADJUDICATOR_BUDGET_USD": "1"})
+    assert result.exit_code == 0, result.output
+    line = json.loads(result.stdout.strip().splitlines()[-1])
+    assert (line["status"], line["items"], line["scored"]) == ("adjudicated", 2, 2)
+    report = _invoke(["report", str(output), "--adjudication", line["companion"], "--format", "md"])
+    assert report.exit_code == 0, report.output
+    assert "Repository tools only (repository-only)" in report.stdout
+    assert "Repository tools + doc-bridge MCP (doc-bridge-mcp)" in report.stdout
