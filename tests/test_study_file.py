@@ -146,3 +146,34 @@ def test_schema_study_describes_the_example_and_refuses_unknown_keys() -> None:
     document["arms"]["treatment"]["colour"] = "red"
     document["arms"]["control"]["id"] = "Not Safe"
     assert len(list(validator.iter_errors(document))) == 2
+
+
+def test_seed_runs_name_no_arms_and_a_study_extrapolates_by_its_own_factor(
+    original_manifest: Path, tmp_path: Path
+) -> None:
+    from decimal import Decimal
+
+    from agentstudy.pricing.budget import Budget
+    from agentstudy.runners.ledger_steps import study_arms, summary_names
+    from agentstudy.runners.summary import summarize
+
+    seed = load_manifest(original_manifest)
+    assert study_arms(seed, "doc-bridge") is None  # the seed's ledger gains no key
+    assert summary_names(seed, "doc-bridge") == {"full_attempts": 36}
+    study = parse_manifest(json.dumps(study_document({"big": 10}, 5)))
+    names = summary_names(study, "kb")
+    assert names == {"full_attempts": 100, "server_name": "kb",
+                     "arm_labels": {R: "Repository tools only", D: "Repository tools + kb"}}
+    arms = study_arms(study, "kb")
+    assert arms is not None and [a.model_dump(by_alias=True) for a in arms] == [
+        {"scenario": R, "id": "plain", "label": "Repository tools only", "mcpServer": None},
+        {"scenario": D, "id": "kb-server", "label": "Repository tools + kb", "mcpServer": "kb"},
+    ]
+    budget = Budget(cap=Decimal("1"), spent=Decimal("0.01"))
+    line = summarize("awaiting-adjudication", "pilot", 2, [], budget, tmp_path / "l.json", **names).line
+    assert line["fullRunFactor"] == 50 and line["extrapolatedFullRunUsd"] == 0.5
+    assert line["extrapolation"] == "100 attempts / 2 pilot attempts; not an upper bound"
+    seed_line = summarize("awaiting-adjudication", "pilot", 2, [], budget, tmp_path / "l.json",
+                          **summary_names(seed, "doc-bridge")).line
+    assert seed_line["fullRunFactor"] == 18 and seed_line["extrapolatedFullRunUsd"] == 0.18
+    assert "armLabels" not in seed_line and "mcpServer" not in seed_line
