@@ -177,6 +177,7 @@ def test_a_rehearsal_from_the_example_study_file_names_arms_and_server(rehearsal
          "mcpServer": "doc-bridge"},
     ]
     assert {o["scenario"] for o in ledger["observations"]} == {"repository-only", "doc-bridge-mcp"}
+    assert ledger["fullAttempts"] == 36 and ledger["plannedAttempts"] == 2
     verified = _invoke(["ledger", str(output), "--json"])
     assert verified.exit_code == 0, verified.output
     report = _invoke(["report", str(output)])
@@ -216,3 +217,24 @@ def test_a_study_file_ledger_is_adjudicated_and_reported_with_its_labels(
     assert report.exit_code == 0, report.output
     assert "Repository tools only (repository-only)" in report.stdout
     assert "Repository tools + doc-bridge MCP (doc-bridge-mcp)" in report.stdout
+
+
+def test_the_report_extrapolates_a_pilot_by_the_study_s_own_factor(
+    rehearsal: tuple[Result, Path], tmp_path: Path
+) -> None:
+    from agentstudy.protocol.ledger_integrity import seal_ledger
+
+    ledger = json.loads(rehearsal[1].read_text(encoding="utf-8"))
+    assert "charged spend × 18" in _invoke(["report", str(rehearsal[1])]).stdout
+    ledger["fullAttempts"] = 100  # as a 10-task x 5-repetition study's pilot would record
+    bigger = tmp_path / "bigger.json"
+    bigger.write_text(json.dumps(seal_ledger(ledger)), encoding="utf-8")
+    report = _invoke(["report", str(bigger)])
+    assert report.exit_code == 0, report.output
+    assert "charged spend × 50" in report.stdout and "100 attempts / 2 pilot attempts" in report.stdout
+    assert "× 36" not in report.stdout and "dearest attempt's charge × 100" in report.stdout
+    ledger["fullAttempts"] = 1
+    wrong = tmp_path / "wrong.json"
+    wrong.write_text(json.dumps(seal_ledger(ledger)), encoding="utf-8")
+    refused = _invoke(["ledger", str(wrong)])
+    assert refused.exit_code == 2 and "fullAttempts 1 does not fit 2 planned attempts" in refused.stderr

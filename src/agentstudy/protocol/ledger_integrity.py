@@ -37,7 +37,8 @@ redaction), at every checkpoint.
    other). The converse cannot be checked — a paid run may go through a loopback gateway — so
    ``rehearsal`` flipped to false is caught by ``ledgerHash`` alone. A study file's ``arms``
    (issue 18; optional) are the two scenarios in order with distinct ids, the treatment's
-   ``mcpServer`` the ledger's ``mcpServer.name``.
+   ``mcpServer`` the ledger's ``mcpServer.name``; ``fullAttempts`` (optional) at least
+   ``plannedAttempts``, and equal to it in a full run.
 
 Everything here is pure.
 """
@@ -271,6 +272,9 @@ def _invariant_problems(ledger: MinimalLedger, document: Mapping[str, Any]) -> I
 
 
 def _arm_problems(ledger: MinimalLedger) -> Iterator[str]:
+    full, planned = ledger.full_attempts, ledger.planned_attempts
+    if full is not None and (full < planned or (ledger.mode == "full" and full != planned)):
+        yield f"fullAttempts {full} does not fit {planned} planned attempts of a {ledger.mode} run"
     if ledger.arms is None:
         return
     if [arm.scenario for arm in ledger.arms] != list(SCENARIOS):

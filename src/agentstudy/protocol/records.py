@@ -278,7 +278,8 @@ class MinimalLedger(BaseModel):
     for ``http``, which runs no binary). ``cli`` is set for the CLI transport, ``prices`` and
     ``http`` for the HTTP one; unset blocks are omitted from the JSON. ``containment`` is the
     mechanism preflight proved (``"bwrap 0.8.0"`` or ``"restricted"``; issue 15). ``arms`` (issue 18)
-    names a study file's arms (:class:`ArmRecord`, control first); a seed manifest's ledger has none.
+    names a study file's arms (:class:`ArmRecord`, control first) and ``fullAttempts`` the size of its
+    full schedule (what a pilot extrapolates to); a seed manifest's ledger has neither (36).
 
     Tamper evidence (issue 16): every observation carries ``observationHash`` and the ledger
     ``hashAlgo`` and ``ledgerHash``, over the canonical JSON of exactly what is written
@@ -302,6 +303,7 @@ class MinimalLedger(BaseModel):
     http: HttpRunSettings | None = None
     mcp_server: McpServerRecord = Field(alias="mcpServer")
     arms: list[ArmRecord] | None = None
+    full_attempts: int | None = Field(default=None, alias="fullAttempts")
     rehearsal: bool
     containment: str | None = None
     adjudication: AdjudicationDeclaration
@@ -326,7 +328,7 @@ class MinimalLedger(BaseModel):
         data = self.model_dump(by_alias=True, exclude_none=False)
         data["observations"] = [o.to_json() for o in self.observations]
         for key in ("openReservation", "stopReason", "finishedAt", "cli", "prices", "http", "containment",
-                    "hashAlgo", "ledgerHash", "arms"):
+                    "hashAlgo", "ledgerHash", "arms", "fullAttempts"):
             if data[key] is None:
                 del data[key]
         for arm in data.get("arms") or []:

@@ -275,7 +275,13 @@ def parse_ledger(data: bytes, file_name: str) -> Study:
         attempts=attempts,
         arm_labels=_arm_labels(document.get("arms")),
         server_name=_server_name(document.get("mcpServer")),
+        full_attempts=_full_attempts(document.get("fullAttempts")),
     )
+
+
+def _full_attempts(value: Any) -> int:
+    """The ledger's ``fullAttempts`` (issue 18), 36 (the seed's) when absent or not a whole number >= 2."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 2 else 36
 
 
 def _plain_label(value: Any) -> str | None:

@@ -122,7 +122,8 @@ class Study:
     lists why the ledger did not verify (read with ``--allow-unverified``); empty when it did.
     ``arm_labels`` maps a scenario to its arm's label (a study file's ledger ``arms``; issue 18),
     empty for a seed ledger; ``server_name`` is the MCP server studied (``mcpServer.name``),
-    ``None`` when not recorded.
+    ``None`` when not recorded; ``full_attempts`` the full schedule's size a pilot extrapolates to
+    (the ledger's ``fullAttempts``; 36, the seed's, when absent).
     """
 
     file_name: str
@@ -145,6 +146,7 @@ class Study:
     unverified: tuple[str, ...] = ()
     arm_labels: dict[str, str] = field(default_factory=dict)
     server_name: str | None = None
+    full_attempts: int = 36
 
     def scenario_name(self, scenario: str) -> str:
         """How a report names ``scenario``: ``"label (scenario)"`` when the arm has a label, else the scenario."""

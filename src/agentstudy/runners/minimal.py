@@ -151,6 +151,7 @@ def _ledger(
             read_only_evidence=dict(mcp.read_only_evidence),
         ),
         arms=study_arms(request.loaded, request.settings.mcp.name),
+        full_attempts=request.loaded.full_attempts if request.loaded.arms is not None else None,
         rehearsal=request.settings.rehearsal_base_url is not None,
         adjudication=AdjudicationDeclaration(),
         mode=request.mode,

@@ -195,6 +195,7 @@ def _ledger(request: HttpRunRequest, base_url: str, mcp: McpPreflight, planned: 
             read_only_evidence=dict(mcp.read_only_evidence),
         ),
         arms=study_arms(request.loaded, request.mcp.name),
+        full_attempts=request.loaded.full_attempts if request.loaded.arms is not None else None,
         rehearsal=request.rehearsal,
         adjudication=AdjudicationDeclaration(),
         mode=request.mode,
