@@ -153,34 +153,37 @@ def _extrapolations(analysis: Analysis) -> list[Block]:
         return [Paragraph(text)]
     complete = all(a.usage_complete is not False for a in study.attempts)
     applicable = study.status == "awaiting-adjudication" and complete
+    full, pilot = study.full_attempts, study.planned or PILOT_ATTEMPTS  # the study's own factor (issue 18)
+    factor = full // pilot if full % pilot == 0 else None
+    applicable = applicable and factor is not None
     why = ("not applicable: the pilot did not end awaiting-adjudication with complete usage" if not applicable
-           else f"{FULL_ATTEMPTS} attempts / {PILOT_ATTEMPTS} pilot attempts; not an upper bound")
+           else f"{full} attempts / {pilot} pilot attempts; not an upper bound")
     spent = study.spent_usd if study.spent_usd is not None else _usd_total([a.charged_usd for a in study.attempts])[0]
-    rows = [(f"full run, charged spend × {FULL_TO_PILOT}",
-             fmt.usd(sums.times(spent, FULL_TO_PILOT)) if applicable else fmt.MISSING, why)]
-    rows.append(_dearest_row("pessimistic, dearest attempt's charge", [a.charged_usd for a in study.attempts]))
+    rows = [(f"full run, charged spend × {factor or '?'}",
+             fmt.usd(sums.times(spent, factor)) if applicable and factor else fmt.MISSING, why)]
+    rows.append(_dearest_row("pessimistic, dearest attempt's charge", [a.charged_usd for a in study.attempts], full))
     if analysis.prices is not None:
         repriced = [analysis.repriced[a.index].usd for a in study.attempts]
         total, unknown = _usd_total(repriced)
         ok = applicable and not unknown
-        rows.append((f"re-priced full run, re-priced total × {FULL_TO_PILOT}",
-                     fmt.usd(sums.times(total, FULL_TO_PILOT)) if ok else fmt.MISSING,
+        rows.append((f"re-priced full run, re-priced total × {factor or '?'}",
+                     fmt.usd(sums.times(total, factor)) if ok and factor else fmt.MISSING,
                      f"as {analysis.prices.price_as}; not an upper bound" if ok else
                      "not applicable: an attempt could not be re-priced or the pilot did not complete"))
-        rows.append(_dearest_row("re-priced pessimistic, dearest attempt re-priced", repriced))
+        rows.append(_dearest_row("re-priced pessimistic, dearest attempt re-priced", repriced, full))
     table = Table("extrapolation", "What the full study might cost, from this pilot (USD)",
                   ("figure", "USD", "basis"), tuple(rows), frozenset({1}))
-    return [table, Paragraph(f"The × {FULL_TO_PILOT} figure scales the pilot's spend and is not an upper bound; the "
-                             f"dearest attempt × {FULL_ATTEMPTS} is a pessimistic figure beside it, still not a "
+    return [table, Paragraph(f"The × {factor or '?'} figure scales the pilot's spend and is not an upper bound; the "
+                             f"dearest attempt × {full} is a pessimistic figure beside it, still not a "
                              "guarantee.")]
 
 
-def _dearest_row(label: str, amounts: Sequence[Decimal | None]) -> tuple[str, str, str]:
+def _dearest_row(label: str, amounts: Sequence[Decimal | None], full: int = FULL_ATTEMPTS) -> tuple[str, str, str]:
     top = sums.dearest(a for a in amounts if a is not None)
     if top is None:
-        return (f"{label} × {FULL_ATTEMPTS}", fmt.MISSING, "no attempt has a figure")
-    return (f"{label} × {FULL_ATTEMPTS}", fmt.usd(sums.times(top, FULL_ATTEMPTS)),
-            f"the dearest attempt ({fmt.usd(top)} USD) × {FULL_ATTEMPTS} attempts; pessimistic")
+        return (f"{label} × {full}", fmt.MISSING, "no attempt has a figure")
+    return (f"{label} × {full}", fmt.usd(sums.times(top, full)),
+            f"the dearest attempt ({fmt.usd(top)} USD) × {full} attempts; pessimistic")
 
 
 def _repricing(analysis: Analysis) -> list[Block]:
