@@ -67,14 +67,16 @@ def _pooled(values: TaskValues) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def moments_components(y: np.ndarray, arm: np.ndarray, group: np.ndarray) -> tuple[float, float]:
-    """``(between, within)`` by one-way ANOVA by ``group`` of ``y`` minus its arm's mean; between floored at 0.
+    """``(between, within)`` by one-way ANOVA by ``group`` of ``y`` minus its arm's mean; between floored at 0
+    (on a balanced design with a positive between component this equals the REML fit).
 
     Raises:
         ValueError: fewer than 2 groups or no more observations than groups.
     """
     labels, inverse, sizes = np.unique(group, return_inverse=True, return_counts=True)
     k, n = len(labels), int(y.size)
-    if k < 2 or n <= k:
+    arms = len(np.unique(arm))
+    if k < 2 or n <= k + arms - 1:
         raise ValueError("the ANOVA estimator needs at least 2 tasks and more values than tasks")
     centred = y.copy()
     for flag in np.unique(arm):
@@ -83,7 +85,8 @@ def moments_components(y: np.ndarray, arm: np.ndarray, group: np.ndarray) -> tup
     grand = centred.mean()
     ss_between = float(np.sum(sizes * (group_means - grand) ** 2))
     ss_within = float(np.sum((centred - group_means[inverse]) ** 2))
-    ms_between, ms_within = ss_between / (k - 1), ss_within / (n - k)
+    # removing the arm means costs (arms - 1) within-task degrees of freedom (as in REML)
+    ms_between, ms_within = ss_between / (k - 1), ss_within / (n - k - (arms - 1))
     n0 = (n - float(np.sum(sizes**2)) / n) / (k - 1)
     return max(0.0, (ms_between - ms_within) / n0), ms_within
 
