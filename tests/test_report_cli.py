@@ -31,7 +31,7 @@ def test_text_to_stdout_by_default(tmp_path: Path) -> None:
     code, out, err = _invoke(str(tmp_path / "ledger.json"))
     assert code == 0 and err == ""
     assert out.startswith("Paired report: minimal-study-v1 (full)\n")
-    assert "Paired differences per metric (exploratory)" in out and ANSWER_MARKER not in out
+    assert "Task-level paired differences per metric (exploratory)" in out and ANSWER_MARKER not in out
 
 
 def test_output_file_is_private_and_formats_differ(tmp_path: Path) -> None:
