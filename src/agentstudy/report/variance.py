@@ -88,7 +88,9 @@ def moments_components(y: np.ndarray, arm: np.ndarray, group: np.ndarray) -> tup
     # removing the arm means costs (arms - 1) within-task degrees of freedom (as in REML)
     ms_between, ms_within = ss_between / (k - 1), ss_within / (n - k - (arms - 1))
     n0 = (n - float(np.sum(sizes**2)) / n) / (k - 1)
-    return max(0.0, (ms_between - ms_within) / n0), ms_within
+    resolution = 1e-12 * float(np.mean(y**2))  # rounding noise of the float values, not variance
+    between = max(0.0, (ms_between - ms_within) / n0)
+    return (between if between > resolution else 0.0), (ms_within if ms_within > resolution else 0.0)
 
 
 def mixed_components(y: np.ndarray, arm: np.ndarray, group: np.ndarray) -> tuple[float, float]:
@@ -100,20 +102,24 @@ def mixed_components(y: np.ndarray, arm: np.ndarray, group: np.ndarray) -> tuple
     """
     from statsmodels.regression.mixed_linear_model import MixedLM
 
+    spread = float(np.std(y))
+    if spread == 0:
+        raise ValueError("every value is the same")
     exog = np.column_stack([np.ones_like(y), arm])
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        try:
-            result = MixedLM(y, exog, groups=group).fit(reml=True)
+        try:  # fitted on standardised values (USD variances are ~1e-7), rescaled below
+            result = MixedLM((y - y.mean()) / spread, exog, groups=group).fit(reml=True)
         except (Warning, ValueError, ArithmeticError, np.linalg.LinAlgError) as problem:
             name = type(problem).__name__
             raise ValueError(f"MixedLM {name}: {str(problem).splitlines()[0] if str(problem) else name}") from None
     if not result.converged:
         raise ValueError("MixedLM did not converge")
-    between, within = float(np.asarray(result.cov_re).reshape(-1)[0]), float(result.scale)
+    between = float(np.asarray(result.cov_re).reshape(-1)[0]) * spread**2
+    within = float(result.scale) * spread**2
     if not (np.isfinite(between) and np.isfinite(within)) or between < 0 or within < 0:
         raise ValueError("MixedLM gave a non-finite or negative component")
-    if within <= 1e-9 * float(np.var(y)):
+    if within <= 1e-9 * spread**2:
         raise ValueError("MixedLM reached the boundary (within-task variance 0)")
     return between, within
 
