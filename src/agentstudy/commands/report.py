@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 from pathlib import Path
 
 import click
@@ -87,22 +86,20 @@ def report(ledger: Path, adjudication: Path | None, output_format: str, output: 
 
 
 def controlled_report(ledger: Path, output_format: str, allow_unverified: bool) -> str:
-    """A controlled-study ledger's metrics report (``agentstudy metrics``) as text, Markdown or HTML.
+    """A controlled-study ledger's report: ``agentstudy metrics``' text, or a document in Markdown or HTML
+    (tables, Wilson intervals, the columns explained, a warning where scenarios ran different tasks, the
+    task-level paired analysis where tasks ran in two scenarios, and in HTML SVG plots; issue 17 item 6).
 
     Exits 2 with one line when the ledger cannot be read or does not verify (without
     ``allow_unverified``).
     """
-    from agentstudy.commands.metrics import metrics_report, render_metrics
+    from agentstudy.commands.metrics import metrics_and_observations, render_metrics
+    from agentstudy.controlled.report_document import controlled_document
+    from agentstudy.report.render import render
 
-    lines = render_metrics(metrics_report(ledger, allow_unverified=allow_unverified))
-    body = "\n".join(lines) + "\n"
-    title = f"Controlled-study metrics: {ledger.name}"
+    report, observations = metrics_and_observations(ledger, allow_unverified=allow_unverified)
     if output_format == "text":
-        return body
-    if output_format == "md":
-        return f"# {title}\n\n```text\n{body}```\n"
-    return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-        f"<title>{html.escape(title)}</title></head>\n<body><h1>{html.escape(title)}</h1>\n"
-        f"<pre>{html.escape(body)}</pre>\n</body></html>\n"
-    )
+        return "\n".join(render_metrics(report)) + "\n"
+    title = f"Controlled-study metrics: {ledger.name}"
+    document = controlled_document(title, report, observations, figures=output_format == "html")
+    return render(document, output_format)
