@@ -51,9 +51,11 @@ def report(ledger: Path, adjudication: Path | None, output_format: str, output: 
     ledgers were hashed, is refused naming the first problem; --allow-unverified reports it
     anyway, UNVERIFIED in the title and the first section.
 
-    A controlled-study ledger is rendered as its `agentstudy metrics` report (groups, rates,
-    Wilson intervals, P95s, costs, comparisons) in the chosen format; --allow-unverified as
-    for `agentstudy ledger`. Exit codes: 0 written; 2 bad
+    A controlled-study ledger is reported as its `agentstudy metrics` text, or in md/html as a
+    document: groups with Wilson intervals and the columns explained, tasks per scenario (a
+    warning where scenarios ran different tasks), round comparisons, the task-level paired
+    analysis where tasks ran in two scenarios, and (html) plots; --allow-unverified as for
+    `agentstudy ledger`. Exit codes: 0 written; 2 bad
     input (unreadable, invalid or unverified ledger, companion or price file, a companion
     bound to another ledger).
     """
