@@ -84,7 +84,7 @@ def attempt_record(
         "computedCostUsd": optional_usd_number(computed),
         "transport": "cli",
         "scenario": scenario,
-        "attemptBudgetUsd": float(attempt_budget_usd),
+        "attemptBudgetUsd": usd_number(attempt_budget_usd),
         "exitCode": exit_code,
     }
     for field, value in evaluation.fields.items():
