@@ -8,18 +8,26 @@ never reach the child, the ledger or the output.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
+from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import pytest
+from rich.console import Console
+
+from agentstudy.commands.view import ConsoleProgress, print_summary_table
 from agentstudy.protocol.manifest import load_manifest
 from agentstudy.rehearsal.example_study import build_example_study
 from agentstudy.rehearsal.messages_server import RehearsalServer
+from agentstudy.report.build import build_report
 from agentstudy.runners.minimal import CliRunRequest, run_cli_study
 from agentstudy.runners.preflight import DEFAULT_MCP_SERVER
 from agentstudy.transports.cli import CliSettings
@@ -52,11 +60,16 @@ def _ledger(path: Path) -> dict[str, Any]:
     return data
 
 
-def test_pilot_runs_both_arms_and_keeps_the_key_away(tmp_path: Path, claude_bin: Path) -> None:
+def test_pilot_runs_both_arms_and_keeps_the_key_away(
+    tmp_path: Path, claude_bin: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     output = tmp_path / "out" / "ledger.json"
     output.parent.mkdir()
+    progress = io.StringIO()
     with RehearsalServer() as server:
-        summary = run_cli_study(_request(tmp_path, server, output, claude_bin))
+        request = replace(_request(tmp_path, server, output, claude_bin),
+                          progress=ConsoleProgress(Console(file=progress, width=400)))
+        summary = run_cli_study(request)
         requests = server.requests
     assert summary.status == "awaiting-adjudication"
     ledger = _ledger(output)
@@ -92,6 +105,14 @@ def test_pilot_runs_both_arms_and_keeps_the_key_away(tmp_path: Path, claude_bin:
     assert any("private HOME" in text for text in doc_bridge["isolationAchieved"])
     charged = sum(Decimal(str(o["chargedUsd"])) for o in observations)
     assert Decimal(str(ledger["budget"]["spent"])) == charged
+    # Issue 17 item 8: the ledger's charges, the JSON line, the last progress line, the table and the
+    # report all print the same spend, to the last digit (one rounding rule: half-up to 6 decimals).
+    assert Decimal(repr(summary.line["spentUsd"])) == charged
+    shown = f"{charged.quantize(Decimal('0.000001'), rounding='ROUND_HALF_UP')}"
+    assert re.findall(r"spent (\d+\.\d+) of", progress.getvalue())[-1] == shown
+    print_summary_table(summary)
+    assert f"{shown} USD of a 1.00 USD cap" in capsys.readouterr().err
+    assert re.search(rf"\| spent \| {re.escape(shown)} ", build_report(output, output_format="md"))
     # The child never had the key: the CLI would otherwise have sent it as x-api-key.
     assert requests, "the CLI talked to the rehearsal server"
     assert not any(r.has_x_api_key for r in requests)

@@ -58,9 +58,11 @@ def test_a_controlled_ledger_is_rendered_as_its_metrics_report() -> None:
     assert out.startswith("# Controlled-study metrics")
     assert "448 observations, 11 run ids" in out and "NOT VERIFIED (observations 237, 283)" in out
     metrics = CliRunner().invoke(main, ["metrics", str(ORIGINAL_LEDGER), "--allow-unverified"])
-    assert metrics.stdout.splitlines()[0] in out
+    assert metrics.stdout.splitlines()[0].split(None, 1)[1] in out, "the metrics line, in the summary table"
+    assert "WARNING: the scenarios ran different tasks" in out and "<svg" not in out
     code, page, _ = _invoke(str(ORIGINAL_LEDGER), "--allow-unverified", "--format", "html")
     assert code == 0 and page.startswith("<!DOCTYPE html>") and "<script" not in page
+    assert page.count("<svg") == 3 and '<table id="groups">' in page
 
 
 def test_bad_inputs_exit_2_with_one_line(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from agentstudy.adjudication.items import PreparedItem
 from agentstudy.adjudication.prompt import Judgement
+from agentstudy.pricing.usd_json import optional_usd_number, usd_number
 from agentstudy.protocol.adjudication import (
     RUBRIC_SCORES,
     AdjudicatedItem,
@@ -111,10 +112,10 @@ def finished_item(
         "cache_creation_input_tokens": _count(fields, "cache_creation_input_tokens"),
         "cache_read_input_tokens": _count(fields, "cache_read_input_tokens"),
         "tool_calls_by_name": dict(by_name) if isinstance(by_name, dict) else None,
-        "reserved_usd": float(reservation_usd),
-        "charged_usd": float(charged_usd),
-        "cli_reported_cost_usd": float(result.reported_cost_usd) if result.reported_cost_usd is not None else None,
-        "computed_cost_usd": float(result.computed_cost.usd) if result.computed_cost is not None else None,
+        "reserved_usd": usd_number(reservation_usd),
+        "charged_usd": usd_number(charged_usd),
+        "cli_reported_cost_usd": optional_usd_number(result.reported_cost_usd),
+        "computed_cost_usd": optional_usd_number(result.computed_cost.usd if result.computed_cost else None),
         "wall_time_ms": result.wall_time_ms,
         "attempt_problem": attempt_problem or None,
     }

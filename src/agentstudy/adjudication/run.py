@@ -50,6 +50,7 @@ from agentstudy.io.signals import StopRequested, raise_if_stopped, stop_reason, 
 from agentstudy.pricing.budget import Budget, close_attempt, open_attempt
 from agentstudy.pricing.table import CLI_PRICES, price_entry
 from agentstudy.pricing.tally import Tally
+from agentstudy.pricing.usd_json import usd_number
 from agentstudy.protocol.adjudication import (
     MinimalAdjudication,
     MissingObservation,
@@ -153,7 +154,7 @@ def _companion(request: AdjudicationRequest, checked: _Checked) -> MinimalAdjudi
         "cliVersion": checked.cli_version,
         "expectedCliVersion": request.expected_cli_version,
         "engineBundleHash": file_sha256(settings.binary),
-        "itemBudgetUsd": float(request.item_budget_usd),
+        "itemBudgetUsd": usd_number(request.item_budget_usd),
         "prices": price_entry(settings.model),
         "tools": list(BUILTIN_TOOLS),
         "mcpServers": [],
@@ -241,7 +242,7 @@ def run_adjudication(request: AdjudicationRequest) -> AdjudicationSummary:
             budget, tally = admitted.budget, tally.add_reservation(reservation)
             companion.budget = budget_record(budget, tally)
             companion.open_reservation = OpenItemReservation(
-                item_id=item.blind.item_id, reserved_usd=float(reservation)
+                item_id=item.blind.item_id, reserved_usd=usd_number(reservation)
             )
             store.checkpoint(companion.to_json())
             attempt.start(checkpointed=True)

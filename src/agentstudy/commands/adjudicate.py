@@ -40,6 +40,7 @@ from agentstudy.commands.common import (
 from agentstudy.commands.containment_options import containment_mode, containment_option
 from agentstudy.io.claude_cli import ClaudeBinaryError, find_claude_binary, find_login_file, project_root
 from agentstudy.io.ledger_store import CheckpointError, OutputPathError
+from agentstudy.pricing.sums import display_usd, usd_from_json
 from agentstudy.protocol.ledger_integrity import verify_ledger_bytes
 from agentstudy.protocol.manifest import ManifestError, load_manifest
 from agentstudy.rehearsal.adjudicator_policy import adjudicator_reply
@@ -64,8 +65,9 @@ class ConsoleAdjudicationProgress:
         """Report the settled item."""
         colour = "green" if status == "scored" else "red"
         self._console.print(
-            f"[bold][{index}/{total}][/bold] {item_id} [{colour}]{status}[/{colour}], charged {charged_usd:.6f} USD; "
-            f"spent {spent_usd:.6f} of {cap_usd:.2f} USD",
+            f"[bold][{index}/{total}][/bold] {item_id} [{colour}]{status}[/{colour}], "
+            f"charged {display_usd(charged_usd)} USD; "
+            f"spent {display_usd(spent_usd)} of {display_usd(cap_usd, places=2)} USD",
             highlight=False,
         )
 
@@ -80,7 +82,8 @@ def print_adjudication_table(summary: AdjudicationSummary, note: str = "") -> No
     table.add_row("items", f"{line['items']} completed observations, {scored}")
     table.add_row("missing", f"{line['missing']} observations that did not complete (never scored)")
     table.add_row("by rubric", ", ".join(f"{k}: {v}" for k, v in line["byRubric"].items()) or "none")
-    table.add_row("spent", f"{line['spentUsd']:.6f} USD of a {line['capUsd']:.2f} USD cap")
+    spent, cap = usd_from_json(line["spentUsd"]), usd_from_json(line["capUsd"])
+    table.add_row("spent", f"{display_usd(spent)} USD of a {display_usd(cap, places=2)} USD cap")
     table.add_row("review", line["note"])
     table.add_row("companion", line["companion"])
     Console(stderr=True).print(table)

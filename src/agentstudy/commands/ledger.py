@@ -21,6 +21,7 @@ from agentstudy.commands.contract_files import (
     table,
     text_or_json,
 )
+from agentstudy.pricing.usd_json import usd_number
 from agentstudy.protocol.controlled.ledger import ControlledStudyObservationLedgerV1
 from agentstudy.protocol.controlled.summary import summarize_ledger
 from agentstudy.protocol.json_input import load_json
@@ -104,7 +105,7 @@ def summarize_minimal(document: dict[str, Any], problems: tuple[str, ...]) -> di
         "byStatus": dict(Counter(str(o.get("status")) for o in observations)),
         "byScenario": dict(Counter(str(o.get("scenario")) for o in observations)),
         "budget": {key: budget.get(key) for key in ("cap", "spent", "reserved", "measured", "cumulativeCapExceeded")},
-        "chargedUsd": float(sum((c for c in charges if c is not None), Decimal(0))),
+        "chargedUsd": usd_number(sum((c for c in charges if c is not None), Decimal(0))),
         "openReservation": opened,
         "ledgerHash": document.get("ledgerHash"),
         "verified": not problems,

@@ -17,6 +17,7 @@ from agentstudy.commands.contract_files import aligned, allow_unverified_option,
 from agentstudy.controlled.metrics_report import SCOPES, calculate_study_metrics, regressions_of
 from agentstudy.protocol.controlled.hashing import js_json
 from agentstudy.protocol.controlled.ledger import ControlledStudyObservationLedgerV1
+from agentstudy.protocol.controlled.observation import ControlledStudyObservationV1 as Obs
 
 DEFAULT_TEXT_SCOPES = ("aggregate", "model", "scenario")
 
@@ -29,12 +30,25 @@ def metrics_report(ledger_path: Path, *, allow_unverified: bool = False, baselin
     Exits 2 with one line when the ledger cannot be read or does not verify (without
     ``allow_unverified``).
     """
+    return metrics_and_observations(ledger_path, allow_unverified=allow_unverified, baseline_round=baseline_round,
+                                    current_round=current_round, baseline_run_id=baseline_run_id,
+                                    current_run_id=current_run_id)[0]
+
+
+def metrics_and_observations(ledger_path: Path, *, allow_unverified: bool = False, baseline_round: str | None = None,
+                             current_round: str | None = None, baseline_run_id: str | None = None,
+                             current_run_id: str | None = None) -> tuple[dict[str, Any], list[Obs]]:
+    """:func:`metrics_report` and the ledger's observations it was computed from (for the controlled report).
+
+    Exits 2 as :func:`metrics_report`.
+    """
     loaded = read_contract(ledger_path, ControlledStudyObservationLedgerV1, allow_unverified=allow_unverified)
     source = {"ledgerContentHash": loaded.content_hash, "verified": loaded.verified,
               "unverifiedObservations": [item.position for item in loaded.mismatches if item.path]}
-    return calculate_study_metrics(loaded.model.observations, baseline_round=baseline_round,
-                                   current_round=current_round, baseline_run_id=baseline_run_id,
-                                   current_run_id=current_run_id, source=source)
+    observations = list(loaded.model.observations)
+    return calculate_study_metrics(observations, baseline_round=baseline_round, current_round=current_round,
+                                   baseline_run_id=baseline_run_id, current_run_id=current_run_id,
+                                   source=source), observations
 
 
 def _rate(value: Any) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 from pathlib import Path
 
 import click
@@ -56,10 +55,12 @@ def report(ledger: Path, adjudication: Path | None, output_format: str, output: 
     ledgers were hashed, is refused naming the first problem; --allow-unverified reports it
     anyway, UNVERIFIED in the title and the first section.
 
-    A controlled-study ledger is rendered as its `agentstudy metrics` report (groups, rates,
-    Wilson intervals, P95s, costs, comparisons) in the chosen format (json: as `agentstudy
-    metrics --json` writes it); --allow-unverified as
-    for `agentstudy ledger`. Exit codes: 0 written; 2 bad
+    A controlled-study ledger is reported as its `agentstudy metrics` text (json: as `agentstudy metrics --json`
+    writes it), or in md/html as a
+    document: groups with Wilson intervals and the columns explained, tasks per scenario (a
+    warning where scenarios ran different tasks), round comparisons, the task-level paired
+    analysis where tasks ran in two scenarios, and (html) plots; --allow-unverified as for
+    `agentstudy ledger`. Exit codes: 0 written; 2 bad
     input (unreadable, invalid or unverified ledger, companion or price file, a companion
     bound to another ledger).
     """
@@ -92,26 +93,25 @@ def report(ledger: Path, adjudication: Path | None, output_format: str, output: 
 
 
 def controlled_report(ledger: Path, output_format: str, allow_unverified: bool) -> str:
-    """A controlled-study ledger's metrics report (``agentstudy metrics``) as text, Markdown, HTML or JSON.
+    """A controlled-study ledger's report: ``agentstudy metrics``' text, or a document in Markdown or HTML
+    (tables, Wilson intervals, the columns explained, a warning where scenarios ran different tasks, the
+    task-level paired analysis where tasks ran in two scenarios, and in HTML SVG plots; issue 17 item 6).
 
     Exits 2 with one line when the ledger cannot be read or does not verify (without
     ``allow_unverified``).
     """
-    from agentstudy.commands.metrics import metrics_report, render_metrics
+    from agentstudy.commands.metrics import metrics_and_observations, render_metrics
+    from agentstudy.controlled.report_document import controlled_document
+    from agentstudy.report.render import render
 
     if output_format == "json":
+        from agentstudy.commands.metrics import metrics_report
         from agentstudy.protocol.controlled.hashing import js_json
 
         return js_json({"metrics": metrics_report(ledger, allow_unverified=allow_unverified)}, indent=2) + "\n"
-    lines = render_metrics(metrics_report(ledger, allow_unverified=allow_unverified))
-    body = "\n".join(lines) + "\n"
-    title = f"Controlled-study metrics: {ledger.name}"
+    report, observations = metrics_and_observations(ledger, allow_unverified=allow_unverified)
     if output_format == "text":
-        return body
-    if output_format == "md":
-        return f"# {title}\n\n```text\n{body}```\n"
-    return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-        f"<title>{html.escape(title)}</title></head>\n<body><h1>{html.escape(title)}</h1>\n"
-        f"<pre>{html.escape(body)}</pre>\n</body></html>\n"
-    )
+        return "\n".join(render_metrics(report)) + "\n"
+    title = f"Controlled-study metrics: {ledger.name}"
+    document = controlled_document(title, report, observations, figures=output_format == "html")
+    return render(document, output_format)

@@ -17,6 +17,7 @@ import click
 from agentstudy.commands.common import EXIT_BLOCKED, EXIT_OK, fail, positive_usd
 from agentstudy.io.process import STDOUT_LIMIT_BYTES
 from agentstudy.pricing.budget import reservation_for, settle_attempt
+from agentstudy.pricing.usd_json import optional_usd_number, usd_number
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP, REPOSITORY_ONLY
 from agentstudy.protocol.records import CliObservation
 from agentstudy.runners.preflight import DEFAULT_MCP_SERVER
@@ -77,15 +78,13 @@ def attempt_record(
         "statusReason": reason,
         "setupProblem": "; ".join(evaluation.setup_problems) or None,
         "costProblem": evaluation.cost_problem,
-        "chargedUsd": float(charged),
-        "reservedUsd": float(reservation_usd),
-        "cliReportedCostUsd": (
-            float(evaluation.reported_cost_usd) if evaluation.reported_cost_usd is not None else None
-        ),
-        "computedCostUsd": float(computed) if computed is not None else None,
+        "chargedUsd": usd_number(charged),
+        "reservedUsd": usd_number(reservation_usd),
+        "cliReportedCostUsd": optional_usd_number(evaluation.reported_cost_usd),
+        "computedCostUsd": optional_usd_number(computed),
         "transport": "cli",
         "scenario": scenario,
-        "attemptBudgetUsd": float(attempt_budget_usd),
+        "attemptBudgetUsd": usd_number(attempt_budget_usd),
         "exitCode": exit_code,
     }
     for field, value in evaluation.fields.items():

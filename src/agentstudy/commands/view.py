@@ -1,5 +1,8 @@
 """How a run looks in a terminal: a live progress line per attempt and a final summary table (rich, stderr).
 
+USD are shown by ``pricing.sums.display_usd`` (half-up, 6 decimals), the rule of every report, so the
+last progress line, the table, the JSON line and the report agree on a run's spend (issue 17 item 8).
+
 Progress is shown only when stdout is a terminal; scripts get the one JSON summary line on
 stdout and nothing else. Neither view ever shows an answer or a credential.
 """
@@ -13,6 +16,7 @@ from decimal import Decimal
 from rich.console import Console
 from rich.table import Table
 
+from agentstudy.pricing.sums import display_usd, usd_from_json
 from agentstudy.runners.progress import AttemptProgress, RunProgress, SilentProgress
 from agentstudy.runners.summary import RunSummary
 
@@ -47,7 +51,8 @@ class ConsoleProgress:
         elapsed = time.monotonic() - self._started
         self._console.print(
             f"[bold][{attempt.index}/{attempt.total}][/bold] [{colour}]{status}[/{colour}] in {elapsed:.1f} s, "
-            f"{tool_calls} tool calls, charged {charged_usd:.6f} USD; spent {spent_usd:.6f} of {cap_usd:.2f} USD",
+            f"{tool_calls} tool calls, charged {display_usd(charged_usd)} USD; spent {display_usd(spent_usd)} of "
+            f"{display_usd(cap_usd, places=2)} USD",
             highlight=False,
         )
 
@@ -74,9 +79,11 @@ def print_summary_table(summary: RunSummary, note: str = "") -> None:
         table.add_row("server studied", str(line["mcpServer"]))
     table.add_row("tokens", f"input {line['inputTokens']}, output {line['outputTokens']}")
     table.add_row("tool calls", str(line["toolCalls"]))
-    table.add_row("spent", f"{line['spentUsd']:.6f} USD of a {line['capUsd']:.2f} USD cap")
+    spent, cap = usd_from_json(line["spentUsd"]), usd_from_json(line["capUsd"])
+    table.add_row("spent", f"{display_usd(spent)} USD of a {display_usd(cap, places=2)} USD cap")
     extrapolated = line["extrapolatedFullRunUsd"]
-    projection = f"{extrapolated:.6f} USD, not an upper bound" if extrapolated is not None else "not applicable"
+    projection = (f"{display_usd(usd_from_json(extrapolated))} USD, not an upper bound" if extrapolated is not None
+                  else "not applicable")
     table.add_row(f"full run (x{line.get('fullRunFactor') or 18})", projection)
     table.add_row("ledger", line["ledger"])
     Console(stderr=True).print(table)

@@ -44,7 +44,7 @@ from agentstudy.io.controlled_command import (
     run_controlled_child,
 )
 from agentstudy.io.signals import raise_if_stopped
-from agentstudy.pricing.study_costs import usd_json
+from agentstudy.pricing.usd_json import usd_number
 from agentstudy.protocol.controlled.config import AdjudicatorCli, StudyProviderCliConfigV1
 from agentstudy.protocol.controlled.contracts import LoadedContract
 from agentstudy.protocol.controlled.hashing import CONTENT_HASH_ALGO_KEY, CONTENT_HASH_KEY
@@ -141,7 +141,7 @@ def _judged(document: dict[str, Any], adjudicator: AdjudicatorCli, config_hash: 
         cost = adjudicator.pricing.cost_usd(verdict.input_tokens, verdict.output_tokens,
                                             (verdict.measurements or {}).get("cachedInputTokens"))
         if cost is not None:
-            measurements["adjudicatorCostUsd"] = usd_json(cost)
+            measurements["adjudicatorCostUsd"] = usd_number(cost)
     adjudication: dict[str, Any] = {"status": "automated", "actor": adjudicator.id, "method": ADJUDICATION_METHOD,
                                     "configurationHash": config_hash, "outcome": verdict.outcome,
                                     "confidence": answer["confidence"], "reasonCodes": answer["reasonCodes"]}

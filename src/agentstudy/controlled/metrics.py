@@ -23,7 +23,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from agentstudy.controlled.outputs import PROVIDER_LABEL
-from agentstudy.pricing.study_costs import sum_usd, total_usd, usd_json
+from agentstudy.pricing.study_costs import sum_usd, total_usd
+from agentstudy.pricing.usd_json import usd_number
 from agentstudy.protocol.controlled.observation import ControlledStudyObservationV1
 
 Obs = ControlledStudyObservationV1
@@ -194,9 +195,9 @@ def metric_set(observations: Sequence[Obs]) -> dict[str, Any]:
         "averageToolCalls": ratio(sum(known_tools), len(known_tools)) if known_tools else None,
         "clarificationRate": _rate_positive(clarifications),
         "reworkRate": _rate_positive(rework),
-        "analysisCostUsd": None if analysis is None else usd_json(analysis),
-        "agentCostUsd": None if agent is None else usd_json(agent),
-        "totalCostUsd": None if total is None else usd_json(total),
+        "analysisCostUsd": None if analysis is None else usd_number(analysis),
+        "agentCostUsd": None if agent is None else usd_number(agent),
+        "totalCostUsd": None if total is None else usd_number(total),
         "providerTokenCostUnits": units,
         "missingMetrics": missing,
     })

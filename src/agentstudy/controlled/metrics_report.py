@@ -26,7 +26,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from agentstudy.controlled.metrics import metric_set
-from agentstudy.pricing.study_costs import above_share, below_share, change_usd, relative_change_usd, usd_json, usd_of
+from agentstudy.pricing.study_costs import above_share, below_share, change_usd, relative_change_usd, usd_of
+from agentstudy.pricing.usd_json import usd_number
 from agentstudy.protocol.controlled.hashing import with_content_hash
 from agentstudy.protocol.controlled.observation import (
     ADJUDICATION_STATUSES,
@@ -91,7 +92,7 @@ def _delta(name: str, baseline: Any, current: Any) -> dict[str, Any]:
         return {"baseline": baseline, "current": current, "absoluteChange": None, "relativeChange": None}
     if name in USD_METRICS:
         low, high = usd_of(baseline), usd_of(current)
-        return {"baseline": baseline, "current": current, "absoluteChange": usd_json(change_usd(low, high)),
+        return {"baseline": baseline, "current": current, "absoluteChange": usd_number(change_usd(low, high)),
                 "relativeChange": relative_change_usd(low, high)}
     return {"baseline": baseline, "current": current, "absoluteChange": current - baseline,
             "relativeChange": None if baseline == 0 else (current - baseline) / baseline}

@@ -32,7 +32,7 @@ from agentstudy.controlled.outputs import (
     parse_provider_output,
 )
 from agentstudy.io.controlled_command import ChildFacts
-from agentstudy.pricing.study_costs import usd_json
+from agentstudy.pricing.usd_json import usd_number
 from agentstudy.protocol.controlled.config import ProviderPricing
 from agentstudy.protocol.controlled.contracts import LoadedContract
 from agentstudy.protocol.controlled.observation import ExecutionStatus
@@ -140,7 +140,7 @@ def _measurements(outcome: AttemptOutcome, fallbacks: Fallbacks,
         cached = (answer.measurements or {}).get("cachedInputTokens")
         cost = pricing.cost_usd(answer.input_tokens, answer.output_tokens, cached)
         if cost is not None:
-            values["agentCostUsd"] = usd_json(cost)
+            values["agentCostUsd"] = usd_number(cost)
     return values
 
 

@@ -23,6 +23,7 @@ from agentstudy.pricing.table import (
     DEFAULT_TIER_THRESHOLD_TOKENS,
     ModelPrice,
 )
+from agentstudy.pricing.usd_json import usd_number
 
 MILLION = Decimal(1_000_000)
 CACHE_READ_NOTE = "cache reads priced at 0.1 x input (ARCHITECTURE decision 4); no study document states a rate"
@@ -201,17 +202,17 @@ def compute_cost(
         models[model] = {
             "tier": index + 1,
             "tierThresholdTokens": price.tier_threshold_tokens if len(price.tiers) > 1 else None,
-            "inputUsdPerMillion": float(tier.input),
-            "outputUsdPerMillion": float(tier.output),
-            "cacheReadUsdPerMillion": float(tier.cache_read),
-            "cacheWrite5mUsdPerMillion": float(tier.cache_write_5m),
-            "cacheWrite1hUsdPerMillion": float(tier.cache_write_1h),
+            "inputUsdPerMillion": usd_number(tier.input),
+            "outputUsdPerMillion": usd_number(tier.output),
+            "cacheReadUsdPerMillion": usd_number(tier.cache_read),
+            "cacheWrite5mUsdPerMillion": usd_number(tier.cache_write_5m),
+            "cacheWrite1hUsdPerMillion": usd_number(tier.cache_write_1h),
             "inputTokens": tokens.input_tokens,
             "outputTokens": tokens.output_tokens,
             "cacheReadInputTokens": tokens.cache_read_input_tokens,
             "cacheCreationInputTokens": tokens.cache_creation_input_tokens,
             "priceSource": price.source,
-            "usd": float(usd),
+            "usd": usd_number(usd),
         }
     basis: dict[str, Any] = {
         "tier": max(tier_numbers),

@@ -83,10 +83,3 @@ def below_share(current: Decimal, baseline: Decimal, numerator: int, denominator
         raise ValueError("the share must be a non-negative fraction")
     with exact():
         return usd(current) * denominator < usd(baseline) * numerator
-
-
-def usd_json(value: Decimal) -> int | float:
-    """A USD ``Decimal`` as a JSON number for the edge: an integer when whole, else the nearest float."""
-    if value == value.to_integral_value():
-        return int(value)
-    return float(value)

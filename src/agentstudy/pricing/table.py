@@ -16,6 +16,7 @@ from decimal import Decimal
 from typing import Any
 
 from agentstudy.pricing.money import exact
+from agentstudy.pricing.usd_json import usd_number
 
 CACHE_WRITE_5M_MULTIPLIER = Decimal("1.25")
 CACHE_WRITE_1H_MULTIPLIER = Decimal("2")
@@ -125,7 +126,7 @@ def price_entry(model: str, table: Mapping[str, ModelPrice] = CLI_PRICES) -> dic
     return {
         "source": price.source,
         "tierThresholdTokens": price.tier_threshold_tokens,
-        "tiers": [{"input": float(t.input), "output": float(t.output)} for t in price.tiers],
+        "tiers": [{"input": usd_number(t.input), "output": usd_number(t.output)} for t in price.tiers],
         "cacheWrite5mMultiplier": float(CACHE_WRITE_5M_MULTIPLIER),
         "cacheWrite1hMultiplier": float(CACHE_WRITE_1H_MULTIPLIER),
         "cacheReadMultiplier": float(CACHE_READ_MULTIPLIER),

@@ -94,8 +94,9 @@ class HttpObservation(BaseModel):
     made, failed ones included; ``toolCallsByName`` / ``toolErrorsByName`` use the offered names
     (``(not offered)`` for any other). ``numTurns`` counts paid requests. Money is USD:
     ``reservedUsd`` the sum of the attempt's per-call reservations, ``measuredUsd`` of its
-    measured costs, ``chargedUsd`` what it added to spend. ``wallTimeMs`` runs from just before
-    the first paid request. ``statusReason`` is our own short text, never provider text.
+    measured costs, ``chargedUsd`` what it added to spend. ``wallTimeMs`` runs from the attempt's first
+    action (before its MCP server starts, so the server's start-up is included, as in a cli
+    attempt) to its end (issue 17 item 5). ``statusReason`` is our own short text, never provider text.
     ``answer`` is private and empty unless ``completed``.
     """
 

@@ -24,12 +24,19 @@ UNVERIFIED_SENTENCE = (
     "in this report may have been changed after the run wrote it."
 )
 PILOT_SENTENCE = "This is a pilot: its observations never count toward the full study."
+WALL_TIME_SENTENCE = (
+    "Wall time (ms) runs from an attempt's first action (spawning the agent on cli; on http, preparing its tools) "
+    "to its end, the MCP server's start-up included, on both transports."
+)
+"""The one definition of wall time (issue 17 item 5), the same for cli and http."""
 
 
 def fixed_sentences(study: Study) -> tuple[str, ...]:
-    """The sentences every report carries, plus the rehearsal and pilot warnings when they apply."""
+    """The sentences every report carries (the definition of wall time among them), plus the rehearsal and
+    pilot warnings when they apply."""
     sentences = [ADJUDICATED_SENTENCE if study.adjudication is not None else NOT_ADJUDICATED_SENTENCE,
-                 REDUCTION_SENTENCE, SMALL_SAMPLE_SENTENCE, EXPLORATORY_SENTENCE, COMPLETED_SENTENCE]
+                 REDUCTION_SENTENCE, SMALL_SAMPLE_SENTENCE, EXPLORATORY_SENTENCE, COMPLETED_SENTENCE,
+                 WALL_TIME_SENTENCE]
     if study.rehearsal:
         sentences.append(REHEARSAL_SENTENCE)
     if study.mode == "pilot":

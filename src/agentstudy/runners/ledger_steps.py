@@ -27,6 +27,7 @@ from agentstudy.io.ledger_store import CheckpointError, LedgerFile
 from agentstudy.io.signals import raise_if_stopped, stop_reason
 from agentstudy.pricing.budget import Budget
 from agentstudy.pricing.tally import Tally
+from agentstudy.pricing.usd_json import usd_number
 from agentstudy.protocol.ledger_integrity import seal_ledger
 from agentstudy.protocol.manifest import LoadedManifest
 from agentstudy.protocol.records import ArmRecord, BudgetRecord, MinimalLedger, OpenReservation
@@ -44,10 +45,10 @@ def now_iso() -> str:
 def budget_record(budget: Budget, tally: Tally) -> BudgetRecord:
     """The ledger's ``budget`` block: cap, spent (open reservations included), reserved and measured sums (USD)."""
     return BudgetRecord(
-        cap=float(budget.cap),
-        spent=float(budget.spent),
-        reserved=float(tally.reserved),
-        measured=float(tally.measured),
+        cap=usd_number(budget.cap),
+        spent=usd_number(budget.spent),
+        reserved=usd_number(tally.reserved),
+        measured=usd_number(tally.measured),
         cumulative_cap_exceeded=budget.cap_exceeded,
     )
 
@@ -56,8 +57,8 @@ def open_reservation(entry: ScheduleEntry, reserved_usd: Decimal, charged_usd: D
     """The marker of an attempt whose reservation is on disk and not yet settled (USD): what is reserved
     now and what its settled calls already charged (http; 0 for cli)."""
     return OpenReservation(
-        task_id=entry.task_id, scenario=entry.scenario, repetition=entry.repetition, reserved_usd=float(reserved_usd),
-        charged_usd=float(charged_usd),
+        task_id=entry.task_id, scenario=entry.scenario, repetition=entry.repetition,
+        reserved_usd=usd_number(reserved_usd), charged_usd=usd_number(charged_usd),
     )
 
 

@@ -28,6 +28,7 @@ from agentstudy.io.signals import StopRequested, raise_if_stopped, stop_signal
 from agentstudy.pricing.budget import Budget, reservation_for, settle_attempt
 from agentstudy.pricing.table import price_entry
 from agentstudy.pricing.tally import Tally
+from agentstudy.pricing.usd_json import optional_usd_number, usd_number
 from agentstudy.protocol.ledger_integrity import is_loopback_http, seal_ledger
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP, LoadedManifest
 from agentstudy.protocol.prompt import study_prompt
@@ -104,15 +105,15 @@ def _observation(
         repetition=entry.repetition,
         cli_version=cli_version,
         expected_cli_version=request.expected_cli_version,
-        attempt_budget_usd=float(request.attempt_budget_usd),
+        attempt_budget_usd=usd_number(request.attempt_budget_usd),
         **fields,
-        cli_reported_cost_usd=float(result.reported_cost_usd) if result.reported_cost_usd is not None else None,
-        computed_cost_usd=float(result.computed_cost.usd) if result.computed_cost is not None else None,
+        cli_reported_cost_usd=optional_usd_number(result.reported_cost_usd),
+        computed_cost_usd=optional_usd_number(result.computed_cost.usd if result.computed_cost else None),
         cost_basis=result.computed_cost.basis if result.computed_cost is not None else None,
         setup_problem="; ".join(result.setup_problems) or None,
         cost_problem=result.cost_problem,
-        reserved_usd=float(reservation),
-        charged_usd=float(charged),
+        reserved_usd=usd_number(reservation),
+        charged_usd=usd_number(charged),
         cumulative_cap_exceeded=cap_exceeded,
         exit_code=result.exit_code,
         wall_time_ms=result.wall_time_ms,
@@ -139,7 +140,7 @@ def _ledger(
         cli=CliRunSettings(
             cli_version=cli_version,
             expected_cli_version=request.expected_cli_version,
-            attempt_budget_usd=float(request.attempt_budget_usd),
+            attempt_budget_usd=usd_number(request.attempt_budget_usd),
             prices=price_entry(request.settings.model),
             base_url=request.settings.base_url,
         ),
@@ -157,7 +158,7 @@ def _ledger(
         mode=request.mode,
         planned_attempts=planned,
         budget=BudgetRecord(
-            cap=float(request.cap_usd), spent=0.0, reserved=0.0, measured=0.0, cumulative_cap_exceeded=False
+            cap=usd_number(request.cap_usd), spent=0.0, reserved=0.0, measured=0.0, cumulative_cap_exceeded=False
         ),
         observations=[],
         started_at=started_at,

@@ -45,6 +45,7 @@ from agentstudy.pricing.budget import Budget
 from agentstudy.pricing.http import DEFAULT_MAX_TOKENS, CallReservation, CallSettlement, UpperPrices
 from agentstudy.pricing.money import exact
 from agentstudy.pricing.tally import Tally
+from agentstudy.pricing.usd_json import usd_number
 from agentstudy.protocol.ledger_integrity import is_loopback_http, seal_ledger
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP, LoadedManifest
 from agentstudy.protocol.mcp_spec import McpServerSpec
@@ -160,8 +161,8 @@ def _observation(entry: ScheduleEntry, model: str, result: HttpAttemptResult, st
         "tools": result.tools, "toolCallsByName": result.tool_calls_by_name,
         "toolErrorsByName": result.tool_errors_by_name, "toolCalls": result.tool_calls, "numTurns": result.turns,
         "inputTokens": result.input_tokens, "outputTokens": result.output_tokens,
-        "usageComplete": result.usage_complete, "reservedUsd": float(result.reserved_usd),
-        "measuredUsd": float(result.measured_usd), "chargedUsd": float(result.charged_usd),
+        "usageComplete": result.usage_complete, "reservedUsd": usd_number(result.reserved_usd),
+        "measuredUsd": usd_number(result.measured_usd), "chargedUsd": usd_number(result.charged_usd),
         "cumulativeCapExceeded": result.budget.cap_exceeded, "wallTimeMs": result.wall_time_ms, "status": status,
         "statusReason": result.status_reason, "answer": result.answer if status == "completed" else "",
         **http_isolation(containment, entry.scenario, mcp_reads_checkout),
@@ -180,8 +181,8 @@ def _ledger(request: HttpRunRequest, base_url: str, mcp: McpPreflight, planned: 
         repositories=dict(manifest.repositories),
         transport="http",
         model=request.model,
-        prices=HttpPrices(input=float(request.prices.input_usd_per_million),
-                          output=float(request.prices.output_usd_per_million)),
+        prices=HttpPrices(input=usd_number(request.prices.input_usd_per_million),
+                          output=usd_number(request.prices.output_usd_per_million)),
         http=HttpRunSettings(
             api_base_url=base_url, anthropic_version=ANTHROPIC_VERSION, max_tokens=DEFAULT_MAX_TOKENS,
             temperature=TEMPERATURE, max_turns=MAX_TURNS, max_tool_calls_per_turn=MAX_TOOL_CALLS_PER_TURN,

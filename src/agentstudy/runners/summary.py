@@ -10,6 +10,7 @@ from typing import Any
 
 from agentstudy.pricing.budget import Budget
 from agentstudy.pricing.sums import times
+from agentstudy.pricing.usd_json import usd_number
 from agentstudy.protocol.records import CliObservation, HttpObservation
 
 FULL_TO_PILOT_RATIO = 18
@@ -73,10 +74,10 @@ def summarize(
         "inputTokens": _sum([o.input_tokens for o in observations]),
         "outputTokens": _sum([o.output_tokens for o in observations]),
         **(_cache_tokens(observations) if transport == "cli" else {}),
-        "spentUsd": float(budget.spent),
-        "capUsd": float(budget.cap),
+        "spentUsd": usd_number(budget.spent),
+        "capUsd": usd_number(budget.cap),
         "usageComplete": usage_complete,
-        "extrapolatedFullRunUsd": float(times(budget.spent, factor)) if extrapolate and factor else None,
+        "extrapolatedFullRunUsd": usd_number(times(budget.spent, factor)) if extrapolate and factor else None,
         "extrapolation": f"{full_attempts} attempts / {planned} pilot attempts; not an upper bound" if extrapolate
         else "not applicable",
         "fullRunFactor": factor if mode == "pilot" else None,

@@ -25,6 +25,7 @@ from agentstudy.pricing.cost import (
     compute_cost,
     parse_model_usage,
 )
+from agentstudy.pricing.usd_json import EXACT_SIGNIFICANT_DIGITS
 from agentstudy.stream.outcome import CliStatus, ProcessFacts, outcome
 from agentstudy.stream.setup import SetupExpectations, check_setup
 from agentstudy.stream.transcript import Transcript, parse_transcript
@@ -60,12 +61,21 @@ class CliEvaluation:
 
 
 def reported_cost(result: Mapping[str, Any] | None) -> Decimal | None:
-    """The result's ``total_cost_usd`` when it is a finite number >= 0, else ``None`` (USD)."""
+    """The result's ``total_cost_usd`` when it is a finite number >= 0, else ``None`` (USD).
+
+    Claude Code adds its prices in JavaScript doubles, so its total carries their rounding
+    noise (``0.0013654000000000001`` for a computed ``0.0013654``). A double holds 15
+    significant decimal digits for certain; a float total is read at those 15 digits
+    (``0.0013654``), so the noise never reaches a charge, a sum or a JSON file (issue 17 item 8).
+    An integer stays exact.
+    """
     value = result.get("total_cost_usd") if result else None
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
         return None
     try:
-        return Decimal(str(value))
+        if isinstance(value, int):
+            return Decimal(value)
+        return Decimal(f"{value:.{EXACT_SIGNIFICANT_DIGITS}g}").normalize()
     except InvalidOperation:
         return None
 

@@ -142,7 +142,7 @@ def request_body(model: str, messages: list[dict[str, Any]], tools: list[dict[st
 class _Attempt:
     """Running totals of one attempt (money through ``pricing`` only)."""
 
-    def __init__(self, budget: Budget, tools: ToolBox, clock: Callable[[], float]) -> None:
+    def __init__(self, budget: Budget, tools: ToolBox, clock: Callable[[], float], started: float | None) -> None:
         self.budget, self.tools, self.clock = budget, tools, clock
         self.spend = Budget(cap=budget.cap)
         self.tally = Tally()
@@ -150,7 +150,7 @@ class _Attempt:
         self.usage_complete = True
         self.by_name: Counter[str] = Counter()
         self.errors: Counter[str] = Counter()
-        self.started = clock()
+        self.started = clock() if started is None else started
 
     def elapsed_ms(self) -> float:
         return (self.clock() - self.started) * 1000
@@ -192,17 +192,18 @@ def _answer(content: list[Any]) -> str:
 
 def agent_loop(
     *, sender: Sender, tools: ToolBox, model: str, prompt: str, prices: UpperPrices, budget: Budget,
-    ledger: CallLedger, clock: Callable[[], float] = time.monotonic,
+    ledger: CallLedger, clock: Callable[[], float] = time.monotonic, started: float | None = None,
 ) -> HttpAttemptResult:
     """Run the bounded loop of one attempt (digest 2.1) against ``sender`` and return its result.
 
     ``budget`` is the run's budget before the attempt; the result carries it after. The wall
-    time and the deadline start here, right before the first paid request.
+    time and the deadline run from ``started`` (``clock`` seconds: the attempt's first action,
+    before its MCP server starts; issue 17 item 5), or from here when it is not given.
 
     Raises:
         OSError: from ``ledger`` when a reservation cannot be persisted (then no request was sent).
     """
-    state = _Attempt(budget, tools, clock)
+    state = _Attempt(budget, tools, clock, started)
     messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
     definitions = tools.definitions
     offered = set(tools.names)
@@ -298,23 +299,28 @@ def run_http_attempt(
     """
     stopped = stop_reason()
     if stopped is not None:
-        return _not_started(budget, f"{stopped} before the attempt started")
+        return _not_started(budget, f"{stopped} before the attempt started", 0)
+    started = settings.clock()  # wall time: the attempt's first action, the MCP server's start-up included
     try:
         with agent_tools(scenario, root, pin, settings.mcp, server, settings.containment,
                          settings.parent_env) as tools:
             return agent_loop(sender=sender, tools=tools, model=settings.model, prompt=prompt,
-                              prices=settings.prices, budget=budget, ledger=ledger, clock=settings.clock)
+                              prices=settings.prices, budget=budget, ledger=ledger, clock=settings.clock,
+                              started=started)
     except ToolSetupError as error:
         stopped = stop_reason()
-        return _not_started(budget, str(error) if stopped is None else f"{stopped} while the tools were prepared")
+        reason = str(error) if stopped is None else f"{stopped} while the tools were prepared"
+        return _not_started(budget, reason, round((settings.clock() - started) * 1000))
 
 
-def _not_started(budget: Budget, reason: str) -> HttpAttemptResult:
-    """An attempt that ended ``failed`` before its first request (nothing reserved, nothing charged)."""
+def _not_started(budget: Budget, reason: str, wall_time_ms: int) -> HttpAttemptResult:
+    """An attempt that ended ``failed`` before its first request (nothing reserved, nothing charged), after
+    ``wall_time_ms`` spent preparing its tools."""
     return HttpAttemptResult(
         status="failed", status_reason=reason, budget=budget, input_tokens=0, output_tokens=0,
         usage_complete=True, turns=0, tool_calls=0, tool_calls_by_name={}, tool_errors_by_name={}, tools=[],
-        reserved_usd=Decimal(0), measured_usd=Decimal(0), charged_usd=Decimal(0), wall_time_ms=0, answer="",
+        reserved_usd=Decimal(0), measured_usd=Decimal(0), charged_usd=Decimal(0), wall_time_ms=wall_time_ms,
+        answer="",
     )
 
 
