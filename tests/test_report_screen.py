@@ -107,7 +107,7 @@ def test_every_text_of_every_plot_renders_at_11_px_or_more(tmp_path: Path) -> No
     measured = _measure(tmp_path, _full(tmp_path))
     fonts = measured["fonts"]
     figures = {f["figure"] for f in fonts}
-    assert {"plot-differences", "plot-task-differences", "plot-distributions", "plot-status"} <= figures
+    assert {"plot-differences", "plot-distributions", "plot-status"} <= figures
     small = [f for f in fonts if f["px"] < 11]
     assert not small, small[:5]
 

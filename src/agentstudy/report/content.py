@@ -3,9 +3,10 @@
 Sections: the result at a glance (:mod:`agentstudy.report.glance`); what the report is and the
 fixed sentences; containment by arm (mechanism, what was not achieved, refused out-of-export
 reads); every attempt's status (attempts that did not complete listed with reasons, never
-dropped); the per-pair differences and their exploratory statistics; correctness;
-distributions per scenario; usage, spend and (for a pilot) extrapolations; re-pricing; the
-appendix of provenance (hashes, pins, versions). No answer text is ever included.
+dropped); the task-level statistics per metric (design, estimate, cluster-bootstrap interval,
+sign-flip p), per task, variance components, then the descriptive per-pair differences;
+correctness; distributions per scenario; usage, spend and (for a pilot) extrapolations;
+re-pricing; the appendix of provenance (hashes, pins, versions). No answer text is ever included.
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ from __future__ import annotations
 from agentstudy.report import fmt
 from agentstudy.report.analysis import CORRECTNESS, REPRICED, Analysis, Metric, Pair
 from agentstudy.report.containment import LEGEND, containment_rows, containment_sentences
+from agentstudy.report.content_inference import inference_blocks
 from agentstudy.report.content_money import correctness_section, distribution_section, money_section
 from agentstudy.report.document import Block, Bullets, Document, Figure, Paragraph, Section, Table
-from agentstudy.report.glance import glance_section, summaries_of
+from agentstudy.report.glance import glance_section
 from agentstudy.report.model import BASELINE, TREATMENT, Attempt
 from agentstudy.report.sentences import (
     ADJUDICATED_SENTENCE,
@@ -50,7 +52,8 @@ def provenance_section(analysis: Analysis) -> Section:
         rows.append(("adjudication", f"{adjudication.file_name}: bound to this ledger's SHA-256 (verified); "
                                      f"status {adjudication.status}; adjudicator {models}; method agent, "
                                      f"no human review"))
-    rows.append(("bootstrap", f"percentile, {analysis.resamples} resamples, seed {analysis.seed}"))
+    rows.append(("bootstrap", f"percentile cluster bootstrap, {analysis.resamples} resamples of tasks "
+                              f"(then repetitions), seed {analysis.seed}"))
     table = Table("about", "The study and this report's inputs", ("field", "value"), tuple(rows))
     return Section(PROVENANCE_TITLE, (table,))
 
@@ -154,29 +157,11 @@ def _pairs(analysis: Analysis) -> Section:
          *(fmt.signed(p.differences.get(m.key), m.kind) for m in metrics), _left_out(p, metrics))
         for p in analysis.pairs
     )
-    per_pair = Table("pairs", f"Per task and repetition: {TREATMENT} − {BASELINE} "
-                              "(negative: the doc-bridge-mcp attempt used less)",
+    per_pair = Table("pairs", f"Per task and repetition, descriptive only: {TREATMENT} − {BASELINE} "
+                              "(negative: the doc-bridge-mcp attempt used less; repetition numbers "
+                              "pair attempts arbitrarily, so no statistic uses these pairs)",
                      header, rows, frozenset(range(2, 4 + len(metrics))))
-    summary_rows = tuple(
-        (r.metric.label, r.metric.unit, str(r.summary.n), fmt.statistic(r.summary.mean, r.metric.kind),
-         fmt.statistic(r.summary.median, r.metric.kind),
-         fmt.interval(r.summary.ci_low, r.summary.ci_high, r.summary.ci_note, r.metric.kind),
-         fmt.p_value(r.summary.p_value, r.summary.p_note))
-        for r in analysis.results
-    )
-    summary = Table("paired-summary", "Paired differences per metric (exploratory)",
-                    ("metric", "unit", "pairs", "mean Δ", "median Δ", "95 % CI of mean Δ", "Wilcoxon p (exploratory)"),
-                    summary_rows, frozenset({2, 3, 4}))
-    method = Paragraph(
-        f"Δ is {TREATMENT} minus {BASELINE} within a task and repetition. A pair counts for a metric only when both "
-        "attempts completed with the value recorded (and, for tokens and USD, complete usage); pairs left out say why. "
-        f"The interval is a percentile bootstrap of the mean Δ ({analysis.resamples} resamples of pairs, fixed seed "
-        f"{analysis.seed}); the p-value is a two-sided Wilcoxon signed-rank test with zero differences dropped. "
-        "With one pair neither is computable. Percentile intervals are too narrow for few pairs: with 18 pairs a "
-        "seeded simulation in this project's tests covered the true mean 92 % of the time for normal and 87 % for "
-        "skewed differences, not 95 %."
-    )
-    blocks: list[Block] = [per_pair, summary, method]
+    blocks: list[Block] = [*inference_blocks(analysis), per_pair]
     if any(r.metric is CORRECTNESS for r in analysis.results):
         blocks.append(Paragraph(ADJUDICATED_SENTENCE + " " + REDUCTION_SENTENCE))
     if any(r.metric is REPRICED for r in analysis.results):
@@ -187,9 +172,9 @@ def _pairs(analysis: Analysis) -> Section:
 
 
 PROVENANCE_TITLE = "Appendix: provenance"
-FIGURE_PLACES = {"plot-status": 3, "plot-task-differences": 4, "plot-differences": 4, "plot-distributions": 6}
-"""Which section (index) each figure ends: the status strip under the attempts, the per-task and per-pair
-differences under their statistics, the distributions under their table."""
+FIGURE_PLACES = {"plot-status": 3, "plot-differences": 4, "plot-distributions": 6}
+"""Which section (index) each figure ends: the status strip under the attempts, the task differences
+under their statistics, the distributions under their table."""
 
 
 def build_document(analysis: Analysis, figures: tuple[Figure, ...] = ()) -> Document:
@@ -200,7 +185,7 @@ def build_document(analysis: Analysis, figures: tuple[Figure, ...] = ()) -> Docu
     title = f"Paired report: {study.header.get('version', 'minimal study')}{mode}"
     if study.unverified:
         title = f"UNVERIFIED {title}"
-    sections = [glance_section(analysis, summaries_of(analysis)), _about(analysis), _containment(analysis),
+    sections = [glance_section(analysis), _about(analysis), _containment(analysis),
                 _attempts(analysis), _pairs(analysis), correctness_section(analysis), distribution_section(analysis),
                 money_section(analysis), provenance_section(analysis)]
     for figure in figures:

@@ -14,10 +14,10 @@ from __future__ import annotations
 from decimal import Decimal
 
 from agentstudy.report import fmt
-from agentstudy.report.analysis import CHARGED, CORRECTNESS, INPUT, TOOLS, WALL, Analysis, Metric, value_of
+from agentstudy.report.analysis import CHARGED, CORRECTNESS, INPUT, TOOLS, WALL, Analysis, Metric
 from agentstudy.report.containment import containment_rows, containment_sentences
 from agentstudy.report.document import Block, Paragraph, Section, Table
-from agentstudy.report.inference import TaskLevelSummary, task_level_summary
+from agentstudy.report.inference import TaskLevelSummary
 from agentstudy.report.model import BASELINE, TREATMENT
 from agentstudy.report.sentences import REHEARSAL_SENTENCE, UNVERIFIED_SENTENCE
 
@@ -94,36 +94,13 @@ def _containment_line(analysis: Analysis) -> str:
     return line + (f" {confounded[0]}" if confounded else "")
 
 
-def summaries_of(analysis: Analysis) -> dict[str, TaskLevelSummary]:
-    """Each metric's task-level summary, keyed by metric key (over the pairs that count for the metric).
-
-    Bridge until ``MetricResult.task_level`` (h17-inference) lands; then this reads it.
-    """
-    out: dict[str, TaskLevelSummary] = {}
-    for metric in analysis.metrics:
-        values: dict[str, tuple[list[float], list[float]]] = {}
-        for pair in analysis.pairs:
-            if metric.key not in pair.differences or pair.baseline is None or pair.treatment is None:
-                continue
-            base, treat = values.setdefault(pair.task_id, ([], []))
-            b_value = value_of(pair.baseline, metric, analysis.repriced)
-            t_value = value_of(pair.treatment, metric, analysis.repriced)
-            assert b_value is not None and t_value is not None
-            base.append(float(b_value))
-            treat.append(float(t_value))
-        out[metric.key] = task_level_summary(values, seed=analysis.seed, resamples=analysis.resamples)
-    return out
-
-
-def glance_section(analysis: Analysis, summaries: dict[str, TaskLevelSummary]) -> Section:
-    """The first section of every minimal report.
-
-    ``summaries`` maps a metric key to its task-level summary; metrics of :data:`GLANCE_METRICS`
-    the analysis does not have (correctness without adjudication) are left out.
-    """
+def glance_section(analysis: Analysis) -> Section:
+    """The first section of every minimal report: one row per metric of :data:`GLANCE_METRICS` the analysis
+    has (correctness only when adjudicated), from each result's ``task_level`` summary."""
     study = analysis.study
-    present = {m.key for m in analysis.metrics}
-    rows = tuple(_row(m, summaries[m.key]) for m in GLANCE_METRICS if m.key in present and m.key in summaries)
+    summaries = {r.metric.key: r.task_level for r in analysis.results}
+    present = set(summaries)
+    rows = tuple(_row(m, summaries[m.key]) for m in GLANCE_METRICS if m.key in present)
     table = Table("glance", f"{TREATMENT} compared with {BASELINE}, task level (exploratory)",
                   ("metric", "in words", "Δ per task", "95 % interval", "p (sign-flip)", "design", "better"),
                   rows, frozenset({2, 3, 4}))

@@ -1,11 +1,17 @@
-"""Exploratory paired statistics of one metric: mean, median, a paired bootstrap interval, Wilcoxon.
+"""Pair-level statistics of one metric: mean, median, a pair bootstrap interval, an exact Wilcoxon.
+
+Since issue 17 the report shows the task-level statistics of :mod:`agentstudy.report.inference`;
+these pair-level ones treat task x repetition pairs as independent and are kept only as the
+reference the coverage comparison measures against (and for the constants they define).
 
 The input is the per-pair differences ``doc-bridge-mcp - repository-only`` (one value per
 task x repetition). The interval is a percentile bootstrap of the mean difference: pairs are
 resampled with replacement ``BOOTSTRAP_RESAMPLES`` times from a generator seeded with
 ``BOOTSTRAP_SEED`` (a fresh generator per metric, so a metric's interval never depends on
 which other metrics were computed). The p-value is scipy's two-sided Wilcoxon signed-rank
-test (zero differences dropped, exact distribution for small samples without ties). Both are
+test (zero differences dropped), always exact: a permutation over every sign vector up to
+``MAX_EXACT_PAIRS`` differences, never the normal approximation (which with ties gave 0.083 for
+three identical differences whose exact p is 0.25). Both are
 undefined for fewer than two pairs and are then reported as not computable, never invented.
 Statistics are estimates in binary floating point; they decide nothing.
 """
@@ -23,6 +29,7 @@ from scipy import stats as scipy_stats
 BOOTSTRAP_SEED = 20261011
 BOOTSTRAP_RESAMPLES = 10_000
 CONFIDENCE_LEVEL = 0.95
+MAX_EXACT_PAIRS = 16
 
 
 @dataclass(frozen=True)
@@ -69,19 +76,23 @@ def bootstrap_interval(
 
 
 def wilcoxon_p(differences: Sequence[float]) -> tuple[float | None, str | None]:
-    """The two-sided Wilcoxon signed-rank p-value of ``differences``, or ``None`` and why not.
+    """The exact two-sided Wilcoxon signed-rank p-value of ``differences``, or ``None`` and why not.
 
-    Not computable for fewer than two differences or when every difference is zero.
+    Exact by permutation of signs (ties and zeros included); not computable for fewer than two
+    differences, when every difference is zero, or for more than ``MAX_EXACT_PAIRS`` non-zero ones.
     """
     data = np.asarray(differences, dtype=float)
     if data.size < 2:
         return None, _too_few(int(data.size))
     if np.all(data == 0):
         return None, "not computable: every difference is 0"
+    if np.count_nonzero(data) > MAX_EXACT_PAIRS:
+        return None, f"not computed: the exact test is limited to {MAX_EXACT_PAIRS} non-zero differences"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            result = scipy_stats.wilcoxon(data, zero_method="wilcox", alternative="two-sided")
+            result = scipy_stats.wilcoxon(data, zero_method="wilcox", alternative="two-sided",
+                                          method=scipy_stats.PermutationMethod(n_resamples=np.inf))
         except ValueError as error:
             return None, f"not computable: {error}"
     p_value = float(result.pvalue)
