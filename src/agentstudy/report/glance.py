@@ -73,12 +73,31 @@ def favours(metric: Metric) -> str:
 
 
 def _row(metric: Metric, summary: TaskLevelSummary) -> tuple[str, ...]:
-    p_text = fmt.p_value(summary.p_value, summary.p_note)
+    """One metric's cells; an interval or p that is not computable is ``—`` (the reasons follow the table)."""
+    p_text = fmt.p_value(summary.p_value, None)
     if summary.p_monte_carlo_se is not None:
         p_text += f" (Monte Carlo SE {summary.p_monte_carlo_se:.4f})"
     return (metric.label, direction(summary, metric), fmt.statistic(summary.estimate, metric.kind),
-            fmt.interval(summary.ci_low, summary.ci_high, summary.ci_note, metric.kind), p_text, summary.design,
+            fmt.interval(summary.ci_low, summary.ci_high, None, metric.kind), p_text, summary.design,
             favours(metric))
+
+
+def _not_computable(summaries: list[tuple[Metric, TaskLevelSummary]]) -> str | None:
+    """One sentence naming why intervals or p-values are ``—``, each reason once with its metrics."""
+    reasons: dict[str, list[str]] = {}
+    for metric, summary in summaries:
+        if summary.estimate is None:
+            continue
+        for note in (summary.ci_note, summary.p_note):
+            if note and metric.label not in reasons.setdefault(note, []):
+                reasons[note].append(metric.label)
+    if not reasons:
+        return None
+    return "— : " + "; ".join(f"{note} ({', '.join(labels)})" for note, labels in reasons.items()) + "."
+
+
+def _plural(attempts: int) -> str:
+    return "1 attempt" if attempts == 1 else f"{attempts} attempts"
 
 
 def _containment_line(analysis: Analysis) -> str:
@@ -100,9 +119,10 @@ def glance_section(analysis: Analysis) -> Section:
     study = analysis.study
     summaries = {r.metric.key: r.task_level for r in analysis.results}
     present = set(summaries)
-    rows = tuple(_row(m, summaries[m.key]) for m in GLANCE_METRICS if m.key in present)
+    shown = [(m, summaries[m.key]) for m in GLANCE_METRICS if m.key in present]
+    rows = tuple(_row(m, summary) for m, summary in shown)
     table = Table("glance", f"{TREATMENT} compared with {BASELINE}, task level (exploratory)",
-                  ("metric", "in words", "Δ per task", "95 % interval", "p (sign-flip)", "design", "better"),
+                  ("metric", "in words", "Δ per task", "95 % interval", "p (sign-flip)", "design", "better when"),
                   rows, frozenset({2, 3, 4}))
     blocks: list[Block] = []
     if study.unverified:
@@ -110,10 +130,16 @@ def glance_section(analysis: Analysis) -> Section:
     run = study.mode or "mode not recorded"
     status = study.status or "no status recorded"
     blocks.append(Paragraph(
-        f"{'REHEARSAL' if study.rehearsal else 'Real run'} ({run}, {status}, {len(study.attempts)} attempts"
+        f"{'REHEARSAL' if study.rehearsal else 'Real run'} ({run}, {status}, {_plural(len(study.attempts))}"
         f"{', transport ' + study.transport if study.transport else ''}). "
         + (REHEARSAL_SENTENCE if study.rehearsal else "Not a rehearsal: a model answered.")))
+    if study.status == "blocked" or study.stop_reason:
+        blocks.append(Paragraph(f"The run ended {study.status or 'without a status'}: "
+                                f"{study.stop_reason or 'no stop reason recorded'}."))
     blocks.append(table)
+    why = _not_computable(shown)
+    if why:
+        blocks.append(Paragraph(why))
     if CORRECTNESS.key not in present:
         blocks.append(Paragraph("Correctness: not adjudicated, so not reported."))
     blocks.append(Paragraph(_containment_line(analysis)))
