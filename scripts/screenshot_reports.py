@@ -1,6 +1,7 @@
 """Screenshot the HTML reports (pilot, full, blocked, controlled) in real headless Chromium (issue 17, item 4).
 
-Usage: ``.venv/bin/python scripts/screenshot_reports.py OUTPUT_DIR [--ledger KIND=PATH ...] [--transport http|cli]``
+Usage: ``.venv/bin/python scripts/screenshot_reports.py OUTPUT_DIR [--ledger KIND=PATH ...] [--transport http|cli]
+[--kinds pilot,full,blocked,controlled]``
 
 Without ``--ledger`` each report is built for free in rehearsal, under a private temporary
 directory: the bundled example study's pilot and full run against the scripted Messages API
@@ -30,6 +31,7 @@ from pathlib import Path
 
 from agentstudy.io.chromium import ChromiumError, find_chromium, screenshot
 from agentstudy.protocol.manifest import load_manifest
+from agentstudy.protocol.schedule import Mode
 from agentstudy.rehearsal.controlled.example import build_controlled_example
 from agentstudy.rehearsal.example_study import build_example_study
 from agentstudy.rehearsal.messages_server import RehearsalServer
@@ -60,7 +62,7 @@ def _minimal(scratch: Path, kind: str, transport: str) -> Path:
     """Run the example study's pilot or full schedule in rehearsal; ``blocked``: against a failing server."""
     study = build_example_study(scratch / kind / "study")
     output = scratch / kind / "ledger.json"
-    mode = "pilot" if kind == "pilot" else "full"
+    mode: Mode = "pilot" if kind == "pilot" else "full"
     with RehearsalServer(fail_with_status=500 if kind == "blocked" else None) as server:
         if transport == "http":
             run_http_study(HttpRunRequest(
@@ -90,12 +92,16 @@ def _controlled(scratch: Path) -> Path:
     return adjudicated
 
 
-def _arguments(argv: list[str]) -> tuple[Path, dict[str, Path], str]:
+def _arguments(argv: list[str]) -> tuple[Path, dict[str, Path], str, tuple[str, ...]]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("output_dir", type=Path)
     parser.add_argument("--ledger", action="append", default=[], metavar="KIND=PATH")
     parser.add_argument("--transport", choices=("http", "cli"), default="http")
+    parser.add_argument("--kinds", default=",".join(KINDS), help="comma-separated subset of " + ", ".join(KINDS))
     args = parser.parse_args(argv)
+    kinds = tuple(k for k in str(args.kinds).split(",") if k)
+    if not kinds or any(k not in KINDS for k in kinds):
+        _fail(f"--kinds wants a comma-separated subset of {', '.join(KINDS)}, got {args.kinds!r}")
     given: dict[str, Path] = {}
     for item in args.ledger:
         kind, _, path = item.partition("=")
@@ -107,12 +113,12 @@ def _arguments(argv: list[str]) -> tuple[Path, dict[str, Path], str]:
     out: Path = args.output_dir
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         _fail(f"{out} exists and is not an empty directory (nothing is overwritten)")
-    return out, given, str(args.transport)
+    return out, given, str(args.transport), kinds
 
 
 def main(argv: list[str]) -> int:
     """Build or take the four ledgers, render and screenshot each; print one line per PNG. Exit 0, or 2."""
-    out, given, transport = _arguments(argv)
+    out, given, transport, kinds = _arguments(argv)
     try:
         find_chromium()
     except ChromiumError as error:
@@ -120,7 +126,7 @@ def main(argv: list[str]) -> int:
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="agentstudy-screens-") as temporary:
         scratch = Path(temporary)
-        for kind in KINDS:
+        for kind in kinds:
             ledger = given.get(kind)
             if ledger is None:
                 built = _controlled(scratch) if kind == "controlled" else _minimal(scratch, kind, transport)
