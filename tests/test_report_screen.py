@@ -12,6 +12,8 @@ from __future__ import annotations
 import html
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -115,10 +117,7 @@ def test_every_text_of_every_plot_renders_at_11_px_or_more(tmp_path: Path) -> No
 def test_a_screenshot_is_a_1400_by_900_png(tmp_path: Path) -> None:
     page = tmp_path / "report.html"
     page.write_text(_pilot(tmp_path), encoding="utf-8")
-    png = screenshot(page, tmp_path / "report.png")
-    data = png.read_bytes()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    assert (int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")) == WINDOW
+    assert _png_size(screenshot(page, tmp_path / "report.png")) == WINDOW
 
 
 def test_only_existing_local_files_are_opened(tmp_path: Path) -> None:
@@ -126,3 +125,35 @@ def test_only_existing_local_files_are_opened(tmp_path: Path) -> None:
         rendered_dom(tmp_path / "missing.html")
     with pytest.raises(ChromiumError):
         rendered_dom(tmp_path)
+
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "screenshot_reports.py"
+
+
+def _png_size(path: Path) -> tuple[int, int]:
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
+
+def test_the_screenshot_script_renders_given_ledgers_and_overwrites_nothing(tmp_path: Path) -> None:
+    pilot, blocked = tmp_path / "pilot", tmp_path / "blocked"
+    pilot.mkdir()
+    blocked.mkdir()
+    _pilot(pilot)
+    _blocked(blocked)
+    out = tmp_path / "screens"
+    command = [sys.executable, str(SCRIPT), str(out), "--kinds", "pilot,blocked",
+               "--ledger", f"pilot={pilot / 'ledger.json'}", "--ledger", f"blocked={blocked / 'ledger.json'}"]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["blocked.html", "blocked.png", "pilot.html", "pilot.png"]
+    assert _png_size(out / "pilot.png") == WINDOW and _png_size(out / "blocked.png") == WINDOW
+    assert "Result at a glance" in (out / "blocked.html").read_text(encoding="utf-8")
+    before = (out / "pilot.png").read_bytes()
+    again = subprocess.run(command, capture_output=True, text=True, check=False)
+    assert again.returncode == 2 and again.stderr.count("\n") == 1 and "not an empty directory" in again.stderr
+    assert (out / "pilot.png").read_bytes() == before
+    wrong = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path / "other"), "--kinds", "nope"],
+                           capture_output=True, text=True, check=False)
+    assert wrong.returncode == 2 and not (tmp_path / "other").exists()
