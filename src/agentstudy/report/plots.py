@@ -185,7 +185,8 @@ def _distribution_axes(ax: Axes, analysis: Analysis, metric: Metric) -> None:
     ax.tick_params(axis="y", labelsize=TEXT_PT)
     if metric.kind == "count":
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_ylim(bottom=0)
+    highest = max([float(v) for vs in values.values() for v in vs], default=0.0)
+    ax.set_ylim(0, max(ax.get_ylim()[1], highest * 1.08) or 1)
     ax.set_xlim(-0.6, 1.6)
     ax.set_ylabel(f"{metric.label} per attempt ({metric.unit})", fontsize=TEXT_PT)
     ax.set_title(metric.label, fontsize=TEXT_PT)
