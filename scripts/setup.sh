@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# One-shot set-up on a fresh machine: bubblewrap (the sandbox of every attempt), a project
+# One-shot set-up on a fresh machine: bubblewrap (the sandbox of every attempt), chromium (the
+# reports' screenshots and first-screen test), a project
 # virtualenv (.venv) with agentstudy and its dev tools, and the Claude Code CLI pinned to 2.1.296
 # in the git-ignored folder .tools/claude-code.
 # Idempotent: re-running it only checks what is already there.
@@ -19,6 +20,17 @@ if ! command -v bwrap >/dev/null 2>&1; then
   fi
 fi
 
+# chromium: headless screenshots of the HTML reports and the first-screen test (issue 17).
+if ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    echo "setup: installing chromium (apt-get install chromium)"
+    apt-get install -y -qq chromium >/dev/null 2>&1 \
+      || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq chromium >/dev/null; }
+  else
+    echo "setup: chromium is missing and cannot be installed from here; run: sudo apt-get install chromium" >&2
+  fi
+fi
+
 if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
@@ -31,4 +43,4 @@ if [ ! -x "$claude" ] || [ "$("$claude" --version 2>/dev/null | awk '{print $1}'
   (cd .tools/claude-code && npm install --no-audit --no-fund --loglevel=error \
       "@anthropic-ai/claude-code@${CLAUDE_CODE_VERSION}")
 fi
-echo "setup: $(.venv/bin/python --version), claude $("$claude" --version), $(bwrap --version 2>/dev/null || echo 'no bubblewrap')"
+echo "setup: $(.venv/bin/python --version), claude $("$claude" --version), $(bwrap --version 2>/dev/null || echo 'no bubblewrap'), $(chromium --version 2>/dev/null | head -n 1 || echo 'no chromium')"

@@ -98,11 +98,12 @@ def test_both_arms_in_bwrap_show_the_table_with_the_read_denials_in_every_format
         assert "not contained by bubblewrap" not in report and "confounded" not in report
 
 
-def test_the_containment_section_comes_right_after_the_about_section(tmp_path: Path) -> None:
+def test_the_containment_section_comes_right_after_the_glance_and_about_sections(tmp_path: Path) -> None:
     text = _report(tmp_path, _contained(), "text")
     headings = [line for line, under in zip(text.splitlines(), text.splitlines()[1:], strict=False)
                 if under and set(under) == {"-"} and len(under) == len(line)]
-    assert headings[:3] == ["About this report", "Containment", "Attempts"]
+    assert headings[:4] == ["Result at a glance", "About this report", "Containment", "Attempts"]
+    assert headings[-1] == "Appendix: provenance"
 
 
 @pytest.mark.parametrize("output_format", ["text", "md", "html"])

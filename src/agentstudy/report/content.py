@@ -1,11 +1,12 @@
 """The report's content, following the protocol's reporting rules, as a format-neutral document.
 
-Sections: what the report is and the fixed sentences; containment by arm (mechanism, what was
-not achieved, refused out-of-export reads); every attempt's status (attempts that did not
-complete listed with reasons, never dropped); the task-level statistics per metric (design,
-estimate, cluster-bootstrap interval, sign-flip p), per task, variance components, then the
-descriptive per-pair differences; correctness; distributions per scenario; usage, spend and (for a
-pilot) extrapolations; re-pricing. No answer text is ever included.
+Sections: the result at a glance (:mod:`agentstudy.report.glance`); what the report is and the
+fixed sentences; containment by arm (mechanism, what was not achieved, refused out-of-export
+reads); every attempt's status (attempts that did not complete listed with reasons, never
+dropped); the task-level statistics per metric (design, estimate, cluster-bootstrap interval,
+sign-flip p), per task, variance components, then the descriptive per-pair differences;
+correctness; distributions per scenario; usage, spend and (for a pilot) extrapolations;
+re-pricing; the appendix of provenance (hashes, pins, versions). No answer text is ever included.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from agentstudy.report.containment import LEGEND, containment_rows, containment_
 from agentstudy.report.content_inference import inference_blocks
 from agentstudy.report.content_money import correctness_section, distribution_section, money_section
 from agentstudy.report.document import Block, Bullets, Document, Figure, Paragraph, Section, Table
+from agentstudy.report.glance import glance_section
 from agentstudy.report.model import BASELINE, TREATMENT, Attempt
 from agentstudy.report.sentences import (
     ADJUDICATED_SENTENCE,
@@ -25,7 +27,9 @@ from agentstudy.report.sentences import (
 )
 
 
-def _about(analysis: Analysis) -> Section:
+def provenance_section(analysis: Analysis) -> Section:
+    """The appendix: the study's and this report's inputs (ledger hash, pins, versions, times, adjudication,
+    bootstrap settings), one row each."""
     study = analysis.study
     head = study.header
     rows: list[tuple[str, str]] = [("ledger", study.file_name), ("ledger SHA-256", study.sha256)]
@@ -54,8 +58,14 @@ def _about(analysis: Analysis) -> Section:
     rows.append(("bootstrap", f"percentile cluster bootstrap, {analysis.resamples} resamples of tasks "
                               f"(then repetitions), seed {analysis.seed}"))
     table = Table("about", "The study and this report's inputs", ("field", "value"), tuple(rows))
+    return Section(PROVENANCE_TITLE, (table,))
+
+
+def _about(analysis: Analysis) -> Section:
+    study = analysis.study
     warning = (Paragraph(UNVERIFIED_SENTENCE + " First: " + study.unverified[0]),) if study.unverified else ()
-    return Section("About this report", (*warning, table, Bullets(fixed_sentences(study))))
+    where = Paragraph(f"Provenance (ledger hash, pins, versions, times) is in the last section, {PROVENANCE_TITLE}.")
+    return Section("About this report", (*warning, Bullets(fixed_sentences(study)), where))
 
 
 def _containment(analysis: Analysis) -> Section:
@@ -164,9 +174,10 @@ def _pairs(analysis: Analysis) -> Section:
 
 
 
-FIGURE_PLACES = {"plot-status": 2, "plot-differences": 3, "plot-distributions": 5}
-"""Which section (index) each figure ends: the status strip under the attempts, the differences under
-their statistics, the distributions under their table."""
+PROVENANCE_TITLE = "Appendix: provenance"
+FIGURE_PLACES = {"plot-status": 3, "plot-differences": 4, "plot-distributions": 6}
+"""Which section (index) each figure ends: the status strip under the attempts, the task differences
+under their statistics, the distributions under their table."""
 
 
 def build_document(analysis: Analysis, figures: tuple[Figure, ...] = ()) -> Document:
@@ -177,8 +188,9 @@ def build_document(analysis: Analysis, figures: tuple[Figure, ...] = ()) -> Docu
     title = f"Paired report: {study.header.get('version', 'minimal study')}{mode}"
     if study.unverified:
         title = f"UNVERIFIED {title}"
-    sections = [_about(analysis), _containment(analysis), _attempts(analysis), _pairs(analysis),
-                correctness_section(analysis), distribution_section(analysis), money_section(analysis)]
+    sections = [glance_section(analysis), _about(analysis), _containment(analysis),
+                _attempts(analysis), _pairs(analysis), correctness_section(analysis), distribution_section(analysis),
+                money_section(analysis), provenance_section(analysis)]
     for figure in figures:
         index = FIGURE_PLACES.get(figure.key, len(sections) - 1)
         sections[index] = Section(sections[index].title, (*sections[index].blocks, figure))

@@ -1,10 +1,13 @@
 """The report's plots as inline SVG (matplotlib's SVG canvas, no display, no pyplot).
 
-Three figures: the paired differences per metric (one dot per pair, the mean with its
-bootstrap interval, zero marked), the per-scenario distributions, and a status strip of every
-attempt in execution order. Text stays text in the SVG (``svg.fonttype = none``) to keep the
-page small; every ``id`` is prefixed with the figure's key so several SVGs share one HTML page
-without clashing, and the output is deterministic (fixed hash salt, no date).
+Three figures (issue 17, item 4): the per-task differences per metric (a forest panel per metric:
+a row per task, the mean over tasks with its cluster-bootstrap interval, zero marked, the axis
+labelled with its unit and which side favours which arm, integer ticks for counts), the
+per-scenario distributions (axes from zero, identical values side by side), and a status strip
+of every attempt in execution order. Every text is at least ``TEXT_PT`` (12 px rendered). Text
+stays text in the SVG (``svg.fonttype = none``) to keep the page small; every ``id`` is prefixed
+with the figure's key so several SVGs share one HTML page without clashing, and the output is
+deterministic (fixed hash salt, no date).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import io
 import re
 import statistics
+from collections.abc import Sequence
 
 import matplotlib
 from matplotlib.axes import Axes
@@ -20,8 +24,19 @@ from matplotlib.figure import Figure as MplFigure
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
-from agentstudy.report.analysis import CHARGED, INPUT, OUTPUT, TOOLS, WALL, Analysis, MetricResult, scenario_values
+from agentstudy.report.analysis import (
+    CHARGED,
+    INPUT,
+    OUTPUT,
+    TOOLS,
+    WALL,
+    Analysis,
+    Metric,
+    MetricResult,
+    scenario_values,
+)
 from agentstudy.report.document import Figure
+from agentstudy.report.glance import favours
 from agentstudy.report.model import BASELINE, TREATMENT
 
 SCENARIO_COLOURS = {BASELINE: "#4c72b0", TREATMENT: "#dd8452"}
@@ -30,6 +45,10 @@ STATUS_COLOURS = {
     "invalid-setup": "#e6ab02", "invalid-cost": "#a6761d", "incomplete": "#666666",
 }
 OTHER_STATUS_COLOUR = "#bbbbbb"
+TEXT_PT = 9
+"""Every text of every plot, in points: a figure shown at its own size renders 1 pt as 4/3 px, so 9 pt is
+12 px, above the 11 px floor of issue 17 (figures are at most 11 in wide, under the page's column)."""
+DISTRIBUTION_METRICS = (INPUT, OUTPUT, TOOLS, WALL, CHARGED)
 _ID = re.compile(r' id="([^"]+)"')
 _REF = re.compile(r'(url\(#|href="#)([^)"]+)')
 
@@ -39,6 +58,26 @@ def _jitter(count: int) -> list[float]:
     if count <= 1:
         return [0.0] * count
     return [-0.2 + 0.4 * i / (count - 1) for i in range(count)]
+
+
+def spread_identical(values: Sequence[float], width: float = 0.25) -> list[float]:
+    """Per value, an offset that spreads identical values side by side in [-width, width] (distinct values get
+    0), so identical points never hide each other; deterministic."""
+    groups: dict[float, list[int]] = {}
+    for index, value in enumerate(values):
+        groups.setdefault(value, []).append(index)
+    offsets = [0.0] * len(values)
+    for members in groups.values():
+        for index, offset in zip(members, _jitter(len(members)), strict=True):
+            offsets[index] = offset * width / 0.2
+    return offsets
+
+
+def direction_label(metric: Metric) -> str:
+    """Which side of a difference axis favours which arm: ``"← favours doc-bridge-mcp · favours
+    repository-only →"`` for the costs (lower favours the treatment), mirrored for correctness."""
+    low, high = (TREATMENT, BASELINE) if favours(metric) == "lower" else (BASELINE, TREATMENT)
+    return f"← favours {low} · favours {high} →"
 
 
 def svg_of(figure: MplFigure, key: str) -> str:
@@ -55,33 +94,67 @@ def svg_of(figure: MplFigure, key: str) -> str:
     return _REF.sub(lambda m: f"{m.group(1)}{key}-{m.group(2)}", text)
 
 
-def _difference_axes(ax: Axes, result: MetricResult) -> None:
-    summary = result.task_level
+def _difference_axes(ax: Axes, result: MetricResult, tasks: Sequence[str], show_tasks: bool) -> None:
+    """A forest panel: one row per task (its difference of arm means), the mean with its interval below."""
+    summary, metric = result.task_level, result.metric
+    rows = len(tasks)
     ax.axvline(0, color="#888888", linestyle="--", linewidth=0.8)
-    ax.set_yticks([])
-    ax.set_ylim(-1, 1)
-    ax.set_title(f"Δ {result.metric.label} ({result.metric.unit}), {summary.design}", fontsize=9, loc="left")
+    ax.set_ylim(rows + 0.7, -0.7)
+    ax.set_yticks(range(rows + 1), [*tasks, "mean"] if show_tasks else [""] * (rows + 1), fontsize=TEXT_PT)
+    ax.set_title(f"{metric.label}, {summary.design}", fontsize=TEXT_PT, loc="left")
+    ax.set_xlabel(f"{TREATMENT} − {BASELINE} ({metric.unit})\n{direction_label(metric)}", fontsize=TEXT_PT)
+    ax.tick_params(axis="x", labelsize=TEXT_PT)
+    if metric.kind == "count":
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True, nbins=5))
+    else:
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=4))
     if summary.estimate is None:
-        ax.text(0.5, 0.5, "no task in both arms", transform=ax.transAxes, ha="center", va="center", color="#666666")
+        ax.text(0.5, 0.5, "no task in both arms", transform=ax.transAxes, ha="center", va="center", color="#666666",
+                fontsize=TEXT_PT)
+        ax.set_xlim(-1, 1)
         return
-    ax.scatter([e.difference for e in summary.task_effects], [0.4 + y for y in _jitter(summary.tasks)], s=18,
-               color=SCENARIO_COLOURS[TREATMENT], alpha=0.8, label="one task (mean over repetitions)", zorder=3)
+    by_task = {e.task_id: e.difference for e in summary.task_effects}
+    shown = [(row, by_task[t]) for row, t in enumerate(tasks) if t in by_task]
+    ax.scatter([d for _, d in shown], [row for row, _ in shown], s=22, color=SCENARIO_COLOURS[TREATMENT], zorder=3,
+               label="one task: mean over its repetitions, per arm, then the difference")
     mean = summary.estimate
     if summary.ci_low is not None and summary.ci_high is not None:
-        ax.errorbar([mean], [-0.4], xerr=[[mean - summary.ci_low], [summary.ci_high - mean]], fmt="D",
-                    color="black", capsize=4, markersize=5, label="mean, 95 % cluster-bootstrap CI", zorder=4)
+        ax.errorbar([mean], [rows], xerr=[[mean - summary.ci_low], [summary.ci_high - mean]], fmt="D",
+                    color="black", capsize=4, markersize=5, label="mean over tasks, 95 % cluster-bootstrap CI",
+                    zorder=4)
     else:
-        ax.plot([mean], [-0.4], "D", color="black", markersize=5, label="mean", zorder=4)
-        ax.text(0.99, 0.1, summary.ci_note or "", transform=ax.transAxes, ha="right", fontsize=8, color="#666666")
+        ax.plot([mean], [rows], "D", color="black", markersize=5, label="mean over tasks", zorder=4)
+    low = min([0.0, *(d for _, d in shown), summary.ci_low if summary.ci_low is not None else mean])
+    high = max([0.0, *(d for _, d in shown), summary.ci_high if summary.ci_high is not None else mean])
+    pad = (high - low) * 0.12 or (1.0 if metric.kind == "count" else abs(mean) * 0.5 or 0.1)
+    if metric.kind == "count":
+        pad = max(pad, 1.0)
+    ax.set_xlim(low - pad, high + pad)
+
+
+def _task_order(analysis: Analysis) -> list[str]:
+    order: dict[str, None] = {}
+    for attempt in analysis.study.attempts:
+        order.setdefault(attempt.task_id, None)
+    return list(order)
 
 
 def differences_figure(analysis: Analysis) -> Figure:
-    """One panel per metric: each task's difference, their mean and its 95 % cluster-bootstrap interval, and zero."""
+    """The per-task differences (issue 17): one forest panel per metric, a row per task (ids on the left)
+    with its difference of arm means, the mean over tasks with its 95 % cluster-bootstrap interval, zero
+    marked, the axis labelled with the unit and which side favours which arm."""
     results = analysis.results
-    figure = MplFigure(figsize=(7.5, 1.35 * len(results) + 0.4), layout="constrained")
-    axes = figure.subplots(len(results), 1, squeeze=False)[:, 0]
-    for ax, result in zip(axes, results, strict=True):
-        _difference_axes(ax, result)
+    tasks = _task_order(analysis)
+    columns = min(2, max(len(results), 1))
+    lines = -(-len(results) // columns)
+    height = lines * (0.22 * (len(tasks) + 1) + 1.45) + 0.5
+    figure = MplFigure(figsize=(11, height), layout="constrained")
+    grid = figure.subplots(lines, columns, squeeze=False)
+    axes = [ax for row in grid for ax in row]
+    for index, (ax, result) in enumerate(zip(axes, results, strict=False)):
+        _difference_axes(ax, result, tasks, index % columns == 0)
+    for ax in axes[len(results):]:
+        ax.set_visible(False)
     handles, labels = [], []
     for ax in axes:
         for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
@@ -89,39 +162,47 @@ def differences_figure(analysis: Analysis) -> Figure:
                 handles.append(handle)
                 labels.append(label)
     if handles:
-        figure.legend(handles, labels, loc="outside lower center", ncol=len(handles), fontsize=7, frameon=False)
-    caption = (f"Task differences {TREATMENT} − {BASELINE} per metric: dots are tasks (each arm's mean over its "
-               f"repetitions), the diamond is their mean with its cluster-bootstrap 95 % interval (seed "
-               f"{analysis.seed}); exploratory.")
+        figure.legend(handles, labels, loc="outside lower center", ncol=len(handles), fontsize=TEXT_PT,
+                      frameon=False)
+    caption = (f"Per-task differences {TREATMENT} − {BASELINE} per metric: each row is a task (each arm's mean "
+               f"over its repetitions, then their difference); the diamond is the mean over tasks with its "
+               f"cluster-bootstrap 95 % interval (seed {analysis.seed}); exploratory.")
     return Figure("plot-differences", caption, svg_of(figure, "plot-differences"))
 
 
-def _distribution_axes(ax: Axes, analysis: Analysis, index: int) -> None:
-    metric = (INPUT, OUTPUT, TOOLS, WALL, CHARGED)[index]
+def _distribution_axes(ax: Axes, analysis: Analysis, metric: Metric) -> None:
     values = scenario_values(analysis, metric)
     for position, scenario in enumerate((BASELINE, TREATMENT)):
         points = [float(v) for v in values.get(scenario, [])]
-        offsets = _jitter(len(points))
+        offsets = spread_identical(points)
         ax.scatter([position + o for o in offsets], points, s=16, color=SCENARIO_COLOURS[scenario], alpha=0.8,
                    zorder=3)
         if points:
-            ax.hlines(statistics.median(points), position - 0.3, position + 0.3, color="black", linewidth=1.2, zorder=4)
-    labels = [f"{letter} (n = {len(values[scenario])})" for letter, scenario in (("R", BASELINE), ("D", TREATMENT))]
-    ax.set_xticks([0, 1], labels, fontsize=7)
+            ax.hlines(statistics.median(points), position - 0.32, position + 0.32, color="black", linewidth=1.2,
+                      zorder=4)
+    labels = [f"{scenario}\n(n = {len(values[scenario])})" for scenario in (BASELINE, TREATMENT)]
+    ax.set_xticks([0, 1], labels, fontsize=TEXT_PT)
+    ax.tick_params(axis="y", labelsize=TEXT_PT)
     if metric.kind == "count":
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    highest = max([float(v) for vs in values.values() for v in vs], default=0.0)
+    ax.set_ylim(0, max(ax.get_ylim()[1], highest * 1.08) or 1)
     ax.set_xlim(-0.6, 1.6)
-    ax.set_title(f"{metric.label} ({metric.unit})", fontsize=9)
+    ax.set_ylabel(f"{metric.label} per attempt ({metric.unit})", fontsize=TEXT_PT)
+    ax.set_title(metric.label, fontsize=TEXT_PT)
 
 
 def distributions_figure(analysis: Analysis) -> Figure:
-    """Per-scenario values of tokens, tool calls, wall time and charges, with the median as a bar."""
-    figure = MplFigure(figsize=(10, 3.2), layout="constrained")
-    axes = figure.subplots(1, 5, squeeze=False)[0]
-    for index, ax in enumerate(axes):
-        _distribution_axes(ax, analysis, index)
-    figure.suptitle(f"R = {BASELINE}, D = {TREATMENT}", fontsize=8)
-    caption = "Per-scenario distributions over completed attempts (dots are attempts, the bar is the median)."
+    """Per-scenario values of tokens, tool calls, wall time and charges (axes from zero, identical values side
+    by side), with the median as a bar."""
+    figure = MplFigure(figsize=(11, 6.4), layout="constrained")
+    axes = [ax for row in figure.subplots(2, 3, squeeze=False) for ax in row]
+    for ax, metric in zip(axes, DISTRIBUTION_METRICS, strict=False):
+        _distribution_axes(ax, analysis, metric)
+    for ax in axes[len(DISTRIBUTION_METRICS):]:
+        ax.set_visible(False)
+    caption = ("Per-scenario distributions over completed attempts (dots are attempts, identical values side by side; "
+               "the bar is the median; every axis starts at zero).")
     return Figure("plot-distributions", caption, svg_of(figure, "plot-distributions"))
 
 
@@ -137,14 +218,15 @@ def status_figure(analysis: Analysis) -> Figure:
         seen.setdefault(attempt.status, colour)
         ax.bar(position, 1, width=0.9, color=colour, edgecolor="white")
         letter = {BASELINE: "R", TREATMENT: "D"}.get(attempt.scenario, "?")
-        ax.text(position, 0.5, letter, ha="center", va="center", fontsize=7, color="white")
+        ax.text(position, 0.5, letter, ha="center", va="center", fontsize=TEXT_PT, color="white")
     ax.set_xlim(-0.6, max(len(attempts), 1) - 0.4)
     ax.set_yticks([])
-    ax.set_xticks(range(len(attempts)), [str(a.index + 1) for a in attempts], fontsize=6)
-    ax.set_xlabel("attempt (execution order); R = repository-only, D = doc-bridge-mcp", fontsize=8)
+    step = max(1, -(-len(attempts) // 40))
+    ax.set_xticks(range(0, len(attempts), step), [str(a.index + 1) for a in attempts][::step], fontsize=TEXT_PT)
+    ax.set_xlabel(f"attempt (execution order); R = {BASELINE}, D = {TREATMENT}", fontsize=TEXT_PT)
     handles = [Patch(color=colour, label=status) for status, colour in seen.items()]
     if handles:
-        figure.legend(handles=handles, loc="outside upper center", ncol=min(len(handles), 7), fontsize=7,
+        figure.legend(handles=handles, loc="outside upper center", ncol=min(len(handles), 7), fontsize=TEXT_PT,
                       frameon=False)
     caption = "Status strip: every attempt in execution order, blocked and failed ones included."
     return Figure("plot-status", caption, svg_of(figure, "plot-status"))

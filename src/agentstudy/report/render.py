@@ -83,6 +83,7 @@ table{border-collapse:collapse;margin:1rem 0;font-size:.85rem}
 caption{text-align:left;font-weight:600;padding:.3rem 0}
 th,td{border:1px solid #d0d0d0;padding:.25rem .5rem;vertical-align:top}
 th{background:#f2f2f2}td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+#glance td:nth-child(n+3){white-space:nowrap}
 figure{margin:1.5rem 0}figcaption{font-size:.9rem;color:#444}svg{max-width:100%;height:auto}
 """.strip()
 

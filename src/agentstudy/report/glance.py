@@ -1,0 +1,147 @@
+"""The report's first section, "Result at a glance" (issue 17, item 4): the answer before anything else.
+
+Per metric — correctness first (when adjudicated), then input tokens, tool calls, wall time and
+charged USD — one row: the direction in words ("1,250 more input tokens per task with
+doc-bridge-mcp"), the task-level difference (mean over tasks of each task's arm-mean
+difference, :mod:`agentstudy.report.inference`), its 95 % interval, its p-value and the design
+"k tasks × r repetitions". Below the table: whether the ledger is a rehearsal (and unverified),
+the containment each arm achieved, and the caveats line. Provenance is in the appendix
+(:func:`agentstudy.report.content.provenance_section`). Pure: no IO.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from agentstudy.report import fmt
+from agentstudy.report.analysis import CHARGED, CORRECTNESS, INPUT, TOOLS, WALL, Analysis, Metric
+from agentstudy.report.containment import containment_rows, containment_sentences
+from agentstudy.report.document import Block, Paragraph, Section, Table
+from agentstudy.report.inference import TaskLevelSummary
+from agentstudy.report.model import BASELINE, TREATMENT
+from agentstudy.report.sentences import REHEARSAL_SENTENCE, UNVERIFIED_SENTENCE
+
+TITLE = "Result at a glance"
+GLANCE_METRICS = (CORRECTNESS, INPUT, TOOLS, WALL, CHARGED)
+"""The metrics of the glance table, in display order (correctness only when adjudicated)."""
+CAVEATS = ("Caveats: exploratory (no pre-registered hypothesis); the task is the unit of analysis; small "
+           "samples support no general claim; token or latency reductions alone do not establish correctness.")
+
+_WORDS: dict[str, tuple[str, str, str]] = {
+    # metric key: (what is counted, word when the treatment has more, word when less)
+    INPUT.key: ("input tokens", "more", "fewer"),
+    TOOLS.key: ("tool calls", "more", "fewer"),
+    WALL.key: ("ms of wall time", "more", "less"),
+    CHARGED.key: ("USD charged", "more", "less"),
+    CORRECTNESS.key: ("correctness score", "higher", "lower"),
+}
+
+
+def magnitude(value: float, metric: Metric) -> str:
+    """``|value|`` as the glance writes it: counts with thousands separators (one decimal when not whole),
+    USD to 6 decimals, scores to 3."""
+    size = abs(value)
+    if metric.kind == "usd":
+        return fmt.usd(Decimal(repr(size)))
+    if metric.kind == "score":
+        return f"{size:.3f}"
+    whole = round(size)
+    return f"{whole:,}" if abs(size - whole) < 0.05 else f"{size:,.1f}"
+
+
+def direction(summary: TaskLevelSummary, metric: Metric, treatment: str = TREATMENT) -> str:
+    """The task-level difference in words, e.g. ``"1,250 more input tokens per task with doc-bridge-mcp"``,
+    ``"no difference in tool calls"``, or ``"not computable: <reason>"`` (``treatment`` is the arm's label)."""
+    noun, more, less = _WORDS[metric.key]
+    if summary.estimate is None:
+        return f"not computable: {summary.estimate_note or summary.ci_note or 'no task has values in both arms'}"
+    shown = magnitude(summary.estimate, metric)
+    if float(shown.replace(",", "")) == 0:
+        return f"no difference in {metric.label} (rounded)"
+    word = more if summary.estimate > 0 else less
+    if metric.kind == "usd":
+        return f"{shown} {noun.replace('charged', word + ' charged')} per task with {treatment}"
+    if metric.key == WALL.key:
+        return f"{shown} ms {word} wall time per task with {treatment}"
+    return f"{shown} {word} {noun} per task with {treatment}"
+
+
+def favours(metric: Metric) -> str:
+    """Which direction of the difference favours the treatment arm: ``"higher"`` for correctness, ``"lower"``
+    for the costs (tokens, calls, ms, USD)."""
+    return "higher" if metric.kind == "score" else "lower"
+
+
+def _row(metric: Metric, summary: TaskLevelSummary) -> tuple[str, ...]:
+    """One metric's cells; an interval or p that is not computable is ``—`` (the reasons follow the table)."""
+    p_text = fmt.p_value(summary.p_value, None)
+    if summary.p_monte_carlo_se is not None:
+        p_text += f" (Monte Carlo SE {summary.p_monte_carlo_se:.4f})"
+    return (metric.label, direction(summary, metric), fmt.statistic(summary.estimate, metric.kind),
+            fmt.interval(summary.ci_low, summary.ci_high, None, metric.kind), p_text, summary.design,
+            favours(metric))
+
+
+def _not_computable(summaries: list[tuple[Metric, TaskLevelSummary]]) -> str | None:
+    """One sentence naming why intervals or p-values are ``—``, each reason once with its metrics."""
+    reasons: dict[str, list[str]] = {}
+    for metric, summary in summaries:
+        if summary.estimate is None:
+            continue
+        for note in (summary.ci_note, summary.p_note):
+            if note and metric.label not in reasons.setdefault(note, []):
+                reasons[note].append(metric.label)
+    if not reasons:
+        return None
+    return "— : " + "; ".join(f"{note} ({', '.join(labels)})" for note, labels in reasons.items()) + "."
+
+
+def _plural(attempts: int) -> str:
+    return "1 attempt" if attempts == 1 else f"{attempts} attempts"
+
+
+def _containment_line(analysis: Analysis) -> str:
+    rows = containment_rows(analysis.study.attempts)
+    if not rows:
+        return "Containment: no attempt was observed."
+    arms = "; ".join(f"{row.scenario} {row.mechanism_cell()}" for row in rows)
+    if all(row.bubblewrapped for row in rows):
+        return f"Containment achieved: {arms}; every attempt ran in bubblewrap."
+    line = f"Containment achieved: {arms}; not every attempt ran in bubblewrap (the Containment section says what " \
+           "was not achieved)."
+    confounded = [s for s in containment_sentences(rows) if s.startswith("The arms were contained differently")]
+    return line + (f" {confounded[0]}" if confounded else "")
+
+
+def glance_section(analysis: Analysis) -> Section:
+    """The first section of every minimal report: one row per metric of :data:`GLANCE_METRICS` the analysis
+    has (correctness only when adjudicated), from each result's ``task_level`` summary."""
+    study = analysis.study
+    summaries = {r.metric.key: r.task_level for r in analysis.results}
+    present = set(summaries)
+    shown = [(m, summaries[m.key]) for m in GLANCE_METRICS if m.key in present]
+    rows = tuple(_row(m, summary) for m, summary in shown)
+    table = Table("glance", f"{TREATMENT} compared with {BASELINE}, task level (exploratory)",
+                  ("metric", "in words", "Δ per task", "95 % interval", "p (sign-flip)", "design", "better when"),
+                  rows, frozenset({2, 3, 4}))
+    blocks: list[Block] = []
+    if study.unverified:
+        blocks.append(Paragraph(UNVERIFIED_SENTENCE + " First: " + study.unverified[0]))
+    run = study.mode or "mode not recorded"
+    status = study.status or "no status recorded"
+    blocks.append(Paragraph(
+        f"{'REHEARSAL' if study.rehearsal else 'Real run'} ({run}, {status}, {_plural(len(study.attempts))}"
+        f"{', transport ' + study.transport if study.transport else ''}). "
+        + (REHEARSAL_SENTENCE if study.rehearsal else "Not a rehearsal: a model answered.")))
+    if study.status == "blocked" or study.stop_reason:
+        blocks.append(Paragraph(f"The run ended {study.status or 'without a status'}: "
+                                f"{study.stop_reason or 'no stop reason recorded'}."))
+    blocks.append(table)
+    why = _not_computable(shown)
+    if why:
+        blocks.append(Paragraph(why))
+    if CORRECTNESS.key not in present:
+        blocks.append(Paragraph("Correctness: not adjudicated, so not reported."))
+    blocks.append(Paragraph(_containment_line(analysis)))
+    blocks.append(Paragraph(CAVEATS))
+    return Section(TITLE, tuple(blocks))

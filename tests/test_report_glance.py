@@ -1,0 +1,78 @@
+"""The "Result at a glance" section (issue 17, item 4) on hand-built ledgers with known answers."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import pytest
+
+from agentstudy.report.analysis import CHARGED, CORRECTNESS, INPUT, TOOLS, WALL
+from agentstudy.report.build import build_report
+from agentstudy.report.glance import direction
+from agentstudy.report.inference import TaskLevelSummary
+from test_report_builders import TASKS, cli_obs, companion, full_study, ledger, markdown_tables, write
+
+CAPTION = "doc-bridge-mcp compared with repository-only, task level (exploratory)"
+
+
+def _summary(estimate: float | None) -> TaskLevelSummary:
+    return TaskLevelSummary(6, 3, "6 tasks × 3 repetitions", estimate, None, None, None, None, None, None, "m", ())
+
+
+def test_the_direction_is_said_in_words_with_the_treatment_arm() -> None:
+    assert direction(_summary(1250.0), INPUT) == "1,250 more input tokens per task with doc-bridge-mcp"
+    assert direction(_summary(-2.5), TOOLS) == "2.5 fewer tool calls per task with doc-bridge-mcp"
+    assert direction(_summary(-312.0), WALL) == "312 ms less wall time per task with doc-bridge-mcp"
+    assert direction(_summary(0.00125), CHARGED) == "0.001250 USD more charged per task with doc-bridge-mcp"
+    assert direction(_summary(-0.25), CORRECTNESS) == "0.250 lower correctness score per task with doc-bridge-mcp"
+    assert direction(_summary(0.0), TOOLS) == "no difference in tool calls (rounded)"
+    assert direction(_summary(None), TOOLS).startswith("not computable")
+
+
+def _headings(text: str) -> list[str]:
+    lines = text.splitlines()
+    return [line for line, under in itertools.pairwise(lines)
+            if under and set(under) == {"-"} and len(under) == len(line)]
+
+
+def test_the_glance_comes_first_with_correctness_first_and_provenance_last(tmp_path: Path) -> None:
+    data = write(tmp_path / "ledger.json", ledger(full_study()))
+    (tmp_path / "companion.json").write_text(json.dumps(companion(data, {
+        i: "correct" if json.loads(data)["observations"][i]["scenario"] == "doc-bridge-mcp" else "partial"
+        for i in range(36)})))
+    text = build_report(tmp_path / "ledger.json", tmp_path / "companion.json")
+    headings = _headings(text)
+    assert headings[0] == "Result at a glance" and headings[-1] == "Appendix: provenance"
+    glance = text[:text.index("About this report")]
+    assert "ledger SHA-256" not in glance and "ledger SHA-256" in text[text.index("Appendix: provenance"):]
+    rows = markdown_tables(build_report(tmp_path / "ledger.json", tmp_path / "companion.json", output_format="md"))
+    table = rows[CAPTION]
+    assert [r["metric"] for r in table] == ["correctness", "input tokens", "tool calls", "wall time", "charged USD"]
+    by_metric = {r["metric"]: r for r in table}
+    # Every task: D uses 100 fewer input tokens, 2 fewer tool calls, 500 ms less; D correct (1), R partial (0.5).
+    assert by_metric["input tokens"]["in words"] == "100 fewer input tokens per task with doc-bridge-mcp"
+    assert by_metric["tool calls"]["in words"] == "2 fewer tool calls per task with doc-bridge-mcp"
+    assert by_metric["wall time"]["in words"] == "500 ms less wall time per task with doc-bridge-mcp"
+    assert by_metric["correctness"]["in words"] == "0.500 higher correctness score per task with doc-bridge-mcp"
+    assert by_metric["correctness"]["better when"] == "higher" and by_metric["input tokens"]["better when"] == "lower"
+    for row in table:
+        assert row["design"] == "6 tasks × 3 repetitions"
+        assert row["p (sign-flip)"] == "0.031"  # 2 / 2^6: every task difference has one sign
+    assert "Containment achieved:" in glance and "Caveats: exploratory" in glance
+    assert "Real run (full, awaiting-adjudication, 36 attempts, transport cli)" in glance
+
+
+@pytest.mark.parametrize("output_format", ["text", "md", "html"])
+def test_a_blocked_pilot_says_why_and_what_is_not_computable(tmp_path: Path, output_format: str) -> None:
+    observations = [cli_obs(TASKS[0], "repository-only", 1), cli_obs(TASKS[0], "doc-bridge-mcp", 1,
+                                                                     status="invalid-setup", charged=0.1)]
+    write(tmp_path / "ledger.json", ledger(observations, mode="pilot", status="blocked",
+                                           stopReason="attempt 2 ended invalid-setup"))
+    report = build_report(tmp_path / "ledger.json", output_format=output_format)
+    glance = " ".join(report[:report.index("About this report")].split()).replace("\\", "")
+    assert "Result at a glance" in glance
+    assert "The run ended blocked: attempt 2 ended invalid-setup." in glance
+    assert "not computable: no task has values in both arms" in glance
+    assert "(pilot, blocked, 2 attempts, transport cli)" in glance
