@@ -82,7 +82,9 @@ from agentstudy.transports.cli import CliSettings
               help="Upper output price, USD per million tokens (http). [env: STUDY_OUTPUT_USD_PER_MILLION]")
 @click.option("--rehearsal", is_flag=True,
               help="Rehearse for free: the agent talks to a scripted Messages API server on 127.0.0.1 with a "
-                   "dummy token; the ledger says rehearsal. --approve-budget is not needed.")
+                   "dummy token; the ledger says rehearsal. --approve-budget is not needed, and http needs no "
+                   "prices (nominal: the model's first cli tier, e.g. 0.10 / 0.50 USD per million; recorded as "
+                   "nominal).")
 @containment_option
 @cli_base_url_option
 @mcp_options
@@ -126,9 +128,12 @@ def minimal(
     run: credentials and what only a started process can tell (the CLI's version, the MCP
     server's tools: ``--dry-run --probe`` starts it once per checkout, in its sandbox, and prints
     its tools with their annotations; still no agent, no reservation, no ledger). --transport
-    http runs the Messages API loop: ANTHROPIC_API_KEY from the
-    environment only, upper prices from the flags or STUDY_INPUT_USD_PER_MILLION /
-    STUDY_OUTPUT_USD_PER_MILLION. Money is a plain decimal in USD (``0.10``): no sign, exponent
+    http runs the Messages API loop: ANTHROPIC_API_KEY from the environment only, upper prices
+    from the flags or STUDY_INPUT_USD_PER_MILLION / STUDY_OUTPUT_USD_PER_MILLION (a --rehearsal
+    runs at nominal prices unless given others: ``pricing.http.rehearsal_prices``, what a cli
+    rehearsal is charged at; the ledger's prices say ``nominal: true``, the summary "rehearsal:
+    no real money" and its JSON line ``"rehearsal": true``). Money is a plain decimal in USD
+    (``0.10``): no sign, exponent
     or underscore, at most 9 decimals, above zero and at most 1,000,000.
     """
     try:
@@ -165,7 +170,7 @@ def minimal(
         if model is not None:
             require_model(model)
         money_flags(loaded, mode, transport, model, budget_usd, attempt_budget_usd, input_usd_per_million,
-                    output_usd_per_million, required=False)
+                    output_usd_per_million, required=False, rehearsal=rehearsal)
         if output is not None:
             check_new_output("--output", output, (*root_paths.values(), project_root()))
         try:
@@ -192,7 +197,7 @@ def minimal(
         fail("--approve-budget is required to run a paid study (or --rehearsal to rehearse it for free)")
     chosen_model = require_model(model)
     money = money_flags(loaded, mode, transport, chosen_model, budget_usd, attempt_budget_usd,
-                        input_usd_per_million, output_usd_per_million, required=True)
+                        input_usd_per_million, output_usd_per_million, required=True, rehearsal=rehearsal)
     if output is None:
         fail("--output FILE is required")
     if transport == "http":
@@ -263,7 +268,7 @@ def _run_http(
     check_new_output("--output", output, (*roots.values(), project_root()))
     request = HttpRunRequest(
         loaded=loaded, mode=mode, roots=roots, output=output, model=model, prices=prices, cap_usd=cap,
-        api_key=key, base_url=base_url, mcp=spec, rehearsal=rehearsal,
+        api_key=key, base_url=base_url, mcp=spec, rehearsal=rehearsal, nominal_prices=rehearsal,
         forbidden_output_roots=(project_root(),), progress=progress_for_terminal(),
         containment=containment, parent_env=dict(os.environ),
     )

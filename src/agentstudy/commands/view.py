@@ -62,8 +62,10 @@ def progress_for_terminal() -> RunProgress:
 
 
 def print_summary_table(summary: RunSummary, note: str = "") -> None:
-    """Print the run's summary as a small table on stderr."""
+    """Print the run's summary as a small table on stderr; its title carries ``note``, else the line's own
+    (a rehearsal's "rehearsal: no real money")."""
     line = summary.line
+    note = note or line.get("note", "")
     table = Table(title=f"run {line['status']}" + (f" ({note})" if note else ""), show_header=False)
     table.add_column("what", style="bold")
     table.add_column("value")

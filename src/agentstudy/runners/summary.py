@@ -14,6 +14,8 @@ from agentstudy.protocol.records import CliObservation, HttpObservation
 
 FULL_TO_PILOT_RATIO = 18
 """36 full attempts / 2 pilot attempts."""
+REHEARSAL_NOTE = "rehearsal: no real money"
+"""What every rehearsal's summary says (issue 18, item 6); its JSON line says ``"rehearsal": true``."""
 
 
 @dataclass(frozen=True)
@@ -45,8 +47,12 @@ def summarize(
     budget: Budget,
     ledger: Path,
     transport: str = "cli",
+    rehearsal: bool = False,
 ) -> RunSummary:
     """Build the summary of a finished run (``transport`` ``cli`` or ``http``; HTTP has no cache tokens).
+
+    ``rehearsal``: the run talked to the local scripted server; the line says ``"rehearsal": true``
+    and its ``note`` is :data:`REHEARSAL_NOTE` (a paid run says ``"rehearsal": false``, no note).
 
     The pilot extrapolation (spend x 18: charged spend for CLI, upper-price spend for HTTP) is
     given only for a pilot that ended ``awaiting-adjudication`` with complete usage; it is not an
@@ -56,6 +62,8 @@ def summarize(
     extrapolate = mode == "pilot" and status == "awaiting-adjudication" and usage_complete
     line: dict[str, Any] = {
         "transport": transport,
+        "rehearsal": rehearsal,
+        **({"note": REHEARSAL_NOTE} if rehearsal else {}),
         "status": status,
         "mode": mode,
         "plannedAttempts": planned,
