@@ -68,7 +68,7 @@ def test_probe_lists_the_bundled_servers_tools_with_annotations_once_per_checkou
     result = _invoke(_dry(study, "--probe", "--output", str(ledger)))
     assert result.exit_code == 0, result.output
     report: dict[str, Any] = json.loads(result.stdout)
-    server = report["mcpServer"]
+    server = report["mcpProbe"]
     assert server["name"] == "doc-bridge" and server["containment"].startswith("bwrap ")
     assert server["serversStarted"] == 3 and server["checkouts"] == sorted(study.roots)
     tools = {tool["name"]: tool for tool in server["tools"]}
@@ -91,7 +91,7 @@ def test_probe_lists_the_bundled_servers_tools_with_annotations_once_per_checkou
 def test_the_pilot_probe_starts_only_the_mcp_arms_checkout(study: ExampleStudy) -> None:
     result = _invoke(_dry(study, "--probe", "--pilot"))
     assert result.exit_code == 0, result.output
-    server = json.loads(result.stdout)["mcpServer"]
+    server = json.loads(result.stdout)["mcpProbe"]
     assert server["serversStarted"] == 1 and server["checkouts"] == ["lantern-cache"]
 
 
@@ -104,7 +104,7 @@ def test_probe_needs_dry_run_and_the_roots(study: ExampleStudy) -> None:
 def test_without_probe_the_dry_run_starts_no_server(study: ExampleStudy, tmp_path: Path) -> None:
     result = _invoke(_dry(study, *_broken(tmp_path, "crash")))
     assert result.exit_code == 0, result.output
-    assert "mcpServer" not in json.loads(result.stdout)
+    assert "mcpProbe" not in json.loads(result.stdout)
 
 
 @pytest.mark.parametrize("mode", ["refuse", "raise"])
@@ -148,4 +148,4 @@ def test_empty_candidates_need_no_config_file_and_refuse_a_config_placeholder(
     assert "name {config} but --server-config-candidates is empty" in line
     result = _invoke(_dry(study, "--probe", "--pilot", "--server-config-candidates", ""))
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout)["mcpServer"]["probe"]["ok"] is True
+    assert json.loads(result.stdout)["mcpProbe"]["probe"]["ok"] is True

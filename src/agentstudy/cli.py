@@ -35,6 +35,7 @@ def main() -> None:
 
 
 main.add_command(minimal)
+main.add_command(minimal, name="study")  # issue 18: the general name, the same command object
 main.add_command(demo)
 main.add_command(diagrams)
 main.add_command(transcript)

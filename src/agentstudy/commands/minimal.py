@@ -27,7 +27,7 @@ from agentstudy.commands.containment_options import (
     containment_option,
     gateway_from_options,
 )
-from agentstudy.commands.mcp_options import mcp_options, mcp_spec_from_options
+from agentstudy.commands.mcp_options import mcp_options, study_mcp_spec
 from agentstudy.commands.minimal_inputs import claude_binary, money_flags, require_model
 from agentstudy.commands.view import print_server_tools, print_summary_table, progress_for_terminal
 from agentstudy.io.claude_cli import find_login_file, project_root
@@ -44,6 +44,7 @@ from agentstudy.pricing.http import UpperPrices
 from agentstudy.protocol.manifest import LoadedManifest, ManifestError, load_manifest
 from agentstudy.protocol.mcp_spec import McpServerSpec
 from agentstudy.protocol.schedule import Mode, ScheduleEntry, build_schedule
+from agentstudy.protocol.study_arms import arms_record
 from agentstudy.rehearsal.messages_server import RehearsalServer
 from agentstudy.runners.minimal import CliRunRequest, run_cli_study
 from agentstudy.runners.minimal_http import REHEARSAL_KEY, HttpRunRequest, run_http_study
@@ -55,13 +56,15 @@ from agentstudy.transports.cli import CliSettings
 
 @click.command()
 @click.option("--manifest", "manifest_path", type=click.Path(path_type=Path), required=True,
-              help="The minimal-study-v1 manifest (JSON).")
+              help="The study: an agentstudy-study-v1 study file (docs/study-file.md) or the seed's "
+                   "minimal-study-v1 manifest (JSON).")
 @click.option("--dry-run", is_flag=True, help="Validate the matrix (and --root checkouts); start nothing.")
 @click.option("--probe", is_flag=True,
               help="With --dry-run: also start the MCP server once per checkout of the MCP arm, in its sandbox, "
                    "as the run's preflight does (--root needed), and print its tools with their annotations.")
 @click.option("--pilot", is_flag=True, help="Select the 2-attempt pilot (first task, one repetition).")
-@click.option("--run", "full", is_flag=True, help="Select the full 36-attempt schedule.")
+@click.option("--run", "full", is_flag=True,
+              help="Select the full schedule: tasks x repetitions x 2 arms (36 for the seed manifest).")
 @click.option("--approve-budget", is_flag=True, help="Required to spend: you approve the cap.")
 @click.option("--transport", type=click.Choice(["http", "cli"]), default="http", show_default=True,
               help="Messages API loop (http) or headless Claude Code (cli, the pilot transport).")
@@ -89,7 +92,9 @@ from agentstudy.transports.cli import CliSettings
 @cli_base_url_option
 @mcp_options
 @stops_on_signals
+@click.pass_context
 def minimal(
+    ctx: click.Context,
     manifest_path: Path,
     dry_run: bool,
     probe: bool,
@@ -117,7 +122,10 @@ def minimal(
     containment: str,
     cli_base_url: str | None,
 ) -> None:
-    """Run the minimal paired study (seed: minimal study runner v1).
+    """Run a paired study from a study file or the seed's manifest (seed: minimal study runner v1; issue 18).
+
+    A study file (agentstudy-study-v1) names the treatment arm's MCP server, tools and probe:
+    they are the defaults of the MCP flags, and a flag given on the command line overrides them.
 
     --dry-run validates everything the run would refuse for its input, without starting any
     process or opening any socket: the manifest (each prompt after templating within 8 KiB, no
@@ -145,8 +153,9 @@ def minimal(
     root_paths = parse_roots(roots)
     mode: Mode = "pilot" if pilot else "full"
     schedule = build_schedule(loaded.manifest, mode)
-    spec = mcp_spec_from_options(
-        mcp_config_file, server_config_candidates, mcp_tools, mcp_probe, mcp_probe_arguments, sandbox_binds
+    spec = study_mcp_spec(
+        ctx, loaded.arms.treatment if loaded.arms else None,
+        mcp_config_file, server_config_candidates, mcp_tools, mcp_probe, mcp_probe_arguments, sandbox_binds,
     )
     mode_of_containment = containment_mode(containment)
     base_url = api_base_url
@@ -187,8 +196,12 @@ def minimal(
             "networkCalls": 0,
             "claudeProcesses": 0,
         }
+        report["mcpServer"] = {"name": spec.name, "tools": list(spec.read_only_tools), "probe": spec.probe_tool,
+                               "probeArguments": dict(spec.probe_arguments)}
+        if loaded.arms is not None:
+            report["arms"] = arms_record(loaded.arms, spec.name)
         if probe:
-            report["mcpServer"] = _probe(spec, loaded, schedule, root_paths, mode_of_containment)
+            report["mcpProbe"] = _probe(spec, loaded, schedule, root_paths, mode_of_containment)
         click.echo(json.dumps(report, separators=(",", ":")))
         return
     if not (pilot or full):

@@ -65,6 +65,8 @@ from agentstudy.runners.ledger_steps import (
     now_iso,
     open_reservation,
     stopped_detail,
+    study_arms,
+    summary_names,
 )
 from agentstudy.runners.preflight import NOTHING_WRITTEN, McpPreflight, PreflightError, prepare_study, refusal
 from agentstudy.runners.progress import AttemptProgress, RunProgress, SilentProgress
@@ -196,6 +198,7 @@ def _ledger(request: HttpRunRequest, base_url: str, mcp: McpPreflight, planned: 
             denied_tools=[t for t in mcp.listed_tools if t not in request.mcp.read_only_tools],
             read_only_evidence=dict(mcp.read_only_evidence),
         ),
+        arms=study_arms(request.loaded, request.mcp.name),
         rehearsal=request.rehearsal,
         adjudication=AdjudicationDeclaration(),
         mode=request.mode,
@@ -306,4 +309,5 @@ def _run_http_study(request: HttpRunRequest, stack: ExitStack) -> RunSummary:
             raise
         raise StopRequested(signum, stopped_detail(output)) from error
     return summarize(run.status, request.mode, len(schedule), observations, budget, output, transport="http",
-                     rehearsal=request.rehearsal)
+                     rehearsal=request.rehearsal,
+                     **summary_names(request.loaded, request.mcp.name))

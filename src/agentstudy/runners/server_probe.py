@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from agentstudy.io.containment import ContainmentMode
-from agentstudy.protocol.manifest import Manifest
+from agentstudy.protocol.manifest import StudyDefinition
 from agentstudy.protocol.mcp_spec import McpServerSpec, mcp_tool_name
 from agentstudy.protocol.schedule import ScheduleEntry
 from agentstudy.runners.preflight import prepare_study
@@ -23,13 +23,13 @@ from agentstudy.runners.preflight import prepare_study
 
 def probe_servers(
     spec: McpServerSpec,
-    manifest: Manifest,
+    manifest: StudyDefinition,
     schedule: Sequence[ScheduleEntry],
     roots: Mapping[str, Path],
     containment: ContainmentMode,
     parent_env: Mapping[str, str],
 ) -> dict[str, Any]:
-    """Run the study's preflight without a run and describe the server (the dry run's ``mcpServer`` object).
+    """Run the study's preflight without a run and describe the server (the dry run's ``mcpProbe`` object).
 
     Returns:
         ``{"name", "serversStarted", "checkouts": [repository…], "containment",
