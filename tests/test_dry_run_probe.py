@@ -149,3 +149,13 @@ def test_empty_candidates_need_no_config_file_and_refuse_a_config_placeholder(
     result = _invoke(_dry(study, "--probe", "--pilot", "--server-config-candidates", ""))
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["mcpProbe"]["probe"]["ok"] is True
+
+
+def test_a_run_refused_by_its_preflight_shows_the_servers_words_too(study: ExampleStudy, tmp_path: Path) -> None:
+    ledger = tmp_path / "ledger.json"
+    args = [arg for arg in _dry(study, "--pilot", "--rehearsal", "--model", "claude-haiku-5-5", "--budget-usd", "1",
+                                "--output", str(ledger), *_broken(tmp_path, "refuse")) if arg != "--dry-run"]
+    line = _refused(_invoke(args))
+    assert "run refused, nothing reserved: lantern-cache: MCP freshness probe repo.search failed at the pin: " \
+           f"{REASON} (token=[redacted]; env [redacted])" in line
+    assert SECRET not in line and not ledger.exists()
