@@ -133,8 +133,8 @@ def test_config_placeholder_with_the_default_candidates_says_what_to_do(study: E
     config = _config(tmp_path, sys.executable, str(BROKEN), "refuse", "--config", "{config}")
     line = _refused(_invoke(_dry(study, "--probe", "--pilot", "--mcp-config", str(config),
                                  "--mcp-tools", "repo.search", "--mcp-probe", "repo.search")))
-    assert "lantern-cache: the MCP server's command names {config} but none of --server-config-candidates " \
-           "(doc-bridge.config.ts," in line
+    assert "lantern-cache: no MCP server config file in the pinned corpus for {config} (tried " \
+           "--server-config-candidates doc-bridge.config.ts," in line
     assert "pass --server-config-candidates FILE[,FILE...]" in line
     assert 'pass --server-config-candidates "" (no config file)' in line
 

@@ -29,8 +29,8 @@ class ServerCorpusError(RuntimeError):
 
 def config_not_found(name: str, candidates: tuple[str, ...]) -> str:
     """The refusal when ``{config}`` is named and no candidate is in corpus ``name``'s snapshot (issue 18)."""
-    return (f"{name}: the MCP server's command names {{config}} but none of --server-config-candidates "
-            f"({', '.join(candidates)}) is in the pinned corpus; pass --server-config-candidates FILE[,FILE...] "
+    return (f"{name}: no MCP server config file in the pinned corpus for {{config}} (tried "
+            f"--server-config-candidates {', '.join(candidates)}); pass --server-config-candidates FILE[,FILE...] "
             "naming the config file your server reads (NAME#KEY: a JSON file with that top-level key), or "
             "drop {config} from the command and pass --server-config-candidates \"\" (no config file)")
 
