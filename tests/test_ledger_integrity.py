@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -70,7 +71,7 @@ def _assert_every_snapshot_verifies(snapshots: Snapshots, tmp_path: Path) -> lis
                              if document.get("openReservation")))
     result = CliRunner().invoke(main, ["report", str(crashed)])
     assert result.exit_code == 0, result.output
-    assert "run status         running" in result.output and "UNVERIFIED" not in result.output
+    assert re.search(r"^run status +running$", result.output, re.MULTILINE) and "UNVERIFIED" not in result.output
     assert "was never settled" in result.output
     assert "verified: ledgerHash and every observationHash match" in result.output
     return documents
@@ -183,7 +184,7 @@ INVARIANTS: dict[str, tuple[Change, str]] = {
     "stop reason added": (_set("stopReason", "edited"), "with a stopReason"),
     "failure hidden": (_set("observations.0.status", "failed"), "the run goes on after"),
     "cap flag flipped": (_set("budget.cumulativeCapExceeded", True), "cumulativeCapExceeded"),
-    "cap lowered": (_set("budget.cap", 0.001), "cumulativeCapExceeded"),
+    "cap lowered": (_set("budget.cap", 0.0001), "cumulativeCapExceeded"),  # below the pilot's nominal spend
     "negative charge": (_set("observations.0.chargedUsd", -0.001), "not a finite amount >= 0"),
     "charge as text": (_set("observations.0.chargedUsd", "0.001"), "not a finite amount >= 0"),
     "rehearsal against the public API": (_set("http.apiBaseUrl", "https://api.anthropic.com"), "rehearsal is true"),

@@ -42,7 +42,8 @@ def mcp_options(function: F) -> F:
                           "{git} a private read-only clone with the pin's history only, {checkout} the live "
                           "checkout (recorded as not isolated)."),
         click.option("--server-config-candidates", default=",".join(DOC_BRIDGE_CONFIG_CANDIDATES), show_default=True,
-                     help="Files tried in order in each corpus snapshot for {config}; NAME#KEY needs that JSON key."),
+                     help="Files tried in order in each corpus snapshot for {config}; NAME#KEY needs that JSON key; "
+                          "\"\" means the server needs no config file."),
         click.option("--mcp-tools", default="doc.search,doc.get,handoff.resolve", show_default=True,
                      help="The server's read-only tools the agent may call; every other listed tool is denied. "
                           "Preflight refuses a named tool the server annotates readOnlyHint: false or "

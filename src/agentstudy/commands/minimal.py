@@ -29,7 +29,7 @@ from agentstudy.commands.containment_options import (
 )
 from agentstudy.commands.mcp_options import mcp_options, study_mcp_spec
 from agentstudy.commands.minimal_inputs import claude_binary, money_flags, require_model
-from agentstudy.commands.view import print_summary_table, progress_for_terminal
+from agentstudy.commands.view import print_server_tools, print_summary_table, progress_for_terminal
 from agentstudy.io.claude_cli import find_login_file, project_root
 from agentstudy.io.containment import ContainmentMode
 from agentstudy.io.ledger_store import CheckpointError, OutputPathError
@@ -43,12 +43,13 @@ from agentstudy.io.messages_api import (
 from agentstudy.pricing.http import UpperPrices
 from agentstudy.protocol.manifest import LoadedManifest, ManifestError, load_manifest
 from agentstudy.protocol.mcp_spec import McpServerSpec
-from agentstudy.protocol.schedule import Mode, build_schedule
+from agentstudy.protocol.schedule import Mode, ScheduleEntry, build_schedule
 from agentstudy.protocol.study_arms import arms_record
 from agentstudy.rehearsal.messages_server import RehearsalServer
 from agentstudy.runners.minimal import CliRunRequest, run_cli_study
 from agentstudy.runners.minimal_http import REHEARSAL_KEY, HttpRunRequest, run_http_study
 from agentstudy.runners.preflight import PreflightError, check_corpus_roots
+from agentstudy.runners.server_probe import probe_servers
 from agentstudy.runners.summary import RunSummary
 from agentstudy.transports.cli import CliSettings
 
@@ -58,6 +59,9 @@ from agentstudy.transports.cli import CliSettings
               help="The study: an agentstudy-study-v1 study file (docs/study-file.md) or the seed's "
                    "minimal-study-v1 manifest (JSON).")
 @click.option("--dry-run", is_flag=True, help="Validate the matrix (and --root checkouts); start nothing.")
+@click.option("--probe", is_flag=True,
+              help="With --dry-run: also start the MCP server once per checkout of the MCP arm, in its sandbox, "
+                   "as the run's preflight does (--root needed), and print its tools with their annotations.")
 @click.option("--pilot", is_flag=True, help="Select the 2-attempt pilot (first task, one repetition).")
 @click.option("--run", "full", is_flag=True,
               help="Select the full schedule: tasks x repetitions x 2 arms (36 for the seed manifest).")
@@ -81,7 +85,9 @@ from agentstudy.transports.cli import CliSettings
               help="Upper output price, USD per million tokens (http). [env: STUDY_OUTPUT_USD_PER_MILLION]")
 @click.option("--rehearsal", is_flag=True,
               help="Rehearse for free: the agent talks to a scripted Messages API server on 127.0.0.1 with a "
-                   "dummy token; the ledger says rehearsal. --approve-budget is not needed.")
+                   "dummy token; the ledger says rehearsal. --approve-budget is not needed, and http needs no "
+                   "prices (nominal: the model's first cli tier, e.g. 0.10 / 0.50 USD per million; recorded as "
+                   "nominal).")
 @containment_option
 @cli_base_url_option
 @mcp_options
@@ -91,6 +97,7 @@ def minimal(
     ctx: click.Context,
     manifest_path: Path,
     dry_run: bool,
+    probe: bool,
     pilot: bool,
     full: bool,
     approve_budget: bool,
@@ -127,9 +134,14 @@ def minimal(
     executable path), every money flag that is given (and the cap against one reservation),
     --model and --output when given, and with --root the checkouts with local git. Left to the
     run: credentials and what only a started process can tell (the CLI's version, the MCP
-    server's tools). --transport http runs the Messages API loop: ANTHROPIC_API_KEY from the
-    environment only, upper prices from the flags or STUDY_INPUT_USD_PER_MILLION /
-    STUDY_OUTPUT_USD_PER_MILLION. Money is a plain decimal in USD (``0.10``): no sign, exponent
+    server's tools: ``--dry-run --probe`` starts it once per checkout, in its sandbox, and prints
+    its tools with their annotations; still no agent, no reservation, no ledger). --transport
+    http runs the Messages API loop: ANTHROPIC_API_KEY from the environment only, upper prices
+    from the flags or STUDY_INPUT_USD_PER_MILLION / STUDY_OUTPUT_USD_PER_MILLION (a --rehearsal
+    runs at nominal prices unless given others: ``pricing.http.rehearsal_prices``, what a cli
+    rehearsal is charged at; the ledger's prices say ``nominal: true``, the summary "rehearsal:
+    no real money" and its JSON line ``"rehearsal": true``). Money is a plain decimal in USD
+    (``0.10``): no sign, exponent
     or underscore, at most 9 decimals, above zero and at most 1,000,000.
     """
     try:
@@ -159,13 +171,15 @@ def minimal(
     elif rehearsal and cli_base_url is not None:
         fail("--cli-base-url and --rehearsal exclude each other (a rehearsal uses its own local server)")
     gateway_url, gateway_token = gateway_from_options(cli_base_url)
+    if probe and not dry_run:
+        fail("--probe goes with --dry-run (a run probes the MCP server anyway)")
     if dry_run:
         if transport == "cli":
             claude_binary(claude_bin)
         if model is not None:
             require_model(model)
         money_flags(loaded, mode, transport, model, budget_usd, attempt_budget_usd, input_usd_per_million,
-                    output_usd_per_million, required=False)
+                    output_usd_per_million, required=False, rehearsal=rehearsal)
         if output is not None:
             check_new_output("--output", output, (*root_paths.values(), project_root()))
         try:
@@ -186,6 +200,8 @@ def minimal(
                                "probeArguments": dict(spec.probe_arguments)}
         if loaded.arms is not None:
             report["arms"] = arms_record(loaded.arms, spec.name)
+        if probe:
+            report["mcpProbe"] = _probe(spec, loaded, schedule, root_paths, mode_of_containment)
         click.echo(json.dumps(report, separators=(",", ":")))
         return
     if not (pilot or full):
@@ -194,7 +210,7 @@ def minimal(
         fail("--approve-budget is required to run a paid study (or --rehearsal to rehearse it for free)")
     chosen_model = require_model(model)
     money = money_flags(loaded, mode, transport, chosen_model, budget_usd, attempt_budget_usd,
-                        input_usd_per_million, output_usd_per_million, required=True)
+                        input_usd_per_million, output_usd_per_million, required=True, rehearsal=rehearsal)
     if output is None:
         fail("--output FILE is required")
     if transport == "http":
@@ -231,6 +247,19 @@ def minimal(
     sys.exit(code)
 
 
+def _probe(
+    spec: McpServerSpec, loaded: LoadedManifest, schedule: tuple[ScheduleEntry, ...], roots: dict[str, Path],
+    containment: ContainmentMode,
+) -> dict[str, Any]:
+    """``--dry-run --probe``: the server's tools (printed on stderr); exit 2 with the server's own words on failure."""
+    try:
+        server = probe_servers(spec, loaded.manifest, schedule, roots, containment, os.environ)
+    except PreflightError as error:
+        fail(f"MCP probe failed, nothing reserved or written: {error}")
+    print_server_tools(server)
+    return server
+
+
 def _run_http(
     loaded: LoadedManifest,
     mode: Mode,
@@ -252,7 +281,7 @@ def _run_http(
     check_new_output("--output", output, (*roots.values(), project_root()))
     request = HttpRunRequest(
         loaded=loaded, mode=mode, roots=roots, output=output, model=model, prices=prices, cap_usd=cap,
-        api_key=key, base_url=base_url, mcp=spec, rehearsal=rehearsal,
+        api_key=key, base_url=base_url, mcp=spec, rehearsal=rehearsal, nominal_prices=rehearsal,
         forbidden_output_roots=(project_root(),), progress=progress_for_terminal(),
         containment=containment, parent_env=dict(os.environ),
     )

@@ -1,4 +1,4 @@
-"""How a run looks in a terminal: a live progress line per attempt and a final summary table (rich, stderr).
+"""How a run looks in a terminal: progress per attempt, a final summary table, the probed tools (rich, stderr).
 
 USD are shown by ``pricing.sums.display_usd`` (half-up, 6 decimals), the rule of every report, so the
 last progress line, the table, the JSON line and the report agree on a run's spend (issue 17 item 8).
@@ -9,9 +9,11 @@ stdout and nothing else. Neither view ever shows an answer or a credential.
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from decimal import Decimal
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -65,8 +67,10 @@ def progress_for_terminal() -> RunProgress:
 
 
 def print_summary_table(summary: RunSummary, note: str = "") -> None:
-    """Print the run's summary as a small table on stderr."""
+    """Print the run's summary as a small table on stderr; its title carries ``note``, else the line's own
+    (a rehearsal's "rehearsal: no real money")."""
     line = summary.line
+    note = note or line.get("note", "")
     table = Table(title=f"run {line['status']}" + (f" ({note})" if note else ""), show_header=False)
     table.add_column("what", style="bold")
     table.add_column("value")
@@ -87,3 +91,22 @@ def print_summary_table(summary: RunSummary, note: str = "") -> None:
     table.add_row(f"full run (x{line.get('fullRunFactor') or 18})", projection)
     table.add_row("ledger", line["ledger"])
     Console(stderr=True).print(table)
+
+
+def print_server_tools(server: dict[str, Any]) -> None:
+    """Print ``--dry-run --probe``'s finding on stderr: one row per listed tool with its annotations (issue 18).
+
+    ``server`` is ``runners.server_probe.probe_servers``'s object; stdout keeps the one JSON line.
+    """
+    checkouts = ", ".join(server["checkouts"])
+    title = (f"MCP server {server['name']}: started {server['serversStarted']}x ({checkouts}), "
+             f"probe {server['probe']['tool']} ok")
+    table = Table(title=title)
+    table.add_column("tool", style="bold")
+    table.add_column("agent may call")
+    table.add_column("annotations")
+    for tool in server["tools"]:
+        may = f"yes, {tool['readOnlyEvidence']}" if tool["allowed"] else "no (denied)"
+        notes = ", ".join(f"{key}: {json.dumps(value)}" for key, value in tool["annotations"].items())
+        table.add_row(tool["name"], may, notes or "none")
+    Console(stderr=True).print(table, "nothing was reserved or written", highlight=False)

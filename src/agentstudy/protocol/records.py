@@ -144,12 +144,17 @@ Observation = Annotated[CliObservation | HttpObservation, Field(discriminator="t
 
 
 class HttpPrices(BaseModel):
-    """The ledger's HTTP ``prices`` block: the upper prices, USD per million tokens."""
+    """The ledger's HTTP ``prices`` block: the upper prices, USD per million tokens.
+
+    ``nominal: true`` marks a rehearsal's nominal prices (``pricing.http.REHEARSAL_PRICES``, no
+    money moved; issue 18); the key is absent otherwise.
+    """
 
     model_config = ConfigDict(extra="forbid", validate_by_name=True, validate_by_alias=True)
 
     input: float
     output: float
+    nominal: bool | None = None
 
 
 class HttpRunSettings(BaseModel):
@@ -328,6 +333,8 @@ class MinimalLedger(BaseModel):
         """
         data = self.model_dump(by_alias=True, exclude_none=False)
         data["observations"] = [o.to_json() for o in self.observations]
+        if isinstance(data.get("prices"), dict) and data["prices"].get("nominal") is None:
+            data["prices"].pop("nominal", None)
         for key in ("openReservation", "stopReason", "finishedAt", "cli", "prices", "http", "containment",
                     "hashAlgo", "ledgerHash", "arms", "fullAttempts"):
             if data[key] is None:

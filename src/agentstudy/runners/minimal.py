@@ -274,4 +274,5 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
             raise
         raise StopRequested(signum, stopped_detail(output)) from error
     return summarize(run.status, request.mode, len(schedule), observations, budget, output,
+                     rehearsal=request.settings.rehearsal_base_url is not None,
                      **summary_names(request.loaded, request.settings.mcp.name))

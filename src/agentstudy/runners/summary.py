@@ -16,6 +16,8 @@ from agentstudy.protocol.records import CliObservation, HttpObservation
 FULL_TO_PILOT_RATIO = 18
 """The seed's 36 full attempts / 2 pilot attempts; a study file's own factor is its full attempts / the pilot's."""
 SEED_FULL_ATTEMPTS = 36
+REHEARSAL_NOTE = "rehearsal: no real money"
+"""What every rehearsal's summary says (issue 18, item 6); its JSON line says ``"rehearsal": true``."""
 
 
 @dataclass(frozen=True)
@@ -47,11 +49,15 @@ def summarize(
     budget: Budget,
     ledger: Path,
     transport: str = "cli",
+    rehearsal: bool = False,
     full_attempts: int = SEED_FULL_ATTEMPTS,
     arm_labels: Mapping[str, str] | None = None,
     server_name: str | None = None,
 ) -> RunSummary:
     """Build the summary of a finished run (``transport`` ``cli`` or ``http``; HTTP has no cache tokens).
+
+    ``rehearsal``: the run talked to the local scripted server; the line says ``"rehearsal": true``
+    and its ``note`` is :data:`REHEARSAL_NOTE` (a paid run says ``"rehearsal": false``, no note).
 
     The pilot extrapolation (spend x ``full_attempts / planned``: charged spend for CLI,
     upper-price spend for HTTP; x 18 for the seed) is given only for a pilot that ended
@@ -64,6 +70,8 @@ def summarize(
     extrapolate = mode == "pilot" and status == "awaiting-adjudication" and usage_complete and factor is not None
     line: dict[str, Any] = {
         "transport": transport,
+        "rehearsal": rehearsal,
+        **({"note": REHEARSAL_NOTE} if rehearsal else {}),
         "status": status,
         "mode": mode,
         "plannedAttempts": planned,
