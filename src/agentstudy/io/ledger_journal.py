@@ -59,10 +59,11 @@ class LedgerJournalError(ValueError):
 
 @dataclass(frozen=True)
 class SnapshotPolicy:
-    """When a running ledger is rewritten whole: journal bytes >= max(``min_bytes``, last snapshot's bytes),
-    or ``seconds`` since the last snapshot (and at least one record since)."""
+    """When a running ledger is rewritten whole: journal bytes >= max(``min_bytes``, ``growth`` × the last
+    snapshot's bytes), or ``seconds`` since the last snapshot (and at least one record since)."""
 
     min_bytes: int = 256 * 1024
+    growth: float = 1.0
     seconds: float = 300.0
 
 
@@ -144,7 +145,7 @@ class JournaledLedger:
             self._fd = None
 
     def _due(self) -> bool:
-        grown = self._journal_bytes >= max(self.policy.min_bytes, self._snapshot_bytes)
+        grown = self._journal_bytes >= max(self.policy.min_bytes, self.policy.growth * self._snapshot_bytes)
         return grown or (self._journal_bytes > 0 and self.clock() - self._snapshot_at >= self.policy.seconds)
 
     def _append(self, line: bytes) -> None:
