@@ -2,8 +2,9 @@
 
 Each run is a real subprocess of this checkout's ``agentstudy minimal --pilot --transport http
 --rehearsal --rehearsal-latency-ms 300`` over real git corpora and the bundled MCP server
-(every request answered after 300 ms, so the kills land among the journal's appends). The
-moments are drawn from a seeded generator. After each kill: if the ledger exists, the ledger
+(every request answered after 300 ms, so the kills land among the journal's appends). Each
+kill lands a seeded random delay after the journal appears (0 to 6 s: inside the attempts, the
+pilot's requests take about 5 s). After each kill: if the ledger exists, the ledger
 as every reader reads it (last snapshot + journal, a torn last line discarded) verifies,
 ``spent`` is the observations' charges plus the open reservation (reserved + charged), the
 command ``agentstudy ledger`` accepts it, and the next run refuses the path (never resumes).
@@ -17,6 +18,7 @@ import random
 import signal
 import subprocess
 import sys
+import time
 from decimal import Decimal
 from pathlib import Path
 
@@ -32,7 +34,9 @@ from agentstudy.rehearsal.example_study import ExampleStudy, build_example_study
 
 from checkout_run import SRC
 
-MOMENTS_S = sorted(random.Random(19).uniform(3.0, 30.0) for _ in range(5))
+_MOMENTS = random.Random(19)
+MOMENTS_S = sorted(_MOMENTS.uniform(0.0, 6.0) for _ in range(6))
+"""Seconds after the journal appears (the ledger's creation, after preflight) that the kill lands."""
 
 
 @pytest.fixture(scope="module")
@@ -58,14 +62,16 @@ def test_sigkill_at_a_random_moment_leaves_a_ledger_that_verifies(tmp_path: Path
     env = {**os.environ, "TMPDIR": str(scratch), "PYTHONPATH": str(SRC)}
     runner = subprocess.Popen(_command(study, ledger), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL, env=env, start_new_session=True)
+    end = time.monotonic() + 180
+    while not journal_path(ledger).exists():
+        assert runner.poll() is None, f"the run ended (exit {runner.returncode}) before its journal appeared"
+        assert time.monotonic() < end, "the journal never appeared"
+        time.sleep(0.01)
     try:
         runner.wait(timeout=moment_s)
     except subprocess.TimeoutExpired:
         os.killpg(runner.pid, signal.SIGKILL)  # the runner and every child it started (its MCP server)
         runner.wait()
-    if not ledger.exists():
-        assert not journal_path(ledger).exists(), "a journal is created only after its ledger"
-        return
     read = read_ledger(ledger, ledger.read_bytes())
     assert verify_ledger_bytes(read.data).problems == ()
     model = MinimalLedger.model_validate(json.loads(read.data))

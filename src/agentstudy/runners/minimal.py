@@ -57,7 +57,7 @@ from agentstudy.runners.preflight import (
     prepare_study,
     refusal,
 )
-from agentstudy.runners.progress import AttemptProgress, RunProgress, SilentProgress
+from agentstudy.runners.progress import AttemptProgress, RunProgress, SilentProgress, finish_progress
 from agentstudy.runners.summary import RunSummary, summarize
 from agentstudy.transports.cli import CliAttemptResult, CliSettings, run_cli_attempt
 from agentstudy.transports.cli_args import arm_tools
@@ -199,6 +199,7 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
         ledger.containment = checked.containment
         store = JournaledLedger(output, ledger)
         stack.callback(store.close)
+        stack.callback(finish_progress, request.progress)
     except BaseException as error:
         run.refuse()
         failure = refusal(error, (OutputPathError,))

@@ -68,7 +68,7 @@ from agentstudy.runners.ledger_steps import (
     stopped_detail,
 )
 from agentstudy.runners.preflight import NOTHING_WRITTEN, McpPreflight, PreflightError, prepare_study, refusal
-from agentstudy.runners.progress import AttemptProgress, RunProgress, SilentProgress
+from agentstudy.runners.progress import AttemptProgress, RunProgress, SilentProgress, finish_progress
 from agentstudy.runners.summary import RunSummary, summarize
 from agentstudy.transports.http import (
     ATTEMPT_DEADLINE_MS,
@@ -241,6 +241,7 @@ def _run_http_study(request: HttpRunRequest, stack: ExitStack) -> RunSummary:
         ledger.containment = checked.containment
         store = JournaledLedger(output, ledger, transform=lambda value: redact(value, api_key))
         stack.callback(store.close)
+        stack.callback(finish_progress, request.progress)
     except BaseException as error:
         run.refuse()
         failure = refusal(error, (OutputPathError,))
