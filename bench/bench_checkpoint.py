@@ -15,8 +15,8 @@ observations, repetition numbers counting up; about 3.5 KB each). At each size, 
   temporary file, fsync, rename, directory fsync);
 - write_fsync: open + write + fsync of the same bytes in place (the floor of a snapshot).
 
-The journal's amortised cost per checkpoint (``journal_amortised_s``) adds a snapshot's
-median share under the default policy: a snapshot when the journal has grown to the size of
+All sizes and ways are interleaved in one set of rounds. The journal's amortised cost per
+checkpoint (``journal_amortised_s``) adds a snapshot's median share under the default policy: a snapshot when the journal has grown to the size of
 the last snapshot, so one snapshot every ``snapshot bytes / record bytes`` records. The
 target: the journal at 10,000 observations within 2× of the journal at 100 (issue 19's
 Must-show); the rest is reported.
@@ -89,62 +89,76 @@ class _Study:
         self.next_repetition += 1
 
 
-def _size(directory: Path, ledger: dict[str, Any], size: int, repeats: int) -> dict[str, Any]:
-    doc = document(ledger, size)
-    full_study, journal_study = _Study(doc), _Study(doc)
-    sealed = seal_ledger(full_study.model.to_json())
-    data = encode(sealed)
-    old = LedgerFile(directory / f"full-{size}.json", sealed)
-    journaled = JournaledLedger(directory / f"journal-{size}.json", journal_study.model, policy=NEVER)
-    snapshot_store = LedgerFile(directory / f"snapshot-{size}.json", {"created": True})
-    snapshot_store.checkpoint(sealed)
-    if snapshot_store.path.read_bytes() != data:
-        raise RuntimeError("the snapshot wrote other bytes than the bare write would")
-    bare_path = directory / f"bare-{size}.json"
-    top = {k: v for k, v in sealed.items() if k not in NOT_TOP_LEVEL}
-    observations = sealed["observations"]
+class _Size:
+    """Everything one size needs, built untimed: the two growing studies, the stores, the sealed document."""
 
-    def full_rewrite() -> None:
-        full_study.step()
-        old.checkpoint(seal_ledger(full_study.model.to_json()))
+    def __init__(self, directory: Path, ledger: dict[str, Any], size: int) -> None:
+        self.size = size
+        doc = document(ledger, size)
+        self.full_study, self.journal_study = _Study(doc), _Study(doc)
+        self.sealed = seal_ledger(self.full_study.model.to_json())
+        self.data = encode(self.sealed)
+        self.old = LedgerFile(directory / f"full-{size}.json", self.sealed)
+        self.journaled = JournaledLedger(directory / f"journal-{size}.json", self.journal_study.model, policy=NEVER)
+        self.snapshot_store = LedgerFile(directory / f"snapshot-{size}.json", {"created": True})
+        self.snapshot_store.checkpoint(self.sealed)
+        if self.snapshot_store.path.read_bytes() != self.data:
+            raise RuntimeError("the snapshot wrote other bytes than the bare write would")
+        self.bare_path = directory / f"bare-{size}.json"
+        self.top = {k: v for k, v in self.sealed.items() if k not in NOT_TOP_LEVEL}
 
-    def journal() -> None:
-        journal_study.step()
-        journaled.record(journal_study.model)
+    def full_rewrite(self) -> None:
+        self.full_study.step()
+        self.old.checkpoint(seal_ledger(self.full_study.model.to_json()))
 
-    methods: dict[str, Timer] = {
-        "full_rewrite": lambda: timed(full_rewrite),
-        "journal": lambda: timed(journal),
-        "snapshot": lambda: timed(lambda: snapshot_store.checkpoint(assemble(top, observations))),
-        "write_fsync": lambda: timed(lambda: bare_write(bare_path, data)),
-    }
-    slow = max(3, repeats // (size // 100))  # the full rewrite at 10,000 takes seconds each
-    runs = {"full_rewrite": slow, "journal": repeats * 4, "snapshot": slow, "write_fsync": slow}
-    stats = interleave(methods, runs)
-    journal_bytes = os.path.getsize(journaled.journal)
-    records = runs["journal"] + 1
-    journaled.close()
-    record_bytes = journal_bytes / records
-    per_snapshot = max(1.0, len(data) / record_bytes)
-    amortised = stats["journal"].median + stats["snapshot"].median / per_snapshot
-    return {
-        "observations": size,
-        "bytes": len(data),
-        "journal_record_bytes_mean": round(record_bytes),
-        **{key: value.to_json() for key, value in stats.items()},
-        "ratio_full_rewrite_to_journal": ratio(stats["full_rewrite"], stats["journal"]),
-        "ratio_snapshot_to_write_fsync": ratio(stats["snapshot"], stats["write_fsync"]),
-        "records_per_snapshot_default_policy": round(per_snapshot),
-        "journal_amortised_s": round(amortised, 6),
-    }
+    def journal(self) -> None:
+        self.journal_study.step()
+        self.journaled.record(self.journal_study.model)
+
+    def snapshot(self) -> None:
+        self.snapshot_store.checkpoint(assemble(self.top, self.sealed["observations"]))
+
+    def methods(self) -> dict[str, Timer]:
+        return {
+            f"{self.size}:full_rewrite": lambda: timed(self.full_rewrite),
+            f"{self.size}:journal": lambda: timed(self.journal),
+            f"{self.size}:snapshot": lambda: timed(self.snapshot),
+            f"{self.size}:write_fsync": lambda: timed(lambda: bare_write(self.bare_path, self.data)),
+        }
+
+    def section(self, stats: dict[str, Stats], journal_runs: int) -> dict[str, Any]:
+        mine = {name.split(":", 1)[1]: value for name, value in stats.items() if name.startswith(f"{self.size}:")}
+        record_bytes = os.path.getsize(self.journaled.journal) / (journal_runs + 1)
+        self.journaled.close()
+        per_snapshot = max(1.0, len(self.data) / record_bytes)
+        return {
+            "observations": self.size,
+            "bytes": len(self.data),
+            "journal_record_bytes_mean": round(record_bytes),
+            **{key: value.to_json() for key, value in mine.items()},
+            "ratio_full_rewrite_to_journal": ratio(mine["full_rewrite"], mine["journal"]),
+            "ratio_snapshot_to_write_fsync": ratio(mine["snapshot"], mine["write_fsync"]),
+            "records_per_snapshot_default_policy": round(per_snapshot),
+            "journal_amortised_s": round(mine["journal"].median + mine["snapshot"].median / per_snapshot, 6),
+        }
 
 
 def run(ledger: dict[str, Any], repeats: int) -> dict[str, Any]:
-    """Time the four ways at each size of ``SIZES``; return the JSON section (with the 10,000 / 100 ratio)."""
+    """Time the four ways at every size of ``SIZES``, all interleaved in one set of rounds; the JSON section.
+
+    The slow ways (full rewrite, snapshot, write_fsync) run 3 times at each size, the journal
+    record ``4 × repeats`` times; with the sizes interleaved, a drift of the machine's load hits
+    the 100- and the 10,000-observation journal alike.
+    """
     section: dict[str, Any] = {}
+    journal_runs = repeats * 4
     with tempfile.TemporaryDirectory(prefix="agentstudy-bench-ledger-") as name:
-        for size in SIZES:
-            section[str(size)] = _size(Path(name), ledger, size, repeats)
+        sizes = [_Size(Path(name), ledger, size) for size in SIZES]
+        methods = {key: timer for size in sizes for key, timer in size.methods().items()}
+        runs = {key: journal_runs if key.endswith(":journal") else 3 for key in methods}
+        stats = interleave(methods, runs)
+        for size in sizes:
+            section[str(size.size)] = size.section(stats, journal_runs)
     small, large = section[str(SIZES[0])], section[str(SIZES[-1])]
     section["journal_growth"] = {
         "ratio_journal_10000_to_100": ratio(_stats(large["journal"]), _stats(small["journal"])),
