@@ -16,8 +16,9 @@ observations, repetition numbers counting up; about 3.5 KB each). At each size, 
 - write_fsync: open + write + fsync of the same bytes in place (the floor of a snapshot).
 
 All sizes and ways are interleaved in one set of rounds. The journal's amortised cost per
-checkpoint (``journal_amortised_s``) adds a snapshot's median share under the default policy: a snapshot when the journal has grown to the size of
-the last snapshot, so one snapshot every ``snapshot bytes / record bytes`` records. The
+checkpoint (``journal_amortised_s``) adds a snapshot's median share under the default policy:
+a snapshot when the journal has grown to the size of the last snapshot, so one snapshot every
+``snapshot bytes / record bytes`` records. The
 target: the journal at 10,000 observations within 2× of the journal at 100 (issue 19's
 Must-show); the rest is reported.
 """
