@@ -26,9 +26,10 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from agentstudy.cli import main
-from agentstudy.io.ledger_store import LedgerFile
+from agentstudy.io.ledger_journal import JournaledLedger, read_ledger
 from agentstudy.protocol.ledger_integrity import verify_ledger
 from agentstudy.protocol.manifest import load_manifest
+from agentstudy.protocol.records import MinimalLedger
 from agentstudy.rehearsal.example_study import build_example_study
 from agentstudy.rehearsal.messages_server import RehearsalServer
 from agentstudy.report.load import load_study
@@ -40,25 +41,32 @@ from agentstudy.runners.preflight import DEFAULT_MCP_SERVER
 Path_ = tuple[str | int, ...]
 
 
-class _Recording(LedgerFile):
-    """A ``LedgerFile`` that keeps every document it wrote."""
+class _Recording(JournaledLedger):
+    """A ``JournaledLedger`` that keeps every state it made durable, as a reader rebuilds it (snapshot + journal)."""
 
     written: ClassVar[list[dict[str, Any]]] = []
 
-    def __init__(self, path: Path, document: dict[str, Any]) -> None:
-        super().__init__(path, document)
-        self.written.append(json.loads(path.read_bytes()))
+    def _keep(self) -> None:
+        self.written.append(json.loads(read_ledger(self.path, self.path.read_bytes()).data))
+
+    def __init__(self, path: Path, ledger: MinimalLedger, **options: Any) -> None:
+        super().__init__(path, ledger, **options)
+        self._keep()
+
+    def record(self, ledger: MinimalLedger) -> None:
+        super().record(ledger)
+        self._keep()
 
     def checkpoint(self, document: dict[str, Any]) -> None:
         super().checkpoint(document)
-        self.written.append(json.loads(self.path.read_bytes()))
+        self._keep()
 
 
 def _run(directory: Path, fail_with_status: int | None) -> list[dict[str, Any]]:
     study = build_example_study(directory / "study")
     _Recording.written = []
     with RehearsalServer(fail_with_status=fail_with_status) as server, \
-            mock.patch("agentstudy.runners.minimal_http.LedgerFile", _Recording):
+            mock.patch("agentstudy.runners.minimal_http.JournaledLedger", _Recording):
         run_http_study(HttpRunRequest(
             loaded=load_manifest(study.manifest_path), mode="pilot", roots=study.roots,
             output=directory / "ledger.json", model=DEMO_MODEL, prices=DEMO_PRICES, cap_usd=DEMO_CAP_USD,

@@ -2,8 +2,9 @@
 
 The real runner runs as a child process over real git corpora and the bundled MCP server;
 the agent is the fake ``claude`` so that it can be made to sleep exactly where the kill
-should land. After every kill the ledger (if it exists yet) must parse, validate against the
-ledger model, and show every reservation made before the kill as charged.
+should land. After every kill the ledger (if it exists yet) — its last snapshot plus the journal
+beside it (issue 19), rebuilt as every reader does — must verify, validate against the ledger
+model, and show every reservation made before the kill as charged.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from agentstudy.io.ledger_journal import read_ledger
+from agentstudy.protocol.ledger_integrity import verify_ledger_bytes
 from agentstudy.protocol.records import MinimalLedger
 from agentstudy.protocol.schemas import json_schema
 from agentstudy.rehearsal.example_study import ExampleStudy, build_example_study
@@ -69,7 +72,9 @@ def _check_ledger(ledger: Path) -> MinimalLedger | None:
     """The invariants after a kill; returns the ledger, or None when none was created yet."""
     if not ledger.exists():
         return None
-    document = json.loads(ledger.read_text(encoding="utf-8"))
+    data = read_ledger(ledger, ledger.read_bytes()).data
+    assert verify_ledger_bytes(data).problems == ()
+    document = json.loads(data)
     jsonschema.validate(document, json_schema("ledger"))
     model = MinimalLedger.model_validate(document)
     charged = sum((Decimal(str(o.charged_usd)) for o in model.observations), Decimal(0))

@@ -20,6 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 from agentstudy.cli import main
+from agentstudy.io.ledger_journal import JournaledLedger, read_ledger
 from agentstudy.io.ledger_store import LedgerFile
 from agentstudy.protocol.controlled.hashing import sha256_normalized_v1
 from agentstudy.protocol.ledger_integrity import (
@@ -31,6 +32,7 @@ from agentstudy.protocol.ledger_integrity import (
     verify_ledger,
     verify_ledger_bytes,
 )
+from agentstudy.protocol.records import MinimalLedger
 from agentstudy.rehearsal.messages_server import RehearsalServer
 from agentstudy.runners.demo import run_demo
 from agentstudy.runners.progress import SilentProgress
@@ -38,11 +40,18 @@ from test_minimal_tamper import run_http_pilot
 
 
 class Snapshots:
-    """Every document a ``LedgerFile`` writes, as the bytes on disk after each write."""
+    """Every state a ledger reaches on disk: each ``LedgerFile`` write, and each journal record as a reader
+    rebuilds it (snapshot + journal, issue 19)."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.taken: list[bytes] = []
-        create, checkpoint = LedgerFile.__init__, LedgerFile.checkpoint
+        create, checkpoint, record = LedgerFile.__init__, LedgerFile.checkpoint, JournaledLedger.record
+
+        def recorded(store: JournaledLedger, ledger: MinimalLedger) -> None:
+            record(store, ledger)
+            self.taken.append(read_ledger(store.path, store.path.read_bytes()).data)
+
+        monkeypatch.setattr(JournaledLedger, "record", recorded)
 
         def created(store: LedgerFile, path: Path, document: dict[str, Any]) -> None:
             create(store, path, document)

@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from agentstudy.io.ledger_journal import LedgerJournalError, read_ledger
 from agentstudy.io.user_file import UserFileError, read_user_file
 from agentstudy.protocol.controlled.hashing import JsonDocumentError, parse_json_text
 from agentstudy.protocol.json_input import JsonInputError, load_json
@@ -133,6 +134,10 @@ def read_ledger_bytes(path: Path) -> tuple[bytes, dict[str, Any], LedgerKind]:
         data = read_user_file(path, what="the ledger")
     except UserFileError as error:
         raise LedgerError(f"ledger not found: {path}" if error.missing else str(error)) from None
+    try:  # a crashed run's ledger is its last snapshot plus the journal beside it (issue 19)
+        data = read_ledger(path, data).data
+    except LedgerJournalError as error:
+        raise LedgerError(str(error)) from None
     try:
         load_json(data)  # bounded: depth, number length, size
         document = parse_json_text(data.decode("utf-8"))  # strict: no duplicate keys, no NaN

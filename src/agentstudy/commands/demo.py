@@ -26,9 +26,12 @@ from agentstudy.runners.summary import REHEARSAL_NOTE
 @click.option("--claude-bin", help="Claude Code executable (default: AGENTSTUDY_CLAUDE_BIN, pinned install, PATH).")
 @click.option("--adjudicate", is_flag=True,
               help="Then adjudicate the pilot blind with Claude Code against a scripted adjudicator (zero spend).")
+@click.option("--rehearsal-latency-ms", type=click.IntRange(0, 600_000), default=0, show_default=True,
+              help="The scripted server answers every request after this many ms (issue 19).")
 @containment_option
 @stops_on_signals
-def demo(output_dir: Path | None, transport: str, claude_bin: str | None, adjudicate: bool, containment: str) -> None:
+def demo(output_dir: Path | None, transport: str, claude_bin: str | None, adjudicate: bool,
+         rehearsal_latency_ms: int, containment: str) -> None:
     """Run the pilot of the bundled example study for free.
 
     The agent (the real Claude Code binary, or with --transport http the Messages API loop)
@@ -60,10 +63,11 @@ def demo(output_dir: Path | None, transport: str, claude_bin: str | None, adjudi
     mode = containment_mode(containment)
     try:
         if transport == "http":
-            summary = run_http_demo(directory, progress=progress, containment=mode)
+            summary = run_http_demo(directory, progress=progress, containment=mode, latency_ms=rehearsal_latency_ms)
         else:
             assert binary is not None
-            summary = run_demo(directory, binary, progress=progress, containment=mode)
+            summary = run_demo(directory, binary, progress=progress, containment=mode,
+                               latency_ms=rehearsal_latency_ms)
     except (PreflightError, OutputPathError) as error:
         fail(f"demo refused: {error}")
     except CheckpointError as error:

@@ -21,6 +21,7 @@ from agentstudy.commands.contract_files import (
     table,
     text_or_json,
 )
+from agentstudy.io.ledger_journal import LedgerJournalError, describe_journal, read_ledger
 from agentstudy.pricing.usd_json import usd_number
 from agentstudy.protocol.controlled.ledger import ControlledStudyObservationLedgerV1
 from agentstudy.protocol.controlled.summary import summarize_ledger
@@ -32,8 +33,10 @@ from agentstudy.protocol.records import is_minimal_ledger_version
 @click.command()
 @click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
 @allow_unverified_option
+@click.option("--rebuilt", is_flag=True,
+              help="Print the minimal-study ledger as read (snapshot + journal rebuilt) instead of a summary.")
 @text_or_json
-def ledger(file: Path, allow_unverified: bool, as_text: bool) -> None:
+def ledger(file: Path, allow_unverified: bool, rebuilt: bool, as_text: bool) -> None:
     """Verify a ledger and summarise it.
 
     A controlled-study ledger: observations by run, round, status and adjudication; its
@@ -44,7 +47,10 @@ def ledger(file: Path, allow_unverified: bool, as_text: bool) -> None:
     and the invariants: spent = the observations' charges + the open reservation, each task,
     scenario and repetition once, every amount finite and >= 0, the status consistent with the
     observations and the stop reason, rehearsal with the recorded base URL (loopback http).
-    A crashed run (`running`, maybe with an open reservation) verifies.
+    A crashed run (`running`, maybe with an open reservation) verifies. A crashed run leaves its
+    last snapshot and a journal beside it (`FILE.journal`, issue 19): the journal's hash chain is
+    checked (a torn last line is discarded as not yet written, damage before it is refused, exit 2)
+    and the ledger is verified as rebuilt; --rebuilt prints that ledger.
 
     A ledger that does not verify is refused (exit 2, the first problem named) unless
     --allow-unverified, which prints the problems as a warning and marks the summary NOT VERIFIED.
@@ -54,6 +60,11 @@ def ledger(file: Path, allow_unverified: bool, as_text: bool) -> None:
         loaded = read_contract(file, ControlledStudyObservationLedgerV1, allow_unverified=allow_unverified)
         emit(as_text, "ledger", summarize_ledger(loaded), render_ledger)
         return
+    try:
+        read = read_ledger(file, data)
+    except LedgerJournalError as error:
+        fail(str(error))
+    data = read.data
     verification = verify_ledger_bytes(data)
     if not verification.verified:
         strict = not verification.problems[0].startswith("the ledger is not strict JSON")
@@ -61,7 +72,11 @@ def ledger(file: Path, allow_unverified: bool, as_text: bool) -> None:
             hint = "; --allow-unverified reads it anyway" if strict else ""
             fail(f"{file}: does not verify: {verification.first()}{hint}")
         click.echo(f"agentstudy: warning: unverified: {file}: {'; '.join(verification.problems)}", err=True)
+    if rebuilt:
+        click.echo(data.decode("utf-8"), nl=False)
+        return
     summary = summarize_minimal(load_json(data), verification.problems)
+    summary["journal"] = describe_journal(read.journal) if read.journal is not None else None
     emit(as_text, "ledger", summary, render_minimal)
 
 
@@ -131,6 +146,8 @@ def render_minimal(summary: dict[str, Any]) -> list[str]:
         ("Open reservation", open_text),
         ("Ledger hash", f"{summary['ledgerHash']}  {'verified' if summary['verified'] else 'NOT VERIFIED'}"),
     ]
+    if summary.get("journal"):
+        rows.append(("Journal", f"{summary['journal']}; the hash chain holds"))
     if summary["verified"]:
         rows.append(("Checks", "every observationHash matches; the invariants hold"))
     else:

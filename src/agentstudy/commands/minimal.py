@@ -88,6 +88,8 @@ from agentstudy.transports.cli import CliSettings
                    "dummy token; the ledger says rehearsal. --approve-budget is not needed, and http needs no "
                    "prices (nominal: the model's first cli tier, e.g. 0.10 / 0.50 USD per million; recorded as "
                    "nominal).")
+@click.option("--rehearsal-latency-ms", type=click.IntRange(0, 600_000), default=0, show_default=True,
+              help="With --rehearsal: the scripted server answers every request after this many ms (issue 19).")
 @containment_option
 @cli_base_url_option
 @mcp_options
@@ -113,6 +115,7 @@ def minimal(
     input_usd_per_million: str | None,
     output_usd_per_million: str | None,
     rehearsal: bool,
+    rehearsal_latency_ms: int,
     mcp_config_file: Path | None,
     server_config_candidates: str,
     mcp_tools: str,
@@ -150,6 +153,8 @@ def minimal(
         fail(str(error))
     if pilot and full:
         fail("--pilot and --run are mutually exclusive")
+    if rehearsal_latency_ms and not rehearsal:
+        fail("--rehearsal-latency-ms needs --rehearsal (it delays the scripted server's answers)")
     root_paths = parse_roots(roots)
     mode: Mode = "pilot" if pilot else "full"
     schedule = build_schedule(loaded.manifest, mode)
@@ -217,7 +222,7 @@ def minimal(
         assert money.cap is not None and money.prices is not None
         sys.exit(_run_http(
             loaded, mode, root_paths, output, chosen_model, money.cap, spec, rehearsal, base_url,
-            money.prices, mode_of_containment,
+            money.prices, mode_of_containment, latency_ms=rehearsal_latency_ms,
         ))
     assert money.cap is not None and money.limit is not None
     check_new_output("--output", output, (*root_paths.values(), project_root()))
@@ -241,7 +246,7 @@ def minimal(
     )
     if not rehearsal:
         sys.exit(_run(lambda: run_cli_study(request)))
-    with RehearsalServer() as server:
+    with RehearsalServer(latency_ms=rehearsal_latency_ms) as server:
         settings = replace(request.settings, rehearsal_base_url=server.base_url)
         code = _run(lambda: run_cli_study(replace(request, settings=settings)))
     sys.exit(code)
@@ -272,8 +277,13 @@ def _run_http(
     base_url: str,
     prices: UpperPrices,
     containment: ContainmentMode,
+    *,
+    latency_ms: int = 0,
 ) -> int:
-    """Read the key from the environment, check the output and run (the base URL is checked); the exit code."""
+    """Read the key from the environment, check the output and run (the base URL is checked); the exit code.
+
+    ``latency_ms``: the rehearsal server's delay before each answer (ms).
+    """
     try:
         key = REHEARSAL_KEY if rehearsal else api_key_from_environment(os.environ)
     except ApiKeyError as error:
@@ -287,7 +297,7 @@ def _run_http(
     )
     if not rehearsal:
         return _run(lambda: run_http_study(request))
-    with RehearsalServer() as server:
+    with RehearsalServer(latency_ms=latency_ms) as server:
         return _run(lambda: run_http_study(replace(request, base_url=server.base_url)))
 
 

@@ -1,10 +1,13 @@
-"""How a run looks in a terminal: progress per attempt, a final summary table, the probed tools (rich, stderr).
+"""How a run looks in a terminal: live progress, a final summary table, the probed tools (rich, stderr).
 
 USD are shown by ``pricing.sums.display_usd`` (half-up, 6 decimals), the rule of every report, so the
 last progress line, the table, the JSON line and the report agree on a run's spend (issue 17 item 8).
 
 Progress is shown only when stdout is a terminal; scripts get the one JSON summary line on
-stdout and nothing else. Neither view ever shows an answer or a credential.
+stdout and nothing else. When stderr is a terminal too, one live bar (issue 19, item 6): done /
+total, running now, spend vs cap, elapsed and ETA, with each settled attempt's line printed
+above it; when stderr is not a terminal (``2> run.log``), the plain lines: one when an attempt
+starts, one when it settles. Neither view ever shows an answer or a credential.
 """
 
 from __future__ import annotations
@@ -16,6 +19,15 @@ from decimal import Decimal
 from typing import Any
 
 from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 
 from agentstudy.pricing.sums import display_usd, usd_from_json
@@ -49,21 +61,77 @@ class ConsoleProgress:
         cap_usd: Decimal,
     ) -> None:
         """Report the settled attempt."""
-        colour = "green" if status == "completed" else "red"
         elapsed = time.monotonic() - self._started
-        self._console.print(
-            f"[bold][{attempt.index}/{attempt.total}][/bold] [{colour}]{status}[/{colour}] in {elapsed:.1f} s, "
+        self._console.print(settled_line(attempt, status, tool_calls, charged_usd, spent_usd, cap_usd, elapsed),
+                            highlight=False)
+
+
+def settled_line(attempt: AttemptProgress, status: str, tool_calls: int, charged_usd: Decimal, spent_usd: Decimal,
+                 cap_usd: Decimal, elapsed_s: float) -> str:
+    """The rich markup of a settled attempt's line (USD; seconds)."""
+    colour = "green" if status == "completed" else "red"
+    return (f"[bold][{attempt.index}/{attempt.total}][/bold] [{colour}]{status}[/{colour}] in {elapsed_s:.1f} s, "
             f"{tool_calls} tool calls, charged {display_usd(charged_usd)} USD; spent {display_usd(spent_usd)} of "
-            f"{display_usd(cap_usd, places=2)} USD",
-            highlight=False,
+            f"{display_usd(cap_usd, places=2)} USD")
+
+
+class BarProgress:
+    """One live rich bar on a terminal (issue 19, item 6): done/total, running now, spend vs cap, elapsed, ETA.
+
+    Each settled attempt's line (as :class:`ConsoleProgress` prints it) goes above the bar. The
+    bar starts with the first attempt and ends at ``finish()`` (the runners call it when the run
+    is over). Attempts are tracked by index, so several may be running at once.
+    """
+
+    def __init__(self, console: Console) -> None:
+        self.progress = Progress(
+            TextColumn("[bold]attempts[/bold]"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("{task.fields[running]}"), TextColumn("{task.fields[spend]}"),
+            TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+            console=console, transient=False,
         )
+        self._task: TaskID | None = None
+        self._running: dict[int, tuple[AttemptProgress, float]] = {}
+        self._spend = "spent 0.000000 USD"
+
+    def _running_text(self) -> str:
+        now = [f"{a.task_id} rep {a.repetition} {a.scenario}" for a, _ in self._running.values()]
+        return f"running {len(now)}" + (f": {', '.join(now)}" if now else "")
+
+    def attempt_started(self, attempt: AttemptProgress) -> None:
+        """Count the attempt as running (its reservation is on disk); start the bar with the first one."""
+        if self._task is None:
+            self.progress.start()
+            self._task = self.progress.add_task("attempts", total=attempt.total, running="", spend=self._spend)
+        self._running[attempt.index] = (attempt, time.monotonic())
+        self.progress.update(self._task, running=self._running_text(), spend=self._spend)
+
+    def attempt_settled(
+        self, attempt: AttemptProgress, status: str, tool_calls: int, charged_usd: Decimal, spent_usd: Decimal,
+        cap_usd: Decimal,
+    ) -> None:
+        """Advance the bar by one, update spend vs cap, and print the attempt's line above the bar."""
+        _, started = self._running.pop(attempt.index, (attempt, time.monotonic()))
+        self._spend = f"spent {display_usd(spent_usd)} of {display_usd(cap_usd, places=2)} USD"
+        self.progress.console.print(settled_line(attempt, status, tool_calls, charged_usd, spent_usd, cap_usd,
+                                                 time.monotonic() - started), highlight=False)
+        if self._task is not None:
+            self.progress.update(self._task, advance=1, running=self._running_text(), spend=self._spend)
+
+    def finish(self) -> None:
+        """End the live bar (idempotent); what it showed last stays on the screen."""
+        if self._task is not None:
+            self.progress.stop()
+            self._task = None
 
 
 def progress_for_terminal() -> RunProgress:
-    """A console progress on stderr when stdout is a terminal, otherwise silence."""
-    if sys.stdout.isatty():
-        return ConsoleProgress(Console(stderr=True))
-    return SilentProgress()
+    """Silence unless stdout is a terminal; then the live bar when stderr is a terminal too, else plain lines."""
+    if not sys.stdout.isatty():
+        return SilentProgress()
+    if sys.stderr.isatty():
+        return BarProgress(Console(stderr=True))
+    return ConsoleProgress(Console(stderr=True))
 
 
 def print_summary_table(summary: RunSummary, note: str = "") -> None:

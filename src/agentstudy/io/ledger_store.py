@@ -83,11 +83,20 @@ def place_outside(path: Path, forbidden_roots: Iterable[Path]) -> Path:
     return target
 
 
+JOURNAL_SUFFIX = ".journal"
+
+
+def journal_path(ledger: Path) -> Path:
+    """The journal beside ``ledger`` (``ledger.json`` -> ``ledger.json.journal``; issue 19)."""
+    return ledger.with_name(ledger.name + JOURNAL_SUFFIX)
+
+
 def resolve_output(path: Path, forbidden_roots: Iterable[Path]) -> Path:
     """Resolve the ledger path and check that it may be created.
 
     The parent directory is resolved through symlinks; the result must not exist (not even
-    as a dangling symlink), its directory must be writable, and it must lie outside every
+    as a dangling symlink), nor may its journal (``journal_path``: a crashed run's is never
+    resumed or overwritten), its directory must be writable, and it must lie outside every
     forbidden root (corpus checkouts and agentstudy's own checkout).
 
     Raises:
@@ -96,13 +105,16 @@ def resolve_output(path: Path, forbidden_roots: Iterable[Path]) -> Path:
     target = place_outside(path, forbidden_roots)
     if target.exists() or target.is_symlink():
         raise OutputPathError(f"output already exists, refusing to overwrite: {target}")
+    journal = journal_path(target)
+    if journal.exists() or journal.is_symlink():
+        raise OutputPathError(f"a ledger journal already exists (a crashed run's?), refusing to overwrite: {journal}")
     if not os.access(target.parent, os.W_OK | os.X_OK):
         raise OutputPathError(f"output directory is not writable: {target.parent}")
     return target
 
 
-def _encode(document: dict[str, Any]) -> bytes:
-    """Pretty JSON (2-space indent, UTF-8, key order kept) and a trailing newline.
+def _encode(document: dict[str, Any], indent: int | None = 2) -> bytes:
+    """Pretty JSON (2-space indent, UTF-8, key order kept) and a trailing newline (``indent=None``: one line).
 
     pydantic-core's encoder writes what ``json.dumps(indent=2, ensure_ascii=False)`` writes, but
     in compiled code (about 10x faster on a 1,000-observation ledger, bench/bench_checkpoint.py);
@@ -117,7 +129,7 @@ def _encode(document: dict[str, Any]) -> bytes:
         ValueError: a non-finite float anywhere in ``document`` (nothing is written).
     """
     try:
-        encoded = pydantic_core.to_json(document, indent=2) + b"\n"
+        encoded = pydantic_core.to_json(document, indent=indent) + b"\n"
     except pydantic_core.PydanticSerializationError as error:
         raise TypeError(f"the ledger holds a value JSON cannot hold: {error}") from None
     if (b"NaN" in encoded or b"Infinity" in encoded) and (where := _non_finite(document)) is not None:

@@ -333,15 +333,24 @@ class MinimalLedger(BaseModel):
         """
         data = self.model_dump(by_alias=True, exclude_none=False)
         data["observations"] = [o.to_json() for o in self.observations]
-        if isinstance(data.get("prices"), dict) and data["prices"].get("nominal") is None:
-            data["prices"].pop("nominal", None)
-        for key in ("openReservation", "stopReason", "finishedAt", "cli", "prices", "http", "containment",
-                    "hashAlgo", "ledgerHash", "arms", "fullAttempts"):
-            if data[key] is None:
-                del data[key]
-        for arm in data.get("arms") or []:
-            if arm["mcpServer"] is None:
-                del arm["mcpServer"]
-        if data.get("cli") is not None and data["cli"].get("baseUrl") is None:
-            del data["cli"]["baseUrl"]  # absent, never null: the schema (``agentstudy schema ledger``) says so
-        return data
+        return _drop_unset(data)
+
+    def header_json(self) -> dict[str, Any]:
+        """``to_json()`` without ``observations``: what a journal record compares (issue 19; O(1) in observations)."""
+        return _drop_unset(self.model_dump(by_alias=True, exclude_none=False, exclude={"observations"}))
+
+
+def _drop_unset(data: dict[str, Any]) -> dict[str, Any]:
+    """A ledger's JSON with its unset optional blocks and hashes removed (``MinimalLedger.to_json``)."""
+    if isinstance(data.get("prices"), dict) and data["prices"].get("nominal") is None:
+        data["prices"].pop("nominal", None)
+    for key in ("openReservation", "stopReason", "finishedAt", "cli", "prices", "http", "containment",
+                "hashAlgo", "ledgerHash", "arms", "fullAttempts"):
+        if data[key] is None:
+            del data[key]
+    for arm in data.get("arms") or []:
+        if arm["mcpServer"] is None:
+            del arm["mcpServer"]
+    if data.get("cli") is not None and data["cli"].get("baseUrl") is None:
+        del data["cli"]["baseUrl"]  # absent, never null: the schema (``agentstudy schema ledger``) says so
+    return data

@@ -12,9 +12,11 @@ leaves no traceback.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import threading
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
@@ -57,6 +59,8 @@ class RequestRecord:
     has_x_api_key: bool
     has_authorization: bool
     status: int
+    answered_after_ms: float = 0.0
+    """Milliseconds from the request's arrival to its answer, by the server's monotonic clock (issue 19, item 5)."""
 
 
 class _Server(uvicorn.Server):
@@ -81,14 +85,23 @@ class RehearsalServer:
     ``startup_timeout`` is in seconds; :meth:`start` raises RuntimeError if uvicorn is not
     serving by then. ``policy`` decides each reply from the request body (default: the careful
     agent of :func:`~agentstudy.rehearsal.policy.next_reply`; tests pass a scripted one; it may
-    raise ValueError for a 400). Use as ``with RehearsalServer() as server: ... server.base_url``.
+    raise ValueError for a 400). ``latency_ms`` (default 0) delays every answer by that many
+    milliseconds, so throughput can be measured in the regime of a real model (issue 19, item 5);
+    each :class:`RequestRecord` notes ``answered_after_ms``. Use as ``with RehearsalServer() as
+    server: ... server.base_url``.
+
+    Raises:
+        ValueError: ``fail_with_status`` is no HTTP error status, or ``latency_ms`` is negative.
     """
 
     def __init__(self, port: int = 0, *, fail_with_status: int | None = None,
                  startup_timeout: float = 10.0,
-                 policy: Callable[[Mapping[str, Any]], ScriptedReply] = next_reply) -> None:
+                 policy: Callable[[Mapping[str, Any]], ScriptedReply] = next_reply, latency_ms: int = 0) -> None:
         if fail_with_status is not None and not 400 <= fail_with_status <= 599:
             raise ValueError(f"fail_with_status must be an HTTP error status, got {fail_with_status}")
+        if latency_ms < 0:
+            raise ValueError(f"latency_ms must be >= 0, got {latency_ms}")
+        self.latency_ms = latency_ms
         self._port = port
         self._policy = policy
         self._fail_with_status = fail_with_status
@@ -157,7 +170,7 @@ class RehearsalServer:
                  tb: TracebackType | None) -> None:
         self.stop()
 
-    def _log(self, request: Request, body: Any, status: int) -> None:
+    def _log(self, request: Request, body: Any, status: int, arrived: float | None = None) -> None:
         data = body if isinstance(body, dict) else {}
         tools = data.get("tools")
         record = RequestRecord(
@@ -171,6 +184,7 @@ class RehearsalServer:
             has_x_api_key="x-api-key" in request.headers,
             has_authorization="authorization" in request.headers,
             status=status,
+            answered_after_ms=0.0 if arrived is None else (time.monotonic() - arrived) * 1000,
         )
         with self._lock:
             self._records.append(record)
@@ -181,10 +195,13 @@ class RehearsalServer:
         return JSONResponse(error_body(404, message), status_code=404)
 
     async def _messages(self, request: Request) -> Response:
+        arrived = time.monotonic()
         try:
             body = await _read_json(request)
         except ClientDisconnect:
             return Response(status_code=CLIENT_GONE)
+        if self.latency_ms:
+            await asyncio.sleep(self.latency_ms / 1000)
         if not isinstance(body, dict) or not isinstance(body.get("model"), str):
             self._log(request, body, 400)
             return JSONResponse(error_body(400, "Request body must be a JSON object with a 'model' string."),
@@ -194,7 +211,7 @@ class RehearsalServer:
         except ValueError as error:
             self._log(request, body, 400)
             return JSONResponse(error_body(400, str(error)), status_code=400)
-        self._log(request, body, 200)
+        self._log(request, body, 200, arrived)
         model, message_id = body["model"], f"msg_rehearsal_{uuid.uuid4().hex[:24]}"
         headers = {"request-id": f"req_rehearsal_{uuid.uuid4().hex[:24]}"}
         if body.get("stream") is not True:

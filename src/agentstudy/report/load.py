@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from agentstudy.io.ledger_journal import LedgerJournalError, read_ledger
 from agentstudy.pricing.cost import CacheWrites, CostProblem, ModelTokens
 from agentstudy.pricing.sums import sum_usd, usd_from_json
 from agentstudy.protocol.adjudication import RUBRIC_SCORES, MinimalAdjudication
@@ -371,7 +372,10 @@ def load_study(ledger: Path, adjudication: Path | None = None, *, allow_unverifi
         NotSupportedYet, ReportInputError: as :func:`parse_ledger` and :func:`join_adjudication`,
             a file that cannot be read, or (without ``allow_unverified``) a ledger that does not verify.
     """
-    data = _read(ledger, "ledger")
+    try:  # a crashed run's ledger is its last snapshot plus the journal beside it (issue 19)
+        data = read_ledger(ledger, _read(ledger, "ledger")).data
+    except LedgerJournalError as error:
+        raise ReportInputError(str(error)) from None
     study = parse_ledger(data, ledger.name)
     verification = verify_ledger_bytes(data)
     if not verification.verified:

@@ -34,18 +34,18 @@ DEMO_PRICES = rehearsal_prices(DEMO_MODEL)
 
 
 def run_demo(
-    directory: Path, binary: Path, progress: RunProgress, containment: ContainmentMode = "bwrap"
+    directory: Path, binary: Path, progress: RunProgress, containment: ContainmentMode = "bwrap", latency_ms: int = 0
 ) -> RunSummary:
     """Build the example study under ``directory`` and run its pilot with the real Claude Code ``binary``.
 
-    The ledger is ``directory/ledger.json``.
+    The ledger is ``directory/ledger.json``; the rehearsal server answers after ``latency_ms`` ms.
 
     Raises:
         PreflightError, OutputPathError: the pilot was refused before any reservation.
     """
     study = build_example_study(directory / "study")
     loaded = load_manifest(study.manifest_path)
-    with RehearsalServer() as server:
+    with RehearsalServer(latency_ms=latency_ms) as server:
         request = CliRunRequest(
             loaded=loaded,
             mode="pilot",
@@ -68,8 +68,11 @@ def run_demo(
         return run_cli_study(request)
 
 
-def run_http_demo(directory: Path, progress: RunProgress, containment: ContainmentMode = "bwrap") -> RunSummary:
+def run_http_demo(directory: Path, progress: RunProgress, containment: ContainmentMode = "bwrap",
+                  latency_ms: int = 0) -> RunSummary:
     """Build the example study under ``directory`` and run its pilot with the Messages API loop.
+
+    The rehearsal server answers every request after ``latency_ms`` ms (issue 19).
 
     The loop talks over real HTTP to the scripted server on 127.0.0.1 with a dummy key, at the
     nominal rehearsal prices (``DEMO_PRICES``, 0.10 / 0.50 USD per million) under a 1 USD cap; the ledger
@@ -80,7 +83,7 @@ def run_http_demo(directory: Path, progress: RunProgress, containment: Containme
     """
     study = build_example_study(directory / "study")
     loaded = load_manifest(study.manifest_path)
-    with RehearsalServer() as server:
+    with RehearsalServer(latency_ms=latency_ms) as server:
         request = HttpRunRequest(
             loaded=loaded,
             mode="pilot",

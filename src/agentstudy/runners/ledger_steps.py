@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from agentstudy.fsm.run import RunMachine
+from agentstudy.io.ledger_journal import JournaledLedger
 from agentstudy.io.ledger_store import CheckpointError, LedgerFile
 from agentstudy.io.signals import raise_if_stopped, stop_reason
 from agentstudy.pricing.budget import Budget
@@ -70,7 +71,8 @@ def checkpoint_stop_reason(error: CheckpointError) -> str:
 SALVAGED_NOTE = "; this is the last checkpoint written before the failure, later state was not saved"
 
 
-def _save_or_salvage(ledger: MinimalLedger, save: Callable[[MinimalLedger], None], store: LedgerFile | None) -> None:
+def _save_or_salvage(ledger: MinimalLedger, save: Callable[[MinimalLedger], None],
+                     store: LedgerFile | JournaledLedger | None) -> None:
     """``save(ledger)``; if that checkpoint fails, close the last written document the same way.
 
     Never raises ``CheckpointError`` when ``store`` is given (the caller reports the failure);
@@ -102,7 +104,7 @@ def close_on_error(
     ledger: MinimalLedger,
     save: Callable[[MinimalLedger], None],
     *,
-    store: LedgerFile | None = None,
+    store: LedgerFile | JournaledLedger | None = None,
     error: BaseException | None = None,
 ) -> None:
     """After an unexpected error, a failed checkpoint or a stop signal: block the run (if still running),

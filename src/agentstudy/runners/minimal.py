@@ -22,7 +22,8 @@ from pathlib import Path
 
 from agentstudy.fsm.attempt import AttemptMachine
 from agentstudy.fsm.run import RunMachine
-from agentstudy.io.ledger_store import LedgerFile, OutputPathError, resolve_output
+from agentstudy.io.ledger_journal import JournaledLedger
+from agentstudy.io.ledger_store import OutputPathError, resolve_output
 from agentstudy.io.provenance import engine_revision, file_sha256, runner_hash
 from agentstudy.io.signals import StopRequested, raise_if_stopped, stop_signal
 from agentstudy.pricing.budget import Budget, reservation_for, settle_attempt
@@ -59,7 +60,7 @@ from agentstudy.runners.preflight import (
     prepare_study,
     refusal,
 )
-from agentstudy.runners.progress import AttemptProgress, RunProgress, SilentProgress
+from agentstudy.runners.progress import AttemptProgress, RunProgress, SilentProgress, finish_progress
 from agentstudy.runners.summary import RunSummary, summarize
 from agentstudy.transports.cli import CliAttemptResult, CliSettings, run_cli_attempt
 from agentstudy.transports.cli_args import arm_tools
@@ -201,7 +202,9 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
         output = resolve_output(request.output, (*request.roots.values(), *request.forbidden_output_roots))
         ledger = _ledger(request, cli_version, mcp, len(schedule), now_iso())
         ledger.containment = checked.containment
-        store = LedgerFile(output, seal_ledger(ledger.to_json()))
+        store = JournaledLedger(output, ledger)
+        stack.callback(store.close)
+        stack.callback(finish_progress, request.progress)
     except BaseException as error:
         run.refuse()
         failure = refusal(error, (OutputPathError,))
@@ -226,7 +229,7 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
             budget, tally = budget.reserve(reservation), tally.add_reservation(reservation)
             ledger.budget = budget_record(budget, tally)
             ledger.open_reservation = open_reservation(entry, reservation)
-            store.checkpoint(seal_ledger(ledger.to_json()))
+            store.record(ledger)
             attempt.start(checkpointed=True)
             request.progress.attempt_started(where)
             server = checked.corpora.paths(entry.repository) if entry.scenario == DOC_BRIDGE_MCP else None
@@ -253,7 +256,7 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
             ledger.open_reservation = None
             ledger.budget = budget_record(budget, tally)
             run.observe(status=attempt.status)
-            store.checkpoint(seal_ledger(ledger.to_json()))
+            store.record(ledger)
             request.progress.attempt_settled(
                 where, attempt.status, observation.tool_calls, charged, budget.spent, budget.cap
             )

@@ -30,7 +30,8 @@ from typing import Any
 from agentstudy.fsm.attempt import AttemptMachine
 from agentstudy.fsm.run import RunMachine
 from agentstudy.io.containment import ContainmentMode
-from agentstudy.io.ledger_store import LedgerFile, OutputPathError, resolve_output
+from agentstudy.io.ledger_journal import JournaledLedger
+from agentstudy.io.ledger_store import OutputPathError, resolve_output
 from agentstudy.io.messages_api import (
     ANTHROPIC_VERSION,
     ApiKeyError,
@@ -70,7 +71,7 @@ from agentstudy.runners.ledger_steps import (
     summary_names,
 )
 from agentstudy.runners.preflight import NOTHING_WRITTEN, McpPreflight, PreflightError, prepare_study, refusal
-from agentstudy.runners.progress import AttemptProgress, RunProgress, SilentProgress
+from agentstudy.runners.progress import AttemptProgress, RunProgress, SilentProgress, finish_progress
 from agentstudy.runners.summary import RunSummary, summarize
 from agentstudy.transports.http import (
     ATTEMPT_DEADLINE_MS,
@@ -247,7 +248,9 @@ def _run_http_study(request: HttpRunRequest, stack: ExitStack) -> RunSummary:
         output = resolve_output(request.output, (*request.roots.values(), *request.forbidden_output_roots))
         ledger = _ledger(request, base_url, mcp, len(schedule))
         ledger.containment = checked.containment
-        store = LedgerFile(output, seal_ledger(redact(ledger.to_json(), api_key)))
+        store = JournaledLedger(output, ledger, transform=lambda value: redact(value, api_key))
+        stack.callback(store.close)
+        stack.callback(finish_progress, request.progress)
     except BaseException as error:
         run.refuse()
         failure = refusal(error, (OutputPathError,))
@@ -255,6 +258,9 @@ def _run_http_study(request: HttpRunRequest, stack: ExitStack) -> RunSummary:
             raise
         raise failure from error
     client = MessagesClient(api_key, base_url)
+
+    def record() -> None:
+        store.record(ledger)
 
     def save() -> None:
         store.checkpoint(seal_ledger(redact(ledger.to_json(), api_key)))
@@ -272,10 +278,10 @@ def _run_http_study(request: HttpRunRequest, stack: ExitStack) -> RunSummary:
                 attempt = AttemptMachine()
                 attempt.reserve()
                 ledger.open_reservation = open_reservation(entry, Decimal(0))
-                save()
+                record()
                 attempt.start(checkpointed=True)
                 request.progress.attempt_started(where)
-                checkpoints = _Checkpoints(ledger, save, entry, tally)
+                checkpoints = _Checkpoints(ledger, record, entry, tally)
                 result = run_http_attempt(
                     settings, sender=client, scenario=entry.scenario, root=request.roots[entry.repository],
                     pin=manifest.repositories[entry.repository],
@@ -292,7 +298,7 @@ def _run_http_study(request: HttpRunRequest, stack: ExitStack) -> RunSummary:
                 ledger.open_reservation = None
                 ledger.budget = budget_record(budget, tally)
                 run.observe(status=attempt.status)
-                save()
+                record()
                 request.progress.attempt_settled(
                     where, attempt.status, result.tool_calls, result.charged_usd, budget.spent, budget.cap
                 )

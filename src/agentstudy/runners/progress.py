@@ -1,4 +1,8 @@
-"""What a run tells its watcher while it goes: attempt started, attempt settled. No answers, no credentials."""
+"""What a run tells its watcher while it goes: attempt started, attempt settled, run over. No answers, no credentials.
+
+A watcher may also have ``finish()``: the runners call it (through :func:`finish_progress`) once the
+run is over, whatever the outcome, so a live terminal display can end before the summary prints.
+"""
 
 from __future__ import annotations
 
@@ -42,3 +46,10 @@ class SilentProgress:
         cap_usd: Decimal,
     ) -> None:
         """Show nothing."""
+
+
+def finish_progress(progress: RunProgress) -> None:
+    """Call ``progress.finish()`` when the watcher has one (a live bar ends); otherwise nothing (issue 19, item 6)."""
+    finish = getattr(progress, "finish", None)
+    if callable(finish):
+        finish()
