@@ -11,8 +11,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from agentstudy.protocol.tool_roles import SearchTool, choose_server_tools, server_tool_names
 from agentstudy.rehearsal.policy import next_reply
-from agentstudy.rehearsal.tool_choice import SearchTool, choose_server_tools, server_tool_names
 from agentstudy.transports.repo_tools import DEFINITIONS
 
 DATA = Path(__file__).parent / "data" / "server-filesystem-2026.8.31-tools.json"

@@ -4,7 +4,7 @@ Given one Messages API request body, :func:`next_reply` decides the next assista
 way a careful agent would: search the repository for a distinctive word of the question, read the
 first file found, then answer with a ``path:line`` citation — or say honestly that it found no
 evidence. With the bundled server it uses ``doc_search`` / ``doc_get``; with any other server it
-uses the search-like and read-like tools :mod:`agentstudy.rehearsal.tool_choice` picks from the
+uses the search-like and read-like tools :mod:`agentstudy.protocol.tool_roles` picks from the
 request's tool list (issue 18). Everything is decided from the request body alone (``messages`` and ``tools``), so the
 same body always yields the same reply, whichever process or thread asks.
 
@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from agentstudy.protocol.tool_roles import ServerTools, choose_server_tools
 from agentstudy.rehearsal.conversation import (
     ToolStep,
     find_cwd,
@@ -30,7 +31,6 @@ from agentstudy.rehearsal.conversation import (
     result_paths,
     tool_steps,
 )
-from agentstudy.rehearsal.tool_choice import ServerTools, choose_server_tools
 
 __all__ = ["HTTP_MCP_GET_TOOL", "HTTP_MCP_SEARCH_TOOL", "MCP_GET_TOOL", "MCP_SEARCH_TOOL", "ScriptedReply",
            "StopReason", "find_cwd", "find_prompt", "next_reply", "pick_term"]
@@ -238,7 +238,7 @@ def next_reply(body: Mapping[str, Any]) -> ScriptedReply:
     gives an honest "no evidence" answer. Only tools named in ``body["tools"]`` are ever called.
 
     Another server's tools (any MCP tools but the bundled ``doc_search`` / ``doc_get``) come first
-    when :func:`~agentstudy.rehearsal.tool_choice.choose_server_tools` finds a search-like or
+    when :func:`~agentstudy.protocol.tool_roles.choose_server_tools` finds a search-like or
     read-like one: its search is called with the term (a glob-style search with ``**/*TERM*``,
     then once with ``**/*`` when that named no file; an empty result falls back like a failed
     one), its read tool reads every hit, whatever search found it, and a result without line

@@ -1,7 +1,8 @@
-"""Which of an unknown MCP server's tools the rehearsal agent searches and reads with (pure, no IO).
+"""Which of an unknown MCP server's tools search and which read, from their definitions alone. Pure.
 
-Issue 18 item 3: the scripted agent must use whatever server is under study, knowing nothing but
-the request's tool list (names, descriptions, input schemas). :func:`choose_server_tools` picks
+Issue 18: the rehearsal agent (item 3) must use whatever server is under study, knowing nothing
+but the request's tool list (names, descriptions, input schemas), and ``agentstudy init`` (item
+2) chooses the server's freshness probe the same way. :func:`choose_server_tools` picks
 
 - a *search-like* tool: one with a required string parameter named like a query (``query``,
   ``pattern``, ``q``, ``text``, ``search``, ``term``, ``keyword(s)``), every other required
@@ -19,7 +20,7 @@ server's. Ties are broken by request order, so the same tool list always gives t
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -127,11 +128,12 @@ def _read_tool(name: str, tool: Mapping[str, Any]) -> tuple[int, tuple[str, str]
     return -score, (name, required[0])
 
 
-def choose_server_tools(tools: Mapping[str, Mapping[str, Any]]) -> ServerTools:
-    """Choose the server's search-like and read-like tools from a request's tool list (name ->
-    definition in request order, as :func:`server_tool_names` reads it). Deterministic: the best
-    ranked tool wins, the earlier one on a tie; the read tool is never the chosen search tool."""
-    names = server_tool_names(tools)
+def choose_server_tools(tools: Mapping[str, Mapping[str, Any]], names: Sequence[str] | None = None) -> ServerTools:
+    """Choose the server's search-like and read-like tools from a tool list (name -> definition
+    ``{description, input_schema}``, in request order) among ``names`` (default: the server's
+    names as :func:`server_tool_names` reads a request). Deterministic: the best ranked tool
+    wins, the earlier one on a tie; the read tool is never the chosen search tool."""
+    names = server_tool_names(tools) if names is None else [n for n in names if n in tools]
     search: tuple[int, int, SearchTool] | None = None
     for index, name in enumerate(names):
         found = _search_tool(name, tools[name])
