@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -14,13 +15,11 @@ from agentstudy.io.server_config import load_mcp_config
 from agentstudy.protocol.json_input import JsonInputError, load_json
 from agentstudy.protocol.mcp_spec import (
     DOC_BRIDGE_CONFIG_CANDIDATES,
-    PLACEHOLDERS,
     McpConfigError,
     McpServerSpec,
-    json_strings,
-    unknown_placeholders,
+    check_tool_choice,
+    parse_mcp_config,
 )
-from agentstudy.protocol.read_only import ReadOnlyError, require_probe_allowed
 from agentstudy.runners.preflight import DEFAULT_MCP_SERVER
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -71,40 +70,75 @@ def mcp_spec_from_options(
     malformed ``--mcp-config`` (not exactly one server, unknown placeholders), or a
     ``--sandbox-bind`` that is not an existing absolute path. Nothing is started.
     """
-    for bind in sandbox_binds:
-        if not os.path.isabs(bind) or any(c in bind for c in "\r\n\0"):
-            fail(f"--sandbox-bind must be an absolute path, got {bind!r}")
-        if not os.path.lexists(bind):
-            fail(f"--sandbox-bind {bind} does not exist")
-    tools = tuple(t.strip() for t in mcp_tools.split(",") if t.strip())
-    candidates = tuple(c.strip() for c in server_config_candidates.split(",") if c.strip())
-    if not tools:
-        fail("--mcp-tools names no tool")
-    try:
-        require_probe_allowed(mcp_probe, tools)
-    except ReadOnlyError as error:
-        fail(str(error))
     try:
         arguments = load_json(mcp_probe_arguments)
     except JsonInputError as error:
         fail(f"--mcp-probe-arguments {error}")
-    if not isinstance(arguments, dict):
-        fail("--mcp-probe-arguments must be a JSON object")
-    unknown = unknown_placeholders(json_strings(arguments))
-    if unknown:
-        fail(f"--mcp-probe-arguments names unknown placeholders {unknown} (known: {' '.join(PLACEHOLDERS)})")
-    if mcp_config_file is None:
-        return McpServerSpec(
-            name=DEFAULT_MCP_SERVER.name,
-            command=DEFAULT_MCP_SERVER.command,
-            read_only_tools=tools,
-            probe_tool=mcp_probe,
-            probe_arguments=arguments,
-            config_candidates=candidates,
-            sandbox_binds=(*DEFAULT_MCP_SERVER.sandbox_binds, *sandbox_binds),
-        )
+    return build_mcp_spec(McpChoice(
+        config=mcp_config_file,
+        candidates=_split(server_config_candidates),
+        tools=_split(mcp_tools),
+        probe_tool=mcp_probe,
+        probe_arguments=arguments,
+        sandbox_binds=sandbox_binds,
+    ))
+
+
+def _split(value: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in value.split(",") if part.strip())
+
+
+@dataclass(frozen=True)
+class McpChoice:
+    """The MCP settings of a run, parsed, before they become a spec (issue 18: flags or a study file).
+
+    Attributes:
+        config: a Claude Code MCP config file (``--mcp-config``), its parsed document (a study
+            file's ``mcpConfig``), or ``None`` for the bundled server.
+        candidates: ``{config}`` file names tried in each snapshot.
+        tools: the read-only tools the agent may call.
+        probe_tool: the freshness probe, one of ``tools``.
+        probe_arguments: the probe's arguments (parsed JSON).
+        sandbox_binds: extra absolute read-only paths inside the server's sandbox.
+    """
+
+    config: Path | dict[str, Any] | None
+    candidates: tuple[str, ...]
+    tools: tuple[str, ...]
+    probe_tool: str
+    probe_arguments: Any
+    sandbox_binds: tuple[str, ...] = ()
+
+
+def build_mcp_spec(choice: McpChoice) -> McpServerSpec:
+    """The spec of ``choice``: the one path of the flags and the study file; exit 2 with one line on a bad value.
+
+    Checks ``protocol.mcp_spec.check_tool_choice`` (worded with the flag names), every sandbox
+    bind (an existing absolute path) and the MCP config (``parse_mcp_config``). Nothing is started.
+    """
+    for bind in choice.sandbox_binds:
+        if not os.path.isabs(bind) or any(c in bind for c in "\r\n\0"):
+            fail(f"--sandbox-bind must be an absolute path, got {bind!r}")
+        if not os.path.lexists(bind):
+            fail(f"--sandbox-bind {bind} does not exist")
     try:
-        spec = load_mcp_config(mcp_config_file, tools, mcp_probe, arguments, candidates)
+        check_tool_choice(choice.tools, choice.probe_tool, choice.probe_arguments)
+        if choice.config is None:
+            return McpServerSpec(
+                name=DEFAULT_MCP_SERVER.name,
+                command=DEFAULT_MCP_SERVER.command,
+                read_only_tools=choice.tools,
+                probe_tool=choice.probe_tool,
+                probe_arguments=choice.probe_arguments,
+                config_candidates=choice.candidates,
+                sandbox_binds=(*DEFAULT_MCP_SERVER.sandbox_binds, *choice.sandbox_binds),
+            )
+        if isinstance(choice.config, Path):
+            spec = load_mcp_config(choice.config, choice.tools, choice.probe_tool, choice.probe_arguments,
+                                   choice.candidates)
+        else:
+            spec = parse_mcp_config(choice.config, choice.tools, choice.probe_tool, choice.probe_arguments,
+                                    choice.candidates)
     except McpConfigError as error:
         fail(str(error))
-    return spec.with_sandbox_binds(sandbox_binds)
+    return spec.with_sandbox_binds(choice.sandbox_binds)

@@ -1,4 +1,7 @@
-"""The minimal-study manifest (seed 000; digest section 1.1) and its validation.
+"""The minimal-study manifest (seed 000; digest section 1.1), its validation, and the loader of both formats.
+
+``parse_manifest``/``load_manifest`` also read the general study file (``agentstudy-study-v1``,
+``protocol.study_file``; issue 18), chosen by the document's ``version``.
 
 A manifest is the authoritative definition of a minimal study: six tasks over three
 repositories pinned to 40-hex commits, three repetitions, and the two scenarios in their
@@ -12,119 +15,38 @@ read with ``protocol.json_input`` bounds (nesting depth, number length).
 from __future__ import annotations
 
 import hashlib
-import json
-import re
-import unicodedata
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from agentstudy.protocol.json_input import JsonInputError, describe_os_error, load_json
-from agentstudy.protocol.prompt import study_prompt
+from agentstudy.protocol.study_arms import DOC_BRIDGE_MCP, REPOSITORY_ONLY, SCENARIOS, StudyArms
+from agentstudy.protocol.study_file import STUDY_VERSION, StudyFile
+from agentstudy.protocol.task import ManifestError, Task, check_pins, first_error, protocol_hash
+
+__all__ = [
+    "DOC_BRIDGE_MCP",
+    "MANIFEST_VERSION",
+    "REPOSITORY_ONLY",
+    "SCENARIOS",
+    "STUDY_VERSION",
+    "LoadedManifest",
+    "Manifest",
+    "ManifestError",
+    "StudyDefinition",
+    "StudyFile",
+    "Task",
+    "load_manifest",
+    "parse_manifest",
+    "protocol_hash",
+]
 
 MANIFEST_VERSION = "minimal-study-v1"
 REPETITIONS = 3
-REPOSITORY_ONLY = "repository-only"
-DOC_BRIDGE_MCP = "doc-bridge-mcp"
-SCENARIOS: tuple[str, str] = (REPOSITORY_ONLY, DOC_BRIDGE_MCP)
-"""The two scenarios in their forward order."""
 REPOSITORY_COUNT = 3
 TASK_COUNT = 6
 TASKS_PER_REPOSITORY = 2
-
-PIN_PATTERN = re.compile(r"^[a-f0-9]{40}$")
-SAFE_PATH_PATTERN = re.compile(r"^[a-zA-Z0-9_./-]+$")
-
-
-_TEXT_CONTROLS_ALLOWED = frozenset("\t\n")
-
-
-def control_character(value: str, *, text: bool) -> str | None:
-    """The first forbidden character of ``value`` as ``U+XXXX``, or ``None``.
-
-    Forbidden everywhere: control characters (``Cc``: NUL, C0, DEL, C1), format characters
-    (``Cf``), line and paragraph separators and lone surrogates. ``text=True`` (a question, an
-    expected proposition) allows tab and line feed, and format characters (a zero-width
-    joiner inside an emoji is text).
-    """
-    for character in value:
-        if text and character in _TEXT_CONTROLS_ALLOWED:
-            continue
-        category = unicodedata.category(character)
-        if category in ("Cc", "Zl", "Zp", "Cs") or (category == "Cf" and not text):
-            return f"U+{ord(character):04X}"
-    return None
-
-
-def _plain(value: str, what: str, *, text: bool = False) -> str:
-    found = control_character(value, text=text)
-    if found is not None:
-        raise ValueError(f"{what} contains the control character {found}")
-    return value
-
-
-class ManifestError(ValueError):
-    """The manifest file is missing, unreadable, not JSON, or breaks the seed's rules."""
-
-
-def is_safe_source_path(path: str) -> bool:
-    """Tell whether a repository-relative path is safe to read at a pin.
-
-    Safe means: only ``[A-Za-z0-9_./-]``, not absolute, no empty segment, no ``..`` and
-    no segment that starts with a dot (digest section 2.2, ``safePath``).
-    """
-    if not path or not SAFE_PATH_PATTERN.fullmatch(path) or path.startswith("/"):
-        return False
-    return all(segment and not segment.startswith(".") for segment in path.split("/"))
-
-
-class Task(BaseModel):
-    """One pinned question: ``id``, ``repository``, ``category``, ``question``, ``sources``, ``expected``.
-
-    ``expected`` holds the rubric propositions; they are never sent to an agent.
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-    id: str = Field(min_length=1)
-    repository: str = Field(min_length=1)
-    category: str = Field(min_length=1)
-    question: str = Field(min_length=1)
-    sources: list[str] = Field(min_length=1)
-    expected: list[str] = Field(min_length=1)
-
-    @field_validator("id", "repository", "category")
-    @classmethod
-    def _plain_name(cls, value: str) -> str:
-        return _plain(value, "the name")
-
-    @field_validator("question")
-    @classmethod
-    def _question_has_text(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("question is blank")
-        _plain(value, "the question", text=True)
-        study_prompt(value)  # the prompt after templating must fit the 8 KiB limit
-        return value
-
-    @field_validator("sources")
-    @classmethod
-    def _sources_are_safe(cls, value: list[str]) -> list[str]:
-        for source in value:
-            if not is_safe_source_path(source):
-                raise ValueError(f"unsafe source path {source!r}")
-        return value
-
-    @field_validator("expected")
-    @classmethod
-    def _expected_has_text(cls, value: list[str]) -> list[str]:
-        if any(not item.strip() for item in value):
-            raise ValueError("an expected proposition is blank")
-        for item in value:
-            _plain(item, "an expected proposition", text=True)
-        return value
 
 
 class Manifest(BaseModel):
@@ -154,11 +76,7 @@ class Manifest(BaseModel):
             raise ValueError(f"scenarios must be exactly {list(SCENARIOS)}")
         if len(self.repositories) != REPOSITORY_COUNT:
             raise ValueError(f"there must be exactly {REPOSITORY_COUNT} repositories")
-        for name, pin in self.repositories.items():
-            if not name or control_character(name, text=False) is not None:
-                raise ValueError(f"repository name {name!r} is empty or contains a control character")
-            if not PIN_PATTERN.fullmatch(pin):
-                raise ValueError(f"repository {name!r} pin must be 40 lowercase hex digits")
+        check_pins(self.repositories)
         if len(self.tasks) != TASK_COUNT:
             raise ValueError(f"there must be exactly {TASK_COUNT} tasks")
         ids = [task.id for task in self.tasks]
@@ -181,35 +99,38 @@ class Manifest(BaseModel):
         raise KeyError(task_id)
 
 
+StudyDefinition = Manifest | StudyFile
+"""Either format once loaded (issue 18): what schedules, preflight and runners read."""
+
+
 class LoadedManifest(BaseModel):
-    """A validated manifest with its ``protocolHash`` (digest section 1.6) and the SHA-256 of its bytes (hex)."""
+    """A validated study definition with its ``protocolHash`` (digest section 1.6) and the SHA-256 of its bytes (hex).
+
+    ``manifest`` is a seed ``minimal-study-v1`` :class:`Manifest` or an ``agentstudy-study-v1``
+    :class:`~agentstudy.protocol.study_file.StudyFile` (issue 18); both have ``version``,
+    ``repetitions``, ``scenarios``, ``repositories``, ``tasks`` and ``task(id)``.
+    """
 
     model_config = ConfigDict(frozen=True)
 
-    manifest: Manifest
+    manifest: StudyDefinition
     protocol_hash: str
     manifest_sha256: str
 
+    @property
+    def arms(self) -> StudyArms | None:
+        """The study file's arms, or ``None`` for a seed manifest (whose ledgers carry no ``arms``)."""
+        return self.manifest.arms if isinstance(self.manifest, StudyFile) else None
 
-def protocol_hash(document: Any) -> str:
-    """SHA-256 hex of the compact JSON of the parsed manifest, in file key order.
-
-    This is the original runner's ``protocolHash``: ``JSON.stringify`` of the parsed
-    document (keys in their file order, no whitespace, non-ASCII unescaped), UTF-8 encoded.
-    """
-    text = json.dumps(document, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def _first_error(error: ValidationError) -> str:
-    first = error.errors()[0]
-    where = ".".join(str(part) for part in first["loc"])
-    message = str(first["msg"]).removeprefix("Value error, ")
-    return f"{where}: {message}" if where else message
+    @property
+    def full_attempts(self) -> int:
+        """Attempts of the full schedule: tasks × repetitions × 2 arms (36 for the seed)."""
+        return len(self.manifest.tasks) * self.manifest.repetitions * len(SCENARIOS)
 
 
 def parse_manifest(text: str) -> LoadedManifest:
-    """Parse and validate manifest JSON text.
+    """Parse and validate manifest JSON text: a seed manifest, or a study file when ``version`` is
+    ``agentstudy-study-v1`` (issue 18; the same protocol hash function for both).
 
     Raises:
         ManifestError: with a one-line reason when the text is not JSON or breaks a rule.
@@ -220,10 +141,12 @@ def parse_manifest(text: str) -> LoadedManifest:
         raise ManifestError(f"manifest {error}") from None
     if not isinstance(document, dict):
         raise ManifestError("manifest must be a JSON object")
+    model: type[Manifest] | type[StudyFile] = StudyFile if document.get("version") == STUDY_VERSION else Manifest
     try:
-        manifest = Manifest.model_validate(document)
+        manifest = model.model_validate(document)
     except ValidationError as error:
-        raise ManifestError(f"invalid manifest: {_first_error(error)}") from None
+        what = "study file" if model is StudyFile else "manifest"
+        raise ManifestError(f"invalid {what}: {first_error(error)}") from None
     return LoadedManifest(
         manifest=manifest,
         protocol_hash=protocol_hash(document),
@@ -232,7 +155,7 @@ def parse_manifest(text: str) -> LoadedManifest:
 
 
 def load_manifest(path: Path) -> LoadedManifest:
-    """Read and validate a manifest file (UTF-8 JSON).
+    """Read and validate a manifest or study file (UTF-8 JSON; see :func:`parse_manifest`).
 
     Raises:
         ManifestError: when the file is missing or unreadable, or its content is invalid.

@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from agentstudy.protocol.read_only import ReadOnlyError, require_probe_allowed
+
 
 class McpConfigError(ValueError):
     """An MCP config document is malformed (one-line reason)."""
@@ -176,6 +178,44 @@ class McpServerSpec:
     def denied_names(self, listed_tools: Sequence[str]) -> tuple[str, ...]:
         """CLI names of every listed tool outside the read-only set (the extra deny list)."""
         return tuple(mcp_tool_name(self.name, t) for t in listed_tools if t not in self.read_only_tools)
+
+
+@dataclass(frozen=True)
+class ChoiceNames:
+    """How errors about the tool choice name its three parts: the flags, or a study file's fields (issue 18)."""
+
+    tools: str = "--mcp-tools"
+    probe: str = "--mcp-probe"
+    arguments: str = "--mcp-probe-arguments"
+
+
+FLAG_NAMES = ChoiceNames()
+"""The run commands' flags."""
+
+
+def check_tool_choice(
+    tools: Sequence[str], probe_tool: str, probe_arguments: Any, names: ChoiceNames = FLAG_NAMES
+) -> None:
+    """Check the read-only tools, the probe and its arguments: the one check of the flags and the study file.
+
+    Rules: at least one tool; the probe is one of them; the arguments are a JSON object whose
+    strings name only known ``{placeholders}`` (issue 15, deliverable 4; issue 18).
+
+    Raises:
+        McpConfigError: the first broken rule, worded with ``names``.
+    """
+    if not tools:
+        raise McpConfigError(f"{names.tools} names no tool")
+    try:
+        require_probe_allowed(probe_tool, tools, names.probe, names.tools)
+    except ReadOnlyError as error:
+        raise McpConfigError(str(error)) from None
+    if not isinstance(probe_arguments, dict):
+        raise McpConfigError(f"{names.arguments} must be a JSON object")
+    unknown = unknown_placeholders(json_strings(probe_arguments))
+    if unknown:
+        raise McpConfigError(f"{names.arguments} names unknown placeholders {unknown} "
+                             f"(known: {' '.join(PLACEHOLDERS)})")
 
 
 def _strings(value: Any, what: str) -> list[str]:

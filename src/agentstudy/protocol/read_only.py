@@ -62,11 +62,15 @@ def read_only_evidence(named: Sequence[str], hints: Mapping[str, ToolHints]) -> 
     return evidence
 
 
-def require_probe_allowed(probe_tool: str, named: Sequence[str]) -> None:
+def require_probe_allowed(
+    probe_tool: str, named: Sequence[str], probe_name: str = "--mcp-probe", tools_name: str = "--mcp-tools"
+) -> None:
     """The freshness probe must be one of the operator's read-only tools (it is called before the run).
+
+    ``probe_name`` and ``tools_name`` word the error (a study file names its own fields; issue 18).
 
     Raises:
         ReadOnlyError: ``probe_tool`` is not in ``named``.
     """
     if probe_tool not in named:
-        raise ReadOnlyError(f"--mcp-probe {probe_tool} is not one of --mcp-tools ({','.join(named)})")
+        raise ReadOnlyError(f"{probe_name} {probe_tool} is not one of {tools_name} ({','.join(named)})")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from agentstudy.protocol.manifest import Manifest
+from agentstudy.protocol.manifest import StudyDefinition
 
 Mode = Literal["pilot", "full"]
 
@@ -26,12 +26,12 @@ class ScheduleEntry:
     repetition: int
 
 
-def build_schedule(manifest: Manifest, mode: Mode) -> tuple[ScheduleEntry, ...]:
+def build_schedule(manifest: StudyDefinition, mode: Mode) -> tuple[ScheduleEntry, ...]:
     """Build the schedule for ``mode``.
 
     ``pilot``: the first task, one repetition, both scenarios (2 entries).
     ``full``: every task, ``manifest.repetitions`` repetitions, both scenarios (36 entries
-    for a valid manifest).
+    for the seed manifest; tasks x repetitions x 2 for a study file).
     """
     tasks = manifest.tasks[:1] if mode == "pilot" else manifest.tasks
     repetitions = 1 if mode == "pilot" else manifest.repetitions

@@ -19,6 +19,7 @@ from agentstudy.protocol.controlled.observation import ControlledStudyObservatio
 from agentstudy.protocol.controlled.plan import ControlledStudyRunPlanV1
 from agentstudy.protocol.controlled.suite import StudyTaskSuiteV1
 from agentstudy.protocol.records import MinimalLedger
+from agentstudy.protocol.study_file import StudyFile
 
 SCHEMAS: dict[str, type[BaseModel]] = {}
 """Schema name (the contract's ``type``) → model. Add entries with ``register_schema``."""
@@ -38,6 +39,7 @@ def register_schema(name: str, model: type[BaseModel]) -> None:
 register_schema("ledger", MinimalLedger)
 register_schema("minimal-study-ledger", MinimalLedger)
 register_schema("minimal-study-adjudication", MinimalAdjudication)
+register_schema("study", StudyFile)
 for _model in (ControlledStudyRunPlanV1, StudyTaskSuiteV1, StudyProviderCliConfigV1, StudyRepositoryConfigV1,
                ControlledStudyObservationV1, ControlledStudyObservationLedgerV1):
     register_schema(_model.contract_type, _model)

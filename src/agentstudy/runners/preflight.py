@@ -30,7 +30,7 @@ from agentstudy.io.mcp_client import McpListing, McpProbeError, probe_mcp_server
 from agentstudy.io.mcp_sandbox import contained_server
 from agentstudy.io.server_corpus import ServerCorpora, ServerCorpusError
 from agentstudy.io.signals import StopRequested, raise_if_stopped, stop_signal
-from agentstudy.protocol.manifest import DOC_BRIDGE_MCP, Manifest
+from agentstudy.protocol.manifest import DOC_BRIDGE_MCP, StudyDefinition
 from agentstudy.protocol.mcp_spec import McpServerSpec
 from agentstudy.protocol.read_only import ReadOnlyError, read_only_evidence, require_probe_allowed
 from agentstudy.protocol.schedule import ScheduleEntry
@@ -66,7 +66,7 @@ def refusal(error: BaseException, refused: tuple[type[BaseException], ...] = ())
     return PreflightError(f"preflight failed: {error.__class__.__name__}" + (f": {text}" if text else ""))
 
 
-def check_corpus_roots(manifest: Manifest, roots: Mapping[str, Path]) -> list[str]:
+def check_corpus_roots(manifest: StudyDefinition, roots: Mapping[str, Path]) -> list[str]:
     """Check each given root against the manifest; return the names checked, in manifest order.
 
     Raises:
@@ -206,7 +206,7 @@ def check_mcp_servers(
 
 
 def mcp_corpora(
-    spec: McpServerSpec, manifest: Manifest, schedule: Iterable[ScheduleEntry], roots: Mapping[str, Path]
+    spec: McpServerSpec, manifest: StudyDefinition, schedule: Iterable[ScheduleEntry], roots: Mapping[str, Path]
 ) -> ServerCorpora:
     """The server's view of every corpus an MCP-arm attempt of ``schedule`` uses (enter it to make them)."""
     names = sorted({e.repository for e in schedule if e.scenario == DOC_BRIDGE_MCP})
@@ -231,7 +231,7 @@ class StudyPreflight:
 def prepare_study(
     stack: ExitStack,
     spec: McpServerSpec,
-    manifest: Manifest,
+    manifest: StudyDefinition,
     schedule: Sequence[ScheduleEntry],
     roots: Mapping[str, Path],
     containment: ContainmentMode,

@@ -1,0 +1,159 @@
+"""The two arms of an ``agentstudy-study-v1`` study file: ids, labels, the treatment's MCP server (issue 18). Pure.
+
+The control arm runs with the repository tools only; the treatment arm adds one read-only
+stdio MCP server given in the Claude Code MCP config format (``mcpConfig``), its read-only
+tools and its freshness probe. Validation reuses the run flags' own checks
+(``protocol.mcp_spec.check_tool_choice`` and ``parse_mcp_config``), so a study file and the
+flags accept and refuse the same settings. Ledgers keep the seed's scenario names: the
+control arm's observations are ``repository-only``, the treatment arm's ``doc-bridge-mcp``;
+:func:`arms_record` writes the arms' ids and labels beside them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from agentstudy.protocol.mcp_spec import ChoiceNames, McpConfigError, check_tool_choice, parse_mcp_config
+from agentstudy.protocol.task import plain_text
+
+REPOSITORY_ONLY = "repository-only"
+"""The ledger scenario of the control arm (the seed's name)."""
+DOC_BRIDGE_MCP = "doc-bridge-mcp"
+"""The ledger scenario of the treatment arm (the seed's name, whatever the server)."""
+SCENARIOS: tuple[str, str] = (REPOSITORY_ONLY, DOC_BRIDGE_MCP)
+"""The two scenarios in their forward order: control, then treatment."""
+
+ARM_ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+MAX_LABEL_CHARS = 200
+STUDY_NAMES = ChoiceNames(tools="arms.treatment.tools", probe="arms.treatment.probe.tool",
+                          arguments="arms.treatment.probe.arguments")
+"""How the shared tool-choice check words a study file's errors."""
+
+_STRICT = ConfigDict(extra="forbid", frozen=True, strict=True, validate_by_name=True, validate_by_alias=True)
+
+
+class Arm(BaseModel):
+    """One arm: ``id`` a safe token (``[a-z0-9][a-z0-9-]*``, at most 64 characters) and ``label`` plain text.
+
+    The label (1–200 characters, no control character, not blank) is what summaries and
+    reports show for the arm.
+    """
+
+    model_config = _STRICT
+
+    id: str = Field(min_length=1, max_length=64, pattern=ARM_ID_PATTERN.pattern,
+                    description="Safe token: [a-z0-9][a-z0-9-]*.")
+    label: str = Field(min_length=1, max_length=MAX_LABEL_CHARS, description="Human label, plain text.")
+
+    @field_validator("label")
+    @classmethod
+    def _plain_label(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("the label is blank")
+        return plain_text(value, "the label")
+
+
+class Probe(BaseModel):
+    """The freshness probe: ``tool`` (one of the treatment's ``tools``) called with ``arguments`` (a JSON object)."""
+
+    model_config = _STRICT
+
+    tool: str = Field(min_length=1)
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class TreatmentArm(Arm):
+    """The treatment arm: the control's repository tools plus one read-only MCP server (issue 18).
+
+    Fields beyond ``id`` and ``label``:
+        mcpConfig: ``{"mcpServers": {"NAME": {"command", "args", "env"}}}`` with exactly one stdio
+            server and only the known placeholders; absent means the bundled read-only server
+            (``doc-bridge``, which serves ``{root}``).
+        tools: the server's read-only tools the agent may call (every other listed tool is denied).
+        probe: the freshness probe, one of ``tools``.
+        serverConfigCandidates: file names tried in each corpus snapshot for ``{config}``
+            (``NAME#KEY`` needs that JSON key); ``[]`` means no config file; absent means
+            doc-bridge's own list.
+        sandboxBinds: absolute paths the server needs read-only inside its sandbox.
+    """
+
+    mcp_config: dict[str, Any] | None = Field(default=None, alias="mcpConfig")
+    tools: list[str] = Field(min_length=1)
+    probe: Probe
+    server_config_candidates: list[str] | None = Field(default=None, alias="serverConfigCandidates")
+    sandbox_binds: list[str] | None = Field(default=None, alias="sandboxBinds")
+
+    @field_validator("tools", "server_config_candidates")
+    @classmethod
+    def _names(cls, value: list[str] | None) -> list[str] | None:
+        for name in value or []:
+            if not name.strip() or "," in name or plain_text(name, "a name") != name.strip():
+                raise ValueError(f"{name!r} must be a non-blank name without commas or surrounding spaces")
+        return value
+
+    @field_validator("sandbox_binds")
+    @classmethod
+    def _absolute(cls, value: list[str] | None) -> list[str] | None:
+        for bind in value or []:
+            if not os.path.isabs(bind) or any(c in bind for c in "\r\n\0"):
+                raise ValueError(f"a sandbox bind must be an absolute path, got {bind!r}")
+        return value
+
+    @model_validator(mode="after")
+    def _server(self) -> TreatmentArm:
+        try:
+            check_tool_choice(self.tools, self.probe.tool, self.probe.arguments, STUDY_NAMES)
+            if self.mcp_config is not None:
+                self.server_name()
+        except McpConfigError as error:
+            raise ValueError(str(error)) from None
+        return self
+
+    def server_name(self) -> str | None:
+        """The one server's name in ``mcpConfig`` (``None``: the bundled server).
+
+        Raises:
+            McpConfigError: the config is malformed (``parse_mcp_config``'s rules).
+        """
+        if self.mcp_config is None:
+            return None
+        spec = parse_mcp_config(self.mcp_config, tuple(self.tools), self.probe.tool, dict(self.probe.arguments),
+                                tuple(self.server_config_candidates or ()))
+        return spec.name
+
+
+class StudyArms(BaseModel):
+    """``{"control": Arm, "treatment": TreatmentArm}``; the two ids differ."""
+
+    model_config = _STRICT
+
+    control: Arm
+    treatment: TreatmentArm
+
+    @model_validator(mode="after")
+    def _distinct(self) -> StudyArms:
+        if self.control.id == self.treatment.id:
+            raise ValueError("the control and treatment arm ids must differ")
+        return self
+
+    def labels(self) -> dict[str, str]:
+        """Ledger scenario → label: ``{"repository-only": control label, "doc-bridge-mcp": treatment label}``."""
+        return {REPOSITORY_ONLY: self.control.label, DOC_BRIDGE_MCP: self.treatment.label}
+
+
+def arms_record(arms: StudyArms, server_name: str) -> list[dict[str, str]]:
+    """The ledger's ``arms`` block (issue 18): one object per scenario, control first.
+
+    Shape: ``[{"scenario": "repository-only", "id": ..., "label": ...}, {"scenario":
+    "doc-bridge-mcp", "id": ..., "label": ..., "mcpServer": server_name}]``; ``server_name`` is
+    the server actually run (a flag may have replaced the file's).
+    """
+    return [
+        {"scenario": REPOSITORY_ONLY, "id": arms.control.id, "label": arms.control.label},
+        {"scenario": DOC_BRIDGE_MCP, "id": arms.treatment.id, "label": arms.treatment.label,
+         "mcpServer": server_name},
+    ]

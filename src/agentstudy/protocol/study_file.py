@@ -1,0 +1,67 @@
+"""The general study file ``agentstudy-study-v1`` (issue 18, deliverable 1). Pure.
+
+A study file fully describes a paired study: any number of tasks (≥ 1) over any number of
+repositories pinned to 40-hex commits (each used by ≥ 1 task), any number of repetitions
+(≥ 1), and two arms with ids and labels, the treatment naming its MCP server, read-only tools
+and probe (``protocol.study_arms``). Loading is as strict as the seed manifest's: unknown keys,
+wrong types and broken rules are a one-line ``ManifestError`` (``protocol.manifest.parse_manifest``
+sniffs ``version`` and calls :class:`StudyFile`). Documented field by field in docs/study-file.md.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from agentstudy.protocol.study_arms import SCENARIOS, StudyArms
+from agentstudy.protocol.task import Task, check_pins
+
+STUDY_VERSION = "agentstudy-study-v1"
+MAX_TASKS = 1000
+MAX_REPETITIONS = 100
+
+
+class StudyFile(BaseModel):
+    """An ``agentstudy-study-v1`` study file (issue 18).
+
+    Rules: ``version`` is ``agentstudy-study-v1``; ``repetitions`` is 1–100; ``repositories``
+    maps names to 40 lowercase hex pins; ``tasks`` (1–1000, the seed's :class:`Task`) have
+    distinct ids, each naming a declared repository, and every repository has a task;
+    ``arms`` are :class:`~agentstudy.protocol.study_arms.StudyArms`.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    version: str = Field(description=f"Always {STUDY_VERSION!r}.")
+    repetitions: int = Field(ge=1, le=MAX_REPETITIONS, description="Repetitions of every task in each arm.")
+    repositories: dict[str, str] = Field(min_length=1, description="Repository name -> 40 lowercase hex pin.")
+    arms: StudyArms
+    tasks: list[Task] = Field(min_length=1, max_length=MAX_TASKS)
+
+    @model_validator(mode="after")
+    def _check_matrix(self) -> StudyFile:
+        if self.version != STUDY_VERSION:
+            raise ValueError(f"version must be {STUDY_VERSION!r}")
+        check_pins(self.repositories)
+        ids = [task.id for task in self.tasks]
+        if len(set(ids)) != len(ids):
+            raise ValueError("task ids must be distinct")
+        for task in self.tasks:
+            if task.repository not in self.repositories:
+                raise ValueError(f"task {task.id!r} names an undeclared repository {task.repository!r}")
+        used = {task.repository for task in self.tasks}
+        for name in self.repositories:
+            if name not in used:
+                raise ValueError(f"repository {name!r} has no task")
+        return self
+
+    @property
+    def scenarios(self) -> list[str]:
+        """The ledger scenarios in forward order: ``["repository-only", "doc-bridge-mcp"]`` (control first)."""
+        return list(SCENARIOS)
+
+    def task(self, task_id: str) -> Task:
+        """Return the task with ``task_id``; raise ``KeyError`` if there is none."""
+        for task in self.tasks:
+            if task.id == task_id:
+                return task
+        raise KeyError(task_id)
