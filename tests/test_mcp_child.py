@@ -54,20 +54,22 @@ def test_a_refusing_check_is_re_raised_and_the_probe_is_never_called(tmp_path: P
 
 
 def test_a_failed_probe_quotes_the_servers_stderr_tail_on_one_line() -> None:
-    noise = "x" * 2000 + "\x1b[31mfatal:\r\n  bad config\x07 file\n"
+    noise = "x" * 5000 + "\x1b[31mfatal:\r\n  bad config\x07 file\n"
     with pytest.raises(McpProbeError) as caught, mcp_child() as child:
         probe_mcp_server(sys.executable, [SERVER, "--fail-with", noise], child, "notes.find", {"term": "x"})
     message = str(caught.value)
     assert message.startswith(f"MCP server {sys.executable} could not be probed: ")
-    assert message.endswith(" [31mfatal: bad config file)") and "(server stderr: xxx" in message
+    assert message.endswith("(server stderr: [31mfatal: bad config file)"), "the cut word is dropped"
     assert "\x1b" not in message and "\x07" not in message and "\r" not in message
-    assert message.count("x") < 520, "only the last 500 bytes are quoted"
+    assert "xx" not in message and "Group" not in message, "the cut word is dropped; the real error is named"
 
 
 def test_stderr_tail_is_bounded_and_empty_for_a_missing_file(tmp_path: Path) -> None:
     path = tmp_path / "err"
     path.write_bytes(b"a" * 100 + b"\tlast\x07 words\n")
-    assert stderr_tail(path, limit=12) == "last words"
+    assert stderr_tail(path, limit=12) == "last words", "a cut at white space keeps the first word"
+    assert stderr_tail(path, limit=11) == "words", "the word cut by the bound is dropped"
+    assert stderr_tail(path) == "a" * 100 + " last words"
     assert stderr_tail(tmp_path / "missing") == ""
 
 

@@ -29,7 +29,7 @@ from agentstudy.commands.containment_options import (
 )
 from agentstudy.commands.mcp_options import mcp_options, mcp_spec_from_options
 from agentstudy.commands.minimal_inputs import claude_binary, money_flags, require_model
-from agentstudy.commands.view import print_summary_table, progress_for_terminal
+from agentstudy.commands.view import print_server_tools, print_summary_table, progress_for_terminal
 from agentstudy.io.claude_cli import find_login_file, project_root
 from agentstudy.io.containment import ContainmentMode
 from agentstudy.io.ledger_store import CheckpointError, OutputPathError
@@ -43,11 +43,12 @@ from agentstudy.io.messages_api import (
 from agentstudy.pricing.http import UpperPrices
 from agentstudy.protocol.manifest import LoadedManifest, ManifestError, load_manifest
 from agentstudy.protocol.mcp_spec import McpServerSpec
-from agentstudy.protocol.schedule import Mode, build_schedule
+from agentstudy.protocol.schedule import Mode, ScheduleEntry, build_schedule
 from agentstudy.rehearsal.messages_server import RehearsalServer
 from agentstudy.runners.minimal import CliRunRequest, run_cli_study
 from agentstudy.runners.minimal_http import REHEARSAL_KEY, HttpRunRequest, run_http_study
 from agentstudy.runners.preflight import PreflightError, check_corpus_roots
+from agentstudy.runners.server_probe import probe_servers
 from agentstudy.runners.summary import RunSummary
 from agentstudy.transports.cli import CliSettings
 
@@ -56,6 +57,9 @@ from agentstudy.transports.cli import CliSettings
 @click.option("--manifest", "manifest_path", type=click.Path(path_type=Path), required=True,
               help="The minimal-study-v1 manifest (JSON).")
 @click.option("--dry-run", is_flag=True, help="Validate the matrix (and --root checkouts); start nothing.")
+@click.option("--probe", is_flag=True,
+              help="With --dry-run: also start the MCP server once per checkout of the MCP arm, in its sandbox, "
+                   "as the run's preflight does (--root needed), and print its tools with their annotations.")
 @click.option("--pilot", is_flag=True, help="Select the 2-attempt pilot (first task, one repetition).")
 @click.option("--run", "full", is_flag=True, help="Select the full 36-attempt schedule.")
 @click.option("--approve-budget", is_flag=True, help="Required to spend: you approve the cap.")
@@ -86,6 +90,7 @@ from agentstudy.transports.cli import CliSettings
 def minimal(
     manifest_path: Path,
     dry_run: bool,
+    probe: bool,
     pilot: bool,
     full: bool,
     approve_budget: bool,
@@ -119,7 +124,9 @@ def minimal(
     executable path), every money flag that is given (and the cap against one reservation),
     --model and --output when given, and with --root the checkouts with local git. Left to the
     run: credentials and what only a started process can tell (the CLI's version, the MCP
-    server's tools). --transport http runs the Messages API loop: ANTHROPIC_API_KEY from the
+    server's tools: ``--dry-run --probe`` starts it once per checkout, in its sandbox, and prints
+    its tools with their annotations; still no agent, no reservation, no ledger). --transport
+    http runs the Messages API loop: ANTHROPIC_API_KEY from the
     environment only, upper prices from the flags or STUDY_INPUT_USD_PER_MILLION /
     STUDY_OUTPUT_USD_PER_MILLION. Money is a plain decimal in USD (``0.10``): no sign, exponent
     or underscore, at most 9 decimals, above zero and at most 1,000,000.
@@ -150,6 +157,8 @@ def minimal(
     elif rehearsal and cli_base_url is not None:
         fail("--cli-base-url and --rehearsal exclude each other (a rehearsal uses its own local server)")
     gateway_url, gateway_token = gateway_from_options(cli_base_url)
+    if probe and not dry_run:
+        fail("--probe goes with --dry-run (a run probes the MCP server anyway)")
     if dry_run:
         if transport == "cli":
             claude_binary(claude_bin)
@@ -173,6 +182,8 @@ def minimal(
             "networkCalls": 0,
             "claudeProcesses": 0,
         }
+        if probe:
+            report["mcpServer"] = _probe(spec, loaded, schedule, root_paths, mode_of_containment)
         click.echo(json.dumps(report, separators=(",", ":")))
         return
     if not (pilot or full):
@@ -216,6 +227,19 @@ def minimal(
         settings = replace(request.settings, rehearsal_base_url=server.base_url)
         code = _run(lambda: run_cli_study(replace(request, settings=settings)))
     sys.exit(code)
+
+
+def _probe(
+    spec: McpServerSpec, loaded: LoadedManifest, schedule: tuple[ScheduleEntry, ...], roots: dict[str, Path],
+    containment: ContainmentMode,
+) -> dict[str, Any]:
+    """``--dry-run --probe``: the server's tools (printed on stderr); exit 2 with the server's own words on failure."""
+    try:
+        server = probe_servers(spec, loaded.manifest, schedule, roots, containment, os.environ)
+    except PreflightError as error:
+        fail(f"MCP probe failed, nothing reserved or written: {error}")
+    print_server_tools(server)
+    return server
 
 
 def _run_http(

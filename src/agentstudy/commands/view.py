@@ -1,4 +1,4 @@
-"""How a run looks in a terminal: a live progress line per attempt and a final summary table (rich, stderr).
+"""How a run looks in a terminal: progress per attempt, a final summary table, the probed tools (rich, stderr).
 
 Progress is shown only when stdout is a terminal; scripts get the one JSON summary line on
 stdout and nothing else. Neither view ever shows an answer or a credential.
@@ -6,9 +6,11 @@ stdout and nothing else. Neither view ever shows an answer or a credential.
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from decimal import Decimal
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -76,3 +78,22 @@ def print_summary_table(summary: RunSummary, note: str = "") -> None:
     table.add_row("full run (x18)", projection)
     table.add_row("ledger", line["ledger"])
     Console(stderr=True).print(table)
+
+
+def print_server_tools(server: dict[str, Any]) -> None:
+    """Print ``--dry-run --probe``'s finding on stderr: one row per listed tool with its annotations (issue 18).
+
+    ``server`` is ``runners.server_probe.probe_servers``'s object; stdout keeps the one JSON line.
+    """
+    checkouts = ", ".join(server["checkouts"])
+    title = (f"MCP server {server['name']}: started {server['serversStarted']}x ({checkouts}), "
+             f"probe {server['probe']['tool']} ok")
+    table = Table(title=title)
+    table.add_column("tool", style="bold")
+    table.add_column("agent may call")
+    table.add_column("annotations")
+    for tool in server["tools"]:
+        may = f"yes, {tool['readOnlyEvidence']}" if tool["allowed"] else "no (denied)"
+        notes = ", ".join(f"{key}: {json.dumps(value)}" for key, value in tool["annotations"].items())
+        table.add_row(tool["name"], may, notes or "none")
+    Console(stderr=True).print(table, "nothing was reserved or written", highlight=False)

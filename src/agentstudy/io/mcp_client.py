@@ -4,13 +4,15 @@ Used before any reservation: list the server's live tools (``tools/list``) with 
 annotations, let the caller vet them, then call the freshness probe (``tools/call``), so that
 the deny list comes from what the server really exposes, a tool that is not read-only is
 refused before anything is called, and a broken server refuses the run with nothing charged.
-The server runs in a private environment (``io.mcp_child``); its stderr tail explains a failure.
+The server runs in a private environment (``io.mcp_child``); what it said explains a failure:
+its stderr tail, a protocol error's message, or a failed probe's ``isError`` text, always
+through ``io.mcp_child.server_text`` (one line, at most 2 KiB, secrets redacted; issue 18).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +20,7 @@ import anyio
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from agentstudy.io.mcp_child import McpChild, stderr_tail
+from agentstudy.io.mcp_child import McpChild, server_text, stderr_tail
 from agentstudy.protocol.read_only import ToolHints
 
 MCP_PROBE_TIMEOUT_S = 30.0
@@ -44,11 +46,17 @@ class McpProbe:
         tools: the listed names, in the server's order.
         hints: ``{name: ToolHints(readOnlyHint, destructiveHint)}`` for every listed tool.
         probe_ok: ``False`` when the probe answered ``isError``; ``True`` also when no probe was asked.
+        probe_error: the failed probe's own text (``server_text``: one line, bounded, secrets
+            redacted); ``""`` when it succeeded.
+        annotations: every listed tool's annotations as sent, camelCase keys
+            (``{"readOnlyHint": True, "title": "…"}``; ``{}`` when none).
     """
 
     tools: tuple[str, ...]
     hints: Mapping[str, ToolHints]
     probe_ok: bool
+    probe_error: str = ""
+    annotations: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 ListingCheck = Callable[[McpListing], object]
@@ -67,9 +75,24 @@ def _hints(tool: Any) -> ToolHints:
     return ToolHints(annotations.read_only_hint, annotations.destructive_hint)
 
 
+def _leaf(error: BaseException) -> BaseException:
+    """The first error inside (nested) exception groups: what the task group's failure really was."""
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    return error
+
+
+def _annotations(tool: Any) -> dict[str, Any]:
+    if tool.annotations is None:
+        return {}
+    dumped: dict[str, Any] = tool.annotations.model_dump(by_alias=True, exclude_none=True, mode="json")
+    return dumped
+
+
 async def _probe(
     params: StdioServerParameters,
     errlog_path: str,
+    secrets: Sequence[str],
     probe_tool: str | None,
     probe_arguments: Mapping[str, Any],
     check: ListingCheck | None,
@@ -85,11 +108,14 @@ async def _probe(
                         check(McpListing(names, hints))
                     except Exception as error:  # re-raised unchanged once the server has stopped
                         return _Refused(error)
-                ok = True
+                ok, said = True, ""
                 if probe_tool is not None:
                     result = await client.call_tool(probe_tool, dict(probe_arguments))
                     ok = not result.is_error
-                return McpProbe(names, hints, ok)
+                    if not ok:
+                        texts = [getattr(block, "text", "") for block in result.content]
+                        said = server_text(" ".join(t for t in texts if t), secrets)
+                return McpProbe(names, hints, ok, said, {tool.name: _annotations(tool) for tool in listed.tools})
 
 
 def probe_mcp_server(
@@ -112,16 +138,21 @@ def probe_mcp_server(
             unchanged after the server stopped, and the probe is never called.
 
     Raises:
-        McpProbeError: on any start, protocol or timeout failure (one line, ending with the
-            server's last stderr output when it wrote any).
+        McpProbeError: on any start, protocol or timeout failure (one line: the error's own
+            message, then the server's last stderr output when it wrote any, both through
+            ``server_text``).
         Exception: whatever ``check`` raised.
     """
     params = StdioServerParameters(command=command, args=list(args), env=child.env, cwd=cwd)
     try:
-        outcome = anyio.run(_probe, params, str(child.stderr_path), probe_tool, probe_arguments or {}, check)
-    except Exception as error:  # the SDK raises many kinds; the caller needs one
-        said = stderr_tail(child.stderr_path)
-        detail = f" (server stderr: {said})" if said else ""
+        outcome = anyio.run(
+            _probe, params, str(child.stderr_path), child.secrets, probe_tool, probe_arguments or {}, check
+        )
+    except Exception as raised:  # the SDK raises many kinds; the caller needs one
+        error = _leaf(raised)
+        said = server_text(stderr_tail(child.stderr_path), child.secrets)
+        own = server_text(str(error), child.secrets, limit=500)
+        detail = (f": {own}" if own else "") + (f" (server stderr: {said})" if said else "")
         name = args[list(args).index("--") + 1] if Path(command).name == "bwrap" and "--" in args else command
         raise McpProbeError(f"MCP server {name} could not be probed: {error.__class__.__name__}{detail}") from None
     if isinstance(outcome, _Refused):

@@ -17,9 +17,10 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import agentstudy
 from agentstudy.io.claude_cli import ClaudeBinaryError, probe_version, version_token
@@ -145,11 +146,16 @@ class McpPreflight:
         read_only_evidence: per read-only tool, why it counts as read-only
             (``protocol.read_only.ANNOTATED_BY_SERVER`` or ``DECLARED_BY_OPERATOR``); empty
             when no server was started.
+        annotations: every listed tool's annotations as the server sent them (camelCase keys,
+            ``io.mcp_client.McpProbe.annotations``); shown by ``--dry-run --probe``.
+        servers_started: how many servers were started (one per corpus of the MCP arm).
     """
 
     listed_tools: tuple[str, ...]
     extra_denied: tuple[str, ...]
     read_only_evidence: Mapping[str, str]
+    annotations: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    servers_started: int = 0
 
 
 def _vet(spec: McpServerSpec, name: str, listing: McpListing) -> None:
@@ -171,8 +177,9 @@ def check_mcp_servers(
     Raises:
         PreflightError: the probe tool is not a read-only tool, a server fails to start, a
             read-only tool is missing or annotated ``readOnlyHint: false`` / ``destructiveHint:
-            true`` (named; the probe is then never called), its probe fails, or two corpora list
-            or annotate different tools.
+            true`` (named; the probe is then never called), its probe fails (the server's own
+            error text quoted, bounded and scrubbed: ``io.mcp_child.server_text``), or two
+            corpora list or annotate different tools.
     """
     try:
         require_probe_allowed(spec.probe_tool, spec.read_only_tools)
@@ -180,6 +187,7 @@ def check_mcp_servers(
         raise PreflightError(str(error)) from None
     listed: tuple[str, ...] | None = None
     evidence: dict[str, str] = {}
+    annotations: Mapping[str, Mapping[str, Any]] = {}
     for name in corpora.names:
         raise_if_stopped(NOTHING_WRITTEN)
         paths = corpora.paths(name)
@@ -192,17 +200,18 @@ def check_mcp_servers(
         except (McpProbeError, ContainmentError) as error:
             raise PreflightError(f"{name}: {error}") from None
         if not probe.probe_ok:
-            raise PreflightError(f"{name}: MCP freshness probe {spec.probe_tool} failed at the pin")
+            said = f": {probe.probe_error}" if probe.probe_error else ""
+            raise PreflightError(f"{name}: MCP freshness probe {spec.probe_tool} failed at the pin{said}")
         seen = read_only_evidence(spec.read_only_tools, probe.hints)  # vetted above: cannot raise
         tools = tuple(sorted(probe.tools))
         if listed is not None and tools != listed:
             raise PreflightError("MCP servers of different corpora list different tools")
         if listed is not None and seen != evidence:
             raise PreflightError("MCP servers of different corpora annotate the read-only tools differently")
-        listed, evidence = tools, seen
+        listed, evidence, annotations = tools, seen, probe.annotations
     if listed is None:
         return McpPreflight((), (), {})
-    return McpPreflight(listed, spec.denied_names(listed), evidence)
+    return McpPreflight(listed, spec.denied_names(listed), evidence, annotations, len(corpora.names))
 
 
 def mcp_corpora(

@@ -1,0 +1,66 @@
+"""``--dry-run --probe``: start the MCP server under study once per checkout, as preflight does, and say what it lists.
+
+Issue 18, item 5. The server runs exactly as the run's preflight runs it
+(``runners.preflight.prepare_study``: roots and corpus checks, containment proof, the server's
+per-corpus snapshot, one contained server per checkout of the MCP arm, its tools vetted and
+its freshness probe called); nothing is reserved, no ledger is written, no agent is started,
+and every snapshot is removed before this returns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+from agentstudy.io.containment import ContainmentMode
+from agentstudy.protocol.manifest import Manifest
+from agentstudy.protocol.mcp_spec import McpServerSpec, mcp_tool_name
+from agentstudy.protocol.schedule import ScheduleEntry
+from agentstudy.runners.preflight import prepare_study
+
+
+def probe_servers(
+    spec: McpServerSpec,
+    manifest: Manifest,
+    schedule: Sequence[ScheduleEntry],
+    roots: Mapping[str, Path],
+    containment: ContainmentMode,
+    parent_env: Mapping[str, str],
+) -> dict[str, Any]:
+    """Run the study's preflight without a run and describe the server (the dry run's ``mcpServer`` object).
+
+    Returns:
+        ``{"name", "serversStarted", "checkouts": [repository…], "containment",
+        "probe": {"tool", "ok": true}, "tools": [{"name", "cliName", "allowed",
+        "readOnlyEvidence" (str or None), "annotations": {camelCase: value}}…]}``, tools in
+        the server's sorted order.
+
+    Raises:
+        PreflightError: as ``prepare_study`` (a missing ``--root``, a failed corpus check, a
+            server that does not start or lists or annotates the tools otherwise, a failed probe
+            quoting the server's own bounded, scrubbed text).
+    """
+    with ExitStack() as stack:
+        prepared = prepare_study(stack, spec, manifest, schedule, roots, containment, parent_env)
+        checkouts = list(prepared.corpora.names)
+    mcp = prepared.mcp
+    tools = [
+        {
+            "name": tool,
+            "cliName": mcp_tool_name(spec.name, tool),
+            "allowed": tool in spec.read_only_tools,
+            "readOnlyEvidence": mcp.read_only_evidence.get(tool),
+            "annotations": dict(mcp.annotations.get(tool, {})),
+        }
+        for tool in mcp.listed_tools
+    ]
+    return {
+        "name": spec.name,
+        "serversStarted": mcp.servers_started,
+        "checkouts": checkouts,
+        "containment": prepared.containment,
+        "probe": {"tool": spec.probe_tool, "ok": True},
+        "tools": tools,
+    }
