@@ -16,9 +16,9 @@ from agentstudy.commands.containment_options import containment_mode, containmen
 from agentstudy.io.git import GitError, head, list_tree, read_blobs, toplevel
 from agentstudy.io.ledger_store import OutputExistsError, OutputPathError, create_new_file
 from agentstudy.protocol.corpus_filter import is_public_blob
-from agentstudy.protocol.manifest import SAFE_PATH_PATTERN
 from agentstudy.protocol.mcp_spec import McpConfigError, parse_mcp_config
 from agentstudy.protocol.starter_study import server_name_for, starter_study
+from agentstudy.protocol.task import is_safe_source_path
 from agentstudy.runners.server_inspection import InspectionError, ServerInspection, inspect_server
 
 STUDY_NAME = "study.json"
@@ -55,7 +55,7 @@ def _repositories(values: tuple[str, ...]) -> dict[str, Path]:
 def _example_source(checkout: Path, pin: str) -> str | None:
     """A README at the top (any case), else the first public UTF-8 text file at ``pin``; None if none."""
     blobs = [e for e in list_tree(checkout, pin)
-             if e.kind == "blob" and is_public_blob(e.mode, e.kind, e.size, e.path) and SAFE_PATH_PATTERN.match(e.path)]
+             if e.kind == "blob" and is_public_blob(e.mode, e.kind, e.size, e.path) and is_safe_source_path(e.path)]
     readmes = [e for e in blobs if "/" not in e.path and e.path.lower().startswith("readme")]
     candidates = (readmes + [e for e in blobs if e not in readmes])[:_SCAN_BLOBS]
     contents = read_blobs(checkout, [e.oid for e in candidates])

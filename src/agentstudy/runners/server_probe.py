@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from agentstudy.io.containment import ContainmentMode
-from agentstudy.protocol.manifest import Manifest
+from agentstudy.protocol.manifest import StudyDefinition
 from agentstudy.protocol.mcp_spec import McpServerSpec, mcp_tool_name
 from agentstudy.protocol.schedule import ScheduleEntry
 from agentstudy.runners.preflight import prepare_study
@@ -23,7 +23,7 @@ from agentstudy.runners.preflight import prepare_study
 
 def probe_servers(
     spec: McpServerSpec,
-    manifest: Manifest,
+    manifest: StudyDefinition,
     schedule: Sequence[ScheduleEntry],
     roots: Mapping[str, Path],
     containment: ContainmentMode,
