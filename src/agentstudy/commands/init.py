@@ -191,4 +191,5 @@ def _print_result(study_path: Path, tools_path: Path, inspection: ServerInspecti
                "then check and rehearse:")
     click.echo(f"  agentstudy minimal --manifest {shlex.quote(str(study_path))} --dry-run --probe {root_flags}")
     click.echo(f"  agentstudy minimal --manifest {shlex.quote(str(study_path))} --pilot --rehearsal --transport cli "
-               f"{root_flags} --output {shlex.quote(str(study_path.parent / 'pilot-ledger.json'))}")
+               f"{root_flags} --model claude-haiku-5-5 --budget-usd 1 "
+               f"--output {shlex.quote(str(study_path.parent / 'pilot-ledger.json'))}")
