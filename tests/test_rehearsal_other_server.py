@@ -73,19 +73,24 @@ def test_server_names_follow_the_transport() -> None:
     assert "repo_read" not in http and "read_text_file" in http
 
 
+def _structured(text: str) -> str:
+    """How the CLI hands server-filesystem's answers over: its ``structuredContent`` as JSON text."""
+    return json.dumps({"content": text})
+
+
 def test_a_filesystem_conversation_globs_then_reads_until_the_term_and_cites_the_line() -> None:
     tools = [*BUILTINS, *_filesystem()]
-    messages, call = _answer_call(_first(tools), tools, "No matches found")
+    messages, call = _answer_call(_first(tools), tools, _structured("No matches found"))
     assert (call["name"], call["input"]) == ("mcp__filesystem__search_files",
                                              {"path": ".", "pattern": "**/*retention*"})
     listing = "\n".join([f"{ROOT}/docs", f"{ROOT}/README.md", f"{ROOT}/docs/ops.md"])
-    messages, call = _answer_call(messages, tools, listing)
+    messages, call = _answer_call(messages, tools, _structured(listing))
     assert (call["name"], call["input"]) == ("mcp__filesystem__search_files", {"path": ".", "pattern": "**/*"})
     messages, call = _answer_call(messages, tools, "Error: EISDIR: illegal operation on a directory", True)
     assert (call["name"], call["input"]) == ("mcp__filesystem__read_text_file", {"path": f"{ROOT}/docs"})
     messages, call = _answer_call(messages, tools, "# Demo\nNothing here.\n")
     assert call["input"] == {"path": f"{ROOT}/README.md"}
-    messages, call = _answer_call(messages, tools, "# Ops\n\nThe retention window is 30 days.\n")
+    messages, call = _answer_call(messages, tools, _structured("# Ops\n\nThe retention window is 30 days.\n"))
     assert call["input"] == {"path": f"{ROOT}/docs/ops.md"}
     answer = _reply(messages, tools)
     assert answer.stop_reason == "end_turn"

@@ -110,8 +110,12 @@ def test_a_rehearsed_study_of_server_filesystem_uses_it_in_every_treatment_attem
         server_calls = {k: v for k, v in observation["toolCallsByName"].items()
                         if k.startswith("mcp__filesystem__")}
         assert sum(server_calls.values()) >= 1, observation["toolCallsByName"]
+        assert set(server_calls) == {"mcp__filesystem__search_files", "mcp__filesystem__read_text_file"}
         assert not {f"mcp__filesystem__{tool}" for tool in WRITE_TOOLS} & set(observation["tools"])
         assert observation["mcp_servers"][0]["status"] == "connected"
+    sources = {task_id: source for task_id, _, _, source, _ in TASKS}
+    for observation in observations:  # each answer cites the line it read, whichever tools read it
+        assert f"{sources[observation['taskId']]}:3)." in observation["answer"], observation["answer"]
     assert sorted(ledger["mcpServer"]["deniedTools"]) == [f"mcp__filesystem__{tool}" for tool in WRITE_TOOLS]
     for text in (ran.stdout, ran.stderr, ledger_path.read_text(encoding="utf-8")):
         assert PLANTED_KEY not in text
