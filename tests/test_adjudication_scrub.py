@@ -112,3 +112,38 @@ def test_a_prompt_over_8_kib_leaves_the_item_without_a_prompt(tmp_path: Path, sc
     item = prepare_item(blind, manifest.task("lantern-discovery"), corpus.line_count, scrubber)
     assert item.prompt is None
     assert item.prompt_problem is not None and "over 8192" in item.prompt_problem
+
+
+FILESYSTEM_TOOLS = ("read_file", "read_text_file", "list_directory", "search_files", "directory_tree",
+                    "get_file_info", "write_file", "edit_file", "create_directory", "move_file")
+
+
+def test_a_plain_word_server_name_is_scrubbed_only_as_an_identifier() -> None:
+    scrubber = Scrubber.build("git", ("status", "log", "diff_file"), SCENARIOS)
+    prose = "I ran git status and read the git log; the diff file was long, status quo."
+    assert scrubber.scrub(prose) == (prose, 0)
+    revealing = "`git` said so (mcp__git__status, git.status, git_log, GitDiffFile, diff_file) in servers/git/x.js"
+    assert scrubber.scrub(revealing) == (
+        f"`{REPLACEMENT}` said so ({REPLACEMENT}, {REPLACEMENT}, {REPLACEMENT}, {REPLACEMENT}, {REPLACEMENT}) "
+        f"in servers/{REPLACEMENT}/x.js", 7
+    )
+    assert scrubber.scrub("`status` and `git log`") == (f"`{REPLACEMENT}` and `git log`", 1)
+
+
+def test_the_filesystem_server_keeps_its_prose_and_loses_its_identifiers() -> None:
+    scrubber = Scrubber.build("filesystem", FILESYSTEM_TOOLS, (*SCENARIOS, "Repository tools only", "Filesystem MCP"))
+    prose = "The filesystem cache is read from the filesystem: I read file a.md and list directory b."
+    assert scrubber.scrub(prose) == (prose, 0)
+    text = ("Via read_file, ReadTextFile and filesystem.list_directory (see @modelcontextprotocol/server-filesystem/"
+            "dist/index.js); the Filesystem MCP arm, not repository tools only.")
+    scrubbed, count = scrubber.scrub(text)
+    assert scrubbed == (f"Via {REPLACEMENT}, {REPLACEMENT} and {REPLACEMENT} (see @modelcontextprotocol/server-"
+                        f"{REPLACEMENT}/dist/index.js); the {REPLACEMENT} arm, not {REPLACEMENT}.")
+    assert count == 6
+    assert "filesystem" in scrubber.terms and "read_file" in scrubber.terms
+
+
+def test_a_plain_word_arm_label_is_scrubbed_only_as_an_identifier() -> None:
+    scrubber = Scrubber.build("doc-bridge", (), ("control", "treatment"))
+    assert scrubber.scrub("access control and its treatment") == ("access control and its treatment", 0)
+    assert scrubber.scrub("the `treatment` arm") == (f"the `{REPLACEMENT}` arm", 1)

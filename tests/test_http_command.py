@@ -120,7 +120,9 @@ def test_a_paid_run_sends_the_environment_key_and_never_writes_it(study: Example
     assert ledger["rehearsal"] is False and ledger["prices"] == {"input": 0.5, "output": 2.5}
     assert ledger["http"]["apiBaseUrl"] == server.base_url
     assert PLANTED_KEY not in output.read_text(encoding="utf-8") + result.output
-    assert json.loads(result.stdout.strip().splitlines()[-1])["status"] == "awaiting-adjudication"
+    line = json.loads(result.stdout.strip().splitlines()[-1])
+    assert line["status"] == "awaiting-adjudication" and line["rehearsal"] is False and "note" not in line
+    assert "no real money" not in result.stderr
 
 
 def test_rehearsal_uses_a_dummy_key_and_says_so(study: ExampleStudy, tmp_path: Path) -> None:
@@ -130,6 +132,7 @@ def test_rehearsal_uses_a_dummy_key_and_says_so(study: ExampleStudy, tmp_path: P
     assert result.exit_code == 0, result.output
     ledger = _ledger(output)
     assert ledger["rehearsal"] is True and ledger["status"] == "awaiting-adjudication"
+    assert ledger["prices"] == {"input": 0.5, "output": 2.5, "nominal": True}, "given prices are nominal too"
     assert ledger["http"]["apiBaseUrl"].startswith("http://127.0.0.1:")
     assert PLANTED_KEY not in output.read_text(encoding="utf-8") + result.output
 

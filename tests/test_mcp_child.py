@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from agentstudy.io.environment import PASSED_THROUGH
-from agentstudy.io.mcp_child import mcp_child, stderr_tail
+from agentstudy.io.mcp_child import mcp_child, server_text, stderr_tail
 from agentstudy.io.mcp_client import McpListing, McpProbeError, probe_mcp_server
 from agentstudy.io.mcp_session import McpSession
 from agentstudy.protocol.read_only import ToolHints
@@ -91,3 +91,30 @@ def test_the_session_child_sees_only_the_allowlist_a_private_home_and_its_config
     assert home != Path(os.environ.get("HOME", "/nonexistent")) and home.parent == tmpdir.parent
     assert not home.exists() and not tmpdir.exists(), "the private directories are removed with the session"
     assert list(tmp_path.iterdir()) == [], "nothing is left in the parent's TMPDIR"
+
+
+@pytest.mark.parametrize(
+    ("said", "shown"),
+    [
+        ("bad key hunter2-long in request", "bad key [redacted] in request"),
+        ("token=abc123 api_key: 'k-9' password = pw Bearer eyJhbGci", "token=[redacted] api_key: '[redacted]' "
+         "password = [redacted] Bearer [redacted]"),
+        ("the token is missing; secret files stay", "the token is missing; secret files stay"),
+        ("flag on\r\n\tnext\x1b[0m", "flag on next [0m"),
+    ],
+)
+def test_server_text_redacts_secrets_and_assignments_and_keeps_prose(said: str, shown: str) -> None:
+    assert server_text(said, ("hunter2-long", "on")) == shown, "a 2-character value is no secret"
+
+
+def test_server_text_is_bounded_at_a_character_boundary() -> None:
+    shown = server_text("é" * 3000, limit=101)
+    assert shown.endswith("…") and len(shown.encode()) <= 101 and "\ufffd" not in shown
+    assert server_text("short", limit=101) == "short"
+
+
+def test_the_child_knows_its_configured_values_and_our_keys_as_secrets() -> None:
+    parent = {"PATH": "/usr/bin", "ANTHROPIC_API_KEY": "sk-ant-test-0000", "OPENAI_API_KEY": "sk-oa-test-1111"}
+    with mcp_child({"SERVER_TOKEN": "tok-2222"}, parent) as child:
+        assert set(child.secrets) == {"tok-2222", "sk-ant-test-0000", "sk-oa-test-1111"}
+        assert "ANTHROPIC_API_KEY" not in child.env

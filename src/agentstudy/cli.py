@@ -36,6 +36,7 @@ def main() -> None:
 
 
 main.add_command(minimal)
+main.add_command(minimal, name="study")  # issue 18: the general name, the same command object
 main.add_command(demo)
 main.add_command(init)
 main.add_command(diagrams)

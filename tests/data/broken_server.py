@@ -25,14 +25,19 @@ READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempot
 REASON = "Repository path '{root}' is outside the allowed repository /srv/allowed"
 
 
+def _reason() -> str:
+    token = os.environ.get("BROKEN_TOKEN", "")
+    return f"{REASON} (token={token}; env {token})"
+
+
 def _said() -> str:
-    return f"{REASON} (token={os.environ.get('BROKEN_TOKEN', '')}) " + "x" * 5000
+    return _reason() + " " + "x" * 5000
 
 
 def main() -> int:
     mode = sys.argv[1] if len(sys.argv) > 1 else "refuse"
     if mode == "crash":
-        sys.stderr.write("  at frame\n" * 500 + f"{REASON} (token={os.environ.get('BROKEN_TOKEN', '')})\n")
+        sys.stderr.write("  at frame\n" * 500 + _reason() + "\n")
         return 3
     server = MCPServer("broken")
 

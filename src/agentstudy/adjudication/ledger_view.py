@@ -6,7 +6,8 @@ ledger models may grow without breaking adjudication: only ``version``, ``status
 listed and denied tools) and each observation's ``taskId``, ``scenario``, ``repetition``,
 ``status``, ``answer`` and ``transport`` are used. The kind is decided by the ledger's ``type``:
 a controlled-study ledger (``controlled-study-observation-ledger``) is recognised and refused
-as not supported yet; a minimal-study ledger has no ``type`` and a ``minimal-study-`` version.
+as not supported yet; a minimal-study ledger has no ``type`` and a ``minimal-study-`` version (or a
+study file's ``agentstudy-study-v1``).
 As for ``report``, the text must be strict JSON (no NaN or Infinity, no duplicated key) and a
 minimal ledger may hold each task, scenario and repetition once, whatever ``--allow-unverified``
 says; verifying its hashes and invariants (``protocol.ledger_integrity``) is the command's.
@@ -24,9 +25,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from agentstudy.io.user_file import UserFileError, read_user_file
 from agentstudy.protocol.controlled.hashing import JsonDocumentError, parse_json_text
 from agentstudy.protocol.json_input import JsonInputError, load_json
+from agentstudy.protocol.records import is_minimal_ledger_version
 
 CONTROLLED_LEDGER_TYPE = "controlled-study-observation-ledger"
-MINIMAL_VERSION_PREFIX = "minimal-study-"
 LedgerKind = Literal["minimal-study", "controlled-study"]
 
 
@@ -117,7 +118,7 @@ def ledger_kind(document: Any) -> LedgerKind:
     if kind == CONTROLLED_LEDGER_TYPE:
         return "controlled-study"
     version = document.get("version")
-    if kind is None and isinstance(version, str) and version.startswith(MINIMAL_VERSION_PREFIX):
+    if kind is None and is_minimal_ledger_version(version):
         return "minimal-study"
     raise LedgerError(f"unknown ledger kind (type {kind!r}, version {version!r})")
 

@@ -15,6 +15,7 @@ from agentstudy.commands.view import print_summary_table, progress_for_terminal
 from agentstudy.io.claude_cli import ClaudeBinaryError, find_claude_binary
 from agentstudy.io.ledger_store import CheckpointError, OutputPathError
 from agentstudy.runners.preflight import PreflightError
+from agentstudy.runners.summary import REHEARSAL_NOTE
 
 
 @click.command()
@@ -67,11 +68,11 @@ def demo(output_dir: Path | None, transport: str, claude_bin: str | None, adjudi
         fail(f"demo refused: {error}")
     except CheckpointError as error:
         fail(f"the demo stopped because a checkpoint failed: {error}", EXIT_BLOCKED)
-    print_summary_table(summary, note="rehearsal: no real money")
+    print_summary_table(summary)
     companion = None
     if adjudicate and binary is not None and summary.status == "awaiting-adjudication":
         adjudication = run_demo_adjudication(directory, binary, summary.ledger, containment=mode)
-        print_adjudication_table(adjudication, note="rehearsal: no real money")
+        print_adjudication_table(adjudication, note=REHEARSAL_NOTE)
         companion = adjudication.companion
     for path in write_demo_reports(directory, summary.ledger, companion):
         click.echo(f"report: {path}", err=True)

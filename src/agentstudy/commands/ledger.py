@@ -25,8 +25,7 @@ from agentstudy.protocol.controlled.ledger import ControlledStudyObservationLedg
 from agentstudy.protocol.controlled.summary import summarize_ledger
 from agentstudy.protocol.json_input import load_json
 from agentstudy.protocol.ledger_integrity import verify_ledger_bytes
-
-MINIMAL_VERSION_PREFIX = "minimal-study-"
+from agentstudy.protocol.records import is_minimal_ledger_version
 
 
 @click.command()
@@ -39,7 +38,7 @@ def ledger(file: Path, allow_unverified: bool, as_text: bool) -> None:
     A controlled-study ledger: observations by run, round, status and adjudication; its
     content hash and every observation's are checked.
 
-    A minimal-study ledger (no `type`, a `minimal-study-` version): transport, status,
+    A minimal-study ledger (no `type`, a `minimal-study-` or `agentstudy-study-v1` version): transport, status,
     observations by status, the budget; its ledgerHash and every observationHash are checked,
     and the invariants: spent = the observations' charges + the open reservation, each task,
     scenario and repetition once, every amount finite and >= 0, the status consistent with the
@@ -75,7 +74,7 @@ def _minimal_bytes(path: Path) -> bytes | None:
     except (OSError, ValueError):
         return None
     is_minimal = (isinstance(document, dict) and "type" not in document
-                  and str(document.get("version", "")).startswith(MINIMAL_VERSION_PREFIX))
+                  and is_minimal_ledger_version(document.get("version")))
     return data if is_minimal else None
 
 

@@ -1,4 +1,8 @@
-"""Flags that configure the MCP server under study, shared by the commands that run studies."""
+"""Flags that configure the MCP server under study, shared by the commands that run studies.
+
+A study file's treatment arm gives their defaults (issue 18, :func:`study_mcp_spec`); the flags and the
+file go through one check (:func:`build_mcp_spec`).
+"""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+from click.core import ParameterSource
 
 from agentstudy.commands.common import fail
 from agentstudy.io.server_config import load_mcp_config
@@ -20,6 +25,7 @@ from agentstudy.protocol.mcp_spec import (
     check_tool_choice,
     parse_mcp_config,
 )
+from agentstudy.protocol.study_arms import TreatmentArm
 from agentstudy.runners.preflight import DEFAULT_MCP_SERVER
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -36,7 +42,8 @@ def mcp_options(function: F) -> F:
                           "{git} a private read-only clone with the pin's history only, {checkout} the live "
                           "checkout (recorded as not isolated)."),
         click.option("--server-config-candidates", default=",".join(DOC_BRIDGE_CONFIG_CANDIDATES), show_default=True,
-                     help="Files tried in order in each corpus snapshot for {config}; NAME#KEY needs that JSON key."),
+                     help="Files tried in order in each corpus snapshot for {config}; NAME#KEY needs that JSON key; "
+                          "\"\" means the server needs no config file."),
         click.option("--mcp-tools", default="doc.search,doc.get,handoff.resolve", show_default=True,
                      help="The server's read-only tools the agent may call; every other listed tool is denied. "
                           "Preflight refuses a named tool the server annotates readOnlyHint: false or "
@@ -142,3 +149,49 @@ def build_mcp_spec(choice: McpChoice) -> McpServerSpec:
     except McpConfigError as error:
         fail(str(error))
     return spec.with_sandbox_binds(choice.sandbox_binds)
+
+
+def _given(ctx: click.Context, name: str) -> bool:
+    source = ctx.get_parameter_source(name)
+    return source is not None and source not in (ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP)
+
+
+def study_mcp_spec(
+    ctx: click.Context,
+    arm: TreatmentArm | None,
+    mcp_config_file: Path | None,
+    server_config_candidates: str,
+    mcp_tools: str,
+    mcp_probe: str,
+    mcp_probe_arguments: str,
+    sandbox_binds: tuple[str, ...] = (),
+) -> McpServerSpec:
+    """The spec of a run from a study file's treatment arm, each MCP flag given explicitly overriding it (issue 18).
+
+    Without ``arm`` (a seed manifest) this is :func:`mcp_spec_from_options`. With one, the file's
+    ``mcpConfig``, ``serverConfigCandidates``, ``tools``, ``probe`` and ``sandboxBinds`` are the
+    defaults and a flag typed on the command line (click's parameter source) replaces the
+    matching one; ``--mcp-probe-arguments`` replaces the probe's arguments only. Exit 2 with one
+    line on a bad value, as for the flags.
+    """
+    if arm is None:
+        return mcp_spec_from_options(mcp_config_file, server_config_candidates, mcp_tools, mcp_probe,
+                                     mcp_probe_arguments, sandbox_binds)
+    if _given(ctx, "mcp_probe_arguments"):
+        try:
+            arguments: Any = load_json(mcp_probe_arguments)
+        except JsonInputError as error:
+            fail(f"--mcp-probe-arguments {error}")
+    else:
+        arguments = dict(arm.probe.arguments)
+    default_candidates = (DOC_BRIDGE_CONFIG_CANDIDATES if arm.server_config_candidates is None
+                          else tuple(arm.server_config_candidates))
+    return build_mcp_spec(McpChoice(
+        config=mcp_config_file if _given(ctx, "mcp_config_file") else arm.mcp_config,
+        candidates=_split(server_config_candidates) if _given(ctx, "server_config_candidates")
+        else default_candidates,
+        tools=_split(mcp_tools) if _given(ctx, "mcp_tools") else tuple(arm.tools),
+        probe_tool=mcp_probe if _given(ctx, "mcp_probe") else arm.probe.tool,
+        probe_arguments=arguments,
+        sandbox_binds=sandbox_binds if _given(ctx, "sandbox_binds") else tuple(arm.sandbox_binds or ()),
+    ))

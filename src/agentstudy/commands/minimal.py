@@ -27,7 +27,7 @@ from agentstudy.commands.containment_options import (
     containment_option,
     gateway_from_options,
 )
-from agentstudy.commands.mcp_options import mcp_options, mcp_spec_from_options
+from agentstudy.commands.mcp_options import mcp_options, study_mcp_spec
 from agentstudy.commands.minimal_inputs import claude_binary, money_flags, require_model
 from agentstudy.commands.view import print_server_tools, print_summary_table, progress_for_terminal
 from agentstudy.io.claude_cli import find_login_file, project_root
@@ -44,6 +44,7 @@ from agentstudy.pricing.http import UpperPrices
 from agentstudy.protocol.manifest import LoadedManifest, ManifestError, load_manifest
 from agentstudy.protocol.mcp_spec import McpServerSpec
 from agentstudy.protocol.schedule import Mode, ScheduleEntry, build_schedule
+from agentstudy.protocol.study_arms import arms_record
 from agentstudy.rehearsal.messages_server import RehearsalServer
 from agentstudy.runners.minimal import CliRunRequest, run_cli_study
 from agentstudy.runners.minimal_http import REHEARSAL_KEY, HttpRunRequest, run_http_study
@@ -55,13 +56,15 @@ from agentstudy.transports.cli import CliSettings
 
 @click.command()
 @click.option("--manifest", "manifest_path", type=click.Path(path_type=Path), required=True,
-              help="The minimal-study-v1 manifest (JSON).")
+              help="The study: an agentstudy-study-v1 study file (docs/study-file.md) or the seed's "
+                   "minimal-study-v1 manifest (JSON).")
 @click.option("--dry-run", is_flag=True, help="Validate the matrix (and --root checkouts); start nothing.")
 @click.option("--probe", is_flag=True,
               help="With --dry-run: also start the MCP server once per checkout of the MCP arm, in its sandbox, "
                    "as the run's preflight does (--root needed), and print its tools with their annotations.")
 @click.option("--pilot", is_flag=True, help="Select the 2-attempt pilot (first task, one repetition).")
-@click.option("--run", "full", is_flag=True, help="Select the full 36-attempt schedule.")
+@click.option("--run", "full", is_flag=True,
+              help="Select the full schedule: tasks x repetitions x 2 arms (36 for the seed manifest).")
 @click.option("--approve-budget", is_flag=True, help="Required to spend: you approve the cap.")
 @click.option("--transport", type=click.Choice(["http", "cli"]), default="http", show_default=True,
               help="Messages API loop (http) or headless Claude Code (cli, the pilot transport).")
@@ -82,12 +85,16 @@ from agentstudy.transports.cli import CliSettings
               help="Upper output price, USD per million tokens (http). [env: STUDY_OUTPUT_USD_PER_MILLION]")
 @click.option("--rehearsal", is_flag=True,
               help="Rehearse for free: the agent talks to a scripted Messages API server on 127.0.0.1 with a "
-                   "dummy token; the ledger says rehearsal. --approve-budget is not needed.")
+                   "dummy token; the ledger says rehearsal. --approve-budget is not needed, and http needs no "
+                   "prices (nominal: the model's first cli tier, e.g. 0.10 / 0.50 USD per million; recorded as "
+                   "nominal).")
 @containment_option
 @cli_base_url_option
 @mcp_options
 @stops_on_signals
+@click.pass_context
 def minimal(
+    ctx: click.Context,
     manifest_path: Path,
     dry_run: bool,
     probe: bool,
@@ -115,7 +122,10 @@ def minimal(
     containment: str,
     cli_base_url: str | None,
 ) -> None:
-    """Run the minimal paired study (seed: minimal study runner v1).
+    """Run a paired study from a study file or the seed's manifest (seed: minimal study runner v1; issue 18).
+
+    A study file (agentstudy-study-v1) names the treatment arm's MCP server, tools and probe:
+    they are the defaults of the MCP flags, and a flag given on the command line overrides them.
 
     --dry-run validates everything the run would refuse for its input, without starting any
     process or opening any socket: the manifest (each prompt after templating within 8 KiB, no
@@ -126,9 +136,12 @@ def minimal(
     run: credentials and what only a started process can tell (the CLI's version, the MCP
     server's tools: ``--dry-run --probe`` starts it once per checkout, in its sandbox, and prints
     its tools with their annotations; still no agent, no reservation, no ledger). --transport
-    http runs the Messages API loop: ANTHROPIC_API_KEY from the
-    environment only, upper prices from the flags or STUDY_INPUT_USD_PER_MILLION /
-    STUDY_OUTPUT_USD_PER_MILLION. Money is a plain decimal in USD (``0.10``): no sign, exponent
+    http runs the Messages API loop: ANTHROPIC_API_KEY from the environment only, upper prices
+    from the flags or STUDY_INPUT_USD_PER_MILLION / STUDY_OUTPUT_USD_PER_MILLION (a --rehearsal
+    runs at nominal prices unless given others: ``pricing.http.rehearsal_prices``, what a cli
+    rehearsal is charged at; the ledger's prices say ``nominal: true``, the summary "rehearsal:
+    no real money" and its JSON line ``"rehearsal": true``). Money is a plain decimal in USD
+    (``0.10``): no sign, exponent
     or underscore, at most 9 decimals, above zero and at most 1,000,000.
     """
     try:
@@ -140,8 +153,9 @@ def minimal(
     root_paths = parse_roots(roots)
     mode: Mode = "pilot" if pilot else "full"
     schedule = build_schedule(loaded.manifest, mode)
-    spec = mcp_spec_from_options(
-        mcp_config_file, server_config_candidates, mcp_tools, mcp_probe, mcp_probe_arguments, sandbox_binds
+    spec = study_mcp_spec(
+        ctx, loaded.arms.treatment if loaded.arms else None,
+        mcp_config_file, server_config_candidates, mcp_tools, mcp_probe, mcp_probe_arguments, sandbox_binds,
     )
     mode_of_containment = containment_mode(containment)
     base_url = api_base_url
@@ -165,7 +179,7 @@ def minimal(
         if model is not None:
             require_model(model)
         money_flags(loaded, mode, transport, model, budget_usd, attempt_budget_usd, input_usd_per_million,
-                    output_usd_per_million, required=False)
+                    output_usd_per_million, required=False, rehearsal=rehearsal)
         if output is not None:
             check_new_output("--output", output, (*root_paths.values(), project_root()))
         try:
@@ -182,8 +196,12 @@ def minimal(
             "networkCalls": 0,
             "claudeProcesses": 0,
         }
+        report["mcpServer"] = {"name": spec.name, "tools": list(spec.read_only_tools), "probe": spec.probe_tool,
+                               "probeArguments": dict(spec.probe_arguments)}
+        if loaded.arms is not None:
+            report["arms"] = arms_record(loaded.arms, spec.name)
         if probe:
-            report["mcpServer"] = _probe(spec, loaded, schedule, root_paths, mode_of_containment)
+            report["mcpProbe"] = _probe(spec, loaded, schedule, root_paths, mode_of_containment)
         click.echo(json.dumps(report, separators=(",", ":")))
         return
     if not (pilot or full):
@@ -192,7 +210,7 @@ def minimal(
         fail("--approve-budget is required to run a paid study (or --rehearsal to rehearse it for free)")
     chosen_model = require_model(model)
     money = money_flags(loaded, mode, transport, chosen_model, budget_usd, attempt_budget_usd,
-                        input_usd_per_million, output_usd_per_million, required=True)
+                        input_usd_per_million, output_usd_per_million, required=True, rehearsal=rehearsal)
     if output is None:
         fail("--output FILE is required")
     if transport == "http":
@@ -263,7 +281,7 @@ def _run_http(
     check_new_output("--output", output, (*roots.values(), project_root()))
     request = HttpRunRequest(
         loaded=loaded, mode=mode, roots=roots, output=output, model=model, prices=prices, cap_usd=cap,
-        api_key=key, base_url=base_url, mcp=spec, rehearsal=rehearsal,
+        api_key=key, base_url=base_url, mcp=spec, rehearsal=rehearsal, nominal_prices=rehearsal,
         forbidden_output_roots=(project_root(),), progress=progress_for_terminal(),
         containment=containment, parent_env=dict(os.environ),
     )

@@ -13,7 +13,13 @@ from pathlib import Path
 
 from agentstudy.commands.common import attempt_limit, fail, positive_usd
 from agentstudy.io.claude_cli import ClaudeBinaryError, find_claude_binary
-from agentstudy.pricing.http import DEFAULT_MAX_TOKENS, UpperPrices, call_reservation, encode_request_body
+from agentstudy.pricing.http import (
+    DEFAULT_MAX_TOKENS,
+    UpperPrices,
+    call_reservation,
+    encode_request_body,
+    rehearsal_prices,
+)
 from agentstudy.pricing.money_input import MoneyInputError, check_cap_fits_call
 from agentstudy.protocol.manifest import LoadedManifest
 from agentstudy.protocol.prompt import study_prompt
@@ -81,16 +87,23 @@ def money_flags(
     output_price: str | None,
     *,
     required: bool,
+    rehearsal: bool = False,
 ) -> MoneyFlags:
     """Parse the money flags the transport uses and check them together; exit 2 on the first problem.
 
     Every amount goes through ``pricing.money_input.parse_usd_input``. cli: the per-attempt
     limit reserves at least one micro-USD and is at most the cap. http: both upper prices, and
     the cap holds :func:`first_call_usd`. ``required=False`` (a dry run) checks what is given.
+    ``rehearsal``: a price not given is the nominal one of ``pricing.http.rehearsal_prices``
+    (no money moves; issue 18, item 6).
     """
     cap = positive_usd(CAP_NAME, budget_usd) if required or budget_usd is not None else None
     if transport == "cli":
         return MoneyFlags(cap, attempt_limit(LIMIT_NAME, attempt_budget_usd, cap, CAP_NAME), None)
+    if rehearsal:
+        nominal = rehearsal_prices(model or "")
+        input_price = str(nominal.input_usd_per_million) if input_price is None else input_price
+        output_price = str(nominal.output_usd_per_million) if output_price is None else output_price
     if not (required or input_price is not None or output_price is not None):
         return MoneyFlags(cap, None, None)
     prices = UpperPrices(positive_usd(INPUT_PRICE_NAME, input_price), positive_usd(OUTPUT_PRICE_NAME, output_price))

@@ -2,7 +2,10 @@
 
 Researchers use it to see why an attempt was refused. It runs exactly the runner's code path
 (``transports.cli_evaluation.evaluate_cli_attempt``, then ``pricing.budget.settle_attempt``)
-with the runner's default tool policy, and prints the attempt record without the answer.
+with the run's tool policy, and prints the attempt record without the answer. The MCP server
+expected in the MCP arm is the run's: the same MCP flags as ``agentstudy minimal``
+(``commands.mcp_options``), or ``--study FILE`` (its treatment arm; flags typed beside it
+override it), or by default the bundled doc-bridge server (issue 18). Nothing is started.
 """
 
 from __future__ import annotations
@@ -15,11 +18,13 @@ from typing import Any
 import click
 
 from agentstudy.commands.common import EXIT_BLOCKED, EXIT_OK, fail, positive_usd
+from agentstudy.commands.mcp_options import mcp_options, study_mcp_spec
 from agentstudy.io.process import STDOUT_LIMIT_BYTES
 from agentstudy.pricing.budget import reservation_for, settle_attempt
-from agentstudy.protocol.manifest import DOC_BRIDGE_MCP, REPOSITORY_ONLY
+from agentstudy.protocol.manifest import DOC_BRIDGE_MCP, REPOSITORY_ONLY, ManifestError, load_manifest
+from agentstudy.protocol.mcp_spec import McpServerSpec
 from agentstudy.protocol.records import CliObservation
-from agentstudy.runners.preflight import DEFAULT_MCP_SERVER
+from agentstudy.protocol.study_arms import StudyArms
 from agentstudy.stream.denials import refused_out_of_export_reads
 from agentstudy.stream.outcome import ProcessFacts
 from agentstudy.transports.cli_args import arm_tools
@@ -105,14 +110,37 @@ def _text(value: Any) -> str:
     return json.dumps(value, separators=(", ", ": "), ensure_ascii=False)
 
 
+def _scenario(given: str, arms: StudyArms | None) -> str:
+    """The ledger scenario of ``--scenario``: a scenario name, or with ``--study`` an arm id; else exit 2."""
+    ids = {arms.control.id: REPOSITORY_ONLY, arms.treatment.id: DOC_BRIDGE_MCP} if arms is not None else {}
+    scenario = ids.get(given, given)
+    if scenario not in (REPOSITORY_ONLY, DOC_BRIDGE_MCP):
+        known = ", ".join([REPOSITORY_ONLY, DOC_BRIDGE_MCP, *ids])
+        fail(f"--scenario {given!r} is not one of {known}")
+    return scenario
+
+
+def _study_arms(study: Path | None) -> StudyArms | None:
+    """The arms of ``--study FILE`` (``None`` without one, or for a seed manifest); exit 2 on a bad file."""
+    if study is None:
+        return None
+    try:
+        return load_manifest(study).arms
+    except ManifestError as error:
+        fail(f"--study: {error}")
+
+
 @click.command()
 @click.argument("file", type=click.Path(path_type=Path))
 @click.option(
     "--scenario",
-    type=click.Choice([REPOSITORY_ONLY, DOC_BRIDGE_MCP]),
     required=True,
-    help="The arm the attempt ran in; selects the expected tools and MCP server.",
+    help=f"The arm the attempt ran in: {REPOSITORY_ONLY} or {DOC_BRIDGE_MCP} (with --study also the arm's id); "
+         "selects the expected tools and MCP server.",
 )
+@click.option("--study", "study", type=click.Path(path_type=Path),
+              help="A study file (agentstudy-study-v1): its treatment arm gives the MCP server, tools and probe; "
+                   "MCP flags typed beside it override it.")
 @click.option("--model", required=True, help="The configured --model the init event must echo.")
 @click.option("--exit-code", type=int, default=0, show_default=True, help="The child's exit code.")
 @click.option("--timed-out", is_flag=True, help="The child was killed by the attempt timeout.")
@@ -130,22 +158,35 @@ def _text(value: Any) -> str:
     help="How the child was confined (bwrap, or restricted: --restricted only); echoed, not checked.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of aligned lines.")
+@mcp_options
+@click.pass_context
 def transcript(
+    ctx: click.Context,
     file: Path,
     scenario: str,
+    study: Path | None,
     model: str,
     exit_code: int,
     timed_out: bool,
     reservation_usd: str,
     containment: str,
     as_json: bool,
+    mcp_config_file: Path | None,
+    server_config_candidates: str,
+    mcp_tools: str,
+    mcp_probe: str,
+    mcp_probe_arguments: str,
+    sandbox_binds: tuple[str, ...],
 ) -> None:
     """Check a saved stream-json transcript exactly as the CLI runner would, and show why.
 
     Applies the runner's parse, setup checks, pricing, outcome and settlement to FILE, with
-    the runner's default tool policy: Read, Grep, Glob, plus in doc-bridge-mcp the
-    mcp__doc-bridge__doc_search, mcp__doc-bridge__doc_get and mcp__doc-bridge__handoff_resolve
-    tools of the one MCP server `doc-bridge`. A file over the 4 MiB stdout bound is read as the
+    the run's tool policy: Read, Grep, Glob, plus in doc-bridge-mcp the read-only tools of the
+    one MCP server under study, as a run would be given them: the MCP flags of `agentstudy
+    minimal` (--mcp-config, --mcp-tools, ...), or --study FILE (its treatment arm; a flag typed
+    beside it wins), or by default the bundled server `doc-bridge` with
+    mcp__doc-bridge__doc_search, mcp__doc-bridge__doc_get and mcp__doc-bridge__handoff_resolve.
+    Nothing is started: the probe flags are checked, not called. A file over the 4 MiB stdout bound is read as the
     runner would have kept it: cut at the bound and `failed`. Prints the attempt record without
     the answer: status, statusReason, setupProblem, costProblem, costs, containment (as given by
     --containment: a transcript does not record it), refusedOutOfExportReads (the result's
@@ -154,6 +195,12 @@ def transcript(
     Exit codes: 0 the status is `completed`; 1 any other status; 2 bad input (a missing or
     unreadable FILE, a bad option value).
     """
+    arms = _study_arms(study)
+    chosen = _scenario(scenario, arms)
+    spec: McpServerSpec = study_mcp_spec(
+        ctx, arms.treatment if arms is not None else None,
+        mcp_config_file, server_config_candidates, mcp_tools, mcp_probe, mcp_probe_arguments, sandbox_binds,
+    )
     try:
         data = file.read_bytes()
     except OSError as error:
@@ -170,10 +217,10 @@ def transcript(
         data[:STDOUT_LIMIT_BYTES],
         process,
         model=model,
-        tools=arm_tools(scenario, DEFAULT_MCP_SERVER, ()),
+        tools=arm_tools(chosen, spec, ()),
     )
     record = attempt_record(
-        evaluation, scenario=scenario, attempt_budget_usd=limit, reservation_usd=reservation, exit_code=exit_code,
+        evaluation, scenario=chosen, attempt_budget_usd=limit, reservation_usd=reservation, exit_code=exit_code,
         containment=containment,
     )
     if as_json:

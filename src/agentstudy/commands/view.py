@@ -62,20 +62,26 @@ def progress_for_terminal() -> RunProgress:
 
 
 def print_summary_table(summary: RunSummary, note: str = "") -> None:
-    """Print the run's summary as a small table on stderr."""
+    """Print the run's summary as a small table on stderr; its title carries ``note``, else the line's own
+    (a rehearsal's "rehearsal: no real money")."""
     line = summary.line
+    note = note or line.get("note", "")
     table = Table(title=f"run {line['status']}" + (f" ({note})" if note else ""), show_header=False)
     table.add_column("what", style="bold")
     table.add_column("value")
     table.add_row("attempts", f"{line['attempts']} of {line['plannedAttempts']} planned ({line['mode']})")
     table.add_row("by status", ", ".join(f"{k}: {v}" for k, v in line["byStatus"].items()) or "none")
-    table.add_row("by scenario", ", ".join(f"{k}: {v}" for k, v in line["byScenario"].items()) or "none")
+    labels = line.get("armLabels") or {}
+    table.add_row("by scenario", ", ".join(
+        f"{labels[k]} ({k}): {v}" if k in labels else f"{k}: {v}" for k, v in line["byScenario"].items()) or "none")
+    if line.get("mcpServer"):
+        table.add_row("server studied", str(line["mcpServer"]))
     table.add_row("tokens", f"input {line['inputTokens']}, output {line['outputTokens']}")
     table.add_row("tool calls", str(line["toolCalls"]))
     table.add_row("spent", f"{line['spentUsd']:.6f} USD of a {line['capUsd']:.2f} USD cap")
     extrapolated = line["extrapolatedFullRunUsd"]
     projection = f"{extrapolated:.6f} USD, not an upper bound" if extrapolated is not None else "not applicable"
-    table.add_row("full run (x18)", projection)
+    table.add_row(f"full run (x{line.get('fullRunFactor') or 18})", projection)
     table.add_row("ledger", line["ledger"])
     Console(stderr=True).print(table)
 

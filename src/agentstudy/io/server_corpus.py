@@ -27,6 +27,14 @@ class ServerCorpusError(RuntimeError):
     """A corpus could not be prepared for the MCP server (one-line reason naming the repository)."""
 
 
+def config_not_found(name: str, candidates: tuple[str, ...]) -> str:
+    """The refusal when ``{config}`` is named and no candidate is in corpus ``name``'s snapshot (issue 18)."""
+    return (f"{name}: the MCP server's command names {{config}} but none of --server-config-candidates "
+            f"({', '.join(candidates)}) is in the pinned corpus; pass --server-config-candidates FILE[,FILE...] "
+            "naming the config file your server reads (NAME#KEY: a JSON file with that top-level key), or "
+            "drop {config} from the command and pass --server-config-candidates \"\" (no config file)")
+
+
 class ServerCorpora(AbstractContextManager["ServerCorpora"]):
     """The MCP server's view of every corpus a run's MCP arm uses, made on enter and removed on exit.
 
@@ -76,9 +84,7 @@ class ServerCorpora(AbstractContextManager["ServerCorpora"]):
         if spec.needs_config:
             found = resolve_server_config(snapshot.path, spec.config_candidates)
             if found is None:
-                raise ServerCorpusError(
-                    f"{name}: no MCP server config file in the pinned corpus ({', '.join(spec.config_candidates)})"
-                )
+                raise ServerCorpusError(config_not_found(name, spec.config_candidates))
             config = str(found)
         checkout_value = str(checkout) if spec.reads_live_checkout else None
         return ServerPaths(root=str(snapshot.path), pin=pin, config=config, git=git, checkout=checkout_value,

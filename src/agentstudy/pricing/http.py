@@ -21,6 +21,7 @@ from typing import Any
 
 from agentstudy.pricing.budget import Budget
 from agentstudy.pricing.money import exact, usd
+from agentstudy.pricing.table import CLI_PRICES
 
 INPUT_CEILING_OVERHEAD_TOKENS = 8192
 DEFAULT_MAX_TOKENS = 1024
@@ -46,6 +47,27 @@ class UpperPrices:
         for price in (self.input_usd_per_million, self.output_usd_per_million):
             if usd(price, what="an upper price") <= 0:
                 raise ValueError("upper prices must be above zero")
+
+
+REHEARSAL_PRICES = UpperPrices(Decimal("0.50"), Decimal("2.50"))
+"""The nominal prices of an http rehearsal of a model absent from ``pricing.table.CLI_PRICES``, USD per
+million tokens (the protocol's upper prices, digest 1.5)."""
+
+
+def rehearsal_prices(model: str) -> UpperPrices:
+    """The nominal prices of an http rehearsal (and of the http demo) of ``model``, USD per million tokens.
+
+    No money moves in a rehearsal; the ledger records these prices as nominal (issue 18, item 6).
+    They are the first tier of ``model``'s row in ``pricing.table.CLI_PRICES`` — what a cli
+    rehearsal of the same model is charged at below the tier threshold, which no rehearsal
+    prompt reaches — so the charged USD of the two transports are comparable token for token
+    (``claude-haiku-5-5``: 0.10 / 0.50); a model without a row gets :data:`REHEARSAL_PRICES`. Pure.
+    """
+    row = CLI_PRICES.get(model)
+    if row is None:
+        return REHEARSAL_PRICES
+    first = row.tiers[0]
+    return UpperPrices(first.input, first.output)
 
 
 @dataclass(frozen=True)

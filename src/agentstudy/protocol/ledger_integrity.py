@@ -35,7 +35,9 @@ redaction), at every checkpoint.
    consistent with the recorded base URL: a rehearsal's (``http.apiBaseUrl``, ``cli.baseUrl``) is
    a plain-``http`` loopback URL, where the rehearsal server listens (the runners refuse any
    other). The converse cannot be checked — a paid run may go through a loopback gateway — so
-   ``rehearsal`` flipped to false is caught by ``ledgerHash`` alone.
+   ``rehearsal`` flipped to false is caught by ``ledgerHash`` alone. A study file's ``arms``
+   (issue 18; optional) are the two scenarios in order with distinct ids, the treatment's
+   ``mcpServer`` the ledger's ``mcpServer.name``.
 
 Everything here is pure.
 """
@@ -61,6 +63,7 @@ from agentstudy.protocol.controlled.hashing import (
     sha256_normalized_v1,
 )
 from agentstudy.protocol.records import MinimalLedger
+from agentstudy.protocol.study_arms import SCENARIOS
 from agentstudy.stream.outcome import CLI_STATUSES
 
 HASH_ALGO = CONTENT_HASH_ALGO
@@ -261,9 +264,22 @@ def _invariant_problems(ledger: MinimalLedger, document: Mapping[str, Any]) -> I
                f"is already observed")
     if len(ledger.observations) > ledger.planned_attempts:
         yield f"{len(ledger.observations)} observations of {ledger.planned_attempts} planned attempts"
+    yield from _arm_problems(ledger)
     yield from _status_problems(ledger)
     yield from _budget_problems(ledger, document)
     yield from _transport_problems(ledger)
+
+
+def _arm_problems(ledger: MinimalLedger) -> Iterator[str]:
+    if ledger.arms is None:
+        return
+    if [arm.scenario for arm in ledger.arms] != list(SCENARIOS):
+        yield f"arms: the scenarios must be {list(SCENARIOS)}, in that order"
+    elif len({arm.id for arm in ledger.arms}) != len(ledger.arms):
+        yield "arms: the arm ids must differ"
+    elif ledger.arms[1].mcp_server != ledger.mcp_server.name:
+        yield (f"arms: the treatment arm names server {ledger.arms[1].mcp_server!r}, "
+               f"mcpServer {ledger.mcp_server.name!r}")
 
 
 def _status_problems(ledger: MinimalLedger) -> Iterator[str]:

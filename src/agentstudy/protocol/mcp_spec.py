@@ -167,6 +167,17 @@ class McpServerSpec:
         filled: dict[str, Any] = _fill_json(dict(self.probe_arguments), paths)
         return filled
 
+    def config_problem(self) -> str | None:
+        """Why ``{config}`` cannot be resolved whatever the corpus holds, or ``None`` (issue 18).
+
+        An empty candidate list (``--server-config-candidates ""``) means the server needs no
+        config file; naming ``{config}`` with it is a contradiction a dry run already refuses.
+        """
+        if self.needs_config and not self.config_candidates:
+            return ("the MCP server's command or probe arguments name {config} but --server-config-candidates "
+                    "is empty; name the config file(s) your server reads, or drop {config}")
+        return None
+
     def with_sandbox_binds(self, binds: Sequence[str]) -> McpServerSpec:
         """This spec with more read-only sandbox paths."""
         return replace(self, sandbox_binds=(*self.sandbox_binds, *binds))
@@ -239,8 +250,9 @@ def parse_mcp_config(
 
     Raises:
         McpConfigError: not exactly one server, a malformed entry, a NUL in the command, its
-            arguments or its environment (no process could be started with it), or a
-            ``{word}`` in the command or arguments that is not a known placeholder.
+            arguments or its environment (no process could be started with it), a
+            ``{word}`` in the command or arguments that is not a known placeholder, or
+            ``{config}`` named with no config candidates (``McpServerSpec.config_problem``).
     """
     servers = document.get("mcpServers") if isinstance(document, dict) else None
     if not isinstance(servers, dict) or len(servers) != 1:
@@ -265,7 +277,7 @@ def parse_mcp_config(
     if unknown:
         raise McpConfigError(f"the MCP server's command names unknown placeholders {unknown} "
                              f"(known: {' '.join(PLACEHOLDERS)})")
-    return McpServerSpec(
+    spec = McpServerSpec(
         name=name,
         command=(command, *args),
         env=env,
@@ -274,3 +286,7 @@ def parse_mcp_config(
         probe_arguments=probe_arguments,
         config_candidates=candidates,
     )
+    problem = spec.config_problem()
+    if problem is not None:
+        raise McpConfigError(problem)
+    return spec

@@ -143,12 +143,17 @@ Observation = Annotated[CliObservation | HttpObservation, Field(discriminator="t
 
 
 class HttpPrices(BaseModel):
-    """The ledger's HTTP ``prices`` block: the upper prices, USD per million tokens."""
+    """The ledger's HTTP ``prices`` block: the upper prices, USD per million tokens.
+
+    ``nominal: true`` marks a rehearsal's nominal prices (``pricing.http.REHEARSAL_PRICES``, no
+    money moved; issue 18); the key is absent otherwise.
+    """
 
     model_config = ConfigDict(extra="forbid", validate_by_name=True, validate_by_alias=True)
 
     input: float
     output: float
+    nominal: bool | None = None
 
 
 class HttpRunSettings(BaseModel):
@@ -199,6 +204,20 @@ class McpServerRecord(BaseModel):
     read_only_evidence: dict[str, str] = Field(default_factory=dict, alias="readOnlyEvidence")
 
 
+class ArmRecord(BaseModel):
+    """One arm of a study-file run in the ledger's ``arms`` (issue 18): its ledger ``scenario``, ``id`` and ``label``.
+
+    The treatment arm (scenario ``doc-bridge-mcp``) also names ``mcpServer``, the server run.
+    """
+
+    model_config = ConfigDict(extra="forbid", validate_by_name=True, validate_by_alias=True)
+
+    scenario: str
+    id: str
+    label: str
+    mcp_server: str | None = Field(default=None, alias="mcpServer")
+
+
 class BudgetRecord(BaseModel):
     """The ledger's ``budget`` block, USD.
 
@@ -243,6 +262,18 @@ class AdjudicationDeclaration(BaseModel):
     human_review: Literal[False] = Field(default=False, alias="humanReview")
 
 
+MINIMAL_VERSION_PREFIX = "minimal-study-"
+STUDY_LEDGER_VERSION = "agentstudy-study-v1"
+"""A study file's run writes its file's version (issue 18); the seed's ledgers a ``minimal-study-`` one."""
+
+
+def is_minimal_ledger_version(version: object) -> bool:
+    """Whether ``version`` is a minimal-study ledger's: ``minimal-study-…`` or ``agentstudy-study-v1`` (issue 18)."""
+    if not isinstance(version, str):
+        return False
+    return version.startswith(MINIMAL_VERSION_PREFIX) or version == STUDY_LEDGER_VERSION
+
+
 class MinimalLedger(BaseModel):
     """The private ledger of a minimal-study run (seed 000; digest section 4.1).
 
@@ -251,7 +282,8 @@ class MinimalLedger(BaseModel):
     of agentstudy's own sources, ``engineBundleHash`` of the resolved Claude Code binary (``None``
     for ``http``, which runs no binary). ``cli`` is set for the CLI transport, ``prices`` and
     ``http`` for the HTTP one; unset blocks are omitted from the JSON. ``containment`` is the
-    mechanism preflight proved (``"bwrap 0.8.0"`` or ``"restricted"``; issue 15).
+    mechanism preflight proved (``"bwrap 0.8.0"`` or ``"restricted"``; issue 15). ``arms`` (issue 18)
+    names a study file's arms (:class:`ArmRecord`, control first); a seed manifest's ledger has none.
 
     Tamper evidence (issue 16): every observation carries ``observationHash`` and the ledger
     ``hashAlgo`` and ``ledgerHash``, over the canonical JSON of exactly what is written
@@ -274,6 +306,7 @@ class MinimalLedger(BaseModel):
     prices: HttpPrices | None = None
     http: HttpRunSettings | None = None
     mcp_server: McpServerRecord = Field(alias="mcpServer")
+    arms: list[ArmRecord] | None = None
     rehearsal: bool
     containment: str | None = None
     adjudication: AdjudicationDeclaration
@@ -297,10 +330,15 @@ class MinimalLedger(BaseModel):
         """
         data = self.model_dump(by_alias=True, exclude_none=False)
         data["observations"] = [o.to_json() for o in self.observations]
+        if isinstance(data.get("prices"), dict) and data["prices"].get("nominal") is None:
+            data["prices"].pop("nominal", None)
         for key in ("openReservation", "stopReason", "finishedAt", "cli", "prices", "http", "containment",
-                    "hashAlgo", "ledgerHash"):
+                    "hashAlgo", "ledgerHash", "arms"):
             if data[key] is None:
                 del data[key]
+        for arm in data.get("arms") or []:
+            if arm["mcpServer"] is None:
+                del arm["mcpServer"]
         if data.get("cli") is not None and data["cli"].get("baseUrl") is None:
             del data["cli"]["baseUrl"]  # absent, never null: the schema (``agentstudy schema ledger``) says so
         return data

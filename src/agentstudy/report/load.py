@@ -273,7 +273,28 @@ def parse_ledger(data: bytes, file_name: str) -> Study:
         stop_reason=" ".join(stop.split())[:300] if isinstance(stop, str) else None,
         open_reservation_usd=_open_usd(opened),
         attempts=attempts,
+        arm_labels=_arm_labels(document.get("arms")),
+        server_name=_server_name(document.get("mcpServer")),
     )
+
+
+def _plain_label(value: Any) -> str | None:
+    return " ".join(value.split())[:200] if isinstance(value, str) and value.strip() else None
+
+
+def _arm_labels(arms: Any) -> dict[str, str]:
+    """Scenario → label from the ledger's ``arms`` (issue 18); ``{}`` when absent or malformed (tolerant)."""
+    labels: dict[str, str] = {}
+    for arm in arms if isinstance(arms, list) else []:
+        if isinstance(arm, dict) and isinstance(arm.get("scenario"), str):
+            label = _plain_label(arm.get("label"))
+            if label is not None:
+                labels[arm["scenario"]] = label
+    return labels
+
+
+def _server_name(server: Any) -> str | None:
+    return _plain_label(server.get("name")) if isinstance(server, dict) else None
 
 
 def join_adjudication(study: Study, data: bytes, file_name: str) -> Study:

@@ -6,7 +6,7 @@ Tokens are counts, wall time is milliseconds, money is exact ``Decimal`` USD.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 
 from agentstudy.pricing.cost import CacheWrites, ModelTokens
@@ -120,6 +120,9 @@ class Study:
     ``header`` holds display strings (version, hashes, transport, model, times ...);
     ``budget_*`` are the ledger's ``budget`` block in USD (``None`` when absent). ``unverified``
     lists why the ledger did not verify (read with ``--allow-unverified``); empty when it did.
+    ``arm_labels`` maps a scenario to its arm's label (a study file's ledger ``arms``; issue 18),
+    empty for a seed ledger; ``server_name`` is the MCP server studied (``mcpServer.name``),
+    ``None`` when not recorded.
     """
 
     file_name: str
@@ -140,3 +143,10 @@ class Study:
     attempts: tuple[Attempt, ...]
     adjudication: AdjudicationInfo | None = None
     unverified: tuple[str, ...] = ()
+    arm_labels: dict[str, str] = field(default_factory=dict)
+    server_name: str | None = None
+
+    def scenario_name(self, scenario: str) -> str:
+        """How a report names ``scenario``: ``"label (scenario)"`` when the arm has a label, else the scenario."""
+        label = self.arm_labels.get(scenario)
+        return f"{label} ({scenario})" if label else scenario

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from agentstudy.io.claude_cli import project_root
 from agentstudy.io.containment import ContainmentMode
-from agentstudy.pricing.http import UpperPrices
+from agentstudy.pricing.http import rehearsal_prices
 from agentstudy.protocol.manifest import load_manifest
 from agentstudy.rehearsal.example_study import build_example_study
 from agentstudy.rehearsal.messages_server import RehearsalServer
@@ -29,8 +29,8 @@ DEMO_MODEL = "claude-haiku-5-5"
 DEMO_CAP_USD = Decimal("1.00")
 DEMO_ATTEMPT_BUDGET_USD = Decimal("0.10")
 DEMO_CLI_VERSION = "2.1.296"
-DEMO_PRICES = UpperPrices(Decimal("0.50"), Decimal("2.50"))
-"""The protocol's HTTP upper prices (digest 1.5), USD per million tokens."""
+DEMO_PRICES = rehearsal_prices(DEMO_MODEL)
+"""The http demo's nominal prices, USD per million tokens: those of every rehearsal of its model (0.10 / 0.50)."""
 
 
 def run_demo(
@@ -72,7 +72,7 @@ def run_http_demo(directory: Path, progress: RunProgress, containment: Containme
     """Build the example study under ``directory`` and run its pilot with the Messages API loop.
 
     The loop talks over real HTTP to the scripted server on 127.0.0.1 with a dummy key, at the
-    protocol's upper prices (0.50 / 2.50 USD per million) under a 1 USD cap; the ledger
+    nominal rehearsal prices (``DEMO_PRICES``, 0.10 / 0.50 USD per million) under a 1 USD cap; the ledger
     (``directory/ledger.json``) says ``"rehearsal": true``.
 
     Raises:
@@ -88,6 +88,7 @@ def run_http_demo(directory: Path, progress: RunProgress, containment: Containme
             output=directory / "ledger.json",
             model=DEMO_MODEL,
             prices=DEMO_PRICES,
+            nominal_prices=True,
             cap_usd=DEMO_CAP_USD,
             api_key=REHEARSAL_KEY,
             base_url=server.base_url,

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 from agentstudy.fsm.run import RunMachine
 from agentstudy.io.ledger_store import CheckpointError, LedgerFile
@@ -27,8 +28,10 @@ from agentstudy.io.signals import raise_if_stopped, stop_reason
 from agentstudy.pricing.budget import Budget
 from agentstudy.pricing.tally import Tally
 from agentstudy.protocol.ledger_integrity import seal_ledger
-from agentstudy.protocol.records import BudgetRecord, MinimalLedger, OpenReservation
+from agentstudy.protocol.manifest import LoadedManifest
+from agentstudy.protocol.records import ArmRecord, BudgetRecord, MinimalLedger, OpenReservation
 from agentstudy.protocol.schedule import ScheduleEntry
+from agentstudy.protocol.study_arms import arms_record
 
 ERROR_STOP_REASON = "the runner stopped on an error; review the budget before any rerun"
 
@@ -142,3 +145,23 @@ def close_normally(ledger: MinimalLedger, run: RunMachine, save: Callable[[Minim
     save(ledger)
     raise_if_stopped()
     run.finish()
+
+
+def study_arms(loaded: LoadedManifest, server_name: str) -> list[ArmRecord] | None:
+    """The ledger's ``arms`` for a study file's run (issue 18); ``None`` for a seed manifest (its ledger is unchanged).
+
+    ``server_name`` is the MCP server actually run (a flag may have replaced the study file's).
+    """
+    if loaded.arms is None:
+        return None
+    return [ArmRecord.model_validate(arm) for arm in arms_record(loaded.arms, server_name)]
+
+
+def summary_names(loaded: LoadedManifest, server_name: str) -> dict[str, Any]:
+    """``summarize``'s study keywords (issue 18): the study's full attempts, and for a study file its arm labels
+    (scenario → label) and the server's name."""
+    names: dict[str, Any] = {"full_attempts": loaded.full_attempts}
+    if loaded.arms is not None:
+        names["arm_labels"] = loaded.arms.labels()
+        names["server_name"] = server_name
+    return names

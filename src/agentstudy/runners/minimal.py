@@ -47,6 +47,8 @@ from agentstudy.runners.ledger_steps import (
     now_iso,
     open_reservation,
     stopped_detail,
+    study_arms,
+    summary_names,
 )
 from agentstudy.runners.preflight import (
     NOTHING_WRITTEN,
@@ -148,6 +150,7 @@ def _ledger(
             denied_tools=list(mcp.extra_denied),
             read_only_evidence=dict(mcp.read_only_evidence),
         ),
+        arms=study_arms(request.loaded, request.settings.mcp.name),
         rehearsal=request.settings.rehearsal_base_url is not None,
         adjudication=AdjudicationDeclaration(),
         mode=request.mode,
@@ -268,4 +271,6 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
         if signum is None:
             raise
         raise StopRequested(signum, stopped_detail(output)) from error
-    return summarize(run.status, request.mode, len(schedule), observations, budget, output)
+    return summarize(run.status, request.mode, len(schedule), observations, budget, output,
+                     rehearsal=request.settings.rehearsal_base_url is not None,
+                     **summary_names(request.loaded, request.settings.mcp.name))

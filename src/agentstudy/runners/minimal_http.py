@@ -65,6 +65,8 @@ from agentstudy.runners.ledger_steps import (
     now_iso,
     open_reservation,
     stopped_detail,
+    study_arms,
+    summary_names,
 )
 from agentstudy.runners.preflight import NOTHING_WRITTEN, McpPreflight, PreflightError, prepare_study, refusal
 from agentstudy.runners.progress import AttemptProgress, RunProgress, SilentProgress
@@ -93,8 +95,10 @@ class HttpRunRequest:
     ``api_key`` is sent only as ``x-api-key`` to ``base_url`` and never stored (every saved
     ledger is redacted). Money is ``Decimal`` USD; ``prices`` are the upper prices per million
     tokens. ``rehearsal`` marks a run against the local scripted server (ledger
-    ``"rehearsal": true``). ``clock`` gives the agent loop's monotonic seconds (its deadline and
-    wall time; tests move time with it); each request's own timeout always runs on the real clock.
+    ``"rehearsal": true``); ``nominal_prices`` records ``prices`` as nominal (a rehearsal given
+    no prices runs at ``pricing.http.REHEARSAL_PRICES``). ``clock`` gives the agent loop's
+    monotonic seconds (its deadline and wall time; tests move time with it); each request's own
+    timeout always runs on the real clock.
     """
 
     loaded: LoadedManifest
@@ -108,6 +112,7 @@ class HttpRunRequest:
     base_url: str
     mcp: McpServerSpec
     rehearsal: bool = False
+    nominal_prices: bool = False
     forbidden_output_roots: tuple[Path, ...] = ()
     progress: RunProgress = field(default_factory=SilentProgress)
     clock: Callable[[], float] = time.monotonic
@@ -179,7 +184,8 @@ def _ledger(request: HttpRunRequest, base_url: str, mcp: McpPreflight, planned: 
         transport="http",
         model=request.model,
         prices=HttpPrices(input=float(request.prices.input_usd_per_million),
-                          output=float(request.prices.output_usd_per_million)),
+                          output=float(request.prices.output_usd_per_million),
+                          nominal=True if request.nominal_prices else None),
         http=HttpRunSettings(
             api_base_url=base_url, anthropic_version=ANTHROPIC_VERSION, max_tokens=DEFAULT_MAX_TOKENS,
             temperature=TEMPERATURE, max_turns=MAX_TURNS, max_tool_calls_per_turn=MAX_TOOL_CALLS_PER_TURN,
@@ -192,6 +198,7 @@ def _ledger(request: HttpRunRequest, base_url: str, mcp: McpPreflight, planned: 
             denied_tools=[t for t in mcp.listed_tools if t not in request.mcp.read_only_tools],
             read_only_evidence=dict(mcp.read_only_evidence),
         ),
+        arms=study_arms(request.loaded, request.mcp.name),
         rehearsal=request.rehearsal,
         adjudication=AdjudicationDeclaration(),
         mode=request.mode,
@@ -301,4 +308,6 @@ def _run_http_study(request: HttpRunRequest, stack: ExitStack) -> RunSummary:
         if signum is None:
             raise
         raise StopRequested(signum, stopped_detail(output)) from error
-    return summarize(run.status, request.mode, len(schedule), observations, budget, output, transport="http")
+    return summarize(run.status, request.mode, len(schedule), observations, budget, output, transport="http",
+                     rehearsal=request.rehearsal,
+                     **summary_names(request.loaded, request.mcp.name))

@@ -29,7 +29,7 @@ def probe_servers(
     containment: ContainmentMode,
     parent_env: Mapping[str, str],
 ) -> dict[str, Any]:
-    """Run the study's preflight without a run and describe the server (the dry run's ``mcpServer`` object).
+    """Run the study's preflight without a run and describe the server (the dry run's ``mcpProbe`` object).
 
     Returns:
         ``{"name", "serversStarted", "checkouts": [repository…], "containment",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,7 +13,10 @@ from agentstudy.pricing.sums import times
 from agentstudy.protocol.records import CliObservation, HttpObservation
 
 FULL_TO_PILOT_RATIO = 18
-"""36 full attempts / 2 pilot attempts."""
+"""The seed's 36 full attempts / 2 pilot attempts; a study file's own factor is its full attempts / the pilot's."""
+SEED_FULL_ATTEMPTS = 36
+REHEARSAL_NOTE = "rehearsal: no real money"
+"""What every rehearsal's summary says (issue 18, item 6); its JSON line says ``"rehearsal": true``."""
 
 
 @dataclass(frozen=True)
@@ -45,17 +48,29 @@ def summarize(
     budget: Budget,
     ledger: Path,
     transport: str = "cli",
+    rehearsal: bool = False,
+    full_attempts: int = SEED_FULL_ATTEMPTS,
+    arm_labels: Mapping[str, str] | None = None,
+    server_name: str | None = None,
 ) -> RunSummary:
     """Build the summary of a finished run (``transport`` ``cli`` or ``http``; HTTP has no cache tokens).
 
-    The pilot extrapolation (spend x 18: charged spend for CLI, upper-price spend for HTTP) is
-    given only for a pilot that ended ``awaiting-adjudication`` with complete usage; it is not an
-    upper bound.
+    ``rehearsal``: the run talked to the local scripted server; the line says ``"rehearsal": true``
+    and its ``note`` is :data:`REHEARSAL_NOTE` (a paid run says ``"rehearsal": false``, no note).
+
+    The pilot extrapolation (spend x ``full_attempts / planned``: charged spend for CLI,
+    upper-price spend for HTTP; x 18 for the seed) is given only for a pilot that ended
+    ``awaiting-adjudication`` with complete usage and a whole factor (``fullRunFactor``); it is
+    not an upper bound. A study file's run also names its arms (``armLabels``: scenario →
+    label) and ``mcpServer`` (issue 18); a seed manifest's line has neither.
     """
     usage_complete = all(o.usage_complete for o in observations)
-    extrapolate = mode == "pilot" and status == "awaiting-adjudication" and usage_complete
+    factor = full_attempts // planned if planned and full_attempts % planned == 0 else None
+    extrapolate = mode == "pilot" and status == "awaiting-adjudication" and usage_complete and factor is not None
     line: dict[str, Any] = {
         "transport": transport,
+        "rehearsal": rehearsal,
+        **({"note": REHEARSAL_NOTE} if rehearsal else {}),
         "status": status,
         "mode": mode,
         "plannedAttempts": planned,
@@ -69,8 +84,13 @@ def summarize(
         "spentUsd": float(budget.spent),
         "capUsd": float(budget.cap),
         "usageComplete": usage_complete,
-        "extrapolatedFullRunUsd": float(times(budget.spent, FULL_TO_PILOT_RATIO)) if extrapolate else None,
-        "extrapolation": "36 attempts / 2 pilot attempts; not an upper bound" if extrapolate else "not applicable",
+        "extrapolatedFullRunUsd": float(times(budget.spent, factor)) if extrapolate and factor else None,
+        "extrapolation": f"{full_attempts} attempts / {planned} pilot attempts; not an upper bound" if extrapolate
+        else "not applicable",
+        "fullRunFactor": factor if mode == "pilot" else None,
         "ledger": str(ledger),
     }
+    if arm_labels is not None:
+        line["armLabels"] = dict(arm_labels)
+        line["mcpServer"] = server_name
     return RunSummary(status=status, ledger=ledger, line=line)
