@@ -34,8 +34,9 @@ def _about(analysis: Analysis) -> Section:
     rows.append(("verification", f"NOT VERIFIED: {'; '.join(study.unverified)}" if study.unverified else
                  "verified: ledgerHash and every observationHash match; the invariants hold"))
     rows.append(("rehearsal", "yes" if study.rehearsal else "no"))
-    rows.append(("MCP server studied", study.server_name or fmt.MISSING))
-    rows.extend((f"arm {scenario}", label) for scenario, label in study.arm_labels.items())
+    rows.append(("MCP server", study.server_name or fmt.MISSING))
+    if study.arm_labels:
+        rows.append(("arms", "; ".join(study.scenario_name(s) for s in study.arm_labels)))
     for key in ("cliVersion", "upperPrices", "repositories", "protocolHash", "manifestSha256", "runnerHash",
                 "engineRevision", "engineBundleHash", "startedAt", "finishedAt"):
         if key in head:
