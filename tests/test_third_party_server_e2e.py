@@ -62,15 +62,6 @@ def _tasks() -> list[dict[str, Any]]:
             for task_id, repository, question, source, expected in TASKS]
 
 
-def _treatment_flags(treatment: dict[str, Any], directory: Path) -> list[str]:
-    """The treatment arm as run flags (until ``minimal`` reads the study file's arms)."""
-    config = directory / "mcp.json"
-    config.write_text(json.dumps(treatment["mcpConfig"]), encoding="utf-8")
-    return ["--mcp-config", str(config), "--mcp-tools", ",".join(treatment["tools"]),
-            "--mcp-probe", treatment["probe"]["tool"], "--mcp-probe-arguments",
-            json.dumps(treatment["probe"]["arguments"]), "--server-config-candidates", ""]
-
-
 def test_a_rehearsed_study_of_server_filesystem_uses_it_in_every_treatment_attempt(
     tmp_path: Path, claude_bin: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -94,8 +85,7 @@ def test_a_rehearsed_study_of_server_filesystem_uses_it_in_every_treatment_attem
     env = {**os.environ, "ANTHROPIC_API_KEY": PLANTED_KEY, "AGENTSTUDY_CONTAINMENT": "bwrap"}
     ran = run_agentstudy("minimal", "--manifest", str(study_path), "--run", "--rehearsal", "--transport", "cli",
                          *root_flags, "--output", str(ledger_path), "--claude-bin", str(claude_bin),
-                         "--model", "claude-haiku-5-5", "--budget-usd", "5",
-                         *_treatment_flags(treatment, tmp_path), env=env)
+                         "--model", "claude-haiku-5-5", "--budget-usd", "5", env=env)
     assert ran.returncode == 0, ran.stderr
     ledger = json.loads(ledger_path.read_text(encoding="utf-8"))
     observations = ledger["observations"]
