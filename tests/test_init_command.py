@@ -70,11 +70,13 @@ def test_unannotated_tools_are_listed_but_not_chosen() -> None:
 
 def test_the_starter_study_loads_as_a_study_file_with_marked_examples() -> None:
     command = ["/opt/x/node_modules/.bin/mcp-server-filesystem", "{root}"]
-    study = starter_study({"alpha": (PIN, "README.md"), "beta": ("b" * 40, "docs/a.md")},
+    study = starter_study({"alpha": (PIN, "README.md", "retention"), "beta": ("b" * 40, "docs/a.md", None)},
                           server_name_for(command), command, choose_tools(_listed()))
     loaded = StudyFile.model_validate(study)
     assert [t.id for t in loaded.tasks] == ["example-alpha", "example-beta"]
     assert all(t.question.startswith(EXAMPLE_MARK) for t in loaded.tasks)
+    assert "about retention in README.md?" in loaded.tasks[0].question
+    assert "what does docs/a.md say" in loaded.tasks[1].question
     assert loaded.arms.treatment.server_name() == "filesystem"
     assert study["arms"]["treatment"]["serverConfigCandidates"] == []
 

@@ -19,6 +19,7 @@ from agentstudy.protocol.corpus_filter import is_public_blob
 from agentstudy.protocol.mcp_spec import McpConfigError, parse_mcp_config
 from agentstudy.protocol.starter_study import server_name_for, starter_study
 from agentstudy.protocol.task import is_safe_source_path
+from agentstudy.rehearsal.policy import pick_term
 from agentstudy.runners.server_inspection import InspectionError, ServerInspection, inspect_server
 
 STUDY_NAME = "study.json"
@@ -52,8 +53,10 @@ def _repositories(values: tuple[str, ...]) -> dict[str, Path]:
     return found
 
 
-def _example_source(checkout: Path, pin: str) -> str | None:
-    """A README at the top (any case), else the first public UTF-8 text file at ``pin``; None if none."""
+def _example_source(checkout: Path, pin: str) -> tuple[str, str | None] | None:
+    """A README at the top (any case), else the first public UTF-8 text file at ``pin``, with a
+    word of its first prose line to ask about (the term the rehearsal agent would search for, so
+    the example rehearses a real lookup); None when there is no such file."""
     blobs = [e for e in list_tree(checkout, pin)
              if e.kind == "blob" and is_public_blob(e.mode, e.kind, e.size, e.path) and is_safe_source_path(e.path)]
     readmes = [e for e in blobs if "/" not in e.path and e.path.lower().startswith("readme")]
@@ -64,10 +67,11 @@ def _example_source(checkout: Path, pin: str) -> str | None:
         if not data.strip() or b"\0" in data:
             continue
         try:
-            data.decode("utf-8")
+            text = data.decode("utf-8")
         except UnicodeDecodeError:
             continue
-        return entry.path
+        prose = [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+        return entry.path, pick_term(prose[0]) if prose else None
     return None
 
 
@@ -138,7 +142,7 @@ def init(directory: Path, repos: tuple[str, ...], mcp_command: str, server_name:
                                 ("-",), "-", {}, ())
     except McpConfigError as error:
         fail(f"--mcp-command: {error}")
-    pinned: dict[str, tuple[str, str]] = {}
+    pinned: dict[str, tuple[str, str, str | None]] = {}
     for repository, checkout in roots.items():
         try:
             pin = head(checkout)
@@ -147,7 +151,7 @@ def init(directory: Path, repos: tuple[str, ...], mcp_command: str, server_name:
             fail(f"--repo {repository}: {error}")
         if source is None:
             fail(f"--repo {repository}: no public text file at HEAD {pin[:12]} to write an example task about")
-        pinned[repository] = (pin, source)
+        pinned[repository] = (pin, *source)
     first = next(iter(roots))
     try:
         inspection = inspect_server(replace(spec, sandbox_binds=sandbox_binds), first, roots[first],

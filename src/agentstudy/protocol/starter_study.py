@@ -98,19 +98,21 @@ def server_name_for(command: Sequence[str]) -> str:
     return cleaned or "server"
 
 
-def _example_task(name: str, source: str) -> dict[str, Any]:
+def _example_task(name: str, source: str, topic: str | None) -> dict[str, Any]:
+    asked = (f"what is said about {topic} in {source}?" if topic else
+             f"what does {source} say this project is for?")
     return {
         "id": f"example-{name}",
         "repository": name,
         "category": "example",
-        "question": f"{EXAMPLE_MARK} what does {source} say this project is for? Cite the file with line numbers.",
+        "question": f"{EXAMPLE_MARK} {asked} Cite the file with line numbers.",
         "sources": [source],
         "expected": [f"{EXAMPLE_MARK} the facts a correct answer states, each with its line in {source}"],
     }
 
 
 def starter_study(
-    repositories: Mapping[str, tuple[str, str]],
+    repositories: Mapping[str, tuple[str, str, str | None]],
     server: str,
     command: Sequence[str],
     choice: ToolChoice,
@@ -119,12 +121,13 @@ def starter_study(
     sandbox_binds: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The starter study file (a JSON object) for ``repositories`` (name -> ``(40-hex pin,
-    example source path)``), the MCP ``server`` named ``server`` run as ``command`` and the
-    tools ``choice``. ``serverConfigCandidates`` is ``[]`` (no config file needed)."""
+    example source path, a word of that source to ask about or None)``), the MCP server named
+    ``server`` run as ``command`` and the tools ``choice``. ``serverConfigCandidates`` is ``[]``
+    (no config file needed)."""
     return {
         "version": STUDY_VERSION,
         "repetitions": repetitions,
-        "repositories": {name: pin for name, (pin, _) in repositories.items()},
+        "repositories": {name: pin for name, (pin, _, _) in repositories.items()},
         "arms": {
             "control": {"id": "repository-only", "label": "Repository tools only"},
             "treatment": {
@@ -137,5 +140,5 @@ def starter_study(
                 "sandboxBinds": list(sandbox_binds),
             },
         },
-        "tasks": [_example_task(name, source) for name, (_, source) in repositories.items()],
+        "tasks": [_example_task(name, source, topic) for name, (_, source, topic) in repositories.items()],
     }
