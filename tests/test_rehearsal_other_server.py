@@ -137,3 +137,16 @@ def test_an_unfillable_search_tool_is_not_chosen() -> None:
         "required": ["query", "limit"]}}]
     assert choose_server_tools(_by_name(server)).search is None
     assert _reply(_first([*BUILTINS, *server]), [*BUILTINS, *server]).content[-1]["name"] == "Grep"
+
+
+def test_hits_without_the_term_lead_to_one_look_at_every_file() -> None:
+    tools = [*BUILTINS, *_filesystem()]
+    messages, _ = _answer_call(_first(tools), tools, _structured(f"{ROOT}/src/retention"))
+    messages, call = _answer_call(messages, tools, "Error: EISDIR: illegal operation on a directory", True)
+    assert call["input"] == {"path": f"{ROOT}/src/retention"}
+    messages, call = _answer_call(messages, tools, _structured(f"{ROOT}/README.md"))
+    assert (call["name"], call["input"]) == ("mcp__filesystem__search_files", {"path": ".", "pattern": "**/*"})
+    messages, call = _answer_call(messages, tools, _structured("Nothing.\nKeep retention short.\n"))
+    assert call["input"] == {"path": f"{ROOT}/README.md"}
+    answer = _reply(messages, tools).content[0]["text"]
+    assert answer == f"Based on the repository, Keep retention short. ({ROOT}/README.md:2)."

@@ -133,16 +133,27 @@ def _kit(tools: dict[str, Mapping[str, Any]]) -> _Kit:
     return _Kit(tools, server, frozenset(searches), frozenset(reads))
 
 
+def _broad_search(term: str, kit: _Kit, steps: list[ToolStep]) -> tuple[str, dict[str, Any]] | None:
+    """The other server's glob search over every file (``**/*``), unless it is no glob search or ran already."""
+    other = kit.server.search
+    if other is None or not other.glob:
+        return None
+    broad = other.arguments(term, broad=True)
+    if any(s.name == other.name and dict(s.input) == broad for s in steps):
+        return None
+    return other.name, broad
+
+
 def _search_call(term: str, cwd: str | None, kit: _Kit, steps: list[ToolStep]) -> tuple[str, dict[str, Any]] | None:
     tools, tried = kit.tools, {s.name for s in steps}
     other = kit.server.search
     if other is not None:
         if other.name not in tried:
             return other.name, other.arguments(term)
-        broad = other.arguments(term, broad=True)
-        if other.glob and steps and steps[-1].name == other.name and not steps[-1].is_error \
-                and all(dict(s.input) != broad for s in steps):
-            return other.name, broad  # the term named no file: look at every file instead
+        if steps and steps[-1].name == other.name and not steps[-1].is_error:
+            broad = _broad_search(term, kit, steps)  # the term named no file: look at every file instead
+            if broad is not None:
+                return broad
     for search in _MCP_SEARCH:
         if search in tools and search not in tried:
             return search, {"query": term}
@@ -240,9 +251,10 @@ def next_reply(body: Mapping[str, Any]) -> ScriptedReply:
     Another server's tools (any MCP tools but the bundled ``doc_search`` / ``doc_get``) come first
     when :func:`~agentstudy.protocol.tool_roles.choose_server_tools` finds a search-like or
     read-like one: its search is called with the term (a glob-style search with ``**/*TERM*``,
-    then once with ``**/*`` when that named no file; an empty result falls back like a failed
-    one), its read tool reads every hit, whatever search found it, and a result without line
-    numbers is counted from line 1. Such conversations end by the 8th turn.
+    then once with ``**/*`` when that named no file or none of its hits mentions the term; an
+    empty result falls back like a failed one), its read tool reads every hit, whatever search
+    found it, and a result without line numbers is counted from line 1. Such conversations end
+    by the 8th turn.
     Raises ValueError when ``body["messages"]`` is not a non-empty list.
     """
     messages = body.get("messages")
@@ -269,6 +281,8 @@ def next_reply(body: Mapping[str, Any]) -> ScriptedReply:
             hit = _next_hit(steps, cwd, kit)
             call = _read_call(hit, cwd, kit) if hit else None
             intro = f"I will read {relative_path(hit, cwd)} to check the exact wording." if hit else ""
+            if call is None and (broad := _broad_search(term, kit, steps)) is not None:
+                call, intro = broad, f'No file named "{term}" says it; I will look at every file.'
 
     content: list[dict[str, Any]]
     if call is None:
