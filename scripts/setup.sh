@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # One-shot set-up on a fresh machine: bubblewrap (the sandbox of every attempt), chromium (the
-# reports' screenshots and first-screen test), a project
-# virtualenv (.venv) with agentstudy and its dev tools, and the Claude Code CLI pinned to 2.1.296
-# in the git-ignored folder .tools/claude-code.
+# reports' screenshots and first-screen test), a project virtualenv (.venv) with agentstudy and
+# its dev tools, the Claude Code CLI pinned to 2.1.296 in the git-ignored folder .tools/claude-code,
+# and the third-party MCP server @modelcontextprotocol/server-filesystem pinned to 2026.8.31 in
+# .tools/mcp-server-filesystem (the README's "Study your own MCP server" walkthrough and its
+# end-to-end test study it).
 # Idempotent: re-running it only checks what is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CLAUDE_CODE_VERSION="2.1.296"
+SERVER_FILESYSTEM_VERSION="2026.8.31"
 PYTHON="${PYTHON:-python3}"
 
 if ! command -v bwrap >/dev/null 2>&1; then
@@ -43,4 +46,13 @@ if [ ! -x "$claude" ] || [ "$("$claude" --version 2>/dev/null | awk '{print $1}'
   (cd .tools/claude-code && npm install --no-audit --no-fund --loglevel=error \
       "@anthropic-ai/claude-code@${CLAUDE_CODE_VERSION}")
 fi
-echo "setup: $(.venv/bin/python --version), claude $("$claude" --version), $(bwrap --version 2>/dev/null || echo 'no bubblewrap'), $(chromium --version 2>/dev/null | head -n 1 || echo 'no chromium')"
+filesystem_dir=.tools/mcp-server-filesystem
+filesystem_pkg="$filesystem_dir/node_modules/@modelcontextprotocol/server-filesystem/package.json"
+if [ ! -f "$filesystem_pkg" ] \
+    || [ "$(node -p "require('./$filesystem_pkg').version" 2>/dev/null)" != "$SERVER_FILESYSTEM_VERSION" ]; then
+  mkdir -p "$filesystem_dir"
+  (cd "$filesystem_dir" && npm install --no-audit --no-fund --loglevel=error \
+      "@modelcontextprotocol/server-filesystem@${SERVER_FILESYSTEM_VERSION}")
+fi
+echo "setup: $(.venv/bin/python --version), claude $("$claude" --version), $(bwrap --version 2>/dev/null || echo 'no bubblewrap')," \
+  "$(chromium --version 2>/dev/null | head -n 1 || echo 'no chromium'), server-filesystem $(node -p "require('./$filesystem_pkg').version")"

@@ -12,6 +12,7 @@ from agentstudy.commands.adjudicate import adjudicate
 from agentstudy.commands.adjudicate_controlled import adjudicate_controlled
 from agentstudy.commands.demo import demo
 from agentstudy.commands.diagrams import diagrams
+from agentstudy.commands.init import init
 from agentstudy.commands.ledger import ledger
 from agentstudy.commands.metrics import metrics
 from agentstudy.commands.minimal import minimal
@@ -37,6 +38,7 @@ def main() -> None:
 main.add_command(minimal)
 main.add_command(minimal, name="study")  # issue 18: the general name, the same command object
 main.add_command(demo)
+main.add_command(init)
 main.add_command(diagrams)
 main.add_command(transcript)
 main.add_command(plan)

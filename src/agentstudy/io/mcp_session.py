@@ -13,7 +13,7 @@ import contextlib
 import os
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -24,17 +24,20 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from agentstudy.io.mcp_child import McpChild
 from agentstudy.io.mcp_client import McpProbeError
+from agentstudy.protocol.read_only import ToolHints
 
 CALL_TIMEOUT_S = 30.0
 
 
 @dataclass(frozen=True)
 class McpTool:
-    """A listed tool: its exact MCP ``name``, ``description`` and JSON ``input_schema``."""
+    """A listed tool: its exact MCP ``name``, ``description``, JSON ``input_schema`` and safety
+    annotations ``hints`` (``readOnlyHint`` / ``destructiveHint``, None when not annotated)."""
 
     name: str
     description: str
     input_schema: dict[str, Any]
+    hints: ToolHints = field(default_factory=ToolHints)
 
 
 @dataclass(frozen=True)
@@ -94,11 +97,13 @@ class McpSession(AbstractContextManager["McpSession"]):
         return self._portal, self._client
 
     def list_tools(self) -> list[McpTool]:
-        """``tools/list``: every tool the server lists."""
+        """``tools/list``: every tool the server lists, with its annotations."""
         portal, client = self._run()
         listed = portal.call(client.list_tools)
         return [
-            McpTool(tool.name, tool.description or "", dict(tool.input_schema or {"type": "object"}))
+            McpTool(tool.name, tool.description or "", dict(tool.input_schema or {"type": "object"}),
+                    ToolHints(tool.annotations.read_only_hint, tool.annotations.destructive_hint)
+                    if tool.annotations is not None else ToolHints())
             for tool in listed.tools
         ]
 

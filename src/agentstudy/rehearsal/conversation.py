@@ -4,7 +4,8 @@ Facts about the real Claude Code CLI 2.1.296 this relies on (shared/reference/cl
 and the recorded transcripts): the first user message starts with ``<system-reminder>`` text blocks
 (one holds ``Primary working directory: <abs path>``) and ends with the prompt; the CLI appends
 ``<system-reminder>`` blocks to every tool result; built-in tool results are strings, MCP tool
-results are lists of text blocks whose text may be wrapped as ``{"result": "..."}``. Grep
+results are lists of text blocks whose text may be wrapped as ``{"result": "..."}`` (the bundled
+server) or ``{"content": "..."}`` (a server's ``structuredContent``, e.g. server-filesystem's). Grep
 (``files_with_matches``) answers ``"Found N files\\n<relpath>\\n..."`` or ``"No files found"``,
 Glob answers one relative path per line, Read answers ``"<n>\\t<line text>"`` lines.
 
@@ -34,8 +35,8 @@ _PATH_KEYS = ("path", "relpath", "file", "file_path", "filePath", "uri")
 
 @dataclass(frozen=True)
 class ToolStep:
-    """A finished tool call: tool ``name``, its ``input``, the result text (MCP ``{"result"}``
-    wrapper and ``<system-reminder>`` blocks removed) and the result's ``is_error`` flag."""
+    """A finished tool call: tool ``name``, its ``input``, the result text (MCP ``{"result"}`` or
+    ``{"content"}`` wrapper and ``<system-reminder>`` blocks removed) and the result's ``is_error`` flag."""
 
     name: str
     input: Mapping[str, Any]
@@ -88,8 +89,9 @@ def _result_text(content: Any) -> str:
             decoded = json.loads(text)
         except ValueError:
             decoded = None
-        if isinstance(decoded, dict) and set(decoded) == {"result"} and isinstance(decoded["result"], str):
-            text = decoded["result"]
+        if isinstance(decoded, dict) and len(decoded) == 1 and set(decoded) <= {"result", "content"} \
+                and isinstance(next(iter(decoded.values())), str):
+            text = next(iter(decoded.values()))
         elif isinstance(decoded, str):  # the http transport's JSON string results
             text = decoded
         parts.append(text)

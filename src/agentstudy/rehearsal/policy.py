@@ -3,7 +3,9 @@
 Given one Messages API request body, :func:`next_reply` decides the next assistant message the
 way a careful agent would: search the repository for a distinctive word of the question, read the
 first file found, then answer with a ``path:line`` citation — or say honestly that it found no
-evidence. Everything is decided from the request body alone (``messages`` and ``tools``), so the
+evidence. With the bundled server it uses ``doc_search`` / ``doc_get``; with any other server it
+uses the search-like and read-like tools :mod:`agentstudy.protocol.tool_roles` picks from the
+request's tool list (issue 18). Everything is decided from the request body alone (``messages`` and ``tools``), so the
 same body always yields the same reply, whichever process or thread asks.
 
 How the conversation is read (prompt, working directory, tool results) lives in
@@ -19,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from agentstudy.protocol.tool_roles import ServerTools, choose_server_tools
 from agentstudy.rehearsal.conversation import (
     ToolStep,
     find_cwd,
@@ -41,6 +44,7 @@ _MCP_GET = (MCP_GET_TOOL, HTTP_MCP_GET_TOOL)
 _SEARCH_TOOLS = frozenset({*_MCP_SEARCH, "Grep", "repo_search", "Glob"})
 _READ_TOOLS = frozenset({*_MCP_GET, "Read", "repo_read"})
 _MAX_TURNS = 4
+_MAX_TURNS_OTHER_SERVER = 8
 
 _WORD_RE = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 
@@ -109,8 +113,47 @@ def _schema_props(tool: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
             [r for r in required if isinstance(r, str)] if isinstance(required, list) else [])
 
 
-def _search_call(term: str, cwd: str | None, tools: dict[str, Mapping[str, Any]],
-                 tried: set[str]) -> tuple[str, dict[str, Any]] | None:
+@dataclass(frozen=True)
+class _Kit:
+    """The tools of one request as the policy uses them: the offered ``tools``, the other server's
+    chosen tools (``server``: none chosen with the bundled server or without MCP tools) and the
+    names that count as searches / reads."""
+
+    tools: dict[str, Mapping[str, Any]]
+    server: ServerTools
+    searches: frozenset[str]
+    reads: frozenset[str]
+
+
+def _kit(tools: dict[str, Mapping[str, Any]]) -> _Kit:
+    bundled = any(name in tools for name in (*_MCP_SEARCH, *_MCP_GET))
+    server = ServerTools(None, None) if bundled else choose_server_tools(tools)
+    searches = _SEARCH_TOOLS | ({server.search.name} if server.search else set())
+    reads = _READ_TOOLS | ({server.read[0]} if server.read else set())
+    return _Kit(tools, server, frozenset(searches), frozenset(reads))
+
+
+def _broad_search(term: str, kit: _Kit, steps: list[ToolStep]) -> tuple[str, dict[str, Any]] | None:
+    """The other server's glob search over every file (``**/*``), unless it is no glob search or ran already."""
+    other = kit.server.search
+    if other is None or not other.glob:
+        return None
+    broad = other.arguments(term, broad=True)
+    if any(s.name == other.name and dict(s.input) == broad for s in steps):
+        return None
+    return other.name, broad
+
+
+def _search_call(term: str, cwd: str | None, kit: _Kit, steps: list[ToolStep]) -> tuple[str, dict[str, Any]] | None:
+    tools, tried = kit.tools, {s.name for s in steps}
+    other = kit.server.search
+    if other is not None:
+        if other.name not in tried:
+            return other.name, other.arguments(term)
+        if steps and steps[-1].name == other.name and not steps[-1].is_error:
+            broad = _broad_search(term, kit, steps)  # the term named no file: look at every file instead
+            if broad is not None:
+                return broad
     for search in _MCP_SEARCH:
         if search in tools and search not in tried:
             return search, {"query": term}
@@ -128,8 +171,11 @@ def _search_call(term: str, cwd: str | None, tools: dict[str, Mapping[str, Any]]
     return None
 
 
-def _read_call(path: str, cwd: str | None,
-               tools: dict[str, Mapping[str, Any]]) -> tuple[str, dict[str, Any]] | None:
+def _read_call(path: str, cwd: str | None, kit: _Kit) -> tuple[str, dict[str, Any]] | None:
+    tools = kit.tools
+    if kit.server.read is not None:
+        name, key = kit.server.read
+        return name, {key: relative_path(path, cwd)}
     for get in _MCP_GET:
         if get in tools:
             props, required = _schema_props(tools[get])
@@ -149,18 +195,22 @@ def _read_target(step: ToolStep, cwd: str | None) -> str:
     return relative_path(str(raw), cwd)
 
 
-def _citation(term: str, step: ToolStep) -> tuple[int, str] | None:
+def _citation(term: str, step: ToolStep, kit: _Kit) -> tuple[int, str] | None:
     """First ``(line number, stripped text)`` of a read result mentioning ``term`` (any case),
-    preferring a line that is not a Markdown heading; None when no line mentions it."""
-    hits = [(n, text.strip()) for n, text in numbered_lines(step.result) if term.lower() in text.lower()]
+    preferring a line that is not a Markdown heading; None when no line mentions it. Another
+    server's read result without line numbers counts its lines from 1."""
+    lines = numbered_lines(step.result)
+    if not lines and kit.server.read is not None and step.name == kit.server.read[0] and not step.is_error:
+        lines = list(enumerate(step.result.splitlines(), start=1))
+    hits = [(n, text.strip()) for n, text in lines if term.lower() in text.lower()]
     ranked = sorted(hits, key=lambda hit: hit[1].startswith("#"))  # stable: headings last
     return ranked[0] if ranked else None
 
 
-def _answer(term: str | None, steps: list[ToolStep], cwd: str | None) -> str:
+def _answer(term: str | None, steps: list[ToolStep], cwd: str | None, kit: _Kit) -> str:
     for step in steps:
-        if term and step.name in _READ_TOOLS and not step.is_error:
-            found = _citation(term, step)
+        if term and step.name in kit.reads and not step.is_error:
+            found = _citation(term, step, kit)
             if found:
                 return f"Based on the repository, {found[1]} ({_read_target(step, cwd)}:{found[0]})."
     subject = f'"{term}"' if term else "the question"
@@ -168,12 +218,12 @@ def _answer(term: str | None, steps: list[ToolStep], cwd: str | None) -> str:
             "matching file or line, so I cannot give a sourced answer.")
 
 
-def _next_hit(steps: list[ToolStep], cwd: str | None) -> str | None:
+def _next_hit(steps: list[ToolStep], cwd: str | None, kit: _Kit) -> str | None:
     """The first hit of the latest successful search that no later step has read yet."""
-    searches = [i for i, s in enumerate(steps) if s.name in _SEARCH_TOOLS and not s.is_error]
+    searches = [i for i, s in enumerate(steps) if s.name in kit.searches and not s.is_error]
     if not searches:
         return None
-    read = {_read_target(s, cwd) for s in steps[searches[-1] + 1:] if s.name in _READ_TOOLS}
+    read = {_read_target(s, cwd) for s in steps[searches[-1] + 1:] if s.name in kit.reads}
     hits = result_paths(steps[searches[-1]].result)
     return next((hit for hit in hits if relative_path(hit, cwd) not in read), None)
 
@@ -197,6 +247,14 @@ def next_reply(body: Mapping[str, Any]) -> ScriptedReply:
     (non-heading lines first). A failed search falls back to the next offered search tool; a read
     without the term moves on to the next hit. No hit, no term, no usable tool or the 4th turn
     gives an honest "no evidence" answer. Only tools named in ``body["tools"]`` are ever called.
+
+    Another server's tools (any MCP tools but the bundled ``doc_search`` / ``doc_get``) come first
+    when :func:`~agentstudy.protocol.tool_roles.choose_server_tools` finds a search-like or
+    read-like one: its search is called with the term (a glob-style search with ``**/*TERM*``,
+    then once with ``**/*`` when that named no file or none of its hits mentions the term; an
+    empty result falls back like a failed one), its read tool reads every hit, whatever search
+    found it, and a result without line numbers is counted from line 1. Such conversations end
+    by the 8th turn.
     Raises ValueError when ``body["messages"]`` is not a non-empty list.
     """
     messages = body.get("messages")
@@ -208,21 +266,27 @@ def next_reply(body: Mapping[str, Any]) -> ScriptedReply:
     steps = tool_steps(messages)
     turn = 1 + sum(1 for m in messages if isinstance(m, Mapping) and m.get("role") == "assistant")
 
+    kit = _kit(tools)
     call: tuple[str, dict[str, Any]] | None = None
     intro = ""
     last = steps[-1] if steps else None
-    if term and turn < _MAX_TURNS:
-        if last is None or (last.name in _SEARCH_TOOLS and last.is_error):
-            call = _search_call(term, cwd, tools, {s.name for s in steps})
+    max_turns = _MAX_TURNS if kit.server == ServerTools(None, None) else _MAX_TURNS_OTHER_SERVER
+    if term and turn < max_turns:
+        other_search = kit.server.search.name if kit.server.search else None
+        if last is None or (last.name in kit.searches and last.is_error) \
+                or (last.name == other_search and not result_paths(last.result)):
+            call = _search_call(term, cwd, kit, steps)
             intro = f'I will search the repository for "{term}".'
-        elif last.name in _SEARCH_TOOLS or (last.name in _READ_TOOLS and _citation(term, last) is None):
-            hit = _next_hit(steps, cwd)
-            call = _read_call(hit, cwd, tools) if hit else None
+        elif last.name in kit.searches or (last.name in kit.reads and _citation(term, last, kit) is None):
+            hit = _next_hit(steps, cwd, kit)
+            call = _read_call(hit, cwd, kit) if hit else None
             intro = f"I will read {relative_path(hit, cwd)} to check the exact wording." if hit else ""
+            if call is None and (broad := _broad_search(term, kit, steps)) is not None:
+                call, intro = broad, f'No file named "{term}" says it; I will look at every file.'
 
     content: list[dict[str, Any]]
     if call is None:
-        content = [{"type": "text", "text": _answer(term, steps, cwd)}]
+        content = [{"type": "text", "text": _answer(term, steps, cwd, kit)}]
         return ScriptedReply(content, "end_turn", _usage(body, content))
     name, tool_input = call
     content = [{"type": "text", "text": intro},

@@ -1,0 +1,199 @@
+"""``agentstudy init``: write a starter study file for your own MCP server (issue 18 item 2)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+from dataclasses import replace
+from pathlib import Path
+
+import click
+
+from agentstudy.commands.common import fail
+from agentstudy.commands.containment_options import containment_mode, containment_option
+from agentstudy.io.git import GitError, head, list_tree, read_blobs, toplevel
+from agentstudy.io.ledger_store import OutputExistsError, OutputPathError, create_new_file
+from agentstudy.protocol.corpus_filter import is_public_blob
+from agentstudy.protocol.mcp_spec import McpConfigError, parse_mcp_config
+from agentstudy.protocol.starter_study import server_name_for, starter_study
+from agentstudy.protocol.task import is_safe_source_path
+from agentstudy.rehearsal.policy import pick_term
+from agentstudy.runners.server_inspection import InspectionError, ServerInspection, inspect_server
+
+STUDY_NAME = "study.json"
+TOOLS_NAME = "server-tools.json"
+_REPOSITORY_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+_SERVER_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,40}$")
+_SCAN_BLOBS = 200
+
+
+def _repositories(values: tuple[str, ...]) -> dict[str, Path]:
+    """``NAME=PATH`` pairs to checkout top levels; exit 2 on a malformed, repeated or non-checkout one."""
+    found: dict[str, Path] = {}
+    for value in values:
+        name, sep, raw = value.partition("=")
+        if not sep or not raw or not _REPOSITORY_NAME.match(name):
+            fail(f"--repo must be NAME=PATH with NAME of letters, digits, '.', '_' or '-', got {value!r}")
+        if name in found:
+            fail(f"--repo {name} is given twice")
+        path = Path(raw).expanduser().resolve()
+        if not path.is_dir():
+            fail(f"--repo {name}: {raw} is not a directory")
+        try:
+            top = toplevel(path)
+        except GitError as error:
+            fail(f"--repo {name}: {raw} is not a git checkout ({error})")
+        if top != path:
+            fail(f"--repo {name}: give the checkout's top level {top}, not {raw}")
+        found[name] = path
+    if not found:
+        fail("give at least one --repo NAME=PATH")
+    return found
+
+
+def _example_source(checkout: Path, pin: str) -> tuple[str, str | None] | None:
+    """A README at the top (any case), else the first public UTF-8 text file at ``pin``, with a
+    word of its first prose line to ask about (the term the rehearsal agent would search for, so
+    the example rehearses a real lookup); None when there is no such file."""
+    blobs = [e for e in list_tree(checkout, pin)
+             if e.kind == "blob" and is_public_blob(e.mode, e.kind, e.size, e.path) and is_safe_source_path(e.path)]
+    readmes = [e for e in blobs if "/" not in e.path and e.path.lower().startswith("readme")]
+    candidates = (readmes + [e for e in blobs if e not in readmes])[:_SCAN_BLOBS]
+    contents = read_blobs(checkout, [e.oid for e in candidates])
+    for entry in candidates:
+        data = contents.get(entry.oid, b"")
+        if not data.strip() or b"\0" in data:
+            continue
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        prose = [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+        return entry.path, pick_term(prose[0]) if prose else None
+    return None
+
+
+def _command(raw: str) -> list[str]:
+    try:
+        words = shlex.split(raw)
+    except ValueError as error:
+        fail(f"--mcp-command cannot be split into words: {error}")
+    if not words:
+        fail("--mcp-command is empty")
+    if os.sep in words[0] and not os.path.isabs(words[0]):
+        if not os.path.exists(words[0]):
+            fail(f"--mcp-command: {words[0]} does not exist")
+        words[0] = os.path.abspath(words[0])  # the server starts in its snapshot, not here
+    return words
+
+
+def _tool_rows(inspection: ServerInspection) -> list[dict[str, object]]:
+    choice = inspection.choice
+    rows: list[dict[str, object]] = []
+    for tool in inspection.listed:
+        chosen = ("read-only (chosen)" if tool.name in choice.read_only else
+                  "unannotated (not chosen)" if tool.name in choice.unannotated else "denied")
+        rows.append({"name": tool.name, "readOnlyHint": tool.hints.read_only,
+                     "destructiveHint": tool.hints.destructive, "choice": chosen,
+                     "description": tool.description.split("\n", 1)[0][:200]})
+    return rows
+
+
+@click.command()
+@click.argument("directory", type=click.Path(path_type=Path))
+@click.option("--repo", "repos", multiple=True, metavar="NAME=PATH",
+              help="A repository to study: NAME and the top level of its git checkout, pinned at its HEAD "
+                   "(repeatable).")
+@click.option("--mcp-command", required=True, metavar='"COMMAND ARGS…"',
+              help="The MCP server's stdio command line (shell words). Placeholders: {root} a read-only snapshot "
+                   "of the repository at its pin, {pin}, {git} a private pinned clone, {checkout} the live checkout.")
+@click.option("--server-name", help="The server's name in tool names mcp__NAME__TOOL (default: from the command).")
+@click.option("--repetitions", type=click.IntRange(1, 100), default=2, show_default=True,
+              help="Repetitions of every task in each arm.")
+@click.option("--sandbox-bind", "sandbox_binds", multiple=True, metavar="PATH",
+              help="An absolute path the server needs read-only inside its sandbox (repeatable).")
+@containment_option
+def init(directory: Path, repos: tuple[str, ...], mcp_command: str, server_name: str | None, repetitions: int,
+         sandbox_binds: tuple[str, ...], containment: str) -> None:
+    """Write DIRECTORY/study.json, a starter agentstudy-study-v1 file for your MCP server.
+
+    Pins every --repo at its HEAD, starts the server once (contained, over a read-only snapshot
+    of the first repository) to list its tools with their annotations, chooses the tools
+    annotated readOnlyHint: true (unannotated ones are listed, not chosen) and a probe, tries the
+    probe, and writes one example task per repository to edit. DIRECTORY/server-tools.json keeps
+    the listing. Never overwrites either file; bad input is one line and exit 2.
+    """
+    study_path, tools_path = directory / STUDY_NAME, directory / TOOLS_NAME
+    for path in (study_path, tools_path):
+        if os.path.lexists(path):
+            fail(f"{path} exists; init never overwrites it (choose another DIRECTORY)")
+    roots = _repositories(repos)
+    command = _command(mcp_command)
+    name = server_name or server_name_for(command)
+    if not _SERVER_NAME.match(name):
+        fail(f"--server-name must be [a-z0-9][a-z0-9-]* (at most 41 characters), got {name!r}")
+    for bind in sandbox_binds:
+        if not os.path.isabs(bind) or not os.path.lexists(bind):
+            fail(f"--sandbox-bind must be an existing absolute path, got {bind!r}")
+    try:
+        spec = parse_mcp_config({"mcpServers": {name: {"command": command[0], "args": command[1:]}}},
+                                ("-",), "-", {}, ())
+    except McpConfigError as error:
+        fail(f"--mcp-command: {error}")
+    pinned: dict[str, tuple[str, str, str | None]] = {}
+    for repository, checkout in roots.items():
+        try:
+            pin = head(checkout)
+            source = _example_source(checkout, pin)
+        except GitError as error:
+            fail(f"--repo {repository}: {error}")
+        if source is None:
+            fail(f"--repo {repository}: no public text file at HEAD {pin[:12]} to write an example task about")
+        pinned[repository] = (pin, *source)
+    first = next(iter(roots))
+    try:
+        inspection = inspect_server(replace(spec, sandbox_binds=sandbox_binds), first, roots[first],
+                                    pinned[first][0], containment_mode(containment), os.environ)
+    except InspectionError as error:
+        fail(str(error))
+    if not inspection.probe_ok:
+        fail(f"{first}: the chosen probe {inspection.choice.probe} failed: {inspection.probe_text!r}; "
+             "nothing written")
+    study = starter_study(pinned, name, command, inspection.choice, repetitions=repetitions,
+                          sandbox_binds=sandbox_binds)
+    listing = {"server": name, "command": command, "tools": _tool_rows(inspection),
+               "probe": {"tool": inspection.choice.probe, "arguments": dict(inspection.choice.probe_arguments),
+                         "answered": inspection.probe_text}}
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        create_new_file(study_path, (json.dumps(study, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
+        try:
+            create_new_file(tools_path, (json.dumps(listing, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
+        except (OutputExistsError, OutputPathError):
+            study_path.unlink()
+            raise
+    except (OSError, OutputExistsError, OutputPathError) as error:
+        fail(f"cannot write {directory}: {error}")
+    _print_result(study_path, tools_path, inspection, name, roots)
+
+
+def _print_result(study_path: Path, tools_path: Path, inspection: ServerInspection, name: str,
+                  roots: dict[str, Path]) -> None:
+    click.echo(f"wrote {study_path} (server {name}, {len(roots)} repositories pinned at HEAD, "
+               f"{len(roots)} example tasks) and {tools_path}")
+    click.echo(f"tools of {name}:")
+    for row in _tool_rows(inspection):
+        click.echo(f"  {row['name']:<28} readOnlyHint={row['readOnlyHint']!s:<5} "
+                   f"destructiveHint={row['destructiveHint']!s:<5} {row['choice']}")
+    choice = inspection.choice
+    click.echo(f"probe: {choice.probe} {json.dumps(dict(choice.probe_arguments))} answered "
+               f"{inspection.probe_text[:80]!r}")
+    root_flags = " ".join(f"--root {shlex.quote(f'{n}={p}')}" for n, p in roots.items())
+    click.echo("next: replace the example tasks in study.json (question, sources, expected; ids example-…), "
+               "then check and rehearse:")
+    click.echo(f"  agentstudy minimal --manifest {shlex.quote(str(study_path))} --dry-run --probe {root_flags}")
+    click.echo(f"  agentstudy minimal --manifest {shlex.quote(str(study_path))} --pilot --rehearsal --transport cli "
+               f"{root_flags} --model claude-haiku-5-5 --budget-usd 1 "
+               f"--output {shlex.quote(str(study_path.parent / 'pilot-ledger.json'))}")

@@ -1,0 +1,150 @@
+"""Which of an unknown MCP server's tools search and which read, from their definitions alone. Pure.
+
+Issue 18: the rehearsal agent (item 3) must use whatever server is under study, knowing nothing
+but the request's tool list (names, descriptions, input schemas), and ``agentstudy init`` (item
+2) chooses the server's freshness probe the same way. :func:`choose_server_tools` picks
+
+- a *search-like* tool: one with a required string parameter named like a query (``query``,
+  ``pattern``, ``q``, ``text``, ``search``, ``term``, ``keyword(s)``), every other required
+  parameter fillable (a string naming a path/directory gets ``"."``);
+- a *read-like* tool: one with a required string parameter naming a path, uri, id or file and no
+  other required parameter, preferring names that read (``read``, ``get``, ``fetch``, ``open``,
+  ``show``, ``cat``) and descriptions that speak of text, avoiding deprecated and media tools.
+
+Which names are the server's: the Claude Code CLI sends them as ``mcp__SERVER__TOOL``; the http
+transport sends the repository tools (``repo_list``, ``repo_read``, ``repo_search``) and the
+server's tools under their own names (dots as underscores), so there every other name is the
+server's. Ties are broken by request order, so the same tool list always gives the same choice.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["BROAD_GLOB", "SearchTool", "ServerTools", "choose_server_tools", "server_tool_names"]
+
+HTTP_REPOSITORY_TOOLS = frozenset({"repo_list", "repo_read", "repo_search"})
+_QUERY_KEYS = ("query", "q", "pattern", "text", "search", "term", "keyword", "keywords", "regex")
+_PATH_KEYS = ("path", "file_path", "filepath", "file", "uri", "url", "id", "name", "filename")
+_DIRECTORY_KEYS = ("path", "directory", "dir", "root", "folder", "base", "cwd")
+_READ_WORDS = re.compile(r"read|get|fetch|open|show|cat|view")
+_AVOID_WORDS = re.compile(r"media|image|binary|multiple|info|stat|list|tree|write|edit|delete|move|create")
+BROAD_GLOB = "**/*"
+"""The pattern a glob-style search tool is retried with when the question's term named no file."""
+
+
+@dataclass(frozen=True)
+class SearchTool:
+    """A chosen search-like tool: its request ``name``, the parameter that takes the term
+    (``term_key``), fixed values for its other required parameters (``fixed``, e.g.
+    ``{"path": "."}``) and whether it matches file names by glob (``glob``: the term is then sent
+    as ``**/*TERM*``)."""
+
+    name: str
+    term_key: str
+    fixed: Mapping[str, str]
+    glob: bool
+
+    def arguments(self, term: str, *, broad: bool = False) -> dict[str, str]:
+        """The call's input for ``term`` (``broad``: the :data:`BROAD_GLOB` pattern instead)."""
+        value = (BROAD_GLOB if broad else f"**/*{term}*") if self.glob else term
+        return {**self.fixed, self.term_key: value}
+
+
+@dataclass(frozen=True)
+class ServerTools:
+    """The server tools the agent uses: ``search`` (or None) and ``read`` name / path parameter
+    (``read`` None when the server offers no read-like tool)."""
+
+    search: SearchTool | None
+    read: tuple[str, str] | None
+
+
+def _schema(tool: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    schema = tool.get("input_schema")
+    schema = schema if isinstance(schema, Mapping) else {}
+    props = schema.get("properties")
+    required = schema.get("required")
+    return (dict(props) if isinstance(props, Mapping) else {},
+            [r for r in required if isinstance(r, str)] if isinstance(required, list) else [])
+
+
+def _is_string(props: Mapping[str, Any], key: str) -> bool:
+    spec = props.get(key)
+    return isinstance(spec, Mapping) and spec.get("type") in ("string", None) and "enum" not in spec
+
+
+def _text(value: Any) -> str:
+    return value.lower() if isinstance(value, str) else ""
+
+
+def server_tool_names(tools: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """The names in a request's tool list (name -> definition, request order) that belong to the MCP
+    server: ``mcp__*`` names when the CLI sent them, else — when the http repository tools are
+    present — every name that is not one of them; ``[]`` otherwise."""
+    prefixed = [name for name in tools if name.startswith("mcp__")]
+    if prefixed:
+        return prefixed
+    if HTTP_REPOSITORY_TOOLS & set(tools):
+        return [name for name in tools if name not in HTTP_REPOSITORY_TOOLS]
+    return []
+
+
+def _short(name: str) -> str:
+    return name.rsplit("__", 1)[-1].lower()
+
+
+def _search_tool(name: str, tool: Mapping[str, Any]) -> tuple[int, SearchTool] | None:
+    props, required = _schema(tool)
+    keys = [k for k in _QUERY_KEYS if k in required and _is_string(props, k)]
+    if not keys:
+        return None
+    term_key = keys[0]
+    fixed: dict[str, str] = {}
+    for other in required:
+        if other == term_key:
+            continue
+        if other.lower() in _DIRECTORY_KEYS and _is_string(props, other):
+            fixed[other] = "."
+        else:
+            return None
+    spec = props.get(term_key)
+    described = _text(tool.get("description")) + " " + _text(spec.get("description") if isinstance(spec, Mapping)
+                                                               else None)
+    glob = "glob" in described or "wildcard" in described
+    return _QUERY_KEYS.index(term_key) + len(fixed), SearchTool(name, term_key, fixed, glob)
+
+
+def _read_tool(name: str, tool: Mapping[str, Any]) -> tuple[int, tuple[str, str]] | None:
+    props, required = _schema(tool)
+    if len(required) != 1 or required[0].lower() not in _PATH_KEYS or not _is_string(props, required[0]):
+        return None
+    short, description = _short(name), _text(tool.get("description"))
+    score = 2 * bool(_READ_WORDS.search(short)) + ("text" in description or "content" in description)
+    score -= 3 * ("deprecated" in description) + 2 * bool(_AVOID_WORDS.search(short))
+    return -score, (name, required[0])
+
+
+def choose_server_tools(tools: Mapping[str, Mapping[str, Any]], names: Sequence[str] | None = None) -> ServerTools:
+    """Choose the server's search-like and read-like tools from a tool list (name -> definition
+    ``{description, input_schema}``, in request order) among ``names`` (default: the server's
+    names as :func:`server_tool_names` reads a request). Deterministic: the best ranked tool
+    wins, the earlier one on a tie; the read tool is never the chosen search tool."""
+    names = server_tool_names(tools) if names is None else [n for n in names if n in tools]
+    search: tuple[int, int, SearchTool] | None = None
+    for index, name in enumerate(names):
+        found = _search_tool(name, tools[name])
+        if found is not None and (search is None or (found[0], index) < search[:2]):
+            search = (found[0], index, found[1])
+    chosen = search[2] if search else None
+    read: tuple[int, int, tuple[str, str]] | None = None
+    for index, name in enumerate(names):
+        if chosen is not None and name == chosen.name:
+            continue
+        candidate = _read_tool(name, tools[name])
+        if candidate is not None and (read is None or (candidate[0], index) < read[:2]):
+            read = (candidate[0], index, candidate[1])
+    return ServerTools(chosen, read[2] if read else None)

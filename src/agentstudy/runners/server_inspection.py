@@ -1,0 +1,69 @@
+"""Start the MCP server under study once, in its sandbox, to see its tools and try a probe (issue 18 item 2).
+
+``agentstudy init`` uses it: the server runs exactly as in a study's preflight — over a
+read-only snapshot of one repository at its pin (``io.server_corpus``), contained
+(``io.mcp_sandbox``), with the allowlisted environment — lists its tools with their
+annotations, the starter study's tools and probe are chosen from that listing
+(``protocol.starter_study``), and the chosen probe is called once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from agentstudy.io.containment import ContainmentError, ContainmentMode
+from agentstudy.io.mcp_client import McpProbeError
+from agentstudy.io.mcp_sandbox import contained_server
+from agentstudy.io.mcp_session import McpSession
+from agentstudy.io.server_corpus import ServerCorpora, ServerCorpusError
+from agentstudy.protocol.mcp_spec import McpServerSpec
+from agentstudy.protocol.starter_study import ListedTool, ToolChoice, choose_tools
+
+__all__ = ["InspectionError", "ServerInspection", "inspect_server"]
+
+PROBE_TEXT_CHARS = 300
+
+
+class InspectionError(RuntimeError):
+    """The server could not be started, listed or probed, or offers nothing to study (one line)."""
+
+
+@dataclass(frozen=True)
+class ServerInspection:
+    """What the server showed: every ``listed`` tool, the ``choice`` made from them, whether the
+    probe call succeeded (``probe_ok``) and the start of its answer (``probe_text``, at most
+    ``PROBE_TEXT_CHARS`` characters)."""
+
+    listed: tuple[ListedTool, ...]
+    choice: ToolChoice
+    probe_ok: bool
+    probe_text: str
+
+
+def inspect_server(
+    spec: McpServerSpec, repository: str, checkout: Path, pin: str, containment: ContainmentMode,
+    parent_env: Mapping[str, str],
+) -> ServerInspection:
+    """Start ``spec``'s server once over ``checkout`` at ``pin``, list its tools, choose, probe.
+
+    Raises:
+        InspectionError: the snapshot, the sandbox or the server failed (naming ``repository``),
+            or :func:`~agentstudy.protocol.starter_study.choose_tools` found nothing usable.
+    """
+    try:
+        with ServerCorpora(spec, {repository: (checkout, pin)}) as corpora:
+            paths = corpora.paths(repository)
+            with contained_server(spec, paths, containment, parent_env) as (argv, child, cwd), \
+                    McpSession(argv[0], argv[1:], child, cwd) as session:
+                listed = tuple(ListedTool(t.name, t.description, t.input_schema, t.hints)
+                               for t in session.list_tools())
+                try:
+                    choice = choose_tools(listed)
+                except ValueError as error:
+                    raise InspectionError(f"{repository}: {error}") from None
+                result = session.call_tool(choice.probe, choice.probe_arguments)
+    except (McpProbeError, ContainmentError, ServerCorpusError) as error:
+        raise InspectionError(f"{repository}: {error}") from None
+    return ServerInspection(listed, choice, not result.is_error, result.text[:PROBE_TEXT_CHARS])
