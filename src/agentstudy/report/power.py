@@ -24,11 +24,13 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats as scipy_stats
+
+from agentstudy.report.inference import TaskValues, task_effects
 
 SEED = 20261017
 SIMULATIONS = 1200
@@ -135,9 +137,9 @@ def _too_small(k: int, r: int) -> PilotTooSmall:
         "2 tasks x 2 repetitions (agentstudy minimal --pilot --pilot-tasks 2 --pilot-repetitions 2)")
 
 
-def estimate_components(values: Mapping[str, tuple[Sequence[float], Sequence[float]]]) -> Components:
+def estimate_components(values: TaskValues) -> Components:
     """Method-of-moments variance components from ``values`` (task id -> (baseline repetition values,
-    treatment repetition values), the shape of ``report.inference.task_level_summary``).
+    treatment repetition values), :data:`report.inference.TaskValues`; tasks without both arms left out).
 
     Within-task variance per arm is pooled over tasks (degrees of freedom ``n - 1`` each);
     ``task_variance = max(0, var(D) - mean_i(sigma_b^2 / n_bi + sigma_t^2 / n_ti))`` where ``var(D)``
@@ -148,18 +150,17 @@ def estimate_components(values: Mapping[str, tuple[Sequence[float], Sequence[flo
             (median of the smaller arm's count), or no task with 2 values in an arm.
         ValueError: a non-finite value.
     """
-    both = {t: (list(map(float, b)), list(map(float, a))) for t, (b, a) in values.items() if b and a}
-    if not all(math.isfinite(v) for b, a in both.values() for v in (*b, *a)):
-        raise ValueError("values must be finite")
-    k = len(both)
-    r = int(statistics.median(min(len(b), len(a)) for b, a in both.values())) if both else 0
-    base_var, base_df = _pooled([b for b, _ in both.values()])
-    treat_var, treat_df = _pooled([a for _, a in both.values()])
+    effects = task_effects(values)
+    included = {e.task_id for e in effects}
+    arms = [(list(map(float, b)), list(map(float, a))) for t, (b, a) in values.items() if t in included]
+    k = len(effects)
+    r = int(statistics.median(min(e.baseline_n, e.treatment_n) for e in effects)) if effects else 0
+    base_var, base_df = _pooled([b for b, _ in arms])
+    treat_var, treat_df = _pooled([a for _, a in arms])
     if k < 2 or r < 2 or base_df == 0 or treat_df == 0:
         raise _too_small(k, r)
-    diffs = [statistics.fmean(a) - statistics.fmean(b) for b, a in both.values()]
-    observed = statistics.variance(diffs)
-    noise = statistics.fmean(base_var / len(b) + treat_var / len(a) for b, a in both.values())
+    observed = statistics.variance([e.difference for e in effects])
+    noise = statistics.fmean(base_var / e.baseline_n + treat_var / e.treatment_n for e in effects)
     return Components(k, r, max(0.0, observed - noise), base_var, treat_var, observed)
 
 
@@ -254,7 +255,7 @@ def minimum_detectable(components: Components, alpha: float, power: float, *, ta
 
 
 def _guess(standardised: float, alpha: float, power: float) -> int:
-    z = scipy_stats.norm.ppf(1 - alpha / 2) + scipy_stats.norm.ppf(power)
+    z = float(scipy_stats.norm.ppf(1 - alpha / 2) + scipy_stats.norm.ppf(power))
     return math.ceil((z / standardised) ** 2) + 1
 
 
