@@ -4,7 +4,7 @@ Sections: what the report is and the fixed sentences; containment by arm (mechan
 not achieved, refused out-of-export reads); every attempt's status (attempts that did not
 complete listed with reasons, never dropped); the per-pair differences and their
 exploratory statistics; correctness; distributions per scenario; usage, spend and (for a
-pilot) extrapolations; re-pricing. No answer text is ever included.
+pilot) extrapolations; re-pricing; power planning (:mod:`report.power_section`). No answer text is ever included.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from agentstudy.report.containment import LEGEND, containment_rows, containment_
 from agentstudy.report.content_money import correctness_section, distribution_section, money_section
 from agentstudy.report.document import Block, Bullets, Document, Figure, Paragraph, Section, Table
 from agentstudy.report.model import BASELINE, TREATMENT, Attempt
+from agentstudy.report.power_section import power_section
 from agentstudy.report.sentences import (
     ADJUDICATED_SENTENCE,
     REDUCTION_SENTENCE,
@@ -190,7 +191,8 @@ def build_document(analysis: Analysis, figures: tuple[Figure, ...] = ()) -> Docu
     if study.unverified:
         title = f"UNVERIFIED {title}"
     sections = [_about(analysis), _containment(analysis), _attempts(analysis), _pairs(analysis),
-                correctness_section(analysis), distribution_section(analysis), money_section(analysis)]
+                correctness_section(analysis), distribution_section(analysis), money_section(analysis),
+                power_section(analysis)]
     for figure in figures:
         index = FIGURE_PLACES.get(figure.key, len(sections) - 1)
         sections[index] = Section(sections[index].title, (*sections[index].blocks, figure))

@@ -156,7 +156,7 @@ def power_blocks(plans: tuple[MetricPlan, ...], alpha: float = ALPHA, power: flo
                             "brackets)",
             ("metric", "difference", "from", *(f"r = {r}" for r in counts)),
             tuple((p.metric.label, fmt.plain(p.effect, p.metric.kind), p.effect_source,
-                   *(_needed_cell(d) for d in p.needed)) for p in planned), frozenset(range(1, 3 + len(counts)))))
+                   *(_needed_cell(d) for d in p.needed)) for p in planned), frozenset({1, *range(3, 3 + len(counts))})))
     blocks.append(Paragraph(
         "Power is simulated: task differences ~ N(Δ, task SD²), each arm's repetitions ~ N(its task mean, "
         "repetition SD²), the per-task difference of arm means tested with the same two-sided sign-flip test as "
