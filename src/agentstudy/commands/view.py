@@ -73,6 +73,6 @@ def print_summary_table(summary: RunSummary, note: str = "") -> None:
     table.add_row("spent", f"{line['spentUsd']:.6f} USD of a {line['capUsd']:.2f} USD cap")
     extrapolated = line["extrapolatedFullRunUsd"]
     projection = f"{extrapolated:.6f} USD, not an upper bound" if extrapolated is not None else "not applicable"
-    table.add_row("full run (x18)", projection)
+    table.add_row(f"full run (x{line.get('fullRunFactor', '18')})", projection)
     table.add_row("ledger", line["ledger"])
     Console(stderr=True).print(table)

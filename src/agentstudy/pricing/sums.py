@@ -72,6 +72,25 @@ def times(amount: Decimal, factor: int) -> Decimal:
         return usd(amount) * factor
 
 
+def scaled(amount: Decimal, numerator: int, denominator: int) -> Decimal:
+    """``amount x numerator / denominator`` exactly (USD), for a larger pilot's extrapolation
+    (36 full attempts / the pilot's attempts; issue 17). Equals :func:`times` when it divides.
+
+    Raises:
+        ValueError: an amount that is not a finite ``Decimal`` >= 0, a negative numerator, a
+            denominator below 1, or a quotient that is not exact in decimal.
+    """
+    if numerator < 0 or denominator < 1:
+        raise ValueError("the scale must be a numerator >= 0 over a denominator >= 1")
+    with exact():
+        product = usd(amount) * numerator
+    try:
+        with exact():
+            return product / denominator
+    except ArithmeticError:
+        raise ValueError(f"{amount} x {numerator} / {denominator} is not exact in decimal") from None
+
+
 def dearest(amounts: Iterable[Decimal]) -> Decimal | None:
     """The largest USD amount, or ``None`` for none.
 

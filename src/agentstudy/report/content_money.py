@@ -1,7 +1,7 @@
 """Report sections about correctness, per-scenario distributions, usage, spend and extrapolation.
 
 USD sums, multiples, means and medians go through ``pricing.sums`` (exact ``Decimal``). A pilot
-shows two extrapolations side by side: charged spend x 18 (36 planned / 2 pilot attempts; not an
+shows two extrapolations side by side: charged spend x 36 / its planned attempts (x 18 for 2; not an
 upper bound) and the dearest attempt x 36 (a pessimistic figure).
 """
 
@@ -21,7 +21,6 @@ from agentstudy.report.sentences import ADJUDICATED_SENTENCE, NOT_ADJUDICATED_SE
 
 FULL_ATTEMPTS = 36
 PILOT_ATTEMPTS = 2
-FULL_TO_PILOT = FULL_ATTEMPTS // PILOT_ATTEMPTS
 RUBRICS = ("correct", "partial", "incorrect", "incomplete")
 
 
@@ -153,24 +152,26 @@ def _extrapolations(analysis: Analysis) -> list[Block]:
         return [Paragraph(text)]
     complete = all(a.usage_complete is not False for a in study.attempts)
     applicable = study.status == "awaiting-adjudication" and complete
+    pilot_attempts = study.planned if study.planned else PILOT_ATTEMPTS
+    factor = format(sums.scaled(Decimal(1), FULL_ATTEMPTS, pilot_attempts).normalize(), "f")
     why = ("not applicable: the pilot did not end awaiting-adjudication with complete usage" if not applicable
-           else f"{FULL_ATTEMPTS} attempts / {PILOT_ATTEMPTS} pilot attempts; not an upper bound")
+           else f"{FULL_ATTEMPTS} attempts / {pilot_attempts} pilot attempts; not an upper bound")
     spent = study.spent_usd if study.spent_usd is not None else _usd_total([a.charged_usd for a in study.attempts])[0]
-    rows = [(f"full run, charged spend × {FULL_TO_PILOT}",
-             fmt.usd(sums.times(spent, FULL_TO_PILOT)) if applicable else fmt.MISSING, why)]
+    rows = [(f"full run, charged spend × {factor}",
+             fmt.usd(sums.scaled(spent, FULL_ATTEMPTS, pilot_attempts)) if applicable else fmt.MISSING, why)]
     rows.append(_dearest_row("pessimistic, dearest attempt's charge", [a.charged_usd for a in study.attempts]))
     if analysis.prices is not None:
         repriced = [analysis.repriced[a.index].usd for a in study.attempts]
         total, unknown = _usd_total(repriced)
         ok = applicable and not unknown
-        rows.append((f"re-priced full run, re-priced total × {FULL_TO_PILOT}",
-                     fmt.usd(sums.times(total, FULL_TO_PILOT)) if ok else fmt.MISSING,
+        rows.append((f"re-priced full run, re-priced total × {factor}",
+                     fmt.usd(sums.scaled(total, FULL_ATTEMPTS, pilot_attempts)) if ok else fmt.MISSING,
                      f"as {analysis.prices.price_as}; not an upper bound" if ok else
                      "not applicable: an attempt could not be re-priced or the pilot did not complete"))
         rows.append(_dearest_row("re-priced pessimistic, dearest attempt re-priced", repriced))
     table = Table("extrapolation", "What the full study might cost, from this pilot (USD)",
                   ("figure", "USD", "basis"), tuple(rows), frozenset({1}))
-    return [table, Paragraph(f"The × {FULL_TO_PILOT} figure scales the pilot's spend and is not an upper bound; the "
+    return [table, Paragraph(f"The × {factor} figure scales the pilot's spend and is not an upper bound; the "
                              f"dearest attempt × {FULL_ATTEMPTS} is a pessimistic figure beside it, still not a "
                              "guarantee.")]
 

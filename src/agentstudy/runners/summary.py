@@ -5,15 +5,16 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 from agentstudy.pricing.budget import Budget
-from agentstudy.pricing.sums import times
+from agentstudy.pricing.sums import scaled
 from agentstudy.protocol.records import CliObservation, HttpObservation
 
-FULL_TO_PILOT_RATIO = 18
-"""36 full attempts / 2 pilot attempts."""
+FULL_ATTEMPTS = 36
+"""The full schedule's attempts; a pilot of ``n`` attempts extrapolates by ``36 / n`` (18 for 2)."""
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,11 @@ def _cache_tokens(observations: Sequence[CliObservation] | Sequence[HttpObservat
     }
 
 
+def _factor(planned: int) -> str:
+    """``36 / planned`` as the shortest decimal text ("18", "4.5")."""
+    return format(scaled(Decimal(1), FULL_ATTEMPTS, max(planned, 1)).normalize(), "f")
+
+
 def summarize(
     status: str,
     mode: str,
@@ -48,7 +54,8 @@ def summarize(
 ) -> RunSummary:
     """Build the summary of a finished run (``transport`` ``cli`` or ``http``; HTTP has no cache tokens).
 
-    The pilot extrapolation (spend x 18: charged spend for CLI, upper-price spend for HTTP) is
+    The pilot extrapolation (spend x 36 / ``planned``, x 18 for the 2-attempt pilot: charged spend for
+    CLI, upper-price spend for HTTP) is
     given only for a pilot that ended ``awaiting-adjudication`` with complete usage; it is not an
     upper bound.
     """
@@ -69,8 +76,10 @@ def summarize(
         "spentUsd": float(budget.spent),
         "capUsd": float(budget.cap),
         "usageComplete": usage_complete,
-        "extrapolatedFullRunUsd": float(times(budget.spent, FULL_TO_PILOT_RATIO)) if extrapolate else None,
-        "extrapolation": "36 attempts / 2 pilot attempts; not an upper bound" if extrapolate else "not applicable",
+        "extrapolatedFullRunUsd": float(scaled(budget.spent, FULL_ATTEMPTS, planned)) if extrapolate else None,
+        "extrapolation": (f"{FULL_ATTEMPTS} attempts / {planned} pilot attempts; not an upper bound" if extrapolate
+                          else "not applicable"),
+        "fullRunFactor": _factor(planned),
         "ledger": str(ledger),
     }
     return RunSummary(status=status, ledger=ledger, line=line)
