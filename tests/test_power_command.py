@@ -75,7 +75,8 @@ def test_power_on_a_full_rehearsal_prints_a_design_whose_simulated_power_is_the_
     assert abs(again.power - 0.8) <= 0.05, again
     for needed in plan["needed"]:
         assert needed["tasks"] is not None and needed["tasks"] >= 6
-        check = simulate_power(40.0, _sd(components, needed["repetitions"]), needed["tasks"], needed["repetitions"], 0.05, seed=4242)
+        r = needed["repetitions"]
+        check = simulate_power(40.0, _sd(components, r), needed["tasks"], r, 0.05, seed=4242)
         assert check.power >= 0.8 - 0.05, (needed, check)
 
 
