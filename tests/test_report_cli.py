@@ -31,7 +31,7 @@ def test_text_to_stdout_by_default(tmp_path: Path) -> None:
     code, out, err = _invoke(str(tmp_path / "ledger.json"))
     assert code == 0 and err == ""
     assert out.startswith("Paired report: minimal-study-v1 (full)\n")
-    assert "Paired differences per metric (exploratory)" in out and ANSWER_MARKER not in out
+    assert "Task-level paired differences per metric (exploratory)" in out and ANSWER_MARKER not in out
 
 
 def test_output_file_is_private_and_formats_differ(tmp_path: Path) -> None:
@@ -83,7 +83,7 @@ def test_bad_inputs_exit_2_with_one_line(tmp_path: Path) -> None:
 def test_help_documents_the_price_file() -> None:
     result = CliRunner().invoke(main, ["report", "--help"])
     assert result.exit_code == 0
-    for needle in ('"priceAs"', "tierThresholdTokens", "agentstudy metrics", "x 18", "Wilcoxon"):
+    for needle in ('"priceAs"', "tierThresholdTokens", "agentstudy metrics", "x 18", "sign-flip", "--format json"):
         assert needle in result.stdout
 
 
@@ -101,9 +101,10 @@ def test_the_demo_writes_both_reports_beside_its_ledger(tmp_path: Path, claude_b
     extrapolation = {r["figure"]: r["USD"] for r in tables["What the full study might cost, from this pilot (USD)"]}
     expected = display_usd(Decimal(repr(summary.line["extrapolatedFullRunUsd"])))
     assert extrapolation["full run, charged spend × 18"] == expected
-    summary_rows = {r["metric"]: r for r in tables["Paired differences per metric (exploratory)"]}
-    assert summary_rows["input tokens"]["pairs"] == "1"
-    assert summary_rows["input tokens"]["95 % CI of mean Δ"] == "not computable with n = 1"
+    summary_rows = {r["metric"]: r for r in tables["Task-level paired differences per metric (exploratory)"]}
+    assert summary_rows["input tokens"]["design"] == "1 task × 1 repetition"
+    interval = summary_rows["input tokens"]["95 % CI (cluster bootstrap)"]
+    assert interval == "not computable with 1 task (needs at least 2)"
     ledger_answers = [o["answer"] for o in json.loads((tmp_path / "ledger.json").read_text())["observations"]]
     for answer in filter(None, ledger_answers):
         assert answer not in written[0].read_text() and answer not in written[1].read_text()

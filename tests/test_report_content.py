@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
 import pytest
-from scipy import stats as scipy_stats
 
 from agentstudy.report.build import build_report
 from agentstudy.report.sentences import (
@@ -27,9 +27,12 @@ from test_report_builders import (
     write,
 )
 
-SUMMARY = "Paired differences per metric (exploratory)"
-PAIRS = ("Per task and repetition: doc-bridge-mcp − repository-only (negative: the doc-bridge-mcp attempt "
-         "used less)")
+SUMMARY = "Task-level paired differences per metric (exploratory)"
+PER_TASK = ("Per task: mean of doc-bridge-mcp − mean of repository-only over repetitions (— : not in both arms for "
+            "that metric)")
+VARIANCE = "Variance components per metric (exploratory)"
+PAIRS = ("Per task and repetition, descriptive only: doc-bridge-mcp − repository-only (negative: the doc-bridge-mcp "
+         "attempt used less; repetition numbers pair attempts arbitrarily, so no statistic uses these pairs)")
 NOT_COMPLETED = "Attempts that did not complete (kept, never dropped)"
 EXTRAPOLATION = "What the full study might cost, from this pilot (USD)"
 INPUT_DIFFS = [-400, -300, -300, -200, -200, -200, -100, -100, 0, 0, 100, 100, 200, 300, 400, 500, -1000, -800]
@@ -44,28 +47,46 @@ def _summary(markdown: str) -> dict[str, dict[str, str]]:
     return {row["metric"]: row for row in markdown_tables(markdown)[SUMMARY]}
 
 
-def test_means_medians_and_counts_equal_the_hand_values(tmp_path: Path) -> None:
+def _exact_sign_flip(differences: list[float]) -> float:
+    """The two-sided sign-flip p by brute force over every sign vector (independent of scipy)."""
+    observed = abs(sum(differences))
+    flips = list(itertools.product((1, -1), repeat=len(differences)))
+    extreme = sum(1 for signs in flips if abs(sum(s * d for s, d in zip(signs, differences, strict=True)))
+                  >= observed - 1e-9)
+    return extreme / len(flips)
+
+
+def test_task_level_estimates_equal_the_hand_values(tmp_path: Path) -> None:
     path = tmp_path / "ledger.json"
     write(path, ledger(full_study(_full_rows())))
     markdown = build_report(path, output_format="md")
     summary = _summary(markdown)
-    # input: sum -2000 over 18 pairs -> mean -111.1; sorted middle two are -100 and -100.
-    assert (summary["input tokens"]["pairs"], summary["input tokens"]["mean Δ"],
-            summary["input tokens"]["median Δ"]) == ("18", "-111.1", "-100.0")
-    # tool calls: D - 5 = -3, -2, -1, 0, 1 (x3) and -3, -2, -1: sum -21 -> -1.2; median -1.
-    assert (summary["tool calls"]["mean Δ"], summary["tool calls"]["median Δ"]) == ("-1.2", "-1.0")
-    assert (summary["charged USD"]["mean Δ"], summary["charged USD"]["median Δ"]) == ("-0.000500", "-0.000500")
-    assert summary["charged USD"]["95 % CI of mean Δ"] == "[-0.000500, -0.000500]"
-    assert (summary["wall time"]["mean Δ"], summary["output tokens"]["mean Δ"]) == ("-500.0", "0.0")
-    assert summary["output tokens"]["Wilcoxon p (exploratory)"] == "not computable: every difference is 0"
-    expected_p = float(scipy_stats.wilcoxon(INPUT_DIFFS).pvalue)
-    assert summary["input tokens"]["Wilcoxon p (exploratory)"] == f"{expected_p:.3f}"
-    low, high = summary["input tokens"]["95 % CI of mean Δ"].strip("[]").split(", ")
+    # input: task means of the three pair differences; their mean is -2000 / 18 = -111.1 as well.
+    task_input = [sum(INPUT_DIFFS[3 * t:3 * t + 3]) / 3 for t in range(6)]
+    assert (summary["input tokens"]["design"], summary["input tokens"]["mean task Δ"]) == \
+        ("6 tasks × 3 repetitions", "-111.1")
+    assert summary["input tokens"]["sign-flip p (exploratory)"] == f"{_exact_sign_flip(task_input):.3f}"
+    assert summary["input tokens"]["smallest possible p"] == "0.0312"
+    # tool calls: task differences -2, -2/3, -1, -4/3, 0, -2 -> -7/6.
+    assert summary["tool calls"]["mean task Δ"] == "-1.2"
+    assert (summary["charged USD"]["mean task Δ"], summary["charged USD"]["95 % CI (cluster bootstrap)"]) == \
+        ("-0.000500", "[-0.000500, -0.000500]")
+    # every charged difference is negative: two-sided p = 2/64.
+    assert summary["charged USD"]["sign-flip p (exploratory)"] == "0.031"
+    assert (summary["wall time"]["mean task Δ"], summary["output tokens"]["mean task Δ"]) == ("-500.0", "0.0")
+    assert summary["output tokens"]["sign-flip p (exploratory)"] == "1.000"
+    low, high = summary["input tokens"]["95 % CI (cluster bootstrap)"].strip("[]").split(", ")
     assert float(low) < -111.1 < float(high)
+    per_task = {row["task"]: row for row in markdown_tables(markdown)[PER_TASK]}
+    assert [float(per_task[t]["Δ input tokens"]) for t in TASKS] == [round(d, 1) for d in task_input]
+    variance = {row["metric"]: row for row in markdown_tables(markdown)[VARIANCE]}
+    assert variance["input tokens"]["method"].startswith(("random-intercept model", "method of moments"))
+    assert variance["output tokens"]["ICC"] == "—"
     pairs = markdown_tables(markdown)[PAIRS]
     assert len(pairs) == 18
     assert [int(row["Δ input tokens"]) for row in pairs] == INPUT_DIFFS
     assert "seed 20261011" in markdown
+    assert "Wilcoxon" not in markdown
 
 
 def test_correctness_differences_and_distribution(tmp_path: Path) -> None:
@@ -82,8 +103,10 @@ def test_correctness_differences_and_distribution(tmp_path: Path) -> None:
     companion_path.write_text(json.dumps(companion(data, outcomes)))
     markdown = build_report(tmp_path / "ledger.json", companion_path, output_format="md")
     correctness = _summary(markdown)["correctness"]
-    # differences +1, +0.5, 0: mean 0.5, median 0.5, over 3 pairs.
-    assert (correctness["pairs"], correctness["mean Δ"], correctness["median Δ"]) == ("3", "+0.500", "+0.500")
+    # one task in both arms: proportions 2/3 and 1/6 over its 3 repetitions, difference 0.5; one task
+    # leaves the interval and p not computable.
+    assert (correctness["design"], correctness["mean task Δ"]) == ("1 task × 3 repetitions", "+0.500")
+    assert correctness["95 % CI (cluster bootstrap)"] == "not computable with 1 task (needs at least 2)"
     table = {row["scenario"]: row for row in markdown_tables(markdown)[
         "Correctness by scenario (rubric: correct 1, partial 0.5, incorrect 0, incomplete 0)"]}
     assert [table["doc-bridge-mcp"][k] for k in ("correct", "partial", "incorrect", "incomplete", "pending")] == \
@@ -119,7 +142,8 @@ def test_blocked_attempts_are_rows_of_their_own_table(tmp_path: Path) -> None:
                      "reasons": "setup problem: tool Bash outside the allowed set; exit code 1"}]
     attempts = markdown_tables(markdown)["Every attempt in execution order (— : not recorded)"]
     assert [row["status"] for row in attempts] == ["completed"] * 4 + ["invalid-setup"]
-    assert _summary(markdown)["input tokens"]["pairs"] == "2"
+    # the blocked attempt's task has no value in one arm: 1 task (2 repetitions) enters the statistics.
+    assert _summary(markdown)["input tokens"]["design"] == "1 task × 2 repetitions"
 
 
 def _pilot(tmp_path: Path, status: str = "awaiting-adjudication", second: str = "completed") -> Path:
@@ -139,9 +163,10 @@ def test_a_pilot_shows_both_extrapolations(tmp_path: Path) -> None:
     assert rows["pessimistic, dearest attempt's charge × 36"]["USD"] == "0.054680"
     assert "0.001519 USD" in rows["pessimistic, dearest attempt's charge × 36"]["basis"]
     summary = _summary(markdown)
-    assert summary["input tokens"]["mean Δ"] == "+1078.0"
-    assert summary["input tokens"]["95 % CI of mean Δ"] == "not computable with n = 1"
-    assert summary["input tokens"]["Wilcoxon p (exploratory)"] == "not computable with n = 1"
+    assert (summary["input tokens"]["design"], summary["input tokens"]["mean task Δ"]) == \
+        ("1 task × 1 repetition", "+1078.0")
+    assert summary["input tokens"]["95 % CI (cluster bootstrap)"] == "not computable with 1 task (needs at least 2)"
+    assert summary["input tokens"]["sign-flip p (exploratory)"] == "not computable with 1 task (needs at least 2)"
     assert "This ledger is a rehearsal" in markdown
 
 
@@ -152,7 +177,8 @@ def test_a_blocked_pilot_has_no_x18_but_keeps_the_pessimistic_figure(tmp_path: P
     assert rows["full run, charged spend × 18"]["USD"] == "—"
     assert rows["full run, charged spend × 18"]["basis"].startswith("not applicable")
     assert rows["pessimistic, dearest attempt's charge × 36"]["USD"] == "0.054680"
-    assert _summary(markdown)["input tokens"]["pairs"] == "0"
+    assert _summary(markdown)["input tokens"]["design"] == "0 tasks × 0 repetitions"
+    assert _summary(markdown)["input tokens"]["mean task Δ"] == "no task has values in both arms"
 
 
 @pytest.mark.parametrize("output_format", ["text", "md", "html"])

@@ -1,12 +1,12 @@
-"""Paired statistics: hand values, undefined cases said in words, seeded coverage of the bootstrap."""
+"""Pair-level statistics (the pre-issue-17 reference): hand values, undefined cases said in words, seeded
+coverage of the pair bootstrap."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy import stats as scipy_stats
 
-from agentstudy.report.stats import BOOTSTRAP_SEED, bootstrap_interval, paired_summary, wilcoxon_p
+from agentstudy.report.stats import BOOTSTRAP_SEED, bootstrap_interval, paired_summary
 
 
 def test_hand_values_of_mean_median_and_count() -> None:
@@ -14,9 +14,8 @@ def test_hand_values_of_mean_median_and_count() -> None:
     assert (summary.n, summary.mean, summary.median) == (5, 4.0, 3.0)
     assert summary.ci_low is not None and summary.ci_high is not None
     assert 1 <= summary.ci_low < 4.0 < summary.ci_high <= 10
-    # Five positive differences: the exact two-sided signed-rank p-value is 2 / 2**5.
-    assert summary.p_value == pytest.approx(0.0625)
-    assert summary.ci_note is None and summary.p_note is None
+    assert summary.ci_note is None
+    assert not hasattr(summary, "p_value")  # the pair-level Wilcoxon is gone (issue 17)
 
 
 def test_even_count_median_is_the_mean_of_the_middle_two() -> None:
@@ -28,28 +27,19 @@ def test_even_count_median_is_the_mean_of_the_middle_two() -> None:
 def test_one_pair_is_not_computable_never_invented() -> None:
     summary = paired_summary([-1078])
     assert (summary.n, summary.mean, summary.median) == (1, -1078.0, -1078.0)
-    assert summary.ci_low is None and summary.ci_high is None and summary.p_value is None
-    assert summary.ci_note == summary.p_note == "not computable with n = 1"
+    assert summary.ci_low is None and summary.ci_high is None
+    assert summary.ci_note == "not computable with n = 1"
 
 
 def test_no_pairs() -> None:
     summary = paired_summary([])
     assert summary.n == 0 and summary.mean is None and summary.median is None
-    assert summary.ci_note == summary.p_note == "no pairs"
+    assert summary.ci_note == "no pairs"
 
 
-def test_all_zero_differences_have_no_p_value_and_a_point_interval() -> None:
+def test_all_zero_differences_have_a_point_interval() -> None:
     summary = paired_summary([0, 0, 0, 0])
     assert (summary.ci_low, summary.ci_high) == (0.0, 0.0)
-    assert summary.p_value is None
-    assert summary.p_note == "not computable: every difference is 0"
-
-
-def test_wilcoxon_matches_scipy_on_ties_and_zeros() -> None:
-    data = [-2.0, 0.0, 3.0, 3.0, -1.0, 4.0, 5.0, 0.0]
-    p_value, note = wilcoxon_p(data)
-    assert note is None
-    assert p_value == pytest.approx(float(scipy_stats.wilcoxon(data).pvalue))
 
 
 def test_the_bootstrap_is_seeded_and_reproducible() -> None:

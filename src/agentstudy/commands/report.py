@@ -1,4 +1,4 @@
-"""``agentstudy report LEDGER``: the paired report of a minimal study in text, Markdown or HTML."""
+"""``agentstudy report LEDGER``: the paired report of a minimal study in text, Markdown, HTML or JSON."""
 
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ from agentstudy.commands.common import fail
 @click.argument("ledger", type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--adjudication", "adjudication", type=click.Path(path_type=Path, dir_okay=False),
               help="The adjudication companion; its ledgerSha256 must be the SHA-256 of LEDGER's bytes.")
-@click.option("--format", "output_format", type=click.Choice(["text", "md", "html"]), default="text",
-              show_default=True, help="text and md carry the tables; html adds inline SVG plots.")
+@click.option("--format", "output_format", type=click.Choice(["text", "md", "html", "json"]), default="text",
+              show_default=True, help="text and md carry the tables; html adds inline SVG plots; json holds every "
+                                      "number of the report, machine-readable.")
 @click.option("--output", type=click.Path(path_type=Path, dir_okay=False),
               help="Write the report to FILE (atomically, mode 0600, replacing it) instead of stdout; "
                    "never one of the inputs.")
@@ -28,10 +29,13 @@ def report(ledger: Path, adjudication: Path | None, output_format: str, output: 
            prices: Path | None, allow_unverified: bool) -> None:
     """Report a minimal-study LEDGER: every attempt's status, paired differences, spend.
 
-    Pairs are task x repetition; differences are doc-bridge-mcp minus repository-only in
-    input and output tokens, tool calls, wall time, charged USD and (with --adjudication)
-    correctness, each with its mean, median, a percentile-bootstrap 95 % interval (fixed seed,
-    printed) and a Wilcoxon signed-rank p-value, all exploratory. Answers are never printed.
+    The task is the unit of analysis: per task, each arm's mean over its repetitions and their
+    difference (doc-bridge-mcp minus repository-only) in input and output tokens, tool calls,
+    wall time, charged USD and (with --adjudication) correctness; per metric the mean task
+    difference with its design ("6 tasks × 3 repetitions"), a cluster-bootstrap 95 % interval
+    (tasks, then repetitions; fixed seed, printed), the exact sign-flip p-value over the task
+    differences, and the variance components (between-task, within-task, ICC), all
+    exploratory. --format json writes every number as JSON. Answers are never printed.
     A pilot shows charged spend x 18 (not an upper bound) beside the dearest attempt x 36.
 
     \b
@@ -53,7 +57,8 @@ def report(ledger: Path, adjudication: Path | None, output_format: str, output: 
     anyway, UNVERIFIED in the title and the first section.
 
     A controlled-study ledger is rendered as its `agentstudy metrics` report (groups, rates,
-    Wilson intervals, P95s, costs, comparisons) in the chosen format; --allow-unverified as
+    Wilson intervals, P95s, costs, comparisons) in the chosen format (json: as `agentstudy
+    metrics --json` writes it); --allow-unverified as
     for `agentstudy ledger`. Exit codes: 0 written; 2 bad
     input (unreadable, invalid or unverified ledger, companion or price file, a companion
     bound to another ledger).
@@ -87,13 +92,17 @@ def report(ledger: Path, adjudication: Path | None, output_format: str, output: 
 
 
 def controlled_report(ledger: Path, output_format: str, allow_unverified: bool) -> str:
-    """A controlled-study ledger's metrics report (``agentstudy metrics``) as text, Markdown or HTML.
+    """A controlled-study ledger's metrics report (``agentstudy metrics``) as text, Markdown, HTML or JSON.
 
     Exits 2 with one line when the ledger cannot be read or does not verify (without
     ``allow_unverified``).
     """
     from agentstudy.commands.metrics import metrics_report, render_metrics
 
+    if output_format == "json":
+        from agentstudy.protocol.controlled.hashing import js_json
+
+        return js_json({"metrics": metrics_report(ledger, allow_unverified=allow_unverified)}, indent=2) + "\n"
     lines = render_metrics(metrics_report(ledger, allow_unverified=allow_unverified))
     body = "\n".join(lines) + "\n"
     title = f"Controlled-study metrics: {ledger.name}"

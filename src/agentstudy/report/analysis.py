@@ -1,4 +1,11 @@
-"""Pairs, per-metric paired differences and re-pricing: the numbers every rendering shows.
+"""Pairs, per-task values, the task-level statistics per metric and re-pricing: the numbers every rendering shows.
+
+The unit of analysis is the task (issue 17): per metric, :func:`task_values` collects each arm's
+included repetition values per task, and :class:`MetricResult` carries their
+:class:`~agentstudy.report.inference.TaskLevelSummary` (estimate, cluster-bootstrap interval,
+exact sign-flip p) and :class:`~agentstudy.report.variance.VarianceComponents`. An attempt's value
+is included when it ``completed``, the value is recorded and (for tokens and money) its usage is
+complete; a task enters a metric when both arms have at least one included value.
 
 A pair is one task x repetition with its ``repository-only`` and ``doc-bridge-mcp`` attempts.
 A pair enters a metric's statistics only when both attempts ``completed``, both values are
@@ -17,8 +24,10 @@ from decimal import Decimal
 from agentstudy.pricing.cost import CostProblem
 from agentstudy.pricing.price_file import PriceFile, reprice_as
 from agentstudy.pricing.sums import difference_usd
+from agentstudy.report.inference import TaskLevelSummary, task_level_summary
 from agentstudy.report.model import BASELINE, TREATMENT, Attempt, Study
-from agentstudy.report.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, PairedSummary, paired_summary
+from agentstudy.report.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
+from agentstudy.report.variance import VarianceComponents, variance_components
 
 Number = int | float | Decimal
 
@@ -70,11 +79,14 @@ class Pair:
 
 @dataclass(frozen=True)
 class MetricResult:
-    """A metric's included differences (in pair order) and their :class:`PairedSummary`."""
+    """A metric's results: the pair-level differences (in pair order; shown per pair, never tested as
+    independent), the task-level summary (what the report shows; issue 17 item 1) and the variance
+    components (item 2; ``None`` only when not computed)."""
 
     metric: Metric
     differences: tuple[float, ...]
-    summary: PairedSummary
+    task_level: TaskLevelSummary
+    variance: VarianceComponents | None
 
 
 @dataclass(frozen=True)
@@ -198,8 +210,29 @@ def analyse(
     results = []
     for metric in metrics:
         values = tuple(float(p.differences[metric.key]) for p in pairs if metric.key in p.differences)
-        results.append(MetricResult(metric, values, paired_summary(values, seed=seed, resamples=resamples)))
+        per_task = task_values(study, metric, repriced)
+        results.append(MetricResult(metric, values, task_level_summary(per_task, seed=seed, resamples=resamples),
+                                    variance_components(per_task)))
     return Analysis(study, tuple(metrics), pairs, tuple(results), repriced, prices, seed, resamples)
+
+
+def task_values(
+    study: Study, metric: Metric, repriced: Mapping[int, Repriced]
+) -> dict[str, tuple[list[float], list[float]]]:
+    """Per task (in order of first appearance), ``(baseline values, treatment values)`` of ``metric`` over
+    the attempts whose value is included (completed, recorded, complete usage for tokens and USD), as
+    floats in the metric's unit (USD through ``Decimal``, so exact to float precision). A task with no
+    included value in an arm has an empty list there; :mod:`agentstudy.report.inference` leaves it out."""
+    per_task: dict[str, tuple[list[float], list[float]]] = {}
+    for attempt in study.attempts:
+        if attempt.scenario not in (BASELINE, TREATMENT):
+            continue
+        arms = per_task.setdefault(attempt.task_id, ([], []))
+        if _why_not(attempt, attempt.scenario, metric, repriced) is None:
+            value = value_of(attempt, metric, repriced)
+            if value is not None:
+                arms[0 if attempt.scenario == BASELINE else 1].append(float(value))
+    return per_task
 
 
 def scenario_values(analysis: Analysis, metric: Metric) -> dict[str, list[Number]]:

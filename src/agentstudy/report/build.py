@@ -1,8 +1,8 @@
 """From files to a rendered report: load, join, analyse, lay out, render, and write safely.
 
 :func:`build_report` is what ``agentstudy report`` and the demo call. Plots are drawn only for
-HTML. Reports are written atomically with mode 0600 (the ledger is private; the report holds
-no answer, but it describes a private run).
+HTML; ``json`` is the machine-readable view of the same analysis. Reports are written atomically
+with mode 0600 (the ledger is private; the report holds no answer, but it describes a private run).
 """
 
 from __future__ import annotations
@@ -19,6 +19,9 @@ from agentstudy.report.document import Document
 from agentstudy.report.load import MAX_INPUT_BYTES, load_study
 from agentstudy.report.model import ReportInputError, Study
 from agentstudy.report.render import FORMATS, render
+
+REPORT_FORMATS = (*FORMATS, "json")
+"""The document formats plus ``json`` (:mod:`agentstudy.report.json_view`, issue 17 item 7)."""
 
 
 def load_prices(path: Path) -> PriceFile:
@@ -68,20 +71,25 @@ def build_report(
             ledger, an invalid companion or price file, a companion bound to another ledger, or
             an unknown format.
     """
-    if output_format not in FORMATS:
+    if output_format not in REPORT_FORMATS:
         raise ReportInputError(f"unknown format {output_format!r}")
     return render_study(load_study(ledger, adjudication, allow_unverified=allow_unverified), prices, output_format)
 
 
 def render_study(study: Study, prices: Path | None, output_format: str) -> str:
-    """The report of a loaded ``study`` (re-priced with ``prices``) in ``output_format``.
+    """The report of a loaded ``study`` (re-priced with ``prices``) in ``output_format`` (one of
+    :data:`REPORT_FORMATS`).
 
     Raises:
         ReportInputError: an invalid price file or an unknown format.
     """
-    if output_format not in FORMATS:
+    if output_format not in REPORT_FORMATS:
         raise ReportInputError(f"unknown format {output_format!r}")
     analysis = analyse(study, load_prices(prices) if prices is not None else None)
+    if output_format == "json":
+        from agentstudy.report.json_view import render_json
+
+        return render_json(analysis)
     return render(document_for(analysis, output_format), output_format)
 
 

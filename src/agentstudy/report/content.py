@@ -2,9 +2,11 @@
 
 Sections: what the report is and the fixed sentences; containment by arm (mechanism, what was
 not achieved, refused out-of-export reads); every attempt's status (attempts that did not
-complete listed with reasons, never dropped); the per-pair differences and their
-exploratory statistics; correctness; distributions per scenario; usage, spend and (for a
-pilot) extrapolations; re-pricing; power planning (:mod:`report.power_section`). No answer text is ever included.
+complete listed with reasons, never dropped); the task-level statistics per metric (design,
+estimate, cluster-bootstrap interval, sign-flip p), per task, variance components, then the
+descriptive per-pair differences; correctness; distributions per scenario; usage, spend and (for a
+pilot) extrapolations; re-pricing; power planning (:mod:`report.power_section`). No answer text
+is ever included.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 from agentstudy.report import fmt
 from agentstudy.report.analysis import CORRECTNESS, REPRICED, Analysis, Metric, Pair
 from agentstudy.report.containment import LEGEND, containment_rows, containment_sentences
+from agentstudy.report.content_inference import inference_blocks
 from agentstudy.report.content_money import correctness_section, distribution_section, money_section
 from agentstudy.report.document import Block, Bullets, Document, Figure, Paragraph, Section, Table
 from agentstudy.report.model import BASELINE, TREATMENT, Attempt
@@ -47,7 +50,8 @@ def _about(analysis: Analysis) -> Section:
         rows.append(("adjudication", f"{adjudication.file_name}: bound to this ledger's SHA-256 (verified); "
                                      f"status {adjudication.status}; adjudicator {models}; method agent, "
                                      f"no human review"))
-    rows.append(("bootstrap", f"percentile, {analysis.resamples} resamples of pairs, seed {analysis.seed}"))
+    rows.append(("bootstrap", f"percentile cluster bootstrap, {analysis.resamples} resamples of tasks "
+                              f"(then repetitions), seed {analysis.seed}"))
     table = Table("about", "The study and this report's inputs", ("field", "value"), tuple(rows))
     warning = (Paragraph(UNVERIFIED_SENTENCE + " First: " + study.unverified[0]),) if study.unverified else ()
     return Section("About this report", (*warning, table, Bullets(fixed_sentences(study))))
@@ -145,29 +149,11 @@ def _pairs(analysis: Analysis) -> Section:
          *(fmt.signed(p.differences.get(m.key), m.kind) for m in metrics), _left_out(p, metrics))
         for p in analysis.pairs
     )
-    per_pair = Table("pairs", f"Per task and repetition: {TREATMENT} − {BASELINE} "
-                              "(negative: the doc-bridge-mcp attempt used less)",
+    per_pair = Table("pairs", f"Per task and repetition, descriptive only: {TREATMENT} − {BASELINE} "
+                              "(negative: the doc-bridge-mcp attempt used less; repetition numbers "
+                              "pair attempts arbitrarily, so no statistic uses these pairs)",
                      header, rows, frozenset(range(2, 4 + len(metrics))))
-    summary_rows = tuple(
-        (r.metric.label, r.metric.unit, str(r.summary.n), fmt.statistic(r.summary.mean, r.metric.kind),
-         fmt.statistic(r.summary.median, r.metric.kind),
-         fmt.interval(r.summary.ci_low, r.summary.ci_high, r.summary.ci_note, r.metric.kind),
-         fmt.p_value(r.summary.p_value, r.summary.p_note))
-        for r in analysis.results
-    )
-    summary = Table("paired-summary", "Paired differences per metric (exploratory)",
-                    ("metric", "unit", "pairs", "mean Δ", "median Δ", "95 % CI of mean Δ", "Wilcoxon p (exploratory)"),
-                    summary_rows, frozenset({2, 3, 4}))
-    method = Paragraph(
-        f"Δ is {TREATMENT} minus {BASELINE} within a task and repetition. A pair counts for a metric only when both "
-        "attempts completed with the value recorded (and, for tokens and USD, complete usage); pairs left out say why. "
-        f"The interval is a percentile bootstrap of the mean Δ ({analysis.resamples} resamples of pairs, fixed seed "
-        f"{analysis.seed}); the p-value is a two-sided Wilcoxon signed-rank test with zero differences dropped. "
-        "With one pair neither is computable. Percentile intervals are too narrow for few pairs: with 18 pairs a "
-        "seeded simulation in this project's tests covered the true mean 92 % of the time for normal and 87 % for "
-        "skewed differences, not 95 %."
-    )
-    blocks: list[Block] = [per_pair, summary, method]
+    blocks: list[Block] = [*inference_blocks(analysis), per_pair]
     if any(r.metric is CORRECTNESS for r in analysis.results):
         blocks.append(Paragraph(ADJUDICATED_SENTENCE + " " + REDUCTION_SENTENCE))
     if any(r.metric is REPRICED for r in analysis.results):

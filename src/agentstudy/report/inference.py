@@ -101,7 +101,7 @@ def task_effects(values: TaskValues) -> tuple[TaskEffect, ...]:
             raise ValueError(f"task {task_id}: values must be finite")
         if base.size == 0 or treat.size == 0:
             continue
-        b_mean, t_mean = float(np.mean(base)), float(np.mean(treat))
+        b_mean, t_mean = math.fsum(base) / base.size, math.fsum(treat) / treat.size
         effects.append(TaskEffect(task_id, b_mean, t_mean, t_mean - b_mean, int(base.size), int(treat.size)))
     return tuple(effects)
 
@@ -222,7 +222,7 @@ def task_level_summary(
         return TaskLevelSummary(0, None, design, None, None, None, note, None, note, None, method, (),
                                 estimate_note=note)
     differences = [e.difference for e in effects]
-    estimate = float(np.mean(differences))
+    estimate = math.fsum(differences) / k
     p_min = 2.0 / 2**k if k <= 1023 else 0.0
     if k < 2:
         note = "not computable with 1 task (needs at least 2)"

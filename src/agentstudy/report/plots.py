@@ -56,27 +56,27 @@ def svg_of(figure: MplFigure, key: str) -> str:
 
 
 def _difference_axes(ax: Axes, result: MetricResult) -> None:
-    summary = result.summary
+    summary = result.task_level
     ax.axvline(0, color="#888888", linestyle="--", linewidth=0.8)
     ax.set_yticks([])
     ax.set_ylim(-1, 1)
-    ax.set_title(f"Δ {result.metric.label} ({result.metric.unit}), n = {summary.n}", fontsize=9, loc="left")
-    if summary.n == 0:
-        ax.text(0.5, 0.5, "no pairs", transform=ax.transAxes, ha="center", va="center", color="#666666")
+    ax.set_title(f"Δ {result.metric.label} ({result.metric.unit}), {summary.design}", fontsize=9, loc="left")
+    if summary.estimate is None:
+        ax.text(0.5, 0.5, "no task in both arms", transform=ax.transAxes, ha="center", va="center", color="#666666")
         return
-    ax.scatter(result.differences, [0.4 + y for y in _jitter(summary.n)], s=18, color=SCENARIO_COLOURS[TREATMENT],
-               alpha=0.8, label="one pair", zorder=3)
-    mean = summary.mean if summary.mean is not None else 0.0
+    ax.scatter([e.difference for e in summary.task_effects], [0.4 + y for y in _jitter(summary.tasks)], s=18,
+               color=SCENARIO_COLOURS[TREATMENT], alpha=0.8, label="one task (mean over repetitions)", zorder=3)
+    mean = summary.estimate
     if summary.ci_low is not None and summary.ci_high is not None:
         ax.errorbar([mean], [-0.4], xerr=[[mean - summary.ci_low], [summary.ci_high - mean]], fmt="D",
-                    color="black", capsize=4, markersize=5, label="mean, 95 % bootstrap CI", zorder=4)
+                    color="black", capsize=4, markersize=5, label="mean, 95 % cluster-bootstrap CI", zorder=4)
     else:
         ax.plot([mean], [-0.4], "D", color="black", markersize=5, label="mean", zorder=4)
         ax.text(0.99, 0.1, summary.ci_note or "", transform=ax.transAxes, ha="right", fontsize=8, color="#666666")
 
 
 def differences_figure(analysis: Analysis) -> Figure:
-    """One panel per metric: each pair's difference, the mean and its 95 % bootstrap interval, and zero."""
+    """One panel per metric: each task's difference, their mean and its 95 % cluster-bootstrap interval, and zero."""
     results = analysis.results
     figure = MplFigure(figsize=(7.5, 1.35 * len(results) + 0.4), layout="constrained")
     axes = figure.subplots(len(results), 1, squeeze=False)[:, 0]
@@ -90,8 +90,9 @@ def differences_figure(analysis: Analysis) -> Figure:
                 labels.append(label)
     if handles:
         figure.legend(handles, labels, loc="outside lower center", ncol=len(handles), fontsize=7, frameon=False)
-    caption = (f"Paired differences {TREATMENT} − {BASELINE} per metric: dots are pairs, the diamond is the mean "
-               f"with its percentile-bootstrap 95 % interval (seed {analysis.seed}); exploratory.")
+    caption = (f"Task differences {TREATMENT} − {BASELINE} per metric: dots are tasks (each arm's mean over its "
+               f"repetitions), the diamond is their mean with its cluster-bootstrap 95 % interval (seed "
+               f"{analysis.seed}); exploratory.")
     return Figure("plot-differences", caption, svg_of(figure, "plot-differences"))
 
 

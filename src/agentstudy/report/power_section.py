@@ -1,7 +1,6 @@
 """The power section of every report and of ``agentstudy power`` (issue 17, item 3): plans per metric.
 
-For each metric: the task values of the ledger (each arm's included repetition values per task,
-the inclusion of :func:`report.analysis.scenario_values`), the method-of-moments variance
+For each metric: the task values of the ledger (:func:`report.analysis.task_values`), the method-of-moments variance
 components of :mod:`report.power`, the minimum detectable difference of the study's own design and
 the tasks needed per number of repetitions to detect a difference: ``--effect`` when given, else (in
 reports) a difference as large as the observed task-level estimate, for planning the next study,
@@ -16,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentstudy.report import fmt
-from agentstudy.report.analysis import Analysis, Metric, _why_not, value_of
+from agentstudy.report.analysis import Analysis, Metric, task_values
 from agentstudy.report.document import Block, Paragraph, Section, Table
 from agentstudy.report.inference import TaskValues, task_effects
 from agentstudy.report.model import BASELINE, TREATMENT
@@ -50,21 +49,6 @@ class MetricPlan:
     effect_source: str
     effect_note: str | None
     needed: tuple[NeededDesign, ...]
-
-
-def task_values(analysis: Analysis, metric: Metric) -> dict[str, tuple[list[float], list[float]]]:
-    """Task id -> (baseline values, treatment values) of ``metric`` over the attempts that count for it
-    (completed, value recorded, complete usage for tokens and USD), in execution order (float)."""
-    values: dict[str, tuple[list[float], list[float]]] = {}
-    for attempt in analysis.study.attempts:
-        if attempt.scenario not in (BASELINE, TREATMENT):
-            continue
-        if _why_not(attempt, attempt.scenario, metric, analysis.repriced) is not None:
-            continue
-        value = value_of(attempt, metric, analysis.repriced)
-        if value is not None:
-            values.setdefault(attempt.task_id, ([], []))[attempt.scenario == TREATMENT].append(float(value))
-    return values
 
 
 def plan_metric(metric: Metric, values: TaskValues, *, alpha: float = ALPHA, power: float = POWER,
@@ -102,8 +86,8 @@ def power_plans(analysis: Analysis, *, metric_key: str | None = None, effect: fl
     metrics = [m for m in analysis.metrics if metric_key is None or m.key == metric_key]
     if not metrics:
         raise KeyError(metric_key)
-    return tuple(plan_metric(m, task_values(analysis, m), alpha=alpha, power=power, effect=effect,
-                             observed_effect=observed_effect) for m in metrics)
+    return tuple(plan_metric(m, task_values(analysis.study, m, analysis.repriced), alpha=alpha, power=power,
+                             effect=effect, observed_effect=observed_effect) for m in metrics)
 
 
 def _sd(variance: float, kind: str) -> str:

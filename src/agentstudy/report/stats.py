@@ -1,19 +1,24 @@
-"""Exploratory paired statistics of one metric: mean, median, a paired bootstrap interval, Wilcoxon.
+"""Pair-level statistics of one metric: mean, median and a pair bootstrap interval (no longer shown).
+
+Since issue 17 the report shows the task-level statistics of :mod:`agentstudy.report.inference`;
+these pair-level ones treat task x repetition pairs as independent and are kept only as the
+reference the coverage comparison measures against (and for the constants they define).
 
 The input is the per-pair differences ``doc-bridge-mcp - repository-only`` (one value per
 task x repetition). The interval is a percentile bootstrap of the mean difference: pairs are
 resampled with replacement ``BOOTSTRAP_RESAMPLES`` times from a generator seeded with
 ``BOOTSTRAP_SEED`` (a fresh generator per metric, so a metric's interval never depends on
-which other metrics were computed). The p-value is scipy's two-sided Wilcoxon signed-rank
-test (zero differences dropped, exact distribution for small samples without ties). Both are
-undefined for fewer than two pairs and are then reported as not computable, never invented.
+which other metrics were computed). The Wilcoxon signed-rank test that used to sit here was
+removed (issue 17): it ran over pairs that are not independent and, with ties, fell back to the
+normal approximation (0.083 for three identical differences whose exact p is 0.25); the report's
+p-value is the exact task-level sign-flip test. The interval is
+undefined for fewer than two pairs and is then reported as not computable, never invented.
 Statistics are estimates in binary floating point; they decide nothing.
 """
 
 from __future__ import annotations
 
 import statistics
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -30,8 +35,8 @@ class PairedSummary:
     """Statistics of ``n`` paired differences (in the metric's unit).
 
     ``mean`` and ``median`` are ``None`` only when ``n`` is 0. ``ci_low``/``ci_high`` bound the
-    95 % percentile-bootstrap interval of the mean, ``p_value`` is the Wilcoxon signed-rank
-    p-value; each is ``None`` with a reason in ``ci_note`` / ``p_note`` when not computable.
+    95 % percentile-bootstrap interval of the mean (resampling pairs), ``None`` with a reason in
+    ``ci_note`` when not computable.
     """
 
     n: int
@@ -40,8 +45,6 @@ class PairedSummary:
     ci_low: float | None
     ci_high: float | None
     ci_note: str | None
-    p_value: float | None
-    p_note: str | None
 
 
 def _too_few(n: int) -> str:
@@ -68,32 +71,10 @@ def bootstrap_interval(
     return float(result.confidence_interval.low), float(result.confidence_interval.high)
 
 
-def wilcoxon_p(differences: Sequence[float]) -> tuple[float | None, str | None]:
-    """The two-sided Wilcoxon signed-rank p-value of ``differences``, or ``None`` and why not.
-
-    Not computable for fewer than two differences or when every difference is zero.
-    """
-    data = np.asarray(differences, dtype=float)
-    if data.size < 2:
-        return None, _too_few(int(data.size))
-    if np.all(data == 0):
-        return None, "not computable: every difference is 0"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            result = scipy_stats.wilcoxon(data, zero_method="wilcox", alternative="two-sided")
-        except ValueError as error:
-            return None, f"not computable: {error}"
-    p_value = float(result.pvalue)
-    if not np.isfinite(p_value):
-        return None, "not computable"
-    return p_value, None
-
-
 def paired_summary(
     differences: Sequence[float], *, seed: int = BOOTSTRAP_SEED, resamples: int = BOOTSTRAP_RESAMPLES
 ) -> PairedSummary:
-    """Mean, median, bootstrap interval and Wilcoxon p-value of paired differences.
+    """Mean, median and pair-bootstrap interval of paired differences (the pre-issue-17 reference).
 
     Raises:
         ValueError: a non-finite difference.
@@ -103,11 +84,10 @@ def paired_summary(
         raise ValueError("paired differences must be finite")
     n = len(values)
     if n == 0:
-        return PairedSummary(0, None, None, None, None, _too_few(0), None, _too_few(0))
+        return PairedSummary(0, None, None, None, None, _too_few(0))
     mean = statistics.fmean(values)
     median = float(statistics.median(values))
     if n < 2:
-        return PairedSummary(n, mean, median, None, None, _too_few(n), None, _too_few(n))
+        return PairedSummary(n, mean, median, None, None, _too_few(n))
     low, high = bootstrap_interval(values, seed=seed, resamples=resamples)
-    p_value, p_note = wilcoxon_p(values)
-    return PairedSummary(n, mean, median, low, high, None, p_value, p_note)
+    return PairedSummary(n, mean, median, low, high, None)

@@ -67,14 +67,16 @@ def _pooled(values: TaskValues) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def moments_components(y: np.ndarray, arm: np.ndarray, group: np.ndarray) -> tuple[float, float]:
-    """``(between, within)`` by one-way ANOVA by ``group`` of ``y`` minus its arm's mean; between floored at 0.
+    """``(between, within)`` by one-way ANOVA by ``group`` of ``y`` minus its arm's mean; between floored at 0
+    (on a balanced design with a positive between component this equals the REML fit).
 
     Raises:
         ValueError: fewer than 2 groups or no more observations than groups.
     """
     labels, inverse, sizes = np.unique(group, return_inverse=True, return_counts=True)
     k, n = len(labels), int(y.size)
-    if k < 2 or n <= k:
+    arms = len(np.unique(arm))
+    if k < 2 or n <= k + arms - 1:
         raise ValueError("the ANOVA estimator needs at least 2 tasks and more values than tasks")
     centred = y.copy()
     for flag in np.unique(arm):
@@ -83,9 +85,12 @@ def moments_components(y: np.ndarray, arm: np.ndarray, group: np.ndarray) -> tup
     grand = centred.mean()
     ss_between = float(np.sum(sizes * (group_means - grand) ** 2))
     ss_within = float(np.sum((centred - group_means[inverse]) ** 2))
-    ms_between, ms_within = ss_between / (k - 1), ss_within / (n - k)
+    # removing the arm means costs (arms - 1) within-task degrees of freedom (as in REML)
+    ms_between, ms_within = ss_between / (k - 1), ss_within / (n - k - (arms - 1))
     n0 = (n - float(np.sum(sizes**2)) / n) / (k - 1)
-    return max(0.0, (ms_between - ms_within) / n0), ms_within
+    resolution = 1e-12 * float(np.mean(y**2))  # rounding noise of the float values, not variance
+    between = max(0.0, (ms_between - ms_within) / n0)
+    return (between if between > resolution else 0.0), (ms_within if ms_within > resolution else 0.0)
 
 
 def mixed_components(y: np.ndarray, arm: np.ndarray, group: np.ndarray) -> tuple[float, float]:
@@ -97,20 +102,24 @@ def mixed_components(y: np.ndarray, arm: np.ndarray, group: np.ndarray) -> tuple
     """
     from statsmodels.regression.mixed_linear_model import MixedLM
 
+    spread = float(np.std(y))
+    if spread == 0:
+        raise ValueError("every value is the same")
     exog = np.column_stack([np.ones_like(y), arm])
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        try:
-            result = MixedLM(y, exog, groups=group).fit(reml=True)
+        try:  # fitted on standardised values (USD variances are ~1e-7), rescaled below
+            result = MixedLM((y - y.mean()) / spread, exog, groups=group).fit(reml=True)
         except (Warning, ValueError, ArithmeticError, np.linalg.LinAlgError) as problem:
             name = type(problem).__name__
             raise ValueError(f"MixedLM {name}: {str(problem).splitlines()[0] if str(problem) else name}") from None
     if not result.converged:
         raise ValueError("MixedLM did not converge")
-    between, within = float(np.asarray(result.cov_re).reshape(-1)[0]), float(result.scale)
+    between = float(np.asarray(result.cov_re).reshape(-1)[0]) * spread**2
+    within = float(result.scale) * spread**2
     if not (np.isfinite(between) and np.isfinite(within)) or between < 0 or within < 0:
         raise ValueError("MixedLM gave a non-finite or negative component")
-    if within <= 1e-9 * float(np.var(y)):
+    if within <= 1e-9 * spread**2:
         raise ValueError("MixedLM reached the boundary (within-task variance 0)")
     return between, within
 

@@ -1,0 +1,147 @@
+"""``agentstudy report --format json`` (issue 17, item 7): every number of the report, machine-readable.
+
+Shape (camelCase; ``null`` with a ``reason`` where a value is not computable)::
+
+    {"type": "minimal-study-report", "version": 1, "ledger": ..., "ledgerSha256": ...,
+     "verified": bool, "unverified": [...], "rehearsal": bool, "exploratory": true,
+     "design": {"tasks", "repetitions", "label", "attempts", "plannedAttempts", "mode", "transport", "model"},
+     "seed": int, "resamples": int,
+     "metrics": [{"metric", "label", "unit", "tasks", "repetitions", "design", "estimate", "ciLow", "ciHigh",
+                  "pValue", "pMonteCarloSe", "pMin", "method", "reason"?, "taskEffects": [...]}],
+     "varianceComponents": [{"metric", "tasks", "observations", "betweenTask", "withinTask", "icc",
+                             "differenceVariance", "method", "reason"?}],
+     "power": [{"metric", "alpha", "power", "tasks", "repetitions", "components", "reason",
+                "minimumDetectableDifference", "simulatedPower", "effect", "needed": [...], ...}],
+     "containment": [...], "attempts": [...], "spend": {...},
+     "tables": {key: {"caption", "header", "rows"}}}
+
+``tables`` holds every table of the text report as its display strings, so nothing the report
+shows is missing here. USD amounts recorded in the ledger are exact (``pricing.usd_json``);
+USD statistics (means over tasks, bootstrap bounds) are rounded to :data:`USD_STAT_PLACES`
+decimals before the same conversion, so they carry no float noise either.
+"""
+
+from __future__ import annotations
+
+import json
+from decimal import ROUND_HALF_EVEN, Decimal
+from typing import Any
+
+from agentstudy.pricing.usd_json import optional_usd_number, usd_number
+from agentstudy.report.analysis import Analysis, MetricResult
+from agentstudy.report.containment import containment_rows
+from agentstudy.report.content import build_document
+from agentstudy.report.inference import design_label
+from agentstudy.report.model import BASELINE, TREATMENT, Attempt
+from agentstudy.report.power_section import plan_json, power_plans
+
+USD_STAT_PLACES = 12
+
+
+def _stat(value: float | None, kind: str) -> int | float | None:
+    """A statistic in the metric's unit for JSON; USD through a 12-decimal ``Decimal`` (no float noise)."""
+    if value is None:
+        return None
+    if kind != "usd":
+        return value
+    return usd_number(Decimal(repr(value)).quantize(Decimal(1).scaleb(-USD_STAT_PLACES), ROUND_HALF_EVEN))
+
+
+def _reason(*notes: str | None) -> dict[str, str]:
+    unique = list(dict.fromkeys(n for n in notes if n))
+    return {"reason": "; ".join(unique)} if unique else {}
+
+
+def metric_json(result: MetricResult) -> dict[str, Any]:
+    """One metric's task-level summary as JSON (see the module docstring)."""
+    summary, kind = result.task_level, result.metric.kind
+    return {
+        "metric": result.metric.key, "label": result.metric.label, "unit": result.metric.unit,
+        "tasks": summary.tasks, "repetitions": summary.repetitions, "design": summary.design,
+        "estimate": _stat(summary.estimate, kind), "ciLow": _stat(summary.ci_low, kind),
+        "ciHigh": _stat(summary.ci_high, kind), "pValue": summary.p_value,
+        "pMonteCarloSe": summary.p_monte_carlo_se, "pMin": summary.p_min, "method": summary.method,
+        **_reason(summary.estimate_note, summary.ci_note, summary.p_note),
+        "taskEffects": [
+            {"taskId": e.task_id, "baselineMean": _stat(e.baseline_mean, kind),
+             "treatmentMean": _stat(e.treatment_mean, kind), "difference": _stat(e.difference, kind),
+             "baselineN": e.baseline_n, "treatmentN": e.treatment_n}
+            for e in summary.task_effects
+        ],
+    }
+
+
+def variance_json(result: MetricResult) -> dict[str, Any]:
+    """One metric's variance components as JSON (metric unit squared; USD squared as plain floats)."""
+    components = result.variance
+    if components is None:
+        return {"metric": result.metric.key, "betweenTask": None, "withinTask": None, "icc": None,
+                "differenceVariance": None, "method": None, "reason": "not computed"}
+    return {
+        "metric": result.metric.key, "tasks": components.tasks, "observations": components.observations,
+        "betweenTask": components.between_task, "withinTask": components.within_task, "icc": components.icc,
+        "differenceVariance": components.difference_variance, "method": components.method,
+        **_reason(components.note),
+    }
+
+
+def _attempt(attempt: Attempt) -> dict[str, Any]:
+    return {
+        "index": attempt.index, "taskId": attempt.task_id, "scenario": attempt.scenario,
+        "repetition": attempt.repetition, "status": attempt.status, "inputTokens": attempt.input_tokens,
+        "outputTokens": attempt.output_tokens, "toolCalls": attempt.tool_calls, "wallTimeMs": attempt.wall_time_ms,
+        "chargedUsd": optional_usd_number(attempt.charged_usd), "usageComplete": attempt.usage_complete,
+        "correctness": attempt.correctness, "adjudication": attempt.adjudication,
+    }
+
+
+def _design(analysis: Analysis) -> dict[str, Any]:
+    study = analysis.study
+    tasks = list(dict.fromkeys(a.task_id for a in study.attempts if a.scenario in (BASELINE, TREATMENT)))
+    first = next((r for r in analysis.results if r.metric.key == "inputTokens"), None)
+    repetitions, label = design_label(first.task_level.task_effects) if first is not None else (None, None)
+    return {"tasks": len(tasks), "repetitions": repetitions, "label": label, "attempts": len(study.attempts),
+            "plannedAttempts": study.planned, "mode": study.mode, "transport": study.transport,
+            "model": study.header.get("model")}
+
+
+def _containment(analysis: Analysis) -> list[dict[str, Any]]:
+    return [
+        {"arm": row.scenario, "attempts": row.attempts,
+         "mechanisms": [{"mechanism": name, "attempts": count} for name, count in row.mechanisms],
+         "notAchieved": None if row.not_achieved is None else list(row.not_achieved),
+         "refusedReads": row.refused_reads, "unrecordedReads": row.unrecorded_reads,
+         "applicable": row.applicable, "bubblewrapped": row.bubblewrapped}
+        for row in containment_rows(analysis.study.attempts)
+    ]
+
+
+def _spend(analysis: Analysis) -> dict[str, Any]:
+    study = analysis.study
+    return {"capUsd": optional_usd_number(study.cap_usd), "spentUsd": optional_usd_number(study.spent_usd),
+            "reservedUsd": optional_usd_number(study.reserved_usd),
+            "measuredUsd": optional_usd_number(study.measured_usd),
+            "openReservationUsd": optional_usd_number(study.open_reservation_usd),
+            "cumulativeCapExceeded": study.cumulative_cap_exceeded}
+
+
+def report_json(analysis: Analysis) -> dict[str, Any]:
+    """The whole JSON report of ``analysis`` (see the module docstring)."""
+    study = analysis.study
+    tables = {t.key: {"caption": t.caption, "header": list(t.header), "rows": [list(r) for r in t.rows]}
+              for t in build_document(analysis).tables()}
+    return {
+        "type": "minimal-study-report", "version": 1, "ledger": study.file_name, "ledgerSha256": study.sha256,
+        "verified": not study.unverified, "unverified": list(study.unverified), "rehearsal": study.rehearsal,
+        "exploratory": True, "design": _design(analysis), "seed": analysis.seed, "resamples": analysis.resamples,
+        "metrics": [metric_json(r) for r in analysis.results],
+        "varianceComponents": [variance_json(r) for r in analysis.results],
+        "power": [plan_json(plan) for plan in power_plans(analysis)],
+        "containment": _containment(analysis), "attempts": [_attempt(a) for a in study.attempts],
+        "spend": _spend(analysis), "status": study.status, "stopReason": study.stop_reason, "tables": tables,
+    }
+
+
+def render_json(analysis: Analysis) -> str:
+    """:func:`report_json` as 2-space JSON with a final newline (non-finite numbers refused)."""
+    return json.dumps(report_json(analysis), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
