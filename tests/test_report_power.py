@@ -108,3 +108,16 @@ def test_a_plan_gives_the_needed_designs_for_the_effect() -> None:
     entry = plan_json(plan)
     assert entry["tasks"] == 6 and entry["repetitions"] == 3 and entry["effectSource"] == "--effect"
     assert all(n["tasks"] is None or n["tasks"] >= 6 for n in entry["needed"])
+
+
+def test_a_larger_pilot_scales_spend_exactly() -> None:
+    from decimal import Decimal
+
+    from agentstudy.pricing.sums import scaled, times
+
+    assert scaled(Decimal("0.0485985"), 36, 8) == Decimal("0.218693250")
+    assert scaled(Decimal("0.0014036"), 36, 2) == times(Decimal("0.0014036"), 18)
+    with pytest.raises(ValueError, match="not exact"):
+        scaled(Decimal("0.01"), 1, 3)
+    with pytest.raises(ValueError):
+        scaled(Decimal("0.01"), 36, 0)
