@@ -57,7 +57,10 @@ def test_a_full_study_as_json_carries_design_estimates_and_exact_usd(tmp_path: P
     variance = {v["metric"]: v for v in document["varianceComponents"]}
     assert set(variance) == set(METRICS)
     assert variance["inputTokens"]["method"] is not None and variance["inputTokens"]["betweenTask"] is not None
-    assert document["power"] is None and document["powerReason"]
+    power = {p["metric"]: p for p in document["power"]}
+    assert set(power) == set(METRICS) and "powerReason" not in document
+    assert (power["inputTokens"]["tasks"], power["inputTokens"]["repetitions"]) == (6, 3)
+    assert all(p["alpha"] == 0.05 and p["power"] == 0.8 and p["simulations"] == 1200 for p in power.values())
     assert [c["arm"] for c in document["containment"]] == ["repository-only", "doc-bridge-mcp"]
     assert len(document["attempts"]) == 36
 

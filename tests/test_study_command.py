@@ -166,7 +166,7 @@ def test_a_rehearsal_from_the_example_study_file_names_arms_and_server(rehearsal
     assert summary["status"] == "awaiting-adjudication" and summary["byStatus"] == {"completed": 2}
     assert summary["armLabels"] == {"repository-only": "Repository tools only",
                                     "doc-bridge-mcp": "Repository tools + doc-bridge MCP"}
-    assert summary["mcpServer"] == "doc-bridge" and summary["fullRunFactor"] == 18
+    assert summary["mcpServer"] == "doc-bridge" and summary["fullRunFactor"] == "18"
     assert "Repository tools + doc-bridge MCP (doc-bridge-mcp): 1" in result.stderr
     ledger = json.loads(output.read_text(encoding="utf-8"))
     assert ledger["version"] == "agentstudy-study-v1"

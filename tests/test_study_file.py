@@ -171,9 +171,9 @@ def test_seed_runs_name_no_arms_and_a_study_extrapolates_by_its_own_factor(
     ]
     budget = Budget(cap=Decimal("1"), spent=Decimal("0.01"))
     line = summarize("awaiting-adjudication", "pilot", 2, [], budget, tmp_path / "l.json", **names).line
-    assert line["fullRunFactor"] == 50 and line["extrapolatedFullRunUsd"] == 0.5
+    assert line["fullRunFactor"] == "50" and line["extrapolatedFullRunUsd"] == 0.5
     assert line["extrapolation"] == "100 attempts / 2 pilot attempts; not an upper bound"
     seed_line = summarize("awaiting-adjudication", "pilot", 2, [], budget, tmp_path / "l.json",
                           **summary_names(seed, "doc-bridge")).line
-    assert seed_line["fullRunFactor"] == 18 and seed_line["extrapolatedFullRunUsd"] == 0.18
+    assert seed_line["fullRunFactor"] == "18" and seed_line["extrapolatedFullRunUsd"] == 0.18
     assert "armLabels" not in seed_line and "mcpServer" not in seed_line

@@ -17,6 +17,7 @@ from agentstudy.commands.ledger import ledger
 from agentstudy.commands.metrics import metrics
 from agentstudy.commands.minimal import minimal
 from agentstudy.commands.plan import plan
+from agentstudy.commands.power import power
 from agentstudy.commands.report import report
 from agentstudy.commands.run import run
 from agentstudy.commands.schema import schema
@@ -50,3 +51,4 @@ main.add_command(report)
 main.add_command(run)
 main.add_command(adjudicate_controlled)
 main.add_command(metrics)
+main.add_command(power)

@@ -43,7 +43,7 @@ from agentstudy.io.messages_api import (
 from agentstudy.pricing.http import UpperPrices
 from agentstudy.protocol.manifest import LoadedManifest, ManifestError, load_manifest
 from agentstudy.protocol.mcp_spec import McpServerSpec
-from agentstudy.protocol.schedule import Mode, ScheduleEntry, build_schedule
+from agentstudy.protocol.schedule import Mode, PilotSize, ScheduleEntry, build_schedule, pilot_size
 from agentstudy.protocol.study_arms import arms_record
 from agentstudy.rehearsal.messages_server import RehearsalServer
 from agentstudy.runners.minimal import CliRunRequest, run_cli_study
@@ -62,7 +62,10 @@ from agentstudy.transports.cli import CliSettings
 @click.option("--probe", is_flag=True,
               help="With --dry-run: also start the MCP server once per checkout of the MCP arm, in its sandbox, "
                    "as the run's preflight does (--root needed), and print its tools with their annotations.")
-@click.option("--pilot", is_flag=True, help="Select the 2-attempt pilot (first task, one repetition).")
+@click.option("--pilot", is_flag=True, help="Select the pilot: by default 2 attempts (first task, one repetition).")
+@click.option("--pilot-tasks", type=int, help="With --pilot: its first K tasks (default 1; 2 or more lets "
+                                              "`agentstudy power` estimate variance components).")
+@click.option("--pilot-repetitions", type=int, help="With --pilot: R repetitions per task and arm (default 1).")
 @click.option("--run", "full", is_flag=True,
               help="Select the full schedule: tasks x repetitions x 2 arms (36 for the seed manifest).")
 @click.option("--approve-budget", is_flag=True, help="Required to spend: you approve the cap.")
@@ -101,6 +104,8 @@ def minimal(
     dry_run: bool,
     probe: bool,
     pilot: bool,
+    pilot_tasks: int | None,
+    pilot_repetitions: int | None,
     full: bool,
     approve_budget: bool,
     transport: str,
@@ -156,8 +161,15 @@ def minimal(
     if rehearsal_latency_ms and not rehearsal:
         fail("--rehearsal-latency-ms needs --rehearsal (it delays the scripted server's answers)")
     root_paths = parse_roots(roots)
+    if not pilot and (pilot_tasks is not None or pilot_repetitions is not None):
+        fail("--pilot-tasks and --pilot-repetitions need --pilot")
+    try:
+        size = pilot_size(loaded.manifest, 1 if pilot_tasks is None else pilot_tasks,
+                          1 if pilot_repetitions is None else pilot_repetitions)
+    except ValueError as error:
+        fail(str(error))
     mode: Mode = "pilot" if pilot else "full"
-    schedule = build_schedule(loaded.manifest, mode)
+    schedule = build_schedule(loaded.manifest, mode, size)
     spec = study_mcp_spec(
         ctx, loaded.arms.treatment if loaded.arms else None,
         mcp_config_file, server_config_candidates, mcp_tools, mcp_probe, mcp_probe_arguments, sandbox_binds,
@@ -222,7 +234,7 @@ def minimal(
         assert money.cap is not None and money.prices is not None
         sys.exit(_run_http(
             loaded, mode, root_paths, output, chosen_model, money.cap, spec, rehearsal, base_url,
-            money.prices, mode_of_containment, latency_ms=rehearsal_latency_ms,
+            money.prices, mode_of_containment, size, latency_ms=rehearsal_latency_ms,
         ))
     assert money.cap is not None and money.limit is not None
     check_new_output("--output", output, (*root_paths.values(), project_root()))
@@ -243,6 +255,7 @@ def minimal(
         parent_env=dict(os.environ),
         forbidden_output_roots=(project_root(),),
         progress=progress_for_terminal(),
+        pilot=size,
     )
     if not rehearsal:
         sys.exit(_run(lambda: run_cli_study(request)))
@@ -277,6 +290,7 @@ def _run_http(
     base_url: str,
     prices: UpperPrices,
     containment: ContainmentMode,
+    size: PilotSize,
     *,
     latency_ms: int = 0,
 ) -> int:
@@ -293,7 +307,7 @@ def _run_http(
         loaded=loaded, mode=mode, roots=roots, output=output, model=model, prices=prices, cap_usd=cap,
         api_key=key, base_url=base_url, mcp=spec, rehearsal=rehearsal, nominal_prices=rehearsal,
         forbidden_output_roots=(project_root(),), progress=progress_for_terminal(),
-        containment=containment, parent_env=dict(os.environ),
+        containment=containment, parent_env=dict(os.environ), pilot=size,
     )
     if not rehearsal:
         return _run(lambda: run_http_study(request))

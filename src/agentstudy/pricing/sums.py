@@ -72,6 +72,25 @@ def times(amount: Decimal, factor: int) -> Decimal:
         return usd(amount) * factor
 
 
+def scaled(amount: Decimal, numerator: int, denominator: int) -> Decimal:
+    """``amount x numerator / denominator`` exactly (USD), for a larger pilot's extrapolation
+    (36 full attempts / the pilot's attempts; issue 17). Equals :func:`times` when it divides.
+
+    Raises:
+        ValueError: an amount that is not a finite ``Decimal`` >= 0, a negative numerator, a
+            denominator below 1, or a quotient that is not exact in decimal.
+    """
+    if numerator < 0 or denominator < 1:
+        raise ValueError("the scale must be a numerator >= 0 over a denominator >= 1")
+    with exact():
+        product = usd(amount) * numerator
+    try:
+        with exact():
+            return product / denominator
+    except ArithmeticError:
+        raise ValueError(f"{amount} x {numerator} / {denominator} is not exact in decimal") from None
+
+
 def dearest(amounts: Iterable[Decimal]) -> Decimal | None:
     """The largest USD amount, or ``None`` for none.
 
@@ -136,3 +155,14 @@ def median_usd(amounts: Iterable[Decimal]) -> Decimal | None:
     if len(values) % 2:
         return values[middle]
     return _ROUNDED.divide(sum_usd(values[middle - 1 : middle + 1]), Decimal(2))
+
+
+def exact_factor(numerator: int, denominator: int) -> Decimal | None:
+    """``numerator / denominator`` as an exact ``Decimal`` (36 / 8 = 4.5), or ``None`` when the quotient is
+    not a finite decimal (36 / 7) or ``denominator`` is below 1: a pilot's extrapolation factor (issues 17, 18)."""
+    if denominator < 1:
+        return None
+    try:
+        return scaled(Decimal(1), numerator, denominator)
+    except ValueError:
+        return None

@@ -6,7 +6,8 @@ reads); every attempt's status (attempts that did not complete listed with reaso
 dropped); the task-level statistics per metric (design, estimate, cluster-bootstrap interval,
 sign-flip p), per task, variance components, then the descriptive per-pair differences;
 correctness; distributions per scenario; usage, spend and (for a pilot) extrapolations;
-re-pricing; the appendix of provenance (hashes, pins, versions). No answer text is ever included.
+re-pricing; the appendix of provenance (hashes, pins, versions);
+power planning (:mod:`report.power_section`) before it. No answer text is ever included.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from agentstudy.report.content_money import correctness_section, distribution_se
 from agentstudy.report.document import Block, Bullets, Document, Figure, Paragraph, Section, Table
 from agentstudy.report.glance import glance_section
 from agentstudy.report.model import BASELINE, TREATMENT, Attempt
+from agentstudy.report.power_section import power_section
 from agentstudy.report.sentences import (
     ADJUDICATED_SENTENCE,
     REDUCTION_SENTENCE,
@@ -190,7 +192,8 @@ def build_document(analysis: Analysis, figures: tuple[Figure, ...] = ()) -> Docu
         title = f"UNVERIFIED {title}"
     sections = [glance_section(analysis), _about(analysis), _containment(analysis),
                 _attempts(analysis), _pairs(analysis), correctness_section(analysis), distribution_section(analysis),
-                money_section(analysis), provenance_section(analysis)]
+                money_section(analysis), power_section(analysis),
+                provenance_section(analysis)]
     for figure in figures:
         index = FIGURE_PLACES.get(figure.key, len(sections) - 1)
         sections[index] = Section(sections[index].title, (*sections[index].blocks, figure))

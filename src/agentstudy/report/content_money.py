@@ -1,7 +1,7 @@
 """Report sections about correctness, per-scenario distributions, usage, spend and extrapolation.
 
 USD sums, multiples, means and medians go through ``pricing.sums`` (exact ``Decimal``). A pilot
-shows two extrapolations side by side: charged spend x 18 (36 planned / 2 pilot attempts; not an
+shows two extrapolations side by side: charged spend x 36 / its planned attempts (x 18 for 2; not an
 upper bound) and the dearest attempt x 36 (a pessimistic figure).
 """
 
@@ -21,7 +21,6 @@ from agentstudy.report.sentences import ADJUDICATED_SENTENCE, NOT_ADJUDICATED_SE
 
 FULL_ATTEMPTS = 36
 PILOT_ATTEMPTS = 2
-FULL_TO_PILOT = FULL_ATTEMPTS // PILOT_ATTEMPTS
 RUBRICS = ("correct", "partial", "incorrect", "incomplete")
 
 
@@ -154,26 +153,27 @@ def _extrapolations(analysis: Analysis) -> list[Block]:
     complete = all(a.usage_complete is not False for a in study.attempts)
     applicable = study.status == "awaiting-adjudication" and complete
     full, pilot = study.full_attempts, study.planned or PILOT_ATTEMPTS  # the study's own factor (issue 18)
-    factor = full // pilot if full % pilot == 0 else None
+    factor = sums.exact_factor(full, pilot)  # 36 / 8 = 4.5 for a larger pilot (issue 17); None if not exact
     applicable = applicable and factor is not None
     why = ("not applicable: the pilot did not end awaiting-adjudication with complete usage" if not applicable
            else f"{full} attempts / {pilot} pilot attempts; not an upper bound")
     spent = study.spent_usd if study.spent_usd is not None else _usd_total([a.charged_usd for a in study.attempts])[0]
-    rows = [(f"full run, charged spend × {factor or '?'}",
-             fmt.usd(sums.times(spent, factor)) if applicable and factor else fmt.MISSING, why)]
+    shown = format(factor.normalize(), "f") if factor is not None else "?"
+    rows = [(f"full run, charged spend × {shown}",
+             fmt.usd(sums.scaled(spent, full, pilot)) if applicable else fmt.MISSING, why)]
     rows.append(_dearest_row("pessimistic, dearest attempt's charge", [a.charged_usd for a in study.attempts], full))
     if analysis.prices is not None:
         repriced = [analysis.repriced[a.index].usd for a in study.attempts]
         total, unknown = _usd_total(repriced)
         ok = applicable and not unknown
-        rows.append((f"re-priced full run, re-priced total × {factor or '?'}",
-                     fmt.usd(sums.times(total, factor)) if ok and factor else fmt.MISSING,
+        rows.append((f"re-priced full run, re-priced total × {shown}",
+                     fmt.usd(sums.scaled(total, full, pilot)) if ok else fmt.MISSING,
                      f"as {analysis.prices.price_as}; not an upper bound" if ok else
                      "not applicable: an attempt could not be re-priced or the pilot did not complete"))
         rows.append(_dearest_row("re-priced pessimistic, dearest attempt re-priced", repriced, full))
     table = Table("extrapolation", "What the full study might cost, from this pilot (USD)",
                   ("figure", "USD", "basis"), tuple(rows), frozenset({1}))
-    return [table, Paragraph(f"The × {factor or '?'} figure scales the pilot's spend and is not an upper bound; the "
+    return [table, Paragraph(f"The × {shown} figure scales the pilot's spend and is not an upper bound; the "
                              f"dearest attempt × {full} is a pessimistic figure beside it, still not a "
                              "guarantee.")]
 

@@ -10,7 +10,9 @@ Shape (camelCase; ``null`` with a ``reason`` where a value is not computable)::
                   "pValue", "pMonteCarloSe", "pMin", "method", "reason"?, "taskEffects": [...]}],
      "varianceComponents": [{"metric", "tasks", "observations", "betweenTask", "withinTask", "icc",
                              "differenceVariance", "method", "reason"?}],
-     "power": null, "powerReason": ..., "containment": [...], "attempts": [...], "spend": {...},
+     "power": [{"metric", "alpha", "power", "tasks", "repetitions", "components", "reason",
+                "minimumDetectableDifference", "simulatedPower", "effect", "needed": [...], ...}],
+     "containment": [...], "attempts": [...], "spend": {...},
      "tables": {key: {"caption", "header", "rows"}}}
 
 ``tables`` holds every table of the text report as its display strings, so nothing the report
@@ -31,9 +33,9 @@ from agentstudy.report.containment import containment_rows
 from agentstudy.report.content import build_document
 from agentstudy.report.inference import design_label
 from agentstudy.report.model import BASELINE, TREATMENT, Attempt
+from agentstudy.report.power_section import plan_json, power_plans
 
 USD_STAT_PLACES = 12
-POWER_PENDING = "power planning is not computed by this version of the report (issue 17 item 3)"
 
 
 def _stat(value: float | None, kind: str) -> int | float | None:
@@ -134,7 +136,7 @@ def report_json(analysis: Analysis) -> dict[str, Any]:
         "exploratory": True, "design": _design(analysis), "seed": analysis.seed, "resamples": analysis.resamples,
         "metrics": [metric_json(r) for r in analysis.results],
         "varianceComponents": [variance_json(r) for r in analysis.results],
-        "power": None, "powerReason": POWER_PENDING,
+        "power": [plan_json(plan) for plan in power_plans(analysis)],
         "containment": _containment(analysis), "attempts": [_attempt(a) for a in study.attempts],
         "spend": _spend(analysis), "status": study.status, "stopReason": study.stop_reason, "tables": tables,
     }

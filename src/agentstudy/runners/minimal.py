@@ -41,7 +41,7 @@ from agentstudy.protocol.records import (
     McpServerRecord,
     MinimalLedger,
 )
-from agentstudy.protocol.schedule import Mode, ScheduleEntry, build_schedule
+from agentstudy.protocol.schedule import Mode, PilotSize, ScheduleEntry, build_schedule
 from agentstudy.runners.ledger_steps import (
     budget_record,
     close_normally,
@@ -86,6 +86,7 @@ class CliRunRequest:
     parent_env: Mapping[str, str]
     forbidden_output_roots: tuple[Path, ...] = ()
     progress: RunProgress = field(default_factory=SilentProgress)
+    pilot: PilotSize = field(default_factory=PilotSize)
 
 
 def _observation(
@@ -185,7 +186,7 @@ def run_cli_study(request: CliRunRequest) -> RunSummary:
 
 def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
     manifest = request.loaded.manifest
-    schedule = build_schedule(manifest, request.mode)
+    schedule = build_schedule(manifest, request.mode, request.pilot)
     run = RunMachine(len(schedule), "cli")
     settings = request.settings
     try:

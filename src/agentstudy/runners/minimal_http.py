@@ -59,7 +59,7 @@ from agentstudy.protocol.records import (
     McpServerRecord,
     MinimalLedger,
 )
-from agentstudy.protocol.schedule import Mode, ScheduleEntry, build_schedule
+from agentstudy.protocol.schedule import Mode, PilotSize, ScheduleEntry, build_schedule
 from agentstudy.runners.ledger_steps import (
     budget_record,
     close_normally,
@@ -120,6 +120,7 @@ class HttpRunRequest:
     clock: Callable[[], float] = time.monotonic
     containment: ContainmentMode = "bwrap"
     parent_env: Mapping[str, str] = field(default_factory=dict)
+    pilot: PilotSize = field(default_factory=PilotSize)
 
 
 def redact(value: Any, secret: str) -> Any:
@@ -232,7 +233,7 @@ def run_http_study(request: HttpRunRequest) -> RunSummary:
 
 def _run_http_study(request: HttpRunRequest, stack: ExitStack) -> RunSummary:
     manifest = request.loaded.manifest
-    schedule = build_schedule(manifest, request.mode)
+    schedule = build_schedule(manifest, request.mode, request.pilot)
     run = RunMachine(len(schedule), "http")
     try:
         checked = prepare_study(stack, request.mcp, manifest, schedule, request.roots, request.containment,

@@ -9,13 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from agentstudy.pricing.budget import Budget
-from agentstudy.pricing.sums import times
+from agentstudy.pricing.sums import exact_factor, scaled
 from agentstudy.pricing.usd_json import usd_number
 from agentstudy.protocol.records import CliObservation, HttpObservation
 
-FULL_TO_PILOT_RATIO = 18
-"""The seed's 36 full attempts / 2 pilot attempts; a study file's own factor is its full attempts / the pilot's."""
 SEED_FULL_ATTEMPTS = 36
+"""The seed's full schedule; a pilot of ``n`` attempts extrapolates by ``full attempts / n`` (18 for 2)."""
 REHEARSAL_NOTE = "rehearsal: no real money"
 """What every rehearsal's summary says (issue 18, item 6); its JSON line says ``"rehearsal": true``."""
 
@@ -59,14 +58,15 @@ def summarize(
     ``rehearsal``: the run talked to the local scripted server; the line says ``"rehearsal": true``
     and its ``note`` is :data:`REHEARSAL_NOTE` (a paid run says ``"rehearsal": false``, no note).
 
-    The pilot extrapolation (spend x ``full_attempts / planned``: charged spend for CLI,
-    upper-price spend for HTTP; x 18 for the seed) is given only for a pilot that ended
-    ``awaiting-adjudication`` with complete usage and a whole factor (``fullRunFactor``); it is
+    The pilot extrapolation (spend x ``full_attempts / planned``, exactly: charged spend for CLI,
+    upper-price spend for HTTP; x 18 for the seed's 2-attempt pilot, x 4.5 for an 8-attempt one) is given
+    only for a pilot that ended ``awaiting-adjudication`` with complete usage and a factor that is an exact
+    decimal (``fullRunFactor``, decimal text such as "4.5"); it is
     not an upper bound. A study file's run also names its arms (``armLabels``: scenario →
     label) and ``mcpServer`` (issue 18); a seed manifest's line has neither.
     """
     usage_complete = all(o.usage_complete for o in observations)
-    factor = full_attempts // planned if planned and full_attempts % planned == 0 else None
+    factor = exact_factor(full_attempts, planned)
     extrapolate = mode == "pilot" and status == "awaiting-adjudication" and usage_complete and factor is not None
     line: dict[str, Any] = {
         "transport": transport,
@@ -85,10 +85,10 @@ def summarize(
         "spentUsd": usd_number(budget.spent),
         "capUsd": usd_number(budget.cap),
         "usageComplete": usage_complete,
-        "extrapolatedFullRunUsd": usd_number(times(budget.spent, factor)) if extrapolate and factor else None,
+        "extrapolatedFullRunUsd": usd_number(scaled(budget.spent, full_attempts, planned)) if extrapolate else None,
         "extrapolation": f"{full_attempts} attempts / {planned} pilot attempts; not an upper bound" if extrapolate
         else "not applicable",
-        "fullRunFactor": factor if mode == "pilot" else None,
+        "fullRunFactor": format(factor.normalize(), "f") if mode == "pilot" and factor is not None else None,
         "ledger": str(ledger),
     }
     if arm_labels is not None:

@@ -1,0 +1,85 @@
+"""``agentstudy power LEDGER``: how many tasks x repetitions a study needs, from a ledger's variance (issue 17)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import click
+
+from agentstudy.commands.common import fail
+
+METRIC_KEYS = ("inputTokens", "outputTokens", "toolCalls", "wallTimeMs", "chargedUsd", "correctness")
+
+
+def _share(name: str, raw: str) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        fail(f"{name} must be a number strictly between 0 and 1, got {raw!r}")
+    if not (math.isfinite(value) and 0 < value < 1):
+        fail(f"{name} must be a number strictly between 0 and 1, got {raw!r}")
+    return value
+
+
+@click.command()
+@click.argument("ledger", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--metric", type=click.Choice(METRIC_KEYS), help="Plan only this metric (default: every metric).")
+@click.option("--effect", help="The paired difference to detect, in the metric's unit (needs --metric).")
+@click.option("--alpha", default="0.05", show_default=True, help="Two-sided significance level.")
+@click.option("--power", "target", default="0.8", show_default=True, help="Target power (share 0-1).")
+@click.option("--adjudication", type=click.Path(path_type=Path, dir_okay=False),
+              help="The adjudication companion (adds correctness).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the tables.")
+@click.option("--allow-unverified", is_flag=True, help="Plan even when the ledger does not verify (says so).")
+def power(ledger: Path, metric: str | None, effect: str | None, alpha: str, target: str,
+          adjudication: Path | None, as_json: bool, allow_unverified: bool) -> None:
+    """Plan a study's size from a pilot or full minimal-study LEDGER.
+
+    From each metric's variance components (method of moments: the task SD of the true paired
+    difference, the repetition SD per arm), simulated studies (1200 per point, seeded) tested with
+    the task-level two-sided sign-flip test give the minimum detectable paired difference of the
+    ledger's own design (k tasks x r repetitions) at --alpha and --power, and the fewest tasks for
+    r = 1, 2, 3, 5 repetitions to detect --effect (default: a difference as large as the observed
+    estimate). Fewer than 2 tasks x 2 repetitions cannot estimate the components: the command says
+    what the next pilot must hold. Exploratory. Exit codes: 0 printed; 2 bad input.
+    """
+    from agentstudy.report.analysis import analyse
+    from agentstudy.report.document import Document, Section
+    from agentstudy.report.load import load_study
+    from agentstudy.report.model import NotSupportedYet, ReportInputError
+    from agentstudy.report.power_section import plan_json, power_blocks, power_plans
+    from agentstudy.report.render import render_text
+
+    alpha_value, power_value = _share("--alpha", alpha), _share("--power", target)
+    effect_value: float | None = None
+    if effect is not None:
+        if metric is None:
+            fail("--effect is in one metric's unit: give --metric too")
+        try:
+            effect_value = float(effect)
+        except ValueError:
+            fail(f"--effect must be a finite non-zero number, got {effect!r}")
+        if not math.isfinite(effect_value) or effect_value == 0:
+            fail(f"--effect must be a finite non-zero number, got {effect!r}")
+    try:
+        study = load_study(ledger, adjudication, allow_unverified=allow_unverified)
+    except NotSupportedYet:
+        fail(f"{ledger} is a controlled-study ledger; power planning reads minimal-study ledgers")
+    except ReportInputError as error:
+        fail(str(error))
+    analysis = analyse(study)
+    if metric is not None and metric not in {m.key for m in analysis.metrics}:
+        fail(f"--metric {metric} is not in this report (correctness needs --adjudication)")
+    plans = power_plans(analysis, metric_key=metric, effect=effect_value, alpha=alpha_value, power=power_value,
+                        observed_effect=effect_value is None)
+    if as_json:
+        click.echo(json.dumps({"ledger": str(ledger), "unverified": list(study.unverified),
+                               "power": [plan_json(p, alpha_value, power_value) for p in plans]},
+                              separators=(",", ":")))
+        return
+    title = f"Power planning: {study.file_name}" + (" (UNVERIFIED)" if study.unverified else "")
+    section = Section("Design, components and needed designs", power_blocks(plans, alpha_value, power_value))
+    click.echo(render_text(Document(title, (section,))), nl=False)
+

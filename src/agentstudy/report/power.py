@@ -1,0 +1,295 @@
+"""Power planning for a paired study, by simulation with the task-level sign-flip test (issue 17, item 3).
+
+The model. A study has ``k`` tasks and ``r`` repetitions per task and arm. Task ``i``'s true paired
+difference ``d_i`` (``doc-bridge-mcp - repository-only``, in the metric's unit) is drawn from
+``N(delta, sigma_task^2)``; each repetition of arm ``a`` on task ``i`` is drawn from ``N(mu_ia,
+sigma_a^2)`` with ``mu_it - mu_ib = d_i``. The analysis (item 1) takes, per task, each arm's mean over
+its repetitions and their difference ``D_i``, which is therefore ``N(delta, sigma_task^2 +
+(sigma_b^2 + sigma_t^2) / r)``; the study is simulated by drawing the ``D_i`` directly from that
+distribution (the same distribution as drawing every repetition), and tested with the two-sided
+sign-flip permutation test over the ``D_i`` at ``alpha``: exact over all ``2^k`` sign vectors for
+``k <= 16`` (``p`` = the share of sign vectors whose ``|mean|`` is at least the observed one), above
+that a seeded Monte Carlo over :data:`MONTE_CARLO_SIGNS` random sign vectors with ``p = (1 + hits) /
+(1 + M)``. Power is the share of :data:`SIMULATIONS` simulated studies that reject (Monte Carlo SE at
+most 1.44 points). The test is scale-free, so only ``delta / sd`` matters; simulations at one ``k``
+reuse the same standard-normal draws (common random numbers) so power rises smoothly with ``delta``.
+
+With ``k`` tasks the smallest two-sided sign-flip p is ``2 / 2^k``, so below
+:func:`smallest_tasks` (6 at ``alpha`` 0.05) no difference is ever detectable; this module says so
+instead of searching. Variance components come from :func:`estimate_components` (method of moments,
+documented there). Everything is an exploratory planning aid in binary floating point.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats as scipy_stats
+
+from agentstudy.report.inference import TaskValues, task_effects
+
+SEED = 20261017
+SIMULATIONS = 1200
+"""Simulated studies per power estimate: the Monte Carlo SE is at most sqrt(0.25 / 1200) = 1.44 points."""
+EXACT_MAX_TASKS = 16
+MONTE_CARLO_SIGNS = 1999
+MAX_TASKS = 400
+"""The largest number of tasks the needed-design search tries."""
+PLAN_REPETITIONS = (1, 2, 3, 5)
+_CHUNK_CELLS = 4_000_000
+_TIE = 1e-9
+
+
+class PilotTooSmall(ValueError):
+    """The ledger holds too few tasks or repetitions with values to estimate the variance components.
+
+    The message says what the pilot held and what the next one must hold (at least 2 tasks x 2
+    repetitions, ``--pilot-tasks 2 --pilot-repetitions 2``).
+    """
+
+
+@dataclass(frozen=True)
+class Components:
+    """Variance components of one metric's paired differences (squared metric unit).
+
+    ``tasks`` (k) tasks with values in both arms, ``repetitions`` (r) the median over those tasks of the
+    smaller arm's number of repetitions; ``task_variance`` is sigma_task^2 of the true task difference,
+    ``baseline_variance`` / ``treatment_variance`` the pooled within-task repetition variance per arm;
+    ``observed_variance`` the sample variance of the k observed task differences.
+    """
+
+    tasks: int
+    repetitions: int
+    task_variance: float
+    baseline_variance: float
+    treatment_variance: float
+    observed_variance: float
+
+    def difference_sd(self, repetitions: int) -> float:
+        """The SD of one task's observed difference with ``repetitions`` per arm (metric unit)."""
+        return math.sqrt(self.task_variance + (self.baseline_variance + self.treatment_variance) / repetitions)
+
+
+@dataclass(frozen=True)
+class PowerEstimate:
+    """Simulated power (share 0-1) of ``tasks`` x ``repetitions`` at ``effect`` and its Monte Carlo SE."""
+
+    tasks: int
+    repetitions: int
+    effect: float
+    power: float
+    mc_se: float
+    simulations: int
+
+
+@dataclass(frozen=True)
+class Detectable:
+    """The minimum detectable paired difference (metric unit, ``None`` with ``note`` when there is none)
+    of ``tasks`` x ``repetitions`` at ``alpha`` and ``power``, with the simulated power there."""
+
+    tasks: int
+    repetitions: int
+    difference: float | None
+    estimate: PowerEstimate | None
+    note: str | None
+
+
+@dataclass(frozen=True)
+class NeededDesign:
+    """The smallest number of tasks with ``repetitions`` per arm that reaches the target power at
+    ``effect`` (``tasks`` ``None`` with ``note`` when none up to :data:`MAX_TASKS` does)."""
+
+    repetitions: int
+    effect: float
+    tasks: int | None
+    estimate: PowerEstimate | None
+    note: str | None
+
+
+def smallest_tasks(alpha: float) -> int:
+    """The fewest tasks whose smallest two-sided sign-flip p, ``2 / 2^k``, is at most ``alpha``.
+
+    Raises:
+        ValueError: ``alpha`` not in (0, 1).
+    """
+    if not 0 < alpha < 1:
+        raise ValueError("alpha must lie strictly between 0 and 1")
+    k = 1
+    while 2.0 / 2.0**k > alpha * (1 + _TIE):
+        k += 1
+    return k
+
+
+def _pooled(groups: Sequence[Sequence[float]]) -> tuple[float, int]:
+    sums = sum((len(g) - 1) * statistics.variance(g) for g in groups if len(g) >= 2)
+    df = sum(len(g) - 1 for g in groups if len(g) >= 2)
+    return (sums / df if df else math.nan), df
+
+
+def _too_small(k: int, r: int) -> PilotTooSmall:
+    return PilotTooSmall(
+        f"too small to estimate the variance components: {k} task{'s' if k != 1 else ''} x {r} "
+        f"repetition{'s' if r != 1 else ''} with values in both arms; the next pilot must hold at least "
+        "2 tasks x 2 repetitions (agentstudy minimal --pilot --pilot-tasks 2 --pilot-repetitions 2)")
+
+
+def estimate_components(values: TaskValues) -> Components:
+    """Method-of-moments variance components from ``values`` (task id -> (baseline repetition values,
+    treatment repetition values), :data:`report.inference.TaskValues`; tasks without both arms left out).
+
+    Within-task variance per arm is pooled over tasks (degrees of freedom ``n - 1`` each);
+    ``task_variance = max(0, var(D) - mean_i(sigma_b^2 / n_bi + sigma_t^2 / n_ti))`` where ``var(D)``
+    is the sample variance of the observed task differences (clipped at zero, as moments can undershoot).
+
+    Raises:
+        PilotTooSmall: fewer than 2 tasks with values in both arms, or fewer than 2 repetitions
+            (median of the smaller arm's count), or no task with 2 values in an arm.
+        ValueError: a non-finite value.
+    """
+    effects = task_effects(values)
+    included = {e.task_id for e in effects}
+    arms = [(list(map(float, b)), list(map(float, a))) for t, (b, a) in values.items() if t in included]
+    k = len(effects)
+    r = int(statistics.median(min(e.baseline_n, e.treatment_n) for e in effects)) if effects else 0
+    base_var, base_df = _pooled([b for b, _ in arms])
+    treat_var, treat_df = _pooled([a for _, a in arms])
+    if k < 2 or r < 2 or base_df == 0 or treat_df == 0:
+        raise _too_small(k, r)
+    observed = statistics.variance([e.difference for e in effects])
+    noise = statistics.fmean(base_var / e.baseline_n + treat_var / e.treatment_n for e in effects)
+    return Components(k, r, max(0.0, observed - noise), base_var, treat_var, observed)
+
+
+def _signs(k: int, seed: int) -> tuple[np.ndarray, bool]:
+    """Sign vectors as a (k, M) matrix and whether they are the exact (half) enumeration."""
+    if k <= EXACT_MAX_TASKS:
+        grid = ((np.arange(2 ** (k - 1))[:, None] >> np.arange(k - 1)) & 1).astype(float)
+        half = np.hstack([np.ones((grid.shape[0], 1)), 1.0 - 2.0 * grid])
+        return half.T, True
+    rng = np.random.default_rng([seed, k, 1])
+    return rng.choice(np.array([-1.0, 1.0]), size=(k, MONTE_CARLO_SIGNS)), False
+
+
+def sign_flip_rejects(differences: np.ndarray, alpha: float, *, seed: int = SEED) -> np.ndarray:
+    """Whether the two-sided sign-flip test rejects at ``alpha``, for each row of ``differences``
+    (shape (studies, k), k task differences per simulated study): a boolean array of shape (studies,).
+
+    Exact for ``k <= 16`` (the half enumeration with the first sign fixed is enough: ``s`` and ``-s``
+    give the same ``|mean|``), else a seeded Monte Carlo over :data:`MONTE_CARLO_SIGNS` sign vectors.
+    """
+    studies, k = differences.shape
+    signs, exact = _signs(k, seed)
+    observed = np.abs(differences.sum(axis=1))
+    hits = np.empty(studies)
+    step = max(1, _CHUNK_CELLS // signs.shape[1])
+    for start in range(0, studies, step):
+        block = np.abs(differences[start:start + step] @ signs)
+        limit = observed[start:start + step, None] * (1 - _TIE) - _TIE
+        hits[start:start + step] = (block >= limit).sum(axis=1)
+    p = hits / signs.shape[1] if exact else (1 + hits) / (1 + signs.shape[1])
+    rejected: np.ndarray = p <= alpha * (1 + _TIE)
+    return rejected
+
+
+def _draws(k: int, seed: int, simulations: int) -> np.ndarray:
+    return np.random.default_rng([seed, k]).standard_normal((simulations, k))
+
+
+def simulate_power(effect: float, sd: float, tasks: int, repetitions: int, alpha: float, *,
+                   seed: int = SEED, simulations: int = SIMULATIONS) -> PowerEstimate:
+    """Simulated power of ``tasks`` x ``repetitions`` at true mean difference ``effect`` (metric unit),
+    ``sd`` being the SD of one task's observed difference at that ``repetitions``
+    (:meth:`Components.difference_sd`). Seeded: the same arguments give the same estimate.
+
+    Raises:
+        ValueError: ``tasks`` < 1, ``sd`` < 0 or non-finite input.
+    """
+    if tasks < 1 or not (math.isfinite(effect) and math.isfinite(sd)) or sd < 0:
+        raise ValueError("need at least one task and a finite effect and SD >= 0")
+    if sd == 0:
+        data = np.full((1, tasks), effect)
+        share = float(sign_flip_rejects(data, alpha, seed=seed)[0]) if effect != 0 else 0.0
+        return PowerEstimate(tasks, repetitions, effect, share, 0.0, simulations)
+    data = effect / sd + _draws(tasks, seed, simulations)
+    share = float(sign_flip_rejects(data, alpha, seed=seed).mean())
+    return PowerEstimate(tasks, repetitions, effect, share, math.sqrt(share * (1 - share) / simulations), simulations)
+
+
+def _unreachable(tasks: int, alpha: float) -> str:
+    return (f"no difference is detectable with {tasks} task{'s' if tasks != 1 else ''}: the smallest two-sided "
+            f"sign-flip p is 2/2^{tasks} = {2 / 2**tasks:.4g} > alpha {alpha:g}; at least "
+            f"{smallest_tasks(alpha)} tasks are needed")
+
+
+def minimum_detectable(components: Components, alpha: float, power: float, *, tasks: int | None = None,
+                       repetitions: int | None = None, seed: int = SEED) -> Detectable:
+    """The smallest positive difference (metric unit, to 1 % of the task-difference SD) whose simulated
+    power at ``tasks`` x ``repetitions`` (default: the components' own design) reaches ``power``.
+
+    Raises:
+        ValueError: ``power`` not in (0, 1) or ``alpha`` not in (0, 1).
+    """
+    if not 0 < power < 1:
+        raise ValueError("power must lie strictly between 0 and 1")
+    k = components.tasks if tasks is None else tasks
+    r = components.repetitions if repetitions is None else repetitions
+    if k < smallest_tasks(alpha):
+        return Detectable(k, r, None, None, _unreachable(k, alpha))
+    sd = components.difference_sd(r)
+    if sd == 0:
+        return Detectable(k, r, 0.0, None, "every task difference is identical: any non-zero difference is detected")
+    low, high = 0.0, 1.0
+    while simulate_power(high * sd, sd, k, r, alpha, seed=seed).power < power:
+        low, high = high, high * 2
+    while high - low > 0.01:
+        middle = (low + high) / 2
+        if simulate_power(middle * sd, sd, k, r, alpha, seed=seed).power >= power:
+            high = middle
+        else:
+            low = middle
+    return Detectable(k, r, high * sd, simulate_power(high * sd, sd, k, r, alpha, seed=seed), None)
+
+
+def _guess(standardised: float, alpha: float, power: float) -> int:
+    z = float(scipy_stats.norm.ppf(1 - alpha / 2) + scipy_stats.norm.ppf(power))
+    return math.ceil((z / standardised) ** 2) + 1
+
+
+def needed_tasks(components: Components, effect: float, repetitions: int, alpha: float, power: float, *,
+                 seed: int = SEED) -> NeededDesign:
+    """The smallest ``k`` (from :func:`smallest_tasks` to :data:`MAX_TASKS`) whose simulated power with
+    ``repetitions`` per arm at ``effect`` (metric unit, sign ignored) reaches ``power``; searched from a
+    normal-approximation guess, stepping down while the power holds and up while it falls short.
+
+    Raises:
+        ValueError: ``effect`` zero or non-finite, ``repetitions`` < 1.
+    """
+    if not math.isfinite(effect) or effect == 0 or repetitions < 1:
+        raise ValueError("the effect must be a finite non-zero difference and repetitions at least 1")
+    effect = abs(effect)
+    sd = components.difference_sd(repetitions)
+    floor = smallest_tasks(alpha)
+    def reaches(k: int) -> PowerEstimate | None:
+        estimate = simulate_power(effect, sd, k, repetitions, alpha, seed=seed)
+        return estimate if estimate.power >= power else None
+    k = floor if sd == 0 else min(MAX_TASKS, max(floor, _guess(effect / sd, alpha, power)))
+    found = reaches(k)
+    if found is not None:
+        while k > floor and (lower := reaches(k - 1)) is not None:
+            k, found = k - 1, lower
+        return NeededDesign(repetitions, effect, k, found, None)
+    while k < MAX_TASKS:
+        k += 1
+        if (found := reaches(k)) is not None:
+            return NeededDesign(repetitions, effect, k, found, None)
+    return NeededDesign(repetitions, effect, None, None, f"more than {MAX_TASKS} tasks")
+
+
+def needed_designs(components: Components, effect: float, alpha: float, power: float, *, seed: int = SEED,
+                   repetitions: Sequence[int] = PLAN_REPETITIONS) -> tuple[NeededDesign, ...]:
+    """:func:`needed_tasks` for each of ``repetitions`` (default 1, 2, 3, 5)."""
+    return tuple(needed_tasks(components, effect, r, alpha, power, seed=seed) for r in repetitions)
