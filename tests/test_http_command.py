@@ -17,6 +17,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from agentstudy.cli import main
+from agentstudy.io.ledger_journal import read_ledger
 from agentstudy.rehearsal.example_study import ExampleStudy, build_example_study
 from agentstudy.rehearsal.messages_server import RehearsalServer
 
@@ -42,7 +43,8 @@ def _run_args(study: ExampleStudy, output: Path, *extra: str) -> list[str]:
 
 
 def _ledger(path: Path) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    """The ledger's state as every reader sees it: the snapshot plus the journal beside it, if any."""
+    data: dict[str, Any] = json.loads(read_ledger(path, path.read_bytes()).data)
     return data
 
 
