@@ -213,6 +213,9 @@ def test_a_study_file_ledger_is_adjudicated_and_reported_with_its_labels(
     assert result.exit_code == 0, result.output
     line = json.loads(result.stdout.strip().splitlines()[-1])
     assert (line["status"], line["items"], line["scored"]) == ("adjudicated", 2, 2)
+    companion = json.loads(Path(line["companion"]).read_text(encoding="utf-8"))
+    scrubbed = companion["blinding"]["scrubbedTerms"]  # the arms' human labels are blinded too (issue 18)
+    assert "Repository tools only" in scrubbed and "Repository tools + doc-bridge MCP" in scrubbed
     report = _invoke(["report", str(output), "--adjudication", line["companion"], "--format", "md"])
     assert report.exit_code == 0, report.output
     assert "Repository tools only (repository-only)" in report.stdout

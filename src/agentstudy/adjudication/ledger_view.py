@@ -55,6 +55,11 @@ class _McpServer(_Tolerant):
     denied_tools: list[str] = Field(default_factory=list, alias="deniedTools")
 
 
+class _Arm(_Tolerant):
+    id: str
+    label: str
+
+
 class _Ledger(_Tolerant):
     version: str
     status: str
@@ -64,6 +69,7 @@ class _Ledger(_Tolerant):
     rehearsal: bool = False
     mcp_server: _McpServer | None = Field(default=None, alias="mcpServer")
     observations: list[_Observation]
+    arms: list[_Arm] | None = None
 
 
 @dataclass(frozen=True)
@@ -90,6 +96,8 @@ class MinimalLedgerView:
         mcp_server: the server name of the MCP arm (``None`` if the ledger has no ``mcpServer``).
         mcp_tools: the tools it listed and the deny list (names as the ledger has them).
         observations: every observation, in ledger order.
+        arm_terms: a study file's arm ids and human labels (issue 18; empty for the seed's ledgers), blinded
+            like the scenario names.
         unverified: why the ledger did not verify, when read with ``--allow-unverified`` (else empty).
     """
 
@@ -104,6 +112,7 @@ class MinimalLedgerView:
     mcp_server: str | None
     mcp_tools: tuple[str, ...]
     observations: tuple[LedgerObservation, ...]
+    arm_terms: tuple[str, ...] = ()
     unverified: tuple[str, ...] = ()
 
 
@@ -184,5 +193,6 @@ def minimal_view(path: Path, data: bytes, document: dict[str, Any]) -> MinimalLe
             LedgerObservation(i, o.task_id, o.scenario, o.repetition, o.status, o.answer, o.transport)
             for i, o in enumerate(ledger.observations)
         ),
+        arm_terms=tuple(term for arm in ledger.arms or () for term in (arm.id, arm.label)),
     )
 

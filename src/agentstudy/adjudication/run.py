@@ -134,7 +134,7 @@ def _preflight(request: AdjudicationRequest) -> _Checked:
             request.settings.binary, request.expected_cli_version, request.parent_env, request.settings.containment
         )
         corpora = {name: PinnedCorpus(request.roots[name], manifest.repositories[name]) for name in needed}
-        labels = {*SCENARIOS, *(o.scenario for o in ledger.observations)}
+        labels = {*SCENARIOS, *(o.scenario for o in ledger.observations), *ledger.arm_terms}
         scrubber = Scrubber.build(ledger.mcp_server, ledger.mcp_tools, labels)
         prepared = [
             prepare_item(item, tasks[item.item_id], corpora[tasks[item.item_id].repository].line_count, scrubber)
