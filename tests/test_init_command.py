@@ -108,6 +108,11 @@ def test_refusals_are_one_line_exit_2_and_write_nothing(tmp_path: Path) -> None:
     done = run_agentstudy("init", str(study_dir), f"--repo=r={repo}", "--mcp-command", command)
     assert done.returncode == 2 and done.stderr.startswith("agentstudy: error: r: ")
     assert not study_dir.exists()
+    crashing = "/bin/sh -c 'echo boom-from-the-server >&2; exit 3'"
+    done = run_agentstudy("init", str(study_dir), f"--repo=r={repo}", "--mcp-command", crashing)
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
+    assert "boom-from-the-server" in done.stderr, done.stderr  # the server's own words, not only a class name
+    assert not study_dir.exists()
 
 
 def test_an_existing_study_file_is_never_overwritten(tmp_path: Path) -> None:

@@ -88,6 +88,18 @@ def test_the_dry_run_refuses_a_root_below_the_top_level(tmp_path: Path) -> None:
     ]
 
 
+def test_the_dry_run_names_a_missing_root_and_a_non_checkout_as_such(tmp_path: Path) -> None:
+    study = build_example_study(tmp_path / "study")
+    name = _pilot_repository(study)
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    for root, says in [(tmp_path / "missing", "is not a directory"), (plain, "is not a git checkout")]:
+        result = run_agentstudy("minimal", "--manifest", str(study.manifest_path), "--dry-run", "--pilot",
+                                f"--root={name}={root}")
+        assert result.returncode == 2 and result.stdout == ""
+        assert result.stderr.strip().splitlines() == [f"agentstudy: error: {name}: --root {root} {says}"]
+
+
 def test_a_root_given_through_a_symlink_to_its_top_level_is_accepted(tmp_path: Path) -> None:
     study = build_example_study(tmp_path / "study")
     name = _pilot_repository(study)

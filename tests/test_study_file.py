@@ -177,3 +177,11 @@ def test_seed_runs_name_no_arms_and_a_study_extrapolates_by_its_own_factor(
                           **summary_names(seed, "doc-bridge")).line
     assert seed_line["fullRunFactor"] == "18" and seed_line["extrapolatedFullRunUsd"] == 0.18
     assert "armLabels" not in seed_line and "mcpServer" not in seed_line
+
+
+def test_a_misspelt_key_is_named_before_the_key_it_leaves_missing() -> None:
+    document = study_document({"r": 1}, 1)
+    document["repetiton"] = document.pop("repetitions")
+    with pytest.raises(ManifestError) as refused:
+        parse_manifest(json.dumps(document))
+    assert "repetiton: Extra inputs are not permitted" in str(refused.value)

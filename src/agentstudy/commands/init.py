@@ -181,8 +181,9 @@ def init(directory: Path, repos: tuple[str, ...], mcp_command: str, server_name:
 
 def _print_result(study_path: Path, tools_path: Path, inspection: ServerInspection, name: str,
                   roots: dict[str, Path]) -> None:
-    click.echo(f"wrote {study_path} (server {name}, {len(roots)} repositories pinned at HEAD, "
-               f"{len(roots)} example tasks) and {tools_path}")
+    repositories = "1 repository" if len(roots) == 1 else f"{len(roots)} repositories"
+    tasks = "1 example task" if len(roots) == 1 else f"{len(roots)} example tasks"
+    click.echo(f"wrote {study_path} (server {name}, {repositories} pinned at HEAD, {tasks}) and {tools_path}")
     click.echo(f"tools of {name}:")
     for row in _tool_rows(inspection):
         click.echo(f"  {row['name']:<28} readOnlyHint={row['readOnlyHint']!s:<5} "

@@ -82,6 +82,21 @@ def _leaf(error: BaseException) -> BaseException:
     return error
 
 
+def _server_name(command: str, args: Sequence[str]) -> str:
+    """The server's own command: the one after bwrap's ``--`` when it runs contained."""
+    return args[list(args).index("--") + 1] if Path(command).name == "bwrap" and "--" in args else command
+
+
+def failure_text(raised: BaseException, child: McpChild) -> str:
+    """Why a server could not be started or probed, safe to show: the first real error's class and
+    message, then the server's last stderr output when it wrote any (both through ``server_text``:
+    one line, bounded, secrets redacted; issue 18 item 5)."""
+    error = _leaf(raised)
+    said = server_text(stderr_tail(child.stderr_path), child.secrets)
+    own = server_text(str(error), child.secrets, limit=500)
+    return error.__class__.__name__ + (f": {own}" if own else "") + (f" (server stderr: {said})" if said else "")
+
+
 def _annotations(tool: Any) -> dict[str, Any]:
     if tool.annotations is None:
         return {}
@@ -149,12 +164,8 @@ def probe_mcp_server(
             _probe, params, str(child.stderr_path), child.secrets, probe_tool, probe_arguments or {}, check
         )
     except Exception as raised:  # the SDK raises many kinds; the caller needs one
-        error = _leaf(raised)
-        said = server_text(stderr_tail(child.stderr_path), child.secrets)
-        own = server_text(str(error), child.secrets, limit=500)
-        detail = (f": {own}" if own else "") + (f" (server stderr: {said})" if said else "")
-        name = args[list(args).index("--") + 1] if Path(command).name == "bwrap" and "--" in args else command
-        raise McpProbeError(f"MCP server {name} could not be probed: {error.__class__.__name__}{detail}") from None
+        raise McpProbeError(f"MCP server {_server_name(command, args)} could not be probed: "
+                            f"{failure_text(raised, child)}") from None
     if isinstance(outcome, _Refused):
         raise outcome.error
     return outcome

@@ -10,7 +10,6 @@ session closes.
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -23,7 +22,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from agentstudy.io.mcp_child import McpChild
-from agentstudy.io.mcp_client import McpProbeError
+from agentstudy.io.mcp_client import McpProbeError, failure_text
 from agentstudy.protocol.read_only import ToolHints
 
 CALL_TIMEOUT_S = 30.0
@@ -52,8 +51,9 @@ class McpSession(AbstractContextManager["McpSession"]):
     """Start ``command args…`` as an MCP stdio server and keep a client session open.
 
     The server runs with exactly ``child.env`` (an allowlisted environment with a private
-    ``HOME``/``TMPDIR``, ``io.mcp_child``) in ``cwd``; its stderr is discarded. ``command`` is
-    usually the bubblewrap command line of ``io.mcp_sandbox.contained_server``.
+    ``HOME``/``TMPDIR``, ``io.mcp_child``) in ``cwd``; its stderr goes to ``child.stderr_path``
+    (its tail is shown, bounded and redacted, when it fails to start). ``command`` is usually the
+    bubblewrap command line of ``io.mcp_sandbox.contained_server``.
 
     Raises:
         McpProbeError: if the server cannot be started or initialised.
@@ -77,12 +77,12 @@ class McpSession(AbstractContextManager["McpSession"]):
             params = StdioServerParameters(command=self._command, args=self._args, env=self._child.env,
                                            cwd=self._cwd)
             self._portal = self._stack.enter_context(start_blocking_portal())
-            errlog = self._stack.enter_context(open(os.devnull, "w"))
+            errlog = self._stack.enter_context(open(self._child.stderr_path, "w", encoding="utf-8"))
             client = Client(stdio_client(params, errlog=errlog), mode="legacy", cache=None)
             self._client = self._stack.enter_context(self._portal.wrap_async_context_manager(client))
         except Exception as error:
             self._stack.close()
-            raise McpProbeError(f"MCP server could not be started: {error.__class__.__name__}") from None
+            raise McpProbeError(f"MCP server could not be started: {failure_text(error, self._child)}") from None
         return self
 
     def __exit__(

@@ -138,8 +138,13 @@ def protocol_hash(document: Any) -> str:
 
 
 def first_error(error: ValidationError) -> str:
-    """The first pydantic error as one line: ``where: message``."""
-    first = error.errors()[0]
+    """The first pydantic error as one line: ``where: message``.
+
+    An unknown key is named before anything else, so a typo (``repetiton``) is reported as itself
+    rather than as the missing key it was meant to be.
+    """
+    errors = error.errors()
+    first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
     where = ".".join(str(part) for part in first["loc"])
     message = str(first["msg"]).removeprefix("Value error, ")
     return f"{where}: {message}" if where else message

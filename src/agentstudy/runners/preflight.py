@@ -71,7 +71,8 @@ def check_corpus_roots(manifest: StudyDefinition, roots: Mapping[str, Path]) -> 
     """Check each given root against the manifest; return the names checked, in manifest order.
 
     Raises:
-        PreflightError: unknown repository name, not a git checkout, a root that is not its
+        PreflightError: unknown repository name, a root that is not a directory or not a git
+            checkout (named as such, not as git's exit code), a root that is not its
             checkout's top level (``git rev-parse --show-toplevel`` differs from the resolved
             root; both named), HEAD not at the pin, a dirty checkout, or a task source missing
             at the pin.
@@ -84,8 +85,13 @@ def check_corpus_roots(manifest: StudyDefinition, roots: Mapping[str, Path]) -> 
         root = roots.get(name)
         if root is None:
             continue
+        if not root.is_dir():
+            raise PreflightError(f"{name}: --root {root} is not a directory")
         try:
             top = toplevel(root)
+        except GitError:
+            raise PreflightError(f"{name}: --root {root} is not a git checkout") from None
+        try:
             if top != root.resolve():
                 raise PreflightError(f"{name}: --root {root} is not the top level of its checkout {top}")
             if head(root) != pin:
