@@ -103,6 +103,21 @@ def test_no_label_server_or_tool_name_reaches_the_prompt(tmp_path: Path, scrubbe
     assert len(item.prompt.encode("utf-8")) <= 8192
 
 
+def test_an_absolute_export_path_never_reaches_the_prompt(tmp_path: Path, scrubber: Scrubber) -> None:
+    """server-filesystem answers cite /tmp/agentstudy-export-…/path: only the MCP arm would (issue 18)."""
+    study = build_example_study(tmp_path / "study")
+    manifest = load_manifest(study.manifest_path).manifest
+    corpus = PinnedCorpus(study.roots["lantern-cache"], manifest.repositories["lantern-cache"])
+    answer = ("Deadlines use time.monotonic() (/tmp/agentstudy-export-9t2d1exi/docs/design.md:3); see also "
+              "`/var/tmp/x/agentstudy-export-ab_12/docs/adr/0001-monotonic-expiry.md:1-2`.")
+    blind = BlindItem("item-0000000000000002", LedgerObservation(1, "lantern-discovery", "doc-bridge-mcp", 1,
+                                                                 "completed", answer, "cli"))
+    item = prepare_item(blind, manifest.task("lantern-discovery"), corpus.line_count, scrubber)
+    assert item.prompt is not None and "agentstudy-export" not in item.prompt and "/tmp/" not in item.prompt
+    assert "(docs/design.md:3)" in item.prompt and "`docs/adr/0001-monotonic-expiry.md:1-2`" in item.prompt
+    assert item.citations.total == 2 and item.citations.valid == 2
+
+
 def test_a_prompt_over_8_kib_leaves_the_item_without_a_prompt(tmp_path: Path, scrubber: Scrubber) -> None:
     study = build_example_study(tmp_path / "study")
     manifest = load_manifest(study.manifest_path).manifest

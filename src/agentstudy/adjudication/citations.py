@@ -26,6 +26,17 @@ _CITATION = re.compile(
 )
 _FILE_LIKE = re.compile(r"(?:/|\.[A-Za-z][A-Za-z0-9]*$)")
 _EXPORT_PREFIX = re.compile(r"^/(?:[^/]+/)*agentstudy-export-[^/]+/")
+_EXPORT_PREFIX_ANYWHERE = re.compile(r"(?<![\w.~-])/(?:[\w.~@+-]+/)*agentstudy-export-[\w]+/")
+
+
+def strip_export_prefixes(text: str) -> str:
+    """``text`` with every absolute per-attempt export prefix (``/tmp/agentstudy-export-x/``) removed.
+
+    A server that reports absolute paths (``@modelcontextprotocol/server-filesystem`` does) makes
+    only the MCP arm's answers cite ``/tmp/agentstudy-export-…/README.md:3``; left in, the prefix
+    would tell the blind adjudicator which arm answered (issue 18). Pure.
+    """
+    return _EXPORT_PREFIX_ANYWHERE.sub("", text)
 
 
 @dataclass(frozen=True)

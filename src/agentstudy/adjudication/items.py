@@ -12,7 +12,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from agentstudy.adjudication.blinding import BlindItem
-from agentstudy.adjudication.citations import check_citations, citation_problem, extract_citations
+from agentstudy.adjudication.citations import (
+    check_citations,
+    citation_problem,
+    extract_citations,
+    strip_export_prefixes,
+)
 from agentstudy.adjudication.prompt import PromptTooLarge, adjudicator_prompt, citation_section
 from agentstudy.adjudication.scrub import Scrubber
 from agentstudy.protocol.adjudication import CitationChecks
@@ -54,7 +59,7 @@ def prepare_item(
     Raises:
         GitError: a blob of the pinned corpus cannot be read.
     """
-    answer = blind.observation.answer
+    answer = strip_export_prefixes(blind.observation.answer)  # an arm-revealing path prefix (issue 18)
     found = extract_citations(answer)
     checks = check_citations(found, line_count)
     keep = [c.span for c in found if line_count(c.path) is not None]
