@@ -220,6 +220,11 @@ def test_a_study_file_ledger_is_adjudicated_and_reported_with_its_labels(
     assert report.exit_code == 0, report.output
     assert "Repository tools only (repository-only)" in report.stdout
     assert "Repository tools + doc-bridge MCP (doc-bridge-mcp)" in report.stdout
+    glance = report.stdout.split("## ")[1]  # the first section names the arms by their labels
+    assert glance.startswith("Result at a glance")
+    assert ("Repository tools + doc-bridge MCP (doc-bridge-mcp) compared with Repository tools only "
+            "(repository-only)") in glance
+    assert "per task with Repository tools + doc-bridge MCP" in glance
 
 
 def test_the_report_extrapolates_a_pilot_by_the_study_s_own_factor(

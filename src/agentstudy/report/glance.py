@@ -72,12 +72,12 @@ def favours(metric: Metric) -> str:
     return "higher" if metric.kind == "score" else "lower"
 
 
-def _row(metric: Metric, summary: TaskLevelSummary) -> tuple[str, ...]:
+def _row(metric: Metric, summary: TaskLevelSummary, treatment: str) -> tuple[str, ...]:
     """One metric's cells; an interval or p that is not computable is ``—`` (the reasons follow the table)."""
     p_text = fmt.p_value(summary.p_value, None)
     if summary.p_monte_carlo_se is not None:
         p_text += f" (Monte Carlo SE {summary.p_monte_carlo_se:.4f})"
-    return (metric.label, direction(summary, metric), fmt.statistic(summary.estimate, metric.kind),
+    return (metric.label, direction(summary, metric, treatment), fmt.statistic(summary.estimate, metric.kind),
             fmt.interval(summary.ci_low, summary.ci_high, None, metric.kind), p_text, summary.design,
             favours(metric))
 
@@ -120,8 +120,10 @@ def glance_section(analysis: Analysis) -> Section:
     summaries = {r.metric.key: r.task_level for r in analysis.results}
     present = set(summaries)
     shown = [(m, summaries[m.key]) for m in GLANCE_METRICS if m.key in present]
-    rows = tuple(_row(m, summary) for m, summary in shown)
-    table = Table("glance", f"{TREATMENT} compared with {BASELINE}, task level (exploratory)",
+    treatment = study.arm_labels.get(TREATMENT) or TREATMENT  # a study file's own label (issue 18)
+    rows = tuple(_row(m, summary, treatment) for m, summary in shown)
+    table = Table("glance", f"{study.scenario_name(TREATMENT)} compared with {study.scenario_name(BASELINE)}, "
+                  "task level (exploratory)",
                   ("metric", "in words", "Δ per task", "95 % interval", "p (sign-flip)", "design", "better when"),
                   rows, frozenset({2, 3, 4}))
     blocks: list[Block] = []
