@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from agentstudy.io.ledger_journal import read_ledger
 from agentstudy.pricing.http import UpperPrices
 from agentstudy.protocol.manifest import load_manifest
 from agentstudy.protocol.mcp_spec import McpServerSpec
@@ -50,7 +51,8 @@ def _request(study: ExampleStudy, output: Path, base_url: str, **changes: Any) -
 
 
 def _ledger(path: Path) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    """The ledger's state as every reader sees it: the snapshot plus the journal beside it, if any."""
+    data: dict[str, Any] = json.loads(read_ledger(path, path.read_bytes()).data)
     return data
 
 
