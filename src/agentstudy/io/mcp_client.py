@@ -11,6 +11,7 @@ through ``io.mcp_child.server_text`` (one line, at most 2 KiB, secrets redacted;
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,10 @@ from agentstudy.io.mcp_child import McpChild, server_text, stderr_tail
 from agentstudy.protocol.read_only import ToolHints
 
 MCP_PROBE_TIMEOUT_S = 30.0
+
+logging.getLogger("mcp").addHandler(logging.NullHandler())
+"""The SDK logs a server's unparsable stdout line with its traceback (``logger.exception``);
+with no handler configured Python would print it to our stderr. Refusals stay one line."""
 
 
 class McpProbeError(RuntimeError):
@@ -75,7 +80,7 @@ def _hints(tool: Any) -> ToolHints:
     return ToolHints(annotations.read_only_hint, annotations.destructive_hint)
 
 
-def _leaf(error: BaseException) -> BaseException:
+def leaf_error(error: BaseException) -> BaseException:
     """The first error inside (nested) exception groups: what the task group's failure really was."""
     while isinstance(error, BaseExceptionGroup) and error.exceptions:
         error = error.exceptions[0]
@@ -149,7 +154,7 @@ def probe_mcp_server(
             _probe, params, str(child.stderr_path), child.secrets, probe_tool, probe_arguments or {}, check
         )
     except Exception as raised:  # the SDK raises many kinds; the caller needs one
-        error = _leaf(raised)
+        error = leaf_error(raised)
         said = server_text(stderr_tail(child.stderr_path), child.secrets)
         own = server_text(str(error), child.secrets, limit=500)
         detail = (f": {own}" if own else "") + (f" (server stderr: {said})" if said else "")

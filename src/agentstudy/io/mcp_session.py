@@ -22,8 +22,8 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from agentstudy.io.mcp_child import McpChild
-from agentstudy.io.mcp_client import McpProbeError
+from agentstudy.io.mcp_child import McpChild, server_text
+from agentstudy.io.mcp_client import McpProbeError, leaf_error
 from agentstudy.protocol.read_only import ToolHints
 
 CALL_TIMEOUT_S = 30.0
@@ -55,8 +55,12 @@ class McpSession(AbstractContextManager["McpSession"]):
     ``HOME``/``TMPDIR``, ``io.mcp_child``) in ``cwd``; its stderr is discarded. ``command`` is
     usually the bubblewrap command line of ``io.mcp_sandbox.contained_server``.
 
+    Every request, ``initialize`` included, waits at most ``CALL_TIMEOUT_S`` seconds (a server
+    that never answers is refused, not waited on forever; issue 18 attack).
+
     Raises:
-        McpProbeError: if the server cannot be started or initialised.
+        McpProbeError: if the server cannot be started or initialised (one line: the first
+            error inside the SDK's exception group and its message, through ``server_text``).
     """
 
     def __init__(
@@ -78,11 +82,15 @@ class McpSession(AbstractContextManager["McpSession"]):
                                            cwd=self._cwd)
             self._portal = self._stack.enter_context(start_blocking_portal())
             errlog = self._stack.enter_context(open(os.devnull, "w"))
-            client = Client(stdio_client(params, errlog=errlog), mode="legacy", cache=None)
+            client = Client(stdio_client(params, errlog=errlog), mode="legacy", cache=None,
+                            read_timeout_seconds=CALL_TIMEOUT_S)  # a server that never answers is refused
             self._client = self._stack.enter_context(self._portal.wrap_async_context_manager(client))
-        except Exception as error:
+        except Exception as raised:
             self._stack.close()
-            raise McpProbeError(f"MCP server could not be started: {error.__class__.__name__}") from None
+            error = leaf_error(raised)
+            own = server_text(str(error), self._child.secrets, limit=500)
+            raise McpProbeError(f"MCP server could not be started: {error.__class__.__name__}"
+                                + (f": {own}" if own else "")) from None
         return self
 
     def __exit__(

@@ -1,0 +1,47 @@
+"""Hostile MCP servers under ``agentstudy init`` (attack of issue 18): one line, exit 2, nothing written.
+
+Each server is a real child process started by the real ``init`` (``--containment restricted``
+so the test needs no namespaces): one that never answers ``initialize``, one that prints 10 MB
+of non-JSON on stdout, one that crashes at once.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from checkout_run import run_agentstudy
+
+SERVERS = {
+    "hangs": "import time; time.sleep(3600)",
+    "floods": "import sys; sys.stdout.write('x' * 10_000_000 + '\\n'); sys.stdout.flush()",
+    "crashes": "import sys; sys.stderr.write('boom\\n'); sys.exit(3)",
+}
+
+
+def _repository(root: Path) -> Path:
+    root.mkdir()
+    (root / "notes.txt").write_text("Plain notes.\n", encoding="utf-8")
+    for argv in (["init", "-q"], ["add", "-A"],
+                 ["-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-q", "-m", "c"]):
+        subprocess.run(["git", "-C", str(root), *argv], check=True, capture_output=True)
+    return root
+
+
+@pytest.mark.parametrize("behaviour", sorted(SERVERS))
+def test_a_hostile_server_is_one_line_and_exit_2(tmp_path: Path, behaviour: str) -> None:
+    repo = _repository(tmp_path / "repo")
+    script = tmp_path / f"{behaviour}.py"
+    script.write_text(SERVERS[behaviour] + "\n", encoding="utf-8")
+    study_dir = tmp_path / "study"
+    done = run_agentstudy("init", str(study_dir), f"--repo=r={repo}", "--containment", "restricted",
+                          "--mcp-command", f"{sys.executable} {script} {{root}}")
+    assert done.returncode == 2, done.stderr[-2000:]
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert lines[0].startswith("agentstudy: error: r: MCP server could not be started: ")
+    assert "ExceptionGroup" not in lines[0] and len(lines[0]) < 1000
+    assert not study_dir.exists()
