@@ -45,3 +45,18 @@ def test_a_hostile_server_is_one_line_and_exit_2(tmp_path: Path, behaviour: str)
     assert lines[0].startswith("agentstudy: error: r: MCP server could not be started: ")
     assert "ExceptionGroup" not in lines[0] and len(lines[0]) < 1000
     assert not study_dir.exists()
+
+
+@pytest.mark.parametrize("where", ["a-file", "under-a-file"])
+def test_a_directory_that_cannot_be_made_is_one_plain_line(tmp_path: Path, where: str) -> None:
+    repo = _repository(tmp_path / "repo")
+    (tmp_path / "a-file").write_text("mine\n", encoding="utf-8")
+    directory = tmp_path / "a-file" if where == "a-file" else tmp_path / "a-file" / "study"
+    server = f"{sys.executable} -m agentstudy.rehearsal.mcp_server --root {{root}} --pin {{pin}}"
+    done = run_agentstudy("init", str(directory), f"--repo=r={repo}", "--containment", "restricted",
+                          "--mcp-command", server)
+    assert done.returncode == 2, done.stderr
+    reason = ("it already exists and is not a directory" if where == "a-file"
+              else "a component of the path is not a directory")
+    assert done.stderr.strip().splitlines() == [f"agentstudy: error: cannot write {directory}: {reason}"]
+    assert (tmp_path / "a-file").read_text(encoding="utf-8") == "mine\n"

@@ -16,6 +16,7 @@ from agentstudy.commands.containment_options import containment_mode, containmen
 from agentstudy.io.git import GitError, head, list_tree, read_blobs, toplevel
 from agentstudy.io.ledger_store import OutputExistsError, OutputPathError, create_new_file
 from agentstudy.protocol.corpus_filter import is_public_blob
+from agentstudy.protocol.json_input import describe_os_error
 from agentstudy.protocol.mcp_spec import McpConfigError, parse_mcp_config
 from agentstudy.protocol.starter_study import server_name_for, starter_study
 from agentstudy.protocol.task import is_safe_source_path
@@ -174,8 +175,12 @@ def init(directory: Path, repos: tuple[str, ...], mcp_command: str, server_name:
         except (OutputExistsError, OutputPathError):
             study_path.unlink()
             raise
-    except (OSError, OutputExistsError, OutputPathError) as error:
+    except (OutputExistsError, OutputPathError) as error:
         fail(f"cannot write {directory}: {error}")
+    except FileExistsError:  # mkdir met a file where DIRECTORY should be
+        fail(f"cannot write {directory}: it already exists and is not a directory")
+    except OSError as error:  # the directory itself: one plain reason, not Python's errno repr
+        fail(f"cannot write {directory}: {describe_os_error(error)}")
     _print_result(study_path, tools_path, inspection, name, roots)
 
 
