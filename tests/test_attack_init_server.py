@@ -2,18 +2,22 @@
 
 Each server is a real child process started by the real ``init`` (``--containment restricted``
 so the test needs no namespaces): one that never answers ``initialize``, one that prints 10 MB
-of non-JSON on stdout, one that crashes at once.
+of non-JSON on stdout, one that crashes at once; and a SIGTERM while the server starts (exit
+143, the server stopped with the command, nothing written).
 """
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from checkout_run import run_agentstudy
+from checkout_run import SRC, run_agentstudy
 
 SERVERS = {
     "hangs": "import time; time.sleep(3600)",
@@ -60,3 +64,32 @@ def test_a_directory_that_cannot_be_made_is_one_plain_line(tmp_path: Path, where
               else "a component of the path is not a directory")
     assert done.stderr.strip().splitlines() == [f"agentstudy: error: cannot write {directory}: {reason}"]
     assert (tmp_path / "a-file").read_text(encoding="utf-8") == "mine\n"
+
+
+def test_sigterm_while_the_server_starts_stops_it_and_writes_nothing(tmp_path: Path) -> None:
+    repo = _repository(tmp_path / "repo")
+    started = tmp_path / "started"
+    script = tmp_path / "hangs.py"
+    script.write_text(f"import os, time\nopen({str(started)!r}, 'w').write(str(os.getpid()))\ntime.sleep(3600)\n",
+                      encoding="utf-8")
+    study_dir = tmp_path / "study"
+    child = subprocess.Popen(
+        [sys.executable, "-m", "agentstudy", "init", str(study_dir), f"--repo=r={repo}", "--containment",
+         "restricted", "--mcp-command", f"{sys.executable} {script} {{root}}"],
+        env={**os.environ, "PYTHONPATH": str(SRC)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    while not started.exists() or not started.read_text(encoding="utf-8"):
+        assert child.poll() is None, child.communicate()
+        time.sleep(0.05)
+    server = int(started.read_text(encoding="utf-8"))
+    child.send_signal(signal.SIGTERM)
+    _, stderr = child.communicate(timeout=120)
+    assert child.returncode == 128 + signal.SIGTERM, stderr
+    assert "Traceback" not in stderr and len(stderr.strip().splitlines()) == 1, stderr
+    assert not study_dir.exists()
+    try:
+        os.kill(server, 0)
+    except ProcessLookupError:
+        pass
+    else:
+        os.kill(server, signal.SIGKILL)
+        raise AssertionError("the MCP server outlived the stopped init")

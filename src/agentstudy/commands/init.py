@@ -11,10 +11,11 @@ from pathlib import Path
 
 import click
 
-from agentstudy.commands.common import fail
+from agentstudy.commands.common import fail, stops_on_signals
 from agentstudy.commands.containment_options import containment_mode, containment_option
 from agentstudy.io.git import GitError, head, list_tree, read_blobs, toplevel
 from agentstudy.io.ledger_store import OutputExistsError, OutputPathError, create_new_file
+from agentstudy.io.signals import raise_if_stopped
 from agentstudy.protocol.corpus_filter import is_public_blob
 from agentstudy.protocol.json_input import describe_os_error
 from agentstudy.protocol.mcp_spec import McpConfigError, parse_mcp_config
@@ -116,6 +117,7 @@ def _tool_rows(inspection: ServerInspection) -> list[dict[str, object]]:
 @click.option("--sandbox-bind", "sandbox_binds", multiple=True, metavar="PATH",
               help="An absolute path the server needs read-only inside its sandbox (repeatable).")
 @containment_option
+@stops_on_signals
 def init(directory: Path, repos: tuple[str, ...], mcp_command: str, server_name: str | None, repetitions: int,
          sandbox_binds: tuple[str, ...], containment: str) -> None:
     """Write DIRECTORY/study.json, a starter agentstudy-study-v1 file for your MCP server.
@@ -167,6 +169,7 @@ def init(directory: Path, repos: tuple[str, ...], mcp_command: str, server_name:
     listing = {"server": name, "command": command, "tools": _tool_rows(inspection),
                "probe": {"tool": inspection.choice.probe, "arguments": dict(inspection.choice.probe_arguments),
                          "answered": inspection.probe_text}}
+    raise_if_stopped("nothing was written")  # a stop during the server's start writes no file
     try:
         directory.mkdir(parents=True, exist_ok=True)
         create_new_file(study_path, (json.dumps(study, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
