@@ -11,11 +11,13 @@ from pathlib import Path
 
 import click
 
-from agentstudy.commands.common import fail
+from agentstudy.commands.common import fail, stops_on_signals
 from agentstudy.commands.containment_options import containment_mode, containment_option
 from agentstudy.io.git import GitError, head, list_tree, read_blobs, toplevel
 from agentstudy.io.ledger_store import OutputExistsError, OutputPathError, create_new_file
+from agentstudy.io.signals import raise_if_stopped
 from agentstudy.protocol.corpus_filter import is_public_blob
+from agentstudy.protocol.json_input import describe_os_error
 from agentstudy.protocol.mcp_spec import McpConfigError, parse_mcp_config
 from agentstudy.protocol.starter_study import server_name_for, starter_study
 from agentstudy.protocol.task import is_safe_source_path
@@ -115,6 +117,7 @@ def _tool_rows(inspection: ServerInspection) -> list[dict[str, object]]:
 @click.option("--sandbox-bind", "sandbox_binds", multiple=True, metavar="PATH",
               help="An absolute path the server needs read-only inside its sandbox (repeatable).")
 @containment_option
+@stops_on_signals
 def init(directory: Path, repos: tuple[str, ...], mcp_command: str, server_name: str | None, repetitions: int,
          sandbox_binds: tuple[str, ...], containment: str) -> None:
     """Write DIRECTORY/study.json, a starter agentstudy-study-v1 file for your MCP server.
@@ -166,6 +169,7 @@ def init(directory: Path, repos: tuple[str, ...], mcp_command: str, server_name:
     listing = {"server": name, "command": command, "tools": _tool_rows(inspection),
                "probe": {"tool": inspection.choice.probe, "arguments": dict(inspection.choice.probe_arguments),
                          "answered": inspection.probe_text}}
+    raise_if_stopped("nothing was written")  # a stop during the server's start writes no file
     try:
         directory.mkdir(parents=True, exist_ok=True)
         create_new_file(study_path, (json.dumps(study, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
@@ -174,8 +178,12 @@ def init(directory: Path, repos: tuple[str, ...], mcp_command: str, server_name:
         except (OutputExistsError, OutputPathError):
             study_path.unlink()
             raise
-    except (OSError, OutputExistsError, OutputPathError) as error:
+    except (OutputExistsError, OutputPathError) as error:
         fail(f"cannot write {directory}: {error}")
+    except FileExistsError:  # mkdir met a file where DIRECTORY should be
+        fail(f"cannot write {directory}: it already exists and is not a directory")
+    except OSError as error:  # the directory itself: one plain reason, not Python's errno repr
+        fail(f"cannot write {directory}: {describe_os_error(error)}")
     _print_result(study_path, tools_path, inspection, name, roots)
 
 

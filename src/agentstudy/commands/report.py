@@ -18,7 +18,7 @@ from agentstudy.commands.common import fail
                                       "number of the report, machine-readable.")
 @click.option("--output", type=click.Path(path_type=Path, dir_okay=False),
               help="Write the report to FILE (atomically, mode 0600, replacing it) instead of stdout; "
-                   "never one of the inputs.")
+                   "never one of the inputs (nor the ledger's journal).")
 @click.option("--prices", type=click.Path(path_type=Path, dir_okay=False),
               help="Re-price every attempt's recorded usage with this price table (format below).")
 @click.option("--allow-unverified", is_flag=True,
@@ -64,6 +64,7 @@ def report(ledger: Path, adjudication: Path | None, output_format: str, output: 
     input (unreadable, invalid or unverified ledger, companion or price file, a companion
     bound to another ledger).
     """
+    from agentstudy.io.ledger_store import journal_path
     from agentstudy.report.build import render_study, write_report
     from agentstudy.report.load import load_study
     from agentstudy.report.model import NotSupportedYet, ReportInputError
@@ -71,8 +72,10 @@ def report(ledger: Path, adjudication: Path | None, output_format: str, output: 
     if output is not None:
         target = output.expanduser().resolve()
         inputs = [path.expanduser().resolve() for path in (ledger, adjudication, prices) if path is not None]
+        inputs.append(journal_path(ledger.expanduser().resolve()))  # read beside the ledger (issue 19)
         if target in inputs:
-            fail(f"--output {output} is one of the inputs; the ledger and its companion are never overwritten")
+            fail(f"--output {output} is one of the inputs; the ledger, its journal and its companion are never "
+                 "overwritten")
     try:
         study = load_study(ledger, adjudication, allow_unverified=allow_unverified)
         if study.unverified:

@@ -11,6 +11,7 @@ through ``io.mcp_child.server_text`` (one line, at most 2 KiB, secrets redacted;
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,10 @@ from agentstudy.io.mcp_child import McpChild, server_text, stderr_tail
 from agentstudy.protocol.read_only import ToolHints
 
 MCP_PROBE_TIMEOUT_S = 30.0
+
+logging.getLogger("mcp").addHandler(logging.NullHandler())
+"""The SDK logs a server's unparsable stdout line with its traceback (``logger.exception``);
+with no handler configured Python would print it to our stderr. Refusals stay one line."""
 
 
 class McpProbeError(RuntimeError):
@@ -75,7 +80,7 @@ def _hints(tool: Any) -> ToolHints:
     return ToolHints(annotations.read_only_hint, annotations.destructive_hint)
 
 
-def _leaf(error: BaseException) -> BaseException:
+def leaf_error(error: BaseException) -> BaseException:
     """The first error inside (nested) exception groups: what the task group's failure really was."""
     while isinstance(error, BaseExceptionGroup) and error.exceptions:
         error = error.exceptions[0]
@@ -91,7 +96,7 @@ def failure_text(raised: BaseException, child: McpChild) -> str:
     """Why a server could not be started or probed, safe to show: the first real error's class and
     message, then the server's last stderr output when it wrote any (both through ``server_text``:
     one line, bounded, secrets redacted; issue 18 item 5)."""
-    error = _leaf(raised)
+    error = leaf_error(raised)
     said = server_text(stderr_tail(child.stderr_path), child.secrets)
     own = server_text(str(error), child.secrets, limit=500)
     return error.__class__.__name__ + (f": {own}" if own else "") + (f" (server stderr: {said})" if said else "")

@@ -55,8 +55,12 @@ class McpSession(AbstractContextManager["McpSession"]):
     (its tail is shown, bounded and redacted, when it fails to start). ``command`` is usually the
     bubblewrap command line of ``io.mcp_sandbox.contained_server``.
 
+    Every request, ``initialize`` included, waits at most ``CALL_TIMEOUT_S`` seconds (a server
+    that never answers is refused, not waited on forever; issue 18 attack).
+
     Raises:
-        McpProbeError: if the server cannot be started or initialised.
+        McpProbeError: if the server cannot be started or initialised (one line: the first
+            error inside the SDK's exception group and its message, through ``server_text``).
     """
 
     def __init__(
@@ -78,11 +82,12 @@ class McpSession(AbstractContextManager["McpSession"]):
                                            cwd=self._cwd)
             self._portal = self._stack.enter_context(start_blocking_portal())
             errlog = self._stack.enter_context(open(self._child.stderr_path, "w", encoding="utf-8"))
-            client = Client(stdio_client(params, errlog=errlog), mode="legacy", cache=None)
+            client = Client(stdio_client(params, errlog=errlog), mode="legacy", cache=None,
+                            read_timeout_seconds=CALL_TIMEOUT_S)  # a server that never answers is refused
             self._client = self._stack.enter_context(self._portal.wrap_async_context_manager(client))
-        except Exception as error:
+        except Exception as raised:
             self._stack.close()
-            raise McpProbeError(f"MCP server could not be started: {failure_text(error, self._child)}") from None
+            raise McpProbeError(f"MCP server could not be started: {failure_text(raised, self._child)}") from None
         return self
 
     def __exit__(

@@ -54,6 +54,20 @@ def _finite_float(literal: str) -> float:
     return number
 
 
+def refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` refusing a key given twice in one object (the last would win silently).
+
+    Raises:
+        JsonInputError: ``duplicated key 'name'``.
+    """
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise JsonInputError(f"duplicated key {key[:80]!r}")
+        result[key] = value
+    return result
+
+
 def check_bounds(text: str) -> None:
     """Refuse ``text`` when its nesting or a number literal outside strings exceeds the limits.
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
-from agentstudy.protocol.json_input import JsonInputError, describe_os_error, load_json
+from agentstudy.protocol.json_input import JsonInputError, describe_os_error, load_json, refuse_duplicate_keys
 from agentstudy.protocol.study_arms import DOC_BRIDGE_MCP, REPOSITORY_ONLY, SCENARIOS, StudyArms
 from agentstudy.protocol.study_file import STUDY_VERSION, StudyFile
 from agentstudy.protocol.task import ManifestError, Task, check_pins, first_error, protocol_hash
@@ -133,12 +133,14 @@ def parse_manifest(text: str) -> LoadedManifest:
     ``agentstudy-study-v1`` (issue 18; the same protocol hash function for both).
 
     Raises:
-        ManifestError: with a one-line reason when the text is not JSON or breaks a rule.
+        ManifestError: with a one-line reason when the text is not JSON, gives a key twice in
+            one object (the last would silently win), or breaks a rule.
     """
     try:
-        document = load_json(text)
+        document = load_json(text, object_pairs_hook=refuse_duplicate_keys)
     except JsonInputError as error:
-        raise ManifestError(f"manifest {error}") from None
+        verb = "has a " if str(error).startswith("duplicated") else ""
+        raise ManifestError(f"manifest {verb}{error}") from None
     if not isinstance(document, dict):
         raise ManifestError("manifest must be a JSON object")
     model: type[Manifest] | type[StudyFile] = StudyFile if document.get("version") == STUDY_VERSION else Manifest

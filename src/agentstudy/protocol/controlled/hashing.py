@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-from agentstudy.protocol.json_input import JsonInputError, load_json
+from agentstudy.protocol.json_input import JsonInputError, load_json, refuse_duplicate_keys
 
 CONTENT_HASH_ALGO = "sha256-normalized-v1"
 """The only content-hash algorithm of the controlled-study contracts."""
@@ -204,15 +204,6 @@ class JsonDocumentError(ValueError):
     """The text is not one strict JSON value (syntax, a duplicated key, or a non-finite number)."""
 
 
-def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            raise JsonDocumentError(f"duplicated key {key!r}")
-        result[key] = value
-    return result
-
-
 def _finite_float(text: str) -> float:
     number = float(text)
     if not math.isfinite(number):
@@ -230,6 +221,6 @@ def parse_json_text(text: str) -> Any:
         JsonDocumentError: with a one-line reason (line and column for syntax errors).
     """
     try:
-        return load_json(text, object_pairs_hook=_no_duplicate_keys, parse_float=_finite_float)
+        return load_json(text, object_pairs_hook=refuse_duplicate_keys, parse_float=_finite_float)
     except JsonInputError as error:
         raise JsonDocumentError(str(error).removeprefix("is ")) from None
