@@ -209,7 +209,7 @@ def check_tool_choice(
 ) -> None:
     """Check the read-only tools, the probe and its arguments: the one check of the flags and the study file.
 
-    Rules: at least one tool; the probe is one of them; the arguments are a JSON object whose
+    Rules: at least one tool, none named twice; the probe is one of them; the arguments are a JSON object whose
     strings name only known ``{placeholders}`` (issue 15, deliverable 4; issue 18).
 
     Raises:
@@ -217,6 +217,9 @@ def check_tool_choice(
     """
     if not tools:
         raise McpConfigError(f"{names.tools} names no tool")
+    twice = sorted({tool for tool in tools if list(tools).count(tool) > 1})
+    if twice:
+        raise McpConfigError(f"{names.tools} names {twice[0]} twice")
     try:
         require_probe_allowed(probe_tool, tools, names.probe, names.tools)
     except ReadOnlyError as error:
