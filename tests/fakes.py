@@ -16,6 +16,8 @@ then acts by ``mode``:
 
 ``malformedFirstLine`` prefixes one non-JSON line. ``answer`` replaces the ``ok`` answer text;
 ``trailingFloodBytes`` adds that many bytes of noise lines after the ``ok`` transcript;
+``failWhenArgContains`` makes an invocation whose argv holds that text exit 3 at once, printing
+nothing (``'"command"'``, in the MCP arm's ``--mcp-config`` only: every MCP-arm attempt fails);
 ``selfSignal`` makes the fake kill itself with that signal after the ``ok`` transcript;
 ``dropExecAfterVersion`` makes the file non-executable right after a ``--version`` probe (so
 the next start fails); ``fillDirectory`` makes an attempt write a filler file there until the
@@ -94,6 +96,8 @@ if behavior.get("fillDirectory"):
                 filler.write(b"\0" * 4096)
         except OSError:
             pass
+if behavior.get("failWhenArgContains") and any(behavior["failWhenArgContains"] in a for a in args):
+    sys.exit(3)
 mode = behavior.get("mode", "ok")
 if mode == "sleep" or len(records) in behavior.get("sleepOn", []):
     time.sleep(behavior.get("sleepSeconds", 60))
