@@ -6,8 +6,9 @@ threads only run children (``run_cli_attempt``) and compute each outcome with th
 it (``RunMachine.may_admit``: no stopping outcome seen, no stop asked) and its full limit fits
 under the cap with every open reservation counted (``Budget.fits``: ``spent`` holds them); its
 reservation is journaled (fsync'd, ``openReservations``) before its child starts. Outcomes are
-recorded in admission order: an attempt that finishes early waits, its reservation still open,
-until every earlier one is recorded. The first stopping outcome (cli: anything but
+recorded in admission order: an attempt that finishes early waits, its reservation still open
+and its slot still taken, until every earlier one is recorded — so at most N reservations are
+ever open, and at most N children run. The first stopping outcome (cli: anything but
 ``completed``) stops admission as soon as it is known; attempts already running finish and are
 recorded, and the run ends ``blocked`` naming that attempt. When the limit does not fit, the
 walk waits for running attempts to settle (their charges may free room) and ends when nothing
@@ -107,7 +108,7 @@ class ConcurrentWalk:
         self.observations: list[CliObservation] = []
         self.flights: deque[_Flight] = deque()
         self.peak_in_flight = 0
-        """The most attempts ever running at once (what the race test checks)."""
+        """The most attempts ever admitted and not yet recorded at once (never above ``concurrency``)."""
         ledger.concurrency, ledger.open_reservations = concurrency, []
 
     def walk(self, schedule: tuple[ScheduleEntry, ...]) -> WalkResult:
@@ -134,11 +135,8 @@ class ConcurrentWalk:
         self._stop_reason(pending)
         return WalkResult(self.budget, self.tally, self.observations)
 
-    def _running(self) -> int:
-        return sum(not flight.future.done() for flight in self.flights)
-
     def _admit(self, pending: deque[tuple[int, ScheduleEntry]], pool: ThreadPoolExecutor) -> None:
-        while pending and self._running() < self.concurrency:
+        while pending and len(self.flights) < self.concurrency:
             if stop_signal() is not None:
                 self.run.stop_admission()
             if not self.run.may_admit():
@@ -162,7 +160,7 @@ class ConcurrentWalk:
             self.progress.attempt_started(where)
             future = pool.submit(_run_one, self.run_attempt, entry, self.reservation)
             self.flights.append(_Flight(index, entry, where, attempt, future))
-            self.peak_in_flight = max(self.peak_in_flight, self._running())
+            self.peak_in_flight = max(self.peak_in_flight, len(self.flights))
 
     def _wait_and_record(self) -> None:
         running = [flight.future for flight in self.flights if not flight.future.done()]
