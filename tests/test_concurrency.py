@@ -21,7 +21,7 @@ from click.testing import CliRunner
 
 from agentstudy.cli import main
 from agentstudy.io.ledger_store import journal_path
-from agentstudy.protocol.ledger_integrity import verify_ledger_bytes
+from agentstudy.protocol.ledger_integrity import seal_ledger, verify_ledger_bytes
 from agentstudy.protocol.manifest import load_manifest
 from agentstudy.protocol.records import MinimalLedger
 from agentstudy.protocol.schedule import build_schedule
@@ -132,3 +132,28 @@ def test_concurrency_with_the_http_transport_is_refused(study: ExampleStudy, tmp
     assert result.exit_code == 2
     assert "--concurrency above 1 needs --transport cli" in result.output
     assert not (tmp_path / "l.json").exists()
+
+
+def test_verification_holds_a_concurrent_ledger_to_its_width(
+    study: ExampleStudy, fake_claude: FakeClaude, tmp_path: Path
+) -> None:
+    fake_claude.behave(mode="sleep", sleepSeconds=0.5, failWhenArgContains='"command"')
+    ledger_path = tmp_path / "ledger.json"
+    _run(study, fake_claude, ledger_path, "--run", "--concurrency", "3", "--budget-usd", "5")
+    document = json.loads(ledger_path.read_bytes())
+    assert verify_ledger_bytes(ledger_path.read_bytes()).problems == ()
+
+    def problems(**changes: Any) -> tuple[str, ...]:
+        changed = {k: v for k, v in {**document, **changes}.items() if k not in ("hashAlgo", "ledgerHash")}
+        return verify_ledger_bytes(json.dumps(seal_ledger(changed)).encode()).problems
+
+    stopped = next(i for i, o in enumerate(document["observations"]) if o["status"] != "completed")
+    narrower = problems(concurrency=1)
+    if len(document["observations"]) - 1 - stopped > 0:
+        assert any("admitted attempts after it ended" in p for p in narrower)
+    extra = {"taskId": "nope", "scenario": "baseline", "repetition": 1, "reservedUsd": 0.1, "chargedUsd": 0.0}
+    held = dict(document["budget"], spent=document["budget"]["spent"] + 0.1 * 4)
+    assert any("4 open reservations at concurrency 3" in p for p in problems(
+        openReservations=[dict(extra, repetition=r) for r in range(1, 5)], budget=held))
+    assert any("budget.spent" in p for p in problems(openReservations=[extra]))
+    assert any("without concurrency" in p for p in problems(concurrency=None))
