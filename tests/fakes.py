@@ -72,7 +72,10 @@ if args == ["--version"]:
     sys.exit(0)
 
 records_path = here / "records.json"
-records = json.loads(records_path.read_text()) if records_path.exists() else []
+try:  # several fakes may run at once (issue 19): a record being replaced reads as none
+    records = json.loads(records_path.read_text()) if records_path.exists() else []
+except ValueError:
+    records = []
 cwd = Path.cwd()
 records.append({
     "argv": args,
@@ -82,7 +85,12 @@ records.append({
     "cwdFiles": sorted(str(p.relative_to(cwd)) for p in cwd.rglob("*") if p.is_file()),
     "cwdWritable": os.access(cwd, os.W_OK) and (cwd.stat().st_mode & 0o222) != 0,
 })
-keep(lambda: records_path.write_text(json.dumps(records)))
+def write_records():
+    scratch = here / f".records.{os.getpid()}.json"
+    scratch.write_text(json.dumps(records))
+    os.replace(scratch, records_path)
+
+keep(write_records)
 if behavior.get("marker"):
     Path(behavior["marker"], f"started-{len(records)}").write_text(str(os.getpid()))
 

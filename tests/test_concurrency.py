@@ -9,7 +9,14 @@ recorded, and the run ends blocked naming that attempt.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
 from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
@@ -20,6 +27,7 @@ import pytest
 from click.testing import CliRunner
 
 from agentstudy.cli import main
+from agentstudy.io.ledger_journal import read_ledger
 from agentstudy.io.ledger_store import journal_path
 from agentstudy.protocol.ledger_integrity import seal_ledger, verify_ledger_bytes
 from agentstudy.protocol.manifest import load_manifest
@@ -157,3 +165,41 @@ def test_verification_holds_a_concurrent_ledger_to_its_width(
         openReservations=[dict(extra, repetition=r) for r in range(1, 5)], budget=held))
     assert any("budget.spent" in p for p in problems(openReservations=[extra]))
     assert any("without concurrency" in p for p in problems(concurrency=None))
+
+
+_MOMENTS = random.Random(19)
+KILL_MOMENTS_S = tuple(sorted(round(_MOMENTS.uniform(0.0, 3.0), 2) for _ in range(10)))
+"""Ten seeded moments (s after the ledger appeared: its walk has begun) at which a concurrent run is killed."""
+
+
+@pytest.mark.parametrize("delay_s", KILL_MOMENTS_S)
+def test_sigkill_of_a_concurrent_run_leaves_a_ledger_that_verifies(
+    study: ExampleStudy, fake_claude: FakeClaude, tmp_path: Path, delay_s: float
+) -> None:
+    fake_claude.behave(mode="sleep", sleepSeconds=0.3)
+    ledger_path = tmp_path / "out" / "ledger.json"
+    ledger_path.parent.mkdir()
+    scratch = tmp_path / "runner-tmp"
+    scratch.mkdir()
+    roots = [f"--root={name}={path}" for name, path in study.roots.items()]
+    command = [sys.executable, "-m", "agentstudy", "minimal", "--manifest", str(study.manifest_path), "--run",
+               "--transport", "cli", "--approve-budget", *roots, "--output", str(ledger_path), "--claude-bin",
+               str(fake_claude.path), "--model", "claude-haiku-5-5", "--budget-usd", "1", "--concurrency", "4"]
+    runner = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              env={**os.environ, "TMPDIR": str(scratch)})
+    deadline = time.monotonic() + 120
+    while not ledger_path.exists() and runner.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert ledger_path.exists(), "the run never created its ledger"
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        runner.wait(timeout=delay_s)
+    runner.send_signal(signal.SIGKILL)
+    runner.wait()
+    data = read_ledger(ledger_path, ledger_path.read_bytes()).data
+    assert verify_ledger_bytes(data).problems == ()
+    ledger = MinimalLedger.model_validate(json.loads(data))
+    opened = ledger.open_reservations or []
+    assert len(opened) <= 4
+    charged = sum((Decimal(str(o.charged_usd)) for o in ledger.observations), Decimal(0))
+    held = sum((Decimal(str(r.reserved_usd)) for r in opened), Decimal(0))
+    assert Decimal(str(ledger.budget.spent)) == charged + held <= Decimal(str(ledger.budget.cap))
