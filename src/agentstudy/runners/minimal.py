@@ -3,7 +3,9 @@
 For each scheduled attempt: admit it only if the full per-attempt limit fits under the
 remaining cap; reserve and checkpoint; run the child; settle (``max`` rules); checkpoint the
 observation. Anything but ``completed`` stops the run (``blocked``); nothing is retried or
-resumed. State changes go through ``fsm``; money through ``pricing``.
+resumed. With ``concurrency`` above 1 the walk is ``runners.concurrent_walk`` (issue 19): up to N
+attempts in flight, admitted against spent plus every open reservation. State changes go
+through ``fsm``; money through ``pricing``.
 
 A stop signal (``io.signals``) stops admission: before the ledger exists the run raises
 ``StopRequested`` and nothing is written; afterwards the running attempt's child is terminated,
@@ -166,6 +168,8 @@ def _ledger(
             cap=usd_number(request.cap_usd), spent=0.0, reserved=0.0, measured=0.0, cumulative_cap_exceeded=False
         ),
         observations=[],
+        concurrency=request.concurrency if request.concurrency > 1 else None,
+        open_reservations=[] if request.concurrency > 1 else None,
         started_at=started_at,
         status="running",
     )
@@ -245,11 +249,8 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
                 limit=limit, reservation=reservation, run_attempt=run_attempt, make_observation=observe,
                 progress=request.progress,
             )
-            try:
-                done = walked.walk(schedule)
-            finally:
-                observations, budget = walked.observations, walked.budget
-            budget = done.budget
+            done = walked.walk(schedule)
+            observations, budget = done.observations, done.budget
             close_normally(ledger, run, lambda finished: store.checkpoint(seal_ledger(finished.to_json())))
             return summarize(run.status, request.mode, len(schedule), observations, budget, output,
                              rehearsal=request.settings.rehearsal_base_url is not None,
