@@ -16,6 +16,8 @@ then acts by ``mode``:
 
 ``malformedFirstLine`` prefixes one non-JSON line. ``answer`` replaces the ``ok`` answer text;
 ``trailingFloodBytes`` adds that many bytes of noise lines after the ``ok`` transcript;
+``failWhenArgContains`` makes an invocation whose argv holds that text exit 3 at once, printing
+nothing (``'"command"'``, in the MCP arm's ``--mcp-config`` only: every MCP-arm attempt fails);
 ``selfSignal`` makes the fake kill itself with that signal after the ``ok`` transcript;
 ``dropExecAfterVersion`` makes the file non-executable right after a ``--version`` probe (so
 the next start fails); ``fillDirectory`` makes an attempt write a filler file there until the
@@ -70,7 +72,10 @@ if args == ["--version"]:
     sys.exit(0)
 
 records_path = here / "records.json"
-records = json.loads(records_path.read_text()) if records_path.exists() else []
+try:  # several fakes may run at once (issue 19): a record being replaced reads as none
+    records = json.loads(records_path.read_text()) if records_path.exists() else []
+except ValueError:
+    records = []
 cwd = Path.cwd()
 records.append({
     "argv": args,
@@ -80,7 +85,12 @@ records.append({
     "cwdFiles": sorted(str(p.relative_to(cwd)) for p in cwd.rglob("*") if p.is_file()),
     "cwdWritable": os.access(cwd, os.W_OK) and (cwd.stat().st_mode & 0o222) != 0,
 })
-keep(lambda: records_path.write_text(json.dumps(records)))
+def write_records():
+    scratch = here / f".records.{os.getpid()}.json"
+    scratch.write_text(json.dumps(records))
+    os.replace(scratch, records_path)
+
+keep(write_records)
 if behavior.get("marker"):
     Path(behavior["marker"], f"started-{len(records)}").write_text(str(os.getpid()))
 
@@ -94,6 +104,8 @@ if behavior.get("fillDirectory"):
                 filler.write(b"\0" * 4096)
         except OSError:
             pass
+if behavior.get("failWhenArgContains") and any(behavior["failWhenArgContains"] in a for a in args):
+    sys.exit(3)
 mode = behavior.get("mode", "ok")
 if mode == "sleep" or len(records) in behavior.get("sleepOn", []):
     time.sleep(behavior.get("sleepSeconds", 60))

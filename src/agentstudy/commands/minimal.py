@@ -53,6 +53,9 @@ from agentstudy.runners.server_probe import probe_servers
 from agentstudy.runners.summary import RunSummary
 from agentstudy.transports.cli import CliSettings
 
+MAX_CONCURRENCY = 32
+"""The largest ``--concurrency`` (one Claude Code process is about 220 MB of memory; issue 19)."""
+
 
 @click.command()
 @click.option("--manifest", "manifest_path", type=click.Path(path_type=Path), required=True,
@@ -93,6 +96,9 @@ from agentstudy.transports.cli import CliSettings
                    "nominal).")
 @click.option("--rehearsal-latency-ms", type=click.IntRange(0, 600_000), default=0, show_default=True,
               help="With --rehearsal: the scripted server answers every request after this many ms (issue 19).")
+@click.option("--concurrency", type=click.IntRange(1, MAX_CONCURRENCY), default=1, show_default=True,
+              help="Attempts in flight at once (cli transport; issue 19). Each is admitted only if its full limit "
+                   "fits under the cap with every open reservation counted; 1 is the sequential walk.")
 @containment_option
 @cli_base_url_option
 @mcp_options
@@ -121,6 +127,7 @@ def minimal(
     output_usd_per_million: str | None,
     rehearsal: bool,
     rehearsal_latency_ms: int,
+    concurrency: int,
     mcp_config_file: Path | None,
     server_config_candidates: str,
     mcp_tools: str,
@@ -158,6 +165,8 @@ def minimal(
         fail(str(error))
     if pilot and full:
         fail("--pilot and --run are mutually exclusive")
+    if concurrency > 1 and transport != "cli":
+        fail("--concurrency above 1 needs --transport cli (the http transport runs one attempt at a time)")
     if rehearsal_latency_ms and not rehearsal:
         fail("--rehearsal-latency-ms needs --rehearsal (it delays the scripted server's answers)")
     root_paths = parse_roots(roots)
@@ -256,6 +265,7 @@ def minimal(
         forbidden_output_roots=(project_root(),),
         progress=progress_for_terminal(),
         pilot=size,
+        concurrency=concurrency,
     )
     if not rehearsal:
         sys.exit(_run(lambda: run_cli_study(request)))

@@ -28,7 +28,9 @@ redaction), at every checkpoint.
    ``cumulativeCapExceeded`` is ``spent > cap``; each (task, scenario, repetition) once, the open
    reservation's included; every observation of the ledger's transport, with a status of it;
    at most ``plannedAttempts``; no observation after one that stops the run (cli: anything but
-   ``completed``; http: ``failed``, ``budget-exceeded``); the status consistent with them:
+   ``completed``; http: ``failed``, ``budget-exceeded``) — in a concurrent run (``concurrency``,
+   issue 19) at most ``concurrency - 1`` after it (those already in flight), every entry of
+   ``openReservations`` counted in ``spent`` and at most ``concurrency`` of them; the status consistent with them:
    ``running`` has no ``finishedAt`` and no ``stopReason`` (a crashed run: honest, it verifies);
    ``blocked`` has both; ``awaiting-adjudication`` has ``finishedAt``, no ``stopReason``, no
    open reservation, and every planned attempt observed and ``completed``; and ``rehearsal``
@@ -63,7 +65,7 @@ from agentstudy.protocol.controlled.hashing import (
     parse_json_text,
     sha256_normalized_v1,
 )
-from agentstudy.protocol.records import MinimalLedger
+from agentstudy.protocol.records import MinimalLedger, OpenReservation
 from agentstudy.protocol.study_arms import SCENARIOS
 from agentstudy.stream.outcome import CLI_STATUSES
 
@@ -175,6 +177,9 @@ def _money_problems(document: Mapping[str, Any]) -> Iterator[str]:
     yield from amounts(document.get("prices"), ("input", "output"), "prices")
     yield from amounts(document.get("cli"), ("attemptBudgetUsd",), "cli")
     yield from amounts(document.get("openReservation"), ("reservedUsd", "chargedUsd"), "openReservation")
+    listed = document.get("openReservations")
+    for index, each in enumerate(listed if isinstance(listed, list) else []):
+        yield from amounts(each, ("reservedUsd", "chargedUsd"), f"openReservations[{index}]")
     observations = document.get("observations")
     for index, observation in enumerate(observations if isinstance(observations, list) else []):
         yield from amounts(observation, OBSERVATION_MONEY, f"observations[{index}]", optional=True)
@@ -257,18 +262,49 @@ def _invariant_problems(ledger: MinimalLedger, document: Mapping[str, Any]) -> I
         if identity in seen:
             yield f"{name}: a second observation of {identity[0]} {identity[1]} repetition {identity[2]}"
         seen.add(identity)
-        if index < len(ledger.observations) - 1 and not _continues(ledger.transport, observation.status):
+        if (ledger.concurrency is None and index < len(ledger.observations) - 1
+                and not _continues(ledger.transport, observation.status)):
             yield f"{name}: the run goes on after an attempt that ended {observation.status}"
-    opened = ledger.open_reservation
-    if opened is not None and (opened.task_id, opened.scenario, opened.repetition) in seen:
-        yield (f"openReservation: {opened.task_id} {opened.scenario} repetition {opened.repetition} "
-               f"is already observed")
+    yield from _concurrency_problems(ledger)
+    for where, opened in _open_reservations(ledger):
+        if (opened.task_id, opened.scenario, opened.repetition) in seen:
+            yield (f"{where}: {opened.task_id} {opened.scenario} repetition {opened.repetition} "
+                   f"is already observed")
     if len(ledger.observations) > ledger.planned_attempts:
         yield f"{len(ledger.observations)} observations of {ledger.planned_attempts} planned attempts"
     yield from _arm_problems(ledger)
     yield from _status_problems(ledger)
     yield from _budget_problems(ledger, document)
     yield from _transport_problems(ledger)
+
+
+def _open_reservations(ledger: MinimalLedger) -> list[tuple[str, OpenReservation]]:
+    """Every open reservation with where it is written (``openReservation`` or ``openReservations[i]``)."""
+    found = [("openReservation", ledger.open_reservation)] if ledger.open_reservation is not None else []
+    found += [(f"openReservations[{i}]", r) for i, r in enumerate(ledger.open_reservations or [])]
+    return found
+
+
+def _concurrency_problems(ledger: MinimalLedger) -> Iterator[str]:
+    """A concurrent run's rules (issue 19): its open reservations fit its concurrency, and after the first
+    attempt that stopped the run only attempts already in flight (at most concurrency - 1) are observed."""
+    width = ledger.concurrency
+    if width is None:
+        if ledger.open_reservations is not None:
+            yield "openReservations without concurrency (only a concurrent run keeps a list)"
+        return
+    if width < 1:
+        yield f"concurrency {width} is not a positive number of attempts"
+        return
+    if ledger.open_reservation is not None:
+        yield "a concurrent run keeps its open reservations in openReservations, not openReservation"
+    if len(ledger.open_reservations or []) > width:
+        yield f"{len(ledger.open_reservations or [])} open reservations at concurrency {width}"
+    ended = [o.status for o in ledger.observations]
+    first = next((i for i, status in enumerate(ended) if not _continues(ledger.transport, status)), None)
+    if first is not None and len(ended) - 1 - first > width - 1:
+        yield (f"observations[{first}]: the run admitted attempts after it ended {ended[first]} "
+               f"({len(ended) - 1 - first} observed after it at concurrency {width})")
 
 
 def _arm_problems(ledger: MinimalLedger) -> Iterator[str]:
@@ -300,7 +336,7 @@ def _status_problems(ledger: MinimalLedger) -> Iterator[str]:
         return
     if stop:
         yield f"status awaiting-adjudication with a stopReason ({ledger.stop_reason})"
-    if ledger.open_reservation is not None:
+    if _open_reservations(ledger):
         yield "status awaiting-adjudication with an open reservation"
     completed = sum(o.status == "completed" for o in ledger.observations)
     if completed != ledger.planned_attempts or completed != len(ledger.observations):
@@ -313,6 +349,8 @@ def _budget_problems(ledger: MinimalLedger, document: Mapping[str, Any]) -> Iter
     opened = document.get("openReservation") or {}
     terms = [o["chargedUsd"] for o in document["observations"]]
     terms += [opened[key] for key in ("reservedUsd", "chargedUsd") if key in opened]
+    for each in document.get("openReservations") or []:
+        terms += [each[key] for key in ("reservedUsd", "chargedUsd") if key in each]
     if not spent_matches(budget["spent"], terms):
         charges = sum((_exact(t) for t in terms), Decimal(0))
         yield (f"budget.spent {budget['spent']!r} is not the observations' charges plus the open reservation "

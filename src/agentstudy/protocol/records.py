@@ -68,6 +68,8 @@ class CliObservation(BaseModel):
     isolation_achieved: list[str] | None = Field(default=None, alias="isolationAchieved")
     isolation_not_achieved: list[str] | None = Field(default=None, alias="isolationNotAchieved")
     wall_time_ms: int = Field(alias="wallTimeMs")
+    started_at: str | None = Field(default=None, alias="startedAt")
+    ended_at: str | None = Field(default=None, alias="endedAt")
     status: str
     status_reason: str | None = Field(default=None, alias="statusReason")
     answer: str
@@ -76,10 +78,14 @@ class CliObservation(BaseModel):
     observation_hash: str | None = Field(default=None, alias="observationHash")
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON object written to the ledger (camelCase; optional problems, the reason and the unset hash
-        omitted)."""
+        """The JSON object written to the ledger (camelCase; optional problems, the reason, the unset hash and
+        the unset ``startedAt``/``endedAt`` omitted).
+
+        ``startedAt``/``endedAt`` (ISO 8601 UTC, ms; issue 19) are recorded by a concurrent run
+        (``--concurrency`` above 1): when the child started and when its result was in.
+        """
         data = self.model_dump(by_alias=True)
-        for key in ("setupProblem", "costProblem", "statusReason", "observationHash"):
+        for key in ("setupProblem", "costProblem", "statusReason", "observationHash", "startedAt", "endedAt"):
             if data[key] is None:
                 del data[key]
         return data
@@ -291,6 +297,11 @@ class MinimalLedger(BaseModel):
     ``hashAlgo`` and ``ledgerHash``, over the canonical JSON of exactly what is written
     (:mod:`agentstudy.protocol.ledger_integrity`, which also names the invariants readers check).
     They are ``None`` in the runner's in-memory model and in ledgers written before they existed.
+
+    Concurrency (issue 19): a run with ``--concurrency N`` above 1 records ``concurrency`` (N) and
+    keeps every open reservation in ``openReservations`` (a list in admission order, possibly empty;
+    ``openReservation`` stays unset); ``spent`` is the observations' charges plus every open
+    reservation. A sequential run (N = 1) writes neither field, so its ledger is the seed's.
     """
 
     model_config = ConfigDict(extra="forbid", validate_by_name=True, validate_by_alias=True)
@@ -318,6 +329,8 @@ class MinimalLedger(BaseModel):
     budget: BudgetRecord
     observations: list[Observation]
     open_reservation: OpenReservation | None = Field(default=None, alias="openReservation")
+    concurrency: int | None = None
+    open_reservations: list[OpenReservation] | None = Field(default=None, alias="openReservations")
     stop_reason: str | None = Field(default=None, alias="stopReason")
     started_at: str = Field(alias="startedAt")
     finished_at: str | None = Field(default=None, alias="finishedAt")
@@ -345,7 +358,7 @@ def _drop_unset(data: dict[str, Any]) -> dict[str, Any]:
     if isinstance(data.get("prices"), dict) and data["prices"].get("nominal") is None:
         data["prices"].pop("nominal", None)
     for key in ("openReservation", "stopReason", "finishedAt", "cli", "prices", "http", "containment",
-                "hashAlgo", "ledgerHash", "arms", "fullAttempts"):
+                "hashAlgo", "ledgerHash", "arms", "fullAttempts", "concurrency", "openReservations"):
         if data[key] is None:
             del data[key]
     for arm in data.get("arms") or []:

@@ -255,6 +255,10 @@ def parse_ledger(data: bytes, file_name: str) -> Study:
         seen.add(key)
     budget: dict[str, Any] = document["budget"] if isinstance(document.get("budget"), dict) else {}
     opened = document.get("openReservation")
+    listed = document.get("openReservations")
+    if opened is None and isinstance(listed, list) and listed:  # a concurrent run's (issue 19): one sum
+        held = [_open_usd(each) for each in listed]
+        opened = {"reservedUsd": float(sum_usd([h for h in held if h is not None]))}
     planned = document.get("plannedAttempts")
     mode, status, stop = document.get("mode"), document.get("status"), document.get("stopReason")
     return Study(

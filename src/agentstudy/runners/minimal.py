@@ -3,7 +3,9 @@
 For each scheduled attempt: admit it only if the full per-attempt limit fits under the
 remaining cap; reserve and checkpoint; run the child; settle (``max`` rules); checkpoint the
 observation. Anything but ``completed`` stops the run (``blocked``); nothing is retried or
-resumed. State changes go through ``fsm``; money through ``pricing``.
+resumed. With ``concurrency`` above 1 the walk is ``runners.concurrent_walk`` (issue 19): up to N
+attempts in flight, admitted against spent plus every open reservation. State changes go
+through ``fsm``; money through ``pricing``.
 
 A stop signal (``io.signals``) stops admission: before the ledger exists the run raises
 ``StopRequested`` and nothing is written; afterwards the running attempt's child is terminated,
@@ -42,6 +44,7 @@ from agentstudy.protocol.records import (
     MinimalLedger,
 )
 from agentstudy.protocol.schedule import Mode, PilotSize, ScheduleEntry, build_schedule
+from agentstudy.runners.concurrent_walk import ConcurrentWalk
 from agentstudy.runners.ledger_steps import (
     budget_record,
     close_normally,
@@ -87,6 +90,8 @@ class CliRunRequest:
     forbidden_output_roots: tuple[Path, ...] = ()
     progress: RunProgress = field(default_factory=SilentProgress)
     pilot: PilotSize = field(default_factory=PilotSize)
+    concurrency: int = 1
+    """Attempts in flight at most (issue 19); 1 is the seed's sequential walk and ledger, byte for byte."""
 
 
 def _observation(
@@ -163,6 +168,8 @@ def _ledger(
             cap=usd_number(request.cap_usd), spent=0.0, reserved=0.0, measured=0.0, cumulative_cap_exceeded=False
         ),
         observations=[],
+        concurrency=request.concurrency if request.concurrency > 1 else None,
+        open_reservations=[] if request.concurrency > 1 else None,
         started_at=started_at,
         status="running",
     )
@@ -217,7 +224,37 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
     budget, tally = Budget(cap=request.cap_usd), Tally()
     run.begin()
     observations: list[CliObservation] = []
+
+    def run_attempt(entry: ScheduleEntry) -> CliAttemptResult:
+        return run_cli_attempt(
+            settings,
+            scenario=entry.scenario,
+            tools=arm_tools(entry.scenario, request.settings.mcp, mcp.extra_denied),
+            root=request.roots[entry.repository],
+            pin=manifest.repositories[entry.repository],
+            prompt=study_prompt(manifest.task(entry.task_id).question),
+            reservation_usd=reservation,
+            parent_env=request.parent_env,
+            server=checked.corpora.paths(entry.repository) if entry.scenario == DOC_BRIDGE_MCP else None,
+        )
+
+    def observe(entry: ScheduleEntry, result: CliAttemptResult, status: str, reserved: Decimal, charged: Decimal,
+                cap_exceeded: bool) -> CliObservation:
+        return _observation(entry, request, cli_version, result, status, reserved, charged, cap_exceeded)
+
     try:
+        if request.concurrency > 1:
+            walked = ConcurrentWalk(
+                run=run, ledger=ledger, store=store, concurrency=request.concurrency, cap=request.cap_usd,
+                limit=limit, reservation=reservation, run_attempt=run_attempt, make_observation=observe,
+                progress=request.progress,
+            )
+            done = walked.walk(schedule)
+            observations, budget = done.observations, done.budget
+            close_normally(ledger, run, lambda finished: store.checkpoint(seal_ledger(finished.to_json())))
+            return summarize(run.status, request.mode, len(schedule), observations, budget, output,
+                             rehearsal=request.settings.rehearsal_base_url is not None,
+                             **summary_names(request.loaded, request.settings.mcp.name))
         for index, entry in enumerate(schedule, start=1):
             raise_if_stopped()
             where = AttemptProgress(index, len(schedule), entry.task_id, entry.scenario, entry.repetition)
@@ -233,18 +270,7 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
             store.record(ledger)
             attempt.start(checkpointed=True)
             request.progress.attempt_started(where)
-            server = checked.corpora.paths(entry.repository) if entry.scenario == DOC_BRIDGE_MCP else None
-            result = run_cli_attempt(
-                settings,
-                scenario=entry.scenario,
-                tools=arm_tools(entry.scenario, request.settings.mcp, mcp.extra_denied),
-                root=request.roots[entry.repository],
-                pin=manifest.repositories[entry.repository],
-                prompt=study_prompt(manifest.task(entry.task_id).question),
-                reservation_usd=reservation,
-                parent_env=request.parent_env,
-                server=server,
-            )
+            result = run_attempt(entry)
             computed = result.computed_cost.usd if result.computed_cost else None
             status, charged = settle_attempt(result.status, reservation, result.reported_cost_usd, computed)
             attempt.settle(status=status)

@@ -1,0 +1,208 @@
+"""The CLI runner's concurrent walk (issue 19, items 1-2): up to N attempts in flight, one budget authority.
+
+The coordinator (the calling thread) alone admits, reserves, settles and checkpoints; worker
+threads only run children (``run_cli_attempt``) and compute each outcome with the pure
+``settle_attempt``. An attempt is admitted, in schedule order, only when the run machine allows
+it (``RunMachine.may_admit``: no stopping outcome seen, no stop asked) and its full limit fits
+under the cap with every open reservation counted (``Budget.fits``: ``spent`` holds them); its
+reservation is journaled (fsync'd, ``openReservations``) before its child starts. Outcomes are
+recorded in admission order: an attempt that finishes early waits, its reservation still open
+and its slot still taken, until every earlier one is recorded — so at most N reservations are
+ever open, and at most N children run. The first stopping outcome (cli: anything but
+``completed``) stops admission as soon as it is known; attempts already running finish and are
+recorded, and the run ends ``blocked`` naming that attempt. When the limit does not fit, the
+walk waits for running attempts to settle (their charges may free room) and ends when nothing
+is running and it still does not fit.
+
+A stop signal stops admission; the handler has already terminated every child, so each running
+attempt ends as a non-completed one and is charged at least its whole reservation, then
+``StopRequested`` is raised for the caller's ``close_on_error``. Any other error terminates the
+children and leaves the unsettled reservations open (charged in full) in the ledger.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from decimal import Decimal
+
+from agentstudy.fsm.attempt import AttemptMachine
+from agentstudy.fsm.run import RunMachine
+from agentstudy.io.ledger_journal import JournaledLedger
+from agentstudy.io.signals import raise_if_stopped, stop_signal, terminate_children
+from agentstudy.pricing.budget import Budget, settle_attempt
+from agentstudy.pricing.tally import Tally
+from agentstudy.protocol.records import CliObservation, MinimalLedger
+from agentstudy.protocol.schedule import ScheduleEntry
+from agentstudy.runners.ledger_steps import budget_record, now_iso, open_reservation
+from agentstudy.runners.progress import AttemptProgress, RunProgress
+from agentstudy.transports.cli import CliAttemptResult
+
+WAIT_SLICE_S = 0.5
+"""Seconds the coordinator waits for a result before it looks at the stop flag again."""
+
+AttemptRunner = Callable[[ScheduleEntry], CliAttemptResult]
+ObservationMaker = Callable[[ScheduleEntry, CliAttemptResult, str, Decimal, Decimal, bool], CliObservation]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A finished child: its result, settled ``status`` and ``charged`` USD, and when it ran (ISO 8601 ms)."""
+
+    result: CliAttemptResult
+    status: str
+    charged: Decimal
+    started_at: str
+    ended_at: str
+
+
+@dataclass
+class _Flight:
+    index: int
+    entry: ScheduleEntry
+    where: AttemptProgress
+    attempt: AttemptMachine
+    future: Future[Outcome]
+
+
+@dataclass
+class WalkResult:
+    """The walk's end state: the budget and tally (USD) and the observations in admission order."""
+
+    budget: Budget
+    tally: Tally
+    observations: list[CliObservation]
+
+
+def _run_one(run_attempt: AttemptRunner, entry: ScheduleEntry, reservation: Decimal) -> Outcome:
+    started = now_iso()
+    result = run_attempt(entry)
+    computed = result.computed_cost.usd if result.computed_cost else None
+    status, charged = settle_attempt(result.status, reservation, result.reported_cost_usd, computed)
+    return Outcome(result, status, charged, started, now_iso())
+
+
+class ConcurrentWalk:
+    """Walk ``schedule`` with at most ``concurrency`` attempts in flight (see the module docstring).
+
+    Args:
+        run: the run machine (``running``); its ``admit``/``observe`` are the only admission record.
+        ledger, store: the in-memory ledger (``concurrency`` and ``openReservations`` set here) and
+            its journaled file; every reservation and settlement is ``store.record``-ed.
+        limit, reservation: the per-attempt limit and its reservation (USD).
+        run_attempt: runs one scheduled attempt's child (called in a worker thread).
+        make_observation: ``(entry, result, status, reservation, charged, cap_exceeded)`` -> observation.
+    """
+
+    def __init__(self, *, run: RunMachine, ledger: MinimalLedger, store: JournaledLedger, concurrency: int,
+                 cap: Decimal, limit: Decimal, reservation: Decimal, run_attempt: AttemptRunner,
+                 make_observation: ObservationMaker, progress: RunProgress) -> None:
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        self.run, self.ledger, self.store, self.concurrency = run, ledger, store, concurrency
+        self.limit, self.reservation = limit, reservation
+        self.run_attempt, self.make_observation, self.progress = run_attempt, make_observation, progress
+        self.budget, self.tally = Budget(cap=cap), Tally()
+        self.observations: list[CliObservation] = []
+        self.flights: deque[_Flight] = deque()
+        self.peak_in_flight = 0
+        """The most attempts ever admitted and not yet recorded at once (never above ``concurrency``)."""
+        ledger.concurrency, ledger.open_reservations = concurrency, []
+
+    def walk(self, schedule: tuple[ScheduleEntry, ...]) -> WalkResult:
+        """Run the walk to its end; the ledger's ``stopReason`` names why it ended early.
+
+        Raises:
+            StopRequested: a stop signal arrived (every running attempt was recorded first).
+            CheckpointError: a checkpoint failed (children terminated, reservations left open).
+        """
+        pending = deque(enumerate(schedule, start=1))
+        with ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="attempt") as pool:
+            try:
+                while True:
+                    self._admit(pending, pool)
+                    if not self.flights:
+                        break
+                    self._wait_and_record()
+            except BaseException:
+                self.run.stop_admission()
+                if stop_signal() is None:
+                    terminate_children()
+                raise
+        raise_if_stopped()
+        self._stop_reason(pending)
+        return WalkResult(self.budget, self.tally, self.observations)
+
+    def _admit(self, pending: deque[tuple[int, ScheduleEntry]], pool: ThreadPoolExecutor) -> None:
+        while pending and len(self.flights) < self.concurrency:
+            if stop_signal() is not None:
+                self.run.stop_admission()
+            if not self.run.may_admit():
+                return
+            if not self.budget.fits(self.limit):
+                if not self.flights:
+                    self.run.stop_admission()
+                return
+            index, entry = pending.popleft()
+            attempt = AttemptMachine()
+            attempt.reserve()
+            self.budget = self.budget.reserve(self.reservation)
+            self.tally = self.tally.add_reservation(self.reservation)
+            self.ledger.open_reservations = [*(self.ledger.open_reservations or []),
+                                             open_reservation(entry, self.reservation)]
+            self.ledger.budget = budget_record(self.budget, self.tally)
+            self.store.record(self.ledger)
+            self.run.admit()
+            attempt.start(checkpointed=True)
+            where = AttemptProgress(index, self.run.planned, entry.task_id, entry.scenario, entry.repetition)
+            self.progress.attempt_started(where)
+            future = pool.submit(_run_one, self.run_attempt, entry, self.reservation)
+            self.flights.append(_Flight(index, entry, where, attempt, future))
+            self.peak_in_flight = max(self.peak_in_flight, len(self.flights))
+
+    def _wait_and_record(self) -> None:
+        running = [flight.future for flight in self.flights if not flight.future.done()]
+        if running and not self.flights[0].future.done():
+            wait(running, timeout=WAIT_SLICE_S, return_when=FIRST_COMPLETED)
+        for flight in self.flights:
+            if flight.future.done() and flight.future.exception() is None:
+                self.run.halt(flight.index, flight.future.result().status)
+        while self.flights and self.flights[0].future.done():
+            self._record(self.flights.popleft())
+
+    def _record(self, flight: _Flight) -> None:
+        outcome = flight.future.result()
+        flight.attempt.settle(status=outcome.status)
+        self.budget = self.budget.settle(self.reservation, outcome.charged)
+        computed = outcome.result.computed_cost.usd if outcome.result.computed_cost else None
+        self.tally = self.tally.add_measured(outcome.result.reported_cost_usd, computed)
+        observation = self.make_observation(flight.entry, outcome.result, flight.attempt.status, self.reservation,
+                                            outcome.charged, self.budget.cap_exceeded)
+        observation = observation.model_copy(update={"started_at": outcome.started_at,
+                                                     "ended_at": outcome.ended_at})
+        self.observations.append(observation)
+        self.ledger.observations.append(observation)
+        opened = self.ledger.open_reservations or []
+        self.ledger.open_reservations = [r for r in opened if (r.task_id, r.scenario, r.repetition) != (
+            flight.entry.task_id, flight.entry.scenario, flight.entry.repetition)]
+        self.ledger.budget = budget_record(self.budget, self.tally)
+        self.run.observe(status=flight.attempt.status)
+        if self.budget.cap_exceeded:
+            self.run.stop_admission()
+        self.store.record(self.ledger)
+        self.progress.attempt_settled(flight.where, flight.attempt.status, observation.tool_calls, outcome.charged,
+                                      self.budget.spent, self.budget.cap)
+
+    def _stop_reason(self, pending: deque[tuple[int, ScheduleEntry]]) -> None:
+        first = self.run.first_stop
+        if first is not None:
+            self.ledger.stop_reason = f"attempt {first} ended {self.run.statuses[first - 1]}"
+        elif self.budget.cap_exceeded:
+            self.ledger.stop_reason = "the cumulative spend passed the cap"
+        elif pending:
+            self.ledger.stop_reason = "the per-attempt limit does not fit under the remaining cap"
+
+
+__all__ = ["ConcurrentWalk", "Outcome", "WalkResult"]

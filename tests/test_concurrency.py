@@ -1,0 +1,205 @@
+"""``agentstudy minimal --concurrency N`` with the CLI transport (issue 19, items 1-2), against the fake ``claude``.
+
+The LiteLLM #34732 race reproduced against us: a cap that fits exactly three reservations, eight
+attempts allowed in flight, each holding its reservation for two seconds. Exactly three are
+admitted at once, never a fourth, and the run ends when the cap is spent with spent <= cap. And
+the stop rule: the first stopping outcome stops admission, running attempts finish and are
+recorded, and the run ends blocked naming that attempt.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from datetime import datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from click.testing import CliRunner
+
+from agentstudy.cli import main
+from agentstudy.io.ledger_journal import read_ledger
+from agentstudy.io.ledger_store import journal_path
+from agentstudy.protocol.ledger_integrity import seal_ledger, verify_ledger_bytes
+from agentstudy.protocol.manifest import load_manifest
+from agentstudy.protocol.records import MinimalLedger
+from agentstudy.protocol.schedule import build_schedule
+from agentstudy.protocol.schemas import json_schema
+from agentstudy.rehearsal.example_study import ExampleStudy, build_example_study
+
+from fakes import FakeClaude
+
+
+def _run(study: ExampleStudy, fake: FakeClaude, ledger: Path, *flags: str) -> Any:
+    roots = [f"--root={name}={path}" for name, path in study.roots.items()]
+    args = ["minimal", "--manifest", str(study.manifest_path), "--transport", "cli", "--approve-budget", *roots,
+            "--output", str(ledger), "--claude-bin", str(fake.path), "--model", "claude-haiku-5-5", *flags]
+    return CliRunner().invoke(main, args, catch_exceptions=False)
+
+
+def _attempt_calls(fake: FakeClaude) -> int:
+    """How many attempts the fake was started for (``--version`` probes left out; append-only, so race-free)."""
+    return sum(call != ["--version"] for call in fake.calls)
+
+
+def _moment(text: str | None) -> datetime:
+    assert text is not None
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def _peak_overlap(ledger: MinimalLedger) -> int:
+    """The most observations whose [startedAt, endedAt] intervals hold one moment in common."""
+    events = sorted([(_moment(o.started_at), 1) for o in ledger.observations]
+                    + [(_moment(o.ended_at), -1) for o in ledger.observations])
+    peak = current = 0
+    for _, step in events:
+        current += step
+        peak = max(peak, current)
+    return peak
+
+
+def _verified(path: Path) -> MinimalLedger:
+    data = path.read_bytes()
+    assert verify_ledger_bytes(data).problems == ()
+    document = json.loads(data)
+    jsonschema.validate(document, json_schema("ledger"))
+    assert not journal_path(path).exists()  # a run that closed leaves only its ledger
+    return MinimalLedger.model_validate(document)
+
+
+@pytest.fixture
+def study(tmp_path: Path) -> ExampleStudy:
+    return build_example_study(tmp_path / "study")
+
+
+def test_a_cap_that_fits_three_admits_exactly_three_at_concurrency_eight(
+    study: ExampleStudy, fake_claude: FakeClaude, tmp_path: Path
+) -> None:
+    fake_claude.behave(mode="sleep", sleepSeconds=2, reportedCost=0.1)  # each attempt spends its whole limit
+    ledger_path = tmp_path / "ledger.json"
+    result = _run(study, fake_claude, ledger_path, "--run", "--concurrency", "8",
+                  "--attempt-budget-usd", "0.1", "--budget-usd", "0.3")
+    assert result.exit_code != 0, result.output  # blocked: the cap was spent before the schedule ended
+    ledger = _verified(ledger_path)
+    assert ledger.concurrency == 8 and ledger.open_reservations == []
+    assert _attempt_calls(fake_claude) == 3  # never a fourth child
+    assert [o.status for o in ledger.observations] == ["completed"] * 3
+    assert _peak_overlap(ledger) == 3  # all three held their reservation at the same time
+    assert ledger.status == "blocked"
+    assert ledger.stop_reason == "the per-attempt limit does not fit under the remaining cap"
+    assert Decimal(str(ledger.budget.spent)) == Decimal("0.3") <= Decimal(str(ledger.budget.cap))
+    assert not ledger.budget.cumulative_cap_exceeded
+    schedule = build_schedule(load_manifest(study.manifest_path).manifest, "full")
+    assert [(o.task_id, o.scenario, o.repetition) for o in ledger.observations] == [
+        (e.task_id, e.scenario, e.repetition) for e in schedule[:3]]  # admission follows the schedule
+
+
+def test_the_first_stopping_outcome_stops_admission_and_running_attempts_are_recorded(
+    study: ExampleStudy, fake_claude: FakeClaude, tmp_path: Path
+) -> None:
+    schedule = build_schedule(load_manifest(study.manifest_path).manifest, "full")
+    first_mcp = next(i for i, e in enumerate(schedule, start=1) if e.scenario == "doc-bridge-mcp")
+    fake_claude.behave(mode="sleep", sleepSeconds=1.5, failWhenArgContains='"command"')
+    ledger_path = tmp_path / "ledger.json"
+    result = _run(study, fake_claude, ledger_path, "--run", "--concurrency", "3", "--budget-usd", "5")
+    assert result.exit_code != 0, result.output
+    ledger = _verified(ledger_path)
+    statuses = [o.status for o in ledger.observations]
+    assert statuses[first_mcp - 1] != "completed"
+    assert statuses[: first_mcp - 1] == ["completed"] * (first_mcp - 1)
+    after = len(statuses) - first_mcp
+    assert 0 <= after <= 2  # only attempts already in flight when it failed
+    assert _attempt_calls(fake_claude) == len(statuses)
+    assert ledger.stop_reason == f"attempt {first_mcp} ended {statuses[first_mcp - 1]}"
+    assert ledger.status == "blocked"
+
+
+def test_concurrency_one_writes_the_sequential_ledger(
+    study: ExampleStudy, fake_claude: FakeClaude, tmp_path: Path
+) -> None:
+    ledger_path = tmp_path / "ledger.json"
+    result = _run(study, fake_claude, ledger_path, "--pilot", "--budget-usd", "1", "--concurrency", "1")
+    assert result.exit_code == 0, result.output
+    document = json.loads(ledger_path.read_bytes())
+    assert "concurrency" not in document and "openReservations" not in document
+    assert all("startedAt" not in o and "endedAt" not in o for o in document["observations"])
+
+
+def test_concurrency_with_the_http_transport_is_refused(study: ExampleStudy, tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["minimal", "--manifest", str(study.manifest_path), "--pilot",
+                                       "--rehearsal", "--concurrency", "2", "--output", str(tmp_path / "l.json")])
+    assert result.exit_code == 2
+    assert "--concurrency above 1 needs --transport cli" in result.output
+    assert not (tmp_path / "l.json").exists()
+
+
+def test_verification_holds_a_concurrent_ledger_to_its_width(
+    study: ExampleStudy, fake_claude: FakeClaude, tmp_path: Path
+) -> None:
+    fake_claude.behave(mode="sleep", sleepSeconds=0.5, failWhenArgContains='"command"')
+    ledger_path = tmp_path / "ledger.json"
+    _run(study, fake_claude, ledger_path, "--run", "--concurrency", "3", "--budget-usd", "5")
+    document = json.loads(ledger_path.read_bytes())
+    assert verify_ledger_bytes(ledger_path.read_bytes()).problems == ()
+
+    def problems(**changes: Any) -> tuple[str, ...]:
+        changed = {k: v for k, v in {**document, **changes}.items() if k not in ("hashAlgo", "ledgerHash")}
+        return verify_ledger_bytes(json.dumps(seal_ledger(changed)).encode()).problems
+
+    stopped = next(i for i, o in enumerate(document["observations"]) if o["status"] != "completed")
+    narrower = problems(concurrency=1)
+    if len(document["observations"]) - 1 - stopped > 0:
+        assert any("admitted attempts after it ended" in p for p in narrower)
+    extra = {"taskId": "nope", "scenario": "baseline", "repetition": 1, "reservedUsd": 0.1, "chargedUsd": 0.0}
+    held = dict(document["budget"], spent=document["budget"]["spent"] + 0.1 * 4)
+    assert any("4 open reservations at concurrency 3" in p for p in problems(
+        openReservations=[dict(extra, repetition=r) for r in range(1, 5)], budget=held))
+    assert any("budget.spent" in p for p in problems(openReservations=[extra]))
+    assert any("without concurrency" in p for p in problems(concurrency=None))
+
+
+_MOMENTS = random.Random(19)
+KILL_MOMENTS_S = tuple(sorted(round(_MOMENTS.uniform(0.0, 3.0), 2) for _ in range(10)))
+"""Ten seeded moments (s after the ledger appeared: its walk has begun) at which a concurrent run is killed."""
+
+
+@pytest.mark.parametrize("delay_s", KILL_MOMENTS_S)
+def test_sigkill_of_a_concurrent_run_leaves_a_ledger_that_verifies(
+    study: ExampleStudy, fake_claude: FakeClaude, tmp_path: Path, delay_s: float
+) -> None:
+    fake_claude.behave(mode="sleep", sleepSeconds=0.3)
+    ledger_path = tmp_path / "out" / "ledger.json"
+    ledger_path.parent.mkdir()
+    scratch = tmp_path / "runner-tmp"
+    scratch.mkdir()
+    roots = [f"--root={name}={path}" for name, path in study.roots.items()]
+    command = [sys.executable, "-m", "agentstudy", "minimal", "--manifest", str(study.manifest_path), "--run",
+               "--transport", "cli", "--approve-budget", *roots, "--output", str(ledger_path), "--claude-bin",
+               str(fake_claude.path), "--model", "claude-haiku-5-5", "--budget-usd", "1", "--concurrency", "4"]
+    runner = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              env={**os.environ, "TMPDIR": str(scratch)})
+    deadline = time.monotonic() + 120
+    while not ledger_path.exists() and runner.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert ledger_path.exists(), "the run never created its ledger"
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        runner.wait(timeout=delay_s)
+    runner.send_signal(signal.SIGKILL)
+    runner.wait()
+    data = read_ledger(ledger_path, ledger_path.read_bytes()).data
+    assert verify_ledger_bytes(data).problems == ()
+    ledger = MinimalLedger.model_validate(json.loads(data))
+    opened = ledger.open_reservations or []
+    assert len(opened) <= 4
+    charged = sum((Decimal(str(o.charged_usd)) for o in ledger.observations), Decimal(0))
+    held = sum((Decimal(str(r.reserved_usd)) for r in opened), Decimal(0))
+    assert Decimal(str(ledger.budget.spent)) == charged + held <= Decimal(str(ledger.budget.cap))
