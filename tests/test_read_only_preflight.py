@@ -80,6 +80,14 @@ def test_a_probe_outside_the_read_only_tools_is_refused_before_any_server_starts
     assert not (tmp_path / "ledger.json").exists() and not (tmp_path / "calls.log").exists()
 
 
+def test_a_tool_named_twice_is_refused_before_any_server_starts(study: ExampleStudy, tmp_path: Path) -> None:
+    result = _http(study, tmp_path, "notes.find,notes.raw,notes.find")
+    assert result.exit_code == 2, result.output
+    [line] = result.stderr.strip().splitlines()
+    assert line == "agentstudy: error: --mcp-tools names notes.find twice"
+    assert not (tmp_path / "ledger.json").exists() and not (tmp_path / "calls.log").exists()
+
+
 def _ledger(tmp_path: Path) -> dict[str, Any]:
     ledger: dict[str, Any] = json.loads((tmp_path / "ledger.json").read_text(encoding="utf-8"))
     assert ledger["rehearsal"] is True and ledger["status"] == "awaiting-adjudication"
