@@ -41,10 +41,11 @@ from agentstudy.io.messages_api import (
     check_base_url,
 )
 from agentstudy.io.provenance import engine_revision, runner_hash
-from agentstudy.io.signals import StopRequested, raise_if_stopped, stop_signal
+from agentstudy.io.signals import StopRequested, raise_if_stopped, stop_reason, stop_signal
 from agentstudy.pricing.budget import Budget
 from agentstudy.pricing.http import DEFAULT_MAX_TOKENS, CallReservation, CallSettlement, UpperPrices
 from agentstudy.pricing.money import exact
+from agentstudy.pricing.sums import usd_from_json
 from agentstudy.pricing.tally import Tally
 from agentstudy.pricing.usd_json import usd_number
 from agentstudy.protocol.ledger_integrity import is_loopback_http, seal_ledger
@@ -172,6 +173,32 @@ def _observation(entry: ScheduleEntry, model: str, result: HttpAttemptResult, st
         "statusReason": result.status_reason, "answer": result.answer if status == "completed" else "",
         **http_isolation(containment, entry.scenario, mcp_reads_checkout),
     })
+
+
+def _settle_interrupted(ledger: MinimalLedger, request: HttpRunRequest) -> None:
+    """After a stop signal, settle an attempt whose reservation is on disk but whose result never came
+    back (an error raised while its tools were torn down, say): it becomes a ``failed`` observation
+    charged what its open reservation holds in full (the reservation now plus its settled calls, USD),
+    usage incomplete, so no reservation stays open in the stopped run's ledger. ``spent`` is unchanged:
+    it already counts both amounts. Nothing happens when no reservation is open.
+    """
+    marker = ledger.open_reservation
+    if marker is None:
+        return
+    reserved, charged = usd_from_json(marker.reserved_usd), usd_from_json(marker.charged_usd)
+    entry = ScheduleEntry(marker.task_id, request.loaded.manifest.task(marker.task_id).repository,
+                          marker.scenario, marker.repetition)
+    ledger.observations.append(HttpObservation.model_validate({
+        "taskId": entry.task_id, "scenario": entry.scenario, "repetition": entry.repetition,
+        "model": request.model, "tools": [], "toolCallsByName": {}, "toolErrorsByName": {}, "toolCalls": 0,
+        "numTurns": 0, "inputTokens": 0, "outputTokens": 0, "usageComplete": False,
+        "reservedUsd": usd_number(reserved + charged), "measuredUsd": usd_number(charged),
+        "chargedUsd": usd_number(reserved + charged),
+        "cumulativeCapExceeded": ledger.budget.cumulative_cap_exceeded, "wallTimeMs": 0, "status": "failed",
+        "statusReason": f"{stop_reason()} before the attempt's result was recorded", "answer": "",
+        **http_isolation(request.containment, entry.scenario, request.mcp.reads_live_checkout),
+    }))
+    ledger.open_reservation = None
 
 
 def _ledger(request: HttpRunRequest, base_url: str, mcp: McpPreflight, planned: int) -> MinimalLedger:
@@ -312,6 +339,8 @@ def _run_http_study(request: HttpRunRequest, stack: ExitStack) -> RunSummary:
             ledger.stop_reason = "not every attempt completed"
         close_normally(ledger, run, lambda _: save())
     except BaseException as error:
+        if stop_signal() is not None:
+            _settle_interrupted(ledger, request)
         close_on_error(run, ledger, lambda _: save(), store=store, error=error)
         signum = stop_signal()
         if signum is None:
