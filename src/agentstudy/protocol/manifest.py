@@ -23,7 +23,14 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 from agentstudy.protocol.json_input import JsonInputError, describe_os_error, load_json, refuse_duplicate_keys
 from agentstudy.protocol.study_arms import DOC_BRIDGE_MCP, REPOSITORY_ONLY, SCENARIOS, StudyArms
 from agentstudy.protocol.study_file import STUDY_VERSION, StudyFile
-from agentstudy.protocol.task import ManifestError, Task, check_pins, first_error, protocol_hash
+from agentstudy.protocol.task import (
+    ManifestError,
+    Task,
+    check_pins,
+    check_task_ids_and_repositories,
+    first_error,
+    protocol_hash,
+)
 
 __all__ = [
     "DOC_BRIDGE_MCP",
@@ -79,12 +86,7 @@ class Manifest(BaseModel):
         check_pins(self.repositories)
         if len(self.tasks) != TASK_COUNT:
             raise ValueError(f"there must be exactly {TASK_COUNT} tasks")
-        ids = [task.id for task in self.tasks]
-        if len(set(ids)) != len(ids):
-            raise ValueError("task ids must be distinct")
-        for task in self.tasks:
-            if task.repository not in self.repositories:
-                raise ValueError(f"task {task.id!r} names an undeclared repository {task.repository!r}")
+        check_task_ids_and_repositories(self.tasks, self.repositories)
         per_repository = Counter(task.repository for task in self.tasks)
         for name in self.repositories:
             if per_repository[name] != TASKS_PER_REPOSITORY:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agentstudy.protocol.study_arms import SCENARIOS, StudyArms
-from agentstudy.protocol.task import Task, check_pins
+from agentstudy.protocol.task import Task, check_pins, check_task_ids_and_repositories
 
 STUDY_VERSION = "agentstudy-study-v1"
 MAX_TASKS = 1000
@@ -42,12 +42,7 @@ class StudyFile(BaseModel):
         if self.version != STUDY_VERSION:
             raise ValueError(f"version must be {STUDY_VERSION!r}")
         check_pins(self.repositories)
-        ids = [task.id for task in self.tasks]
-        if len(set(ids)) != len(ids):
-            raise ValueError("task ids must be distinct")
-        for task in self.tasks:
-            if task.repository not in self.repositories:
-                raise ValueError(f"task {task.id!r} names an undeclared repository {task.repository!r}")
+        check_task_ids_and_repositories(self.tasks, self.repositories)
         used = {task.repository for task in self.tasks}
         for name in self.repositories:
             if name not in used:

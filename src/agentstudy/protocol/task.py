@@ -12,6 +12,7 @@ import hashlib
 import json
 import re
 import unicodedata
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -111,6 +112,20 @@ class Task(BaseModel):
 
 class ManifestError(ValueError):
     """A manifest or study file is missing, unreadable, not JSON, or breaks its format's rules (one line)."""
+
+
+def check_task_ids_and_repositories(tasks: Sequence[Task], repositories: Mapping[str, str]) -> None:
+    """Refuse task ids given twice and a task naming an undeclared repository (seed manifest and study file).
+
+    Raises:
+        ValueError: the first broken rule.
+    """
+    ids = [task.id for task in tasks]
+    if len(set(ids)) != len(ids):
+        raise ValueError("task ids must be distinct")
+    for task in tasks:
+        if task.repository not in repositories:
+            raise ValueError(f"task {task.id!r} names an undeclared repository {task.repository!r}")
 
 
 def check_pins(repositories: dict[str, str]) -> None:

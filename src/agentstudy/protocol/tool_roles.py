@@ -63,7 +63,8 @@ class ServerTools:
     read: tuple[str, str] | None
 
 
-def _schema(tool: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+def schema_properties(tool: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """A Messages API tool's ``input_schema`` properties and required names (``{}``, ``[]`` when malformed)."""
     schema = tool.get("input_schema")
     schema = schema if isinstance(schema, Mapping) else {}
     props = schema.get("properties")
@@ -98,7 +99,7 @@ def _short(name: str) -> str:
 
 
 def _search_tool(name: str, tool: Mapping[str, Any]) -> tuple[int, SearchTool] | None:
-    props, required = _schema(tool)
+    props, required = schema_properties(tool)
     keys = [k for k in _QUERY_KEYS if k in required and _is_string(props, k)]
     if not keys:
         return None
@@ -119,7 +120,7 @@ def _search_tool(name: str, tool: Mapping[str, Any]) -> tuple[int, SearchTool] |
 
 
 def _read_tool(name: str, tool: Mapping[str, Any]) -> tuple[int, tuple[str, str]] | None:
-    props, required = _schema(tool)
+    props, required = schema_properties(tool)
     if len(required) != 1 or required[0].lower() not in _PATH_KEYS or not _is_string(props, required[0]):
         return None
     short, description = _short(name), _text(tool.get("description"))

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from agentstudy.protocol.tool_roles import ServerTools, choose_server_tools
+from agentstudy.protocol.tool_roles import ServerTools, choose_server_tools, schema_properties
 from agentstudy.rehearsal.conversation import (
     ToolStep,
     find_cwd,
@@ -104,15 +104,6 @@ def _tool_names(tools: Any) -> dict[str, Mapping[str, Any]]:
     return {t["name"]: t for t in tools if isinstance(t, Mapping) and isinstance(t.get("name"), str)}
 
 
-def _schema_props(tool: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    schema = tool.get("input_schema")
-    schema = schema if isinstance(schema, Mapping) else {}
-    props = schema.get("properties")
-    required = schema.get("required")
-    return (dict(props) if isinstance(props, Mapping) else {},
-            [r for r in required if isinstance(r, str)] if isinstance(required, list) else [])
-
-
 @dataclass(frozen=True)
 class _Kit:
     """The tools of one request as the policy uses them: the offered ``tools``, the other server's
@@ -161,7 +152,7 @@ def _search_call(term: str, cwd: str | None, kit: _Kit, steps: list[ToolStep]) -
         grep_input: dict[str, Any] = {"pattern": term, "output_mode": "files_with_matches"}
         if cwd:
             grep_input["path"] = cwd
-        if "-i" in _schema_props(tools["Grep"])[0]:
+        if "-i" in schema_properties(tools["Grep"])[0]:
             grep_input["-i"] = True
         return "Grep", grep_input
     if "repo_search" in tools and "repo_search" not in tried:
@@ -178,7 +169,7 @@ def _read_call(path: str, cwd: str | None, kit: _Kit) -> tuple[str, dict[str, An
         return name, {key: relative_path(path, cwd)}
     for get in _MCP_GET:
         if get in tools:
-            props, required = _schema_props(tools[get])
+            props, required = schema_properties(tools[get])
             key = "path" if "path" in props or not required else required[0]
             return get, {key: relative_path(path, cwd)}
     if "Read" in tools:
