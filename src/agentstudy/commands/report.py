@@ -35,8 +35,8 @@ def report(ledger: Path, adjudication: Path | None, output_format: str, output: 
     (tasks, then repetitions; fixed seed, printed), the exact sign-flip p-value over the task
     differences, and the variance components (between-task, within-task, ICC), all
     exploratory. --format json writes every number as JSON. Answers are never printed.
-    A pilot shows charged spend x (full attempts / pilot attempts: 18 for the seed's 2-attempt pilot;
-    not an upper bound) beside the dearest attempt x the full attempts.
+    A pilot shows charged spend x 18 for the seed's 2-attempt pilot (in general x full attempts /
+    pilot attempts, e.g. x 4.5; not an upper bound) beside the dearest attempt x the full attempts.
 
     \b
     --prices FILE is JSON (numbers in USD per million tokens; unknown keys refused):
