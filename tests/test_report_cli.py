@@ -85,7 +85,8 @@ def test_bad_inputs_exit_2_with_one_line(tmp_path: Path) -> None:
 def test_help_documents_the_price_file() -> None:
     result = CliRunner().invoke(main, ["report", "--help"])
     assert result.exit_code == 0
-    for needle in ('"priceAs"', "tierThresholdTokens", "agentstudy metrics", "x 18", "x 4.5", "sign-flip", "--format json"):
+    for needle in ('"priceAs"', "tierThresholdTokens", "agentstudy metrics", "x 18", "x 4.5", "sign-flip",
+                   "--format json"):
         assert needle in result.stdout
 
 
