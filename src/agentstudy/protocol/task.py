@@ -27,7 +27,7 @@ _TEXT_CONTROLS_ALLOWED = frozenset("\t\n")
 
 
 def control_character(value: str, *, text: bool) -> str | None:
-    """The first forbidden character of ``value`` as ``U+XXXX``, or ``None``.
+    """The first forbidden character of ``value`` as its code point (``"U+0007"`` for BEL), or ``None``.
 
     Forbidden everywhere: control characters (``Cc``: NUL, C0, DEL, C1), format characters
     (``Cf``), line and paragraph separators and lone surrogates. ``text=True`` (a question, an
