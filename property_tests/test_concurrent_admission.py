@@ -9,11 +9,12 @@ admitted after a stop; spent = settled charges + open reservations at every chec
 ``test_the_walk_keeps_its_invariants_at_every_checkpoint`` runs the real ``ConcurrentWalk``
 (real worker threads, random outcomes, charges and small delays) with a store that checks, at
 every checkpoint, the same invariants, that no child starts before its reservation is on disk,
-that at most N reservations are open, and that observations come in admission order.
+that at most N children run at once, and that observations come in admission order.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from decimal import Decimal
 from typing import Any, cast
@@ -25,6 +26,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from agentstudy.fsm.run import RunMachine
 from agentstudy.io.ledger_journal import JournaledLedger
 from agentstudy.pricing.budget import Budget, reservation_for, settle_attempt
+from agentstudy.protocol.ledger_concurrency import concurrency_problems
 from agentstudy.protocol.records import CliObservation, MinimalLedger
 from agentstudy.protocol.schedule import ScheduleEntry
 from agentstudy.runners.concurrent_walk import ConcurrentWalk
@@ -49,7 +51,7 @@ class AdmissionMachine(RuleBasedStateMachine):
         self.charges = Decimal(0)
         self.stopped = False
 
-    @precondition(lambda self: len(self.flying) < self.width)
+    @precondition(lambda self: len(self.flying) - len(self.done) < self.width)  # a finished attempt frees its slot
     @rule()
     def admit(self) -> None:
         if not (self.run.may_admit() and self.budget.fits(self.limit)):
@@ -115,6 +117,8 @@ class _CheckingStore:
         self.reservation, self.width, self.cap, self.limit = reservation, width, cap, limit
         self.walk: ConcurrentWalk | None = None
         self.on_disk: set[tuple[str, str, int]] = set()
+        self.running, self.peak_running = 0, 0
+        self.lock = threading.Lock()
         self.admissions, self.admissions_at_stop = 0, None
         self.checkpoints = 0
 
@@ -122,7 +126,6 @@ class _CheckingStore:
         assert self.walk is not None
         self.checkpoints += 1
         opened = ledger.open_reservations or []
-        assert len(opened) <= self.width
         charged = sum((Decimal(str(o.charged_usd)) for o in ledger.observations), Decimal(0))
         budget = self.walk.budget
         assert budget.spent == charged + self.reservation * len(opened)
@@ -155,7 +158,12 @@ def test_the_walk_keeps_its_invariants_at_every_checkpoint(
         key = (entry.task_id, entry.scenario, entry.repetition)
         assert key in store.on_disk, "a child started before its reservation was on disk"
         status, cost, delay_ms = plan[int(entry.task_id[1:])]
+        with store.lock:
+            store.running += 1
+            store.peak_running = max(store.peak_running, store.running)
         time.sleep(delay_ms / 1000)
+        with store.lock:
+            store.running -= 1
         return CliAttemptResult(status=cast(Any, status), reported_cost_usd=cost, computed_cost=None,
                                 setup_problems=(), cost_problem=None, exit_code=0, wall_time_ms=delay_ms, fields={})
 
@@ -168,7 +176,7 @@ def test_the_walk_keeps_its_invariants_at_every_checkpoint(
     run = RunMachine(len(schedule), "cli")
     run.begin()
     ledger = MinimalLedger.model_construct(observations=[], open_reservations=None, concurrency=None,
-                                           stop_reason=None)
+                                           stop_reason=None, transport="cli", open_reservation=None)
     walk = ConcurrentWalk(run=run, ledger=ledger, store=cast(JournaledLedger, store), concurrency=width, cap=cap,
                           limit=limit, reservation=reservation_for(limit), run_attempt=run_attempt,
                           make_observation=observe, progress=SilentProgress())
@@ -178,10 +186,12 @@ def test_the_walk_keeps_its_invariants_at_every_checkpoint(
     order = [int(o.task_id[1:]) for o in result.observations]
     assert order == list(range(len(order)))  # admission (= schedule) order
     assert walk.peak_in_flight <= width
+    assert store.peak_running <= width  # at most N children at once, counted inside the children
+    assert list(concurrency_problems(ledger)) == []  # none started after a stopping one ended; <= N at once
     statuses = [o.status for o in result.observations]
     first = next((i for i, s in enumerate(statuses) if s != "completed"), None)
     if first is not None:
-        assert len(statuses) - 1 - first <= width - 1  # only attempts already in flight follow it
+        assert store.admissions_at_stop is not None
         assert ledger.stop_reason == f"attempt {first + 1} ended {statuses[first]}"
     elif len(statuses) < len(schedule):
         assert ledger.stop_reason is not None

@@ -29,8 +29,10 @@ redaction), at every checkpoint.
    reservation's included; every observation of the ledger's transport, with a status of it;
    at most ``plannedAttempts``; no observation after one that stops the run (cli: anything but
    ``completed``; http: ``failed``, ``budget-exceeded``) — in a concurrent run (``concurrency``,
-   issue 19) at most ``concurrency - 1`` after it (those already in flight), every entry of
-   ``openReservations`` counted in ``spent`` and at most ``concurrency`` of them; the status consistent with them:
+   issue 19) no observation started (``startedAt``) after the earliest ``endedAt`` of one that
+   stops the run, never more than ``concurrency`` attempts ran at once (their ``startedAt`` ..
+   ``endedAt`` intervals), and every entry of ``openReservations`` is counted in ``spent``; the
+   status consistent with them:
    ``running`` has no ``finishedAt`` and no ``stopReason`` (a crashed run: honest, it verifies);
    ``blocked`` has both; ``awaiting-adjudication`` has ``finishedAt``, no ``stopReason``, no
    open reservation, and every planned attempt observed and ``completed``; and ``rehearsal``
@@ -57,7 +59,6 @@ from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 
-from agentstudy.fsm.run import HTTP_STOPPING_STATUSES
 from agentstudy.protocol.controlled.contracts import describe_validation_error
 from agentstudy.protocol.controlled.hashing import (
     CONTENT_HASH_ALGO,
@@ -65,6 +66,7 @@ from agentstudy.protocol.controlled.hashing import (
     parse_json_text,
     sha256_normalized_v1,
 )
+from agentstudy.protocol.ledger_concurrency import concurrency_problems, continues
 from agentstudy.protocol.records import MinimalLedger, OpenReservation
 from agentstudy.protocol.study_arms import SCENARIOS
 from agentstudy.stream.outcome import CLI_STATUSES
@@ -245,10 +247,6 @@ def is_loopback_http(url: str | None) -> bool:
         return False
 
 
-def _continues(transport: str, status: str) -> bool:
-    return status == "completed" if transport == "cli" else status not in HTTP_STOPPING_STATUSES
-
-
 def _invariant_problems(ledger: MinimalLedger, document: Mapping[str, Any]) -> Iterator[str]:
     raw = document["observations"]
     seen: set[tuple[str, str, int]] = set()
@@ -263,9 +261,9 @@ def _invariant_problems(ledger: MinimalLedger, document: Mapping[str, Any]) -> I
             yield f"{name}: a second observation of {identity[0]} {identity[1]} repetition {identity[2]}"
         seen.add(identity)
         if (ledger.concurrency is None and index < len(ledger.observations) - 1
-                and not _continues(ledger.transport, observation.status)):
+                and not continues(ledger.transport, observation.status)):
             yield f"{name}: the run goes on after an attempt that ended {observation.status}"
-    yield from _concurrency_problems(ledger)
+    yield from concurrency_problems(ledger)
     for where, opened in _open_reservations(ledger):
         if (opened.task_id, opened.scenario, opened.repetition) in seen:
             yield (f"{where}: {opened.task_id} {opened.scenario} repetition {opened.repetition} "
@@ -283,28 +281,6 @@ def _open_reservations(ledger: MinimalLedger) -> list[tuple[str, OpenReservation
     found = [("openReservation", ledger.open_reservation)] if ledger.open_reservation is not None else []
     found += [(f"openReservations[{i}]", r) for i, r in enumerate(ledger.open_reservations or [])]
     return found
-
-
-def _concurrency_problems(ledger: MinimalLedger) -> Iterator[str]:
-    """A concurrent run's rules (issue 19): its open reservations fit its concurrency, and after the first
-    attempt that stopped the run only attempts already in flight (at most concurrency - 1) are observed."""
-    width = ledger.concurrency
-    if width is None:
-        if ledger.open_reservations is not None:
-            yield "openReservations without concurrency (only a concurrent run keeps a list)"
-        return
-    if width < 1:
-        yield f"concurrency {width} is not a positive number of attempts"
-        return
-    if ledger.open_reservation is not None:
-        yield "a concurrent run keeps its open reservations in openReservations, not openReservation"
-    if len(ledger.open_reservations or []) > width:
-        yield f"{len(ledger.open_reservations or [])} open reservations at concurrency {width}"
-    ended = [o.status for o in ledger.observations]
-    first = next((i for i, status in enumerate(ended) if not _continues(ledger.transport, status)), None)
-    if first is not None and len(ended) - 1 - first > width - 1:
-        yield (f"observations[{first}]: the run admitted attempts after it ended {ended[first]} "
-               f"({len(ended) - 1 - first} observed after it at concurrency {width})")
 
 
 def _arm_problems(ledger: MinimalLedger) -> Iterator[str]:

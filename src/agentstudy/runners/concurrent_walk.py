@@ -6,9 +6,11 @@ threads only run children (``run_cli_attempt``) and compute each outcome with th
 it (``RunMachine.may_admit``: no stopping outcome seen, no stop asked) and its full limit fits
 under the cap with every open reservation counted (``Budget.fits``: ``spent`` holds them); its
 reservation is journaled (fsync'd, ``openReservations``) before its child starts. Outcomes are
-recorded in admission order: an attempt that finishes early waits, its reservation still open
-and its slot still taken, until every earlier one is recorded — so at most N reservations are
-ever open, and at most N children run. The first stopping outcome (cli: anything but
+recorded in admission order: an attempt that finishes early gives its slot to the next
+admission at once (at most N children run), but its outcome waits, its reservation still open
+and counted against the cap, until every earlier one is recorded — so a slow attempt never
+idles the other slots, and the cap check stays conservative (a finished attempt's money is
+released only when it is recorded). The first stopping outcome (cli: anything but
 ``completed``) stops admission as soon as it is known; attempts already running finish and are
 recorded, and the run ends ``blocked`` naming that attempt. When the limit does not fit, the
 walk waits for running attempts to settle (their charges may free room) and ends when nothing
@@ -22,6 +24,7 @@ children and leaves the unsettled reservations open (charged in full) in the led
 
 from __future__ import annotations
 
+import threading
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -76,12 +79,6 @@ class WalkResult:
     observations: list[CliObservation]
 
 
-def _run_one(run_attempt: AttemptRunner, entry: ScheduleEntry, reservation: Decimal) -> Outcome:
-    started = now_iso()
-    result = run_attempt(entry)
-    computed = result.computed_cost.usd if result.computed_cost else None
-    status, charged = settle_attempt(result.status, reservation, result.reported_cost_usd, computed)
-    return Outcome(result, status, charged, started, now_iso())
 
 
 class ConcurrentWalk:
@@ -108,8 +105,11 @@ class ConcurrentWalk:
         self.observations: list[CliObservation] = []
         self.flights: deque[_Flight] = deque()
         self.peak_in_flight = 0
-        """The most attempts ever admitted and not yet recorded at once (never above ``concurrency``)."""
+        """The most children ever running at once (never above ``concurrency``)."""
         ledger.concurrency, ledger.open_reservations = concurrency, []
+        self._clock = threading.Lock()
+        self._stopping_outcome_ended = False
+        """Set by a worker, under ``_clock``, when its attempt ended with an outcome that stops the run."""
 
     def walk(self, schedule: tuple[ScheduleEntry, ...]) -> WalkResult:
         """Run the walk to its end; the ledger's ``stopReason`` names why it ended early.
@@ -136,7 +136,7 @@ class ConcurrentWalk:
         return WalkResult(self.budget, self.tally, self.observations)
 
     def _admit(self, pending: deque[tuple[int, ScheduleEntry]], pool: ThreadPoolExecutor) -> None:
-        while pending and len(self.flights) < self.concurrency:
+        while pending and self._running() < self.concurrency:
             if stop_signal() is not None:
                 self.run.stop_admission()
             if not self.run.may_admit():
@@ -145,6 +145,10 @@ class ConcurrentWalk:
                 if not self.flights:
                     self.run.stop_admission()
                 return
+            with self._clock:  # no attempt starts after a stopping outcome has ended (ledger_integrity checks it)
+                if self._stopping_outcome_ended:
+                    return
+                started = now_iso()
             index, entry = pending.popleft()
             attempt = AttemptMachine()
             attempt.reserve()
@@ -158,14 +162,28 @@ class ConcurrentWalk:
             attempt.start(checkpointed=True)
             where = AttemptProgress(index, self.run.planned, entry.task_id, entry.scenario, entry.repetition)
             self.progress.attempt_started(where)
-            future = pool.submit(_run_one, self.run_attempt, entry, self.reservation)
+            future = pool.submit(self._run_one, entry, started)
             self.flights.append(_Flight(index, entry, where, attempt, future))
-            self.peak_in_flight = max(self.peak_in_flight, len(self.flights))
+            self.peak_in_flight = max(self.peak_in_flight, self._running())
+
+    def _run_one(self, entry: ScheduleEntry, started: str) -> Outcome:
+        """A worker's part: run the child and settle it (pure), then stamp its end under ``_clock``."""
+        result = self.run_attempt(entry)
+        computed = result.computed_cost.usd if result.computed_cost else None
+        status, charged = settle_attempt(result.status, self.reservation, result.reported_cost_usd, computed)
+        with self._clock:
+            ended = now_iso()
+            if self.run.stops(status):
+                self._stopping_outcome_ended = True
+        return Outcome(result, status, charged, started, ended)
+
+    def _running(self) -> int:
+        return sum(not flight.future.done() for flight in self.flights)
 
     def _wait_and_record(self) -> None:
         running = [flight.future for flight in self.flights if not flight.future.done()]
         if running and not self.flights[0].future.done():
-            wait(running, timeout=WAIT_SLICE_S, return_when=FIRST_COMPLETED)
+            wait(running, timeout=WAIT_SLICE_S, return_when=FIRST_COMPLETED)  # a freed slot admits the next
         for flight in self.flights:
             if flight.future.done() and flight.future.exception() is None:
                 self.run.halt(flight.index, flight.future.result().status)
