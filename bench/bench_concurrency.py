@@ -62,6 +62,7 @@ def run_level(level: int, latency_ms: int, scratch: Path) -> dict[str, Any]:
                "--rehearsal", "--transport", "cli", *roots, "--output", str(ledger), "--model", "claude-haiku-5-5",
                "--budget-usd", "10", "--concurrency", str(level), "--rehearsal-latency-ms", str(latency_ms)]
     peak = 0
+    load_before = os.getloadavg()[0]
     started = time.monotonic()
     child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     done = threading.Event()
@@ -79,7 +80,8 @@ def run_level(level: int, latency_ms: int, scratch: Path) -> dict[str, Any]:
     done.set()
     sampler.join()
     row: dict[str, Any] = {"concurrency": level, "wallSeconds": round(wall, 2), "peakRssMb": round(peak / 2**20, 1),
-                           "exitCode": child.returncode}
+                           "exitCode": child.returncode, "loadAverage1mBefore": round(load_before, 2),
+                           "loadAverage1mAfter": round(os.getloadavg()[0], 2)}
     if not ledger.exists():
         row["problem"] = stderr.decode(errors="replace").strip().splitlines()[-1:] or ["no ledger"]
         return row
