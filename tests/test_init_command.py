@@ -124,3 +124,31 @@ def test_an_existing_study_file_is_never_overwritten(tmp_path: Path) -> None:
     assert done.returncode == 2 and "never overwrites" in done.stderr
     assert existing.read_text(encoding="utf-8") == "mine\n"
     assert sorted(p.name for p in existing.parent.iterdir()) == ["study.json"]
+
+
+def test_a_directory_that_cannot_be_written_is_refused_before_the_server_starts(tmp_path: Path) -> None:
+    repo = _repository(tmp_path / "repo")
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x\n", encoding="utf-8")
+    started = tmp_path / "server-started"
+    server = f"{sys.executable} -c \"open('{started}', 'w')\""
+    done = run_agentstudy("init", str(blocker / "study"), f"--repo=r={repo}", "--containment", "restricted",
+                          "--mcp-command", server)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip() == f"agentstudy: error: cannot write {blocker / 'study'}: {blocker} is not a directory"
+    assert not started.exists()  # refused before any server process ran
+
+
+def test_a_dirty_checkout_is_pinned_at_head_with_a_warning(tmp_path: Path) -> None:
+    repo = _repository(tmp_path / "repo")
+    (repo / "notes.txt").write_text("Changed, not committed.\n", encoding="utf-8")
+    server = f"{sys.executable} -m agentstudy.rehearsal.mcp_server --root {{root}} --pin {{pin}}"
+    done = run_agentstudy("init", str(tmp_path / "study"), f"--repo=r={repo}", "--containment", "restricted",
+                          "--mcp-command", server)
+    assert done.returncode == 0, done.stderr
+    pin = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], check=True, capture_output=True,
+                         text=True).stdout.strip()
+    assert (f"agentstudy: warning: --repo r has uncommitted or untracked changes; the study pins HEAD {pin[:12]}"
+            in done.stderr)
+    study = json.loads((tmp_path / "study" / "study.json").read_text(encoding="utf-8"))
+    assert pin in json.dumps(study)

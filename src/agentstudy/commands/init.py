@@ -13,7 +13,7 @@ import click
 
 from agentstudy.commands.common import fail, stops_on_signals
 from agentstudy.commands.containment_options import containment_mode, containment_option
-from agentstudy.io.git import GitError, head, list_tree, read_blobs, toplevel
+from agentstudy.io.git import GitError, head, is_clean, list_tree, read_blobs, toplevel
 from agentstudy.io.ledger_store import OutputExistsError, OutputPathError, create_new_file
 from agentstudy.io.signals import raise_if_stopped
 from agentstudy.protocol.corpus_filter import is_public_blob
@@ -53,6 +53,18 @@ def _repositories(values: tuple[str, ...]) -> dict[str, Path]:
     if not found:
         fail("give at least one --repo NAME=PATH")
     return found
+
+
+def _check_writable(directory: Path) -> None:
+    """Exit 2 before any server starts when DIRECTORY cannot be created or written (its nearest existing
+    ancestor must be a writable directory)."""
+    existing = directory.absolute()
+    while not os.path.lexists(existing) and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        fail(f"cannot write {directory}: {existing} is not a directory")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        fail(f"cannot write {directory}: {existing} is not writable")
 
 
 def _example_source(checkout: Path, pin: str) -> tuple[str, str | None] | None:
@@ -132,6 +144,7 @@ def init(directory: Path, repos: tuple[str, ...], mcp_command: str, server_name:
     for path in (study_path, tools_path):
         if os.path.lexists(path):
             fail(f"{path} exists; init never overwrites it (choose another DIRECTORY)")
+    _check_writable(directory)
     roots = _repositories(repos)
     command = _command(mcp_command)
     name = server_name or server_name_for(command)
@@ -150,11 +163,15 @@ def init(directory: Path, repos: tuple[str, ...], mcp_command: str, server_name:
         try:
             pin = head(checkout)
             source = _example_source(checkout, pin)
+            clean = is_clean(checkout)
         except GitError as error:
             fail(f"--repo {repository}: {error}")
         if source is None:
             fail(f"--repo {repository}: no public text file at HEAD {pin[:12]} to write an example task about")
         pinned[repository] = (pin, *source)
+        if not clean:
+            click.echo(f"agentstudy: warning: --repo {repository} has uncommitted or untracked changes; the study "
+                       f"pins HEAD {pin[:12]}, which does not hold them", err=True)
     first = next(iter(roots))
     try:
         inspection = inspect_server(replace(spec, sandbox_binds=sandbox_binds), first, roots[first],
