@@ -184,6 +184,11 @@ def test_a_rehearsal_from_the_example_study_file_names_arms_and_server(rehearsal
     assert report.exit_code == 0, report.output
     assert "Repository tools + doc-bridge MCP" in report.stdout and "doc-bridge" in report.stdout
     assert PLANTED_KEY not in result.output + output.read_text(encoding="utf-8")
+    html = _invoke(["report", str(output), "--format", "html"])
+    assert html.exit_code == 0, html.output
+    plots = html.stdout[html.stdout.index('id="plot-'):]
+    assert "R = Repository tools only, D = Repository tools + doc-bridge MCP" in plots  # the plots use the labels
+    assert "favours Repository tools" in plots and "favours doc-bridge-mcp" not in plots
 
 
 def test_a_ledger_whose_arms_were_edited_does_not_verify(rehearsal: tuple[Result, Path], tmp_path: Path) -> None:

@@ -148,6 +148,10 @@ class Study:
     server_name: str | None = None
     full_attempts: int = 36
 
+    def arm_name(self, scenario: str) -> str:
+        """The short name of ``scenario``'s arm for plots: its study-file label, else the scenario."""
+        return self.arm_labels.get(scenario) or scenario
+
     def scenario_name(self, scenario: str) -> str:
         """How a report names ``scenario``: ``"label (scenario)"`` when the arm has a label, else the scenario."""
         label = self.arm_labels.get(scenario)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import io
 import re
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import matplotlib
 from matplotlib.axes import Axes
@@ -73,11 +73,17 @@ def spread_identical(values: Sequence[float], width: float = 0.25) -> list[float
     return offsets
 
 
-def direction_label(metric: Metric) -> str:
+def direction_label(metric: Metric, names: Mapping[str, str] | None = None) -> str:
     """Which side of a difference axis favours which arm: ``"← favours doc-bridge-mcp · favours
-    repository-only →"`` for the costs (lower favours the treatment), mirrored for correctness."""
+    repository-only →"`` for the costs (lower favours the treatment), mirrored for correctness;
+    ``names`` maps a scenario to the arm's name shown (a study file's labels, issue 18)."""
     low, high = (TREATMENT, BASELINE) if favours(metric) == "lower" else (BASELINE, TREATMENT)
-    return f"← favours {low} · favours {high} →"
+    shown = names or {}
+    return f"← favours {shown.get(low, low)} · favours {shown.get(high, high)} →"
+
+
+def _names(analysis: Analysis) -> dict[str, str]:
+    return {scenario: analysis.study.arm_name(scenario) for scenario in (BASELINE, TREATMENT)}
 
 
 def svg_of(figure: MplFigure, key: str) -> str:
@@ -94,7 +100,8 @@ def svg_of(figure: MplFigure, key: str) -> str:
     return _REF.sub(lambda m: f"{m.group(1)}{key}-{m.group(2)}", text)
 
 
-def _difference_axes(ax: Axes, result: MetricResult, tasks: Sequence[str], show_tasks: bool) -> None:
+def _difference_axes(ax: Axes, result: MetricResult, tasks: Sequence[str], show_tasks: bool,
+                     names: Mapping[str, str]) -> None:
     """A forest panel: one row per task (its difference of arm means), the mean with its interval below."""
     summary, metric = result.task_level, result.metric
     rows = len(tasks)
@@ -102,7 +109,8 @@ def _difference_axes(ax: Axes, result: MetricResult, tasks: Sequence[str], show_
     ax.set_ylim(rows + 0.7, -0.7)
     ax.set_yticks(range(rows + 1), [*tasks, "mean"] if show_tasks else [""] * (rows + 1), fontsize=TEXT_PT)
     ax.set_title(f"{metric.label}, {summary.design}", fontsize=TEXT_PT, loc="left")
-    ax.set_xlabel(f"{TREATMENT} − {BASELINE} ({metric.unit})\n{direction_label(metric)}", fontsize=TEXT_PT)
+    ax.set_xlabel(f"{names[TREATMENT]} − {names[BASELINE]} ({metric.unit})\n{direction_label(metric, names)}",
+                  fontsize=TEXT_PT)
     ax.tick_params(axis="x", labelsize=TEXT_PT)
     if metric.kind == "count":
         ax.xaxis.set_major_locator(MaxNLocator(integer=True, nbins=5))
@@ -152,7 +160,7 @@ def differences_figure(analysis: Analysis) -> Figure:
     grid = figure.subplots(lines, columns, squeeze=False)
     axes = [ax for row in grid for ax in row]
     for index, (ax, result) in enumerate(zip(axes, results, strict=False)):
-        _difference_axes(ax, result, tasks, index % columns == 0)
+        _difference_axes(ax, result, tasks, index % columns == 0, _names(analysis))
     for ax in axes[len(results):]:
         ax.set_visible(False)
     handles, labels = [], []
@@ -164,9 +172,10 @@ def differences_figure(analysis: Analysis) -> Figure:
     if handles:
         figure.legend(handles, labels, loc="outside lower center", ncol=len(handles), fontsize=TEXT_PT,
                       frameon=False)
-    caption = (f"Per-task differences {TREATMENT} − {BASELINE} per metric: each row is a task (each arm's mean "
-               f"over its repetitions, then their difference); the diamond is the mean over tasks with its "
-               f"cluster-bootstrap 95 % interval (seed {analysis.seed}); exploratory.")
+    names = _names(analysis)
+    caption = (f"Per-task differences {names[TREATMENT]} − {names[BASELINE]} per metric: each row is a task "
+               f"(each arm's mean over its repetitions, then their difference); the diamond is the mean over "
+               f"tasks with its cluster-bootstrap 95 % interval (seed {analysis.seed}); exploratory.")
     return Figure("plot-differences", caption, svg_of(figure, "plot-differences"))
 
 
@@ -180,7 +189,8 @@ def _distribution_axes(ax: Axes, analysis: Analysis, metric: Metric) -> None:
         if points:
             ax.hlines(statistics.median(points), position - 0.32, position + 0.32, color="black", linewidth=1.2,
                       zorder=4)
-    labels = [f"{scenario}\n(n = {len(values[scenario])})" for scenario in (BASELINE, TREATMENT)]
+    labels = [f"{analysis.study.arm_name(scenario)}\n(n = {len(values[scenario])})"
+              for scenario in (BASELINE, TREATMENT)]
     ax.set_xticks([0, 1], labels, fontsize=TEXT_PT)
     ax.tick_params(axis="y", labelsize=TEXT_PT)
     if metric.kind == "count":
@@ -223,7 +233,8 @@ def status_figure(analysis: Analysis) -> Figure:
     ax.set_yticks([])
     step = max(1, -(-len(attempts) // 40))
     ax.set_xticks(range(0, len(attempts), step), [str(a.index + 1) for a in attempts][::step], fontsize=TEXT_PT)
-    ax.set_xlabel(f"attempt (execution order); R = {BASELINE}, D = {TREATMENT}", fontsize=TEXT_PT)
+    names = _names(analysis)
+    ax.set_xlabel(f"attempt (execution order); R = {names[BASELINE]}, D = {names[TREATMENT]}", fontsize=TEXT_PT)
     handles = [Patch(color=colour, label=status) for status, colour in seen.items()]
     if handles:
         figure.legend(handles=handles, loc="outside upper center", ncol=min(len(handles), 7), fontsize=TEXT_PT,
