@@ -115,6 +115,8 @@ def run(name: str, out: Path) -> Path:
         target = out / f"{name}.jsonl"
         target.write_text(sanitise(done.stdout, replacements))
         (out / f"{name}.exit").write_text(f"{done.returncode}\n")
+        errors = [line for line in sanitise(done.stderr, replacements).splitlines() if line.startswith("Error:")]
+        (out / f"{name}.stderr").write_text("".join(f"{line}\n" for line in errors))
         sys.stderr.write(f"{name}: exit {done.returncode}\n{sanitise(done.stderr, replacements)[-2000:]}\n")
         if os.environ.get("CAPTURE_DUMP"):
             Path(os.environ["CAPTURE_DUMP"]).write_text(json.dumps(bodies, indent=1))
