@@ -29,7 +29,7 @@ __all__ = ["REHEARSAL_KEY", "REHEARSAL_KEY_ENV", "ResponsesRehearsalServer", "re
 
 REHEARSAL_KEY_ENV = "AGENTSTUDY_REHEARSAL_KEY"
 """The variable the rehearsal provider's ``env_key`` names (never ``OPENAI_API_KEY``)."""
-REHEARSAL_KEY = "rehearsal-dummy-key"  # noqa: S105 - not a credential
+REHEARSAL_KEY = "rehearsal-dummy-key"
 
 
 def responses_policy(body: Mapping[str, Any]) -> ScriptedReply:
@@ -66,6 +66,10 @@ class ResponsesRehearsalServer(RehearsalServer):
                  latency_ms: int = 0) -> None:
         super().__init__(port, fail_with_status=fail_with_status, startup_timeout=startup_timeout,
                          policy=policy, latency_ms=latency_ms)
+
+    def __enter__(self) -> ResponsesRehearsalServer:
+        self.start()
+        return self
 
     @property
     def provider_base_url(self) -> str:

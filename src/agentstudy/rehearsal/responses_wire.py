@@ -15,8 +15,9 @@ underscores) whose ``tools`` are functions named like the server's tools with do
 underscores; the working directory is in a user message as ``<environment_context>`` (not needed: commands
 run in the ``-C`` directory and paths stay relative); tool results come
 back as ``function_call_output {call_id, output}``. The shell stands in for the policy's
-``Grep`` (``grep -rli -- TERM``: ``rg`` is not on an allowlisted PATH) and ``Read`` (``sed -n 1,400p -- PATH``, numbered here), so the
-control arm reads the repository by shell and the treatment arm by the server's tools.
+``Grep`` (``grep -rli -- TERM``: ``rg`` is not on an allowlisted PATH) and ``Read``
+(``sed -n 1,400p -- PATH``, numbered here), so the control arm reads the repository by shell
+and the treatment arm by the server's tools.
 """
 
 from __future__ import annotations
@@ -50,6 +51,11 @@ def _texts(content: Any) -> list[str]:
     if not isinstance(content, list):
         return []
     return [str(c["text"]) for c in content if isinstance(c, Mapping) and isinstance(c.get("text"), str)]
+
+
+def _tools(body: Mapping[str, Any]) -> list[Any]:
+    tools = body.get("tools")
+    return tools if isinstance(tools, list) else []
 
 
 def _mcp_tools(tools: Sequence[Any]) -> dict[str, tuple[str | None, str, Mapping[str, Any]]]:
@@ -128,7 +134,8 @@ def messages_view(body: Mapping[str, Any]) -> dict[str, Any]:
 
     Shapes: ``{"model": str, "messages": [...], "tools": [...]}``. The first user message holds
     the prompt (the last user text not starting with ``<``, e.g. not ``<environment_context>``)
-    and no working directory, so every path the agent uses is relative to the ``-C`` directory; every ``function_call`` becomes an assistant ``tool_use`` and every
+    and no working directory, so every path the agent uses is relative to the ``-C`` directory;
+    every ``function_call`` becomes an assistant ``tool_use`` and every
     ``function_call_output`` a user ``tool_result``. Offered tools: ``Grep`` and ``Read`` when a
     shell tool is offered, plus each MCP tool as ``mcp__<server>__<tool>``.
 
@@ -138,7 +145,7 @@ def messages_view(body: Mapping[str, Any]) -> dict[str, Any]:
     items = body.get("input")
     if not isinstance(items, list) or not items:
         raise ValueError("request body needs a non-empty 'input' list")
-    tools = body.get("tools") if isinstance(body.get("tools"), list) else []
+    tools = _tools(body)
     mcp = _mcp_tools(tools)
     by_codex = {(space, name): messages_name for messages_name, (space, name, _) in mcp.items()}
     prompt = ""
@@ -202,7 +209,7 @@ def response_events(reply: ScriptedReply, body: Mapping[str, Any], response_id: 
     with ``type``): ``response.created``, per output item ``response.output_item.added`` (text
     deltas for messages) and ``response.output_item.done``, then ``response.completed`` whose usage
     (tokens) is the policy's: ``input_tokens``, ``output_tokens``, cached and reasoning details 0."""
-    tools = body.get("tools") if isinstance(body.get("tools"), list) else []
+    tools = _tools(body)
     events: list[dict[str, Any]] = [{"type": "response.created", "response": {"id": response_id}}]
     for index, block in enumerate(reply.content):
         if block.get("type") == "tool_use":
