@@ -26,7 +26,7 @@ from agentstudy.transports.codex_args import CodexMcpServer
 
 ROOT = Path(__file__).resolve().parent.parent
 CODEX = ROOT / ".tools" / "codex" / "node_modules" / ".bin" / "codex"
-SCRATCH = ROOT / ".tools" / "capture-tmp"  # not under /tmp: see rehearsal.codex_run
+SCRATCH = ROOT / ".codex-scratch" / "capture"  # not under /tmp: see rehearsal.codex_run
 PIN = "0" * 40
 PROMPT = "What does the frobnicate flag enable? Cite the file and line."
 FILES = {"README.md": "# Widgets\n\nSome intro text.\n\nThe frobnicate flag enables the widget cache.\n"}
