@@ -23,6 +23,7 @@ from agentstudy.transports.codex_args import (
     codex_arguments,
     codex_environment,
     config_toml,
+    version_problem,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,7 +52,8 @@ def _body(tools: list[dict[str, Any]], *items: dict[str, Any]) -> dict[str, Any]
 
 
 def _calls(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [e["item"] for e in events if e["type"] == "response.output_item.done" and e["item"]["type"] == "function_call"]
+    return [e["item"] for e in events
+            if e["type"] == "response.output_item.done" and e["item"]["type"] == "function_call"]
 
 
 def test_control_turn_one_is_a_shell_search_and_its_output_is_read_back() -> None:
@@ -79,7 +81,7 @@ def test_control_turn_one_is_a_shell_search_and_its_output_is_read_back() -> Non
 def test_treatment_turn_one_calls_the_namespaced_mcp_search_and_usage_is_reported() -> None:
     body = _body([SHELL, NAMESPACE])
     events = response_events(responses_policy(body), body, "r1")
-    assert [e["type"] for e in events][0] == "response.created"
+    assert next(e["type"] for e in events) == "response.created"
     [call] = _calls(events)
     assert (call["namespace"], call["name"], json.loads(call["arguments"])) == \
         ("mcp__doc_bridge", "doc_search", {"query": "frobnicate"})
@@ -164,7 +166,9 @@ def test_real_codex_strict_config_rejects_an_unknown_key_and_version_is_pinned(t
     SCRATCH.mkdir(parents=True, exist_ok=True)
     version = subprocess.run([str(CODEX), "--version"], capture_output=True, text=True, check=True,
                              env={"PATH": os.environ["PATH"], "HOME": str(tmp_path)})
-    assert version.stdout.strip() == "codex-cli 0.171.0"
+    assert version_problem(version.stdout) is None
+    assert version_problem(version.stdout, "0.170.0") == \
+        "codex --version printed 'codex-cli 0.171.0', not 'codex-cli 0.170.0'"
     home = SCRATCH / "strict-home"
     home.mkdir(exist_ok=True)
     good = config_toml(model=REHEARSAL_MODEL, provider=None, mcp=None)

@@ -169,3 +169,10 @@ def test_timeout_and_exit_code_take_precedence_as_for_claude_code() -> None:
     assert codex_outcome(timed_out, transcript, CONTROL).status == "timed-out"
     crashed = ProcessFacts(started=True, timed_out=False, truncated=False, exit_code=3)
     assert codex_outcome(crashed, transcript, CONTROL).problem == "exit code 3"
+
+
+def test_committed_transcripts_hold_no_machine_paths() -> None:
+    for path in sorted(REAL.iterdir()):
+        text = path.read_text()
+        for marker in ("/work/", "/home/", "/root", "/tmp/", "/usr/", ".venv"):
+            assert marker not in text, (path.name, marker)

@@ -18,8 +18,18 @@ import tomli_w
 
 from agentstudy.io.environment import allowlisted_environment
 
-__all__ = ["CODEX_VERSION", "DISABLED_FEATURES", "REHEARSAL_MODEL", "REHEARSAL_PROVIDER", "CodexMcpServer",
-           "RehearsalProvider", "codex_arguments", "codex_environment", "config_toml"]
+__all__ = [
+    "CODEX_VERSION",
+    "DISABLED_FEATURES",
+    "REHEARSAL_MODEL",
+    "REHEARSAL_PROVIDER",
+    "CodexMcpServer",
+    "RehearsalProvider",
+    "codex_arguments",
+    "codex_environment",
+    "config_toml",
+    "version_problem",
+]
 
 CODEX_VERSION = "0.171.0"
 """The pinned Codex CLI version; ``codex --version`` prints ``codex-cli 0.171.0``."""
@@ -35,6 +45,13 @@ DISABLED_FEATURES = (
 )
 """Default-on features of 0.171.0 switched off in every attempt (``[features] NAME = false``);
 sub-agents are off by ``[agents] enabled = false`` (``[features].multi_agent`` is deprecated in 0.171.0)."""
+
+
+def version_problem(line: str, expected: str = CODEX_VERSION) -> str | None:
+    """Why ``codex --version``'s output ``line`` is not the pinned ``codex-cli <expected>``; None when it is."""
+    want = f"codex-cli {expected}"
+    got = line.strip()
+    return None if got == want else f"codex --version printed {got[:80]!r}, not {want!r}"
 
 
 @dataclass(frozen=True)
