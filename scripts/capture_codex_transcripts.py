@@ -65,6 +65,19 @@ def write_first(body: Mapping[str, Any]) -> ScriptedReply:
     return reply
 
 
+def write_by_shell(body: Mapping[str, Any]) -> ScriptedReply:
+    """Try to write a file with the shell first (the read-only sandbox refuses it), then carry on."""
+    reply = responses_policy(body)
+    items = body.get("input")
+    answered = any(isinstance(i, Mapping) and i.get("type") == "function_call_output"
+                   for i in (items if isinstance(items, list) else []))
+    if not answered:
+        return ScriptedReply([{"type": "text", "text": "I will write a note."},
+                              {"type": "tool_use", "id": "call_touch_1", "name": "Bash",
+                               "input": {"command": "touch NOTES.md"}}], "tool_use", reply.usage)
+    return reply
+
+
 SCENARIOS: dict[str, dict[str, Any]] = {
     "control-completed": {},
     "treatment-completed": {"mcp": bundled_server()},
@@ -72,6 +85,7 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     "treatment-cancelled-call": {"mcp": bundled_server(("doc.write",)), "policy": write_first},
     "treatment-all-calls-error": {"mcp": bundled_server(), "policy": erroring_calls},
     "turn-failed": {"fail_with_status": 400},
+    "control-write-refused": {"policy": write_by_shell},
 }
 
 

@@ -97,6 +97,14 @@ def test_real_turn_failed_is_failed_without_usage() -> None:
     assert problem is not None and "turn.failed" in problem and "exit code 1" in problem
 
 
+def test_real_write_refused_by_the_read_only_sandbox_is_a_failed_command_not_a_denial() -> None:
+    lines, _, _ = _real("control-write-refused")
+    transcript = parse_codex_stream(lines)
+    assert transcript.tool_calls["shell:touch"] == 1
+    assert transcript.read_denials == 0
+    assert _judge("control-write-refused", CONTROL) == ("completed", None)
+
+
 def _good() -> list[str]:
     return (REAL / "control-completed.jsonl").read_text().splitlines()
 

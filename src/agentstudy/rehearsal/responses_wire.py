@@ -193,8 +193,8 @@ def _function_call(block: Mapping[str, Any], tools: Sequence[Any]) -> dict[str, 
     item: dict[str, Any] = {"type": "function_call", "id": f"fc_{block['id']}", "call_id": block["id"],
                             "status": "completed"}
     shell = _shell_name(tools)
-    if name in ("Grep", "Read") and shell is not None:
-        command = shell_command(name, tool_input)
+    if name in ("Grep", "Read", "Bash") and shell is not None:
+        command = str(tool_input["command"]) if name == "Bash" else shell_command(name, tool_input)
         arguments: dict[str, Any] = {"cmd": command} if shell == "exec_command" \
             else {"command": ["bash", "-lc", command]}
         return {**item, "name": shell, "arguments": json.dumps(arguments)}
