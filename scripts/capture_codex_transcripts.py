@@ -52,40 +52,32 @@ def erroring_calls(body: Mapping[str, Any]) -> ScriptedReply:
     return reply
 
 
-def write_first(body: Mapping[str, Any]) -> ScriptedReply:
-    """Call ``doc.write`` (annotated destructive: exec mode's approval gate refuses it) once, then carry on."""
-    reply = responses_policy(body)
-    items = body.get("input")
-    answered = any(isinstance(i, Mapping) and i.get("type") == "function_call_output"
-                   for i in (items if isinstance(items, list) else []))
-    if not answered:
-        return ScriptedReply([{"type": "text", "text": "I will try the write tool."},
-                              {"type": "tool_use", "id": "call_write_1", "name": "mcp__doc_bridge__doc_write",
-                               "input": {"path": "NOTES.md", "text": "x"}}], "tool_use", reply.usage)
-    return reply
-
-
-def write_by_shell(body: Mapping[str, Any]) -> ScriptedReply:
-    """Try to write a file with the shell first (the read-only sandbox refuses it), then carry on."""
-    reply = responses_policy(body)
-    items = body.get("input")
-    answered = any(isinstance(i, Mapping) and i.get("type") == "function_call_output"
-                   for i in (items if isinstance(items, list) else []))
-    if not answered:
-        return ScriptedReply([{"type": "text", "text": "I will write a note."},
-                              {"type": "tool_use", "id": "call_touch_1", "name": "Bash",
-                               "input": {"command": "touch NOTES.md"}}], "tool_use", reply.usage)
-    return reply
+def first_call(intro: str, name: str, tool_input: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], ScriptedReply]:
+    """The careful agent, but its first turn calls ``name`` with ``tool_input`` (in the policy's
+    Messages view: ``Bash`` runs a shell command, ``mcp__doc_bridge__doc_write`` the write tool)."""
+    def policy(body: Mapping[str, Any]) -> ScriptedReply:
+        reply = responses_policy(body)
+        items = body.get("input")
+        if any(isinstance(i, Mapping) and i.get("type") == "function_call_output"
+               for i in (items if isinstance(items, list) else [])):
+            return reply
+        return ScriptedReply([{"type": "text", "text": intro},
+                              {"type": "tool_use", "id": "call_first_1", "name": name, "input": dict(tool_input)}],
+                             "tool_use", reply.usage)
+    return policy
 
 
 SCENARIOS: dict[str, dict[str, Any]] = {
     "control-completed": {},
     "treatment-completed": {"mcp": bundled_server()},
     "treatment-required-server-fails": {"mcp": bundled_server(broken=True)},
-    "treatment-cancelled-call": {"mcp": bundled_server(("doc.write",)), "policy": write_first},
+    "treatment-cancelled-call": {
+        "mcp": bundled_server(("doc.write",)),
+        "policy": first_call("I will try the write tool.", "mcp__doc_bridge__doc_write",
+                             {"path": "NOTES.md", "text": "x"})},
     "treatment-all-calls-error": {"mcp": bundled_server(), "policy": erroring_calls},
     "turn-failed": {"fail_with_status": 400},
-    "control-write-refused": {"policy": write_by_shell},
+    "control-write-refused": {"policy": first_call("I will write a note.", "Bash", {"command": "touch NOTES.md"})},
 }
 
 
