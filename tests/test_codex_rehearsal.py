@@ -99,6 +99,18 @@ def test_failed_shell_command_is_an_error_result() -> None:
     assert result["is_error"] is True
 
 
+def test_older_shell_tool_gets_an_argv_and_other_commands_pass_through_as_bash() -> None:
+    old_shell = {"type": "function", "name": "shell", "parameters": {"type": "object"}}
+    body = _body([old_shell])
+    [call] = _calls(response_events(responses_policy(body), body, "r1"))
+    assert json.loads(call["arguments"]) == {"command": ["bash", "-lc", "grep -rli -- frobnicate"]}
+    own = {"type": "function_call", "name": "exec_command", "call_id": "c9", "arguments": '{"cmd": "ls -la"}'}
+    view = messages_view(_body([SHELL], own))
+    assert view["messages"][-1]["content"][0]["name"] == "Bash"
+    assert view["messages"][-1]["content"][0]["input"] == {"command": "ls -la"}
+    assert [t["name"] for t in view["tools"]] == ["Grep", "Read"]
+
+
 def test_empty_input_is_rejected() -> None:
     with pytest.raises(ValueError, match="non-empty 'input'"):
         messages_view({"model": "m", "input": []})
