@@ -54,5 +54,19 @@ if [ ! -f "$filesystem_pkg" ] \
   (cd "$filesystem_dir" && npm install --no-audit --no-fund --loglevel=error \
       "@modelcontextprotocol/server-filesystem@${SERVER_FILESYSTEM_VERSION}")
 fi
+# --- OpenAI Codex CLI (issue 21): pinned by the committed lockfile scripts/codex/package-lock.json,
+# installed with `npm ci` into .tools/codex (idempotent: skipped when the pinned version answers).
+CODEX_VERSION="0.171.0"
+codex=.tools/codex/node_modules/.bin/codex
+if [ ! -x "$codex" ] || [ "$("$codex" --version 2>/dev/null)" != "codex-cli ${CODEX_VERSION}" ]; then
+  mkdir -p .tools/codex
+  cp scripts/codex/package.json scripts/codex/package-lock.json .tools/codex/
+  (cd .tools/codex && npm ci --no-audit --no-fund --loglevel=error)
+fi
+if [ "$("$codex" --version 2>/dev/null)" != "codex-cli ${CODEX_VERSION}" ]; then
+  echo "setup: $codex --version did not print codex-cli ${CODEX_VERSION}" >&2
+  exit 1
+fi
+# --- end Codex block
 echo "setup: $(.venv/bin/python --version), claude $("$claude" --version), $(bwrap --version 2>/dev/null || echo 'no bubblewrap')," \
-  "$(chromium --version 2>/dev/null | head -n 1 || echo 'no chromium'), server-filesystem $(node -p "require('./$filesystem_pkg').version")"
+  "$(chromium --version 2>/dev/null | head -n 1 || echo 'no chromium'), server-filesystem $(node -p "require('./$filesystem_pkg').version"), $("$codex" --version)"

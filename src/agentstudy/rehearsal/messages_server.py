@@ -90,9 +90,16 @@ class RehearsalServer:
     each :class:`RequestRecord` notes ``answered_after_ms``. Use as ``with RehearsalServer() as
     server: ... server.base_url``.
 
+    Subclasses serve another wire format by overriding :attr:`route_path`, :attr:`thread_name`
+    and :meth:`_answer` (``rehearsal.responses_server`` does, for Codex; issue 21).
+
     Raises:
         ValueError: ``fail_with_status`` is no HTTP error status, or ``latency_ms`` is negative.
     """
+
+    route_path = "/v1/messages"
+    """The one POST path answered."""
+    thread_name = "rehearsal-messages-server"
 
     def __init__(self, port: int = 0, *, fail_with_status: int | None = None,
                  startup_timeout: float = 10.0,
@@ -113,7 +120,7 @@ class RehearsalServer:
         self._socket: socket.socket | None = None
         self._bound_port: int | None = None
         self.app = Starlette(
-            routes=[Route("/v1/messages", self._messages, methods=["POST"])],
+            routes=[Route(self.route_path, self._messages, methods=["POST"])],
             exception_handlers={404: self._not_found, 405: self._not_found},
         )
         if fail_with_status is not None:
@@ -146,7 +153,7 @@ class RehearsalServer:
                                 timeout_graceful_shutdown=5)
         self._server = _Server(config)
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]},
-                                        name="rehearsal-messages-server", daemon=True)
+                                        name=self.thread_name, daemon=True)
         self._thread.start()
         if not self._server.ready.wait(self._startup_timeout) or not self._server.started:
             self.stop()
@@ -178,7 +185,7 @@ class RehearsalServer:
             path=request.url.path,
             model=data["model"] if isinstance(data.get("model"), str) else None,
             stream=data.get("stream") is True,
-            message_count=len(data["messages"]) if isinstance(data.get("messages"), list) else 0,
+            message_count=next((len(data[k]) for k in ("messages", "input") if isinstance(data.get(k), list)), 0),
             tool_names=tuple(t["name"] for t in (tools if isinstance(tools, list) else [])
                              if isinstance(t, dict) and isinstance(t.get("name"), str)),
             has_x_api_key="x-api-key" in request.headers,
@@ -212,6 +219,10 @@ class RehearsalServer:
             self._log(request, body, 400)
             return JSONResponse(error_body(400, str(error)), status_code=400)
         self._log(request, body, 200, arrived)
+        return self._answer(body, reply)
+
+    def _answer(self, body: dict[str, Any], reply: ScriptedReply) -> Response:
+        """The HTTP answer carrying ``reply`` to the validated request ``body``."""
         model, message_id = body["model"], f"msg_rehearsal_{uuid.uuid4().hex[:24]}"
         headers = {"request-id": f"req_rehearsal_{uuid.uuid4().hex[:24]}"}
         if body.get("stream") is not True:
