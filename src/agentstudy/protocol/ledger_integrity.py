@@ -178,6 +178,7 @@ def _money_problems(document: Mapping[str, Any]) -> Iterator[str]:
     yield from amounts(document.get("budget"), ("cap", "spent", "reserved", "measured"), "budget")
     yield from amounts(document.get("prices"), ("input", "output"), "prices")
     yield from amounts(document.get("cli"), ("attemptBudgetUsd",), "cli")
+    yield from amounts(document.get("http"), ("attemptBudgetUsd",), "http")
     yield from amounts(document.get("openReservation"), ("reservedUsd", "chargedUsd"), "openReservation")
     listed = document.get("openReservations")
     for index, each in enumerate(listed if isinstance(listed, list) else []):
