@@ -30,6 +30,7 @@ from agentstudy.protocol.ledger_concurrency import concurrency_problems
 from agentstudy.protocol.records import CliObservation, MinimalLedger
 from agentstudy.protocol.schedule import ScheduleEntry
 from agentstudy.runners.concurrent_walk import ConcurrentWalk
+from agentstudy.runners.minimal import cli_port
 from agentstudy.runners.progress import SilentProgress
 from agentstudy.transports.cli import CliAttemptResult
 
@@ -115,7 +116,7 @@ class _CheckingStore:
 
     def __init__(self, reservation: Decimal, width: int, cap: Decimal, limit: Decimal) -> None:
         self.reservation, self.width, self.cap, self.limit = reservation, width, cap, limit
-        self.walk: ConcurrentWalk | None = None
+        self.walk: ConcurrentWalk[CliAttemptResult, CliObservation] | None = None
         self.on_disk: set[tuple[str, str, int]] = set()
         self.running, self.peak_running = 0, 0
         self.lock = threading.Lock()
@@ -178,8 +179,8 @@ def test_the_walk_keeps_its_invariants_at_every_checkpoint(
     ledger = MinimalLedger.model_construct(observations=[], open_reservations=None, concurrency=None,
                                            stop_reason=None, transport="cli", open_reservation=None)
     walk = ConcurrentWalk(run=run, ledger=ledger, store=cast(JournaledLedger, store), concurrency=width, cap=cap,
-                          limit=limit, reservation=reservation_for(limit), run_attempt=run_attempt,
-                          make_observation=observe, progress=SilentProgress())
+                          limit=limit, reservation=reservation_for(limit),
+                          port=cli_port(run_attempt, observe, reservation_for(limit)), progress=SilentProgress())
     store.walk = walk
     result = walk.walk(schedule)
     assert ledger.open_reservations == []

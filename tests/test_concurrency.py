@@ -134,14 +134,6 @@ def test_concurrency_one_writes_the_sequential_ledger(
     assert all("startedAt" not in o and "endedAt" not in o for o in document["observations"])
 
 
-def test_concurrency_with_the_http_transport_is_refused(study: ExampleStudy, tmp_path: Path) -> None:
-    result = CliRunner().invoke(main, ["minimal", "--manifest", str(study.manifest_path), "--pilot",
-                                       "--rehearsal", "--concurrency", "2", "--output", str(tmp_path / "l.json")])
-    assert result.exit_code == 2
-    assert "--concurrency above 1 needs --transport cli" in result.output
-    assert not (tmp_path / "l.json").exists()
-
-
 def test_verification_holds_a_concurrent_ledger_to_its_width(
     study: ExampleStudy, fake_claude: FakeClaude, tmp_path: Path
 ) -> None:

@@ -81,7 +81,8 @@ MAX_CONCURRENCY = 32
 @click.option("--model", envvar="STUDY_MODEL", help="Model id. [env: STUDY_MODEL]")
 @click.option("--budget-usd", envvar="STUDY_BUDGET_USD", help="Cumulative cap in USD. [env: STUDY_BUDGET_USD]")
 @click.option("--claude-bin", help="Claude Code executable (default: AGENTSTUDY_CLAUDE_BIN, pinned install, PATH).")
-@click.option("--attempt-budget-usd", default="0.10", show_default=True, help="Per-attempt limit in USD (cli).")
+@click.option("--attempt-budget-usd", default="0.10", show_default=True,
+              help="Per-attempt limit in USD (cli; http with --concurrency above 1).")
 @click.option("--cli-version", default="2.1.296", show_default=True, help="Expected `claude --version` (cli).")
 @click.option("--api-base-url", default=DEFAULT_BASE_URL, show_default=True,
               help="Messages API base URL (http); the key is read from ANTHROPIC_API_KEY only.")
@@ -97,8 +98,9 @@ MAX_CONCURRENCY = 32
 @click.option("--rehearsal-latency-ms", type=click.IntRange(0, 600_000), default=0, show_default=True,
               help="With --rehearsal: the scripted server answers every request after this many ms (issue 19).")
 @click.option("--concurrency", type=click.IntRange(1, MAX_CONCURRENCY), default=1, show_default=True,
-              help="Attempts in flight at once (cli transport; issue 19). Each is admitted only if its full limit "
-                   "fits under the cap with every open reservation counted; 1 is the sequential walk.")
+              help="Attempts in flight at once (both transports; issue 19). Each is admitted only if its full "
+                   "--attempt-budget-usd fits under the cap with every open reservation counted (http: the "
+                   "attempt's requests then reserve within that limit); 1 is the sequential walk.")
 @containment_option
 @cli_base_url_option
 @mcp_options
@@ -165,8 +167,6 @@ def minimal(
         fail(str(error))
     if pilot and full:
         fail("--pilot and --run are mutually exclusive")
-    if concurrency > 1 and transport != "cli":
-        fail("--concurrency above 1 needs --transport cli (the http transport runs one attempt at a time)")
     if rehearsal_latency_ms and not rehearsal:
         fail("--rehearsal-latency-ms needs --rehearsal (it delays the scripted server's answers)")
     root_paths = parse_roots(roots)
@@ -205,7 +205,7 @@ def minimal(
         if model is not None:
             require_model(model)
         money_flags(loaded, mode, transport, model, budget_usd, attempt_budget_usd, input_usd_per_million,
-                    output_usd_per_million, required=False, rehearsal=rehearsal)
+                    output_usd_per_million, required=False, rehearsal=rehearsal, concurrency=concurrency)
         if output is not None:
             check_new_output("--output", output, (*root_paths.values(), project_root()))
         try:
@@ -236,7 +236,8 @@ def minimal(
         fail("--approve-budget is required to run a paid study (or --rehearsal to rehearse it for free)")
     chosen_model = require_model(model)
     money = money_flags(loaded, mode, transport, chosen_model, budget_usd, attempt_budget_usd,
-                        input_usd_per_million, output_usd_per_million, required=True, rehearsal=rehearsal)
+                        input_usd_per_million, output_usd_per_million, required=True, rehearsal=rehearsal,
+                        concurrency=concurrency)
     if output is None:
         fail("--output FILE is required")
     if transport == "http":
@@ -244,6 +245,7 @@ def minimal(
         sys.exit(_run_http(
             loaded, mode, root_paths, output, chosen_model, money.cap, spec, rehearsal, base_url,
             money.prices, mode_of_containment, size, latency_ms=rehearsal_latency_ms,
+            concurrency=concurrency, attempt_budget_usd=money.limit,
         ))
     assert money.cap is not None and money.limit is not None
     check_new_output("--output", output, (*root_paths.values(), project_root()))
@@ -303,10 +305,13 @@ def _run_http(
     size: PilotSize,
     *,
     latency_ms: int = 0,
+    concurrency: int = 1,
+    attempt_budget_usd: Decimal | None = None,
 ) -> int:
     """Read the key from the environment, check the output and run (the base URL is checked); the exit code.
 
-    ``latency_ms``: the rehearsal server's delay before each answer (ms).
+    ``latency_ms``: the rehearsal server's delay before each answer (ms). ``concurrency`` and its
+    per-attempt limit ``attempt_budget_usd`` (USD): issue 19.
     """
     try:
         key = REHEARSAL_KEY if rehearsal else api_key_from_environment(os.environ)
@@ -318,6 +323,7 @@ def _run_http(
         api_key=key, base_url=base_url, mcp=spec, rehearsal=rehearsal, nominal_prices=rehearsal,
         forbidden_output_roots=(project_root(),), progress=progress_for_terminal(),
         containment=containment, parent_env=dict(os.environ), pilot=size,
+        concurrency=concurrency, attempt_budget_usd=attempt_budget_usd,
     )
     if not rehearsal:
         return _run(lambda: run_http_study(request))

@@ -39,7 +39,7 @@ class MoneyFlags:
 
     Attributes:
         cap: the cumulative cap.
-        limit: the per-attempt limit (cli).
+        limit: the per-attempt limit (cli; http with ``--concurrency`` above 1, issue 19).
         prices: the upper prices per million tokens (http).
     """
 
@@ -88,6 +88,7 @@ def money_flags(
     *,
     required: bool,
     rehearsal: bool = False,
+    concurrency: int = 1,
 ) -> MoneyFlags:
     """Parse the money flags the transport uses and check them together; exit 2 on the first problem.
 
@@ -95,7 +96,9 @@ def money_flags(
     limit reserves at least one micro-USD and is at most the cap. http: both upper prices, and
     the cap holds :func:`first_call_usd`. ``required=False`` (a dry run) checks what is given.
     ``rehearsal``: a price not given is the nominal one of ``pricing.http.rehearsal_prices``
-    (no money moves; issue 18, item 6).
+    (no money moves; issue 18, item 6). http with ``concurrency`` above 1 (issue 19) also parses the
+    per-attempt limit, which must be at most the cap and hold :func:`first_call_usd` (each attempt's calls
+    reserve within it).
     """
     cap = positive_usd(CAP_NAME, budget_usd) if required or budget_usd is not None else None
     if transport == "cli":
@@ -107,9 +110,17 @@ def money_flags(
     if not (required or input_price is not None or output_price is not None):
         return MoneyFlags(cap, None, None)
     prices = UpperPrices(positive_usd(INPUT_PRICE_NAME, input_price), positive_usd(OUTPUT_PRICE_NAME, output_price))
+    first = first_call_usd(loaded, mode, model or "", prices)
     if cap is not None:
         try:
-            check_cap_fits_call(cap, first_call_usd(loaded, mode, model or "", prices), cap_what=CAP_NAME)
+            check_cap_fits_call(cap, first, cap_what=CAP_NAME)
         except MoneyInputError as error:
             fail(str(error))
-    return MoneyFlags(cap, None, prices)
+    if concurrency <= 1:
+        return MoneyFlags(cap, None, prices)
+    limit = attempt_limit(LIMIT_NAME, attempt_budget_usd, cap, CAP_NAME)
+    try:
+        check_cap_fits_call(limit, first, cap_what=LIMIT_NAME)
+    except MoneyInputError as error:
+        fail(str(error))
+    return MoneyFlags(cap, limit, prices)

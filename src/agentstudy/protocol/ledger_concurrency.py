@@ -57,8 +57,8 @@ def _spans(ledger: MinimalLedger) -> list[tuple[datetime, datetime, str]] | None
     """Each observation's (startedAt, endedAt, status), or ``None`` when one lacks a time or it is not ISO 8601."""
     spans = []
     for observation in ledger.observations:
-        started, ended = getattr(observation, "started_at", None), getattr(observation, "ended_at", None)
-        if not isinstance(started, str) or not isinstance(ended, str):
+        started, ended = observation.started_at, observation.ended_at
+        if started is None or ended is None:
             return None
         try:
             start, end = datetime.fromisoformat(started), datetime.fromisoformat(ended)

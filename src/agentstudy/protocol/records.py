@@ -129,6 +129,8 @@ class HttpObservation(BaseModel):
     containment: ContainmentMechanism | None = None
     isolation_achieved: list[str] | None = Field(default=None, alias="isolationAchieved")
     isolation_not_achieved: list[str] | None = Field(default=None, alias="isolationNotAchieved")
+    started_at: str | None = Field(default=None, alias="startedAt")
+    ended_at: str | None = Field(default=None, alias="endedAt")
     status: HttpAttemptStatus
     status_reason: str | None = Field(default=None, alias="statusReason")
     answer: str
@@ -137,9 +139,14 @@ class HttpObservation(BaseModel):
     observation_hash: str | None = Field(default=None, alias="observationHash")
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON object written to the ledger (camelCase; ``statusReason`` and the unset hash omitted)."""
+        """The JSON object written to the ledger (camelCase; ``statusReason``, the unset hash and the unset
+        ``startedAt``/``endedAt`` omitted, so a sequential ledger and its observation hashes are unchanged).
+
+        ``startedAt``/``endedAt`` (ISO 8601 UTC, ms; issue 19) are recorded by a concurrent run
+        (``--concurrency`` above 1): when the attempt was admitted and when its result was in.
+        """
         data = self.model_dump(by_alias=True)
-        for key in ("statusReason", "observationHash"):
+        for key in ("statusReason", "observationHash", "startedAt", "endedAt"):
             if data[key] is None:
                 del data[key]
         return data
@@ -176,6 +183,9 @@ class HttpRunSettings(BaseModel):
     max_tool_calls_per_turn: int = Field(alias="maxToolCallsPerTurn")
     attempt_deadline_ms: int = Field(alias="attemptDeadlineMs")
     tool_result_chars: int = Field(alias="toolResultChars")
+    attempt_budget_usd: float | None = Field(default=None, alias="attemptBudgetUsd")
+    """A concurrent run's per-attempt limit (USD; issue 19): each attempt's reservation, its calls' ceiling.
+    Absent in a sequential run, whose attempts reserve call by call against the cap alone."""
 
 
 class CliRunSettings(BaseModel):
@@ -364,6 +374,8 @@ def _drop_unset(data: dict[str, Any]) -> dict[str, Any]:
     for arm in data.get("arms") or []:
         if arm["mcpServer"] is None:
             del arm["mcpServer"]
+    if data.get("http") is not None and data["http"].get("attemptBudgetUsd") is None:
+        del data["http"]["attemptBudgetUsd"]  # a sequential http ledger is unchanged
     if data.get("cli") is not None and data["cli"].get("baseUrl") is None:
         del data["cli"]["baseUrl"]  # absent, never null: the schema (``agentstudy schema ledger``) says so
     return data

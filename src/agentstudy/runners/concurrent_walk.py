@@ -1,8 +1,11 @@
-"""The CLI runner's concurrent walk (issue 19, items 1-2): up to N attempts in flight, one budget authority.
+"""The minimal runners' concurrent walk (issue 19, items 1-2): up to N attempts in flight, one budget authority.
 
-The coordinator (the calling thread) alone admits, reserves, settles and checkpoints; worker
-threads only run children (``run_cli_attempt``) and compute each outcome with the pure
-``settle_attempt``. An attempt is admitted, in schedule order, only when the run machine allows
+One walk for both transports: it is generic over the attempt result ``R`` and the observation
+``O``, and a transport hands it an :class:`AttemptPort` (run one attempt, settle it purely,
+count its measured cost, build its observation). The coordinator (the calling thread) alone
+admits, reserves, settles and checkpoints; worker threads only run attempts (``port.run``: a
+Claude Code child, or a Messages API agent loop) and compute each outcome with the pure
+``port.settle``. An attempt is admitted, in schedule order, only when the run machine allows
 it (``RunMachine.may_admit``: no stopping outcome seen, no stop asked) and its full limit fits
 under the cap with every open reservation counted (``Budget.fits``: ``spent`` holds them); its
 reservation is journaled (fsync'd, ``openReservations``) before its child starts. Outcomes are
@@ -12,12 +15,15 @@ and counted against the cap, until every earlier one is recorded — so a slow a
 idles the other slots, and the cap check stays conservative (a finished attempt's money is
 released only when it is recorded). The first stopping outcome (cli: anything but
 ``completed``) stops admission as soon as it is known; attempts already running finish and are
-recorded, and the run ends ``blocked`` naming that attempt. When the limit does not fit, the
+recorded, and the run ends ``blocked`` naming that attempt (the stop rule is the run machine's,
+per transport: cli anything but ``completed``; http ``failed``, ``budget-exceeded``). When the limit does not fit, the
 walk waits for running attempts to settle (their charges may free room) and ends when nothing
 is running and it still does not fit.
 
-A stop signal stops admission; the handler has already terminated every child, so each running
-attempt ends as a non-completed one and is charged at least its whole reservation, then
+A stop signal stops admission; the handler has already terminated every child (an http attempt
+stops at its next safe point: before a request or a tool call, or when its request in flight
+returns), so each running attempt ends as a non-completed one and ``port.settle`` charges it at
+least its whole reservation, then
 ``StopRequested`` is raised for the caller's ``close_on_error``. Any other error terminates the
 children and leaves the unsettled reservations open (charged in full) in the ledger.
 """
@@ -30,31 +36,53 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import Generic, TypeVar
 
 from agentstudy.fsm.attempt import AttemptMachine
 from agentstudy.fsm.run import RunMachine
 from agentstudy.io.ledger_journal import JournaledLedger
 from agentstudy.io.signals import raise_if_stopped, stop_signal, terminate_children
-from agentstudy.pricing.budget import Budget, settle_attempt
+from agentstudy.pricing.budget import Budget
 from agentstudy.pricing.tally import Tally
-from agentstudy.protocol.records import CliObservation, MinimalLedger
+from agentstudy.protocol.records import CliObservation, HttpObservation, MinimalLedger
 from agentstudy.protocol.schedule import ScheduleEntry
 from agentstudy.runners.ledger_steps import budget_record, now_iso, open_reservation
 from agentstudy.runners.progress import AttemptProgress, RunProgress
-from agentstudy.transports.cli import CliAttemptResult
 
 WAIT_SLICE_S = 0.5
 """Seconds the coordinator waits for a result before it looks at the stop flag again."""
 
-AttemptRunner = Callable[[ScheduleEntry], CliAttemptResult]
-ObservationMaker = Callable[[ScheduleEntry, CliAttemptResult, str, Decimal, Decimal, bool], CliObservation]
+R = TypeVar("R")
+"""An attempt's raw result (``CliAttemptResult``, ``HttpAttemptResult``)."""
+O = TypeVar("O", CliObservation, HttpObservation)  # noqa: E741
+"""An attempt's ledger observation (either transport's; both carry ``startedAt`` / ``endedAt``)."""
 
 
 @dataclass(frozen=True)
-class Outcome:
-    """A finished child: its result, settled ``status`` and ``charged`` USD, and when it ran (ISO 8601 ms)."""
+class AttemptPort(Generic[R, O]):
+    """What the walk needs from a transport, as four callables (no transport names in the walk).
 
-    result: CliAttemptResult
+    Attributes:
+        run: runs one scheduled attempt to its result (called in a worker thread; must not touch the
+            ledger or the run's budget).
+        settle: the pure settlement of a result against the attempt's reservation: ``(status, charged)``,
+            ``charged`` in USD (worker thread).
+        measure: the tally after counting a result's measured cost (coordinator).
+        observe: ``(entry, result, status, reservation, charged, cap_exceeded)`` -> the observation
+            (coordinator; the walk adds ``startedAt`` / ``endedAt``).
+    """
+
+    run: Callable[[ScheduleEntry], R]
+    settle: Callable[[R], tuple[str, Decimal]]
+    measure: Callable[[Tally, R], Tally]
+    observe: Callable[[ScheduleEntry, R, str, Decimal, Decimal, bool], O]
+
+
+@dataclass(frozen=True)
+class Outcome(Generic[R]):
+    """A finished attempt: its result, settled ``status`` and ``charged`` USD, and when it ran (ISO 8601 ms)."""
+
+    result: R
     status: str
     charged: Decimal
     started_at: str
@@ -62,48 +90,53 @@ class Outcome:
 
 
 @dataclass
-class _Flight:
+class _Flight(Generic[R]):
     index: int
     entry: ScheduleEntry
     where: AttemptProgress
     attempt: AttemptMachine
-    future: Future[Outcome]
+    future: Future[Outcome[R]]
 
 
 @dataclass
-class WalkResult:
+class WalkResult(Generic[O]):
     """The walk's end state: the budget and tally (USD) and the observations in admission order."""
 
     budget: Budget
     tally: Tally
-    observations: list[CliObservation]
+    observations: list[O]
 
 
 
 
-class ConcurrentWalk:
+class ConcurrentWalk(Generic[R, O]):
     """Walk ``schedule`` with at most ``concurrency`` attempts in flight (see the module docstring).
 
     Args:
-        run: the run machine (``running``); its ``admit``/``observe`` are the only admission record.
+        run: the run machine (``running``); its ``admit``/``observe`` are the only admission record,
+            its ``stops`` the transport's stop rule.
         ledger, store: the in-memory ledger (``concurrency`` and ``openReservations`` set here) and
             its journaled file; every reservation and settlement is ``store.record``-ed.
-        limit, reservation: the per-attempt limit and its reservation (USD).
-        run_attempt: runs one scheduled attempt's child (called in a worker thread).
-        make_observation: ``(entry, result, status, reservation, charged, cap_exceeded)`` -> observation.
+        limit, reservation: the per-attempt limit and its reservation (USD); the reservation stays
+            whole in ``openReservations`` (``chargedUsd`` 0) until the attempt is recorded.
+        port: the transport's attempt callables (:class:`AttemptPort`).
+
+    Raises:
+        ValueError: ``concurrency`` below 1.
     """
 
     def __init__(self, *, run: RunMachine, ledger: MinimalLedger, store: JournaledLedger, concurrency: int,
-                 cap: Decimal, limit: Decimal, reservation: Decimal, run_attempt: AttemptRunner,
-                 make_observation: ObservationMaker, progress: RunProgress) -> None:
+                 cap: Decimal, limit: Decimal, reservation: Decimal, port: AttemptPort[R, O],
+                 progress: RunProgress) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         self.run, self.ledger, self.store, self.concurrency = run, ledger, store, concurrency
         self.limit, self.reservation = limit, reservation
-        self.run_attempt, self.make_observation, self.progress = run_attempt, make_observation, progress
+        self.port: AttemptPort[R, O] = port
+        self.progress = progress
         self.budget, self.tally = Budget(cap=cap), Tally()
-        self.observations: list[CliObservation] = []
-        self.flights: deque[_Flight] = deque()
+        self.observations: list[O] = []
+        self.flights: deque[_Flight[R]] = deque()
         self.peak_in_flight = 0
         """The most children ever running at once (never above ``concurrency``)."""
         ledger.concurrency, ledger.open_reservations = concurrency, []
@@ -111,7 +144,7 @@ class ConcurrentWalk:
         self._stopping_outcome_ended = False
         """Set by a worker, under ``_clock``, when its attempt ended with an outcome that stops the run."""
 
-    def walk(self, schedule: tuple[ScheduleEntry, ...]) -> WalkResult:
+    def walk(self, schedule: tuple[ScheduleEntry, ...]) -> WalkResult[O]:
         """Run the walk to its end; the ledger's ``stopReason`` names why it ended early.
 
         Raises:
@@ -166,11 +199,10 @@ class ConcurrentWalk:
             self.flights.append(_Flight(index, entry, where, attempt, future))
             self.peak_in_flight = max(self.peak_in_flight, self._running())
 
-    def _run_one(self, entry: ScheduleEntry, started: str) -> Outcome:
-        """A worker's part: run the child and settle it (pure), then stamp its end under ``_clock``."""
-        result = self.run_attempt(entry)
-        computed = result.computed_cost.usd if result.computed_cost else None
-        status, charged = settle_attempt(result.status, self.reservation, result.reported_cost_usd, computed)
+    def _run_one(self, entry: ScheduleEntry, started: str) -> Outcome[R]:
+        """A worker's part: run the attempt and settle it (pure), then stamp its end under ``_clock``."""
+        result = self.port.run(entry)
+        status, charged = self.port.settle(result)
         with self._clock:
             ended = now_iso()
             if self.run.stops(status):
@@ -190,14 +222,13 @@ class ConcurrentWalk:
         while self.flights and self.flights[0].future.done():
             self._record(self.flights.popleft())
 
-    def _record(self, flight: _Flight) -> None:
+    def _record(self, flight: _Flight[R]) -> None:
         outcome = flight.future.result()
         flight.attempt.settle(status=outcome.status)
         self.budget = self.budget.settle(self.reservation, outcome.charged)
-        computed = outcome.result.computed_cost.usd if outcome.result.computed_cost else None
-        self.tally = self.tally.add_measured(outcome.result.reported_cost_usd, computed)
-        observation = self.make_observation(flight.entry, outcome.result, flight.attempt.status, self.reservation,
-                                            outcome.charged, self.budget.cap_exceeded)
+        self.tally = self.port.measure(self.tally, outcome.result)
+        observation = self.port.observe(flight.entry, outcome.result, flight.attempt.status, self.reservation,
+                                        outcome.charged, self.budget.cap_exceeded)
         observation = observation.model_copy(update={"started_at": outcome.started_at,
                                                      "ended_at": outcome.ended_at})
         self.observations.append(observation)
@@ -223,4 +254,4 @@ class ConcurrentWalk:
             self.ledger.stop_reason = "the per-attempt limit does not fit under the remaining cap"
 
 
-__all__ = ["ConcurrentWalk", "Outcome", "WalkResult"]
+__all__ = ["AttemptPort", "ConcurrentWalk", "Outcome", "WalkResult"]

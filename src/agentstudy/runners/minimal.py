@@ -16,7 +16,7 @@ reason, and ``StopRequested`` is raised.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -44,7 +44,7 @@ from agentstudy.protocol.records import (
     MinimalLedger,
 )
 from agentstudy.protocol.schedule import Mode, PilotSize, ScheduleEntry, build_schedule
-from agentstudy.runners.concurrent_walk import ConcurrentWalk
+from agentstudy.runners.concurrent_walk import AttemptPort, ConcurrentWalk
 from agentstudy.runners.ledger_steps import (
     budget_record,
     close_normally,
@@ -92,6 +92,26 @@ class CliRunRequest:
     pilot: PilotSize = field(default_factory=PilotSize)
     concurrency: int = 1
     """Attempts in flight at most (issue 19); 1 is the seed's sequential walk and ledger, byte for byte."""
+
+
+def cli_port(
+    run: Callable[[ScheduleEntry], CliAttemptResult],
+    observe: Callable[[ScheduleEntry, CliAttemptResult, str, Decimal, Decimal, bool], CliObservation],
+    reservation: Decimal,
+) -> AttemptPort[CliAttemptResult, CliObservation]:
+    """The concurrent walk's cli port (issue 19): ``run`` a child, settle it with ``settle_attempt`` against
+    ``reservation`` (USD; the ``max`` rules), count ``max(reported, computed)`` as measured, ``observe``."""
+
+    def computed(result: CliAttemptResult) -> Decimal | None:
+        return result.computed_cost.usd if result.computed_cost else None
+
+    def settle(result: CliAttemptResult) -> tuple[str, Decimal]:
+        return settle_attempt(result.status, reservation, result.reported_cost_usd, computed(result))
+
+    def measure(tally: Tally, result: CliAttemptResult) -> Tally:
+        return tally.add_measured(result.reported_cost_usd, computed(result))
+
+    return AttemptPort(run=run, settle=settle, measure=measure, observe=observe)
 
 
 def _observation(
@@ -246,7 +266,7 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
         if request.concurrency > 1:
             walked = ConcurrentWalk(
                 run=run, ledger=ledger, store=store, concurrency=request.concurrency, cap=request.cap_usd,
-                limit=limit, reservation=reservation, run_attempt=run_attempt, make_observation=observe,
+                limit=limit, reservation=reservation, port=cli_port(run_attempt, observe, reservation),
                 progress=request.progress,
             )
             done = walked.walk(schedule)

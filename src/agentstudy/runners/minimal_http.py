@@ -4,7 +4,10 @@ Preflight as for the CLI minus the version probe: every root clean at its pin wi
 sources, and the MCP server of every checkout a ``doc-bridge-mcp`` attempt uses starts,
 answers its probe and lists the same tools. Then, per scheduled attempt: mark it open on disk,
 run the agent loop (which reserves and persists before every request and settles after), and
-checkpoint the observation. ``failed`` and ``budget-exceeded`` stop the run; ``incomplete`` and
+checkpoint the observation. With ``concurrency`` above 1 the walk is ``runners.concurrent_walk``
+through ``runners.http_attempts.http_port`` (issue 19): up to N attempts in flight, each admitted
+against its whole per-attempt limit, its calls reserving within that limit.
+``failed`` and ``budget-exceeded`` stop the run; ``incomplete`` and
 ``timed-out`` are observations and the run goes on (the run machine's HTTP stop rule); the
 run ends ``blocked`` unless every attempt completed. Every saved document has each occurrence
 of the API key replaced by ``[redacted]``, then sealed with its hashes (``protocol.ledger_integrity``).
@@ -42,7 +45,7 @@ from agentstudy.io.messages_api import (
 )
 from agentstudy.io.provenance import engine_revision, runner_hash
 from agentstudy.io.signals import StopRequested, raise_if_stopped, stop_reason, stop_signal
-from agentstudy.pricing.budget import Budget
+from agentstudy.pricing.budget import Budget, reservation_for
 from agentstudy.pricing.http import DEFAULT_MAX_TOKENS, CallReservation, CallSettlement, UpperPrices
 from agentstudy.pricing.money import exact
 from agentstudy.pricing.sums import usd_from_json
@@ -61,6 +64,8 @@ from agentstudy.protocol.records import (
     MinimalLedger,
 )
 from agentstudy.protocol.schedule import Mode, PilotSize, ScheduleEntry, build_schedule
+from agentstudy.runners.concurrent_walk import ConcurrentWalk
+from agentstudy.runners.http_attempts import http_observation, http_port
 from agentstudy.runners.ledger_steps import (
     budget_record,
     close_normally,
@@ -80,6 +85,7 @@ from agentstudy.transports.http import (
     MAX_TURNS,
     TEMPERATURE,
     TOOL_RESULT_LIMIT,
+    CallLedger,
     HttpAttemptResult,
     HttpSettings,
     http_isolation,
@@ -122,6 +128,10 @@ class HttpRunRequest:
     containment: ContainmentMode = "bwrap"
     parent_env: Mapping[str, str] = field(default_factory=dict)
     pilot: PilotSize = field(default_factory=PilotSize)
+    concurrency: int = 1
+    """Attempts in flight at most (issue 19); 1 is the seed's sequential walk and ledger, byte for byte."""
+    attempt_budget_usd: Decimal | None = None
+    """The per-attempt limit (USD) of a concurrent run (required when ``concurrency`` is above 1, else unused)."""
 
 
 def redact(value: Any, secret: str) -> Any:
@@ -158,21 +168,6 @@ class _Checkpoints:
         self.ledger.budget = budget_record(budget, self.tally)
         self.ledger.open_reservation = open_reservation(self.entry, Decimal(0), self.charged)
         self.save()
-
-
-def _observation(entry: ScheduleEntry, model: str, result: HttpAttemptResult, status: str,
-                 containment: ContainmentMode, mcp_reads_checkout: bool) -> HttpObservation:
-    return HttpObservation.model_validate({
-        "taskId": entry.task_id, "scenario": entry.scenario, "repetition": entry.repetition, "model": model,
-        "tools": result.tools, "toolCallsByName": result.tool_calls_by_name,
-        "toolErrorsByName": result.tool_errors_by_name, "toolCalls": result.tool_calls, "numTurns": result.turns,
-        "inputTokens": result.input_tokens, "outputTokens": result.output_tokens,
-        "usageComplete": result.usage_complete, "reservedUsd": usd_number(result.reserved_usd),
-        "measuredUsd": usd_number(result.measured_usd), "chargedUsd": usd_number(result.charged_usd),
-        "cumulativeCapExceeded": result.budget.cap_exceeded, "wallTimeMs": result.wall_time_ms, "status": status,
-        "statusReason": result.status_reason, "answer": result.answer if status == "completed" else "",
-        **http_isolation(containment, entry.scenario, mcp_reads_checkout),
-    })
 
 
 def _settle_interrupted(ledger: MinimalLedger, request: HttpRunRequest) -> None:
@@ -220,6 +215,7 @@ def _ledger(request: HttpRunRequest, base_url: str, mcp: McpPreflight, planned: 
             api_base_url=base_url, anthropic_version=ANTHROPIC_VERSION, max_tokens=DEFAULT_MAX_TOKENS,
             temperature=TEMPERATURE, max_turns=MAX_TURNS, max_tool_calls_per_turn=MAX_TOOL_CALLS_PER_TURN,
             attempt_deadline_ms=ATTEMPT_DEADLINE_MS, tool_result_chars=TOOL_RESULT_LIMIT,
+            attempt_budget_usd=_concurrent_limit(request),
         ),
         mcp_server=McpServerRecord(
             name=request.mcp.name,
@@ -236,9 +232,18 @@ def _ledger(request: HttpRunRequest, base_url: str, mcp: McpPreflight, planned: 
         planned_attempts=planned,
         budget=budget_record(Budget(cap=request.cap_usd), Tally()),
         observations=[],
+        concurrency=request.concurrency if request.concurrency > 1 else None,
+        open_reservations=[] if request.concurrency > 1 else None,
         started_at=now_iso(),
         status="running",
     )
+
+
+def _concurrent_limit(request: HttpRunRequest) -> float | None:
+    """The ledger's ``http.attemptBudgetUsd``: the reservation of a concurrent run's attempts (USD), else ``None``."""
+    if request.concurrency <= 1 or request.attempt_budget_usd is None:
+        return None
+    return usd_number(reservation_for(request.attempt_budget_usd))
 
 
 def run_http_study(request: HttpRunRequest) -> RunSummary:
@@ -263,6 +268,9 @@ def _run_http_study(request: HttpRunRequest, stack: ExitStack) -> RunSummary:
     schedule = build_schedule(manifest, request.mode, request.pilot)
     run = RunMachine(len(schedule), "http")
     try:
+        if request.concurrency > 1 and (request.attempt_budget_usd is None
+                                        or not Decimal(0) < request.attempt_budget_usd <= request.cap_usd):
+            raise PreflightError("a concurrent http run needs a per-attempt limit above zero and at most the cap")
         checked = prepare_study(stack, request.mcp, manifest, schedule, request.roots, request.containment,
                                 request.parent_env)
         raise_if_stopped(NOTHING_WRITTEN)
@@ -298,43 +306,64 @@ def _run_http_study(request: HttpRunRequest, stack: ExitStack) -> RunSummary:
     budget, tally = Budget(cap=request.cap_usd), Tally()
     observations: list[HttpObservation] = []
     run.begin()
+
+    def attempt_loop(entry: ScheduleEntry, within: Budget, calls: CallLedger) -> HttpAttemptResult:
+        return run_http_attempt(
+            settings, sender=client, scenario=entry.scenario, root=request.roots[entry.repository],
+            pin=manifest.repositories[entry.repository], prompt=study_prompt(manifest.task(entry.task_id).question),
+            budget=within, ledger=calls,
+            server=checked.corpora.paths(entry.repository) if entry.scenario == DOC_BRIDGE_MCP else None,
+        )
+
     try:
         with client:
-            for index, entry in enumerate(schedule, start=1):
-                raise_if_stopped()
-                where = AttemptProgress(index, len(schedule), entry.task_id, entry.scenario, entry.repetition)
-                attempt = AttemptMachine()
-                attempt.reserve()
-                ledger.open_reservation = open_reservation(entry, Decimal(0))
-                record()
-                attempt.start(checkpointed=True)
-                request.progress.attempt_started(where)
-                checkpoints = _Checkpoints(ledger, record, entry, tally)
-                result = run_http_attempt(
-                    settings, sender=client, scenario=entry.scenario, root=request.roots[entry.repository],
-                    pin=manifest.repositories[entry.repository],
-                    prompt=study_prompt(manifest.task(entry.task_id).question),
-                    budget=budget, ledger=checkpoints,
-                    server=checked.corpora.paths(entry.repository) if entry.scenario == DOC_BRIDGE_MCP else None,
-                )
-                budget, tally = result.budget, checkpoints.tally
-                attempt.settle(status=result.status)
-                observation = _observation(entry, request.model, result, attempt.status, request.containment,
-                                           request.mcp.reads_live_checkout)
-                observations.append(observation)
-                ledger.observations.append(observation)
-                ledger.open_reservation = None
-                ledger.budget = budget_record(budget, tally)
-                run.observe(status=attempt.status)
-                record()
-                request.progress.attempt_settled(
-                    where, attempt.status, result.tool_calls, result.charged_usd, budget.spent, budget.cap
-                )
-                raise_if_stopped()
-                if run.should_stop():
-                    if attempt.status in ("failed", "budget-exceeded"):
-                        ledger.stop_reason = f"attempt {index} ended {attempt.status}"
-                    break
+            if request.concurrency > 1:
+                assert request.attempt_budget_usd is not None  # checked before the ledger was created
+                reservation = reservation_for(request.attempt_budget_usd)
+
+                def observe(entry: ScheduleEntry, result: HttpAttemptResult, status: str, charged: Decimal,
+                            cap_exceeded: bool) -> HttpObservation:
+                    return http_observation(entry, request.model, result, status, request.containment,
+                                            request.mcp.reads_live_checkout, charged=charged,
+                                            cap_exceeded=cap_exceeded)
+
+                walked = ConcurrentWalk(
+                    run=run, ledger=ledger, store=store, concurrency=request.concurrency, cap=request.cap_usd,
+                    limit=request.attempt_budget_usd, reservation=reservation,
+                    port=http_port(attempt_loop, reservation, observe), progress=request.progress,
+                ).walk(schedule)
+                observations, budget = walked.observations, walked.budget
+            else:
+                for index, entry in enumerate(schedule, start=1):
+                    raise_if_stopped()
+                    where = AttemptProgress(index, len(schedule), entry.task_id, entry.scenario, entry.repetition)
+                    attempt = AttemptMachine()
+                    attempt.reserve()
+                    ledger.open_reservation = open_reservation(entry, Decimal(0))
+                    record()
+                    attempt.start(checkpointed=True)
+                    request.progress.attempt_started(where)
+                    checkpoints = _Checkpoints(ledger, record, entry, tally)
+                    result = attempt_loop(entry, budget, checkpoints)
+                    budget, tally = result.budget, checkpoints.tally
+                    attempt.settle(status=result.status)
+                    observation = http_observation(entry, request.model, result, attempt.status,
+                                                   request.containment, request.mcp.reads_live_checkout,
+                                                   charged=result.charged_usd, cap_exceeded=result.budget.cap_exceeded)
+                    observations.append(observation)
+                    ledger.observations.append(observation)
+                    ledger.open_reservation = None
+                    ledger.budget = budget_record(budget, tally)
+                    run.observe(status=attempt.status)
+                    record()
+                    request.progress.attempt_settled(
+                        where, attempt.status, result.tool_calls, result.charged_usd, budget.spent, budget.cap
+                    )
+                    raise_if_stopped()
+                    if run.should_stop():
+                        if attempt.status in ("failed", "budget-exceeded"):
+                            ledger.stop_reason = f"attempt {index} ended {attempt.status}"
+                        break
         if not run.every_attempt_completed() and ledger.stop_reason is None:
             ledger.stop_reason = "not every attempt completed"
         close_normally(ledger, run, lambda _: save())

@@ -1,0 +1,101 @@
+"""The http runner's attempt pieces (seed 000 ``http``; issue 19): the observation, and the concurrent walk's port.
+
+:func:`http_observation` builds an attempt's ledger observation for both walks. :func:`http_port`
+is what ``runners.concurrent_walk`` needs to run http attempts N at once (``--concurrency``).
+
+The rule chosen for a concurrent http run is the simple, honest one: each attempt is admitted
+against its whole per-attempt limit (``--attempt-budget-usd``; its reservation stays open, whole,
+in ``openReservations`` with ``chargedUsd`` 0 until the attempt is recorded), and its agent loop
+reserves call by call against that limit only — an attempt-local ``Budget`` whose cap is the
+reservation — never against the run's budget. So the worker thread never touches the ledger or
+the run's budget, ``spent`` = the observations' charges + every open reservation at every
+checkpoint, and an attempt's charge never exceeds its reservation (a call is sent only when its
+worst-case cost fits what the attempt has left): spent <= cap holds at any concurrency. A call
+that does not fit ends the attempt ``budget-exceeded`` (which stops an http run). After a stop
+signal an attempt that did not complete is charged at least its whole reservation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from decimal import Decimal
+
+from agentstudy.io.containment import ContainmentMode
+from agentstudy.io.signals import stop_signal
+from agentstudy.pricing.budget import Budget, conservative_charge
+from agentstudy.pricing.http import CallReservation, CallSettlement
+from agentstudy.pricing.tally import Tally
+from agentstudy.pricing.usd_json import usd_number
+from agentstudy.protocol.records import HttpObservation
+from agentstudy.protocol.schedule import ScheduleEntry
+from agentstudy.runners.concurrent_walk import AttemptPort
+from agentstudy.transports.http import CallLedger, HttpAttemptResult, http_isolation
+
+
+def http_observation(entry: ScheduleEntry, model: str, result: HttpAttemptResult, status: str,
+                     containment: ContainmentMode, mcp_reads_checkout: bool, *, charged: Decimal,
+                     cap_exceeded: bool) -> HttpObservation:
+    """The ledger observation of one http attempt settled ``status``, charged ``charged`` USD, with the run's
+    ``cumulativeCapExceeded`` after it (``cap_exceeded``)."""
+    return HttpObservation.model_validate({
+        "taskId": entry.task_id, "scenario": entry.scenario, "repetition": entry.repetition, "model": model,
+        "tools": result.tools, "toolCallsByName": result.tool_calls_by_name,
+        "toolErrorsByName": result.tool_errors_by_name, "toolCalls": result.tool_calls, "numTurns": result.turns,
+        "inputTokens": result.input_tokens, "outputTokens": result.output_tokens,
+        "usageComplete": result.usage_complete, "reservedUsd": usd_number(result.reserved_usd),
+        "measuredUsd": usd_number(result.measured_usd), "chargedUsd": usd_number(charged),
+        "cumulativeCapExceeded": cap_exceeded, "wallTimeMs": result.wall_time_ms, "status": status,
+        "statusReason": result.status_reason, "answer": result.answer if status == "completed" else "",
+        **http_isolation(containment, entry.scenario, mcp_reads_checkout),
+    })
+
+
+class _WithinTheAttempt:
+    """The :class:`~agentstudy.transports.http.CallLedger` of a concurrent attempt: nothing to persist.
+
+    Its calls reserve against the attempt's own budget (its reservation, already on disk whole),
+    so no call changes the run's ``spent`` and nothing needs writing before a request.
+    """
+
+    def reserved(self, budget: Budget, reservation: CallReservation) -> None:
+        """Nothing: the attempt's whole reservation is already checkpointed."""
+
+    def settled(self, budget: Budget, settlement: CallSettlement) -> None:
+        """Nothing: the attempt is settled into the run's budget when the walk records it."""
+
+
+AttemptLoop = Callable[[ScheduleEntry, Budget, CallLedger], HttpAttemptResult]
+"""Runs one scheduled http attempt's agent loop with the given budget and call ledger."""
+
+
+def http_port(
+    loop: AttemptLoop, reservation: Decimal,
+    observe: Callable[[ScheduleEntry, HttpAttemptResult, str, Decimal, bool], HttpObservation],
+) -> AttemptPort[HttpAttemptResult, HttpObservation]:
+    """The concurrent walk's http port (issue 19; the rule in the module docstring).
+
+    Args:
+        loop: runs an attempt (``run_http_attempt`` bound to the run's settings and client).
+        reservation: each attempt's reservation, USD: the cap of its own budget.
+        observe: ``(entry, result, status, charged, cap_exceeded)`` -> the observation.
+    """
+
+    def run(entry: ScheduleEntry) -> HttpAttemptResult:
+        return loop(entry, Budget(cap=reservation), _WithinTheAttempt())
+
+    def settle(result: HttpAttemptResult) -> tuple[str, Decimal]:
+        if result.status != "completed" and stop_signal() is not None:
+            return result.status, conservative_charge(reservation, (result.charged_usd,))
+        return result.status, result.charged_usd
+
+    def measure(tally: Tally, result: HttpAttemptResult) -> Tally:
+        return tally.add_measured(result.measured_usd, None)
+
+    def make(entry: ScheduleEntry, result: HttpAttemptResult, status: str, reserved: Decimal, charged: Decimal,
+             cap_exceeded: bool) -> HttpObservation:
+        return observe(entry, result, status, charged, cap_exceeded)
+
+    return AttemptPort(run=run, settle=settle, measure=measure, observe=make)
+
+
+__all__ = ["AttemptLoop", "http_observation", "http_port"]
