@@ -42,7 +42,9 @@ redaction), at every checkpoint.
    ``rehearsal`` flipped to false is caught by ``ledgerHash`` alone. A study file's ``arms``
    (issue 18; optional) are the two scenarios in order with distinct ids, the treatment's
    ``mcpServer`` the ledger's ``mcpServer.name``; ``fullAttempts`` (optional) at least
-   ``plannedAttempts``, and equal to it in a full run.
+   ``plannedAttempts``, and equal to it in a full run; the reservation rule (issue 19; optional,
+   :mod:`agentstudy.protocol.ledger_budget_rule`) matches every recorded reservation, and
+   ``largestOvershootUsd`` what the observations say.
 
 Everything here is pure.
 """
@@ -66,6 +68,7 @@ from agentstudy.protocol.controlled.hashing import (
     parse_json_text,
     sha256_normalized_v1,
 )
+from agentstudy.protocol.ledger_budget_rule import budget_rule_problems
 from agentstudy.protocol.ledger_concurrency import concurrency_problems, continues
 from agentstudy.protocol.records import MinimalLedger, OpenReservation
 from agentstudy.protocol.study_arms import SCENARIOS
@@ -273,6 +276,7 @@ def _invariant_problems(ledger: MinimalLedger, document: Mapping[str, Any]) -> I
     yield from _arm_problems(ledger)
     yield from _status_problems(ledger)
     yield from _budget_problems(ledger, document)
+    yield from budget_rule_problems(ledger, document)
     yield from _transport_problems(ledger)
 
 

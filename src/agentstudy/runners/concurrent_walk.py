@@ -36,6 +36,7 @@ from agentstudy.fsm.run import RunMachine
 from agentstudy.io.ledger_journal import JournaledLedger
 from agentstudy.io.signals import raise_if_stopped, stop_signal, terminate_children
 from agentstudy.pricing.budget import Budget, settle_attempt
+from agentstudy.pricing.strict_cap import ReservationRule
 from agentstudy.pricing.tally import Tally
 from agentstudy.protocol.records import CliObservation, MinimalLedger
 from agentstudy.protocol.schedule import ScheduleEntry
@@ -88,18 +89,23 @@ class ConcurrentWalk:
         run: the run machine (``running``); its ``admit``/``observe`` are the only admission record.
         ledger, store: the in-memory ledger (``concurrency`` and ``openReservations`` set here) and
             its journaled file; every reservation and settlement is ``store.record``-ed.
-        limit, reservation: the per-attempt limit and its reservation (USD).
+        limit, reservation: what must fit under the cap to admit an attempt, and its reservation (USD).
+        rule: the reservation rule (``pricing.strict_cap``; issue 19), recorded in the budget block; its
+            per-attempt limit bounds a completed attempt's charge and measures the largest overshoot.
         run_attempt: runs one scheduled attempt's child (called in a worker thread).
         make_observation: ``(entry, result, status, reservation, charged, cap_exceeded)`` -> observation.
     """
 
     def __init__(self, *, run: RunMachine, ledger: MinimalLedger, store: JournaledLedger, concurrency: int,
                  cap: Decimal, limit: Decimal, reservation: Decimal, run_attempt: AttemptRunner,
-                 make_observation: ObservationMaker, progress: RunProgress) -> None:
+                 make_observation: ObservationMaker, progress: RunProgress,
+                 rule: ReservationRule | None = None) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         self.run, self.ledger, self.store, self.concurrency = run, ledger, store, concurrency
-        self.limit, self.reservation = limit, reservation
+        self.limit, self.reservation, self.rule = limit, reservation, rule
+        self._bound = rule.base_usd if rule is not None else None
+        self._attempt_limit = rule.limit_usd if rule is not None else None
         self.run_attempt, self.make_observation, self.progress = run_attempt, make_observation, progress
         self.budget, self.tally = Budget(cap=cap), Tally()
         self.observations: list[CliObservation] = []
@@ -156,7 +162,7 @@ class ConcurrentWalk:
             self.tally = self.tally.add_reservation(self.reservation)
             self.ledger.open_reservations = [*(self.ledger.open_reservations or []),
                                              open_reservation(entry, self.reservation)]
-            self.ledger.budget = budget_record(self.budget, self.tally)
+            self.ledger.budget = budget_record(self.budget, self.tally, self.rule)
             self.store.record(self.ledger)
             self.run.admit()
             attempt.start(checkpointed=True)
@@ -170,7 +176,8 @@ class ConcurrentWalk:
         """A worker's part: run the child and settle it (pure), then stamp its end under ``_clock``."""
         result = self.run_attempt(entry)
         computed = result.computed_cost.usd if result.computed_cost else None
-        status, charged = settle_attempt(result.status, self.reservation, result.reported_cost_usd, computed)
+        status, charged = settle_attempt(result.status, self.reservation, result.reported_cost_usd, computed,
+                                         exceeded_above=self._bound)
         with self._clock:
             ended = now_iso()
             if self.run.stops(status):
@@ -195,7 +202,7 @@ class ConcurrentWalk:
         flight.attempt.settle(status=outcome.status)
         self.budget = self.budget.settle(self.reservation, outcome.charged)
         computed = outcome.result.computed_cost.usd if outcome.result.computed_cost else None
-        self.tally = self.tally.add_measured(outcome.result.reported_cost_usd, computed)
+        self.tally = self.tally.add_measured(outcome.result.reported_cost_usd, computed, self._attempt_limit)
         observation = self.make_observation(flight.entry, outcome.result, flight.attempt.status, self.reservation,
                                             outcome.charged, self.budget.cap_exceeded)
         observation = observation.model_copy(update={"started_at": outcome.started_at,
@@ -205,7 +212,7 @@ class ConcurrentWalk:
         opened = self.ledger.open_reservations or []
         self.ledger.open_reservations = [r for r in opened if (r.task_id, r.scenario, r.repetition) != (
             flight.entry.task_id, flight.entry.scenario, flight.entry.repetition)]
-        self.ledger.budget = budget_record(self.budget, self.tally)
+        self.ledger.budget = budget_record(self.budget, self.tally, self.rule)
         self.run.observe(status=flight.attempt.status)
         if self.budget.cap_exceeded:
             self.run.stop_admission()

@@ -45,6 +45,7 @@ from agentstudy.io.signals import StopRequested, raise_if_stopped, stop_reason, 
 from agentstudy.pricing.budget import Budget
 from agentstudy.pricing.http import DEFAULT_MAX_TOKENS, CallReservation, CallSettlement, UpperPrices
 from agentstudy.pricing.money import exact
+from agentstudy.pricing.strict_cap import HTTP_RULE
 from agentstudy.pricing.sums import usd_from_json
 from agentstudy.pricing.tally import Tally
 from agentstudy.pricing.usd_json import usd_number
@@ -145,7 +146,7 @@ class _Checkpoints:
     def reserved(self, budget: Budget, reservation: CallReservation) -> None:
         """Persist a call's reservation before its request is sent."""
         self.tally = self.tally.add_reservation(reservation.usd)
-        self.ledger.budget = budget_record(budget, self.tally)
+        self.ledger.budget = budget_record(budget, self.tally, HTTP_RULE)
         self.ledger.open_reservation = open_reservation(self.entry, reservation.usd, self.charged)
         self.save()
 
@@ -155,7 +156,7 @@ class _Checkpoints:
             self.tally = self.tally.add_measured(settlement.charged_usd, None)
         with exact():
             self.charged += settlement.charged_usd
-        self.ledger.budget = budget_record(budget, self.tally)
+        self.ledger.budget = budget_record(budget, self.tally, HTTP_RULE)
         self.ledger.open_reservation = open_reservation(self.entry, Decimal(0), self.charged)
         self.save()
 
@@ -234,7 +235,7 @@ def _ledger(request: HttpRunRequest, base_url: str, mcp: McpPreflight, planned: 
         adjudication=AdjudicationDeclaration(),
         mode=request.mode,
         planned_attempts=planned,
-        budget=budget_record(Budget(cap=request.cap_usd), Tally()),
+        budget=budget_record(Budget(cap=request.cap_usd), Tally(), HTTP_RULE),
         observations=[],
         started_at=now_iso(),
         status="running",
@@ -324,7 +325,7 @@ def _run_http_study(request: HttpRunRequest, stack: ExitStack) -> RunSummary:
                 observations.append(observation)
                 ledger.observations.append(observation)
                 ledger.open_reservation = None
-                ledger.budget = budget_record(budget, tally)
+                ledger.budget = budget_record(budget, tally, HTTP_RULE)
                 run.observe(status=attempt.status)
                 record()
                 request.progress.attempt_settled(
