@@ -249,7 +249,8 @@ class BudgetRecord(BaseModel):
     reservation_rule: Literal["limit", "limit-plus-worst-turn", "per-call-ceiling"] | None = Field(
         default=None, alias="reservationRule")
     worst_turn_usd: float | None = Field(default=None, alias="worstTurnUsd")
-    largest_overshoot_usd: float | None = Field(default=None, alias="largestOvershootUsd")
+    largest_overshoot_usd: float | None = Field(default=None, alias="largestOvershootUsd",
+                                                json_schema_extra={"x-agentstudy-null": True})
 
     @model_serializer(mode="wrap")
     def _omit_unset_rule(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
