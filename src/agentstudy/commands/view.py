@@ -157,8 +157,21 @@ def print_summary_table(summary: RunSummary, note: str = "") -> None:
     projection = (f"{display_usd(usd_from_json(extrapolated))} USD, not an upper bound" if extrapolated is not None
                   else "not applicable")
     table.add_row(f"full run (x{line.get('fullRunFactor') or 18})", projection)
+    if line.get("reservationRule"):
+        table.add_row("reservation rule", reservation_rule_text(line))
     table.add_row("ledger", line["ledger"])
     Console(stderr=True).print(table)
+
+
+def reservation_rule_text(line: dict[str, Any]) -> str:
+    """The reservation rule and the largest overshoot in words (issue 19), from a summary line's or a ledger
+    budget block's ``reservationRule``, ``worstTurnUsd`` and ``largestOvershootUsd`` (USD)."""
+    rule = str(line["reservationRule"])
+    if line.get("worstTurnUsd") is not None:
+        rule += f" (worst turn {display_usd(usd_from_json(line['worstTurnUsd']))} USD)"
+    over = line.get("largestOvershootUsd")
+    return rule + "; largest overshoot of the per-attempt limit: " + (
+        "none" if over is None else f"{display_usd(usd_from_json(over))} USD")
 
 
 def print_server_tools(server: dict[str, Any]) -> None:

@@ -348,5 +348,5 @@ def _run_http_study(request: HttpRunRequest, stack: ExitStack) -> RunSummary:
             raise
         raise StopRequested(signum, stopped_detail(output)) from error
     return summarize(run.status, request.mode, len(schedule), observations, budget, output, transport="http",
-                     rehearsal=request.rehearsal,
+                     rehearsal=request.rehearsal, recorded=ledger.budget,
                      **summary_names(request.loaded, request.mcp.name))
