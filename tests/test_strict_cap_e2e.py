@@ -99,6 +99,13 @@ def test_with_strict_cap_spent_stays_under_the_cap_when_every_attempt_overshoots
     assert ledger.budget.largest_overshoot_usd == 1.32
     assert {o.status for o in ledger.observations} == {"budget-exceeded"}
     assert ledger.status == "blocked"
+    report = CliRunner().invoke(main, ["report", str(path), "--format", "json"])
+    assert report.exit_code == 0, report.output
+    spend = json.loads(report.output)["spend"]
+    assert (spend["reservationRule"], spend["worstTurnUsd"], spend["largestOvershootUsd"]) == (
+        "limit-plus-worst-turn", 1.32, 1.32)
+    text = CliRunner().invoke(main, ["report", str(path), "--format", "md"]).output
+    assert "limit-plus-worst-turn (--strict-cap)" in text and "largest overshoot" in text
 
 
 def test_strict_cap_sequential_run_records_no_overshoot_when_none_happened(
