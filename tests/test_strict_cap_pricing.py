@@ -40,8 +40,8 @@ def test_the_worst_turn_of_each_table_model_by_hand() -> None:
 
 
 def test_the_highest_tier_and_rounding_up_to_a_micro_usd() -> None:
-    prices = {"m": ModelPrice(tiers=(Tier(Decimal("0.001"), Decimal("0.002")), Tier(Decimal("0.003"), Decimal("0.007"))),
-                              source="test")}
+    tiers = (Tier(Decimal("0.001"), Decimal("0.002")), Tier(Decimal("0.003"), Decimal("0.007")))
+    prices = {"m": ModelPrice(tiers=tiers, source="test")}
     limits = {"m": ModelLimits(333, 77, "test")}
     # 333 x 0.006 / 1e6 = 0.000001998; 77 x 0.007 / 1e6 = 0.000000539; sum 0.000002537 -> up to 0.000003.
     assert worst_turn_usd("m", prices, limits) == Decimal("0.000003")
