@@ -118,6 +118,10 @@ def test_strict_cap_sequential_run_records_no_overshoot_when_none_happened(
     assert document["budget"]["largestOvershootUsd"] is None
     assert [o.status for o in ledger.observations] == ["completed", "completed"]
     assert "limit-plus-worst-turn" in result.output  # the summary names the rule
+    shown = CliRunner().invoke(main, ["ledger", str(path)])
+    assert shown.exit_code == 0, shown.output
+    assert ("limit-plus-worst-turn (worst turn 1.320000 USD); largest overshoot of the per-attempt limit: none"
+            in shown.output)
 
 
 def test_the_verifier_holds_the_rule_and_the_overshoot_to_the_observations(

@@ -19,8 +19,9 @@ redaction), at every checkpoint.
 
 1. the text is strict JSON (no NaN or Infinity, no duplicated key) and a valid
    :class:`~agentstudy.protocol.records.MinimalLedger`;
-2. every USD amount (``budget``, ``prices``, ``cli.attemptBudgetUsd``, ``openReservation``, each
-   observation's money) is a finite JSON number >= 0;
+2. every USD amount (``budget``, its optional ``worstTurnUsd`` and ``largestOvershootUsd`` (that one
+   may be ``null``), ``prices``, ``cli.attemptBudgetUsd``, ``openReservation``, each observation's
+   money) is a finite JSON number >= 0;
 3. ``hashAlgo``, ``ledgerHash`` and every ``observationHash`` are present and match;
 4. the invariants: ``spent`` = the observations' ``chargedUsd`` + the open reservation's
    ``reservedUsd`` + its ``chargedUsd`` (what an http attempt's settled calls already charged),
@@ -179,6 +180,8 @@ def _money_problems(document: Mapping[str, Any]) -> Iterator[str]:
                 yield f"{where}.{key}: {block[key]!r} is not a finite amount >= 0"
 
     yield from amounts(document.get("budget"), ("cap", "spent", "reserved", "measured"), "budget")
+    yield from amounts(document.get("budget"), ("largestOvershootUsd",), "budget", optional=True)
+    yield from amounts(document.get("budget"), ("worstTurnUsd",), "budget")
     yield from amounts(document.get("prices"), ("input", "output"), "prices")
     yield from amounts(document.get("cli"), ("attemptBudgetUsd",), "cli")
     yield from amounts(document.get("openReservation"), ("reservedUsd", "chargedUsd"), "openReservation")
