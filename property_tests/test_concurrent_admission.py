@@ -26,6 +26,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from agentstudy.fsm.run import RunMachine
 from agentstudy.io.ledger_journal import JournaledLedger
 from agentstudy.pricing.budget import Budget, reservation_for, settle_attempt
+from agentstudy.pricing.strict_cap import ReservationRule
 from agentstudy.protocol.ledger_concurrency import concurrency_problems
 from agentstudy.protocol.records import CliObservation, MinimalLedger
 from agentstudy.protocol.schedule import ScheduleEntry
@@ -180,7 +181,8 @@ def test_the_walk_keeps_its_invariants_at_every_checkpoint(
                                            stop_reason=None, transport="cli", open_reservation=None)
     walk = ConcurrentWalk(run=run, ledger=ledger, store=cast(JournaledLedger, store), concurrency=width, cap=cap,
                           limit=limit, reservation=reservation_for(limit),
-                          port=cli_port(run_attempt, observe, reservation_for(limit)), progress=SilentProgress())
+                          port=cli_port(run_attempt, observe, ReservationRule.for_cli(limit, "", strict=False)),
+                          progress=SilentProgress())
     store.walk = walk
     result = walk.walk(schedule)
     assert ledger.open_reservations == []

@@ -21,6 +21,7 @@ from agentstudy.commands.contract_files import (
     table,
     text_or_json,
 )
+from agentstudy.commands.view import reservation_rule_text
 from agentstudy.io.ledger_journal import LedgerJournalError, describe_journal, read_ledger
 from agentstudy.pricing.usd_json import usd_number
 from agentstudy.protocol.controlled.ledger import ControlledStudyObservationLedgerV1
@@ -119,7 +120,8 @@ def summarize_minimal(document: dict[str, Any], problems: tuple[str, ...]) -> di
         "observations": len(observations),
         "byStatus": dict(Counter(str(o.get("status")) for o in observations)),
         "byScenario": dict(Counter(str(o.get("scenario")) for o in observations)),
-        "budget": {key: budget.get(key) for key in ("cap", "spent", "reserved", "measured", "cumulativeCapExceeded")},
+        "budget": {key: budget.get(key) for key in ("cap", "spent", "reserved", "measured", "cumulativeCapExceeded")}
+        | {key: budget[key] for key in ("reservationRule", "worstTurnUsd", "largestOvershootUsd") if key in budget},
         "chargedUsd": usd_number(sum((c for c in charges if c is not None), Decimal(0))),
         "openReservation": opened,
         "ledgerHash": document.get("ledgerHash"),
@@ -144,6 +146,7 @@ def render_minimal(summary: dict[str, Any]) -> list[str]:
         ("Budget", f"spent {budget['spent']} of a {budget['cap']} USD cap (charges {summary['chargedUsd']}); "
                    f"reserved {budget['reserved']}, measured {budget['measured']}"),
         ("Open reservation", open_text),
+        *([("Reservation rule", reservation_rule_text(budget))] if budget.get("reservationRule") else []),
         ("Ledger hash", f"{summary['ledgerHash']}  {'verified' if summary['verified'] else 'NOT VERIFIED'}"),
     ]
     if summary.get("journal"):

@@ -28,7 +28,7 @@ from agentstudy.commands.containment_options import (
     gateway_from_options,
 )
 from agentstudy.commands.mcp_options import mcp_options, study_mcp_spec
-from agentstudy.commands.minimal_inputs import claude_binary, money_flags, require_model
+from agentstudy.commands.minimal_inputs import claude_binary, money_flags, require_model, reservation_rule, rule_json
 from agentstudy.commands.view import print_server_tools, print_summary_table, progress_for_terminal
 from agentstudy.io.claude_cli import find_login_file, project_root
 from agentstudy.io.containment import ContainmentMode
@@ -101,6 +101,13 @@ MAX_CONCURRENCY = 32
               help="Attempts in flight at once (both transports; issue 19). Each is admitted only if its full "
                    "--attempt-budget-usd fits under the cap with every open reservation counted (http: the "
                    "attempt's requests then reserve within that limit); 1 is the sequential walk.")
+@click.option("--strict-cap", is_flag=True,
+              help="Keep spent <= cap at any concurrency (issue 19): each cli attempt reserves its limit plus one "
+                   "worst-case turn (the model's whole context window at its dearest prompt rate plus its maximum "
+                   "output, from the price table), since Claude Code checks --max-budget-usd only after a turn. "
+                   "Claude Code is still given the limit. A non-completed attempt is charged max(reservation, "
+                   "measured), so under --strict-cap a failed attempt is charged the bigger reservation. http: "
+                   "recorded, changes nothing (every request is already reserved at its ceiling).")
 @containment_option
 @cli_base_url_option
 @mcp_options
@@ -130,6 +137,7 @@ def minimal(
     rehearsal: bool,
     rehearsal_latency_ms: int,
     concurrency: int,
+    strict_cap: bool,
     mcp_config_file: Path | None,
     server_config_candidates: str,
     mcp_tools: str,
@@ -204,8 +212,9 @@ def minimal(
             claude_binary(claude_bin)
         if model is not None:
             require_model(model)
-        money_flags(loaded, mode, transport, model, budget_usd, attempt_budget_usd, input_usd_per_million,
-                    output_usd_per_million, required=False, rehearsal=rehearsal, concurrency=concurrency)
+        given = money_flags(loaded, mode, transport, model, budget_usd, attempt_budget_usd, input_usd_per_million,
+                            output_usd_per_million, required=False, rehearsal=rehearsal, concurrency=concurrency)
+        rule = reservation_rule(transport, model.strip() if model else None, given, strict=strict_cap)
         if output is not None:
             check_new_output("--output", output, (*root_paths.values(), project_root()))
         try:
@@ -221,6 +230,7 @@ def minimal(
             "repositoriesChecked": checked,
             "networkCalls": 0,
             "claudeProcesses": 0,
+            "budget": rule_json(rule),
         }
         report["mcpServer"] = {"name": spec.name, "tools": list(spec.read_only_tools), "probe": spec.probe_tool,
                                "probeArguments": dict(spec.probe_arguments)}
@@ -238,6 +248,7 @@ def minimal(
     money = money_flags(loaded, mode, transport, chosen_model, budget_usd, attempt_budget_usd,
                         input_usd_per_million, output_usd_per_million, required=True, rehearsal=rehearsal,
                         concurrency=concurrency)
+    reservation_rule(transport, chosen_model, money, strict=strict_cap)
     if output is None:
         fail("--output FILE is required")
     if transport == "http":
@@ -268,6 +279,7 @@ def minimal(
         progress=progress_for_terminal(),
         pilot=size,
         concurrency=concurrency,
+        strict_cap=strict_cap,
     )
     if not rehearsal:
         sys.exit(_run(lambda: run_cli_study(request)))

@@ -21,6 +21,8 @@ from agentstudy.pricing.http import (
     rehearsal_prices,
 )
 from agentstudy.pricing.money_input import MoneyInputError, check_cap_fits_call
+from agentstudy.pricing.strict_cap import HTTP_RULE, NoWorstTurn, ReservationRule
+from agentstudy.pricing.usd_json import usd_number
 from agentstudy.protocol.manifest import LoadedManifest
 from agentstudy.protocol.prompt import study_prompt
 from agentstudy.protocol.schedule import Mode, build_schedule
@@ -124,3 +126,41 @@ def money_flags(
     except MoneyInputError as error:
         fail(str(error))
     return MoneyFlags(cap, limit, prices)
+
+
+def reservation_rule(transport: str, model: str | None, money: MoneyFlags, *, strict: bool) -> ReservationRule | None:
+    """The run's reservation rule (issue 19, ``pricing.strict_cap``); exit 2 with one line when it cannot hold.
+
+    http: ``per-call-ceiling`` whatever ``strict`` says (the loop cannot overshoot). cli: ``limit``, or
+    with ``strict`` ``limit-plus-worst-turn`` for ``model``: refused for a model without prices or
+    limits in the table, or when one reservation (the limit plus one worst-case turn, USD) does not fit
+    under a given cap. ``None`` for a dry run of cli without a limit (never: it has a default).
+    """
+    if transport != "cli":
+        return HTTP_RULE
+    if money.limit is None:
+        return None
+    if strict and model is None:
+        fail("--strict-cap needs --model (the worst-case turn is priced from the model's row of the price table)")
+    try:
+        rule = ReservationRule.for_cli(money.limit, model or "", strict=strict)
+    except NoWorstTurn as error:
+        fail(str(error))
+    if strict and money.cap is not None and rule.admission_usd > money.cap:
+        fail(f"{CAP_NAME} {money.cap} USD is below one --strict-cap reservation of {rule.reservation_usd} USD "
+             f"(the per-attempt limit plus one worst-case turn of {model})")
+    return rule
+
+
+def rule_json(rule: ReservationRule | None) -> dict[str, object] | None:
+    """The dry run's ``budget`` entry: ``reservationRule`` and, for cli, ``reservationPerAttemptUsd`` and
+    ``worstTurnUsd`` (USD; ``None`` without a rule)."""
+    if rule is None:
+        return None
+    entry: dict[str, object] = {"reservationRule": rule.name}
+    if rule.limit_usd is not None:
+        entry["reservationPerAttemptUsd"] = usd_number(rule.reservation_usd)
+        entry["maxBudgetUsdPassedToClaude"] = usd_number(rule.base_usd)
+    if rule.worst_turn_usd is not None:
+        entry["worstTurnUsd"] = usd_number(rule.worst_turn_usd)
+    return entry

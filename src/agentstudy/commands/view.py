@@ -157,8 +157,26 @@ def print_summary_table(summary: RunSummary, note: str = "") -> None:
     projection = (f"{display_usd(usd_from_json(extrapolated))} USD, not an upper bound" if extrapolated is not None
                   else "not applicable")
     table.add_row(f"full run (x{line.get('fullRunFactor') or 18})", projection)
+    if line.get("reservationRule"):
+        table.add_row("reservation rule", reservation_rule_text(line))
     table.add_row("ledger", line["ledger"])
     Console(stderr=True).print(table)
+
+
+def reservation_rule_text(line: dict[str, Any]) -> str:
+    """The reservation rule and the largest overshoot in words (issue 19), from a summary line's or a ledger
+    budget block's ``reservationRule``, ``worstTurnUsd`` and ``largestOvershootUsd`` (USD)."""
+    def usd_text(value: Any) -> str:
+        try:
+            return f"{display_usd(usd_from_json(value))} USD"
+        except (TypeError, ValueError):  # an unverified ledger read tolerantly
+            return repr(value)
+
+    rule = str(line["reservationRule"])
+    if line.get("worstTurnUsd") is not None:
+        rule += f" (worst turn {usd_text(line['worstTurnUsd'])})"
+    over = line.get("largestOvershootUsd")
+    return rule + "; largest overshoot of the per-attempt limit: " + ("none" if over is None else usd_text(over))
 
 
 def print_server_tools(server: dict[str, Any]) -> None:

@@ -166,13 +166,16 @@ class Budget:
 
 
 def settle_attempt(
-    status: str, reservation_usd: Decimal, reported_usd: Decimal | None, computed_usd: Decimal | None
+    status: str, reservation_usd: Decimal, reported_usd: Decimal | None, computed_usd: Decimal | None,
+    *, exceeded_above: Decimal | None = None,
 ) -> tuple[str, Decimal]:
     """Settle one CLI attempt: its final status and its charge in USD (seed 000, "Budget").
 
-    A ``completed`` attempt is charged ``max(reported, computed)``; if that exceeds the
-    reservation the status becomes ``budget-exceeded`` (the charge stays). Any other status
-    (``error_max_budget_usd`` arrives here as ``budget-exceeded``) is charged
+    A ``completed`` attempt is charged ``max(reported, computed)``; if that exceeds
+    ``exceeded_above`` (default: the reservation) the status becomes ``budget-exceeded`` (the
+    charge stays). ``--strict-cap`` (issue 19) passes the per-attempt limit's own reservation
+    there, so a bigger reservation never changes which attempts count as completed. Any other
+    status (``error_max_budget_usd`` arrives here as ``budget-exceeded``) is charged
     ``max(reservation, every valid cost)``. ``None`` marks an invalid cost.
 
     Raises:
@@ -183,7 +186,8 @@ def settle_attempt(
         raise ValueError(f"unknown attempt status {status!r}")
     if status == "completed":
         charged = completed_charge(reported_usd, computed_usd)
-        return ("budget-exceeded" if charged > reservation_usd else "completed"), charged
+        bound = reservation_usd if exceeded_above is None else exceeded_above
+        return ("budget-exceeded" if charged > bound else "completed"), charged
     return status, conservative_charge(reservation_usd, (reported_usd, computed_usd))
 
 

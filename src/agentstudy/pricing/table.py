@@ -113,6 +113,41 @@ CLI_PRICES: dict[str, ModelPrice] = {
 }
 
 
+@dataclass(frozen=True)
+class ModelLimits:
+    """What one request to a model may hold (tokens): the prompt it accepts and the output it may return.
+
+    ``context_window_tokens`` bounds a prompt (input, cache writes and cache reads together);
+    ``max_output_tokens`` bounds one response. ``source`` says where and when they were measured.
+
+    Raises:
+        ValueError: a bound below one token, or an empty source.
+    """
+
+    context_window_tokens: int
+    max_output_tokens: int
+    source: str
+
+    def __post_init__(self) -> None:
+        if self.context_window_tokens < 1 or self.max_output_tokens < 1:
+            raise ValueError("a model's context window and maximum output are at least one token")
+        if not self.source.strip():
+            raise ValueError("a model's limits need a source")
+
+
+_LIMITS_SOURCE = (
+    "modelUsage.contextWindow / maxOutputTokens reported by Claude Code 2.1.296 for this model "
+    "(measured 2026-12-01 against the local rehearsal server; shared/transcripts agree for claude-haiku-4-5)"
+)
+
+MODEL_LIMITS: dict[str, ModelLimits] = {
+    "claude-haiku-5-5": ModelLimits(1_000_000, 128_000, _LIMITS_SOURCE),
+    "claude-haiku-4-5": ModelLimits(200_000, 32_000, _LIMITS_SOURCE),
+    "claude-sonnet-5-5": ModelLimits(1_000_000, 128_000, _LIMITS_SOURCE),
+}
+"""Every ``CLI_PRICES`` model's request limits (issue 19, ``--strict-cap``'s worst-case turn); data, never flags."""
+
+
 def price_entry(model: str, table: Mapping[str, ModelPrice] = CLI_PRICES) -> dict[str, Any] | None:
     """The ledger's JSON ``prices`` entry for ``model`` (USD per million tokens), or ``None`` if absent.
 

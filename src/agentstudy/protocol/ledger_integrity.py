@@ -19,8 +19,9 @@ redaction), at every checkpoint.
 
 1. the text is strict JSON (no NaN or Infinity, no duplicated key) and a valid
    :class:`~agentstudy.protocol.records.MinimalLedger`;
-2. every USD amount (``budget``, ``prices``, ``cli.attemptBudgetUsd``, ``http.attemptBudgetUsd``,
-   ``openReservation``, each observation's money) is a finite JSON number >= 0;
+2. every USD amount (``budget``, its optional ``worstTurnUsd`` and ``largestOvershootUsd`` (that one
+   may be ``null``), ``prices``, ``cli.attemptBudgetUsd``, ``http.attemptBudgetUsd``, ``openReservation``,
+   each observation's money) is a finite JSON number >= 0;
 3. ``hashAlgo``, ``ledgerHash`` and every ``observationHash`` are present and match;
 4. the invariants: ``spent`` = the observations' ``chargedUsd`` + the open reservation's
    ``reservedUsd`` + its ``chargedUsd`` (what an http attempt's settled calls already charged),
@@ -42,7 +43,9 @@ redaction), at every checkpoint.
    ``rehearsal`` flipped to false is caught by ``ledgerHash`` alone. A study file's ``arms``
    (issue 18; optional) are the two scenarios in order with distinct ids, the treatment's
    ``mcpServer`` the ledger's ``mcpServer.name``; ``fullAttempts`` (optional) at least
-   ``plannedAttempts``, and equal to it in a full run.
+   ``plannedAttempts``, and equal to it in a full run; the reservation rule (issue 19; optional,
+   :mod:`agentstudy.protocol.ledger_budget_rule`) matches every recorded reservation, and
+   ``largestOvershootUsd`` what the observations say.
 
 Everything here is pure.
 """
@@ -66,6 +69,7 @@ from agentstudy.protocol.controlled.hashing import (
     parse_json_text,
     sha256_normalized_v1,
 )
+from agentstudy.protocol.ledger_budget_rule import budget_rule_problems
 from agentstudy.protocol.ledger_concurrency import concurrency_problems, continues
 from agentstudy.protocol.records import MinimalLedger, OpenReservation
 from agentstudy.protocol.study_arms import SCENARIOS
@@ -176,6 +180,8 @@ def _money_problems(document: Mapping[str, Any]) -> Iterator[str]:
                 yield f"{where}.{key}: {block[key]!r} is not a finite amount >= 0"
 
     yield from amounts(document.get("budget"), ("cap", "spent", "reserved", "measured"), "budget")
+    yield from amounts(document.get("budget"), ("largestOvershootUsd",), "budget", optional=True)
+    yield from amounts(document.get("budget"), ("worstTurnUsd",), "budget")
     yield from amounts(document.get("prices"), ("input", "output"), "prices")
     yield from amounts(document.get("cli"), ("attemptBudgetUsd",), "cli")
     yield from amounts(document.get("http"), ("attemptBudgetUsd",), "http")
@@ -274,6 +280,7 @@ def _invariant_problems(ledger: MinimalLedger, document: Mapping[str, Any]) -> I
     yield from _arm_problems(ledger)
     yield from _status_problems(ledger)
     yield from _budget_problems(ledger, document)
+    yield from budget_rule_problems(ledger, document)
     yield from _transport_problems(ledger)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 RunStatus = Literal["running", "blocked", "awaiting-adjudication"]
 HttpAttemptStatus = Literal["completed", "failed", "timed-out", "budget-exceeded", "incomplete"]
@@ -241,6 +241,12 @@ class BudgetRecord(BaseModel):
     ``spent`` includes open reservations; ``reserved`` is the sum of every reservation made;
     ``measured`` the sum of the attempts' valid measured costs (the larger of reported and
     computed); ``cumulativeCapExceeded`` is ``spent > cap``.
+
+    The reservation rule (issue 19; ``pricing.strict_cap``), absent from older ledgers:
+    ``reservationRule`` (``"limit"``, ``"limit-plus-worst-turn"`` with ``worstTurnUsd``, or
+    ``"per-call-ceiling"`` for http) and, whenever a rule is recorded, ``largestOvershootUsd``:
+    the most an observation's measured cost went above its per-attempt limit, ``null`` when none
+    did. Unset fields are omitted, so older ledgers serialize (and hash) as before.
     """
 
     model_config = ConfigDict(extra="forbid", validate_by_name=True, validate_by_alias=True)
@@ -250,6 +256,23 @@ class BudgetRecord(BaseModel):
     reserved: float
     measured: float
     cumulative_cap_exceeded: bool = Field(alias="cumulativeCapExceeded")
+    reservation_rule: Literal["limit", "limit-plus-worst-turn", "per-call-ceiling"] | None = Field(
+        default=None, alias="reservationRule")
+    worst_turn_usd: float | None = Field(default=None, alias="worstTurnUsd")
+    largest_overshoot_usd: float | None = Field(default=None, alias="largestOvershootUsd",
+                                                json_schema_extra={"x-agentstudy-null": True})
+
+    @model_serializer(mode="wrap")
+    def _omit_unset_rule(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        for name, alias in (("reservation_rule", "reservationRule"), ("worst_turn_usd", "worstTurnUsd")):
+            if data.get(alias, data.get(name, 0)) is None:
+                data.pop(alias, None)
+                data.pop(name, None)
+        if self.reservation_rule is None:
+            data.pop("largestOvershootUsd", None)
+            data.pop("largest_overshoot_usd", None)
+        return data
 
 
 class OpenReservation(BaseModel):

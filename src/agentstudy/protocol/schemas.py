@@ -45,12 +45,19 @@ for _model in (ControlledStudyRunPlanV1, StudyTaskSuiteV1, StudyProviderCliConfi
     register_schema(_model.contract_type, _model)
 
 
+KEEP_NULL = "x-agentstudy-null"
+"""A field's schema marker: omitted when unset, but ``null`` is a value the writer records (issue 19)."""
+
+
 def _drop_optional_null(node: Any) -> None:
     if isinstance(node, dict):
         properties, required = node.get("properties"), set(node.get("required", ()))
         if isinstance(properties, dict):
             for key, prop in properties.items():
                 if key in required or not isinstance(prop, dict) or prop.get("default", 0) is not None:
+                    continue
+                if prop.pop(KEEP_NULL, False):  # written as null when set (``budget.largestOvershootUsd``)
+                    prop.pop("default")
                     continue
                 branches = [item for item in prop.get("anyOf", []) if item != {"type": "null"}]
                 prop.pop("default")

@@ -124,6 +124,15 @@ def _usage_table(analysis: Analysis) -> Table:
                  tuple(header), tuple(rows), frozenset(range(1, len(header))))
 
 
+RULE_NOTES = {
+    "limit": "limit: each attempt reserved its per-attempt limit; one turn may overshoot it",
+    "limit-plus-worst-turn": "limit-plus-worst-turn (--strict-cap): the limit plus this worst-case turn; "
+                             "spent <= cap at any concurrency",
+    "per-call-ceiling": "per-call-ceiling: every request reserved its ceiling first; no overshoot possible",
+}
+"""How the budget table explains each ``budget.reservationRule`` (issue 19)."""
+
+
 def _budget_table(analysis: Analysis) -> Table:
     study = analysis.study
     charged, unknown = _usd_total([a.charged_usd for a in study.attempts])
@@ -139,6 +148,12 @@ def _budget_table(analysis: Analysis) -> Table:
     ]
     exceeded = {True: "yes", False: "no", None: fmt.MISSING}[study.cumulative_cap_exceeded]
     rows.append(("cumulative cap exceeded", exceeded, ""))
+    if study.reservation_rule is not None:
+        rows.append(("reservation rule", fmt.usd(study.worst_turn_usd) if study.worst_turn_usd is not None else "",
+                     RULE_NOTES.get(study.reservation_rule, study.reservation_rule)))
+        rows.append(("largest overshoot", fmt.usd(study.largest_overshoot_usd or Decimal(0)),
+                     "most an attempt's measured cost went above its per-attempt limit"
+                     if study.largest_overshoot_usd is not None else "no attempt cost more than its limit"))
     if study.adjudication is not None:
         rows.append(("adjudication spent", fmt.usd(study.adjudication.spent_usd),
                      f"of its own cap {fmt.usd(study.adjudication.cap_usd)} USD"))

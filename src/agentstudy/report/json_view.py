@@ -122,7 +122,10 @@ def _spend(analysis: Analysis) -> dict[str, Any]:
             "reservedUsd": optional_usd_number(study.reserved_usd),
             "measuredUsd": optional_usd_number(study.measured_usd),
             "openReservationUsd": optional_usd_number(study.open_reservation_usd),
-            "cumulativeCapExceeded": study.cumulative_cap_exceeded}
+            "cumulativeCapExceeded": study.cumulative_cap_exceeded,
+            **({"reservationRule": study.reservation_rule, "worstTurnUsd": optional_usd_number(study.worst_turn_usd),
+                "largestOvershootUsd": optional_usd_number(study.largest_overshoot_usd)}
+               if study.reservation_rule is not None else {})}
 
 
 def report_json(analysis: Analysis) -> dict[str, Any]:

@@ -281,6 +281,9 @@ def parse_ledger(data: bytes, file_name: str) -> Study:
         arm_labels=_arm_labels(document.get("arms")),
         server_name=_server_name(document.get("mcpServer")),
         full_attempts=_full_attempts(document.get("fullAttempts")),
+        reservation_rule=rule if isinstance(rule := budget.get("reservationRule"), str) else None,
+        worst_turn_usd=_money(budget, "worstTurnUsd", "budget"),
+        largest_overshoot_usd=_money(budget, "largestOvershootUsd", "budget"),
     )
 
 

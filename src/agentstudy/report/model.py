@@ -123,7 +123,9 @@ class Study:
     ``arm_labels`` maps a scenario to its arm's label (a study file's ledger ``arms``; issue 18),
     empty for a seed ledger; ``server_name`` is the MCP server studied (``mcpServer.name``),
     ``None`` when not recorded; ``full_attempts`` the full schedule's size a pilot extrapolates to
-    (the ledger's ``fullAttempts``; 36, the seed's, when absent).
+    (the ledger's ``fullAttempts``; 36, the seed's, when absent). ``reservation_rule``,
+    ``worst_turn_usd`` and ``largest_overshoot_usd`` are the budget block's rule (issue 19; ``None``
+    in a ledger written before it, and the overshoot ``None`` when nothing overshot).
     """
 
     file_name: str
@@ -147,6 +149,9 @@ class Study:
     arm_labels: dict[str, str] = field(default_factory=dict)
     server_name: str | None = None
     full_attempts: int = 36
+    reservation_rule: str | None = None
+    worst_turn_usd: Decimal | None = None
+    largest_overshoot_usd: Decimal | None = None
 
     def arm_name(self, scenario: str) -> str:
         """The short name of ``scenario``'s arm for plots: its study-file label, else the scenario."""

@@ -43,6 +43,7 @@ from agentstudy.fsm.run import RunMachine
 from agentstudy.io.ledger_journal import JournaledLedger
 from agentstudy.io.signals import raise_if_stopped, stop_signal, terminate_children
 from agentstudy.pricing.budget import Budget
+from agentstudy.pricing.strict_cap import ReservationRule
 from agentstudy.pricing.tally import Tally
 from agentstudy.protocol.records import CliObservation, HttpObservation, MinimalLedger
 from agentstudy.protocol.schedule import ScheduleEntry
@@ -120,6 +121,8 @@ class ConcurrentWalk(Generic[R, O]):
         limit, reservation: the per-attempt limit and its reservation (USD); the reservation stays
             whole in ``openReservations`` (``chargedUsd`` 0) until the attempt is recorded.
         port: the transport's attempt callables (:class:`AttemptPort`).
+        rule: the reservation rule (``pricing.strict_cap``; issue 19), recorded in the budget block
+            (the port settles and measures against it).
 
     Raises:
         ValueError: ``concurrency`` below 1.
@@ -127,11 +130,11 @@ class ConcurrentWalk(Generic[R, O]):
 
     def __init__(self, *, run: RunMachine, ledger: MinimalLedger, store: JournaledLedger, concurrency: int,
                  cap: Decimal, limit: Decimal, reservation: Decimal, port: AttemptPort[R, O],
-                 progress: RunProgress) -> None:
+                 progress: RunProgress, rule: ReservationRule | None = None) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         self.run, self.ledger, self.store, self.concurrency = run, ledger, store, concurrency
-        self.limit, self.reservation = limit, reservation
+        self.limit, self.reservation, self.rule = limit, reservation, rule
         self.port: AttemptPort[R, O] = port
         self.progress = progress
         self.budget, self.tally = Budget(cap=cap), Tally()
@@ -189,7 +192,7 @@ class ConcurrentWalk(Generic[R, O]):
             self.tally = self.tally.add_reservation(self.reservation)
             self.ledger.open_reservations = [*(self.ledger.open_reservations or []),
                                              open_reservation(entry, self.reservation)]
-            self.ledger.budget = budget_record(self.budget, self.tally)
+            self.ledger.budget = budget_record(self.budget, self.tally, self.rule)
             self.store.record(self.ledger)
             self.run.admit()
             attempt.start(checkpointed=True)
@@ -236,7 +239,7 @@ class ConcurrentWalk(Generic[R, O]):
         opened = self.ledger.open_reservations or []
         self.ledger.open_reservations = [r for r in opened if (r.task_id, r.scenario, r.repetition) != (
             flight.entry.task_id, flight.entry.scenario, flight.entry.repetition)]
-        self.ledger.budget = budget_record(self.budget, self.tally)
+        self.ledger.budget = budget_record(self.budget, self.tally, self.rule)
         self.run.observe(status=flight.attempt.status)
         if self.budget.cap_exceeded:
             self.run.stop_admission()

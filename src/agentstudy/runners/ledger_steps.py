@@ -27,8 +27,9 @@ from agentstudy.io.ledger_journal import JournaledLedger
 from agentstudy.io.ledger_store import CheckpointError, LedgerFile
 from agentstudy.io.signals import raise_if_stopped, stop_reason
 from agentstudy.pricing.budget import Budget
+from agentstudy.pricing.strict_cap import ReservationRule
 from agentstudy.pricing.tally import Tally
-from agentstudy.pricing.usd_json import usd_number
+from agentstudy.pricing.usd_json import optional_usd_number, usd_number
 from agentstudy.protocol.ledger_integrity import seal_ledger
 from agentstudy.protocol.manifest import LoadedManifest
 from agentstudy.protocol.records import ArmRecord, BudgetRecord, MinimalLedger, OpenReservation
@@ -43,14 +44,21 @@ def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def budget_record(budget: Budget, tally: Tally) -> BudgetRecord:
-    """The ledger's ``budget`` block: cap, spent (open reservations included), reserved and measured sums (USD)."""
+def budget_record(budget: Budget, tally: Tally, rule: ReservationRule | None = None) -> BudgetRecord:
+    """The ledger's ``budget`` block: cap, spent (open reservations included), reserved and measured sums (USD).
+
+    With ``rule`` (issue 19) it also records ``reservationRule``, ``worstTurnUsd`` (strict) and
+    ``largestOvershootUsd`` (``tally.largest_overshoot``; ``null`` when nothing overshot).
+    """
     return BudgetRecord(
         cap=usd_number(budget.cap),
         spent=usd_number(budget.spent),
         reserved=usd_number(tally.reserved),
         measured=usd_number(tally.measured),
         cumulative_cap_exceeded=budget.cap_exceeded,
+        reservation_rule=rule.name if rule is not None else None,
+        worst_turn_usd=optional_usd_number(rule.worst_turn_usd) if rule is not None else None,
+        largest_overshoot_usd=optional_usd_number(tally.largest_overshoot) if rule is not None else None,
     )
 
 

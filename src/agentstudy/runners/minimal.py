@@ -28,7 +28,8 @@ from agentstudy.io.ledger_journal import JournaledLedger
 from agentstudy.io.ledger_store import OutputPathError, resolve_output
 from agentstudy.io.provenance import engine_revision, file_sha256, runner_hash
 from agentstudy.io.signals import StopRequested, raise_if_stopped, stop_signal
-from agentstudy.pricing.budget import Budget, reservation_for, settle_attempt
+from agentstudy.pricing.budget import Budget, settle_attempt
+from agentstudy.pricing.strict_cap import NoWorstTurn, ReservationRule
 from agentstudy.pricing.table import price_entry
 from agentstudy.pricing.tally import Tally
 from agentstudy.pricing.usd_json import optional_usd_number, usd_number
@@ -37,7 +38,6 @@ from agentstudy.protocol.manifest import DOC_BRIDGE_MCP, LoadedManifest
 from agentstudy.protocol.prompt import study_prompt
 from agentstudy.protocol.records import (
     AdjudicationDeclaration,
-    BudgetRecord,
     CliObservation,
     CliRunSettings,
     McpServerRecord,
@@ -91,25 +91,30 @@ class CliRunRequest:
     progress: RunProgress = field(default_factory=SilentProgress)
     pilot: PilotSize = field(default_factory=PilotSize)
     concurrency: int = 1
-    """Attempts in flight at most (issue 19); 1 is the seed's sequential walk and ledger, byte for byte."""
+    """Attempts in flight at most (issue 19); 1 is the seed's sequential walk."""
+    strict_cap: bool = False
+    """``--strict-cap`` (issue 19): reserve the limit plus one worst-case turn (``pricing.strict_cap``)."""
 
 
 def cli_port(
     run: Callable[[ScheduleEntry], CliAttemptResult],
     observe: Callable[[ScheduleEntry, CliAttemptResult, str, Decimal, Decimal, bool], CliObservation],
-    reservation: Decimal,
+    rule: ReservationRule,
 ) -> AttemptPort[CliAttemptResult, CliObservation]:
-    """The concurrent walk's cli port (issue 19): ``run`` a child, settle it with ``settle_attempt`` against
-    ``reservation`` (USD; the ``max`` rules), count ``max(reported, computed)`` as measured, ``observe``."""
+    """The cli port of both walks (issue 19): ``run`` a child, settle it with ``settle_attempt`` against the
+    rule's reservation (USD; the ``max`` rules; a completed attempt charged above the limit Claude Code was
+    given is ``budget-exceeded``), count ``max(reported, computed)`` as measured with its overshoot above
+    the per-attempt limit, ``observe``."""
 
     def computed(result: CliAttemptResult) -> Decimal | None:
         return result.computed_cost.usd if result.computed_cost else None
 
     def settle(result: CliAttemptResult) -> tuple[str, Decimal]:
-        return settle_attempt(result.status, reservation, result.reported_cost_usd, computed(result))
+        return settle_attempt(result.status, rule.reservation_usd, result.reported_cost_usd, computed(result),
+                              exceeded_above=rule.base_usd)
 
     def measure(tally: Tally, result: CliAttemptResult) -> Tally:
-        return tally.add_measured(result.reported_cost_usd, computed(result))
+        return tally.add_measured(result.reported_cost_usd, computed(result), rule.limit_usd)
 
     return AttemptPort(run=run, settle=settle, measure=measure, observe=observe)
 
@@ -123,6 +128,7 @@ def _observation(
     reservation: Decimal,
     charged: Decimal,
     cap_exceeded: bool,
+    exceeded_above: Decimal,
 ) -> CliObservation:
     fields = dict(result.fields)
     answer = str(fields.pop("answer_text"))
@@ -145,13 +151,13 @@ def _observation(
         exit_code=result.exit_code,
         wall_time_ms=result.wall_time_ms,
         status=status,
-        status_reason=settled_reason(result.status, result.status_reason, status, charged, reservation),
+        status_reason=settled_reason(result.status, result.status_reason, status, charged, exceeded_above),
         answer=answer if status == "completed" else "",
     )
 
 
 def _ledger(
-    request: CliRunRequest, cli_version: str, mcp: McpPreflight, planned: int, started_at: str
+    request: CliRunRequest, cli_version: str, mcp: McpPreflight, planned: int, started_at: str, rule: ReservationRule
 ) -> MinimalLedger:
     manifest = request.loaded.manifest
     return MinimalLedger(
@@ -184,9 +190,7 @@ def _ledger(
         adjudication=AdjudicationDeclaration(),
         mode=request.mode,
         planned_attempts=planned,
-        budget=BudgetRecord(
-            cap=usd_number(request.cap_usd), spent=0.0, reserved=0.0, measured=0.0, cumulative_cap_exceeded=False
-        ),
+        budget=budget_record(Budget(cap=request.cap_usd), Tally(), rule),
         observations=[],
         concurrency=request.concurrency if request.concurrency > 1 else None,
         open_reservations=[] if request.concurrency > 1 else None,
@@ -219,6 +223,10 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
     try:
         if settings.rehearsal_base_url is not None and not is_loopback_http(settings.rehearsal_base_url):
             raise PreflightError("a rehearsal talks only to the local rehearsal server (an http loopback URL)")
+        try:
+            rule = ReservationRule.for_cli(request.attempt_budget_usd, settings.model, strict=request.strict_cap)
+        except NoWorstTurn as problem:
+            raise PreflightError(str(problem)) from None
         checked = prepare_study(stack, settings.mcp, manifest, schedule, request.roots, settings.containment,
                                 request.parent_env)
         raise_if_stopped(NOTHING_WRITTEN)
@@ -228,7 +236,7 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
         raise_if_stopped(NOTHING_WRITTEN)
         mcp = checked.mcp
         output = resolve_output(request.output, (*request.roots.values(), *request.forbidden_output_roots))
-        ledger = _ledger(request, cli_version, mcp, len(schedule), now_iso())
+        ledger = _ledger(request, cli_version, mcp, len(schedule), now_iso(), rule)
         ledger.containment = checked.containment
         store = JournaledLedger(output, ledger)
         stack.callback(store.close)
@@ -239,8 +247,7 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
         if failure is error:
             raise
         raise failure from error
-    limit = request.attempt_budget_usd
-    reservation = reservation_for(limit)
+    reservation, admission, base = rule.reservation_usd, rule.admission_usd, rule.base_usd
     budget, tally = Budget(cap=request.cap_usd), Tally()
     run.begin()
     observations: list[CliObservation] = []
@@ -253,55 +260,53 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
             root=request.roots[entry.repository],
             pin=manifest.repositories[entry.repository],
             prompt=study_prompt(manifest.task(entry.task_id).question),
-            reservation_usd=reservation,
+            reservation_usd=base,
             parent_env=request.parent_env,
             server=checked.corpora.paths(entry.repository) if entry.scenario == DOC_BRIDGE_MCP else None,
         )
 
     def observe(entry: ScheduleEntry, result: CliAttemptResult, status: str, reserved: Decimal, charged: Decimal,
                 cap_exceeded: bool) -> CliObservation:
-        return _observation(entry, request, cli_version, result, status, reserved, charged, cap_exceeded)
+        return _observation(entry, request, cli_version, result, status, reserved, charged, cap_exceeded, base)
 
+    port = cli_port(run_attempt, observe, rule)
     try:
         if request.concurrency > 1:
             walked = ConcurrentWalk(
                 run=run, ledger=ledger, store=store, concurrency=request.concurrency, cap=request.cap_usd,
-                limit=limit, reservation=reservation, port=cli_port(run_attempt, observe, reservation),
-                progress=request.progress,
+                limit=admission, reservation=reservation, port=port, progress=request.progress, rule=rule,
             )
             done = walked.walk(schedule)
             observations, budget = done.observations, done.budget
             close_normally(ledger, run, lambda finished: store.checkpoint(seal_ledger(finished.to_json())))
             return summarize(run.status, request.mode, len(schedule), observations, budget, output,
-                             rehearsal=request.settings.rehearsal_base_url is not None,
+                             rehearsal=request.settings.rehearsal_base_url is not None, recorded=ledger.budget,
                              **summary_names(request.loaded, request.settings.mcp.name))
         for index, entry in enumerate(schedule, start=1):
             raise_if_stopped()
             where = AttemptProgress(index, len(schedule), entry.task_id, entry.scenario, entry.repetition)
             attempt = AttemptMachine()
-            if not budget.fits(limit):
+            if not budget.fits(admission):
                 attempt.refuse()
                 ledger.stop_reason = "the per-attempt limit does not fit under the remaining cap"
                 break
             attempt.reserve()
             budget, tally = budget.reserve(reservation), tally.add_reservation(reservation)
-            ledger.budget = budget_record(budget, tally)
+            ledger.budget = budget_record(budget, tally, rule)
             ledger.open_reservation = open_reservation(entry, reservation)
             store.record(ledger)
             attempt.start(checkpointed=True)
             request.progress.attempt_started(where)
-            result = run_attempt(entry)
-            computed = result.computed_cost.usd if result.computed_cost else None
-            status, charged = settle_attempt(result.status, reservation, result.reported_cost_usd, computed)
+            result = port.run(entry)
+            status, charged = port.settle(result)
             attempt.settle(status=status)
-            budget, tally = budget.settle(reservation, charged), tally.add_measured(result.reported_cost_usd, computed)
-            observation = _observation(
-                entry, request, cli_version, result, attempt.status, reservation, charged, budget.cap_exceeded
-            )
+            budget = budget.settle(reservation, charged)
+            tally = port.measure(tally, result)
+            observation = port.observe(entry, result, attempt.status, reservation, charged, budget.cap_exceeded)
             observations.append(observation)
             ledger.observations.append(observation)
             ledger.open_reservation = None
-            ledger.budget = budget_record(budget, tally)
+            ledger.budget = budget_record(budget, tally, rule)
             run.observe(status=attempt.status)
             store.record(ledger)
             request.progress.attempt_settled(
@@ -324,5 +329,5 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
             raise
         raise StopRequested(signum, stopped_detail(output)) from error
     return summarize(run.status, request.mode, len(schedule), observations, budget, output,
-                     rehearsal=request.settings.rehearsal_base_url is not None,
+                     rehearsal=request.settings.rehearsal_base_url is not None, recorded=ledger.budget,
                      **summary_names(request.loaded, request.settings.mcp.name))

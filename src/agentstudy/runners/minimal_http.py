@@ -48,6 +48,7 @@ from agentstudy.io.signals import StopRequested, raise_if_stopped, stop_reason, 
 from agentstudy.pricing.budget import Budget, reservation_for
 from agentstudy.pricing.http import DEFAULT_MAX_TOKENS, CallReservation, CallSettlement, UpperPrices
 from agentstudy.pricing.money import exact
+from agentstudy.pricing.strict_cap import HTTP_RULE
 from agentstudy.pricing.sums import usd_from_json
 from agentstudy.pricing.tally import Tally
 from agentstudy.pricing.usd_json import usd_number
@@ -155,7 +156,7 @@ class _Checkpoints:
     def reserved(self, budget: Budget, reservation: CallReservation) -> None:
         """Persist a call's reservation before its request is sent."""
         self.tally = self.tally.add_reservation(reservation.usd)
-        self.ledger.budget = budget_record(budget, self.tally)
+        self.ledger.budget = budget_record(budget, self.tally, HTTP_RULE)
         self.ledger.open_reservation = open_reservation(self.entry, reservation.usd, self.charged)
         self.save()
 
@@ -165,7 +166,7 @@ class _Checkpoints:
             self.tally = self.tally.add_measured(settlement.charged_usd, None)
         with exact():
             self.charged += settlement.charged_usd
-        self.ledger.budget = budget_record(budget, self.tally)
+        self.ledger.budget = budget_record(budget, self.tally, HTTP_RULE)
         self.ledger.open_reservation = open_reservation(self.entry, Decimal(0), self.charged)
         self.save()
 
@@ -230,7 +231,7 @@ def _ledger(request: HttpRunRequest, base_url: str, mcp: McpPreflight, planned: 
         adjudication=AdjudicationDeclaration(),
         mode=request.mode,
         planned_attempts=planned,
-        budget=budget_record(Budget(cap=request.cap_usd), Tally()),
+        budget=budget_record(Budget(cap=request.cap_usd), Tally(), HTTP_RULE),
         observations=[],
         concurrency=request.concurrency if request.concurrency > 1 else None,
         open_reservations=[] if request.concurrency > 1 else None,
@@ -331,6 +332,7 @@ def _run_http_study(request: HttpRunRequest, stack: ExitStack) -> RunSummary:
                     run=run, ledger=ledger, store=store, concurrency=request.concurrency, cap=request.cap_usd,
                     limit=request.attempt_budget_usd, reservation=reservation,
                     port=http_port(attempt_loop, reservation, observe), progress=request.progress,
+                    rule=HTTP_RULE,
                 ).walk(schedule)
                 observations, budget = walked.observations, walked.budget
             else:
@@ -353,7 +355,7 @@ def _run_http_study(request: HttpRunRequest, stack: ExitStack) -> RunSummary:
                     observations.append(observation)
                     ledger.observations.append(observation)
                     ledger.open_reservation = None
-                    ledger.budget = budget_record(budget, tally)
+                    ledger.budget = budget_record(budget, tally, HTTP_RULE)
                     run.observe(status=attempt.status)
                     record()
                     request.progress.attempt_settled(
@@ -376,5 +378,5 @@ def _run_http_study(request: HttpRunRequest, stack: ExitStack) -> RunSummary:
             raise
         raise StopRequested(signum, stopped_detail(output)) from error
     return summarize(run.status, request.mode, len(schedule), observations, budget, output, transport="http",
-                     rehearsal=request.rehearsal,
+                     rehearsal=request.rehearsal, recorded=ledger.budget,
                      **summary_names(request.loaded, request.mcp.name))

@@ -11,7 +11,7 @@ from typing import Any
 from agentstudy.pricing.budget import Budget
 from agentstudy.pricing.sums import exact_factor, scaled
 from agentstudy.pricing.usd_json import usd_number
-from agentstudy.protocol.records import CliObservation, HttpObservation
+from agentstudy.protocol.records import BudgetRecord, CliObservation, HttpObservation
 
 SEED_FULL_ATTEMPTS = 36
 """The seed's full schedule; a pilot of ``n`` attempts extrapolates by ``full attempts / n`` (18 for 2)."""
@@ -52,6 +52,7 @@ def summarize(
     full_attempts: int = SEED_FULL_ATTEMPTS,
     arm_labels: Mapping[str, str] | None = None,
     server_name: str | None = None,
+    recorded: BudgetRecord | None = None,
 ) -> RunSummary:
     """Build the summary of a finished run (``transport`` ``cli`` or ``http``; HTTP has no cache tokens).
 
@@ -63,7 +64,9 @@ def summarize(
     only for a pilot that ended ``awaiting-adjudication`` with complete usage and a factor that is an exact
     decimal (``fullRunFactor``, decimal text such as "4.5"); it is
     not an upper bound. A study file's run also names its arms (``armLabels``: scenario →
-    label) and ``mcpServer`` (issue 18); a seed manifest's line has neither.
+    label) and ``mcpServer`` (issue 18); a seed manifest's line has neither. ``recorded`` is the
+    ledger's budget block: its ``reservationRule``, ``worstTurnUsd`` (strict) and
+    ``largestOvershootUsd`` (USD, ``None`` when nothing overshot) go on the line (issue 19).
     """
     usage_complete = all(o.usage_complete for o in observations)
     factor = exact_factor(full_attempts, planned)
@@ -91,6 +94,11 @@ def summarize(
         "fullRunFactor": format(factor.normalize(), "f") if mode == "pilot" and factor is not None else None,
         "ledger": str(ledger),
     }
+    if recorded is not None and recorded.reservation_rule is not None:
+        line["reservationRule"] = recorded.reservation_rule
+        if recorded.worst_turn_usd is not None:
+            line["worstTurnUsd"] = recorded.worst_turn_usd
+        line["largestOvershootUsd"] = recorded.largest_overshoot_usd
     if arm_labels is not None:
         line["armLabels"] = dict(arm_labels)
         line["mcpServer"] = server_name
