@@ -106,8 +106,8 @@ def test_ctrl_c_leaves_a_verifying_ledger_and_a_rerun_completes_it(tmp_path: Pat
     ledger = tmp_path / "ledger.json"
     env = {**os.environ, "PYTHONPATH": str(SRC)}
     with (tmp_path / "stderr").open("wb") as stderr:
-        runner = subprocess.Popen([sys.executable, "-m", "agentstudy", *run_args(example, ledger, "--concurrency", "3")],
-                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr, env=env)
+        command = [sys.executable, "-m", "agentstudy", *run_args(example, ledger, "--concurrency", "3")]
+        runner = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr, env=env)
         try:
             _wait_for_starts(trace, 4, runner)  # the first three are done or ending: a fourth runs now
             runner.send_signal(signal.SIGINT)
