@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from agentstudy.protocol.records import STUDY_LEDGER_VERSION
 from agentstudy.rehearsal.controlled.example import ControlledExample, build_controlled_example
 from test_controlled_run_support import cli, run_args
 
@@ -125,3 +126,20 @@ def test_ctrl_c_leaves_a_verifying_ledger_and_a_rerun_completes_it(tmp_path: Pat
     summary = json.loads(rerun.stdout)["summary"]
     assert summary["skipped"] == len(kept) and summary["executed"] == 12 - len(kept)
     assert len(json.loads(ledger.read_text(encoding="utf-8"))["observations"]) == 12
+
+
+@pytest.mark.parametrize("command", ["run", "adjudicate-controlled", "adjudicate"])
+def test_concurrency_is_offered_and_bounded(command: str, tmp_path: Path) -> None:
+    assert "--concurrency" in cli(command, "--help").stdout
+    refused = cli(command, str(tmp_path / "missing.json"), "--concurrency", "0")
+    assert refused.exit_code == 2 and "--concurrency" in refused.stderr
+    assert cli(command, str(tmp_path / "missing.json"), "--concurrency", "33").exit_code == 2
+
+
+def test_the_adjudication_latency_needs_the_rehearsal(tmp_path: Path) -> None:
+    manifest = Path(__file__).resolve().parents[1] / "src" / "agentstudy" / "rehearsal" / "example-manifest.json"
+    minimal = tmp_path / "minimal.json"
+    minimal.write_text(json.dumps({"version": STUDY_LEDGER_VERSION, "observations": []}), encoding="utf-8")
+    result = cli("adjudicate", str(minimal), "--manifest", str(manifest), "--rehearsal-latency-ms", "10")
+    assert result.exit_code == 2
+    assert "--rehearsal-latency-ms needs --rehearsal" in result.stderr
