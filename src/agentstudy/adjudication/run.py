@@ -7,10 +7,14 @@ Glob (no MCP server), settle (``close_attempt``) and checkpoint. A completed att
 is the strict JSON asked for scores the item; anything else leaves it ``pending``, never a
 default score. An attempt that does not complete, a refused item or a passed cap stops the
 run; the rest stay pending. State changes go through ``fsm.attempt``; money through ``pricing``.
+The walk itself is ``adjudication.walk.ItemWalk``: with ``concurrency`` above 1 (issue 19) up to
+N attempts run at once, each admitted only when its full limit fits with every open reservation
+counted, settled in admission order; the first attempt that does not complete stops admission
+and the running ones finish and are recorded.
 
 A stop signal (``io.signals``) stops admission: before the companion exists the run raises
-``StopRequested`` and nothing is written; afterwards the running item's child is terminated and
-the item settled as it ended (pending, charged at least its whole reservation), the companion
+``StopRequested`` and nothing is written; afterwards the running items' children are terminated and
+each running item settled as it ended (pending, charged at least its whole reservation), the companion
 is checkpointed with ``stopped by SIG…`` as its stop reason, and ``StopRequested`` is raised.
 """
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from decimal import Decimal
 
 from agentstudy.adjudication.companion import finished_item
@@ -37,17 +36,12 @@ from agentstudy.pricing.budget import Budget, close_attempt, open_attempt, settl
 from agentstudy.pricing.tally import Tally
 from agentstudy.pricing.usd_json import usd_number
 from agentstudy.protocol.adjudication import MinimalAdjudication, OpenItemReservation
-from agentstudy.runners.ledger_steps import budget_record
+from agentstudy.runners.ledger_steps import budget_record, now_iso
 from agentstudy.runners.ordered_flights import Flight, drive_in_order
 from agentstudy.transports.cli import CliAttemptResult
 
 ItemRunner = Callable[[PreparedItem, Decimal], CliAttemptResult]
 """Runs one item's adjudicator attempt with its reservation (USD) as the CLI's budget."""
-
-
-def now_iso() -> str:
-    """The current UTC time, ISO 8601 with ms and ``Z``."""
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 @dataclass(frozen=True)
@@ -74,8 +68,11 @@ class ItemWalk:
         companion, store: the companion (updated in place) and its file; every reservation and
             settlement is ``store.checkpoint``-ed.
         cap, limit: the adjudication cap and the per-item limit (USD).
+        concurrency: attempts in flight at once (1 keeps the companion's sequential form).
         run_item: runs one item's attempt (called in a worker thread).
-        progress: ``item_started`` / ``item_settled`` as ``AdjudicationProgress``.
+        started: ``(1-based position, item id)`` after the item's reservation is on disk.
+        settled: ``(position, item id, item status, charged, spent, cap)`` (USD) after its
+            settlement is on disk.
     """
 
     def __init__(self, *, companion: MinimalAdjudication, store: LedgerFile, concurrency: int, cap: Decimal,
@@ -194,4 +191,4 @@ def _judgement(status: str, result: CliAttemptResult, item: PreparedItem) -> tup
         return None, f"invalid adjudicator output: {error}"
 
 
-__all__ = ["ItemRunner", "ItemWalk", "now_iso"]
+__all__ = ["ItemRunner", "ItemWalk"]
