@@ -25,8 +25,9 @@ from test_controlled_run_support import cli, run_args
 SRC = Path(__file__).resolve().parents[1] / "src"
 LATENCY = ("--latency-ms", "300")
 TIMING = frozenset({"observedAt", "durationMs", "firstEvidenceLatencyMs", "timeToFirstEvidenceMs", "stdoutHash",
-                    "contentHash", "adjudicatorLatencyMs"})
-"""Fields that depend on when and how fast a child ran (the stdout of the provider carries its latency)."""
+                    "contentHash", "adjudicatorLatencyMs", "outputTokens", "responseBytes"})
+"""Fields that depend on when and how fast a child ran: the provider's answer carries its latency in ms,
+so its stdout hash, its size and its estimated output tokens (ceil(bytes / 4)) change with the digits."""
 
 
 def peak_at_once(trace: Path) -> int:
