@@ -7,10 +7,14 @@ Glob (no MCP server), settle (``close_attempt``) and checkpoint. A completed att
 is the strict JSON asked for scores the item; anything else leaves it ``pending``, never a
 default score. An attempt that does not complete, a refused item or a passed cap stops the
 run; the rest stay pending. State changes go through ``fsm.attempt``; money through ``pricing``.
+The walk itself is ``adjudication.walk.ItemWalk``: with ``concurrency`` above 1 (issue 19) up to
+N attempts run at once, each admitted only when its full limit fits with every open reservation
+counted, settled in admission order; the first attempt that does not complete stops admission
+and the running ones finish and are recorded.
 
 A stop signal (``io.signals``) stops admission: before the companion exists the run raises
-``StopRequested`` and nothing is written; afterwards the running item's child is terminated and
-the item settled as it ended (pending, charged at least its whole reservation), the companion
+``StopRequested`` and nothing is written; afterwards the running items' children are terminated and
+each running item settled as it ended (pending, charged at least its whole reservation), the companion
 is checkpointed with ``stopped by SIG…`` as its stop reason, and ``StopRequested`` is raised.
 """
 
@@ -32,36 +36,33 @@ from agentstudy.adjudication.companion import (
     AdjudicationProgress,
     AdjudicationSummary,
     SilentAdjudicationProgress,
-    finished_item,
     initial_item,
     summarize,
 )
 from agentstudy.adjudication.items import PreparedItem, prepare_item
 from agentstudy.adjudication.ledger_view import MinimalLedgerView
-from agentstudy.adjudication.prompt import InvalidAdjudication, parse_adjudication
 from agentstudy.adjudication.scrub import REPLACEMENT, Scrubber
-from agentstudy.fsm.attempt import AttemptMachine
+from agentstudy.adjudication.walk import ItemWalk
 from agentstudy.io.containment import ContainmentError, check_containment
 from agentstudy.io.environment import allowlisted_environment
 from agentstudy.io.git import GitError
 from agentstudy.io.ledger_store import CheckpointError, LedgerFile, OutputPathError, resolve_output
 from agentstudy.io.provenance import file_sha256
 from agentstudy.io.signals import StopRequested, raise_if_stopped, stop_reason, stop_signal
-from agentstudy.pricing.budget import Budget, close_attempt, open_attempt
+from agentstudy.pricing.budget import Budget
 from agentstudy.pricing.table import CLI_PRICES, price_entry
 from agentstudy.pricing.tally import Tally
 from agentstudy.pricing.usd_json import usd_number
 from agentstudy.protocol.adjudication import (
     MinimalAdjudication,
     MissingObservation,
-    OpenItemReservation,
     companion_status,
 )
 from agentstudy.protocol.manifest import REPOSITORY_ONLY, SCENARIOS, LoadedManifest
 from agentstudy.protocol.prompt import MAX_PROMPT_BYTES
 from agentstudy.runners.ledger_steps import SALVAGED_NOTE, budget_record, checkpoint_stop_reason
 from agentstudy.runners.preflight import NOTHING_WRITTEN, PreflightError, check_cli_version, check_corpus_roots, refusal
-from agentstudy.transports.cli import CliSettings, isolation, run_cli_attempt
+from agentstudy.transports.cli import CliAttemptResult, CliSettings, isolation, run_cli_attempt
 from agentstudy.transports.cli_args import BUILTIN_TOOLS, arm_tools
 
 ADJUDICABLE_RUN_STATUSES = ("awaiting-adjudication", "blocked")
@@ -91,6 +92,8 @@ class AdjudicationRequest:
     parent_env: Mapping[str, str]
     forbidden_output_roots: tuple[Path, ...] = ()
     progress: AdjudicationProgress = field(default_factory=SilentAdjudicationProgress)
+    concurrency: int = 1
+    """Adjudicator attempts run at once (issue 19; ``adjudication.walk``); 1 is the sequential walk."""
 
 
 def _now() -> str:
@@ -223,70 +226,30 @@ def run_adjudication(request: AdjudicationRequest) -> AdjudicationSummary:
         if isinstance(failure, PreflightError):
             raise AdjudicationRefused(str(failure)) from error
         raise failure from error
-    budget, tally = Budget(cap=request.cap_usd), Tally()
     tools = arm_tools(REPOSITORY_ONLY, request.settings.mcp, ())
     total = len(prepared)
+
+    def run_item(item: PreparedItem, reservation: Decimal) -> CliAttemptResult:
+        return run_cli_attempt(
+            request.settings,
+            scenario=REPOSITORY_ONLY,
+            tools=tools,
+            root=request.roots[item.task.repository],
+            pin=request.loaded.manifest.repositories[item.task.repository],
+            prompt=item.prompt or "",
+            reservation_usd=reservation,
+            parent_env=request.parent_env,
+        )
+
+    walk = ItemWalk(
+        companion=companion, store=store, concurrency=request.concurrency, cap=request.cap_usd,
+        limit=request.item_budget_usd, run_item=run_item,
+        started=lambda index, item_id: request.progress.item_started(index, total, item_id),
+        settled=lambda index, item_id, status, charged, spent, cap: request.progress.item_settled(
+            index, total, item_id, status, charged, spent, cap),
+    )
     try:
-        for index, item in enumerate(prepared):
-            raise_if_stopped()
-            if item.prompt is None:
-                continue
-            attempt = AttemptMachine()
-            admitted = open_attempt(budget, request.item_budget_usd)
-            if admitted is None:
-                attempt.refuse()
-                companion.stop_reason = "the per-item limit does not fit under the remaining adjudication cap"
-                break
-            attempt.reserve()
-            reservation = admitted.reservation_usd
-            budget, tally = admitted.budget, tally.add_reservation(reservation)
-            companion.budget = budget_record(budget, tally)
-            companion.open_reservation = OpenItemReservation(
-                item_id=item.blind.item_id, reserved_usd=usd_number(reservation)
-            )
-            store.checkpoint(companion.to_json())
-            attempt.start(checkpointed=True)
-            request.progress.item_started(index + 1, total, item.blind.item_id)
-            result = run_cli_attempt(
-                request.settings,
-                scenario=REPOSITORY_ONLY,
-                tools=tools,
-                root=request.roots[item.task.repository],
-                pin=request.loaded.manifest.repositories[item.task.repository],
-                prompt=item.prompt,
-                reservation_usd=reservation,
-                parent_env=request.parent_env,
-            )
-            computed = result.computed_cost.usd if result.computed_cost is not None else None
-            settled = close_attempt(budget, result.status, reservation, result.reported_cost_usd, computed)
-            attempt.settle(status=settled.status)
-            budget, tally = settled.budget, tally.add_measured(result.reported_cost_usd, computed)
-            judgement, problem = None, None
-            if attempt.status == "completed":
-                try:
-                    judgement = parse_adjudication(str(result.fields.get("answer_text", "")), len(item.task.expected))
-                except InvalidAdjudication as error:
-                    problem = f"invalid adjudicator output: {error}"
-            else:
-                problem = f"the adjudicator attempt ended {attempt.status}"
-            companion.items[index] = finished_item(
-                companion.items[index], item, result, attempt.status, reservation, settled.charged_usd, judgement,
-                problem,
-            )
-            companion.open_reservation = None
-            companion.budget = budget_record(budget, tally)
-            store.checkpoint(companion.to_json())
-            request.progress.item_settled(
-                index + 1, total, item.blind.item_id, companion.items[index].status, settled.charged_usd,
-                budget.spent, budget.cap,
-            )
-            raise_if_stopped()
-            if budget.cap_exceeded:
-                companion.stop_reason = "the cumulative adjudication spend passed the cap"
-                break
-            if attempt.status != "completed":
-                companion.stop_reason = f"item {index + 1} of {total}: the adjudicator attempt ended {attempt.status}"
-                break
+        walk.walk([(position, item) for position, item in enumerate(prepared) if item.prompt is not None])
         raise_if_stopped()
         _finish(companion, store)
         raise_if_stopped()

@@ -37,6 +37,7 @@ from agentstudy.commands.common import (
     positive_usd,
     stops_on_signals,
 )
+from agentstudy.commands.concurrency_option import concurrency_option
 from agentstudy.commands.containment_options import containment_mode, containment_option
 from agentstudy.io.claude_cli import ClaudeBinaryError, find_claude_binary, find_login_file, project_root
 from agentstudy.io.ledger_store import CheckpointError, OutputPathError
@@ -121,6 +122,10 @@ def print_adjudication_table(summary: AdjudicationSummary, note: str = "") -> No
 @click.option("--allow-unverified", is_flag=True,
               help="Minimal study: adjudicate a ledger that does not verify (its hashes or invariants); the "
                    "problems are printed as a warning and recorded in the companion (ledgerUnverified).")
+@click.option("--rehearsal-latency-ms", type=click.IntRange(0, 600_000), default=0, show_default=True,
+              help="With --rehearsal: the scripted adjudicator answers every request after this many ms (issue 19).")
+@concurrency_option("Adjudicator attempts", "each is admitted only if its full per-item limit fits under the cap "
+                    "with every open reservation counted; the first attempt that does not complete stops admission.")
 @containment_option
 @stops_on_signals
 def adjudicate(
@@ -144,6 +149,8 @@ def adjudicate(
     cli_version: str,
     seed: int | None,
     allow_unverified: bool,
+    rehearsal_latency_ms: int,
+    concurrency: int,
     containment: str,
 ) -> None:
     """Adjudicate a finished run blind to the scenario, into a new companion file.
@@ -171,12 +178,15 @@ def adjudicate(
         if suite_path is None or adjudicator_path is None or output is None:
             fail("a controlled-study ledger needs SUITE, --adjudicator FILE and --output FILE")
         sys.exit(run_and_print(
-            ledger_path, suite_path, adjudicator_path, output, run_id, controlled_offset, controlled_limit, as_text
+            ledger_path, suite_path, adjudicator_path, output, run_id, controlled_offset, controlled_limit, as_text,
+            concurrency,
         ))
     if manifest_path is None:
         fail("a minimal-study ledger needs --manifest FILE")
     if transport == "http":
         fail("the http adjudicator is not implemented yet; use --transport cli")
+    if rehearsal_latency_ms and not rehearsal:
+        fail("--rehearsal-latency-ms needs --rehearsal (it delays the scripted adjudicator's answers)")
     try:
         view = minimal_view(ledger_path.resolve(), data, document)
         loaded = load_manifest(manifest_path)
@@ -216,13 +226,14 @@ def adjudicate(
         seed=new_seed() if seed is None else seed,
         parent_env=dict(os.environ),
         forbidden_output_roots=(project_root(),),
+        concurrency=concurrency,
         progress=ConsoleAdjudicationProgress(Console(stderr=True)) if sys.stdout.isatty()
         else SilentAdjudicationProgress(),
     )
     unverified = "UNVERIFIED ledger" if view.unverified else ""
     if not rehearsal:
         sys.exit(_run(request, note=unverified))
-    with RehearsalServer(policy=adjudicator_reply) as server:
+    with RehearsalServer(policy=adjudicator_reply, latency_ms=rehearsal_latency_ms) as server:
         settings = replace(request.settings, rehearsal_base_url=server.base_url)
         code = _run(replace(request, settings=settings),
                     note=", ".join(filter(None, ("rehearsal: no real money", unverified))))

@@ -22,6 +22,7 @@ from typing import Any
 import click
 
 from agentstudy.commands.common import EXIT_BLOCKED, EXIT_OK, fail, stops_on_signals
+from agentstudy.commands.concurrency_option import concurrency_option
 from agentstudy.commands.contract_files import aligned, counts, read_contract, text_or_json
 from agentstudy.controlled.adjudicate import (
     AdjudicationInputError,
@@ -42,13 +43,14 @@ _FILE = click.Path(path_type=Path, dir_okay=False)
 
 def adjudicate_controlled_command(ledger_path: Path, suite_path: Path, adjudicator_path: Path, output_path: Path,
                                   run_id: str | None = None, offset: int = 0, limit: int | None = None, *,
-                                  show_progress: bool = False) -> tuple[dict[str, Any], int]:
+                                  show_progress: bool = False, concurrency: int = 1) -> tuple[dict[str, Any], int]:
     """Verify the inputs, adjudicate the selection, write ``output_path`` (new, 0600); return the summary
     and the exit code. Exits 2 with one line on bad input, 1 when stopped after starting.
 
     The output file is created exclusively before the first adjudicator starts (holding the
     unchanged ledger) and rewritten atomically after each verdict, so an interrupted run leaves
-    a valid ledger with every verdict so far. The input ledger is only read.
+    a valid ledger with every verdict so far. The input ledger is only read. ``concurrency``
+    adjudicators run at once (issue 19); verdicts are applied and persisted in ledger order.
     """
     ledger = read_contract(ledger_path, ControlledStudyObservationLedgerV1)
     suite = read_contract(suite_path, StudyTaskSuiteV1)
@@ -76,7 +78,7 @@ def adjudicate_controlled_command(ledger_path: Path, suite_path: Path, adjudicat
     except (AdjudicationInputError, LedgerFileError) as error:
         fail(str(error))
     try:
-        result = adjudicate_ledger(prepared, environ=os.environ, on_verdict=record)
+        result = adjudicate_ledger(prepared, environ=os.environ, on_verdict=record, concurrency=concurrency)
         persist_ledger(target, result)
     except StopRequested as stop:
         raise StopRequested(stop.signum, f"--output {target} holds every verdict made before the stop") from None
@@ -111,10 +113,11 @@ def render_adjudication(summary: dict[str, Any]) -> list[str]:
 @click.option("--offset", type=click.IntRange(min=0), default=0, show_default=True,
               help="Skip this many matching observations (they are copied unchanged).")
 @click.option("--limit", type=click.IntRange(min=1), help="Adjudicate at most this many matching observations.")
+@concurrency_option("Adjudicators", "the output holds the same verdicts as with 1.")
 @text_or_json
 @stops_on_signals
 def adjudicate_controlled(ledger: Path, suite: Path, adjudicator_path: Path, output_path: Path, run_id: str | None,
-                          offset: int, limit: int | None, as_text: bool) -> None:
+                          offset: int, limit: int | None, concurrency: int, as_text: bool) -> None:
     """Have an independent adjudicator judge the observations of a controlled LEDGER against SUITE.
 
     The adjudicator runs as a separate process per observation and sees only the task and an
@@ -122,18 +125,19 @@ def adjudicate_controlled(ledger: Path, suite: Path, adjudicator_path: Path, out
     failure leaves the observation pending, never approved. Actor, method, configuration
     hash, tokens, latency and cost are recorded; the result is written to --output.
     """
-    sys.exit(run_and_print(ledger, suite, adjudicator_path, output_path, run_id, offset, limit, as_text))
+    sys.exit(run_and_print(ledger, suite, adjudicator_path, output_path, run_id, offset, limit, as_text,
+                           concurrency))
 
 
 def run_and_print(ledger: Path, suite: Path, adjudicator_path: Path, output_path: Path, run_id: str | None,
-                  offset: int, limit: int | None, as_text: bool) -> int:
+                  offset: int, limit: int | None, as_text: bool, concurrency: int = 1) -> int:
     """Adjudicate a controlled ledger, print the summary (text or JSON) and return the exit code.
 
     Shared by ``agentstudy adjudicate`` (which dispatches here on a controlled ledger) and
     ``agentstudy adjudicate-controlled``.
     """
     summary, code = adjudicate_controlled_command(ledger, suite, adjudicator_path, output_path, run_id, offset, limit,
-                                                  show_progress=sys.stderr.isatty())
+                                                  show_progress=sys.stderr.isatty(), concurrency=concurrency)
     if as_text:
         click.echo("\n".join(render_adjudication(summary)))
     else:

@@ -21,6 +21,7 @@ from agentstudy.commands.common import (
     parse_roots,
     stops_on_signals,
 )
+from agentstudy.commands.concurrency_option import MAX_CONCURRENCY
 from agentstudy.commands.containment_options import (
     cli_base_url_option,
     containment_mode,
@@ -52,9 +53,6 @@ from agentstudy.runners.preflight import PreflightError, check_corpus_roots
 from agentstudy.runners.server_probe import probe_servers
 from agentstudy.runners.summary import RunSummary
 from agentstudy.transports.cli import CliSettings
-
-MAX_CONCURRENCY = 32
-"""The largest ``--concurrency`` (one Claude Code process is about 220 MB of memory; issue 19)."""
 
 
 @click.command()

@@ -18,6 +18,7 @@ from typing import Any
 import click
 
 from agentstudy.commands.common import EXIT_BLOCKED, fail, stops_on_signals
+from agentstudy.commands.concurrency_option import concurrency_option
 from agentstudy.commands.contract_files import aligned, counts, read_contract, text_or_json
 from agentstudy.controlled.command import AttemptReport
 from agentstudy.controlled.ledger_file import LedgerFileError
@@ -71,7 +72,7 @@ def render_run(summary: dict[str, Any]) -> list[str]:
 
 
 def run_command(plan_path: Path, suite_path: Path, providers_path: Path, repositories_path: Path, ledger_path: Path,
-                round_id: str | None, dry_run: bool, *, show_progress: bool) -> dict[str, Any]:
+                round_id: str | None, dry_run: bool, *, show_progress: bool, concurrency: int = 1) -> dict[str, Any]:
     """Read and verify the four inputs, then run (or dry-run) the study; exit 2/1 with one line on failure.
 
     Returns:
@@ -84,7 +85,7 @@ def run_command(plan_path: Path, suite_path: Path, providers_path: Path, reposit
                        read_contract(repositories_path, StudyRepositoryConfigV1))
     progress = TerminalProgress() if show_progress else SilentRunProgress()
     try:
-        return run_controlled_study(inputs, RunOptions(ledger_path, round_id, dry_run), environ=os.environ,
+        return run_controlled_study(inputs, RunOptions(ledger_path, round_id, dry_run, concurrency), environ=os.environ,
                                     progress=progress)
     except (RunInputError, LedgerFileError) as error:
         fail(str(error))
@@ -103,10 +104,11 @@ def run_command(plan_path: Path, suite_path: Path, providers_path: Path, reposit
               help="Observation ledger to create or extend (mode 0600), outside every repository root.")
 @click.option("--round", "round_id", help="Round id recorded on every new observation.")
 @click.option("--dry-run", is_flag=True, help="Check everything and print the planned count; start nothing.")
+@concurrency_option("Executions", "a stop signal ends the running ones and records those that finished.")
 @text_or_json
 @stops_on_signals
 def run(plan: Path, suite: Path, providers_path: Path, repositories_path: Path, ledger_path: Path,
-        round_id: str | None, dry_run: bool, as_text: bool) -> None:
+        round_id: str | None, dry_run: bool, concurrency: int, as_text: bool) -> None:
     """Run the executions a controlled-study PLAN selects from SUITE, one provider child each.
 
     Before any provider starts, every file's content hash is verified and the plan, suite,
@@ -118,7 +120,7 @@ def run(plan: Path, suite: Path, providers_path: Path, repositories_path: Path, 
     prompts, repository content and credentials are never recorded.
     """
     summary = run_command(plan, suite, providers_path, repositories_path, ledger_path, round_id, dry_run,
-                          show_progress=not dry_run and sys.stderr.isatty())
+                          show_progress=not dry_run and sys.stderr.isatty(), concurrency=concurrency)
     if as_text:
         click.echo("\n".join(render_run(summary)))
     else:

@@ -43,13 +43,14 @@ from agentstudy.io.controlled_command import (
     child_environment,
     run_controlled_child,
 )
-from agentstudy.io.signals import raise_if_stopped
+from agentstudy.io.signals import StopRequested, raise_if_stopped, stop_signal, terminate_children
 from agentstudy.pricing.usd_json import usd_number
 from agentstudy.protocol.controlled.config import AdjudicatorCli, StudyProviderCliConfigV1
 from agentstudy.protocol.controlled.contracts import LoadedContract
 from agentstudy.protocol.controlled.hashing import CONTENT_HASH_ALGO_KEY, CONTENT_HASH_KEY
 from agentstudy.protocol.controlled.ledger import Ledger, create_observation
 from agentstudy.protocol.controlled.suite import StudyTaskSuiteV1
+from agentstudy.runners.ordered_flights import Flight, drive_in_order
 
 ADJUDICATION_METHOD = "independent-rubric-v1"
 SUCCESS_REASON = "Independent adjudicator judged the anonymised, bounded candidate record against the task rubric."
@@ -211,36 +212,70 @@ def prepare_adjudication(ledger: Ledger, suite: LoadedContract[StudyTaskSuiteV1]
     return PreparedAdjudication(ledger, suite, config.content_hash, adjudicator, command, requests, forbidden)
 
 
+def _judge_one(prepared: PreparedAdjudication, index: int, request: bytes,
+               environ: Mapping[str, str]) -> tuple[str, dict[str, Any]]:
+    """One adjudicator child and its judged payload (pure but for the child); runs in a worker when concurrent."""
+    adjudicator = prepared.adjudicator
+    workdir = Path(tempfile.mkdtemp(prefix="agentstudy-adjudicator-"))
+    try:
+        facts = run_controlled_child([prepared.command, *adjudicator.args],
+                                     env=child_environment(environ, adjudicator.env_allowlist), cwd=workdir,
+                                     request=request, max_runtime_ms=prepared.suite.model.max_runtime_ms_per_task,
+                                     max_output_bytes=adjudicator.max_output_bytes)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    raise_if_stopped()
+    result = _result(facts.ended_by, facts.exit_code, facts.stdout)
+    return result, _judged(prepared.ledger.document["observations"][index], adjudicator, prepared.config_hash,
+                           facts.stdout, result, facts.duration_ms, prepared.forbidden)
+
+
 def adjudicate_ledger(prepared: PreparedAdjudication, *, environ: Mapping[str, str],
-                      on_verdict: Callable[[Verdict, Ledger], None] | None = None) -> Ledger:
+                      on_verdict: Callable[[Verdict, Ledger], None] | None = None, concurrency: int = 1) -> Ledger:
     """Adjudicate the prepared observations in ledger order; return the new ledger (the input is unchanged).
 
     Args:
         prepared: from ``prepare_adjudication``.
         environ: the parent environment the allowlist copies from.
         on_verdict: called after each observation with its verdict and the ledger so far (to
-            persist and show progress).
+            persist and show progress), in ledger order.
+        concurrency: adjudicators run at once (issue 19; ``runners.ordered_flights``): started in
+            ledger order, their verdicts applied in that order by the calling thread, so the
+            result is the same as with 1. After a stop signal none starts; a running one that
+            still finished is applied, an interrupted one is not.
 
     Raises:
         StopRequested: a stop signal arrived (every verdict before it went to ``on_verdict``).
     """
-    ledger, adjudicator = prepared.ledger, prepared.adjudicator
-    for index, request in prepared.requests.items():
-        raise_if_stopped()
-        workdir = Path(tempfile.mkdtemp(prefix="agentstudy-adjudicator-"))
+    state = {"ledger": prepared.ledger}
+    interrupted: list[StopRequested] = []
+
+    def admit(_: int, index: int) -> Callable[[], tuple[str, dict[str, Any]]] | None:
+        if stop_signal() is not None:
+            return None
+        request = prepared.requests[index]
+        return lambda: _judge_one(prepared, index, request, environ)
+
+    def record(flight: Flight[int, tuple[str, dict[str, Any]]]) -> None:
         try:
-            facts = run_controlled_child([prepared.command, *adjudicator.args],
-                                         env=child_environment(environ, adjudicator.env_allowlist), cwd=workdir,
-                                         request=request, max_runtime_ms=prepared.suite.model.max_runtime_ms_per_task,
-                                         max_output_bytes=adjudicator.max_output_bytes)
-        finally:
-            shutil.rmtree(workdir, ignore_errors=True)
-        raise_if_stopped()
-        result = _result(facts.ended_by, facts.exit_code, facts.stdout)
-        payload = _judged(ledger.document["observations"][index], adjudicator, prepared.config_hash, facts.stdout,
-                          result, facts.duration_ms, prepared.forbidden)
-        ledger = replace_observation(ledger, index, create_observation(payload))
+            result, payload = flight.future.result()
+        except StopRequested as stop:
+            interrupted.append(stop)
+            return
+        index = flight.item
+        state["ledger"] = replace_observation(state["ledger"], index, create_observation(payload))
         if on_verdict is not None:
-            observation = ledger.model.observations[index]
-            on_verdict(Verdict(index, observation.task.task_id, result, observation.adjudication.status), ledger)
-    return ledger
+            observation = state["ledger"].model.observations[index]
+            on_verdict(Verdict(index, observation.task.task_id, result, observation.adjudication.status),
+                       state["ledger"])
+
+    def abort() -> None:
+        if stop_signal() is None:
+            terminate_children()
+
+    drive_in_order(list(prepared.requests), concurrency=concurrency, admit=admit, record=record, abort=abort,
+                   thread_name_prefix="adjudicator")
+    if interrupted:
+        raise interrupted[0]
+    raise_if_stopped()
+    return state["ledger"]

@@ -13,18 +13,29 @@
 5. A stop signal (``io.signals``) stops admission and terminates the running child; the
    interrupted execution is not recorded (a rerun of the same plan runs it) and
    ``StopRequested`` is raised; the ledger holds every observation recorded before.
+
+With ``concurrency`` N above 1 (issue 19) up to N executions run at once
+(``runners.ordered_flights.drive_in_order``): the calling thread alone admits, upserts and
+persists; worker threads only run ``run_controlled_command``. Executions are admitted in plan
+order and recorded in that order (an early finisher frees its slot, its observation waits for
+the earlier ones), so the ledger holds the same observations in the same order as with N = 1.
+A stop signal stops admission; the children already running are terminated by the handler, an
+execution that still finished is recorded, the interrupted ones are not. There is no USD cap in
+a controlled plan, so admission only waits for a free slot. Progress: ``execution_started`` at
+admission, the attempts and ``execution_recorded`` when recorded (with N = 1 attempts live).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from agentstudy.controlled.command import (
     AttemptReport,
+    CommandRun,
     ControlledCommandRequest,
     iso_now,
     run_controlled_command,
@@ -32,10 +43,11 @@ from agentstudy.controlled.command import (
 from agentstudy.controlled.ledger_file import check_ledger_path, persist_ledger, read_ledger
 from agentstudy.controlled.preflight import PlannedExecution, RunInputError, RunInputs, prepare_run
 from agentstudy.controlled.rubric import deterministic_adjudication
-from agentstudy.io.signals import StopRequested, raise_if_stopped
+from agentstudy.io.signals import StopRequested, raise_if_stopped, stop_signal, terminate_children
 from agentstudy.protocol.controlled.hashing import CONTENT_HASH_ALGO_KEY, CONTENT_HASH_KEY
 from agentstudy.protocol.controlled.ledger import create_observation, upsert_observation
 from agentstudy.protocol.controlled.observation import ControlledStudyObservationV1
+from agentstudy.runners.ordered_flights import Flight, drive_in_order
 
 
 class RunProgress(Protocol):
@@ -66,11 +78,13 @@ class SilentRunProgress:
 
 @dataclass(frozen=True)
 class RunOptions:
-    """How to run: the ledger path, an optional ``round`` and whether this is a dry run."""
+    """How to run: the ledger path, an optional ``round``, whether this is a dry run, and how many at once."""
 
     ledger_path: Path
     round_id: str | None = None
     dry_run: bool = False
+    concurrency: int = 1
+    """Executions run at once (issue 19); 1 runs them one after another, as the seed does."""
 
 
 def _hashes(inputs: RunInputs) -> dict[str, str]:
@@ -119,27 +133,54 @@ def run_controlled_study(inputs: RunInputs, options: RunOptions, *, environ: Map
     to_run = [item for item in planned if item.identity not in done]
     statuses: Counter[str] = Counter()
     outcomes: Counter[str] = Counter()
+    total, concurrency = len(to_run), options.concurrency
+    state = {"ledger": ledger}
+    interrupted: list[StopRequested] = []
+
+    def admit(index: int, item: PlannedExecution) -> Callable[[], CommandRun] | None:
+        if stop_signal() is not None:
+            return None
+        watcher.execution_started(index, total, item)
+        request = ControlledCommandRequest(
+            plan=inputs.plan, execution=item.execution, command=item.provider.command, cwd=item.root,
+            context_bytes=len(item.request), args=tuple(item.provider.args), input=item.request,
+            env_allowlist=tuple(item.provider.env_allowlist),
+            max_output_bytes=min(item.provider.max_output_bytes, plan.budget.max_output_bytes),
+            round_id=options.round_id, pricing=item.provider.pricing,
+        )
+        live = watcher.attempt_settled if concurrency == 1 else None
+        return lambda: run_controlled_command(request, environ=environ, clock=iso_now, on_attempt=live)
+
+    def record(flight: Flight[PlannedExecution, CommandRun]) -> None:
+        try:
+            run = flight.future.result()
+        except StopRequested as stop:  # an interrupted execution is not recorded; later finished ones are
+            interrupted.append(stop)
+            return
+        if concurrency > 1:
+            for report in run.attempts:
+                watcher.attempt_settled(report)
+        observation = create_observation(_recorded(flight.item, run.observation.model, run.observation.document))
+        state["ledger"] = upsert_observation(state["ledger"], observation)
+        persist_ledger(ledger_path, state["ledger"])
+        statuses[observation.model.execution.status] += 1
+        outcomes[observation.model.adjudication.outcome or "pending"] += 1
+        watcher.execution_recorded(flight.index, total, observation.model)
+
+    def abort() -> None:
+        if stop_signal() is None:
+            terminate_children()
+
     try:
-        for index, item in enumerate(to_run, start=1):
-            raise_if_stopped()
-            watcher.execution_started(index, len(to_run), item)
-            request = ControlledCommandRequest(
-                plan=inputs.plan, execution=item.execution, command=item.provider.command, cwd=item.root,
-                context_bytes=len(item.request), args=tuple(item.provider.args), input=item.request,
-                env_allowlist=tuple(item.provider.env_allowlist),
-                max_output_bytes=min(item.provider.max_output_bytes, plan.budget.max_output_bytes),
-                round_id=options.round_id, pricing=item.provider.pricing,
-            )
-            run = run_controlled_command(request, environ=environ, clock=iso_now, on_attempt=watcher.attempt_settled)
-            observation = create_observation(_recorded(item, run.observation.model, run.observation.document))
-            ledger = upsert_observation(ledger, observation)
-            persist_ledger(ledger_path, ledger)
-            statuses[observation.model.execution.status] += 1
-            outcomes[observation.model.adjudication.outcome or "pending"] += 1
-            watcher.execution_recorded(index, len(to_run), observation.model)
+        drive_in_order(to_run, concurrency=concurrency, admit=admit, record=record, abort=abort,
+                       thread_name_prefix="execution")
+        if interrupted:
+            raise interrupted[0]
+        raise_if_stopped()
     except StopRequested as stop:
         raise StopRequested(stop.signum, f"the ledger {ledger_path} holds every observation recorded before the "
                                          "stop (an interrupted execution is not recorded; a rerun runs it)") from None
+    ledger = state["ledger"]
     summary.update({"status": "completed", "executed": sum(statuses.values()), "skipped": len(planned) - len(to_run),
                     "ledgerPath": str(ledger_path), "ledgerHash": ledger.content_hash,
                     "byStatus": dict(statuses), "byOutcome": dict(outcomes)})

@@ -112,6 +112,10 @@ class AdjudicatedItem(_Model):
     attempt_problem: str | None = Field(default=None, alias="attemptProblem")
     scrubbed_mentions: int = Field(default=0, alias="scrubbedMentions")
     prompt_bytes: int | None = Field(default=None, alias="promptBytes")
+    started_at: str | None = Field(default=None, alias="startedAt")
+    """When its attempt was admitted (ISO 8601 UTC ms); only in a concurrent adjudication (issue 19)."""
+    ended_at: str | None = Field(default=None, alias="endedAt")
+    """When its attempt's outcome was settled (ISO 8601 UTC ms); only in a concurrent adjudication."""
 
 
 class OpenItemReservation(_Model):
@@ -153,14 +157,25 @@ class MinimalAdjudication(_Model):
     finished_at: str | None = Field(default=None, alias="finishedAt")
     manifest_sha256: str | None = Field(default=None, alias="manifestSha256")
     open_reservation: OpenItemReservation | None = Field(default=None, alias="openReservation")
+    concurrency: int | None = None
+    """Adjudicator attempts run at once (issue 19); omitted at 1 (the sequential walk)."""
+    open_reservations: list[OpenItemReservation] | None = Field(default=None, alias="openReservations")
+    """Every open reservation, in admission order, when ``concurrency`` is set (``openReservation``
+    stays unset); omitted otherwise."""
     stop_reason: str | None = Field(default=None, alias="stopReason")
     ledger_unverified: list[str] | None = Field(default=None, alias="ledgerUnverified")
     """Why the run ledger did not verify, when it was adjudicated with ``--allow-unverified``
     (``protocol.ledger_integrity``); omitted when it verified."""
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON document written to disk (camelCase; ``ledgerUnverified`` only when set)."""
+        """The JSON document written to disk (camelCase; ``ledgerUnverified``, ``concurrency``,
+        ``openReservations`` and the items' ``startedAt`` / ``endedAt`` only when set)."""
         data = self.model_dump(by_alias=True)
-        if data["ledgerUnverified"] is None:
-            del data["ledgerUnverified"]
+        for key in ("ledgerUnverified", "concurrency", "openReservations"):
+            if data[key] is None:
+                del data[key]
+        for item in data["items"]:
+            for key in ("startedAt", "endedAt"):
+                if item[key] is None:
+                    del item[key]
         return data

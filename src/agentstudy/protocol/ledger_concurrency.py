@@ -37,11 +37,7 @@ def concurrency_problems(ledger: MinimalLedger) -> Iterator[str]:
     if spans is None:
         yield "a concurrent run records startedAt and endedAt (ISO 8601 UTC) of every observation"
         return
-    events = sorted([(end, 0) for _, end, _ in spans] + [(start, 1) for start, _, _ in spans])
-    running = peak = 0
-    for _, starts in events:  # at one instant an end frees its slot before a start takes it
-        running += 1 if starts else -1
-        peak = max(peak, running)
+    peak = most_at_once([(start, end) for start, end, _ in spans])
     if peak > width:
         yield f"{peak} attempts ran at once at concurrency {width}"
     stopping = [(end, i) for i, (_, end, status) in enumerate(spans) if not continues(ledger.transport, status)]
@@ -53,21 +49,40 @@ def concurrency_problems(ledger: MinimalLedger) -> Iterator[str]:
                    f"{spans[first][2]}, which stops the run ({len(late)} such)")
 
 
+def most_at_once(spans: list[tuple[datetime, datetime]]) -> int:
+    """The most ``(start, end)`` intervals open at one instant; at one instant an end frees its slot before a
+    start takes it. Shared with ``protocol.adjudication_integrity``."""
+    events = sorted([(end, 0) for _, end in spans] + [(start, 1) for start, _ in spans])
+    running = peak = 0
+    for _, starts in events:
+        running += 1 if starts else -1
+        peak = max(peak, running)
+    return peak
+
+
+def parse_span(started: object, ended: object) -> tuple[datetime, datetime] | None:
+    """``(startedAt, endedAt)`` as aware datetimes, or ``None`` when one is missing, not ISO 8601 with a zone,
+    or the end is before the start."""
+    if not isinstance(started, str) or not isinstance(ended, str):
+        return None
+    try:
+        start, end = datetime.fromisoformat(started), datetime.fromisoformat(ended)
+    except ValueError:
+        return None
+    if start.tzinfo is None or end.tzinfo is None or end < start:
+        return None
+    return start, end
+
+
 def _spans(ledger: MinimalLedger) -> list[tuple[datetime, datetime, str]] | None:
     """Each observation's (startedAt, endedAt, status), or ``None`` when one lacks a time or it is not ISO 8601."""
     spans = []
     for observation in ledger.observations:
-        started, ended = observation.started_at, observation.ended_at
-        if started is None or ended is None:
+        span = parse_span(observation.started_at, observation.ended_at)
+        if span is None:
             return None
-        try:
-            start, end = datetime.fromisoformat(started), datetime.fromisoformat(ended)
-        except ValueError:
-            return None
-        if start.tzinfo is None or end.tzinfo is None or end < start:
-            return None
-        spans.append((start, end, observation.status))
+        spans.append((*span, observation.status))
     return spans
 
 
-__all__ = ["concurrency_problems", "continues"]
+__all__ = ["concurrency_problems", "continues", "most_at_once", "parse_span"]

@@ -11,17 +11,19 @@ path, output, prompt or credential, and reads no file):
 - ``incomplete`` when nothing passed and no required evidence is present; ``partial`` otherwise.
 
 Tokens are ``ceil(bytes / 4)`` of its input and output, labelled ``estimate``. Exit 2 on a
-request that is not an adjudicator request. Standard library only.
+request that is not an adjudicator request. ``--latency-ms MS`` and ``--trace FILE`` as the
+rehearsal provider's (issue 19). Standard library only.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import sys
 from typing import Any
 
-from agentstudy.rehearsal.controlled_provider import read_request
+from agentstudy.rehearsal.controlled_provider import add_pacing_options, paced, read_request
 
 PROTOCOL = "doc-bridge.study-adjudicator.v1"
 MAX_REQUEST_BYTES = 8_000_000
@@ -56,8 +58,11 @@ def verdict(request: dict[str, Any]) -> dict[str, Any]:
     return {"outcome": outcome, "confidence": CONFIDENCE, "reasonCodes": codes}
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     """Read the request, write the verdict; exit 2 on a bad request."""
+    parser = argparse.ArgumentParser(prog="controlled_adjudicator", description=__doc__.splitlines()[0])
+    add_pacing_options(parser)
+    options = parser.parse_args(argv)
     raw, request = read_request(PROTOCOL, MAX_REQUEST_BYTES)
     if request is None:
         print("rehearsal adjudicator: the request is not a study-adjudicator v1 request", file=sys.stderr)
@@ -66,7 +71,7 @@ def main() -> int:
     draft = json.dumps(body, separators=(",", ":"))
     body.update({"inputTokens": math.ceil(len(raw) / 4), "outputTokens": math.ceil(len(draft) / 4),
                  "tokenMethod": "estimate"})
-    sys.stdout.write(json.dumps(body, separators=(",", ":")) + "\n")
+    paced(options, lambda: sys.stdout.write(json.dumps(body, separators=(",", ":")) + "\n"))
     return 0
 
 

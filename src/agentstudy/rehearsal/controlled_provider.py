@@ -14,7 +14,10 @@ the repository root, and without a model:
 
 It reads the session id from ``DOC_BRIDGE_STUDY_SESSION_ID`` (exit 2 without one) and logs one
 line to stderr. ``--fail-first-attempt`` exits 1 when the session id ends in ``-1``, so a retry
-can be rehearsed. Standard library only, so a child starts fast.
+can be rehearsed. ``--latency-ms MS`` answers after MS ms, as a real model would take a while
+(issue 19); ``--trace FILE`` appends ``start <ns>`` and ``end <ns>`` lines (``time.time_ns``) around
+the answer, so a test can count how many children ran at once. Standard library only, so a child
+starts fast.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import re
 import shlex
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -122,11 +126,32 @@ def read_request(protocol: str, limit: int) -> tuple[bytes, dict[str, Any] | Non
     return raw, request
 
 
+def add_pacing_options(parser: argparse.ArgumentParser) -> None:
+    """``--latency-ms MS`` and ``--trace FILE`` (issue 19), shared with the rehearsal adjudicator."""
+    parser.add_argument("--latency-ms", type=int, default=0, help="answer after this many milliseconds")
+    parser.add_argument("--trace", type=Path, help="append 'start <ns>' and 'end <ns>' lines to this file")
+
+
+def paced(options: argparse.Namespace, write: Callable[[], object]) -> None:
+    """Run ``write`` (the answer) after ``options.latency_ms`` ms, between the trace lines if asked."""
+    trace: Path | None = options.trace
+    if trace is not None:
+        with trace.open("a", encoding="utf-8") as handle:
+            handle.write(f"start {time.time_ns()}\n")
+    time.sleep(max(options.latency_ms, 0) / 1000)
+    write()
+    sys.stdout.flush()
+    if trace is not None:
+        with trace.open("a", encoding="utf-8") as handle:
+            handle.write(f"end {time.time_ns()}\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Read the request from stdin, answer on stdout; exit 2 on a bad request, 1 when told to fail."""
     parser = argparse.ArgumentParser(prog="controlled_provider", description=__doc__.splitlines()[0])
     parser.add_argument("--fail-first-attempt", action="store_true",
                         help="exit 1 on attempt 1 (session id ending in -1), to rehearse a retry")
+    add_pacing_options(parser)
     options = parser.parse_args(argv)
     started = time.monotonic()
     session = os.environ.get(SESSION_ENV, "")
@@ -148,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     body["inputTokens"] = math.ceil((len(raw) + workspace.bytes_read) / 4)
     body["outputTokens"] = math.ceil(len(draft.encode("utf-8")) / 4)
     body["tokenMethod"] = "estimate"
-    sys.stdout.write(json.dumps(body, separators=(",", ":")) + "\n")
+    paced(options, lambda: sys.stdout.write(json.dumps(body, separators=(",", ":")) + "\n"))
     return 0
 
 

@@ -26,6 +26,7 @@ from agentstudy.io.ledger_journal import LedgerJournalError, read_ledger
 from agentstudy.pricing.cost import CacheWrites, CostProblem, ModelTokens
 from agentstudy.pricing.sums import sum_usd, usd_from_json
 from agentstudy.protocol.adjudication import RUBRIC_SCORES, MinimalAdjudication
+from agentstudy.protocol.adjudication_integrity import companion_problems
 from agentstudy.protocol.json_input import JsonInputError, load_json
 from agentstudy.protocol.ledger_integrity import verify_ledger_bytes
 from agentstudy.report.containment import read_containment
@@ -316,7 +317,8 @@ def join_adjudication(study: Study, data: bytes, file_name: str) -> Study:
 
     Raises:
         ReportInputError: the companion is not a valid adjudication record, its ``ledgerSha256``
-            is not the ledger's SHA-256, or an item points at no observation, at one of another
+            is not the ledger's SHA-256, its money or timing invariants break
+            (``protocol.adjudication_integrity``), or an item points at no observation, at one of another
             task or repetition, or twice at the same one.
     """
     try:
@@ -328,6 +330,9 @@ def join_adjudication(study: Study, data: bytes, file_name: str) -> Study:
     if companion.ledger_sha256 != study.sha256:
         raise ReportInputError(f"the adjudication companion is bound to ledger SHA-256 {companion.ledger_sha256}, "
                                f"not to this ledger ({study.sha256})")
+    problems = companion_problems(companion)
+    if problems:
+        raise ReportInputError(f"the adjudication companion does not hold together: {problems[0]}")
     attempts = list(study.attempts)
     joined: set[int] = set()
     for item in companion.items:

@@ -131,8 +131,9 @@ def example_plan(suite_hash: str, source_revision_hash: str, *, pairwise: bool =
     }
 
 
-def example_providers(python: str, *, provider_args: tuple[str, ...] = ()) -> dict[str, Any]:
-    """The provider config payload: the scripted provider and adjudicator run by ``python``."""
+def example_providers(python: str, *, provider_args: tuple[str, ...] = (),
+                      adjudicator_args: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The provider config payload: the scripted provider and adjudicator run by ``python`` (with extra args)."""
     free = {"currency": "USD", "inputPerMillionUsd": 0, "cachedInputPerMillionUsd": 0, "outputPerMillionUsd": 0}
     command = {"command": python, "envAllowlist": [], "providerNetwork": False, "maxInputBytes": 200000,
                "maxOutputBytes": 64000, "pricing": free}
@@ -142,7 +143,7 @@ def example_providers(python: str, *, provider_args: tuple[str, ...] = ()) -> di
         "providers": [{"modelId": model_id, "scenarioIds": list(SCENARIO_IDS), **command, "args": provider_argv}
                       for model_id in MODEL_IDS],
         "adjudicator": {"id": "rehearsal-adjudicator", "modelId": "scripted-judge", **command,
-                        "args": ["-I", "-m", "agentstudy.rehearsal.controlled_adjudicator"]},
+                        "args": ["-I", "-m", "agentstudy.rehearsal.controlled_adjudicator", *adjudicator_args]},
     }
 
 
@@ -153,7 +154,8 @@ def _write(path: Path, model: type[ContractModel], payload: dict[str, Any]) -> s
 
 
 def build_controlled_example(dest: Path, *, pairwise: bool = False, python: str | None = None,
-                             provider_args: tuple[str, ...] = ()) -> ControlledExample:
+                             provider_args: tuple[str, ...] = (),
+                             adjudicator_args: tuple[str, ...] = ()) -> ControlledExample:
     """Build the example under ``dest`` (created if missing); see the module docstring.
 
     Args:
@@ -161,7 +163,9 @@ def build_controlled_example(dest: Path, *, pairwise: bool = False, python: str 
             and ``repositories.json`` must not exist yet.
         pairwise: write the pairwise plan instead of the balanced one.
         python: the interpreter that runs the scripted provider (default: this one).
-        provider_args: extra provider arguments (``--fail-first-attempt`` rehearses a retry).
+        provider_args: extra provider arguments (``--fail-first-attempt`` rehearses a retry;
+            ``--latency-ms MS`` and ``--trace FILE`` pace it, issue 19).
+        adjudicator_args: extra adjudicator arguments (``--latency-ms``, ``--trace``).
 
     Raises:
         FileExistsError: a target exists. RuntimeError: a git command failed.
@@ -178,7 +182,8 @@ def build_controlled_example(dest: Path, *, pairwise: bool = False, python: str 
     plan = example_plan(suite_hash, sha256_normalized_v1(heads), pairwise=pairwise)
     _write(dest / "plan.json", ControlledStudyRunPlanV1, plan)
     _write(dest / "providers.json", StudyProviderCliConfigV1,
-           example_providers(python or sys.executable, provider_args=provider_args))
+           example_providers(python or sys.executable, provider_args=provider_args,
+                             adjudicator_args=adjudicator_args))
     _write(dest / "repositories.json", StudyRepositoryConfigV1,
            {"type": "controlled-study-repository-config", "schemaVersion": 1, "configVersion": "rehearsal-v1",
             "repositories": [{"id": name, "root": str(root)} for name, root in roots.items()]})
