@@ -1,8 +1,9 @@
 """The CLI runner's concurrent walk (issue 19, items 1-2): up to N attempts in flight, one budget authority.
 
-The coordinator (the calling thread) alone admits, reserves, settles and checkpoints; worker
-threads only run children (``run_cli_attempt``) and compute each outcome with the pure
-``settle_attempt``. An attempt is admitted, in schedule order, only when the run machine allows
+The coordinator (the calling thread) alone admits, reserves, settles and checkpoints; an
+executor (``runners.executor``: threads of this process, or Ray tasks, issue 20) only runs the
+attempts' bodies, and each outcome is computed with the pure ``settle_attempt`` when its result
+is in. An attempt is admitted, in schedule order, only when the run machine allows
 it (``RunMachine.may_admit``: no stopping outcome seen, no stop asked) and its full limit fits
 under the cap with every open reservation counted (``Budget.fits``: ``spent`` holds them); its
 reservation is journaled (fsync'd, ``openReservations``) before its child starts. Outcomes are
@@ -27,9 +28,10 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
 from decimal import Decimal
+from functools import partial
 
 from agentstudy.fsm.attempt import AttemptMachine
 from agentstudy.fsm.run import RunMachine
@@ -39,6 +41,7 @@ from agentstudy.pricing.budget import Budget, settle_attempt
 from agentstudy.pricing.tally import Tally
 from agentstudy.protocol.records import CliObservation, MinimalLedger
 from agentstudy.protocol.schedule import ScheduleEntry
+from agentstudy.runners.executor import then
 from agentstudy.runners.ledger_steps import budget_record, now_iso, open_reservation
 from agentstudy.runners.progress import AttemptProgress, RunProgress
 from agentstudy.transports.cli import CliAttemptResult
@@ -46,7 +49,7 @@ from agentstudy.transports.cli import CliAttemptResult
 WAIT_SLICE_S = 0.5
 """Seconds the coordinator waits for a result before it looks at the stop flag again."""
 
-AttemptRunner = Callable[[ScheduleEntry], CliAttemptResult]
+AttemptSubmitter = Callable[[ScheduleEntry], Future[CliAttemptResult]]
 ObservationMaker = Callable[[ScheduleEntry, CliAttemptResult, str, Decimal, Decimal, bool], CliObservation]
 
 
@@ -89,18 +92,19 @@ class ConcurrentWalk:
         ledger, store: the in-memory ledger (``concurrency`` and ``openReservations`` set here) and
             its journaled file; every reservation and settlement is ``store.record``-ed.
         limit, reservation: the per-attempt limit and its reservation (USD).
-        run_attempt: runs one scheduled attempt's child (called in a worker thread).
+        submit_attempt: starts one scheduled attempt on the executor; its future holds the attempt's result
+            (``runners.executor.submit_cli_attempt``).
         make_observation: ``(entry, result, status, reservation, charged, cap_exceeded)`` -> observation.
     """
 
     def __init__(self, *, run: RunMachine, ledger: MinimalLedger, store: JournaledLedger, concurrency: int,
-                 cap: Decimal, limit: Decimal, reservation: Decimal, run_attempt: AttemptRunner,
+                 cap: Decimal, limit: Decimal, reservation: Decimal, submit_attempt: AttemptSubmitter,
                  make_observation: ObservationMaker, progress: RunProgress) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         self.run, self.ledger, self.store, self.concurrency = run, ledger, store, concurrency
         self.limit, self.reservation = limit, reservation
-        self.run_attempt, self.make_observation, self.progress = run_attempt, make_observation, progress
+        self.submit_attempt, self.make_observation, self.progress = submit_attempt, make_observation, progress
         self.budget, self.tally = Budget(cap=cap), Tally()
         self.observations: list[CliObservation] = []
         self.flights: deque[_Flight] = deque()
@@ -119,23 +123,22 @@ class ConcurrentWalk:
             CheckpointError: a checkpoint failed (children terminated, reservations left open).
         """
         pending = deque(enumerate(schedule, start=1))
-        with ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="attempt") as pool:
-            try:
-                while True:
-                    self._admit(pending, pool)
-                    if not self.flights:
-                        break
-                    self._wait_and_record()
-            except BaseException:
-                self.run.stop_admission()
-                if stop_signal() is None:
-                    terminate_children()
-                raise
+        try:
+            while True:
+                self._admit(pending)
+                if not self.flights:
+                    break
+                self._wait_and_record()
+        except BaseException:
+            self.run.stop_admission()
+            if stop_signal() is None:
+                terminate_children()
+            raise
         raise_if_stopped()
         self._stop_reason(pending)
         return WalkResult(self.budget, self.tally, self.observations)
 
-    def _admit(self, pending: deque[tuple[int, ScheduleEntry]], pool: ThreadPoolExecutor) -> None:
+    def _admit(self, pending: deque[tuple[int, ScheduleEntry]]) -> None:
         while pending and self._running() < self.concurrency:
             if stop_signal() is not None:
                 self.run.stop_admission()
@@ -162,13 +165,13 @@ class ConcurrentWalk:
             attempt.start(checkpointed=True)
             where = AttemptProgress(index, self.run.planned, entry.task_id, entry.scenario, entry.repetition)
             self.progress.attempt_started(where)
-            future = pool.submit(self._run_one, entry, started)
+            future = then(self.submit_attempt(entry), partial(self._settled, started=started))
             self.flights.append(_Flight(index, entry, where, attempt, future))
             self.peak_in_flight = max(self.peak_in_flight, self._running())
 
-    def _run_one(self, entry: ScheduleEntry, started: str) -> Outcome:
-        """A worker's part: run the child and settle it (pure), then stamp its end under ``_clock``."""
-        result = self.run_attempt(entry)
+    def _settled(self, done: Future[CliAttemptResult], started: str) -> Outcome:
+        """When an attempt's result is in: settle it (pure), then stamp its end under ``_clock``."""
+        result = done.result()
         computed = result.computed_cost.usd if result.computed_cost else None
         status, charged = settle_attempt(result.status, self.reservation, result.reported_cost_usd, computed)
         with self._clock:

@@ -21,6 +21,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
+from typing import Literal
 
 from agentstudy.fsm.attempt import AttemptMachine
 from agentstudy.fsm.run import RunMachine
@@ -45,6 +46,8 @@ from agentstudy.protocol.records import (
 )
 from agentstudy.protocol.schedule import Mode, PilotSize, ScheduleEntry, build_schedule
 from agentstudy.runners.concurrent_walk import ConcurrentWalk
+from agentstudy.runners.executor import AttemptExecutor, submit_cli_attempt
+from agentstudy.runners.executor_choice import open_executor
 from agentstudy.runners.ledger_steps import (
     budget_record,
     close_normally,
@@ -63,9 +66,15 @@ from agentstudy.runners.preflight import (
     prepare_study,
     refusal,
 )
-from agentstudy.runners.progress import AttemptProgress, RunProgress, SilentProgress, finish_progress
+from agentstudy.runners.progress import (
+    AttemptProgress,
+    RunProgress,
+    SilentProgress,
+    finish_progress,
+    report_excluded,
+)
 from agentstudy.runners.summary import RunSummary, summarize
-from agentstudy.transports.cli import CliAttemptResult, CliSettings, run_cli_attempt
+from agentstudy.transports.cli import CliAttemptBody, CliAttemptResult, CliSettings, run_cli_attempt
 from agentstudy.transports.cli_args import arm_tools
 from agentstudy.transports.cli_evaluation import settled_reason
 
@@ -92,6 +101,10 @@ class CliRunRequest:
     pilot: PilotSize = field(default_factory=PilotSize)
     concurrency: int = 1
     """Attempts in flight at most (issue 19); 1 is the seed's sequential walk and ledger, byte for byte."""
+    executor: Literal["local", "ray"] = "local"
+    """Where a concurrent walk runs the attempts' bodies (issue 20): threads here, or Ray tasks."""
+    ray_address: str | None = None
+    """The Ray cluster's address (``--ray-address``); required with ``executor="ray"``."""
 
 
 def _observation(
@@ -207,9 +220,17 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
         )
         raise_if_stopped(NOTHING_WRITTEN)
         mcp = checked.mcp
+        executor: AttemptExecutor | None = None
+        if request.concurrency > 1:
+            executor = open_executor(stack, request, schedule)
+            raise_if_stopped(NOTHING_WRITTEN)
         output = resolve_output(request.output, (*request.roots.values(), *request.forbidden_output_roots))
         ledger = _ledger(request, cli_version, mcp, len(schedule), now_iso())
         ledger.containment = checked.containment
+        if request.executor == "ray" and executor is not None:
+            ledger.executor, ledger.excluded_workers = "ray", list(executor.excluded)
+            for worker in executor.excluded:
+                report_excluded(request.progress, worker.node, worker.reason)
         store = JournaledLedger(output, ledger)
         stack.callback(store.close)
         stack.callback(finish_progress, request.progress)
@@ -238,16 +259,29 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
             server=checked.corpora.paths(entry.repository) if entry.scenario == DOC_BRIDGE_MCP else None,
         )
 
+    def body_for(entry: ScheduleEntry) -> CliAttemptBody:
+        return CliAttemptBody(
+            settings,
+            entry.scenario,
+            arm_tools(entry.scenario, request.settings.mcp, mcp.extra_denied),
+            study_prompt(manifest.task(entry.task_id).question),
+            reservation,
+            checked.corpora.paths(entry.repository) if entry.scenario == DOC_BRIDGE_MCP else None,
+            request.parent_env,
+        )
+
     def observe(entry: ScheduleEntry, result: CliAttemptResult, status: str, reserved: Decimal, charged: Decimal,
                 cap_exceeded: bool) -> CliObservation:
         return _observation(entry, request, cli_version, result, status, reserved, charged, cap_exceeded)
 
     try:
-        if request.concurrency > 1:
+        if executor is not None:
+            pool = executor
             walked = ConcurrentWalk(
                 run=run, ledger=ledger, store=store, concurrency=request.concurrency, cap=request.cap_usd,
-                limit=limit, reservation=reservation, run_attempt=run_attempt, make_observation=observe,
-                progress=request.progress,
+                limit=limit, reservation=reservation,
+                submit_attempt=lambda entry: submit_cli_attempt(pool, body_for(entry), entry.repository),
+                make_observation=observe, progress=request.progress,
             )
             done = walked.walk(schedule)
             observations, budget = done.observations, done.budget

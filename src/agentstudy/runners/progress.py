@@ -53,3 +53,11 @@ def finish_progress(progress: RunProgress) -> None:
     finish = getattr(progress, "finish", None)
     if callable(finish):
         finish()
+
+
+def report_excluded(progress: RunProgress, node: str, reason: str) -> None:
+    """Call ``progress.worker_excluded(node, reason)`` when the watcher has one (issue 20: a Ray worker the
+    worker preflight excluded, before any attempt); otherwise nothing."""
+    excluded = getattr(progress, "worker_excluded", None)
+    if callable(excluded):
+        excluded(node, reason)
