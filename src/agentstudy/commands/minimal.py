@@ -99,6 +99,10 @@ MAX_CONCURRENCY = 32
 @click.option("--concurrency", type=click.IntRange(1, MAX_CONCURRENCY), default=1, show_default=True,
               help="Attempts in flight at once (cli transport; issue 19). Each is admitted only if its full limit "
                    "fits under the cap with every open reservation counted; 1 is the sequential walk.")
+@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="Where the attempts of --concurrency N run (issue 20): threads here, or never-retried tasks on "
+                   "the Ray cluster at --ray-address (pip install 'agentstudy[ray]'; docs/ray.md).")
+@click.option("--ray-address", metavar="ADDR", help="With --executor ray: the running cluster's head (host:port).")
 @containment_option
 @cli_base_url_option
 @mcp_options
@@ -128,6 +132,8 @@ def minimal(
     rehearsal: bool,
     rehearsal_latency_ms: int,
     concurrency: int,
+    executor: str,
+    ray_address: str | None,
     mcp_config_file: Path | None,
     server_config_candidates: str,
     mcp_tools: str,
@@ -167,6 +173,10 @@ def minimal(
         fail("--pilot and --run are mutually exclusive")
     if concurrency > 1 and transport != "cli":
         fail("--concurrency above 1 needs --transport cli (the http transport runs one attempt at a time)")
+    if executor == "ray" and (concurrency < 2 or ray_address is None):
+        fail("--executor ray needs --concurrency above 1 and --ray-address ADDR (docs/ray.md)")
+    if ray_address is not None and executor != "ray":
+        fail("--ray-address goes with --executor ray")
     if rehearsal_latency_ms and not rehearsal:
         fail("--rehearsal-latency-ms needs --rehearsal (it delays the scripted server's answers)")
     root_paths = parse_roots(roots)
@@ -266,6 +276,8 @@ def minimal(
         progress=progress_for_terminal(),
         pilot=size,
         concurrency=concurrency,
+        executor="ray" if executor == "ray" else "local",
+        ray_address=ray_address,
     )
     if not rehearsal:
         sys.exit(_run(lambda: run_cli_study(request)))
