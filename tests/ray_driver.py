@@ -2,7 +2,7 @@
 
 Run as ``python tests/ray_driver.py LOG -- ARGS...``: the command line ``agentstudy ARGS`` runs in
 this process, its rehearsal server answering with the usual careful agent (``next_reply``) and
-appending, for every request that opens a conversation (one message), that message's text as
+appending, for every request that opens a conversation (no assistant turn yet), its first message's text as
 one JSON line to LOG (flushed at once, so a test can watch attempts start). The exit code is the
 command's.
 """
@@ -36,7 +36,8 @@ def recording_server(log: Path) -> type[RehearsalServer]:
 
     def policy(body: Mapping[str, Any]) -> ScriptedReply:
         messages = body.get("messages")
-        if isinstance(messages, list) and len(messages) == 1 and isinstance(messages[0], dict):
+        if (isinstance(messages, list) and messages and isinstance(messages[0], dict)
+                and not any(isinstance(m, dict) and m.get("role") == "assistant" for m in messages)):
             with lock, log.open("a", encoding="utf-8") as handle:
                 handle.write(json.dumps(_text(messages[0])) + "\n")
         return next_reply(body)

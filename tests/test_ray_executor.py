@@ -120,7 +120,7 @@ class Cluster:
 
     def close(self) -> None:
         """End the namespace: its first process gets SIGKILL and the kernel ends every other one."""
-        self.namespace.terminate()
+        self.namespace.kill()  # unshare --kill-child: its child, the namespace's first process, gets SIGKILL
         self.namespace.wait(timeout=30)
 
 
