@@ -30,6 +30,7 @@ from typing import Any
 import jsonschema
 import pytest
 
+from agentstudy.commands.common import EXIT_BLOCKED
 from agentstudy.protocol.ledger_integrity import verify_ledger_bytes
 from agentstudy.protocol.manifest import load_manifest
 from agentstudy.protocol.schemas import json_schema
@@ -209,7 +210,7 @@ def test_a_worker_killed_mid_attempt_fails_that_attempt_once(cluster: Cluster, s
     finally:
         if driver.poll() is None:
             driver.kill()
-    assert driver.returncode == 3, stderr[-3000:]  # blocked by the stop rule
+    assert driver.returncode == EXIT_BLOCKED, stderr[-3000:]  # blocked by the stop rule
     ledger = _ledger(ledger_path)
     failed = [o for o in ledger["observations"] if o["status"] != "completed"]
     assert len(failed) == 1

@@ -84,11 +84,13 @@ class CliObservation(BaseModel):
 
         ``startedAt``/``endedAt`` (ISO 8601 UTC, ms; issue 19) are recorded by a concurrent run
         (``--concurrency`` above 1): when the child started and when its result was in.
-        ``workerNode`` (issue 20) is the Ray node id that ran the attempt's body (``--executor ray``).
+        ``workerNode`` (issue 20) is the Ray node id that ran the attempt's body (``--executor ray``). The
+        export's facts are omitted when no export is known (a stop kept the child from starting, or
+        its worker died).
         """
         data = self.model_dump(by_alias=True)
         for key in ("setupProblem", "costProblem", "statusReason", "observationHash", "startedAt", "endedAt",
-                    "workerNode"):
+                    "workerNode", "exportFiles", "exportBytes", "exportTreeSha256"):
             if data[key] is None:
                 del data[key]
         return data
