@@ -11,7 +11,8 @@ containment, the MCP server's command) before its first attempt, excludes the no
 ``failed`` with its whole reservation charged.
 
 A body never sees the driver's environment (``parent_env=None``: the child's allowlisted
-environment is built from the worker's own) nor a path on the driver's disk other than the
+environment is built from the worker's own), nor a credential (a gateway's token is read from
+the worker's own ``AGENTSTUDY_GATEWAY_TOKEN``), nor a path on the driver's disk other than the
 agent binary's, which a worker may override with ``AGENTSTUDY_WORKER_CLAUDE_BIN`` in the
 environment it was started with. Ray is imported here only, and only when this executor is
 chosen (``--executor ray``; ``pip install 'agentstudy[ray]'``).
@@ -35,7 +36,7 @@ from agentstudy.io.export import CorpusBlobs
 from agentstudy.protocol.records import ExcludedWorker
 from agentstudy.runners.executor import WorkerDied, then
 from agentstudy.runners.preflight import PreflightError, check_cli_version
-from agentstudy.transports.cli import CliAttemptBody, RawAttempt, run_cli_body
+from agentstudy.transports.cli import GATEWAY_TOKEN_ENV, CliAttemptBody, RawAttempt, run_cli_body
 
 WORKER_BINARY_ENV = "AGENTSTUDY_WORKER_CLAUDE_BIN"
 """Set in a worker's environment (before ``ray start``) when its agent binary lives elsewhere than the driver's."""
@@ -70,7 +71,8 @@ def attempt_body(body: CliAttemptBody, corpus: CorpusBlobs) -> RawAttempt:
     """A Ray task's work: ``run_cli_body`` with the worker's binary and environment, stamped with its node id."""
     import ray
 
-    settings = dataclasses.replace(body.settings, binary=worker_binary(body.settings.binary))
+    token = os.environ.get(GATEWAY_TOKEN_ENV) if body.settings.gateway_base_url is not None else None
+    settings = dataclasses.replace(body.settings, binary=worker_binary(body.settings.binary), gateway_token=token)
     local = dataclasses.replace(body, settings=settings, parent_env=None, own_server_snapshot=True)
     raw = run_cli_body(local, corpus)
     return dataclasses.replace(raw, worker_node=ray.get_runtime_context().get_node_id())
@@ -142,7 +144,9 @@ class RayExecutor:
         with self._lock:
             node = min(self.capacity, key=lambda n: (self._busy[n] / self.capacity[n], n))
             self._busy[node] += 1
-            ref = self._body.options(**_task_options(self._ray, node)).remote(body, self._corpora[repository])
+            shipped = dataclasses.replace(body, settings=dataclasses.replace(body.settings, gateway_token=None),
+                                          parent_env=None)  # no credential and no driver environment leaves
+            ref = self._body.options(**_task_options(self._ray, node)).remote(shipped, self._corpora[repository])
             self._refs[id(ref)] = ref
         exceptions = self._ray.exceptions
         died = (exceptions.WorkerCrashedError, exceptions.NodeDiedError, exceptions.LocalRayletDiedError,

@@ -52,6 +52,8 @@ from agentstudy.transports.cli_args import (
 from agentstudy.transports.cli_evaluation import evaluate_cli_attempt
 
 ATTEMPT_TIMEOUT_S = 300.0
+GATEWAY_TOKEN_ENV = "AGENTSTUDY_GATEWAY_TOKEN"  # noqa: S105 - a variable name, not a credential
+"""Where the gateway's token is read from: the driver's environment, or a Ray worker's own (issue 20)."""
 
 
 @dataclass(frozen=True)
