@@ -9,7 +9,8 @@ first process ends the whole cluster, also when a test fails. The bundled full s
 rehearsal completes under Ray with the same statuses, tokens and tool calls per attempt as the
 local executor; a worker killed mid-attempt settles that attempt ``failed`` ("worker died", its
 whole reservation charged), it is never run again and the run stops by the stop rule; a worker
-whose agent binary reports another version is excluded before any attempt.
+whose agent binary reports another version is excluded before any attempt, and when no worker
+passes the executor refuses to open.
 """
 
 from __future__ import annotations
@@ -235,6 +236,18 @@ def test_a_worker_with_another_agent_version_is_excluded(cluster: Cluster, study
     fake.parent.mkdir()
     fake.write_text("#!/bin/sh\necho '9.9.9 (Claude Code)'\n")
     fake.chmod(0o755)
+    refuse = ("import sys; from pathlib import Path; from agentstudy.runners.ray_executor import RayExecutor\n"
+              "from agentstudy.runners.preflight import PreflightError\n"
+              "try:\n"
+              f"    RayExecutor('{ADDRESS}', {{}}, binary=Path('/nonexistent/claude'), expected_version='2.1.296',"
+              " containment='bwrap', mcp_command=None)\n"
+              "except PreflightError as error:\n"
+              "    print(error); sys.exit(0)\n"
+              "sys.exit(1)\n")
+    refused = cluster.inside([sys.executable, "-c", refuse])  # no node passes: the run is refused before any ledger
+    assert refused.returncode == 0, refused.stderr[-2000:]
+    assert refused.stdout.count("no Ray worker passed the worker preflight") == 1
+    assert refused.stdout.count("/nonexistent/claude") >= 2  # both nodes excluded, each with its reason
     cluster.start_node(head=False, cpus=1, env=_child_env(**{WORKER_BINARY_ENV: str(fake)}))
     cluster.wait_for_nodes(3)
     ledger_path = tmp_path / "ledger.json"
