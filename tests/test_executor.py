@@ -15,7 +15,9 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from agentstudy.cli import main
 from agentstudy.io.export import export_pinned_corpus, materialise_corpus, read_pinned_corpus, remove_export
 from agentstudy.pricing.budget import settle_attempt
 from agentstudy.protocol.records import ExcludedWorker
@@ -88,3 +90,19 @@ def test_a_materialised_corpus_is_the_pinned_export(tmp_path: Path) -> None:
     finally:
         remove_export(direct.path)
         remove_export(shipped.path)
+
+
+@pytest.mark.parametrize(("flags", "said"), [
+    (["--executor", "ray", "--concurrency", "4"], "--executor ray needs --concurrency above 1 and --ray-address"),
+    (["--executor", "ray", "--ray-address", "127.0.0.1:6379"], "--executor ray needs --concurrency above 1"),
+    (["--ray-address", "127.0.0.1:6379", "--concurrency", "2"], "--ray-address goes with --executor ray"),
+])
+def test_the_executor_flags_refuse_what_they_cannot_mean(tmp_path: Path, flags: list[str], said: str) -> None:
+    study = build_example_study(tmp_path / "study")
+    roots = [f"--root={name}={path}" for name, path in study.roots.items()]
+    ledger = tmp_path / "ledger.json"
+    done = CliRunner().invoke(main, ["minimal", "--manifest", str(study.manifest_path), "--run", "--rehearsal",
+                                     "--transport", "cli", *roots, "--output", str(ledger), "--model",
+                                     "claude-haiku-5-5", "--budget-usd", "10", *flags])
+    assert done.exit_code == 2 and said in done.output
+    assert not ledger.exists()
