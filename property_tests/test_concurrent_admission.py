@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 from typing import Any, cast
 
@@ -179,12 +180,14 @@ def test_the_walk_keeps_its_invariants_at_every_checkpoint(
     run.begin()
     ledger = MinimalLedger.model_construct(observations=[], open_reservations=None, concurrency=None,
                                            stop_reason=None, transport="cli", open_reservation=None)
-    walk = ConcurrentWalk(run=run, ledger=ledger, store=cast(JournaledLedger, store), concurrency=width, cap=cap,
-                          limit=limit, reservation=reservation_for(limit),
-                          port=cli_port(run_attempt, observe, ReservationRule.for_cli(limit, "", strict=False)),
-                          progress=SilentProgress())
-    store.walk = walk
-    result = walk.walk(schedule)
+    with ThreadPoolExecutor(max_workers=width) as pool:  # the local executor's shape (issue 20)
+        walk = ConcurrentWalk(run=run, ledger=ledger, store=cast(JournaledLedger, store), concurrency=width, cap=cap,
+                              limit=limit, reservation=reservation_for(limit),
+                              port=cli_port(lambda entry: pool.submit(run_attempt, entry), observe,
+                                            ReservationRule.for_cli(limit, "", strict=False)),
+                              progress=SilentProgress())
+        store.walk = walk
+        result = walk.walk(schedule)
     assert ledger.open_reservations == []
     order = [int(o.task_id[1:]) for o in result.observations]
     assert order == list(range(len(order)))  # admission (= schedule) order

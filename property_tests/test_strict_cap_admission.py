@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 from typing import Any, cast
 
@@ -137,12 +138,15 @@ def _walk(plan: list[tuple[str, Decimal, int]], width: int, cap: Decimal, chosen
     ledger = MinimalLedger.model_construct(observations=[], open_reservations=None, concurrency=None,
                                            stop_reason=None, transport="cli", open_reservation=None)
     store = _CapStore(cap) if chosen is STRICT else None
-    walk = ConcurrentWalk(run=run, ledger=ledger, store=cast(JournaledLedger, store or _Null()), concurrency=width,
-                          cap=cap, limit=chosen.admission_usd, reservation=chosen.reservation_usd,
-                          port=cli_port(run_attempt, observe, chosen), progress=SilentProgress(), rule=chosen)
-    if store is not None:
-        store.walk = walk
-    walk.walk(schedule)
+    with ThreadPoolExecutor(max_workers=width) as pool:
+        walk = ConcurrentWalk(run=run, ledger=ledger, store=cast(JournaledLedger, store or _Null()),
+                              concurrency=width, cap=cap, limit=chosen.admission_usd,
+                              reservation=chosen.reservation_usd,
+                              port=cli_port(lambda entry: pool.submit(run_attempt, entry), observe, chosen),
+                              progress=SilentProgress(), rule=chosen)
+        if store is not None:
+            store.walk = walk
+        walk.walk(schedule)
     return walk
 
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # One-shot set-up on a fresh machine: bubblewrap (the sandbox of every attempt), chromium (the
 # reports' screenshots and first-screen test), a project virtualenv (.venv) with agentstudy and
-# its dev tools, the Claude Code CLI pinned to 2.1.296 in the git-ignored folder .tools/claude-code,
+# its dev tools and the optional Ray extra (--executor ray, issue 20; its tests run in CI, each
+# local cluster in its own network namespace: unshare, nsenter and ip), the Claude Code CLI
+# pinned to 2.1.296 in the git-ignored folder .tools/claude-code,
 # and the third-party MCP server @modelcontextprotocol/server-filesystem pinned to 2026.8.31 in
 # .tools/mcp-server-filesystem (the README's "Study your own MCP server" walkthrough and its
 # end-to-end test study it).
@@ -34,11 +36,22 @@ if ! command -v chromium >/dev/null 2>&1; then
   fi
 fi
 
+# iproute2 (ip): the Ray tests bring up loopback in the network namespace of their local cluster (issue 20).
+if ! command -v ip >/dev/null 2>&1 || ! command -v unshare >/dev/null 2>&1; then
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    echo "setup: installing iproute2 and util-linux (apt-get install iproute2 util-linux)"
+    apt-get install -y -qq iproute2 util-linux >/dev/null 2>&1 \
+      || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq iproute2 util-linux >/dev/null; }
+  else
+    echo "setup: ip or unshare is missing; run: sudo apt-get install iproute2 util-linux" >&2
+  fi
+fi
+
 if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
-.venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[dev,ray]'
 
 claude=.tools/claude-code/node_modules/.bin/claude
 if [ ! -x "$claude" ] || [ "$("$claude" --version 2>/dev/null | awk '{print $1}')" != "$CLAUDE_CODE_VERSION" ]; then

@@ -13,9 +13,9 @@ import click
 from agentstudy.commands.common import fail
 from agentstudy.io.containment import CONTAINMENT_MODES, ContainmentMode
 from agentstudy.io.messages_api import BaseUrlError, check_base_url
+from agentstudy.transports.cli import GATEWAY_TOKEN_ENV
 
 F = TypeVar("F", bound=Callable[..., Any])
-GATEWAY_TOKEN_ENV = "AGENTSTUDY_GATEWAY_TOKEN"  # noqa: S105 - a variable name, not a credential
 LOOPBACK_NAMES = ("localhost",)
 
 

@@ -106,6 +106,10 @@ from agentstudy.transports.cli import CliSettings
                    "Claude Code is still given the limit. A non-completed attempt is charged max(reservation, "
                    "measured), so under --strict-cap a failed attempt is charged the bigger reservation. http: "
                    "recorded, changes nothing (every request is already reserved at its ceiling).")
+@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="Where the attempts of --concurrency N run (issue 20): threads here, or never-retried tasks on "
+                   "the Ray cluster at --ray-address (pip install 'agentstudy[ray]'; docs/ray.md).")
+@click.option("--ray-address", metavar="ADDR", help="With --executor ray: the running cluster's head (host:port).")
 @containment_option
 @cli_base_url_option
 @mcp_options
@@ -136,6 +140,8 @@ def minimal(
     rehearsal_latency_ms: int,
     concurrency: int,
     strict_cap: bool,
+    executor: str,
+    ray_address: str | None,
     mcp_config_file: Path | None,
     server_config_candidates: str,
     mcp_tools: str,
@@ -173,6 +179,12 @@ def minimal(
         fail(str(error))
     if pilot and full:
         fail("--pilot and --run are mutually exclusive")
+    if executor == "ray" and (concurrency < 2 or ray_address is None):
+        fail("--executor ray needs --concurrency above 1 and --ray-address ADDR (docs/ray.md)")
+    if executor == "ray" and transport != "cli":
+        fail("--executor ray runs cli attempts only (http attempts run in this process; docs/ray.md)")
+    if ray_address is not None and executor != "ray":
+        fail("--ray-address goes with --executor ray")
     if rehearsal_latency_ms and not rehearsal:
         fail("--rehearsal-latency-ms needs --rehearsal (it delays the scripted server's answers)")
     root_paths = parse_roots(roots)
@@ -278,6 +290,8 @@ def minimal(
         pilot=size,
         concurrency=concurrency,
         strict_cap=strict_cap,
+        executor="ray" if executor == "ray" else "local",
+        ray_address=ray_address,
     )
     if not rehearsal:
         sys.exit(_run(lambda: run_cli_study(request)))

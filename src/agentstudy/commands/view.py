@@ -42,6 +42,10 @@ class ConsoleProgress:
         self._console = console
         self._started = time.monotonic()
 
+    def worker_excluded(self, node: str, reason: str) -> None:
+        """Say that a Ray worker node was excluded by the worker preflight, and why (issue 20)."""
+        self._console.print(f"[yellow]worker {node[:12]} excluded[/yellow]: {reason}", highlight=False)
+
     def attempt_started(self, attempt: AttemptProgress) -> None:
         """Announce the attempt (its reservation is already on disk)."""
         self._started = time.monotonic()
@@ -97,6 +101,10 @@ class BarProgress:
     def _running_text(self) -> str:
         now = [f"{a.task_id} rep {a.repetition} {a.scenario}" for a, _ in self._running.values()]
         return f"running {len(now)}" + (f": {', '.join(now)}" if now else "")
+
+    def worker_excluded(self, node: str, reason: str) -> None:
+        """Say that a Ray worker node was excluded by the worker preflight, and why (issue 20)."""
+        self.progress.console.print(f"[yellow]worker {node[:12]} excluded[/yellow]: {reason}", highlight=False)
 
     def attempt_started(self, attempt: AttemptProgress) -> None:
         """Count the attempt as running (its reservation is on disk); start the bar with the first one."""

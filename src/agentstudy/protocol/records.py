@@ -70,6 +70,7 @@ class CliObservation(BaseModel):
     wall_time_ms: int = Field(alias="wallTimeMs")
     started_at: str | None = Field(default=None, alias="startedAt")
     ended_at: str | None = Field(default=None, alias="endedAt")
+    worker_node: str | None = Field(default=None, alias="workerNode")
     status: str
     status_reason: str | None = Field(default=None, alias="statusReason")
     answer: str
@@ -83,9 +84,13 @@ class CliObservation(BaseModel):
 
         ``startedAt``/``endedAt`` (ISO 8601 UTC, ms; issue 19) are recorded by a concurrent run
         (``--concurrency`` above 1): when the child started and when its result was in.
+        ``workerNode`` (issue 20) is the Ray node id that ran the attempt's body (``--executor ray``). The
+        export's facts are omitted when no export is known (a stop kept the child from starting, or
+        its worker died).
         """
         data = self.model_dump(by_alias=True)
-        for key in ("setupProblem", "costProblem", "statusReason", "observationHash", "startedAt", "endedAt"):
+        for key in ("setupProblem", "costProblem", "statusReason", "observationHash", "startedAt", "endedAt",
+                    "workerNode", "exportFiles", "exportBytes", "exportTreeSha256"):
             if data[key] is None:
                 del data[key]
         return data
@@ -314,6 +319,15 @@ def is_minimal_ledger_version(version: object) -> bool:
     return version.startswith(MINIMAL_VERSION_PREFIX) or version == STUDY_LEDGER_VERSION
 
 
+class ExcludedWorker(BaseModel):
+    """A Ray worker node the worker preflight excluded before any attempt (issue 20): its node id and why."""
+
+    model_config = ConfigDict(extra="forbid", validate_by_name=True, validate_by_alias=True)
+
+    node: str
+    reason: str
+
+
 class MinimalLedger(BaseModel):
     """The private ledger of a minimal-study run (seed 000; digest section 4.1).
 
@@ -335,6 +349,10 @@ class MinimalLedger(BaseModel):
     keeps every open reservation in ``openReservations`` (a list in admission order, possibly empty;
     ``openReservation`` stays unset); ``spent`` is the observations' charges plus every open
     reservation. A sequential run (N = 1) writes neither field, so its ledger is the seed's.
+
+    Executor (issue 20): a run with ``--executor ray`` records ``executor`` (``"ray"``) and the
+    worker nodes its worker preflight excluded (``excludedWorkers``, possibly empty); the local
+    executor writes neither.
     """
 
     model_config = ConfigDict(extra="forbid", validate_by_name=True, validate_by_alias=True)
@@ -364,6 +382,8 @@ class MinimalLedger(BaseModel):
     open_reservation: OpenReservation | None = Field(default=None, alias="openReservation")
     concurrency: int | None = None
     open_reservations: list[OpenReservation] | None = Field(default=None, alias="openReservations")
+    executor: Literal["ray"] | None = None
+    excluded_workers: list[ExcludedWorker] | None = Field(default=None, alias="excludedWorkers")
     stop_reason: str | None = Field(default=None, alias="stopReason")
     started_at: str = Field(alias="startedAt")
     finished_at: str | None = Field(default=None, alias="finishedAt")
@@ -391,7 +411,8 @@ def _drop_unset(data: dict[str, Any]) -> dict[str, Any]:
     if isinstance(data.get("prices"), dict) and data["prices"].get("nominal") is None:
         data["prices"].pop("nominal", None)
     for key in ("openReservation", "stopReason", "finishedAt", "cli", "prices", "http", "containment",
-                "hashAlgo", "ledgerHash", "arms", "fullAttempts", "concurrency", "openReservations"):
+                "hashAlgo", "ledgerHash", "arms", "fullAttempts", "concurrency", "openReservations",
+                "executor", "excludedWorkers"):
         if data[key] is None:
             del data[key]
     for arm in data.get("arms") or []:

@@ -1,11 +1,12 @@
 """The minimal runners' concurrent walk (issue 19, items 1-2): up to N attempts in flight, one budget authority.
 
 One walk for both transports: it is generic over the attempt result ``R`` and the observation
-``O``, and a transport hands it an :class:`AttemptPort` (run one attempt, settle it purely,
-count its measured cost, build its observation). The coordinator (the calling thread) alone
-admits, reserves, settles and checkpoints; worker threads only run attempts (``port.run``: a
-Claude Code child, or a Messages API agent loop) and compute each outcome with the pure
-``port.settle``. An attempt is admitted, in schedule order, only when the run machine allows
+``O``, and a transport hands it an :class:`AttemptPort` (start one attempt on an executor, settle
+it purely, count its measured cost, build its observation). The coordinator (the calling thread)
+alone admits, reserves, settles and checkpoints; an executor only runs the attempts' bodies
+(``port.submit``: threads of this process, or Ray tasks for cli — ``runners.executor``, issue 20 —
+running a Claude Code child or a Messages API agent loop), and each outcome is computed with the
+pure ``port.settle`` when its result is in. An attempt is admitted, in schedule order, only when the run machine allows
 it (``RunMachine.may_admit``: no stopping outcome seen, no stop asked) and its full limit fits
 under the cap with every open reservation counted (``Budget.fits``: ``spent`` holds them); its
 reservation is journaled (fsync'd, ``openReservations``) before its child starts. Outcomes are
@@ -33,9 +34,10 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
 from decimal import Decimal
+from functools import partial
 from typing import Generic, TypeVar
 
 from agentstudy.fsm.attempt import AttemptMachine
@@ -47,6 +49,7 @@ from agentstudy.pricing.strict_cap import ReservationRule
 from agentstudy.pricing.tally import Tally
 from agentstudy.protocol.records import CliObservation, HttpObservation, MinimalLedger
 from agentstudy.protocol.schedule import ScheduleEntry
+from agentstudy.runners.executor import then
 from agentstudy.runners.ledger_steps import budget_record, now_iso, open_reservation
 from agentstudy.runners.progress import AttemptProgress, RunProgress
 
@@ -64,16 +67,16 @@ class AttemptPort(Generic[R, O]):
     """What the walk needs from a transport, as four callables (no transport names in the walk).
 
     Attributes:
-        run: runs one scheduled attempt to its result (called in a worker thread; must not touch the
-            ledger or the run's budget).
+        submit: starts one scheduled attempt on an executor; its future holds the result (the body
+            runs off the coordinator and must not touch the ledger or the run's budget).
         settle: the pure settlement of a result against the attempt's reservation: ``(status, charged)``,
-            ``charged`` in USD (worker thread).
+            ``charged`` in USD (in the thread that completed the future).
         measure: the tally after counting a result's measured cost (coordinator).
         observe: ``(entry, result, status, reservation, charged, cap_exceeded)`` -> the observation
             (coordinator; the walk adds ``startedAt`` / ``endedAt``).
     """
 
-    run: Callable[[ScheduleEntry], R]
+    submit: Callable[[ScheduleEntry], Future[R]]
     settle: Callable[[R], tuple[str, Decimal]]
     measure: Callable[[Tally, R], Tally]
     observe: Callable[[ScheduleEntry, R, str, Decimal, Decimal, bool], O]
@@ -155,23 +158,22 @@ class ConcurrentWalk(Generic[R, O]):
             CheckpointError: a checkpoint failed (children terminated, reservations left open).
         """
         pending = deque(enumerate(schedule, start=1))
-        with ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="attempt") as pool:
-            try:
-                while True:
-                    self._admit(pending, pool)
-                    if not self.flights:
-                        break
-                    self._wait_and_record()
-            except BaseException:
-                self.run.stop_admission()
-                if stop_signal() is None:
-                    terminate_children()
-                raise
+        try:
+            while True:
+                self._admit(pending)
+                if not self.flights:
+                    break
+                self._wait_and_record()
+        except BaseException:
+            self.run.stop_admission()
+            if stop_signal() is None:
+                terminate_children()
+            raise
         raise_if_stopped()
         self._stop_reason(pending)
         return WalkResult(self.budget, self.tally, self.observations)
 
-    def _admit(self, pending: deque[tuple[int, ScheduleEntry]], pool: ThreadPoolExecutor) -> None:
+    def _admit(self, pending: deque[tuple[int, ScheduleEntry]]) -> None:
         while pending and self._running() < self.concurrency:
             if stop_signal() is not None:
                 self.run.stop_admission()
@@ -198,13 +200,13 @@ class ConcurrentWalk(Generic[R, O]):
             attempt.start(checkpointed=True)
             where = AttemptProgress(index, self.run.planned, entry.task_id, entry.scenario, entry.repetition)
             self.progress.attempt_started(where)
-            future = pool.submit(self._run_one, entry, started)
+            future = then(self.port.submit(entry), partial(self._settled, started=started))
             self.flights.append(_Flight(index, entry, where, attempt, future))
             self.peak_in_flight = max(self.peak_in_flight, self._running())
 
-    def _run_one(self, entry: ScheduleEntry, started: str) -> Outcome[R]:
-        """A worker's part: run the attempt and settle it (pure), then stamp its end under ``_clock``."""
-        result = self.port.run(entry)
+    def _settled(self, done: Future[R], started: str) -> Outcome[R]:
+        """When an attempt's result is in: settle it (pure), then stamp its end under ``_clock``."""
+        result = done.result()
         status, charged = self.port.settle(result)
         with self._clock:
             ended = now_iso()

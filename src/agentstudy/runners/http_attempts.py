@@ -18,6 +18,7 @@ signal an attempt that did not complete is charged at least its whole reservatio
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import Executor, Future
 from decimal import Decimal
 
 from agentstudy.io.containment import ContainmentMode
@@ -71,6 +72,7 @@ AttemptLoop = Callable[[ScheduleEntry, Budget, CallLedger], HttpAttemptResult]
 def http_port(
     loop: AttemptLoop, reservation: Decimal,
     observe: Callable[[ScheduleEntry, HttpAttemptResult, str, Decimal, bool], HttpObservation],
+    pool: Executor,
 ) -> AttemptPort[HttpAttemptResult, HttpObservation]:
     """The concurrent walk's http port (issue 19; the rule in the module docstring).
 
@@ -78,10 +80,14 @@ def http_port(
         loop: runs an attempt (``run_http_attempt`` bound to the run's settings and client).
         reservation: each attempt's reservation, USD: the cap of its own budget.
         observe: ``(entry, result, status, charged, cap_exceeded)`` -> the observation.
+        pool: the threads the agent loops run on (one per attempt in flight).
     """
 
     def run(entry: ScheduleEntry) -> HttpAttemptResult:
         return loop(entry, Budget(cap=reservation), _WithinTheAttempt())
+
+    def submit(entry: ScheduleEntry) -> Future[HttpAttemptResult]:
+        return pool.submit(run, entry)
 
     def settle(result: HttpAttemptResult) -> tuple[str, Decimal]:
         if result.status != "completed" and stop_signal() is not None:
@@ -95,7 +101,7 @@ def http_port(
              cap_exceeded: bool) -> HttpObservation:
         return observe(entry, result, status, charged, cap_exceeded)
 
-    return AttemptPort(run=run, settle=settle, measure=measure, observe=make)
+    return AttemptPort(submit=submit, settle=settle, measure=measure, observe=make)
 
 
 __all__ = ["AttemptLoop", "http_observation", "http_port"]

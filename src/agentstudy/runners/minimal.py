@@ -17,10 +17,12 @@ reason, and ``StopRequested`` is raised.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
+from typing import Literal
 
 from agentstudy.fsm.attempt import AttemptMachine
 from agentstudy.fsm.run import RunMachine
@@ -45,6 +47,8 @@ from agentstudy.protocol.records import (
 )
 from agentstudy.protocol.schedule import Mode, PilotSize, ScheduleEntry, build_schedule
 from agentstudy.runners.concurrent_walk import AttemptPort, ConcurrentWalk
+from agentstudy.runners.executor import AttemptExecutor, submit_cli_attempt
+from agentstudy.runners.executor_choice import open_executor
 from agentstudy.runners.ledger_steps import (
     budget_record,
     close_normally,
@@ -63,9 +67,15 @@ from agentstudy.runners.preflight import (
     prepare_study,
     refusal,
 )
-from agentstudy.runners.progress import AttemptProgress, RunProgress, SilentProgress, finish_progress
+from agentstudy.runners.progress import (
+    AttemptProgress,
+    RunProgress,
+    SilentProgress,
+    finish_progress,
+    report_excluded,
+)
 from agentstudy.runners.summary import RunSummary, summarize
-from agentstudy.transports.cli import CliAttemptResult, CliSettings, run_cli_attempt
+from agentstudy.transports.cli import CliAttemptBody, CliAttemptResult, CliSettings, run_cli_attempt
 from agentstudy.transports.cli_args import arm_tools
 from agentstudy.transports.cli_evaluation import settled_reason
 
@@ -92,16 +102,21 @@ class CliRunRequest:
     pilot: PilotSize = field(default_factory=PilotSize)
     concurrency: int = 1
     """Attempts in flight at most (issue 19); 1 is the seed's sequential walk."""
+    executor: Literal["local", "ray"] = "local"
+    """Where a concurrent walk runs the attempts' bodies (issue 20): threads here, or Ray tasks."""
+    ray_address: str | None = None
+    """The Ray cluster's address (``--ray-address``); required with ``executor="ray"``."""
     strict_cap: bool = False
     """``--strict-cap`` (issue 19): reserve the limit plus one worst-case turn (``pricing.strict_cap``)."""
 
 
 def cli_port(
-    run: Callable[[ScheduleEntry], CliAttemptResult],
+    submit: Callable[[ScheduleEntry], Future[CliAttemptResult]],
     observe: Callable[[ScheduleEntry, CliAttemptResult, str, Decimal, Decimal, bool], CliObservation],
     rule: ReservationRule,
 ) -> AttemptPort[CliAttemptResult, CliObservation]:
-    """The cli port of both walks (issue 19): ``run`` a child, settle it with ``settle_attempt`` against the
+    """The cli port (issue 19; its settle, measure and observe serve the sequential walk too): ``submit`` a
+    child on the run's executor (issue 20), settle it with ``settle_attempt`` against the
     rule's reservation (USD; the ``max`` rules; a completed attempt charged above the limit Claude Code was
     given is ``budget-exceeded``), count ``max(reported, computed)`` as measured with its overshoot above
     the per-attempt limit, ``observe``."""
@@ -116,7 +131,7 @@ def cli_port(
     def measure(tally: Tally, result: CliAttemptResult) -> Tally:
         return tally.add_measured(result.reported_cost_usd, computed(result), rule.limit_usd)
 
-    return AttemptPort(run=run, settle=settle, measure=measure, observe=observe)
+    return AttemptPort(submit=submit, settle=settle, measure=measure, observe=observe)
 
 
 def _observation(
@@ -235,9 +250,17 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
         )
         raise_if_stopped(NOTHING_WRITTEN)
         mcp = checked.mcp
+        executor: AttemptExecutor | None = None
+        if request.concurrency > 1:
+            executor = open_executor(stack, request, schedule)
+            raise_if_stopped(NOTHING_WRITTEN)
         output = resolve_output(request.output, (*request.roots.values(), *request.forbidden_output_roots))
         ledger = _ledger(request, cli_version, mcp, len(schedule), now_iso(), rule)
         ledger.containment = checked.containment
+        if request.executor == "ray" and executor is not None:
+            ledger.executor, ledger.excluded_workers = "ray", list(executor.excluded)
+            for worker in executor.excluded:
+                report_excluded(request.progress, worker.node, worker.reason)
         store = JournaledLedger(output, ledger)
         stack.callback(store.close)
         stack.callback(finish_progress, request.progress)
@@ -265,13 +288,28 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
             server=checked.corpora.paths(entry.repository) if entry.scenario == DOC_BRIDGE_MCP else None,
         )
 
+    def body_for(entry: ScheduleEntry) -> CliAttemptBody:
+        return CliAttemptBody(
+            settings,
+            entry.scenario,
+            arm_tools(entry.scenario, request.settings.mcp, mcp.extra_denied),
+            study_prompt(manifest.task(entry.task_id).question),
+            base,  # Claude Code's --max-budget-usd is the limit, also under --strict-cap
+            checked.corpora.paths(entry.repository) if entry.scenario == DOC_BRIDGE_MCP else None,
+            request.parent_env,
+        )
+
     def observe(entry: ScheduleEntry, result: CliAttemptResult, status: str, reserved: Decimal, charged: Decimal,
                 cap_exceeded: bool) -> CliObservation:
         return _observation(entry, request, cli_version, result, status, reserved, charged, cap_exceeded, base)
 
-    port = cli_port(run_attempt, observe, rule)
+    def submit(entry: ScheduleEntry) -> Future[CliAttemptResult]:
+        assert executor is not None  # only the concurrent walk submits
+        return submit_cli_attempt(executor, body_for(entry), entry.repository)
+
+    port = cli_port(submit, observe, rule)
     try:
-        if request.concurrency > 1:
+        if executor is not None:
             walked = ConcurrentWalk(
                 run=run, ledger=ledger, store=store, concurrency=request.concurrency, cap=request.cap_usd,
                 limit=admission, reservation=reservation, port=port, progress=request.progress, rule=rule,
@@ -297,7 +335,7 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
             store.record(ledger)
             attempt.start(checkpointed=True)
             request.progress.attempt_started(where)
-            result = port.run(entry)
+            result = run_attempt(entry)
             status, charged = port.settle(result)
             attempt.settle(status=status)
             budget = budget.settle(reservation, charged)

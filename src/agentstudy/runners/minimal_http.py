@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -328,12 +329,13 @@ def _run_http_study(request: HttpRunRequest, stack: ExitStack) -> RunSummary:
                                             request.mcp.reads_live_checkout, charged=charged,
                                             cap_exceeded=cap_exceeded)
 
-                walked = ConcurrentWalk(
-                    run=run, ledger=ledger, store=store, concurrency=request.concurrency, cap=request.cap_usd,
-                    limit=request.attempt_budget_usd, reservation=reservation,
-                    port=http_port(attempt_loop, reservation, observe), progress=request.progress,
-                    rule=HTTP_RULE,
-                ).walk(schedule)
+                with ThreadPoolExecutor(max_workers=request.concurrency, thread_name_prefix="attempt") as pool:
+                    walked = ConcurrentWalk(
+                        run=run, ledger=ledger, store=store, concurrency=request.concurrency, cap=request.cap_usd,
+                        limit=request.attempt_budget_usd, reservation=reservation,
+                        port=http_port(attempt_loop, reservation, observe, pool), progress=request.progress,
+                        rule=HTTP_RULE,
+                    ).walk(schedule)
                 observations, budget = walked.observations, walked.budget
             else:
                 for index, entry in enumerate(schedule, start=1):

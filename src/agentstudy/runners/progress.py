@@ -6,6 +6,7 @@ run is over, whatever the outcome, so a live terminal display can end before the
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Protocol
@@ -53,3 +54,14 @@ def finish_progress(progress: RunProgress) -> None:
     finish = getattr(progress, "finish", None)
     if callable(finish):
         finish()
+
+
+def report_excluded(progress: RunProgress, node: str, reason: str) -> None:
+    """Show a Ray worker the worker preflight excluded, before any attempt (issue 20): through
+    ``progress.worker_excluded(node, reason)`` when the watcher has one, else as one line on stderr
+    (an excluded worker is never silent)."""
+    excluded = getattr(progress, "worker_excluded", None)
+    if callable(excluded):
+        excluded(node, reason)
+    else:
+        print(f"worker {node[:12]} excluded: {reason}", file=sys.stderr)

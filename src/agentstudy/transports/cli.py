@@ -12,7 +12,10 @@ same code path as ``agentstudy transcript``). Settlement is the caller's, throug
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -29,7 +32,7 @@ from agentstudy.io.containment import (
     containment_sentences,
     server_read_only_paths,
 )
-from agentstudy.io.export import export_pinned_corpus, remove_export
+from agentstudy.io.export import CorpusBlobs, materialise_corpus, read_pinned_corpus, remove_export
 from agentstudy.io.git import GitError
 from agentstudy.io.process import STDOUT_LIMIT_BYTES, run_bounded
 from agentstudy.io.signals import stop_signal
@@ -49,6 +52,8 @@ from agentstudy.transports.cli_args import (
 from agentstudy.transports.cli_evaluation import evaluate_cli_attempt
 
 ATTEMPT_TIMEOUT_S = 300.0
+GATEWAY_TOKEN_ENV = "AGENTSTUDY_GATEWAY_TOKEN"  # noqa: S105 - a variable name, not a credential
+"""Where the gateway's token is read from: the driver's environment, or a Ray worker's own (issue 20)."""
 
 
 @dataclass(frozen=True)
@@ -134,72 +139,159 @@ def run_cli_attempt(
     afterwards, even after a timeout or a stop. Never raises for the child's behaviour; raises
     ``GitError`` if the export fails and ``ContainmentError`` if bubblewrap vanished (both
     before anything was spawned). After a stop signal the result is that of a child that never
-    started (``stopped_attempt``).
+    started (``stopped_attempt``). The body (``run_cli_body``) and the driver's part
+    (``finish_cli_attempt``) are the same two steps an executor runs apart (issue 20).
     """
     if stop_signal() is not None:
         return stopped_attempt(settings, scenario, tools)
     try:
-        export = export_pinned_corpus(root, pin)
+        corpus = read_pinned_corpus(root, pin)
     except GitError:
         if stop_signal() is not None:  # the stop ended git under us
             return stopped_attempt(settings, scenario, tools)
         raise
+    body = CliAttemptBody(settings, scenario, tools, prompt, reservation_usd, server, parent_env)
+    return finish_cli_attempt(body, run_cli_body(body, corpus))
+
+
+@dataclass(frozen=True)
+class CliAttemptBody:
+    """What one attempt's body needs besides the corpus (issue 20); picklable, so it can go to a Ray worker.
+
+    ``parent_env`` is the environment the child's allowlisted one is built from; ``None`` means
+    the environment of the process that runs the body (a Ray worker's own), so nothing of the
+    driver's environment is shipped. ``server`` is the MCP arm's placeholder values;
+    ``own_server_snapshot`` makes the body materialise the server's ``{root}`` snapshot from the
+    shipped corpus instead of using the driver's (a Ray worker on another machine).
+    """
+
+    settings: CliSettings
+    scenario: str
+    tools: ArmTools
+    prompt: str
+    reservation_usd: Decimal
+    server: ServerPaths | None
+    parent_env: Mapping[str, str] | None
+    own_server_snapshot: bool = False
+
+
+@dataclass(frozen=True)
+class RawAttempt:
+    """What an attempt's body returns (issue 20): the child's raw stdout (bytes, bounded), how it ended,
+    its wall time (ms), the export's facts (files, bytes, tree SHA-256; ``None`` when no export was
+    made), and the Ray node id that ran it (``None`` for the local executor)."""
+
+    stdout: bytes
+    facts: ProcessFacts
+    wall_time_ms: int
+    export_files: int | None
+    export_bytes: int | None
+    export_tree_sha256: str | None
+    worker_node: str | None = None
+
+
+def run_cli_body(body: CliAttemptBody, corpus: CorpusBlobs) -> RawAttempt:
+    """One attempt's body (issue 20): materialise the export from ``corpus``, contain, spawn, read (bounded).
+
+    Runs wherever the executor puts it (a thread of the driver, or a Ray worker); it never
+    evaluates, prices or settles. The export, the server snapshot it made and the private
+    directories are removed afterwards. Raises ``OSError`` if the export cannot be written and
+    ``ContainmentError`` if bubblewrap vanished (both before anything was spawned).
+    """
+    settings, env_source = body.settings, os.environ if body.parent_env is None else body.parent_env
+    if stop_signal() is not None:
+        return RawAttempt(b"", STOPPED_FACTS, 0, None, None, None)
+    export = materialise_corpus(corpus)
     scratch = Path(tempfile.mkdtemp(prefix="agentstudy-attempt-"))
     try:
+        server = body.server
+        if server is not None and body.own_server_snapshot:
+            snapshot = materialise_corpus(corpus, parent=scratch)
+            config = None if server.config is None else server.config.replace(server.root, str(snapshot.path), 1)
+            server = dataclasses.replace(server, root=str(snapshot.path), config=config)
         home, tmp = scratch / "home", scratch / "tmp"
         home.mkdir()
         tmp.mkdir()
         env = child_environment(
-            parent_env, home=str(home), tmpdir=str(tmp), base_url=settings.base_url, auth_token=settings.auth_token
+            env_source, home=str(home), tmpdir=str(tmp), base_url=settings.base_url, auth_token=settings.auth_token
         )
-        config = mcp_config(scenario, settings.mcp, server)
+        config_json = mcp_config(body.scenario, settings.mcp, server)
         command = [
             str(settings.binary),
             *cli_arguments(
                 model=settings.model,
-                max_budget_usd=format_max_budget(reservation_usd),
-                tools=tools,
-                mcp_config_json=config,
-                prompt=prompt,
+                max_budget_usd=format_max_budget(body.reservation_usd),
+                tools=body.tools,
+                mcp_config_json=config_json,
+                prompt=body.prompt,
             ),
         ]
-        view = attempt_view(settings, export.path, home, tmp, env.get("PATH"), scenario, server)
+        view = attempt_view(settings, export.path, home, tmp, env.get("PATH"), body.scenario, server)
         argv = contain(settings.containment, view, command)
         if settings.containment == "restricted":
             _link_login(settings, home)
         process = run_bounded(argv, env, export.path, settings.timeout_s, settings.stdout_limit)
     finally:
         remove_export(export.path)
+        for directory, _dirs, _files in os.walk(scratch):
+            Path(directory).chmod(stat.S_IRWXU)  # the server snapshot's sealed directories
         shutil.rmtree(scratch, ignore_errors=True)
     stopped = process.stopped and process.exit_code != 0  # a child that exited 0 ended on its own
     facts = ProcessFacts(process.started, process.timed_out, process.truncated, process.exit_code,
                          timeout_s=settings.timeout_s, stdout_limit=settings.stdout_limit, stopped=stopped)
-    evaluation = evaluate_cli_attempt(process.stdout, facts, model=settings.model, tools=tools)
+    return RawAttempt(process.stdout, facts, process.wall_time_ms, export.files, export.bytes, export.tree_sha256)
+
+
+STOPPED_FACTS = ProcessFacts(started=False, timed_out=False, truncated=False, exit_code=None, stopped=True)
+"""The facts of a child a stop signal kept from starting."""
+
+WORKER_DIED = "worker died"
+"""The ``statusReason`` of an attempt whose Ray worker or node died under it (issue 20)."""
+
+
+def finish_cli_attempt(body: CliAttemptBody, raw: RawAttempt) -> CliAttemptResult:
+    """The driver's part of an attempt (issue 20): the pure stream checks and costs over the body's raw result.
+
+    Settlement stays the caller's. A body that never made an export (a stop kept it from
+    starting) gives ``stopped_attempt``'s result.
+    """
+    settings, scenario, tools = body.settings, body.scenario, body.tools
+    if raw.export_files is None and not raw.facts.started:
+        return stopped_attempt(settings, scenario, tools)
+    evaluation = evaluate_cli_attempt(raw.stdout, raw.facts, model=settings.model, tools=tools)
     return CliAttemptResult(
         status=evaluation.status,
         reported_cost_usd=evaluation.reported_cost_usd,
         computed_cost=evaluation.computed_cost,
         setup_problems=evaluation.setup_problems,
         cost_problem=evaluation.cost_problem,
-        exit_code=process.exit_code,
-        wall_time_ms=process.wall_time_ms,
+        exit_code=raw.facts.exit_code,
+        wall_time_ms=raw.wall_time_ms,
         status_reason=evaluation.status_reason,
         fields={
             **evaluation.fields,
-            "export_files": export.files,
-            "export_bytes": export.bytes,
-            "export_tree_sha256": export.tree_sha256,
+            "export_files": raw.export_files,
+            "export_bytes": raw.export_bytes,
+            "export_tree_sha256": raw.export_tree_sha256,
             **isolation(settings, scenario),
-            **({"usage_complete": False} if stopped else {}),
+            **({"usage_complete": False} if raw.facts.stopped else {}),
+            **({"worker_node": raw.worker_node} if raw.worker_node is not None else {}),
         },
     )
+
+
+def worker_died_attempt(body: CliAttemptBody, worker_node: str | None) -> CliAttemptResult:
+    """The result of an attempt whose worker or node died mid-attempt (issue 20): ``failed``, reason
+    ``"worker died"``, usage incomplete, no cost (settlement charges the whole reservation)."""
+    result = stopped_attempt(body.settings, body.scenario, body.tools)
+    fields = {**result.fields, **({"worker_node": worker_node} if worker_node is not None else {})}
+    return dataclasses.replace(result, status="failed", status_reason=WORKER_DIED, fields=fields)
 
 
 def stopped_attempt(settings: CliSettings, scenario: str, tools: ArmTools) -> CliAttemptResult:
     """The result of an attempt a stop signal kept from starting: ``failed`` as a child that never started,
     no export, usage incomplete, no cost (settlement charges the whole reservation)."""
-    facts = ProcessFacts(started=False, timed_out=False, truncated=False, exit_code=None, stopped=True)
-    evaluation = evaluate_cli_attempt(b"", facts, model=settings.model, tools=tools)
+    evaluation = evaluate_cli_attempt(b"", STOPPED_FACTS, model=settings.model, tools=tools)
     return CliAttemptResult(
         status=evaluation.status, reported_cost_usd=None, computed_cost=None, setup_problems=(),
         cost_problem=evaluation.cost_problem, exit_code=None, wall_time_ms=0,

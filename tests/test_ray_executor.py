@@ -1,0 +1,263 @@
+"""``agentstudy minimal --executor ray`` on a real local Ray cluster (issue 20, "Must show").
+
+The cluster (a head with 2 CPUs and a second worker node with 1) runs in its own network and
+pid namespace (``unshare --net --pid``): its only interface is loopback, so every Ray server,
+the rehearsal server and every attempt are on 127.0.0.1 and nothing else is ever a target
+(Ray rewrites ``--node-ip-address 127.0.0.1`` to the machine's address and binds its gRPC servers
+on every interface outside such a namespace; measured with Ray 2.60.0). Ending the namespace's
+first process ends the whole cluster, also when a test fails. The bundled full study in
+rehearsal completes under Ray with the same statuses, tokens and tool calls per attempt as the
+local executor; a worker killed mid-attempt settles that attempt ``failed`` ("worker died", its
+whole reservation charged), it is never run again and the run stops by the stop rule; a worker
+whose agent binary reports another version is excluded before any attempt, and when no worker
+passes the executor refuses to open.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from agentstudy.commands.common import EXIT_BLOCKED
+from agentstudy.protocol.ledger_integrity import verify_ledger_bytes
+from agentstudy.protocol.manifest import load_manifest
+from agentstudy.protocol.schemas import json_schema
+from agentstudy.rehearsal.example_study import ExampleStudy, build_example_study
+from agentstudy.runners.ray_executor import WORKER_BINARY_ENV
+
+HERE = Path(__file__).resolve().parent
+RAY = str(Path(sys.executable).parent / "ray")
+PORT = 6379
+ADDRESS = f"127.0.0.1:{PORT}"
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_test() -> None:
+    """In the namespace's parent: get SIGKILL if the test process dies, so the cluster never outlives it."""
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def _child_env(**extra: str) -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items() if key not in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env["RAY_USAGE_STATS_ENABLED"] = "0"
+    return {**env, **extra}
+
+
+class Cluster:
+    """A Ray cluster inside a fresh network + pid namespace; ``inside`` runs a command in it."""
+
+    def __init__(self, temp: Path) -> None:
+        self.temp = temp
+        self.namespace = subprocess.Popen(
+            ["unshare", "--net", "--pid", "--fork", "--mount-proc", "--kill-child", "sleep", "infinity"],
+            preexec_fn=_die_with_test,
+        )
+        self.init_pid = self._first_child()
+        self.inside(["ip", "link", "set", "lo", "up"], check=True)
+
+    def _first_child(self) -> int:
+        for _ in range(200):
+            children = Path(f"/proc/{self.namespace.pid}/task/{self.namespace.pid}/children")
+            text = children.read_text().split() if children.exists() else []
+            if text:
+                return int(text[0])
+            time.sleep(0.05)
+        raise RuntimeError("the namespace did not start")
+
+    def inside(self, argv: Sequence[str], *, env: dict[str, str] | None = None, check: bool = False,
+               **options: Any) -> subprocess.CompletedProcess[str]:
+        """Run ``argv`` in the cluster's namespaces and wait for it."""
+        return subprocess.run(self.command(argv), env=env or _child_env(), check=check, text=True,
+                              capture_output=True, **options)
+
+    def command(self, argv: Sequence[str]) -> list[str]:
+        """``argv`` prefixed so that it runs in the cluster's namespaces."""
+        return ["nsenter", "-t", str(self.init_pid), "-n", "-p", "-m", "--", *argv]
+
+    def start_node(self, *, head: bool, cpus: int, env: dict[str, str] | None = None) -> None:
+        """``ray start`` a head (on 127.0.0.1:6379) or a worker node joining it."""
+        where = (["--head", "--port", str(PORT), "--include-dashboard", "false", "--temp-dir", str(self.temp)]
+                 if head else ["--address", ADDRESS])
+        done = self.inside([RAY, "start", *where, "--node-ip-address", "127.0.0.1", "--num-cpus", str(cpus),
+                            "--disable-usage-stats"], env=env)
+        assert done.returncode == 0, done.stderr[-2000:]
+
+    def wait_for_nodes(self, count: int) -> None:
+        """Wait until ``count`` nodes are alive."""
+        probe = (f"import ray; ray.init(address='{ADDRESS}', log_to_driver=False); "
+                 "print(sum(n['Alive'] for n in ray.nodes()))")
+        for _ in range(60):
+            done = self.inside([sys.executable, "-c", probe])
+            if done.returncode == 0 and done.stdout.strip().splitlines()[-1:] == [str(count)]:
+                return
+            time.sleep(1)
+        raise RuntimeError(f"{count} Ray nodes never came up")
+
+    def pids_running(self, title: str) -> list[int]:
+        """Host pids of this namespace's processes whose title starts with ``title``."""
+        ours = os.readlink(f"/proc/{self.init_pid}/ns/pid")
+        found = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            with contextlib.suppress(OSError):
+                if os.readlink(entry / "ns" / "pid") == ours and (entry / "cmdline").read_bytes().startswith(
+                        title.encode()):
+                    found.append(int(entry.name))
+        return found
+
+    def close(self) -> None:
+        """End the namespace: its first process gets SIGKILL and the kernel ends every other one."""
+        self.namespace.kill()  # unshare --kill-child: its child, the namespace's first process, gets SIGKILL
+        self.namespace.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Cluster]:
+    temp = Path(tempfile.mkdtemp(prefix="agentstudy-ray-"))
+    made = Cluster(temp)
+    try:
+        made.start_node(head=True, cpus=2)
+        made.start_node(head=False, cpus=1)
+        made.wait_for_nodes(2)
+        yield made
+    finally:
+        made.close()
+        subprocess.run(["rm", "-rf", str(temp)], check=False)
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory: pytest.TempPathFactory) -> ExampleStudy:
+    return build_example_study(tmp_path_factory.mktemp("ray-study") / "study")
+
+
+def _args(study: ExampleStudy, ledger: Path, *flags: str) -> list[str]:
+    roots = [f"--root={name}={path}" for name, path in study.roots.items()]
+    return ["minimal", "--manifest", str(study.manifest_path), "--rehearsal", "--transport", "cli", *roots,
+            "--output", str(ledger), "--model", "claude-haiku-5-5", "--budget-usd", "10", *flags]
+
+
+def _ledger(path: Path) -> dict[str, Any]:
+    data = path.read_bytes()
+    assert verify_ledger_bytes(data).problems == ()
+    document: dict[str, Any] = json.loads(data)
+    jsonschema.validate(document, json_schema("ledger"))
+    return document
+
+
+def _key(observation: dict[str, Any]) -> tuple[str, str, int]:
+    return observation["taskId"], observation["scenario"], observation["repetition"]
+
+
+def _facts(observation: dict[str, Any]) -> tuple[Any, ...]:
+    return (observation["status"], observation["inputTokens"], observation["outputTokens"],
+            observation["toolCalls"], observation["toolCallsByName"], observation["exportTreeSha256"])
+
+
+def test_full_study_on_ray_matches_the_local_executor(cluster: Cluster, study: ExampleStudy, tmp_path: Path) -> None:
+    local_path, ray_path = tmp_path / "local.json", tmp_path / "ray.json"
+    local = subprocess.run([sys.executable, "-m", "agentstudy", *_args(study, local_path, "--run", "--concurrency",
+                                                                      "4")],
+                           env=_child_env(), capture_output=True, text=True)
+    assert local.returncode == 0, local.stderr[-3000:]
+    on_ray = cluster.inside([sys.executable, "-m", "agentstudy",
+                             *_args(study, ray_path, "--run", "--concurrency", "4", "--executor", "ray",
+                                    "--ray-address", ADDRESS)])
+    assert on_ray.returncode == 0, on_ray.stderr[-3000:]
+    local_ledger, ray_ledger = _ledger(local_path), _ledger(ray_path)
+    assert len(ray_ledger["observations"]) == len(local_ledger["observations"]) == 36
+    assert ({_key(o): _facts(o) for o in ray_ledger["observations"]}
+            == {_key(o): _facts(o) for o in local_ledger["observations"]})
+    assert {o["status"] for o in ray_ledger["observations"]} == {"completed"}
+    assert ray_ledger["executor"] == "ray" and ray_ledger["excludedWorkers"] == []
+    assert len({o["workerNode"] for o in ray_ledger["observations"]}) == 2  # both nodes ran attempts
+    assert "executor" not in local_ledger and all("workerNode" not in o for o in local_ledger["observations"])
+
+
+def test_a_worker_killed_mid_attempt_fails_that_attempt_once(cluster: Cluster, study: ExampleStudy,
+                                                             tmp_path: Path) -> None:
+    ledger_path, prompts = tmp_path / "ledger.json", tmp_path / "prompts.jsonl"
+    driver = subprocess.Popen(
+        cluster.command([sys.executable, str(HERE / "ray_driver.py"), str(prompts), "--",
+                         *_args(study, ledger_path, "--run", "--concurrency", "2", "--executor", "ray",
+                                "--ray-address", ADDRESS, "--rehearsal-latency-ms", "4000")]),
+        env=_child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for _ in range(240):  # both running attempts have sent their opening request: kill one of their workers
+            opened = prompts.read_text().count("\n") if prompts.exists() else 0
+            bodies = cluster.pids_running("ray::attempt_body")
+            if opened >= 2 and len(bodies) == 2:
+                os.kill(bodies[0], signal.SIGKILL)
+                break
+            assert driver.poll() is None, driver.communicate()
+            time.sleep(0.25)
+        else:
+            pytest.fail("two attempts never ran at once")
+        _, stderr = driver.communicate(timeout=600)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+    assert driver.returncode == EXIT_BLOCKED, stderr[-3000:]  # blocked by the stop rule
+    ledger = _ledger(ledger_path)
+    failed = [o for o in ledger["observations"] if o["status"] != "completed"]
+    assert len(failed) == 1
+    died = failed[0]
+    assert died["status"] == "failed" and died["statusReason"] == "worker died"
+    assert died["chargedUsd"] == died["reservedUsd"] > 0 and died["usageComplete"] is False
+    assert died["workerNode"]
+    index = ledger["observations"].index(died) + 1
+    assert ledger["status"] == "blocked" and ledger["stopReason"] == f"attempt {index} ended failed"
+    assert len(ledger["observations"]) < ledger["plannedAttempts"]
+    assert ledger.get("openReservations") == []
+    questions = {task.id: task.question for task in load_manifest(study.manifest_path).manifest.tasks}
+    opening = [json.loads(line) for line in prompts.read_text().splitlines()]
+    for task_id, question in questions.items():
+        runs = sum(o["taskId"] == task_id for o in ledger["observations"])
+        assert sum(question in text for text in opening) == runs  # every attempt opened once: none ran again
+
+
+def test_a_worker_with_another_agent_version_is_excluded(cluster: Cluster, study: ExampleStudy,
+                                                         tmp_path: Path) -> None:
+    fake = tmp_path / "fake-bin" / "claude"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\necho '9.9.9 (Claude Code)'\n")
+    fake.chmod(0o755)
+    refuse = ("import sys; from pathlib import Path; from agentstudy.runners.ray_executor import RayExecutor\n"
+              "from agentstudy.runners.preflight import PreflightError\n"
+              "try:\n"
+              f"    RayExecutor('{ADDRESS}', {{}}, binary=Path('/nonexistent/claude'), expected_version='2.1.296',"
+              " containment='bwrap', mcp_command=None)\n"
+              "except PreflightError as error:\n"
+              "    print(error); sys.exit(0)\n"
+              "sys.exit(1)\n")
+    refused = cluster.inside([sys.executable, "-c", refuse])  # no node passes: the run is refused before any ledger
+    assert refused.returncode == 0, refused.stderr[-2000:]
+    assert refused.stdout.count("no Ray worker passed the worker preflight") == 1
+    assert refused.stdout.count("/nonexistent/claude") >= 2  # both nodes excluded, each with its reason
+    cluster.start_node(head=False, cpus=1, env=_child_env(**{WORKER_BINARY_ENV: str(fake)}))
+    cluster.wait_for_nodes(3)
+    ledger_path = tmp_path / "ledger.json"
+    done = cluster.inside([sys.executable, "-m", "agentstudy",
+                           *_args(study, ledger_path, "--pilot", "--pilot-tasks", "2", "--concurrency", "4",
+                                  "--executor", "ray", "--ray-address", ADDRESS)])
+    assert done.returncode == 0, done.stderr[-3000:]
+    ledger = _ledger(ledger_path)
+    excluded = ledger["excludedWorkers"]
+    assert len(excluded) == 1 and "9.9.9" in excluded[0]["reason"] and "2.1.296" in excluded[0]["reason"]
+    assert f"worker {excluded[0]['node'][:12]} excluded" in done.stdout + done.stderr
+    assert {o["status"] for o in ledger["observations"]} == {"completed"}
+    assert excluded[0]["node"] not in {o["workerNode"] for o in ledger["observations"]}
