@@ -35,6 +35,7 @@ from agentstudy.runners.concurrent_walk import ConcurrentWalk
 from agentstudy.runners.minimal import cli_port
 from agentstudy.runners.progress import SilentProgress
 from agentstudy.transports.cli import CliAttemptResult
+from walk_fakes import bare_observation, empty_cli_ledger
 
 STATUSES = ("completed", "failed", "timed-out", "budget-exceeded", "invalid-setup", "invalid-cost")
 micro = st.integers(0, 400).map(lambda n: Decimal(n).scaleb(-3))
@@ -170,16 +171,11 @@ def test_the_walk_keeps_its_invariants_at_every_checkpoint(
         return CliAttemptResult(status=cast(Any, status), reported_cost_usd=cost, computed_cost=None,
                                 setup_problems=(), cost_problem=None, exit_code=0, wall_time_ms=delay_ms, fields={})
 
-    def observe(entry: ScheduleEntry, result: CliAttemptResult, status: str, reserved: Decimal, charged: Decimal,
-                cap_exceeded: bool) -> CliObservation:
-        return CliObservation.model_construct(task_id=entry.task_id, scenario=entry.scenario,
-                                              repetition=entry.repetition, status=status,
-                                              charged_usd=float(charged), tool_calls=0)
+    observe = bare_observation
 
     run = RunMachine(len(schedule), "cli")
     run.begin()
-    ledger = MinimalLedger.model_construct(observations=[], open_reservations=None, concurrency=None,
-                                           stop_reason=None, transport="cli", open_reservation=None)
+    ledger = empty_cli_ledger()
     with ThreadPoolExecutor(max_workers=width) as pool:  # the local executor's shape (issue 20)
         walk = ConcurrentWalk(run=run, ledger=ledger, store=cast(JournaledLedger, store), concurrency=width, cap=cap,
                               limit=limit, reservation=reservation_for(limit),

@@ -32,12 +32,13 @@ from agentstudy.fsm.run import RunMachine
 from agentstudy.io.ledger_journal import JournaledLedger
 from agentstudy.pricing.budget import Budget, settle_attempt
 from agentstudy.pricing.strict_cap import ReservationRule
-from agentstudy.protocol.records import CliObservation, MinimalLedger
+from agentstudy.protocol.records import MinimalLedger
 from agentstudy.protocol.schedule import ScheduleEntry
 from agentstudy.runners.concurrent_walk import ConcurrentWalk
 from agentstudy.runners.minimal import cli_port
 from agentstudy.runners.progress import SilentProgress
 from agentstudy.transports.cli import CliAttemptResult
+from walk_fakes import bare_observation, empty_cli_ledger
 
 STATUSES = ("completed", "failed", "timed-out", "budget-exceeded", "invalid-setup", "invalid-cost")
 LIMIT = Decimal("0.100")
@@ -127,16 +128,11 @@ def _walk(plan: list[tuple[str, Decimal, int]], width: int, cap: Decimal, chosen
         return CliAttemptResult(status=cast(Any, status), reported_cost_usd=cost, computed_cost=None,
                                 setup_problems=(), cost_problem=None, exit_code=0, wall_time_ms=delay_ms, fields={})
 
-    def observe(entry: ScheduleEntry, result: CliAttemptResult, status: str, reserved: Decimal, charged: Decimal,
-                cap_exceeded: bool) -> CliObservation:
-        return CliObservation.model_construct(task_id=entry.task_id, scenario=entry.scenario,
-                                              repetition=entry.repetition, status=status,
-                                              charged_usd=float(charged), tool_calls=0)
+    observe = bare_observation
 
     run = RunMachine(len(schedule), "cli")
     run.begin()
-    ledger = MinimalLedger.model_construct(observations=[], open_reservations=None, concurrency=None,
-                                           stop_reason=None, transport="cli", open_reservation=None)
+    ledger = empty_cli_ledger()
     store = _CapStore(cap) if chosen is STRICT else None
     with ThreadPoolExecutor(max_workers=width) as pool:
         walk = ConcurrentWalk(run=run, ledger=ledger, store=cast(JournaledLedger, store or _Null()),

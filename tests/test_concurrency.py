@@ -17,24 +17,21 @@ import signal
 import subprocess
 import sys
 import time
-from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 from click.testing import CliRunner
 
 from agentstudy.cli import main
 from agentstudy.io.ledger_journal import read_ledger
-from agentstudy.io.ledger_store import journal_path
 from agentstudy.protocol.ledger_integrity import seal_ledger, verify_ledger_bytes
 from agentstudy.protocol.manifest import load_manifest
 from agentstudy.protocol.records import MinimalLedger
 from agentstudy.protocol.schedule import build_schedule
-from agentstudy.protocol.schemas import json_schema
 from agentstudy.rehearsal.example_study import ExampleStudy, build_example_study
+from concurrent_ledgers import peak_overlap, verified
 
 from fakes import FakeClaude
 
@@ -51,31 +48,6 @@ def _attempt_calls(fake: FakeClaude) -> int:
     return sum(call != ["--version"] for call in fake.calls)
 
 
-def _moment(text: str | None) -> datetime:
-    assert text is not None
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
-
-
-def _peak_overlap(ledger: MinimalLedger) -> int:
-    """The most observations whose [startedAt, endedAt] intervals hold one moment in common."""
-    events = sorted([(_moment(o.started_at), 1) for o in ledger.observations]
-                    + [(_moment(o.ended_at), -1) for o in ledger.observations])
-    peak = current = 0
-    for _, step in events:
-        current += step
-        peak = max(peak, current)
-    return peak
-
-
-def _verified(path: Path) -> MinimalLedger:
-    data = path.read_bytes()
-    assert verify_ledger_bytes(data).problems == ()
-    document = json.loads(data)
-    jsonschema.validate(document, json_schema("ledger"))
-    assert not journal_path(path).exists()  # a run that closed leaves only its ledger
-    return MinimalLedger.model_validate(document)
-
-
 @pytest.fixture
 def study(tmp_path: Path) -> ExampleStudy:
     return build_example_study(tmp_path / "study")
@@ -89,11 +61,11 @@ def test_a_cap_that_fits_three_admits_exactly_three_at_concurrency_eight(
     result = _run(study, fake_claude, ledger_path, "--run", "--concurrency", "8",
                   "--attempt-budget-usd", "0.1", "--budget-usd", "0.3")
     assert result.exit_code != 0, result.output  # blocked: the cap was spent before the schedule ended
-    ledger = _verified(ledger_path)
+    ledger = verified(ledger_path)
     assert ledger.concurrency == 8 and ledger.open_reservations == []
     assert _attempt_calls(fake_claude) == 3  # never a fourth child
     assert [o.status for o in ledger.observations] == ["completed"] * 3
-    assert _peak_overlap(ledger) == 3  # all three held their reservation at the same time
+    assert peak_overlap(ledger) == 3  # all three held their reservation at the same time
     assert ledger.status == "blocked"
     assert ledger.stop_reason == "the per-attempt limit does not fit under the remaining cap"
     assert Decimal(str(ledger.budget.spent)) == Decimal("0.3") <= Decimal(str(ledger.budget.cap))
@@ -112,7 +84,7 @@ def test_the_first_stopping_outcome_stops_admission_and_running_attempts_are_rec
     ledger_path = tmp_path / "ledger.json"
     result = _run(study, fake_claude, ledger_path, "--run", "--concurrency", "3", "--budget-usd", "5")
     assert result.exit_code != 0, result.output
-    ledger = _verified(ledger_path)
+    ledger = verified(ledger_path)
     statuses = [o.status for o in ledger.observations]
     assert statuses[first_mcp - 1] != "completed"
     assert statuses[: first_mcp - 1] == ["completed"] * (first_mcp - 1)

@@ -19,29 +19,24 @@ import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
-from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 from click.testing import CliRunner
 
 from agentstudy.cli import main
 from agentstudy.io.ledger_journal import read_ledger
-from agentstudy.io.ledger_store import journal_path
 from agentstudy.pricing.http import UpperPrices
-from agentstudy.protocol.ledger_integrity import verify_ledger_bytes
 from agentstudy.protocol.manifest import load_manifest
-from agentstudy.protocol.records import MinimalLedger
 from agentstudy.protocol.schedule import build_schedule
-from agentstudy.protocol.schemas import json_schema
 from agentstudy.rehearsal.example_study import ExampleStudy, build_example_study
 from agentstudy.rehearsal.messages_server import RehearsalServer
 from agentstudy.rehearsal.policy import ScriptedReply
 from agentstudy.runners.minimal_http import REHEARSAL_KEY, HttpRunRequest, run_http_study
 from agentstudy.runners.preflight import DEFAULT_MCP_SERVER
+from concurrent_ledgers import moment, peak_overlap, verified
 
 MODEL = "claude-haiku-5-5"
 PRICES = UpperPrices(Decimal("0.01"), Decimal("10"))
@@ -96,31 +91,6 @@ def _fail_the_mcp_arm(body: Mapping[str, Any]) -> ScriptedReply:
                          {} if mcp else {"input_tokens": 10, "output_tokens": 2})
 
 
-def _moment(text: str | None) -> datetime:
-    assert text is not None
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
-
-
-def _peak_overlap(ledger: MinimalLedger) -> int:
-    """The most observations whose [startedAt, endedAt] intervals hold one moment in common."""
-    events = sorted([(_moment(o.started_at), 1) for o in ledger.observations]
-                    + [(_moment(o.ended_at), -1) for o in ledger.observations])
-    peak = current = 0
-    for _, step in events:
-        current += step
-        peak = max(peak, current)
-    return peak
-
-
-def _verified(path: Path) -> MinimalLedger:
-    data = path.read_bytes()
-    assert verify_ledger_bytes(data).problems == ()
-    document = json.loads(data)
-    jsonschema.validate(document, json_schema("ledger"))
-    assert not journal_path(path).exists()  # a run that closed leaves only its ledger
-    return MinimalLedger.model_validate(document)
-
-
 @pytest.fixture
 def study(tmp_path: Path) -> ExampleStudy:
     return build_example_study(tmp_path / "study")
@@ -141,7 +111,7 @@ def test_a_cap_that_fits_three_admits_exactly_three_at_concurrency_eight(study: 
         server.app.add_middleware(_InFlight, counter=held, gate=3)
         summary = run_http_study(_request(study, output, server.base_url, LIMIT * 3, 8))
         requests = server.requests
-    ledger = _verified(output)
+    ledger = verified(output)
     assert summary.status == "blocked"
     assert ledger.concurrency == 8 and ledger.open_reservations == []
     assert ledger.http is not None and Decimal(str(ledger.http.attempt_budget_usd)) == LIMIT
@@ -149,7 +119,7 @@ def test_a_cap_that_fits_three_admits_exactly_three_at_concurrency_eight(study: 
     assert held[1] == 3  # the server held all three requests at once (it serves concurrent agent loops)
     assert all(r.answered_after_ms >= 1000 for r in requests)  # --rehearsal-latency-ms applies to each
     assert [o.status for o in ledger.observations] == ["completed"] * 3
-    assert _peak_overlap(ledger) == 3  # all three held their reservation at the same time
+    assert peak_overlap(ledger) == 3  # all three held their reservation at the same time
     assert ledger.stop_reason == "the per-attempt limit does not fit under the remaining cap"
     spent = Decimal(str(ledger.budget.spent))
     assert spent == ANSWER_USD * 3 <= Decimal(str(ledger.budget.cap))
@@ -170,13 +140,13 @@ def test_a_failed_attempt_stops_admission_and_running_attempts_are_recorded(
     with RehearsalServer(policy=_fail_the_mcp_arm, latency_ms=1000) as server:
         summary = run_http_study(_request(study, output, server.base_url, Decimal("5"), 3))
         requests = server.requests
-    ledger = _verified(output)
+    ledger = verified(output)
     statuses = [o.status for o in ledger.observations]
     assert statuses[first_mcp - 1] == "failed"
     assert statuses[: first_mcp - 1] == ["completed"] * (first_mcp - 1)
-    failed_at = _moment(ledger.observations[first_mcp - 1].ended_at)
-    assert all(_moment(o.started_at) <= failed_at for o in ledger.observations)  # none admitted after it ended
-    running_then = [o for o in ledger.observations if _moment(o.started_at) <= failed_at <= _moment(o.ended_at)]
+    failed_at = moment(ledger.observations[first_mcp - 1].ended_at)
+    assert all(moment(o.started_at) <= failed_at for o in ledger.observations)  # none admitted after it ended
+    running_then = [o for o in ledger.observations if moment(o.started_at) <= failed_at <= moment(o.ended_at)]
     assert 1 <= len(running_then) <= 3  # it and the attempts in flight when it ended, which were recorded
     assert len(requests) == len(statuses)  # no attempt was started after admission stopped
     assert ledger.stop_reason == f"attempt {first_mcp} ended failed"
@@ -205,7 +175,7 @@ def test_sigint_mid_run_ends_the_running_attempts_charged_their_whole_reservatio
     assert opened == 4, "the run never had four attempts in flight"
     runner.send_signal(signal.SIGINT)
     assert runner.wait(timeout=120) == 128 + signal.SIGINT
-    ledger = _verified(ledger_path)
+    ledger = verified(ledger_path)
     assert ledger.status == "blocked" and ledger.stop_reason is not None
     assert "stopped by SIGINT" in ledger.stop_reason
     assert ledger.open_reservations == []  # every running attempt was recorded
@@ -222,7 +192,7 @@ def test_concurrency_one_writes_the_sequential_http_ledger(study: ExampleStudy, 
                                        "--transport", "http", *roots, "--output", str(ledger_path), "--model", MODEL,
                                        "--budget-usd", "1", "--concurrency", "1"], catch_exceptions=False)
     assert result.exit_code == 0, result.output
-    ledger = _verified(ledger_path)
+    ledger = verified(ledger_path)
     document = json.loads(ledger_path.read_bytes())
     assert "concurrency" not in document and "openReservations" not in document
     assert "attemptBudgetUsd" not in document["http"]
