@@ -135,7 +135,8 @@ def test_a_directory_that_cannot_be_written_is_refused_before_the_server_starts(
     done = run_agentstudy("init", str(blocker / "study"), f"--repo=r={repo}", "--containment", "restricted",
                           "--mcp-command", server)
     assert done.returncode == 2, done.stderr
-    assert done.stderr.strip() == f"agentstudy: error: cannot write {blocker / 'study'}: {blocker} is not a directory"
+    assert done.stderr.strip() == (f"agentstudy: error: cannot write {blocker / 'study'}: "
+                                   "a component of the path is not a directory")
     assert not started.exists()  # refused before any server process ran
 
 

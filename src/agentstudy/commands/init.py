@@ -62,7 +62,9 @@ def _check_writable(directory: Path) -> None:
     while not os.path.lexists(existing) and existing != existing.parent:
         existing = existing.parent
     if not existing.is_dir():
-        fail(f"cannot write {directory}: {existing} is not a directory")
+        reason = ("it already exists and is not a directory" if existing == directory.absolute()
+                  else "a component of the path is not a directory")
+        fail(f"cannot write {directory}: {reason}")
     if not os.access(existing, os.W_OK | os.X_OK):
         fail(f"cannot write {directory}: {existing} is not writable")
 
