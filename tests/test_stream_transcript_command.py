@@ -67,8 +67,9 @@ def test_clean_transcript_completes_with_the_seed_field_names() -> None:
         "wallTimeMs", "answer", "correctness", "adjudication",
         # A saved transcript has no export or child: provenance of a live attempt only.
         "exportFiles", "exportBytes", "exportTreeSha256", "isolationAchieved", "isolationNotAchieved",
-        # Only a ledger seals its observations (issue 16), and only a concurrent run times them (issue 19).
-        "observationHash", "startedAt", "endedAt",
+        # Only a ledger seals its observations (issue 16), only a concurrent run times them (issue 19),
+        # and only a Ray run names the node that ran the attempt (issue 20).
+        "observationHash", "startedAt", "endedAt", "workerNode",
     }
     assert ANSWER_WORD not in json.dumps(record)
 
