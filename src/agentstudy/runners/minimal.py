@@ -243,7 +243,7 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
         except NoWorstTurn as problem:
             raise PreflightError(str(problem)) from None
         checked = prepare_study(stack, settings.mcp, manifest, schedule, request.roots, settings.containment,
-                                request.parent_env)
+                                request.parent_env, request.concurrency)
         raise_if_stopped(NOTHING_WRITTEN)
         cli_version = check_cli_version(
             settings.binary, request.expected_cli_version, request.parent_env, settings.containment

@@ -274,7 +274,7 @@ def _run_http_study(request: HttpRunRequest, stack: ExitStack) -> RunSummary:
                                         or not Decimal(0) < request.attempt_budget_usd <= request.cap_usd):
             raise PreflightError("a concurrent http run needs a per-attempt limit above zero and at most the cap")
         checked = prepare_study(stack, request.mcp, manifest, schedule, request.roots, request.containment,
-                                request.parent_env)
+                                request.parent_env, request.concurrency)
         raise_if_stopped(NOTHING_WRITTEN)
         mcp = checked.mcp
         try:

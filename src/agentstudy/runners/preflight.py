@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from functools import partial
@@ -27,7 +28,7 @@ from agentstudy.io.claude_cli import ClaudeBinaryError, probe_version, version_t
 from agentstudy.io.containment import ContainmentError, ContainmentMode, check_containment
 from agentstudy.io.environment import allowlisted_environment
 from agentstudy.io.git import GitError, head, is_clean, path_exists_at, toplevel
-from agentstudy.io.mcp_client import McpListing, McpProbeError, probe_mcp_server
+from agentstudy.io.mcp_client import McpListing, McpProbe, McpProbeError, probe_mcp_server
 from agentstudy.io.mcp_sandbox import contained_server
 from agentstudy.io.server_corpus import ServerCorpora, ServerCorpusError
 from agentstudy.io.signals import StopRequested, raise_if_stopped, stop_signal
@@ -175,10 +176,44 @@ def _vet(spec: McpServerSpec, name: str, listing: McpListing) -> None:
         raise PreflightError(f"{name}: {error}") from None
 
 
+def _probe_corpus(
+    spec: McpServerSpec, corpora: ServerCorpora, containment: ContainmentMode, parent_env: Mapping[str, str], name: str
+) -> McpProbe:
+    """Start the contained server on corpus ``name``, vet its listing, call its probe (never after a stop signal).
+
+    Raises:
+        PreflightError: the server fails to start, a tool is missing or mis-annotated, or the probe fails.
+        StopRequested: a stop signal arrived before the server was started.
+    """
+    raise_if_stopped(NOTHING_WRITTEN)
+    paths = corpora.paths(name)
+    try:
+        with contained_server(spec, paths, containment, parent_env) as (argv, child, cwd):
+            probe = probe_mcp_server(
+                argv[0], argv[1:], child, spec.probe_tool, spec.probe_arguments_for(paths),
+                check=partial(_vet, spec, name), cwd=cwd,
+            )
+    except (McpProbeError, ContainmentError) as error:
+        raise PreflightError(f"{name}: {error}") from None
+    if not probe.probe_ok:
+        said = f": {probe.probe_error}" if probe.probe_error else ""
+        raise PreflightError(f"{name}: MCP freshness probe {spec.probe_tool} failed at the pin{said}")
+    return probe
+
+
 def check_mcp_servers(
-    spec: McpServerSpec, corpora: ServerCorpora, containment: ContainmentMode, parent_env: Mapping[str, str]
+    spec: McpServerSpec,
+    corpora: ServerCorpora,
+    containment: ContainmentMode,
+    parent_env: Mapping[str, str],
+    parallel: int = 1,
 ) -> McpPreflight:
     """Start the contained server for every corpus the MCP arm uses, vet its tools, probe it, compare.
+
+    Up to ``parallel`` corpora are probed at once (a run's ``--concurrency``; issue 19: the probes
+    were a serial head start of every run). The verdict does not depend on ``parallel``: every
+    probe finishes, then the results are read in corpus-name order, so the first failure named is
+    the same as in a serial preflight.
 
     Raises:
         PreflightError: the probe tool is not a read-only tool, a server fails to start, a
@@ -186,29 +221,22 @@ def check_mcp_servers(
             true`` (named; the probe is then never called), its probe fails (the server's own
             error text quoted, bounded and scrubbed: ``io.mcp_child.server_text``), or two
             corpora list or annotate different tools.
+        StopRequested: a stop signal arrived (no server is started after it).
     """
     try:
         require_probe_allowed(spec.probe_tool, spec.read_only_tools)
     except ReadOnlyError as error:
         raise PreflightError(str(error)) from None
+    names = list(corpora.names)
+    probe_one = partial(_probe_corpus, spec, corpora, containment, parent_env)
+    with ThreadPoolExecutor(max_workers=max(1, min(parallel, len(names)))) as pool:
+        futures = [pool.submit(probe_one, name) for name in names]
     listed: tuple[str, ...] | None = None
     evidence: dict[str, str] = {}
     annotations: Mapping[str, Mapping[str, Any]] = {}
-    for name in corpora.names:
-        raise_if_stopped(NOTHING_WRITTEN)
-        paths = corpora.paths(name)
-        try:
-            with contained_server(spec, paths, containment, parent_env) as (argv, child, cwd):
-                probe = probe_mcp_server(
-                    argv[0], argv[1:], child, spec.probe_tool, spec.probe_arguments_for(paths),
-                    check=partial(_vet, spec, name), cwd=cwd,
-                )
-        except (McpProbeError, ContainmentError) as error:
-            raise PreflightError(f"{name}: {error}") from None
-        if not probe.probe_ok:
-            said = f": {probe.probe_error}" if probe.probe_error else ""
-            raise PreflightError(f"{name}: MCP freshness probe {spec.probe_tool} failed at the pin{said}")
-        seen = read_only_evidence(spec.read_only_tools, probe.hints)  # vetted above: cannot raise
+    for future in futures:
+        probe = future.result()  # re-raises the first failure in name order
+        seen = read_only_evidence(spec.read_only_tools, probe.hints)  # vetted: cannot raise
         tools = tuple(sorted(probe.tools))
         if listed is not None and tools != listed:
             raise PreflightError("MCP servers of different corpora list different tools")
@@ -217,7 +245,7 @@ def check_mcp_servers(
         listed, evidence, annotations = tools, seen, probe.annotations
     if listed is None:
         return McpPreflight((), (), {})
-    return McpPreflight(listed, spec.denied_names(listed), evidence, annotations, len(corpora.names))
+    return McpPreflight(listed, spec.denied_names(listed), evidence, annotations, len(names))
 
 
 def mcp_corpora(
@@ -251,10 +279,12 @@ def prepare_study(
     roots: Mapping[str, Path],
     containment: ContainmentMode,
     parent_env: Mapping[str, str],
+    parallel: int = 1,
 ) -> StudyPreflight:
     """Roots, corpus checks, containment proof, the server's corpus views and the MCP probe, in that order.
 
-    The corpus views are entered on ``stack`` so they live until the run ends.
+    The corpus views are entered on ``stack`` so they live until the run ends; up to ``parallel``
+    corpora's servers are probed at once (``check_mcp_servers``).
 
     Raises:
         PreflightError: any check failed (one line); nothing was reserved or written.
@@ -267,4 +297,4 @@ def prepare_study(
         corpora = stack.enter_context(mcp_corpora(spec, manifest, schedule, roots))
     except (ContainmentError, ServerCorpusError) as error:
         raise PreflightError(str(error)) from None
-    return StudyPreflight(proven, check_mcp_servers(spec, corpora, containment, parent_env), corpora)
+    return StudyPreflight(proven, check_mcp_servers(spec, corpora, containment, parent_env, parallel), corpora)
