@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import socket
 import subprocess
 from pathlib import Path
 
 import pytest
+
+from agentstudy.cli import COMMANDS
 
 from fakes import FakeClaude
 
@@ -48,7 +51,13 @@ def fake_claude(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeClaude:
 
 @pytest.fixture
 def no_processes_no_sockets(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Make any child process or socket an immediate test failure (dry runs start nothing)."""
+    """Make any child process or socket an immediate test failure (dry runs start nothing).
+
+    Every command module is imported first: the command line imports them lazily, and an
+    import evaluating ``subprocess.Popen[bytes]`` must not meet the patched stand-in.
+    """
+    for module in sorted(set(COMMANDS.values())):
+        importlib.import_module(f"agentstudy.commands.{module}")
 
     def forbidden(*_args: object, **_kwargs: object) -> None:
         raise AssertionError("a dry run must not start a process or open a socket")
