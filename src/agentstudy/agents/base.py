@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from agentstudy.protocol.records import AgentRecord
     from agentstudy.transports.cli import CliAttemptBody, CliSettings, RawAttempt
     from agentstudy.transports.cli_evaluation import CliEvaluation
 
@@ -45,11 +46,13 @@ class AgentCli(Protocol):
         name: the ``--agent`` value (``claude-code``, ``codex``), recorded in the ledger.
         label: the agent's name in messages (``Claude Code``, ``Codex CLI``).
         pinned_version: the version ``scripts/setup.sh`` installs (``--agent-version``'s default).
+        rehearsal_model: the model name the demo's free rehearsal uses (priced by the agent's table).
     """
 
     name: str
     label: str
     pinned_version: str
+    rehearsal_model: str
 
     def find_binary(self, explicit: str | None, environ: Mapping[str, str]) -> Path:
         """The agent's executable (explicit path, override variable, pinned install in .tools, PATH).
@@ -87,4 +90,16 @@ class AgentCli(Protocol):
     def isolation(self, settings: CliSettings, scenario: str) -> dict[str, Any]:
         """The attempt's containment as record fields (``containment``, ``isolation_achieved``,
         ``isolation_not_achieved``)."""
+        ...
+
+    def price_entry(self, model: str) -> dict[str, Any] | None:
+        """The ledger's ``cli.prices`` entry for ``model`` (USD per million tokens), ``None`` if unpriced."""
+        ...
+
+    def agent_record(self, settings: CliSettings, version_line: str, parent_env: Mapping[str, str]) -> AgentRecord:
+        """The ledger's ``cli.agent`` block, read once per run in preflight (Codex: its features list).
+
+        Raises:
+            agentstudy.io.agent_binary.AgentBinaryError: a run fact could not be read.
+        """
         ...

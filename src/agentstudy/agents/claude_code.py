@@ -18,6 +18,8 @@ from agentstudy.io.agent_binary import find_agent_binary
 from agentstudy.io.claude_cli import CLAUDE_LOOKUP, version_token
 from agentstudy.io.containment import contain
 from agentstudy.pricing.budget import format_max_budget
+from agentstudy.pricing.table import price_entry
+from agentstudy.protocol.records import AgentRecord
 from agentstudy.rehearsal.messages_server import RehearsalServer
 from agentstudy.transports.cli import CliAttemptBody, CliSettings, RawAttempt, attempt_view, isolation, link_login
 from agentstudy.transports.cli_args import child_environment, cli_arguments, mcp_config
@@ -33,6 +35,7 @@ class ClaudeCodeAgent:
     name = "claude-code"
     label = "Claude Code"
     pinned_version = CLAUDE_CODE_VERSION
+    rehearsal_model = "claude-haiku-5-5"
 
     def find_binary(self, explicit: str | None, environ: Mapping[str, str]) -> Path:
         """``--claude-bin``, ``AGENTSTUDY_CLAUDE_BIN``, ``.tools/claude-code``, then ``claude`` on PATH.
@@ -88,6 +91,14 @@ class ClaudeCodeAgent:
     def isolation(self, settings: CliSettings, scenario: str) -> dict[str, Any]:
         """``transports.cli.isolation``: what Claude Code's flags and the sandbox confine."""
         return isolation(settings, scenario)
+
+    def price_entry(self, model: str) -> dict[str, Any] | None:
+        """``pricing.table.price_entry`` (the Claude rows)."""
+        return price_entry(model)
+
+    def agent_record(self, settings: CliSettings, version_line: str, parent_env: Mapping[str, str]) -> AgentRecord:
+        """Name and version only."""
+        return AgentRecord(name=self.name, version=version_line)
 
 
 @contextmanager

@@ -15,11 +15,14 @@ from typing import Any
 
 from agentstudy.agents.base import Launch
 from agentstudy.io.agent_binary import BinaryLookup, find_agent_binary
+from agentstudy.pricing.openai import openai_price_entry
+from agentstudy.protocol.records import AgentRecord
 from agentstudy.rehearsal.responses_server import ResponsesRehearsalServer
 from agentstudy.transports import codex as transport
 from agentstudy.transports.cli import CliAttemptBody, CliSettings, RawAttempt
 from agentstudy.transports.cli_evaluation import CliEvaluation
-from agentstudy.transports.codex_args import CODEX_VERSION, version_problem
+from agentstudy.transports.codex_args import CODEX_VERSION, REHEARSAL_MODEL, version_problem
+from agentstudy.transports.codex_features import codex_features
 
 PINNED_INSTALL = Path(".tools") / "codex" / "node_modules" / ".bin" / "codex"
 """Where ``scripts/setup.sh`` installs the pinned Codex CLI, relative to the project root."""
@@ -40,6 +43,7 @@ class CodexAgent:
     name = "codex"
     label = "Codex CLI"
     pinned_version = CODEX_VERSION
+    rehearsal_model = REHEARSAL_MODEL
 
     def find_binary(self, explicit: str | None, environ: Mapping[str, str]) -> Path:
         """``--agent-bin``, ``AGENTSTUDY_CODEX_BIN``, ``.tools/codex``, ``codex`` on PATH (AgentBinaryError)."""
@@ -70,6 +74,15 @@ class CodexAgent:
     def isolation(self, settings: CliSettings, scenario: str) -> dict[str, Any]:
         """``transports.codex.codex_isolation``."""
         return transport.codex_isolation(settings, scenario)
+
+    def price_entry(self, model: str) -> dict[str, Any] | None:
+        """``pricing.openai.openai_price_entry``."""
+        return openai_price_entry(model)
+
+    def agent_record(self, settings: CliSettings, version_line: str, parent_env: Mapping[str, str]) -> AgentRecord:
+        """Name, version and ``codex features list`` under the run's configuration (AgentBinaryError)."""
+        features = codex_features(settings, parent_env, self.scratch_parent(settings) or default_home_root())
+        return AgentRecord(name=self.name, version=version_line, features=features)
 
 
 @contextmanager

@@ -57,6 +57,9 @@ __all__ = ["STDERR_KEPT_BYTES", "UsageWatch", "codex_config", "codex_isolation",
 STDERR_KEPT_BYTES = 64 * 1024
 """The tail of Codex's stderr kept for the checks (a failed required MCP server is reported only there)."""
 GATEWAY_PROVIDER = "gateway"
+SANDBOX_UID = 65534
+"""The uid (and gid) Codex runs as inside our bubblewrap sandbox: not root, so its own nested bubblewrap
+can map its user namespace (``io.containment.SandboxView.uid``; measured, docs/codex.md)."""
 
 
 def _mcp_table(body: CliAttemptBody) -> CodexMcpServer | None:
@@ -70,7 +73,7 @@ def _mcp_table(body: CliAttemptBody) -> CodexMcpServer | None:
                           enabled_tools=tuple(spec.read_only_tools))
 
 
-def _provider(settings: CliSettings) -> RehearsalProvider | None:
+def provider_for(settings: CliSettings) -> RehearsalProvider | None:
     """The model provider entry: the rehearsal server, an LLM gateway (``--cli-base-url``), or Codex's own."""
     if settings.rehearsal_base_url is not None:
         return RehearsalProvider(settings.rehearsal_base_url, REHEARSAL_KEY_ENV)
@@ -81,7 +84,7 @@ def _provider(settings: CliSettings) -> RehearsalProvider | None:
 
 def codex_config(body: CliAttemptBody) -> str:
     """The attempt's ``config.toml`` text (pure): identical in both arms but for the MCP table."""
-    return config_toml(model=body.settings.model, provider=_provider(body.settings), mcp=_mcp_table(body))
+    return config_toml(model=body.settings.model, provider=provider_for(body.settings), mcp=_mcp_table(body))
 
 
 def _provider_key(settings: CliSettings) -> tuple[str, str] | None:
@@ -116,7 +119,8 @@ def codex_launch(body: CliAttemptBody, export: Path, scratch: Path, env_source: 
     mounted: tuple[tuple[Path, Path], ...] = ()
     if settings.login_file is not None and settings.base_url is None:
         mounted = ((settings.login_file, codex_home / "auth.json"),)
-    view = SandboxView(cwd=export, read_only=tuple(read_only), writable=(home, tmp, codex_home), mounted=mounted)
+    view = SandboxView(cwd=export, read_only=tuple(read_only), writable=(home, tmp, codex_home), mounted=mounted,
+                       uid=SANDBOX_UID)
     argv = contain(settings.containment, view, command)
     return Launch(argv, env, watch=UsageWatch(settings.model, body.reservation_usd), keep_stderr=STDERR_KEPT_BYTES)
 
