@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -40,15 +41,15 @@ def build_server(corpus: SnapshotCorpus, log_path: Path | None = None) -> MCPSer
         log_level="WARNING",
     )
 
+    read_tool = partial(server.tool, annotations=_READ_ONLY, structured_output=False)
+
     def record(tool: str, arguments: dict[str, Any]) -> None:
         if log_path is not None:
             with log_path.open("a", encoding="utf-8") as handle:
                 handle.write(json.dumps({"tool": tool, "arguments": arguments}, ensure_ascii=False) + "\n")
 
-    @server.tool(
+    @read_tool(
         name="doc.search",
-        annotations=_READ_ONLY,
-        structured_output=False,
         description="Case-insensitive substring search over the repository's Markdown and code "
         "files at the pinned commit. Returns one hit per line as 'path:line: text' "
         f"(at most {MAX_SEARCH_HITS}), or 'no matches'.",
@@ -57,10 +58,8 @@ def build_server(corpus: SnapshotCorpus, log_path: Path | None = None) -> MCPSer
         record("doc.search", {"query": query})
         return _answer(lambda: corpus.search(query))
 
-    @server.tool(
+    @read_tool(
         name="doc.get",
-        annotations=_READ_ONLY,
-        structured_output=False,
         description="Read lines of one repository file at the pinned commit. Returns lines "
         "rendered as 'N<TAB>text'. Paths are relative to the repository root.",
     )
@@ -72,10 +71,8 @@ def build_server(corpus: SnapshotCorpus, log_path: Path | None = None) -> MCPSer
         record("doc.get", {"path": path, "start": start, "lines": lines})
         return _answer(lambda: corpus.get(path, start, lines))
 
-    @server.tool(
+    @read_tool(
         name="handoff.resolve",
-        annotations=_READ_ONLY,
-        structured_output=False,
         description="Resolve an on-call handoff id such as 'H-3' to its owner and topic, "
         "citing the table row it came from.",
     )
