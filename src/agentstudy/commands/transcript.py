@@ -13,12 +13,13 @@ from __future__ import annotations
 import json
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
 from agentstudy.commands.common import EXIT_BLOCKED, EXIT_OK, fail, positive_usd
 from agentstudy.commands.mcp_options import mcp_options, study_mcp_spec
+from agentstudy.commands.transcript_codex import codex_attempt_record
 from agentstudy.io.process import STDOUT_LIMIT_BYTES
 from agentstudy.pricing.budget import reservation_for, settle_attempt
 from agentstudy.pricing.usd_json import optional_usd_number, usd_number
@@ -43,6 +44,7 @@ FIRST_KEYS = (
     "containment",
     "refusedOutOfExportReads",
 )
+AGENTS = ("claude-code", "codex")
 CONTAINMENTS = ("bwrap", "restricted", "unknown")
 CONTAINMENT_NOTES = {
     "unknown": "a transcript does not record how the child was confined; pass --containment",
@@ -140,7 +142,12 @@ def _study_arms(study: Path | None) -> StudyArms | None:
 @click.option("--study", "study", type=click.Path(path_type=Path),
               help="A study file (agentstudy-study-v1): its treatment arm gives the MCP server, tools and probe; "
                    "MCP flags typed beside it override it.")
-@click.option("--model", required=True, help="The configured --model the init event must echo.")
+@click.option("--agent", type=click.Choice(AGENTS), default="claude-code", show_default=True,
+              help="The agent that wrote FILE: claude-code (stream-json) or codex (`codex exec --json`).")
+@click.option("--model", help="The configured --model the init event must echo (required for claude-code).")
+@click.option("--stderr", "stderr_file", type=click.Path(path_type=Path),
+              help="codex only: the child's saved stderr (a required MCP server that failed to start is "
+                   "reported there and nowhere else).")
 @click.option("--exit-code", type=int, default=0, show_default=True, help="The child's exit code.")
 @click.option("--timed-out", is_flag=True, help="The child was killed by the attempt timeout.")
 @click.option(
@@ -164,7 +171,9 @@ def transcript(
     file: Path,
     scenario: str,
     study: Path | None,
-    model: str,
+    agent: str,
+    model: str | None,
+    stderr_file: Path | None,
     exit_code: int,
     timed_out: bool,
     reservation_usd: str,
@@ -191,6 +200,10 @@ def transcript(
     --containment: a transcript does not record it), refusedOutOfExportReads (the result's
     permission denials of Read, Grep or Glob; other denials are setup problems), counts and tokens.
 
+    With --agent codex FILE is a saved `codex exec --json` stream (and --stderr its stderr), judged
+    by the same strict checks as a Codex run (stream/codex.py): the MCP server of the treatment arm
+    is the one [mcp_servers] table, its read-only tools the enabled tools (server names, doc.search).
+
     Exit codes: 0 the status is `completed`; 1 any other status; 2 bad input (a missing or
     unreadable FILE, a bad option value).
     """
@@ -200,15 +213,23 @@ def transcript(
         ctx, arms.treatment if arms is not None else None,
         mcp_config_file, server_config_candidates, mcp_tools, mcp_probe, mcp_probe_arguments, sandbox_binds,
     )
-    try:
-        data = file.read_bytes()
-    except OSError as error:
-        fail(f"cannot read {file}: {error.strerror or error}")
+    data = _read(file)
     limit = positive_usd("--reservation-usd", reservation_usd)
     try:
         reservation = reservation_for(limit)
     except ValueError as error:
         fail(f"--reservation-usd: {error}")
+    if agent == "codex":
+        stderr = _read(stderr_file).decode("utf-8", errors="replace") if stderr_file is not None else ""
+        record = codex_attempt_record(
+            data, scenario=chosen, spec=spec, stderr=stderr, exit_code=exit_code, timed_out=timed_out,
+            attempt_budget_usd=limit, reservation_usd=reservation, containment=containment,
+        )
+        _show(record, containment, as_json)
+    if stderr_file is not None:
+        fail("--stderr is for --agent codex (Claude Code reports everything in its stream)")
+    if model is None:
+        fail("--model is required for --agent claude-code")
     truncated = len(data) > STDOUT_LIMIT_BYTES
     process = ProcessFacts(started=True, timed_out=timed_out, truncated=truncated, exit_code=exit_code,
                            stdout_limit=STDOUT_LIMIT_BYTES)
@@ -222,10 +243,23 @@ def transcript(
         evaluation, scenario=chosen, attempt_budget_usd=limit, reservation_usd=reservation, exit_code=exit_code,
         containment=containment,
     )
+    _show(record, containment, as_json)
+
+
+def _read(path: Path) -> bytes:
+    """The bytes of ``path``; exit 2 with one line when it cannot be read."""
+    try:
+        return path.read_bytes()
+    except OSError as error:
+        fail(f"cannot read {path}: {error.strerror or error}")
+
+
+def _show(record: dict[str, Any], containment: str, as_json: bool) -> NoReturn:
+    """Print ``record`` (one JSON object, or aligned lines) and exit 0 for ``completed``, else 1."""
     if as_json:
         click.echo(json.dumps(record, ensure_ascii=False, separators=(",", ":")))
     else:
-        ordered = [*FIRST_KEYS, *(key for key in record if key not in FIRST_KEYS)]
+        ordered = [*(key for key in FIRST_KEYS if key in record), *(key for key in record if key not in FIRST_KEYS)]
         if record["statusReason"] in (record["setupProblem"], record["costProblem"]):
             ordered.remove("statusReason")  # the problem line below says it already
         width = max(len(key) for key in ordered)
