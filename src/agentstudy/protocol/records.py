@@ -71,6 +71,7 @@ class CliObservation(BaseModel):
     started_at: str | None = Field(default=None, alias="startedAt")
     ended_at: str | None = Field(default=None, alias="endedAt")
     worker_node: str | None = Field(default=None, alias="workerNode")
+    agent: str | None = None
     status: str
     status_reason: str | None = Field(default=None, alias="statusReason")
     answer: str
@@ -86,11 +87,12 @@ class CliObservation(BaseModel):
         (``--concurrency`` above 1): when the child started and when its result was in.
         ``workerNode`` (issue 20) is the Ray node id that ran the attempt's body (``--executor ray``). The
         export's facts are omitted when no export is known (a stop kept the child from starting, or
-        its worker died).
+        its worker died). ``agent`` (issue 21) names the coding agent (``claude-code``, ``codex``);
+        omitted when unset, which means ``claude-code`` (``protocol.study_agents.observation_agent``).
         """
         data = self.model_dump(by_alias=True)
         for key in ("setupProblem", "costProblem", "statusReason", "observationHash", "startedAt", "endedAt",
-                    "workerNode", "exportFiles", "exportBytes", "exportTreeSha256"):
+                    "workerNode", "agent", "exportFiles", "exportBytes", "exportTreeSha256"):
             if data[key] is None:
                 del data[key]
         return data
