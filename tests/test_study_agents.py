@@ -4,7 +4,6 @@ and old studies unchanged."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -12,9 +11,9 @@ from agentstudy.protocol.manifest import ManifestError, parse_manifest
 from agentstudy.protocol.records import CliObservation
 from agentstudy.protocol.schedule import PilotSize, ScheduleEntry, build_schedule
 from agentstudy.protocol.study_agents import observation_agent
-from study_files import EXAMPLE_MANIFEST_PROTOCOL_HASH, EXAMPLE_STUDY, D, R, study_document
-
 from agentstudy.rehearsal.example_study import EXAMPLE_MANIFEST
+
+from study_files import EXAMPLE_MANIFEST_PROTOCOL_HASH, EXAMPLE_STUDY, D, R, study_document
 
 
 def _two_agent_text(repetitions: int = 2, tasks: int = 2) -> str:
