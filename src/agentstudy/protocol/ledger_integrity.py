@@ -72,6 +72,7 @@ from agentstudy.protocol.controlled.hashing import (
 from agentstudy.protocol.ledger_budget_rule import budget_rule_problems
 from agentstudy.protocol.ledger_concurrency import concurrency_problems, continues
 from agentstudy.protocol.records import MinimalLedger, OpenReservation
+from agentstudy.protocol.study_agents import DEFAULT_AGENT
 from agentstudy.protocol.study_arms import SCENARIOS
 from agentstudy.stream.outcome import CLI_STATUSES
 
@@ -256,23 +257,25 @@ def is_loopback_http(url: str | None) -> bool:
 
 def _invariant_problems(ledger: MinimalLedger, document: Mapping[str, Any]) -> Iterator[str]:
     raw = document["observations"]
-    seen: set[tuple[str, str, int]] = set()
+    seen: set[tuple[str, str, int, str]] = set()
     for index, observation in enumerate(ledger.observations):
         name = _name(index, raw[index])
         if observation.transport != ledger.transport:
             yield f"{name}: transport {observation.transport} in a {ledger.transport} ledger"
         if observation.transport == "cli" and observation.status not in CLI_STATUSES:
             yield f"{name}: {observation.status!r} is not a status of a cli attempt"
-        identity = (observation.task_id, observation.scenario, observation.repetition)
+        identity = (observation.task_id, observation.scenario, observation.repetition,
+                    getattr(observation, "agent", None) or DEFAULT_AGENT)  # one per agent (issue 21)
         if identity in seen:
-            yield f"{name}: a second observation of {identity[0]} {identity[1]} repetition {identity[2]}"
+            whose = "" if identity[3] == DEFAULT_AGENT else f" of {identity[3]}"
+            yield f"{name}: a second observation of {identity[0]} {identity[1]} repetition {identity[2]}{whose}"
         seen.add(identity)
         if (ledger.concurrency is None and index < len(ledger.observations) - 1
                 and not continues(ledger.transport, observation.status)):
             yield f"{name}: the run goes on after an attempt that ended {observation.status}"
     yield from concurrency_problems(ledger)
     for where, opened in _open_reservations(ledger):
-        if (opened.task_id, opened.scenario, opened.repetition) in seen:
+        if (opened.task_id, opened.scenario, opened.repetition, opened.agent or DEFAULT_AGENT) in seen:
             yield (f"{where}: {opened.task_id} {opened.scenario} repetition {opened.repetition} "
                    f"is already observed")
     if len(ledger.observations) > ledger.planned_attempts:

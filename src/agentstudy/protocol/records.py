@@ -288,7 +288,8 @@ class OpenReservation(BaseModel):
     ``reservedUsd`` is what is reserved now (cli: the attempt's reservation; http: the open
     call's, 0 between calls); ``chargedUsd`` what the attempt's settled calls already added to
     ``spent`` (http; always 0 for cli, and for ledgers written before it was recorded). So
-    ``spent`` is the observations' ``chargedUsd`` plus both.
+    ``spent`` is the observations' ``chargedUsd`` plus both. ``agent`` names the attempt's agent in a
+    several-agent run (issue 21; omitted for Claude Code, so older ledgers are unchanged).
     """
 
     model_config = ConfigDict(extra="forbid", validate_by_name=True, validate_by_alias=True)
@@ -298,6 +299,7 @@ class OpenReservation(BaseModel):
     repetition: int
     reserved_usd: float = Field(alias="reservedUsd")
     charged_usd: float = Field(default=0.0, alias="chargedUsd")
+    agent: str | None = None
 
 
 class AdjudicationDeclaration(BaseModel):
@@ -420,6 +422,9 @@ def _drop_unset(data: dict[str, Any]) -> dict[str, Any]:
     for arm in data.get("arms") or []:
         if arm["mcpServer"] is None:
             del arm["mcpServer"]
+    for opened in [data.get("openReservation"), *(data.get("openReservations") or [])]:
+        if isinstance(opened, dict) and opened.get("agent", "") is None:
+            del opened["agent"]  # Claude Code's: absent, so ledgers written before issue 21 keep their hash
     if data.get("http") is not None and data["http"].get("attemptBudgetUsd") is None:
         del data["http"]["attemptBudgetUsd"]  # a sequential http ledger is unchanged
     if data.get("cli") is not None and data["cli"].get("baseUrl") is None:

@@ -29,6 +29,7 @@ from agentstudy.protocol.adjudication import RUBRIC_SCORES, MinimalAdjudication
 from agentstudy.protocol.adjudication_integrity import companion_problems
 from agentstudy.protocol.json_input import JsonInputError, load_json
 from agentstudy.protocol.ledger_integrity import verify_ledger_bytes
+from agentstudy.protocol.study_agents import observation_agent
 from agentstudy.report.containment import read_containment
 from agentstudy.report.model import (
     COMPLETED,
@@ -203,6 +204,7 @@ def _attempt(index: int, obs: Any, default_transport: str | None) -> Attempt:
         notes=tuple(notes),
         usage=_stored_usage(obs, fields),
         containment=read_containment(obs, fields["transport"], where),
+        agent=observation_agent(obs),
         **fields,
     )
 
@@ -236,7 +238,7 @@ def parse_ledger(data: bytes, file_name: str) -> Study:
     Raises:
         NotSupportedYet: a controlled-study observation ledger.
         ReportInputError: not JSON, not a minimal-study ledger, a malformed observation, or
-            two observations of the same task, scenario and repetition.
+            two observations of the same agent, task, scenario and repetition.
     """
     document = _json(data, "ledger")
     if not isinstance(document, dict):
@@ -248,11 +250,12 @@ def parse_ledger(data: bytes, file_name: str) -> Study:
         raise ReportInputError("not a minimal-study ledger (no observations list, or a foreign type)")
     transport = document.get("transport") if isinstance(document.get("transport"), str) else None
     attempts = tuple(_attempt(i, obs, transport) for i, obs in enumerate(document["observations"]))
-    seen: set[tuple[str, str, int]] = set()
+    seen: set[tuple[str, str, int, str]] = set()
     for attempt in attempts:
-        key = (attempt.task_id, attempt.scenario, attempt.repetition)
+        key = (attempt.task_id, attempt.scenario, attempt.repetition, attempt.agent)
         if key in seen:
-            raise ReportInputError(f"the ledger has two observations of {key[0]} {key[1]} repetition {key[2]}")
+            whose = f" of {key[3]}" if len({a.agent for a in attempts}) > 1 else ""
+            raise ReportInputError(f"the ledger has two observations of {key[0]} {key[1]} repetition {key[2]}{whose}")
         seen.add(key)
     budget: dict[str, Any] = document["budget"] if isinstance(document.get("budget"), dict) else {}
     opened = document.get("openReservation")
