@@ -111,7 +111,33 @@ def test_stderr_text_is_never_returned(tmp_path: Path) -> None:
         "wall_time_ms",
         "stderr_bytes",
         "stopped",
+        "stderr_tail",
+        "watch_stop",
     }
+    assert result.stderr_tail == b""  # kept only when a caller asks (keep_stderr; issue 21)
+
+
+def test_a_kept_stderr_tail_is_the_last_bytes_only(tmp_path: Path) -> None:
+    code = "import sys; sys.stderr.write('x' * 5000 + 'END'); sys.stdout.write('ok')"
+    result = run_bounded(py(code), BASE_ENV, tmp_path, 30, keep_stderr=10)
+    assert result.stderr_tail == b"xxxxxxxEND"
+    assert "xxxxxxxEND" not in repr(result)
+
+
+def test_a_watch_stops_the_child_and_says_why(tmp_path: Path) -> None:
+    code = ("import sys, time\nsys.stdout.write('line one\\n'); sys.stdout.flush()\n"
+            "sys.stdout.write('STOP here\\n'); sys.stdout.flush()\ntime.sleep(60)\nsys.stdout.write('never')")
+    seen: list[bytes] = []
+
+    def watch(chunk: bytes) -> str | None:
+        seen.append(chunk)
+        return "limit passed" if b"STOP" in b"".join(seen) else None
+
+    result = run_bounded(py(code), BASE_ENV, tmp_path, 120, watch=watch)
+    assert result.watch_stop == "limit passed"
+    assert result.exit_code is not None and result.exit_code < 0
+    assert b"never" not in result.stdout
+    assert result.timed_out is False
 
 
 def test_large_stderr_does_not_block(tmp_path: Path) -> None:

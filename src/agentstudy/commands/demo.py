@@ -9,6 +9,8 @@ from pathlib import Path
 
 import click
 
+from agentstudy.agents.registry import AGENT_NAMES, DEFAULT_AGENT
+from agentstudy.commands.agent_options import agent_binary, agent_flags
 from agentstudy.commands.common import EXIT_BLOCKED, emit_summary, fail, stops_on_signals
 from agentstudy.commands.containment_options import containment_mode, containment_option
 from agentstudy.commands.view import print_summary_table, progress_for_terminal
@@ -24,14 +26,19 @@ from agentstudy.runners.summary import REHEARSAL_NOTE
 @click.option("--transport", type=click.Choice(["cli", "http"]), default="cli", show_default=True,
               help="The agent: real headless Claude Code (cli) or the Messages API loop (http).")
 @click.option("--claude-bin", help="Claude Code executable (default: AGENTSTUDY_CLAUDE_BIN, pinned install, PATH).")
+@click.option("--agent", type=click.Choice(AGENT_NAMES), default=DEFAULT_AGENT, show_default=True,
+              help="The cli agent (issue 21): Claude Code against the scripted Messages server, or the Codex CLI "
+                   "against the scripted Responses server.")
+@click.option("--agent-bin", help="The agent's executable (default: AGENTSTUDY_CLAUDE_BIN / AGENTSTUDY_CODEX_BIN, "
+                                  "the pinned install, PATH).")
 @click.option("--adjudicate", is_flag=True,
               help="Then adjudicate the pilot blind with Claude Code against a scripted adjudicator (zero spend).")
 @click.option("--rehearsal-latency-ms", type=click.IntRange(0, 600_000), default=0, show_default=True,
               help="The scripted server answers every request after this many ms (issue 19).")
 @containment_option
 @stops_on_signals
-def demo(output_dir: Path | None, transport: str, claude_bin: str | None, adjudicate: bool,
-         rehearsal_latency_ms: int, containment: str) -> None:
+def demo(output_dir: Path | None, transport: str, claude_bin: str | None, agent: str, agent_bin: str | None,
+         adjudicate: bool, rehearsal_latency_ms: int, containment: str) -> None:
     """Run the pilot of the bundled example study for free.
 
     The agent (the real Claude Code binary, or with --transport http the Messages API loop)
@@ -45,12 +52,17 @@ def demo(output_dir: Path | None, transport: str, claude_bin: str | None, adjudi
     from agentstudy.report.demo import write_demo_reports
     from agentstudy.runners.demo import run_demo, run_http_demo
 
+    chosen, _version, explicit = agent_flags(transport, agent, None, None, agent_bin, claude_bin, False)
     binary: Path | None = None
+    agent_binary_path: Path | None = None
+    if adjudicate and agent != DEFAULT_AGENT:
+        fail("--adjudicate adjudicates with Claude Code; run the codex demo without it")
     if transport == "cli" or adjudicate:
         try:
-            binary = find_claude_binary(claude_bin, os.environ)
+            binary = find_claude_binary(claude_bin, os.environ) if adjudicate or agent == DEFAULT_AGENT else None
         except ClaudeBinaryError as error:
             fail(str(error))
+        agent_binary_path = agent_binary(chosen, explicit)
     if output_dir is None:
         directory = Path(tempfile.mkdtemp(prefix="agentstudy-demo-"))
     else:
@@ -65,9 +77,9 @@ def demo(output_dir: Path | None, transport: str, claude_bin: str | None, adjudi
         if transport == "http":
             summary = run_http_demo(directory, progress=progress, containment=mode, latency_ms=rehearsal_latency_ms)
         else:
-            assert binary is not None
-            summary = run_demo(directory, binary, progress=progress, containment=mode,
-                               latency_ms=rehearsal_latency_ms)
+            assert agent_binary_path is not None
+            summary = run_demo(directory, agent_binary_path, progress=progress, containment=mode,
+                               latency_ms=rehearsal_latency_ms, agent=chosen.name)
     except (PreflightError, OutputPathError) as error:
         fail(f"demo refused: {error}")
     except CheckpointError as error:

@@ -13,6 +13,8 @@ from typing import Any
 
 import click
 
+from agentstudy.agents.registry import AGENT_NAMES, DEFAULT_AGENT
+from agentstudy.commands.agent_options import agent_binary, agent_flags
 from agentstudy.commands.common import (
     EXIT_BLOCKED,
     check_new_output,
@@ -29,7 +31,7 @@ from agentstudy.commands.containment_options import (
     gateway_from_options,
 )
 from agentstudy.commands.mcp_options import mcp_options, study_mcp_spec
-from agentstudy.commands.minimal_inputs import claude_binary, money_flags, require_model, reservation_rule, rule_json
+from agentstudy.commands.minimal_inputs import money_flags, require_model, reservation_rule, rule_json
 from agentstudy.commands.view import print_server_tools, print_summary_table, progress_for_terminal
 from agentstudy.io.claude_cli import find_login_file, project_root
 from agentstudy.io.containment import ContainmentMode
@@ -81,7 +83,13 @@ from agentstudy.transports.cli import CliSettings
 @click.option("--claude-bin", help="Claude Code executable (default: AGENTSTUDY_CLAUDE_BIN, pinned install, PATH).")
 @click.option("--attempt-budget-usd", default="0.10", show_default=True,
               help="Per-attempt limit in USD (cli; http with --concurrency above 1).")
-@click.option("--cli-version", default="2.1.296", show_default=True, help="Expected `claude --version` (cli).")
+@click.option("--cli-version", help="Expected `claude --version` (cli; the same as --agent-version).")
+@click.option("--agent", type=click.Choice(AGENT_NAMES), default=DEFAULT_AGENT, show_default=True,
+              help="The coding agent of --transport cli (issue 21): headless Claude Code or the Codex CLI.")
+@click.option("--agent-version", help="The agent's expected version (default: its pin, 2.1.296 / 0.171.0), "
+                                      "probed in preflight.")
+@click.option("--agent-bin", help="The agent's executable (default: AGENTSTUDY_CLAUDE_BIN / AGENTSTUDY_CODEX_BIN, "
+                                  "the pinned install in .tools, PATH); --claude-bin is the same for claude-code.")
 @click.option("--api-base-url", default=DEFAULT_BASE_URL, show_default=True,
               help="Messages API base URL (http); the key is read from ANTHROPIC_API_KEY only.")
 @click.option("--input-usd-per-million", envvar="STUDY_INPUT_USD_PER_MILLION",
@@ -132,7 +140,10 @@ def minimal(
     budget_usd: str | None,
     claude_bin: str | None,
     attempt_budget_usd: str,
-    cli_version: str,
+    cli_version: str | None,
+    agent: str,
+    agent_version: str | None,
+    agent_bin: str | None,
     api_base_url: str,
     input_usd_per_million: str | None,
     output_usd_per_million: str | None,
@@ -177,6 +188,8 @@ def minimal(
         loaded = load_manifest(manifest_path)
     except ManifestError as error:
         fail(str(error))
+    chosen_agent, expected_version, agent_explicit = agent_flags(transport, agent, agent_version, cli_version,
+                                                                  agent_bin, claude_bin, strict_cap)
     if pilot and full:
         fail("--pilot and --run are mutually exclusive")
     if executor == "ray" and (concurrency < 2 or ray_address is None):
@@ -219,7 +232,7 @@ def minimal(
         fail("--probe goes with --dry-run (a run probes the MCP server anyway)")
     if dry_run:
         if transport == "cli":
-            claude_binary(claude_bin)
+            agent_binary(chosen_agent, agent_explicit)
         if model is not None:
             require_model(model)
         given = money_flags(loaded, mode, transport, model, budget_usd, attempt_budget_usd, input_usd_per_million,
@@ -237,6 +250,7 @@ def minimal(
             "attempts": len(schedule),
             "scenarios": {s: sum(e.scenario == s for e in schedule) for s in loaded.manifest.scenarios},
             "transport": transport,
+            **({"agent": chosen_agent.name} if transport == "cli" else {}),
             "repositoriesChecked": checked,
             "networkCalls": 0,
             "claudeProcesses": 0,
@@ -270,7 +284,7 @@ def minimal(
         ))
     assert money.cap is not None and money.limit is not None
     check_new_output("--output", output, (*root_paths.values(), project_root()))
-    binary = claude_binary(claude_bin)
+    binary = agent_binary(chosen_agent, agent_explicit)
     request = CliRunRequest(
         loaded=loaded,
         mode=mode,
@@ -279,11 +293,13 @@ def minimal(
         settings=CliSettings(
             binary=binary, model=chosen_model, mcp=spec, containment=mode_of_containment,
             gateway_base_url=gateway_url, gateway_token=gateway_token,
-            login_file=None if rehearsal or gateway_url else find_login_file(os.environ),
+            login_file=None if rehearsal or gateway_url or chosen_agent.name != DEFAULT_AGENT
+            else find_login_file(os.environ),
+            agent=chosen_agent.name,
         ),
         cap_usd=money.cap,
         attempt_budget_usd=money.limit,
-        expected_cli_version=cli_version,
+        expected_cli_version=expected_version,
         parent_env=dict(os.environ),
         forbidden_output_roots=(project_root(),),
         progress=progress_for_terminal(),
@@ -295,10 +311,11 @@ def minimal(
     )
     if not rehearsal:
         sys.exit(_run(lambda: run_cli_study(request)))
-    with RehearsalServer(latency_ms=rehearsal_latency_ms) as server:
-        settings = replace(request.settings, rehearsal_base_url=server.base_url)
+    with chosen_agent.rehearsal_endpoint(rehearsal_latency_ms) as rehearsal_url:
+        settings = replace(request.settings, rehearsal_base_url=rehearsal_url)
         code = _run(lambda: run_cli_study(replace(request, settings=settings)))
     sys.exit(code)
+
 
 
 def _probe(

@@ -1,141 +1,44 @@
-"""Locate and probe the Claude Code binary (``--version``).
+"""Locate the Claude Code binary and its login file; the ``--version`` probe is ``io.agent_binary``'s.
 
-The probe child never sees our environment: it gets ``allowlisted_environment`` of it (no API
-key, token or cloud credential) with a private ``HOME`` and ``TMPDIR``, runs in a private
-working directory, and all three are removed afterwards. The argv (``version_argv``) and the
-environment (``version_environment``) are built by separate pure steps, so a sandbox can wrap
-the argv without touching the environment.
+The probe (``probe_version``, an allowlisted environment, private directories, contained like an
+attempt) and the lookup order are agent-neutral (issue 21); this module names Claude Code's
+install and override variable and re-exports them for the callers that predate the other agents.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from agentstudy.io.containment import ContainmentError, ContainmentMode, SandboxView, command_paths, contain
-from agentstudy.io.environment import allowlisted_environment
-from agentstudy.io.process import run_bounded
+from agentstudy.io.agent_binary import (
+    AgentBinaryError,
+    BinaryLookup,
+    find_agent_binary,
+    probe_version,
+    project_root,
+    version_argv,
+    version_environment,
+)
 
-VERSION_TIMEOUT_S = 10.0
-VERSION_OUTPUT_LIMIT = 4096
+__all__ = ["CLAUDE_LOOKUP", "PINNED_INSTALL", "ClaudeBinaryError", "find_claude_binary", "find_login_file",
+           "probe_version", "project_root", "version_argv", "version_environment", "version_token"]
+
 PINNED_INSTALL = Path(".tools") / "claude-code" / "node_modules" / ".bin" / "claude"
 """Where ``scripts/setup.sh`` installs the pinned CLI, relative to the project root."""
+CLAUDE_LOOKUP = BinaryLookup("Claude Code", "AGENTSTUDY_CLAUDE_BIN", PINNED_INSTALL, "claude", "--claude-bin")
+"""Where the Claude Code binary may be (``io.agent_binary.find_agent_binary``)."""
 
-
-class ClaudeBinaryError(RuntimeError):
-    """The binary cannot be found, or its version cannot be read or does not match."""
-
-
-def project_root() -> Path:
-    """The agentstudy checkout this module runs from (``src/agentstudy/io`` -> three levels up)."""
-    return Path(__file__).resolve().parents[3]
+ClaudeBinaryError = AgentBinaryError
+"""The binary cannot be found, or its version cannot be read or does not match (the agent-neutral error)."""
 
 
 def find_claude_binary(explicit: str | None, environ: Mapping[str, str]) -> Path:
     """Find the binary: ``explicit``, then ``AGENTSTUDY_CLAUDE_BIN``, then the pinned install, then PATH.
 
-    The result is always an absolute path to an executable regular file: a relative path is
-    made absolute against the current directory now (every attempt runs in another working
-    directory), a bare name is looked up on ``PATH``. Nothing is started.
-
     Raises:
-        ClaudeBinaryError: if none is found, the chosen path holds CR, LF or NUL, is not an
-            executable regular file, or a bare name is not on ``PATH``.
+        ClaudeBinaryError: see ``io.agent_binary.find_agent_binary``.
     """
-    path_list = environ.get("PATH", os.defpath)
-    for candidate in (explicit, environ.get("AGENTSTUDY_CLAUDE_BIN")):
-        if candidate:
-            if any(c in candidate for c in "\r\n\0"):
-                raise ClaudeBinaryError("the Claude Code binary path contains a control character")
-            if os.sep not in candidate:
-                found = shutil.which(candidate, path=path_list)
-                if found is None:
-                    raise ClaudeBinaryError(f"the Claude Code binary {candidate!r} is not found on PATH")
-                candidate = found
-            return _executable(Path(candidate))
-    pinned = project_root() / PINNED_INSTALL
-    if pinned.exists():
-        return _executable(pinned)
-    found = shutil.which("claude", path=path_list)
-    if found:
-        return _executable(Path(found))
-    raise ClaudeBinaryError("Claude Code binary not found: run scripts/setup.sh or pass --claude-bin")
-
-
-def _executable(path: Path) -> Path:
-    """``path`` made absolute (symlinks kept), refused unless it is an executable regular file."""
-    absolute = path.absolute()
-    try:
-        regular = absolute.is_file()
-    except OSError as error:  # a name too long, a loop: as missing
-        raise ClaudeBinaryError(f"the Claude Code binary {path} cannot be used: {error.strerror}") from None
-    if not regular or not os.access(absolute, os.X_OK):
-        raise ClaudeBinaryError(f"the Claude Code binary {absolute} is not an executable file")
-    return absolute
-
-
-def version_argv(binary: Path) -> list[str]:
-    """The probe's argv: ``[binary, "--version"]``, a relative path made absolute (the probe runs elsewhere)."""
-    name = str(binary)
-    return [str(binary.absolute()) if os.sep in name else name, "--version"]
-
-
-def version_environment(parent: Mapping[str, str], scratch: Path) -> dict[str, str]:
-    """The probe child's complete environment. Pure.
-
-    Args:
-        parent: the environment the caller was started with (``os.environ`` in production).
-        scratch: the probe's private directory; ``HOME`` is ``scratch/home``, ``TMPDIR`` is
-            ``scratch/tmp``.
-
-    Returns:
-        ``allowlisted_environment(parent, home=…, tmpdir=…)``: ``PATH``, identity and locale
-        names only, never a provider key or any other secret of ``parent``.
-    """
-    return allowlisted_environment(parent, home=str(scratch / "home"), tmpdir=str(scratch / "tmp"))
-
-
-def probe_version(binary: Path, env: Mapping[str, str], containment: ContainmentMode = "bwrap") -> str:
-    """Run ``binary --version`` and return its first stdout line, trimmed (e.g. ``2.1.296 (Claude Code)``).
-
-    Args:
-        binary: the executable.
-        env: the parent environment; the child gets only ``version_environment(env, scratch)``
-            and runs in ``scratch/work``, where ``scratch`` is a fresh private temporary
-            directory removed before returning.
-        containment: the run's mechanism; under ``bwrap`` the probe sees only the agent's
-            install and its private directories, as an attempt does (issue 15).
-
-    Raises:
-        ClaudeBinaryError: on a start failure, timeout, truncation, non-zero exit or a line that
-            is not 1-120 printable ASCII characters.
-    """
-    scratch = Path(tempfile.mkdtemp(prefix="agentstudy-version-"))
-    try:
-        for name in ("home", "tmp", "work"):
-            (scratch / name).mkdir()
-        child_env = version_environment(env, scratch)
-        view = SandboxView(cwd=scratch / "work", read_only=command_paths(str(binary.absolute()), child_env["PATH"]),
-                           writable=(scratch / "home", scratch / "tmp", scratch / "work"))
-        try:
-            argv = contain(containment, view, version_argv(binary))
-        except ContainmentError as error:
-            raise ClaudeBinaryError(str(error)) from None
-        result = run_bounded(argv, child_env, scratch / "work", VERSION_TIMEOUT_S, stdout_limit=VERSION_OUTPUT_LIMIT)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    if not result.started:
-        raise ClaudeBinaryError(f"cannot start {binary}")
-    if result.timed_out or result.truncated or result.exit_code != 0:
-        raise ClaudeBinaryError(f"{binary} --version failed")
-    lines = result.stdout.decode("utf-8", "replace").splitlines()
-    line = lines[0].strip() if lines else ""
-    if not (1 <= len(line) <= 120) or not all(32 <= ord(c) < 127 for c in line):
-        raise ClaudeBinaryError(f"{binary} --version printed an unreadable version line")
-    return line
+    return find_agent_binary(CLAUDE_LOOKUP, explicit, environ)
 
 
 def version_token(line: str) -> str:

@@ -64,16 +64,21 @@ class SandboxView:
         writable: directories bound read-write (the private HOME and TMPDIR).
         mounted: ``(source, target)`` files bound read-only at another path (a credential
             file inside the private HOME).
+        uid: when set, the child runs as this uid and gid inside its user namespace (``--uid``/``--gid``),
+            never as root there. Codex's own bubblewrap sandbox nests inside ours only so: run as uid 0
+            with every capability dropped, the inner bwrap fails with "setting up uid map: Operation
+            not permitted" (measured as root with bwrap 0.8.0, issue 21).
     """
 
     cwd: Path
     read_only: tuple[Path, ...] = ()
     writable: tuple[Path, ...] = ()
     mounted: tuple[tuple[Path, Path], ...] = field(default=())
+    uid: int | None = None
 
     def with_read_only(self, paths: Iterable[Path]) -> SandboxView:
         """This view plus more read-only paths."""
-        return SandboxView(self.cwd, (*self.read_only, *paths), self.writable, self.mounted)
+        return SandboxView(self.cwd, (*self.read_only, *paths), self.writable, self.mounted, self.uid)
 
 
 def _depth(path: Path) -> int:
@@ -99,6 +104,7 @@ def bwrap_argv(bwrap: str, view: SandboxView, command: Sequence[str]) -> list[st
         "--new-session",
         "--cap-drop",
         "ALL",
+        *(["--uid", str(view.uid), "--gid", str(view.uid)] if view.uid is not None else []),
         "--ro-bind",
         "/usr",
         "/usr",

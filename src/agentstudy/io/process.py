@@ -17,8 +17,8 @@ import selectors
 import signal
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from agentstudy.io.signals import KILL_GRACE_S, stop_signal
@@ -43,6 +43,9 @@ class BoundedResult:
         stderr_bytes: bytes the child wrote to standard error (the text is not kept).
         stopped: a stop signal (``io.signals``) arrived before the call returned: the child was not
             started, or was terminated (unless it had already ended on its own).
+        stderr_tail: the last ``keep_stderr`` bytes of standard error (empty unless asked for).
+        watch_stop: the reason the ``watch`` callback gave when it stopped the child (issue 21), else
+            ``None``; the group was then terminated (``SIGTERM``, then ``SIGKILL``).
     """
 
     started: bool
@@ -53,6 +56,8 @@ class BoundedResult:
     wall_time_ms: int
     stderr_bytes: int
     stopped: bool = False
+    stderr_tail: bytes = field(default=b"", repr=False)
+    watch_stop: str | None = None
 
 
 def _kill_group(pid: int, sig: signal.Signals = signal.SIGKILL) -> None:
@@ -74,6 +79,9 @@ def run_bounded(
     cwd: Path,
     timeout_s: float,
     stdout_limit: int = STDOUT_LIMIT_BYTES,
+    *,
+    watch: Callable[[bytes], str | None] | None = None,
+    keep_stderr: int = 0,
 ) -> BoundedResult:
     """Run ``argv`` (never a shell) with exactly ``env``, in ``cwd``, stdin closed.
 
@@ -83,6 +91,9 @@ def run_bounded(
         cwd: working directory.
         timeout_s: wall-clock limit in seconds; on expiry the child's process group is killed.
         stdout_limit: bytes of stdout kept; more is reported as ``truncated``.
+        watch: called with every stdout chunk as it arrives (issue 21: the running per-attempt
+            limit); a non-``None`` return stops the child at once and is ``watch_stop``.
+        keep_stderr: bytes of stderr's tail to keep (``stderr_tail``); 0 keeps none.
 
     Returns:
         A ``BoundedResult``; a missing or non-executable program gives ``started=False``, and so
@@ -104,7 +115,8 @@ def run_bounded(
     except OSError:
         return BoundedResult(False, None, b"", False, False, round((time.monotonic() - start) * 1000), 0)
     assert process.stdout is not None and process.stderr is not None
-    out = bytearray()
+    out, err = bytearray(), bytearray()
+    watch_stop: str | None = None
     totals = {"stdout": 0, "stderr": 0}
     selector = selectors.DefaultSelector()
     for name, stream in (("stdout", process.stdout), ("stderr", process.stderr)):
@@ -142,6 +154,14 @@ def run_bounded(
                 totals[key.data] += len(chunk)
                 if key.data == "stdout" and len(out) < stdout_limit:
                     out.extend(chunk[: stdout_limit - len(out)])
+                if key.data == "stderr" and keep_stderr > 0:
+                    err.extend(chunk)
+                    del err[: max(0, len(err) - keep_stderr)]
+                if key.data == "stdout" and watch is not None and watch_stop is None and exited_at is None:
+                    watch_stop = watch(chunk)
+                    if watch_stop is not None:
+                        _terminate_group(process)
+                        exited_at = time.monotonic()
     finally:
         selector.close()
         if process.poll() is None:
@@ -159,4 +179,6 @@ def run_bounded(
         wall_time_ms=round((time.monotonic() - start) * 1000),
         stderr_bytes=totals["stderr"],
         stopped=stopped or stop_signal() is not None,
+        stderr_tail=bytes(err),
+        watch_stop=watch_stop,
     )

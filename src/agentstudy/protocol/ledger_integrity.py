@@ -62,6 +62,7 @@ from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 
+from agentstudy.agents.registry import AGENT_NAMES
 from agentstudy.protocol.controlled.contracts import describe_validation_error
 from agentstudy.protocol.controlled.hashing import (
     CONTENT_HASH_ALGO,
@@ -71,7 +72,7 @@ from agentstudy.protocol.controlled.hashing import (
 )
 from agentstudy.protocol.ledger_budget_rule import budget_rule_problems
 from agentstudy.protocol.ledger_concurrency import concurrency_problems, continues
-from agentstudy.protocol.records import MinimalLedger, OpenReservation
+from agentstudy.protocol.records import CliRunSettings, MinimalLedger, OpenReservation
 from agentstudy.protocol.study_agents import DEFAULT_AGENT
 from agentstudy.protocol.study_arms import SCENARIOS
 from agentstudy.stream.outcome import CLI_STATUSES
@@ -360,5 +361,20 @@ def _transport_problems(ledger: MinimalLedger) -> Iterator[str]:
             yield "a cli ledger records the cli block and no http or prices block"
             return
         base_url, where = ledger.cli.base_url, "cli.baseUrl"
+        yield from _agent_problems(ledger.cli)
     if ledger.rehearsal and not is_loopback_http(base_url):
         yield f"rehearsal is true, but {where} ({base_url}) is not the local rehearsal server (http on loopback)"
+
+
+def _agent_problems(cli: CliRunSettings) -> Iterator[str]:
+    """``cli.agent`` (issue 21; absent in older ledgers, whose agent is Claude Code): a known agent, the
+    probed version line itself, and a features list exactly for Codex."""
+    agent = cli.agent
+    if agent is None:
+        return
+    if agent.name not in AGENT_NAMES:
+        yield f"cli.agent.name {agent.name!r} is not a known agent ({', '.join(AGENT_NAMES)})"
+    if agent.version != cli.cli_version:
+        yield f"cli.agent.version {agent.version!r} is not cli.cliVersion {cli.cli_version!r}"
+    if (agent.features is not None) != (agent.name == "codex"):
+        yield "cli.agent.features is recorded for Codex and only for Codex"

@@ -195,6 +195,19 @@ class HttpRunSettings(BaseModel):
     Absent in a sequential run, whose attempts reserve call by call against the cap alone."""
 
 
+class AgentRecord(BaseModel):
+    """The ledger's ``cli.agent`` block (issue 21): which coding agent ran the attempts — ``name`` (``claude-code``,
+    ``codex``), ``version`` (the probed ``--version`` line) and, for Codex, ``features``: its
+    ``codex features list`` under the run's configuration (feature name -> enabled), read once per run.
+    Ledgers written before issue 21 have no block: their agent is Claude Code."""
+
+    model_config = ConfigDict(extra="forbid", validate_by_name=True, validate_by_alias=True)
+
+    name: str
+    version: str
+    features: dict[str, bool] | None = None
+
+
 class CliRunSettings(BaseModel):
     """The ledger's ``cli`` block: probed and expected versions, the per-attempt limit, the prices used and
     ``baseUrl``, where the child sent its Messages API requests: the local rehearsal server in a
@@ -208,6 +221,7 @@ class CliRunSettings(BaseModel):
     attempt_budget_usd: float = Field(alias="attemptBudgetUsd")
     prices: dict[str, Any] | None
     base_url: str | None = Field(default=None, alias="baseUrl")
+    agent: AgentRecord | None = None
 
 
 class McpServerRecord(BaseModel):
@@ -429,4 +443,8 @@ def _drop_unset(data: dict[str, Any]) -> dict[str, Any]:
         del data["http"]["attemptBudgetUsd"]  # a sequential http ledger is unchanged
     if data.get("cli") is not None and data["cli"].get("baseUrl") is None:
         del data["cli"]["baseUrl"]  # absent, never null: the schema (``agentstudy schema ledger``) says so
+    if data.get("cli") is not None and data["cli"].get("agent") is None:
+        del data["cli"]["agent"]  # a ledger written before issue 21 keeps its hash
+    elif data.get("cli") is not None and data["cli"]["agent"].get("features") is None:
+        del data["cli"]["agent"]["features"]
     return data

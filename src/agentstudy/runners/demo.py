@@ -12,6 +12,7 @@ import os
 from decimal import Decimal
 from pathlib import Path
 
+from agentstudy.agents.registry import DEFAULT_AGENT, agent_cli
 from agentstudy.io.claude_cli import project_root
 from agentstudy.io.containment import ContainmentMode
 from agentstudy.pricing.http import rehearsal_prices
@@ -34,18 +35,22 @@ DEMO_PRICES = rehearsal_prices(DEMO_MODEL)
 
 
 def run_demo(
-    directory: Path, binary: Path, progress: RunProgress, containment: ContainmentMode = "bwrap", latency_ms: int = 0
+    directory: Path, binary: Path, progress: RunProgress, containment: ContainmentMode = "bwrap", latency_ms: int = 0,
+    agent: str = DEFAULT_AGENT,
 ) -> RunSummary:
-    """Build the example study under ``directory`` and run its pilot with the real Claude Code ``binary``.
+    """Build the example study under ``directory`` and run its pilot with the real ``binary`` of ``agent``.
 
-    The ledger is ``directory/ledger.json``; the rehearsal server answers after ``latency_ms`` ms.
+    The ledger is ``directory/ledger.json``; the agent's scripted server (``AgentCli.rehearsal_endpoint``:
+    Messages for Claude Code, Responses for Codex; issue 21) answers after ``latency_ms`` ms, and the
+    model is the agent's ``rehearsal_model``.
 
     Raises:
         PreflightError, OutputPathError: the pilot was refused before any reservation.
     """
     study = build_example_study(directory / "study")
     loaded = load_manifest(study.manifest_path)
-    with RehearsalServer(latency_ms=latency_ms) as server:
+    chosen = agent_cli(agent)
+    with chosen.rehearsal_endpoint(latency_ms) as base_url:
         request = CliRunRequest(
             loaded=loaded,
             mode="pilot",
@@ -53,14 +58,15 @@ def run_demo(
             output=directory / "ledger.json",
             settings=CliSettings(
                 binary=binary,
-                model=DEMO_MODEL,
+                model=chosen.rehearsal_model,
                 mcp=DEFAULT_MCP_SERVER,
-                rehearsal_base_url=server.base_url,
+                rehearsal_base_url=base_url,
                 containment=containment,
+                agent=chosen.name,
             ),
             cap_usd=DEMO_CAP_USD,
             attempt_budget_usd=DEMO_ATTEMPT_BUDGET_USD,
-            expected_cli_version=DEMO_CLI_VERSION,
+            expected_cli_version=chosen.pinned_version,
             parent_env=dict(os.environ),
             forbidden_output_roots=(project_root(),),
             progress=progress,

@@ -24,15 +24,16 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Literal
 
+from agentstudy.agents.registry import agent_cli
 from agentstudy.fsm.attempt import AttemptMachine
 from agentstudy.fsm.run import RunMachine
+from agentstudy.io.agent_binary import AgentBinaryError
 from agentstudy.io.ledger_journal import JournaledLedger
 from agentstudy.io.ledger_store import OutputPathError, resolve_output
 from agentstudy.io.provenance import engine_revision, file_sha256, runner_hash
 from agentstudy.io.signals import StopRequested, raise_if_stopped, stop_signal
 from agentstudy.pricing.budget import Budget, settle_attempt
 from agentstudy.pricing.strict_cap import NoWorstTurn, ReservationRule
-from agentstudy.pricing.table import price_entry
 from agentstudy.pricing.tally import Tally
 from agentstudy.pricing.usd_json import optional_usd_number, usd_number
 from agentstudy.protocol.ledger_integrity import is_loopback_http, seal_ledger
@@ -189,7 +190,7 @@ def _ledger(
             cli_version=cli_version,
             expected_cli_version=request.expected_cli_version,
             attempt_budget_usd=usd_number(request.attempt_budget_usd),
-            prices=price_entry(request.settings.model),
+            prices=agent_cli(request.settings.agent).price_entry(request.settings.model),
             base_url=request.settings.base_url,
         ),
         mcp_server=McpServerRecord(
@@ -246,8 +247,13 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
                                 request.parent_env)
         raise_if_stopped(NOTHING_WRITTEN)
         cli_version = check_cli_version(
-            settings.binary, request.expected_cli_version, request.parent_env, settings.containment
+            settings.binary, request.expected_cli_version, request.parent_env, settings.containment, settings.agent
         )
+        raise_if_stopped(NOTHING_WRITTEN)
+        try:
+            agent_record = agent_cli(settings.agent).agent_record(settings, cli_version, request.parent_env)
+        except AgentBinaryError as error:
+            raise PreflightError(str(error)) from None
         raise_if_stopped(NOTHING_WRITTEN)
         mcp = checked.mcp
         executor: AttemptExecutor | None = None
@@ -256,6 +262,8 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
             raise_if_stopped(NOTHING_WRITTEN)
         output = resolve_output(request.output, (*request.roots.values(), *request.forbidden_output_roots))
         ledger = _ledger(request, cli_version, mcp, len(schedule), now_iso(), rule)
+        assert ledger.cli is not None
+        ledger.cli.agent = agent_record
         ledger.containment = checked.containment
         if request.executor == "ray" and executor is not None:
             ledger.executor, ledger.excluded_workers = "ray", list(executor.excluded)

@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import agentstudy
-from agentstudy.io.claude_cli import ClaudeBinaryError, probe_version, version_token
+from agentstudy.agents.registry import DEFAULT_AGENT, agent_cli
+from agentstudy.io.agent_binary import AgentBinaryError, probe_version
 from agentstudy.io.containment import ContainmentError, ContainmentMode, check_containment
 from agentstudy.io.environment import allowlisted_environment
 from agentstudy.io.git import GitError, head, is_clean, path_exists_at, toplevel
@@ -122,9 +123,11 @@ def require_roots(schedule: Iterable[ScheduleEntry], roots: Mapping[str, Path]) 
 
 
 def check_cli_version(
-    binary: Path, expected: str, env: Mapping[str, str], containment: ContainmentMode = "bwrap"
+    binary: Path, expected: str, env: Mapping[str, str], containment: ContainmentMode = "bwrap",
+    agent: str = DEFAULT_AGENT,
 ) -> str:
-    """Probe ``binary --version``; return the full line when its first token equals ``expected``.
+    """Probe ``binary --version``; return the full line when it is ``agent``'s version ``expected``
+    (``AgentCli.version_problem``: Claude Code's first token, Codex's ``codex-cli X.Y.Z``; issue 21).
 
     ``env`` is the parent environment; the probe child gets only its allowlisted part, with a
     private ``HOME``, ``TMPDIR`` and working directory, contained like an attempt (see
@@ -135,10 +138,11 @@ def check_cli_version(
     """
     try:
         line = probe_version(binary, env, containment)
-    except ClaudeBinaryError as error:
+    except AgentBinaryError as error:
         raise PreflightError(str(error)) from None
-    if version_token(line) != expected:
-        raise PreflightError(f"Claude Code version {line!r} is not the expected {expected}")
+    problem = agent_cli(agent).version_problem(line, expected)
+    if problem is not None:
+        raise PreflightError(problem)
     return line
 
 

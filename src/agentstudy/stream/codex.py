@@ -82,6 +82,8 @@ class CodexTranscript:
         read_denials: shell commands with status ``declined``.
         agent_requests: ``request_user_input`` events.
         notices: non-fatal ``error`` items and events (their messages).
+        answer: the text of the last completed ``agent_message`` item ("" if none).
+        mcp_failures: failed MCP calls by ``mcp__<server>__<tool>`` name.
     """
 
     event_count: int = 0
@@ -95,6 +97,14 @@ class CodexTranscript:
     agent_requests: int = 0
     forbidden: list[str] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
+    answer: str = ""
+
+    @property
+    def mcp_failures(self) -> dict[str, int]:
+        """Failed MCP calls (final status ``failed``) by ``mcp__<server>__<tool>`` name."""
+        failed = Counter(f"mcp__{c.get('server')}__{c.get('tool')}" for c in self.mcp_calls
+                         if c.get("status") == "failed")
+        return dict(failed)
 
     @property
     def usage_complete(self) -> bool:
@@ -149,6 +159,8 @@ def _read_item(event: Mapping[str, Any], number: int, transcript: CodexTranscrip
     elif kind in _FORBIDDEN_ITEMS and first:
         seen[item_id] = 0
         transcript.forbidden.append(_FORBIDDEN_ITEMS[kind])
+    elif kind == "agent_message" and event.get("type") == "item.completed" and isinstance(item.get("text"), str):
+        transcript.answer = item["text"]
     elif kind == "error" and event.get("type") == "item.completed":
         transcript.notices.append(str(item.get("message", "")))
 

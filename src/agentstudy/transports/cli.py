@@ -1,10 +1,12 @@
-"""One Claude Code attempt (seed 000, ``runCliAttempt``): export, contain, spawn, read, check, price.
+"""One agent CLI attempt (seed 000, ``runCliAttempt``): export, contain, spawn, read, check, price.
 
 The caller has already reserved and checkpointed; this module runs the child in a fresh
-export of the pinned corpus with a private HOME and TMPDIR, contained as the run asks
-(``io.containment``: bubblewrap by default, issue 15), then hands its stdout to
-``transports.cli_evaluation.evaluate_cli_attempt`` (parse, setup checks, costs, outcome — the
-same code path as ``agentstudy transcript``). Settlement is the caller's, through
+export of the pinned corpus with private directories, contained as the run asks
+(``io.containment``: bubblewrap by default, issue 15). What is agent-specific — the argv and
+environment, the stdout watcher, the meaning of the output — comes from the settings' agent
+(``agents.registry``, issue 21): for Claude Code ``transports.cli_evaluation.evaluate_cli_attempt``
+(parse, setup checks, costs, outcome — the same code path as ``agentstudy transcript``), for
+Codex ``transports.codex``. Settlement is the caller's, through
 ``pricing.budget.settle_attempt`` and the attempt machine. After a stop signal
 (``io.signals``) nothing new is started: the attempt ends as a child that never started
 (``failed``, usage incomplete), and a child already running is terminated by ``run_bounded``.
@@ -23,12 +25,12 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from agentstudy.agents.registry import DEFAULT_AGENT, agent_cli
 from agentstudy.io.containment import (
     NETWORK_NOT_ACHIEVED,
     ContainmentMode,
     SandboxView,
     command_paths,
-    contain,
     containment_sentences,
     server_read_only_paths,
 )
@@ -36,19 +38,11 @@ from agentstudy.io.export import CorpusBlobs, materialise_corpus, read_pinned_co
 from agentstudy.io.git import GitError
 from agentstudy.io.process import STDOUT_LIMIT_BYTES, run_bounded
 from agentstudy.io.signals import stop_signal
-from agentstudy.pricing.budget import format_max_budget
 from agentstudy.pricing.cost import AttemptCost
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP
 from agentstudy.protocol.mcp_spec import LIVE_CHECKOUT_NOTE, ServerPaths
 from agentstudy.stream.outcome import CliStatus, ProcessFacts
-from agentstudy.transports.cli_args import (
-    REHEARSAL_TOKEN,
-    ArmTools,
-    McpServerSpec,
-    child_environment,
-    cli_arguments,
-    mcp_config,
-)
+from agentstudy.transports.cli_args import REHEARSAL_TOKEN, ArmTools, McpServerSpec
 from agentstudy.transports.cli_evaluation import evaluate_cli_attempt
 
 ATTEMPT_TIMEOUT_S = 300.0
@@ -73,6 +67,8 @@ class CliSettings:
             private HOME at ``.claude/.credentials.json``; ``None`` when absent or in rehearsal.
         timeout_s: attempt timeout in seconds.
         stdout_limit: stdout bound in bytes.
+        agent: which coding agent the binary is (issue 21).
+        agent_home_root: the parent of per-attempt homes kept out of temp dirs (Codex).
     """
 
     binary: Path
@@ -85,6 +81,11 @@ class CliSettings:
     login_file: Path | None = None
     timeout_s: float = ATTEMPT_TIMEOUT_S
     stdout_limit: int = STDOUT_LIMIT_BYTES
+    agent: str = DEFAULT_AGENT
+    """The agent (``agents.registry``; issue 21): ``claude-code`` or ``codex``."""
+    agent_home_root: Path | None = None
+    """Where agents that refuse a home under a temp dir (Codex) make their per-attempt private
+    directories; ``None`` means ``agents.codex.default_home_root()``."""
 
     @property
     def base_url(self) -> str | None:
@@ -179,7 +180,8 @@ class CliAttemptBody:
 class RawAttempt:
     """What an attempt's body returns (issue 20): the child's raw stdout (bytes, bounded), how it ended,
     its wall time (ms), the export's facts (files, bytes, tree SHA-256; ``None`` when no export was
-    made), and the Ray node id that ran it (``None`` for the local executor)."""
+    made), the Ray node id that ran it (``None`` for the local executor), the kept stderr tail and why
+    a watcher stopped the child (issue 21)."""
 
     stdout: bytes
     facts: ProcessFacts
@@ -188,6 +190,10 @@ class RawAttempt:
     export_bytes: int | None
     export_tree_sha256: str | None
     worker_node: str | None = None
+    stderr: bytes = b""
+    """The tail of the child's stderr the agent asked to keep (``Launch.keep_stderr`` bytes; else empty)."""
+    watch_stop: str | None = None
+    """Why the agent's stdout watcher stopped the child (the running per-attempt limit), else ``None``."""
 
 
 def run_cli_body(body: CliAttemptBody, corpus: CorpusBlobs) -> RawAttempt:
@@ -201,36 +207,18 @@ def run_cli_body(body: CliAttemptBody, corpus: CorpusBlobs) -> RawAttempt:
     settings, env_source = body.settings, os.environ if body.parent_env is None else body.parent_env
     if stop_signal() is not None:
         return RawAttempt(b"", STOPPED_FACTS, 0, None, None, None)
+    agent = agent_cli(settings.agent)
     export = materialise_corpus(corpus)
-    scratch = Path(tempfile.mkdtemp(prefix="agentstudy-attempt-"))
+    scratch = Path(tempfile.mkdtemp(prefix="agentstudy-attempt-", dir=agent.scratch_parent(settings)))
     try:
         server = body.server
         if server is not None and body.own_server_snapshot:
             snapshot = materialise_corpus(corpus, parent=scratch)
             config = None if server.config is None else server.config.replace(server.root, str(snapshot.path), 1)
             server = dataclasses.replace(server, root=str(snapshot.path), config=config)
-        home, tmp = scratch / "home", scratch / "tmp"
-        home.mkdir()
-        tmp.mkdir()
-        env = child_environment(
-            env_source, home=str(home), tmpdir=str(tmp), base_url=settings.base_url, auth_token=settings.auth_token
-        )
-        config_json = mcp_config(body.scenario, settings.mcp, server)
-        command = [
-            str(settings.binary),
-            *cli_arguments(
-                model=settings.model,
-                max_budget_usd=format_max_budget(body.reservation_usd),
-                tools=body.tools,
-                mcp_config_json=config_json,
-                prompt=body.prompt,
-            ),
-        ]
-        view = attempt_view(settings, export.path, home, tmp, env.get("PATH"), body.scenario, server)
-        argv = contain(settings.containment, view, command)
-        if settings.containment == "restricted":
-            _link_login(settings, home)
-        process = run_bounded(argv, env, export.path, settings.timeout_s, settings.stdout_limit)
+        launch = agent.launch(dataclasses.replace(body, server=server), export.path, scratch, env_source)
+        process = run_bounded(launch.argv, launch.env, export.path, settings.timeout_s, settings.stdout_limit,
+                              watch=launch.watch, keep_stderr=launch.keep_stderr)
     finally:
         remove_export(export.path)
         for directory, _dirs, _files in os.walk(scratch):
@@ -239,7 +227,8 @@ def run_cli_body(body: CliAttemptBody, corpus: CorpusBlobs) -> RawAttempt:
     stopped = process.stopped and process.exit_code != 0  # a child that exited 0 ended on its own
     facts = ProcessFacts(process.started, process.timed_out, process.truncated, process.exit_code,
                          timeout_s=settings.timeout_s, stdout_limit=settings.stdout_limit, stopped=stopped)
-    return RawAttempt(process.stdout, facts, process.wall_time_ms, export.files, export.bytes, export.tree_sha256)
+    return RawAttempt(process.stdout, facts, process.wall_time_ms, export.files, export.bytes, export.tree_sha256,
+                      stderr=process.stderr_tail, watch_stop=process.watch_stop)
 
 
 STOPPED_FACTS = ProcessFacts(started=False, timed_out=False, truncated=False, exit_code=None, stopped=True)
@@ -258,7 +247,8 @@ def finish_cli_attempt(body: CliAttemptBody, raw: RawAttempt) -> CliAttemptResul
     settings, scenario, tools = body.settings, body.scenario, body.tools
     if raw.export_files is None and not raw.facts.started:
         return stopped_attempt(settings, scenario, tools)
-    evaluation = evaluate_cli_attempt(raw.stdout, raw.facts, model=settings.model, tools=tools)
+    agent = agent_cli(settings.agent)
+    evaluation = agent.evaluate(body, raw)
     return CliAttemptResult(
         status=evaluation.status,
         reported_cost_usd=evaluation.reported_cost_usd,
@@ -273,7 +263,7 @@ def finish_cli_attempt(body: CliAttemptBody, raw: RawAttempt) -> CliAttemptResul
             "export_files": raw.export_files,
             "export_bytes": raw.export_bytes,
             "export_tree_sha256": raw.export_tree_sha256,
-            **isolation(settings, scenario),
+            **agent.isolation(settings, scenario),
             **({"usage_complete": False} if raw.facts.stopped else {}),
             **({"worker_node": raw.worker_node} if raw.worker_node is not None else {}),
         },
@@ -295,7 +285,8 @@ def stopped_attempt(settings: CliSettings, scenario: str, tools: ArmTools) -> Cl
     return CliAttemptResult(
         status=evaluation.status, reported_cost_usd=None, computed_cost=None, setup_problems=(),
         cost_problem=evaluation.cost_problem, exit_code=None, wall_time_ms=0,
-        fields={**evaluation.fields, "usage_complete": False, **isolation(settings, scenario)},
+        fields={**evaluation.fields, "usage_complete": False,
+                **agent_cli(settings.agent).isolation(settings, scenario)},
     )
 
 
@@ -323,7 +314,7 @@ def attempt_view(
     return SandboxView(cwd=export, read_only=tuple(read_only), writable=(home, tmp), mounted=mounted)
 
 
-def _link_login(settings: CliSettings, home: Path) -> None:
+def link_login(settings: CliSettings, home: Path) -> None:
     """Without bwrap the login file is a symlink in the private HOME (the file itself is never copied)."""
     if settings.login_file is not None and settings.base_url is None:
         target = home / LOGIN_TARGET

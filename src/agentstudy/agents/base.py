@@ -1,0 +1,105 @@
+"""The agent seam (issue 21 item 1): what the runners need from a coding agent's CLI, as one Protocol.
+
+An agent module (``agents.claude_code``, ``agents.codex``) says where its pinned binary lives,
+how its version line reads, which scripted server rehearses it, how one attempt's child is
+launched (argv wrapped by ``io.containment``, the allowlisted environment, an optional stdout
+watcher that stops the child) and what the child's output means (the pure stream checks ->
+status, usage, cost). Everything around it — export, private directories, bounded spawn,
+settlement, the ledger — is shared (``transports.cli``, ``runners``); nothing there branches on
+an agent's name: ``agents.registry.agent_cli(name)`` picks the module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from agentstudy.protocol.records import AgentRecord
+    from agentstudy.transports.cli import CliAttemptBody, CliSettings, RawAttempt
+    from agentstudy.transports.cli_evaluation import CliEvaluation
+
+StdoutWatch = Callable[[bytes], str | None]
+"""Called with each chunk of the child's stdout as it arrives; a non-``None`` return is the reason
+to stop the child now (``io.process.run_bounded``'s ``watch``; the running per-attempt limit)."""
+
+
+@dataclass(frozen=True)
+class Launch:
+    """How one attempt's child is started: ``argv`` (already contained), its complete ``env``, and
+    ``watch`` (a fresh stdout watcher for this attempt, or ``None``); ``keep_stderr`` bytes of the
+    child's stderr tail are kept for the stream checks (0: counted, never kept)."""
+
+    argv: list[str]
+    env: dict[str, str] = field(repr=False)
+    watch: StdoutWatch | None = None
+    keep_stderr: int = 0
+
+
+class AgentCli(Protocol):
+    """One coding agent's CLI as the runners see it (issue 21 item 1).
+
+    Attributes:
+        name: the ``--agent`` value (``claude-code``, ``codex``), recorded in the ledger.
+        label: the agent's name in messages (``Claude Code``, ``Codex CLI``).
+        pinned_version: the version ``scripts/setup.sh`` installs (``--agent-version``'s default).
+        rehearsal_model: the model name the demo's free rehearsal uses (priced by the agent's table).
+    """
+
+    name: str
+    label: str
+    pinned_version: str
+    rehearsal_model: str
+
+    def find_binary(self, explicit: str | None, environ: Mapping[str, str]) -> Path:
+        """The agent's executable (explicit path, override variable, pinned install in .tools, PATH).
+
+        Raises:
+            agentstudy.io.agent_binary.AgentBinaryError: none usable is found.
+        """
+        ...
+
+    def version_problem(self, line: str, expected: str) -> str | None:
+        """Why the ``--version`` line ``line`` is not version ``expected``; ``None`` when it is."""
+        ...
+
+    def rehearsal_endpoint(self, latency_ms: int) -> AbstractContextManager[str]:
+        """A scripted zero-spend model server on 127.0.0.1 for this agent; entering it gives the base
+        URL the child is pointed at (``CliSettings.rehearsal_base_url``). ``latency_ms``: delay per answer."""
+        ...
+
+    def scratch_parent(self, settings: CliSettings) -> Path | None:
+        """Where an attempt's private directories are made (``None``: the system temp dir)."""
+        ...
+
+    def launch(self, body: CliAttemptBody, export: Path, scratch: Path, env_source: Mapping[str, str]) -> Launch:
+        """The child of one attempt in ``export`` (read-only, its cwd), with private dirs under ``scratch``.
+
+        Raises:
+            agentstudy.io.containment.ContainmentError: bubblewrap vanished.
+        """
+        ...
+
+    def evaluate(self, body: CliAttemptBody, raw: RawAttempt) -> CliEvaluation:
+        """What the child's output means: the pure stream checks, usage, costs, the pre-settlement status."""
+        ...
+
+    def isolation(self, settings: CliSettings, scenario: str) -> dict[str, Any]:
+        """The attempt's containment as record fields (``containment``, ``isolation_achieved``,
+        ``isolation_not_achieved``)."""
+        ...
+
+    def price_entry(self, model: str) -> dict[str, Any] | None:
+        """The ledger's ``cli.prices`` entry for ``model`` (USD per million tokens), ``None`` if unpriced."""
+        ...
+
+    def agent_record(self, settings: CliSettings, version_line: str, parent_env: Mapping[str, str]) -> AgentRecord:
+        """The ledger's ``cli.agent`` block, read once per run in preflight (Codex: its features list).
+
+        Raises:
+            agentstudy.io.agent_binary.AgentBinaryError: a run fact could not be read.
+        """
+        ...

@@ -1,0 +1,111 @@
+"""Claude Code as an ``AgentCli`` (issue 21 item 1): what already ran every cli attempt, behind the seam.
+
+The argv (``transports.cli_args``), the sandbox view and containment record
+(``transports.cli.attempt_view`` / ``isolation``), the stream-json evaluation
+(``transports.cli_evaluation``) and the Messages rehearsal server are unchanged; this module
+only puts them behind ``agents.base.AgentCli``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+from typing import Any
+
+from agentstudy.agents.base import Launch
+from agentstudy.io.agent_binary import find_agent_binary
+from agentstudy.io.claude_cli import CLAUDE_LOOKUP, version_token
+from agentstudy.io.containment import contain
+from agentstudy.pricing.budget import format_max_budget
+from agentstudy.pricing.table import price_entry
+from agentstudy.protocol.records import AgentRecord
+from agentstudy.rehearsal.messages_server import RehearsalServer
+from agentstudy.transports.cli import CliAttemptBody, CliSettings, RawAttempt, attempt_view, isolation, link_login
+from agentstudy.transports.cli_args import child_environment, cli_arguments, mcp_config
+from agentstudy.transports.cli_evaluation import CliEvaluation, evaluate_cli_attempt
+
+CLAUDE_CODE_VERSION = "2.1.296"
+"""The pinned Claude Code version (``claude --version`` prints ``2.1.296 (Claude Code)``)."""
+
+
+class ClaudeCodeAgent:
+    """Headless Claude Code (``claude -p --output-format stream-json``): the default agent."""
+
+    name = "claude-code"
+    label = "Claude Code"
+    pinned_version = CLAUDE_CODE_VERSION
+    rehearsal_model = "claude-haiku-5-5"
+
+    def find_binary(self, explicit: str | None, environ: Mapping[str, str]) -> Path:
+        """``--claude-bin``, ``AGENTSTUDY_CLAUDE_BIN``, ``.tools/claude-code``, then ``claude`` on PATH.
+
+        Raises:
+            AgentBinaryError: none usable.
+        """
+        return find_agent_binary(CLAUDE_LOOKUP, explicit, environ)
+
+    def version_problem(self, line: str, expected: str) -> str | None:
+        """The line's first token must equal ``expected`` (``2.1.296`` of ``2.1.296 (Claude Code)``)."""
+        if version_token(line) == expected:
+            return None
+        return f"Claude Code version {line!r} is not the expected {expected}"
+
+    def rehearsal_endpoint(self, latency_ms: int) -> AbstractContextManager[str]:
+        """The scripted Messages API server; its base URL becomes ``ANTHROPIC_BASE_URL``."""
+        return _messages_server(latency_ms)
+
+    def scratch_parent(self, settings: CliSettings) -> Path | None:
+        """The system temp dir (Claude Code has no objection to it)."""
+        return None
+
+    def launch(self, body: CliAttemptBody, export: Path, scratch: Path, env_source: Mapping[str, str]) -> Launch:
+        """``claude -p ...`` (``transports.cli_args``) with a private HOME and TMPDIR under ``scratch``."""
+        settings, server = body.settings, body.server
+        home, tmp = scratch / "home", scratch / "tmp"
+        home.mkdir()
+        tmp.mkdir()
+        env = child_environment(
+            env_source, home=str(home), tmpdir=str(tmp), base_url=settings.base_url, auth_token=settings.auth_token
+        )
+        command = [
+            str(settings.binary),
+            *cli_arguments(
+                model=settings.model,
+                max_budget_usd=format_max_budget(body.reservation_usd),
+                tools=body.tools,
+                mcp_config_json=mcp_config(body.scenario, settings.mcp, server),
+                prompt=body.prompt,
+            ),
+        ]
+        view = attempt_view(settings, export, home, tmp, env.get("PATH"), body.scenario, server)
+        argv = contain(settings.containment, view, command)
+        if settings.containment == "restricted":
+            link_login(settings, home)
+        return Launch(argv, env)
+
+    def evaluate(self, body: CliAttemptBody, raw: RawAttempt) -> CliEvaluation:
+        """``transports.cli_evaluation.evaluate_cli_attempt`` (the same code as ``agentstudy transcript``)."""
+        return evaluate_cli_attempt(raw.stdout, raw.facts, model=body.settings.model, tools=body.tools)
+
+    def isolation(self, settings: CliSettings, scenario: str) -> dict[str, Any]:
+        """``transports.cli.isolation``: what Claude Code's flags and the sandbox confine."""
+        return isolation(settings, scenario)
+
+    def price_entry(self, model: str) -> dict[str, Any] | None:
+        """``pricing.table.price_entry`` (the Claude rows)."""
+        return price_entry(model)
+
+    def agent_record(self, settings: CliSettings, version_line: str, parent_env: Mapping[str, str]) -> AgentRecord:
+        """Name and version only."""
+        return AgentRecord(name=self.name, version=version_line)
+
+
+@contextmanager
+def _messages_server(latency_ms: int) -> Iterator[str]:
+    with RehearsalServer(latency_ms=latency_ms) as server:
+        yield server.base_url
+
+
+AGENT = ClaudeCodeAgent()
+"""The registry's entry (``agents.registry``)."""

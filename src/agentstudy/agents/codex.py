@@ -1,0 +1,95 @@
+"""OpenAI Codex CLI as an ``AgentCli`` (issue 21): the pinned ``codex exec --json``, its rehearsal, its checks.
+
+The attempt itself (per-attempt ``CODEX_HOME`` outside any temp dir, generated ``config.toml``,
+containment, the running-usage stop, the strict stream checks, OpenAI prices) is
+``transports.codex``; this module is its entry in the registry.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+from typing import Any
+
+from agentstudy.agents.base import Launch
+from agentstudy.io.agent_binary import BinaryLookup, find_agent_binary
+from agentstudy.pricing.openai import openai_price_entry
+from agentstudy.protocol.records import AgentRecord
+from agentstudy.rehearsal.responses_server import ResponsesRehearsalServer
+from agentstudy.transports import codex as transport
+from agentstudy.transports.cli import CliAttemptBody, CliSettings, RawAttempt
+from agentstudy.transports.cli_evaluation import CliEvaluation
+from agentstudy.transports.codex_args import CODEX_VERSION, REHEARSAL_MODEL, version_problem
+from agentstudy.transports.codex_features import codex_features
+
+PINNED_INSTALL = Path(".tools") / "codex" / "node_modules" / ".bin" / "codex"
+"""Where ``scripts/setup.sh`` installs the pinned Codex CLI, relative to the project root."""
+CODEX_LOOKUP = BinaryLookup("Codex CLI", "AGENTSTUDY_CODEX_BIN", PINNED_INSTALL, "codex", "--agent-bin")
+
+
+def default_home_root(environ: Mapping[str, str] = os.environ) -> Path:
+    """The parent of per-attempt Codex homes: ``$XDG_CACHE_HOME/agentstudy/codex-homes`` (else
+    ``~/.cache/...``), never under a temp dir — Codex 0.171.0 refuses to make its sandbox helper
+    there and every shell command then fails (measured, docs/codex.md)."""
+    cache = environ.get("XDG_CACHE_HOME") or str(Path(environ.get("HOME") or Path.home()) / ".cache")
+    return Path(cache) / "agentstudy" / "codex-homes"
+
+
+class CodexAgent:
+    """``codex exec --json`` 0.171.0 (issue 21)."""
+
+    name = "codex"
+    label = "Codex CLI"
+    pinned_version = CODEX_VERSION
+    rehearsal_model = REHEARSAL_MODEL
+
+    def find_binary(self, explicit: str | None, environ: Mapping[str, str]) -> Path:
+        """``--agent-bin``, ``AGENTSTUDY_CODEX_BIN``, ``.tools/codex``, ``codex`` on PATH (AgentBinaryError)."""
+        return find_agent_binary(CODEX_LOOKUP, explicit, environ)
+
+    def version_problem(self, line: str, expected: str) -> str | None:
+        """The line must be exactly ``codex-cli <expected>``."""
+        return version_problem(line, expected)
+
+    def rehearsal_endpoint(self, latency_ms: int) -> AbstractContextManager[str]:
+        """The scripted Responses API server; its ``/v1`` URL goes into ``[model_providers.rehearsal]``."""
+        return _responses_server(latency_ms)
+
+    def scratch_parent(self, settings: CliSettings) -> Path | None:
+        """``settings.agent_home_root`` or ``default_home_root()``, created 0700 (never a temp dir)."""
+        root = settings.agent_home_root or default_home_root()
+        root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        return root
+
+    def launch(self, body: CliAttemptBody, export: Path, scratch: Path, env_source: Mapping[str, str]) -> Launch:
+        """``transports.codex.codex_launch``."""
+        return transport.codex_launch(body, export, scratch, env_source)
+
+    def evaluate(self, body: CliAttemptBody, raw: RawAttempt) -> CliEvaluation:
+        """``transports.codex.evaluate_codex_attempt``."""
+        return transport.evaluate_codex_attempt(body, raw)
+
+    def isolation(self, settings: CliSettings, scenario: str) -> dict[str, Any]:
+        """``transports.codex.codex_isolation``."""
+        return transport.codex_isolation(settings, scenario)
+
+    def price_entry(self, model: str) -> dict[str, Any] | None:
+        """``pricing.openai.openai_price_entry``."""
+        return openai_price_entry(model)
+
+    def agent_record(self, settings: CliSettings, version_line: str, parent_env: Mapping[str, str]) -> AgentRecord:
+        """Name, version and ``codex features list`` under the run's configuration (AgentBinaryError)."""
+        features = codex_features(settings, parent_env, self.scratch_parent(settings) or default_home_root())
+        return AgentRecord(name=self.name, version=version_line, features=features)
+
+
+@contextmanager
+def _responses_server(latency_ms: int) -> Iterator[str]:
+    with ResponsesRehearsalServer(latency_ms=latency_ms) as server:
+        yield server.provider_base_url
+
+
+AGENT = CodexAgent()
+"""The registry's entry (``agents.registry``)."""

@@ -1,0 +1,42 @@
+"""``--agent``, ``--agent-version``, ``--agent-bin``: which coding agent a cli run drives (issue 21)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from agentstudy.agents.base import AgentCli
+from agentstudy.agents.registry import DEFAULT_AGENT, agent_cli
+from agentstudy.commands.common import fail
+from agentstudy.io.agent_binary import AgentBinaryError
+
+
+def agent_flags(transport: str, agent: str, agent_version: str | None, cli_version: str | None,
+                 agent_bin: str | None, claude_bin: str | None, strict_cap: bool) -> tuple[AgentCli, str, str | None]:
+    """The agent, its expected version and the explicit executable, from the flags (issue 21); exit 2 on a
+    contradiction: another agent than claude-code with http, --claude-bin or --cli-version with codex,
+    --cli-version and --agent-version both, --claude-bin and --agent-bin both, --strict-cap with codex."""
+    chosen = agent_cli(agent)
+    if transport != "cli" and agent != DEFAULT_AGENT:
+        fail("--agent codex needs --transport cli (the http loop is the Messages API's)")
+    if agent != DEFAULT_AGENT and (cli_version is not None or claude_bin is not None):
+        fail("--cli-version and --claude-bin are Claude Code's; use --agent-version and --agent-bin")
+    if cli_version is not None and agent_version is not None:
+        fail("--cli-version and --agent-version say the same thing; give one")
+    if claude_bin is not None and agent_bin is not None:
+        fail("--claude-bin and --agent-bin say the same thing; give one")
+    if strict_cap and agent != DEFAULT_AGENT:
+        fail("--strict-cap prices a worst-case turn from the Claude table; Codex is stopped at the limit by its "
+             "running usage instead")
+    version = agent_version or cli_version or chosen.pinned_version
+    if not version.strip() or any(c in version for c in "\r\n\0"):
+        fail("--agent-version must be a version such as " + chosen.pinned_version)
+    return chosen, version.strip(), agent_bin or claude_bin
+
+
+def agent_binary(agent: AgentCli, explicit: str | None) -> Path:
+    """The agent's executable as an absolute path (nothing started); else exit 2 with one line."""
+    try:
+        return agent.find_binary(explicit, os.environ)
+    except AgentBinaryError as error:
+        fail(str(error))

@@ -1,0 +1,280 @@
+"""One Codex CLI attempt (issue 21 item 2): launch ``codex exec --json`` contained, stop it at the limit, check it.
+
+``transports.cli`` makes the export and the private directories and spawns the child; this module
+says what the child is. Under the attempt's private directory (``AgentCli.scratch_parent``:
+never a temp dir — Codex 0.171.0 refuses to make its sandbox helper under one, docs/codex.md)
+it makes ``home``, ``tmp`` and ``codex-home``, writes ``codex-home/config.toml``
+(``transports.codex_args.config_toml``: the treatment arm's server as ``[mcp_servers.NAME]``,
+``required``, ``enabled_tools`` = the verified read-only tools; the rehearsal's
+``[model_providers.rehearsal]`` with its dummy key), and wraps ``codex exec --json -s read-only
+... -C <export>`` in the run's containment (bubblewrap: the export and the install read-only, the
+three private directories writable; Codex's own bubblewrap sandbox runs nested inside it). The
+environment is the allowlist plus ``CODEX_HOME`` (never ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY``).
+The stdout watcher reads ``turn.completed`` usage as it arrives and stops the child once its
+cost passes the per-attempt limit (``budget-exceeded``). Afterwards the pure checks of
+``stream.codex`` give the status, and ``pricing.openai`` the cost.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from agentstudy.agents.base import Launch
+from agentstudy.io.containment import (
+    NETWORK_NOT_ACHIEVED,
+    SandboxView,
+    command_paths,
+    contain,
+    containment_sentences,
+    server_read_only_paths,
+)
+from agentstudy.pricing.cost import AttemptCost, CostProblem
+from agentstudy.pricing.openai import OpenAiUsage, openai_cost
+from agentstudy.protocol.manifest import DOC_BRIDGE_MCP
+from agentstudy.protocol.mcp_spec import LIVE_CHECKOUT_NOTE, mcp_tool_name
+from agentstudy.rehearsal.responses_server import REHEARSAL_KEY, REHEARSAL_KEY_ENV
+from agentstudy.stream.codex import CodexExpectations, CodexTranscript, CodexUsage, codex_outcome, parse_codex_stream
+from agentstudy.stream.outcome import Outcome
+from agentstudy.transports.cli import GATEWAY_TOKEN_ENV, CliAttemptBody, CliSettings, RawAttempt
+from agentstudy.transports.cli_evaluation import CliEvaluation
+from agentstudy.transports.codex_args import (
+    CodexMcpServer,
+    RehearsalProvider,
+    codex_arguments,
+    codex_environment,
+    config_toml,
+)
+
+__all__ = ["STDERR_KEPT_BYTES", "UsageWatch", "codex_config", "codex_isolation", "codex_launch",
+           "evaluate_codex_attempt"]
+
+STDERR_KEPT_BYTES = 64 * 1024
+"""The tail of Codex's stderr kept for the checks (a failed required MCP server is reported only there)."""
+GATEWAY_PROVIDER = "gateway"
+SANDBOX_UID = 65534
+"""The uid (and gid) Codex runs as inside our bubblewrap sandbox: not root, so its own nested bubblewrap
+can map its user namespace (``io.containment.SandboxView.uid``; measured, docs/codex.md)."""
+
+
+def _mcp_table(body: CliAttemptBody) -> CodexMcpServer | None:
+    """The treatment arm's ``[mcp_servers.NAME]`` (the verified read-only tools enabled); ``None`` in control."""
+    if body.scenario != DOC_BRIDGE_MCP:
+        return None
+    if body.server is None:
+        raise ValueError("the MCP arm needs the server's corpus paths")
+    spec = body.settings.mcp
+    return CodexMcpServer(name=spec.name, command=spec.argv(body.server), env=dict(spec.env),
+                          enabled_tools=tuple(spec.read_only_tools))
+
+
+def provider_for(settings: CliSettings) -> RehearsalProvider | None:
+    """The model provider entry: the rehearsal server, an LLM gateway (``--cli-base-url``), or Codex's own."""
+    if settings.rehearsal_base_url is not None:
+        return RehearsalProvider(settings.rehearsal_base_url, REHEARSAL_KEY_ENV)
+    if settings.gateway_base_url is not None:
+        return RehearsalProvider(settings.gateway_base_url, GATEWAY_TOKEN_ENV, name=GATEWAY_PROVIDER)
+    return None
+
+
+def codex_config(body: CliAttemptBody) -> str:
+    """The attempt's ``config.toml`` text (pure): identical in both arms but for the MCP table."""
+    return config_toml(model=body.settings.model, provider=provider_for(body.settings), mcp=_mcp_table(body))
+
+
+def _provider_key(settings: CliSettings) -> tuple[str, str] | None:
+    if settings.rehearsal_base_url is not None:
+        return REHEARSAL_KEY_ENV, REHEARSAL_KEY
+    if settings.gateway_base_url is not None and settings.gateway_token is not None:
+        return GATEWAY_TOKEN_ENV, settings.gateway_token
+    return None
+
+
+def codex_launch(body: CliAttemptBody, export: Path, scratch: Path, env_source: Mapping[str, str]) -> Launch:
+    """The contained ``codex exec --json`` child of one attempt (``AgentCli.launch``).
+
+    Makes ``scratch/{home,tmp,codex-home}`` and writes ``codex-home/config.toml``; the watcher
+    stops the child when the running usage's cost passes ``body.reservation_usd`` (USD).
+
+    Raises:
+        ContainmentError: bubblewrap was asked for and is not installed.
+        ValueError: the MCP arm without the server's corpus paths (a programming error).
+    """
+    settings = body.settings
+    home, tmp, codex_home = scratch / "home", scratch / "tmp", scratch / "codex-home"
+    for directory in (home, tmp, codex_home):
+        directory.mkdir(mode=0o700)
+    (codex_home / "config.toml").write_text(codex_config(body), encoding="utf-8")
+    env = codex_environment(env_source, home=str(home), tmpdir=str(tmp), codex_home=str(codex_home),
+                            provider_key=_provider_key(settings))
+    command = [str(settings.binary), *codex_arguments(export_dir=str(export), prompt=body.prompt)]
+    read_only = [export, *command_paths(str(settings.binary), env.get("PATH"))]
+    if body.scenario == DOC_BRIDGE_MCP and body.server is not None:
+        read_only += server_read_only_paths(settings.mcp, body.server, env.get("PATH"))
+    mounted: tuple[tuple[Path, Path], ...] = ()
+    if settings.login_file is not None and settings.base_url is None:
+        mounted = ((settings.login_file, codex_home / "auth.json"),)
+    view = SandboxView(cwd=export, read_only=tuple(read_only), writable=(home, tmp, codex_home), mounted=mounted,
+                       uid=SANDBOX_UID)
+    argv = contain(settings.containment, view, command)
+    return Launch(argv, env, watch=UsageWatch(settings.model, body.reservation_usd), keep_stderr=STDERR_KEPT_BYTES)
+
+
+def _openai_usage(usage: CodexUsage) -> OpenAiUsage:
+    return OpenAiUsage(usage.input_tokens, usage.cached_input_tokens, usage.cache_write_input_tokens,
+                       usage.output_tokens, usage.reasoning_output_tokens)
+
+
+@dataclass
+class UsageWatch:
+    """The running per-attempt limit (issue 21 item 4): fed stdout chunks, it prices every
+    ``turn.completed`` usage (the thread's running total) at ``model``'s rates and returns a stop
+    reason once the cost passes ``limit_usd`` (USD). Codex reports usage only at ``turn.completed``,
+    so within one exec turn the limit can only be seen at its end (docs/codex.md)."""
+
+    model: str
+    limit_usd: Decimal
+    _pending: bytearray = field(default_factory=bytearray, repr=False)
+
+    def __call__(self, chunk: bytes) -> str | None:
+        """The stop reason, or ``None`` to let the child run on."""
+        self._pending.extend(chunk)
+        *lines, rest = bytes(self._pending).split(b"\n")
+        self._pending = bytearray(rest)
+        for line in lines:
+            reason = self._check(line)
+            if reason is not None:
+                return reason
+        return None
+
+    def _check(self, line: bytes) -> str | None:
+        if b"turn.completed" not in line:
+            return None
+        try:
+            event = json.loads(line)
+            usage = parse_codex_stream([line.decode("utf-8", "replace")]).usage
+            if not isinstance(event, dict) or usage is None:
+                return None
+            cost = openai_cost(self.model, _openai_usage(usage)).usd
+        except (ValueError, CostProblem):
+            return None
+        if cost > self.limit_usd:
+            return f"the running usage cost {cost.normalize():f} USD passed the per-attempt limit of " \
+                   f"{self.limit_usd.normalize():f} USD; the child was stopped"
+        return None
+
+
+def _price(model: str, transcript: CodexTranscript) -> tuple[AttemptCost | None, str | None]:
+    if transcript.usage is None:
+        return None, "no turn.completed usage"
+    try:
+        return openai_cost(model, _openai_usage(transcript.usage)), None
+    except CostProblem as problem:
+        return None, str(problem)
+
+
+def _tool_counts(transcript: CodexTranscript) -> dict[str, int]:
+    """Calls by name, MCP tools under Claude Code's spelling (``mcp__doc-bridge__doc_search``)."""
+    counts = {name: n for name, n in transcript.tool_calls.items() if not name.startswith("mcp__")}
+    for call in transcript.mcp_calls:
+        name = mcp_tool_name(str(call.get("server")), str(call.get("tool")))
+        counts[name] = counts.get(name, 0) + 1
+    return counts
+
+
+def _fields(settings: CliSettings, transcript: CodexTranscript) -> dict[str, Any]:
+    usage = transcript.usage
+    terminal = transcript.terminal
+    errors = dict(Counter(mcp_tool_name(str(c.get("server")), str(c.get("tool"))) for c in transcript.mcp_calls
+                          if c.get("status") == "failed"))
+    denial = {"tool_name": "shell", "tool_use_id": None, "tool_input": None}
+    counts = _tool_counts(transcript)
+    return {
+        "model": settings.model,
+        "tools": None,
+        "mcp_servers": None,
+        "tool_calls_by_name": counts,
+        "tool_calls": sum(counts.values()),
+        "permission_denials": [dict(denial) for _ in range(transcript.read_denials)],
+        "tool_errors_by_name": errors,
+        "input_tokens": None if usage is None else usage.input_tokens - usage.cached_input_tokens
+        - usage.cache_write_input_tokens,
+        "output_tokens": None if usage is None else usage.output_tokens,
+        "cache_creation_input_tokens": None if usage is None else usage.cache_write_input_tokens,
+        "cache_read_input_tokens": None if usage is None else usage.cached_input_tokens,
+        "num_turns": None,
+        "cli_subtype": None if terminal is None else str(terminal.get("type")),
+        "is_error": None if terminal is None else terminal.get("type") != "turn.completed",
+        "usage_complete": transcript.usage_complete,
+        "answer_text": transcript.answer,
+    }
+
+
+def evaluate_codex_attempt(body: CliAttemptBody, raw: RawAttempt) -> CliEvaluation:
+    """What one Codex attempt's stdout and stderr tail mean (pure; ``AgentCli.evaluate``).
+
+    Grammar and setup checks (``stream.codex``; a child killed by its timeout, its bound or a stop
+    is not checked for setup), the computed cost (``pricing.openai``; Codex reports none, so
+    ``reported_cost_usd`` is ``None``), and the status: a child the watcher stopped is
+    ``budget-exceeded``, otherwise ``codex_outcome``'s. Never raises on the content.
+    """
+    settings = body.settings
+    transcript = parse_codex_stream(raw.stdout.decode("utf-8", "replace").split("\n"))
+    stderr = raw.stderr.decode("utf-8", "replace")
+    cost, cost_problem = _price(settings.model, transcript)
+    expected = CodexExpectations(settings.mcp.name if body.scenario == DOC_BRIDGE_MCP else None,
+                                 tuple(settings.mcp.read_only_tools))
+    killed = raw.facts.timed_out or raw.facts.truncated or raw.facts.stopped
+    checked = CodexTranscript() if killed else transcript
+    decided: Outcome = codex_outcome(raw.facts, checked, expected, "" if killed else stderr,
+                                     None if killed else cost_problem)
+    problems: tuple[str, ...] = ()
+    if decided.status == "invalid-setup" and decided.problem:
+        problems = tuple(decided.problem.split("; "))
+    if raw.watch_stop is not None and not raw.facts.stopped:
+        decided = Outcome("budget-exceeded", raw.watch_stop, raw.watch_stop)
+    return CliEvaluation(
+        status=decided.status,
+        status_problem=decided.problem,
+        status_reason=decided.reason,
+        reported_cost_usd=None,
+        computed_cost=cost,
+        setup_problems=problems,
+        cost_problem=cost_problem,
+        fields=_fields(settings, transcript),
+    )
+
+
+CODEX_ACHIEVED: tuple[str, ...] = (
+    "working directory is a fresh export of the pinned blobs only (no .git, no dotfiles, no lockfiles, "
+    "no build output), files 0444 and directories 0555, removed after the attempt",
+    "codex exec -s read-only: Codex's own bubblewrap and seccomp sandbox refuses writes (approval policy never)",
+    "stdin closed; argv only, no shell",
+    "environment rebuilt from an allowlist; OPENAI_API_KEY and ANTHROPIC_API_KEY never passed",
+    "private HOME, TMPDIR and CODEX_HOME per attempt (outside any temp dir), removed afterwards; the user's "
+    "Codex config, rules and sessions not loaded (--ignore-rules, --ephemeral, a generated config.toml, "
+    "--strict-config)",
+    "own process group, killed after the attempt",
+    "analytics, web search, update checks, sub-agents and the default-on features outside read-only "
+    "repository work switched off in config.toml",
+)
+CODEX_NOT_ACHIEVED: tuple[str, ...] = (
+    NETWORK_NOT_ACHIEVED,
+    "Codex's shell tool is on (its read-only sandbox is the confinement): the agent may run any program "
+    "that reads, and the exec --json stream can omit a command (docs/codex.md), so shell counts are a lower bound",
+)
+
+
+def codex_isolation(settings: CliSettings, scenario: str) -> dict[str, Any]:
+    """The containment of a Codex attempt of ``scenario``, as plain record fields (``AgentCli.isolation``)."""
+    contained, missing_by_mode = containment_sentences(settings.containment)
+    achieved = [*CODEX_ACHIEVED, *contained]
+    missing = [*CODEX_NOT_ACHIEVED, *missing_by_mode]
+    if scenario == DOC_BRIDGE_MCP and settings.mcp.reads_live_checkout:
+        missing.append(LIVE_CHECKOUT_NOTE)
+    return {"containment": settings.containment, "isolation_achieved": achieved, "isolation_not_achieved": missing}

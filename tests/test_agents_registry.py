@@ -1,0 +1,56 @@
+"""The agent seam (issue 21 item 1): the registry, the pinned binaries, the agent-neutral version probe."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from agentstudy.agents.registry import AGENT_NAMES, DEFAULT_AGENT, UnknownAgent, agent_cli
+from agentstudy.io.agent_binary import AgentBinaryError, probe_version
+from agentstudy.runners.preflight import PreflightError, check_cli_version
+
+
+def test_the_registry_names_both_agents_and_defaults_to_claude_code() -> None:
+    assert AGENT_NAMES == ("claude-code", "codex")
+    assert DEFAULT_AGENT == "claude-code"
+    assert [agent_cli(name).name for name in AGENT_NAMES] == list(AGENT_NAMES)
+    assert agent_cli("codex").pinned_version == "0.171.0"
+    assert agent_cli("claude-code").pinned_version == "2.1.296"
+    with pytest.raises(UnknownAgent, match="unknown agent 'gemini' \\(known: claude-code, codex\\)"):
+        agent_cli("gemini")
+
+
+def test_each_agent_finds_its_pinned_install_in_tools() -> None:
+    env = {"PATH": "/usr/bin:/bin"}
+    assert ".tools/codex/" in str(agent_cli("codex").find_binary(None, env))
+    assert ".tools/claude-code/" in str(agent_cli("claude-code").find_binary(None, env))
+    with pytest.raises(AgentBinaryError, match="the Codex CLI binary 'no-such-codex' is not found on PATH"):
+        agent_cli("codex").find_binary("no-such-codex", env)
+
+
+def test_the_override_variable_is_the_agents_own(tmp_path: Path) -> None:
+    fake = tmp_path / "my-codex"
+    fake.write_text("#!/bin/sh\necho codex-cli 0.171.0\n")
+    fake.chmod(0o755)
+    assert agent_cli("codex").find_binary(None, {"AGENTSTUDY_CODEX_BIN": str(fake)}) == fake
+    assert agent_cli("claude-code").find_binary(None, {"AGENTSTUDY_CODEX_BIN": str(fake)}) != fake
+
+
+def test_the_real_codex_version_is_probed_contained_and_matched() -> None:
+    codex = agent_cli("codex").find_binary(None, os.environ)
+    line = probe_version(codex, {**os.environ, "OPENAI_API_KEY": "sk-sentinel"}, "bwrap")
+    assert line == "codex-cli 0.171.0"
+    assert check_cli_version(codex, "0.171.0", os.environ, "bwrap", agent="codex") == line
+    wrong = re.escape("codex --version printed 'codex-cli 0.171.0', not 'codex-cli 0.170.0'")
+    with pytest.raises(PreflightError, match=wrong):
+        check_cli_version(codex, "0.170.0", os.environ, "bwrap", agent="codex")
+
+
+def test_version_lines_are_read_by_each_agents_rule() -> None:
+    assert agent_cli("claude-code").version_problem("2.1.296 (Claude Code)", "2.1.296") is None
+    assert agent_cli("codex").version_problem("codex-cli 0.171.0", "0.171.0") is None
+    assert agent_cli("codex").version_problem("0.171.0", "0.171.0") is not None
+    assert agent_cli("claude-code").version_problem("codex-cli 0.171.0", "2.1.296") is not None
