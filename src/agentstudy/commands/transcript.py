@@ -1,8 +1,9 @@
 """``agentstudy transcript``: apply the runner's checks to a saved stream-json file (seed 000).
 
 Researchers use it to see why an attempt was refused. It runs exactly the runner's code path
-(``transports.cli_evaluation.evaluate_cli_attempt``, then ``pricing.budget.settle_attempt``)
-with the run's tool policy, and prints the attempt record without the answer. The MCP server
+(the agent's ``AgentCli.evaluate``: ``transports.cli_evaluation.evaluate_cli_attempt`` for Claude
+Code, ``transports.codex.evaluate_codex_attempt`` for ``--agent codex`` (issue 21 item 3); then
+``pricing.budget.settle_attempt``) with the run's tool policy, and prints the attempt record without the answer. The MCP server
 expected in the MCP arm is the run's: the same MCP flags as ``agentstudy minimal``
 (``commands.mcp_options``), or ``--study FILE`` (its treatment arm; flags typed beside it
 override it), or by default the bundled doc-bridge server (issue 18). Nothing is started.
@@ -17,9 +18,9 @@ from typing import Any, NoReturn
 
 import click
 
+from agentstudy.agents.registry import AGENT_NAMES, DEFAULT_AGENT, agent_cli
 from agentstudy.commands.common import EXIT_BLOCKED, EXIT_OK, fail, positive_usd
 from agentstudy.commands.mcp_options import mcp_options, study_mcp_spec
-from agentstudy.commands.transcript_codex import codex_attempt_record
 from agentstudy.io.process import STDOUT_LIMIT_BYTES
 from agentstudy.pricing.budget import reservation_for, settle_attempt
 from agentstudy.pricing.usd_json import optional_usd_number, usd_number
@@ -29,8 +30,10 @@ from agentstudy.protocol.records import CliObservation
 from agentstudy.protocol.study_arms import StudyArms
 from agentstudy.stream.denials import refused_out_of_export_reads
 from agentstudy.stream.outcome import ProcessFacts
+from agentstudy.transports.cli import CliAttemptBody, CliSettings, RawAttempt
 from agentstudy.transports.cli_args import arm_tools
-from agentstudy.transports.cli_evaluation import CliEvaluation, evaluate_cli_attempt, settled_reason
+from agentstudy.transports.cli_evaluation import CliEvaluation, settled_reason
+from agentstudy.transports.codex import STDERR_KEPT_BYTES
 
 FIRST_KEYS = (
     "status",
@@ -44,7 +47,6 @@ FIRST_KEYS = (
     "containment",
     "refusedOutOfExportReads",
 )
-AGENTS = ("claude-code", "codex")
 CONTAINMENTS = ("bwrap", "restricted", "unknown")
 CONTAINMENT_NOTES = {
     "unknown": "a transcript does not record how the child was confined; pass --containment",
@@ -142,9 +144,10 @@ def _study_arms(study: Path | None) -> StudyArms | None:
 @click.option("--study", "study", type=click.Path(path_type=Path),
               help="A study file (agentstudy-study-v1): its treatment arm gives the MCP server, tools and probe; "
                    "MCP flags typed beside it override it.")
-@click.option("--agent", type=click.Choice(AGENTS), default="claude-code", show_default=True,
+@click.option("--agent", type=click.Choice(AGENT_NAMES), default=DEFAULT_AGENT, show_default=True,
               help="The agent that wrote FILE: claude-code (stream-json) or codex (`codex exec --json`).")
-@click.option("--model", help="The configured --model the init event must echo (required for claude-code).")
+@click.option("--model", required=True,
+              help="The configured --model: the init event must echo it (claude-code); it prices the usage (codex).")
 @click.option("--stderr", "stderr_file", type=click.Path(path_type=Path),
               help="codex only: the child's saved stderr (a required MCP server that failed to start is "
                    "reported there and nowhere else).")
@@ -172,7 +175,7 @@ def transcript(
     scenario: str,
     study: Path | None,
     agent: str,
-    model: str | None,
+    model: str,
     stderr_file: Path | None,
     exit_code: int,
     timed_out: bool,
@@ -201,8 +204,9 @@ def transcript(
     permission denials of Read, Grep or Glob; other denials are setup problems), counts and tokens.
 
     With --agent codex FILE is a saved `codex exec --json` stream (and --stderr its stderr), judged
-    by the same strict checks as a Codex run (stream/codex.py): the MCP server of the treatment arm
-    is the one [mcp_servers] table, its read-only tools the enabled tools (server names, doc.search).
+    by the same code as a Codex run (transports/codex.py: the strict checks of stream/codex.py, the
+    --model's OpenAI price; Codex reports no cost): the MCP server of the treatment arm is the one
+    [mcp_servers] table, its read-only tools the enabled tools (server names, e.g. doc.search).
 
     Exit codes: 0 the status is `completed`; 1 any other status; 2 bad input (a missing or
     unreadable FILE, a bad option value).
@@ -214,35 +218,30 @@ def transcript(
         mcp_config_file, server_config_candidates, mcp_tools, mcp_probe, mcp_probe_arguments, sandbox_binds,
     )
     data = _read(file)
+    if stderr_file is not None and agent != "codex":
+        fail("--stderr is for --agent codex (Claude Code reports everything in its stream)")
+    stderr = _read(stderr_file) if stderr_file is not None else b""
     limit = positive_usd("--reservation-usd", reservation_usd)
     try:
         reservation = reservation_for(limit)
     except ValueError as error:
         fail(f"--reservation-usd: {error}")
-    if agent == "codex":
-        stderr = _read(stderr_file).decode("utf-8", errors="replace") if stderr_file is not None else ""
-        record = codex_attempt_record(
-            data, scenario=chosen, spec=spec, stderr=stderr, exit_code=exit_code, timed_out=timed_out,
-            attempt_budget_usd=limit, reservation_usd=reservation, containment=containment,
-        )
-        _show(record, containment, as_json)
-    if stderr_file is not None:
-        fail("--stderr is for --agent codex (Claude Code reports everything in its stream)")
-    if model is None:
-        fail("--model is required for --agent claude-code")
     truncated = len(data) > STDOUT_LIMIT_BYTES
     process = ProcessFacts(started=True, timed_out=timed_out, truncated=truncated, exit_code=exit_code,
                            stdout_limit=STDOUT_LIMIT_BYTES)
-    evaluation = evaluate_cli_attempt(
-        data[:STDOUT_LIMIT_BYTES],
-        process,
-        model=model,
-        tools=arm_tools(chosen, spec, ()),
-    )
+    # The run's own evaluation (AgentCli.evaluate: stream-json for Claude Code, stream/codex.py + OpenAI
+    # prices for Codex) on an attempt body that names nothing to start.
+    settings = CliSettings(binary=Path(agent), model=model, mcp=spec, agent=agent)
+    body = CliAttemptBody(settings, chosen, arm_tools(chosen, spec, ()), prompt="", reservation_usd=reservation,
+                          server=None, parent_env=None)
+    raw = RawAttempt(data[:STDOUT_LIMIT_BYTES], process, wall_time_ms=0, export_files=None, export_bytes=None,
+                     export_tree_sha256=None, stderr=stderr[-STDERR_KEPT_BYTES:])
+    evaluation = agent_cli(agent).evaluate(body, raw)
     record = attempt_record(
         evaluation, scenario=chosen, attempt_budget_usd=limit, reservation_usd=reservation, exit_code=exit_code,
         containment=containment,
     )
+    record["agent"] = agent
     _show(record, containment, as_json)
 
 

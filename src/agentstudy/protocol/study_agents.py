@@ -11,10 +11,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-DEFAULT_AGENT = "claude-code"
-"""The agent of a study or observation that names none."""
-KNOWN_AGENTS: tuple[str, ...] = ("claude-code", "codex")
-"""The agents a study file may list (the ``--agent`` values; ``agents.registry.AGENT_NAMES``)."""
+from agentstudy.agents.registry import AGENT_NAMES, DEFAULT_AGENT
+
+__all__ = ["DEFAULT_AGENT", "KNOWN_AGENTS", "check_agents", "observation_agent", "study_agents"]
+
+KNOWN_AGENTS: tuple[str, ...] = AGENT_NAMES
+"""The agents a study file may list: the ``--agent`` values of ``agents.registry`` (its modules are
+imported on first use only, so this import is cheap)."""
 
 
 def check_agents(agents: Sequence[str]) -> None:
