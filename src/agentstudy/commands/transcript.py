@@ -3,8 +3,8 @@
 Researchers use it to see why an attempt was refused. It runs exactly the runner's code path
 (the agent's ``AgentCli.evaluate``: ``transports.cli_evaluation.evaluate_cli_attempt`` for Claude
 Code, ``transports.codex.evaluate_codex_attempt`` for ``--agent codex`` (issue 21 item 3); then
-``pricing.budget.settle_attempt``) with the run's tool policy, and prints the attempt record without the answer. The MCP server
-expected in the MCP arm is the run's: the same MCP flags as ``agentstudy minimal``
+``pricing.budget.settle_attempt``) with the run's tool policy, and prints the attempt record
+without the answer. The MCP server expected in the MCP arm is the run's: the same MCP flags as ``agentstudy minimal``
 (``commands.mcp_options``), or ``--study FILE`` (its treatment arm; flags typed beside it
 override it), or by default the bundled doc-bridge server (issue 18). Nothing is started.
 """
