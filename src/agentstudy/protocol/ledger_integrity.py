@@ -378,3 +378,12 @@ def _agent_problems(cli: CliRunSettings) -> Iterator[str]:
         yield f"cli.agent.version {agent.version!r} is not cli.cliVersion {cli.cli_version!r}"
     if (agent.features is not None) != (agent.name == "codex"):
         yield "cli.agent.features is recorded for Codex and only for Codex"
+    names = [agent.name, *(other.name for other in cli.other_agents or [])]
+    for index, other in enumerate(cli.other_agents or []):  # a several-agent run's others (issue 21 item 6)
+        where = f"cli.otherAgents[{index}]"
+        if other.name not in AGENT_NAMES:
+            yield f"{where}.name {other.name!r} is not a known agent ({', '.join(AGENT_NAMES)})"
+        if (other.features is not None) != (other.name == "codex"):
+            yield f"{where}.features is recorded for Codex and only for Codex"
+    if len(set(names)) != len(names):
+        yield "cli.otherAgents names an agent twice (or the primary cli.agent again)"

@@ -222,6 +222,9 @@ class CliRunSettings(BaseModel):
     prices: dict[str, Any] | None
     base_url: str | None = Field(default=None, alias="baseUrl")
     agent: AgentRecord | None = None
+    other_agents: list[AgentRecord] | None = Field(default=None, alias="otherAgents")
+    """A several-agent run's other agents (issue 21 item 6), each probed in preflight; ``agent`` is the
+    primary (``--agent``). Each observation records its own agent and ``cliVersion``."""
 
 
 class McpServerRecord(BaseModel):
@@ -447,4 +450,9 @@ def _drop_unset(data: dict[str, Any]) -> dict[str, Any]:
         del data["cli"]["agent"]  # a ledger written before issue 21 keeps its hash
     elif data.get("cli") is not None and data["cli"]["agent"].get("features") is None:
         del data["cli"]["agent"]["features"]
+    if data.get("cli") is not None and data["cli"].get("otherAgents") is None:
+        del data["cli"]["otherAgents"]  # a one-agent run's ledger is unchanged
+    for other in (data.get("cli") or {}).get("otherAgents") or []:
+        if other.get("features") is None:
+            del other["features"]
     return data

@@ -171,7 +171,7 @@ def _reasons(obs: dict[str, Any], attempt: dict[str, Any]) -> tuple[list[str], l
     return reasons, notes
 
 
-def _attempt(index: int, obs: Any, default_transport: str | None) -> Attempt:
+def _attempt(index: int, obs: Any, default_transport: str | None, run_agent: str | None = None) -> Attempt:
     where = f"observation {index + 1}"
     if not isinstance(obs, dict):
         raise ReportInputError(f"{where} is not a JSON object")
@@ -204,7 +204,7 @@ def _attempt(index: int, obs: Any, default_transport: str | None) -> Attempt:
         notes=tuple(notes),
         usage=_stored_usage(obs, fields),
         containment=read_containment(obs, fields["transport"], where),
-        agent=observation_agent(obs),
+        agent=observation_agent(obs) if run_agent is None or "agent" in obs else run_agent,
         **fields,
     )
 
@@ -249,7 +249,10 @@ def parse_ledger(data: bytes, file_name: str) -> Study:
     if "type" in document or not isinstance(document.get("observations"), list):
         raise ReportInputError("not a minimal-study ledger (no observations list, or a foreign type)")
     transport = document.get("transport") if isinstance(document.get("transport"), str) else None
-    attempts = tuple(_attempt(i, obs, transport) for i, obs in enumerate(document["observations"]))
+    cli, run_agent = document.get("cli"), None  # a one-agent run of --agent codex names it in cli.agent only
+    if isinstance(cli, dict) and isinstance(cli.get("agent"), dict) and isinstance(cli["agent"].get("name"), str):
+        run_agent = cli["agent"]["name"]
+    attempts = tuple(_attempt(i, obs, transport, run_agent) for i, obs in enumerate(document["observations"]))
     seen: set[tuple[str, str, int, str]] = set()
     for attempt in attempts:
         key = (attempt.task_id, attempt.scenario, attempt.repetition, attempt.agent)
