@@ -47,6 +47,10 @@ def agent_analyses(
     return {agent: analyse(for_agent(study, agent), prices, seed=seed, resamples=resamples) for agent in study.agents}
 
 
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
 def _cell(analysis: Analysis, key: str) -> tuple[str, str, str]:
     result = next((r for r in analysis.results if r.metric.key == key), None)
     if result is None:
@@ -71,7 +75,7 @@ def agents_section(analyses: Mapping[str, Analysis]) -> Section:
     caption = (f"{first.scenario_name(TREATMENT)} compared with {first.scenario_name(BASELINE)}, task level, "
                f"each agent alone (exploratory)")
     right = frozenset(i for i in range(1, len(header)) if (i - 1) % 3 == 0)
-    counts = "; ".join(f"{agent}: {len(a.study.attempts)} attempts, {len(a.pairs)} pairs"
+    counts = "; ".join(f"{agent}: {_plural(len(a.study.attempts), 'attempt')}, {_plural(len(a.pairs), 'pair')}"
                        for agent, a in analyses.items())
     blocks: list[Block] = [Table("agents", caption, header, rows, right), Paragraph(NOT_POOLED),
                            Paragraph(f"Observed: {counts}.")]
@@ -109,6 +113,7 @@ def multi_agent_document(
     first = next(iter(analyses.values()))
     appendix = provenance_section(replace(first, study=study))
     table = next(b for b in appendix.blocks if isinstance(b, Table))
-    agents_row = ("agents", "; ".join(f"{agent} ({len(a.study.attempts)} attempts)" for agent, a in analyses.items()))
+    agents_row = ("agents", "; ".join(f"{agent} ({_plural(len(a.study.attempts), 'attempt')})"
+                                      for agent, a in analyses.items()))
     sections.append(Section(appendix.title, (replace(table, rows=(*table.rows, agents_row)),)))
     return Document(title, tuple(sections))
