@@ -104,3 +104,22 @@ def test_the_report_shows_two_paired_results_one_per_agent(two_agent_run: tuple[
         assert f"## Agent {agent}: Paired differences" in report.stdout
     assert "there is no overall line" in report.stdout
     assert "claude-code: 2 attempts, 1 pair; codex: 2 attempts, 1 pair" in report.stdout
+
+
+def test_two_agents_run_concurrently_with_one_budget(two_agent_study: tuple[Path, list[str]], tmp_path: Path) -> None:
+    """--concurrency 2: both agents' attempts of the same task, arm and repetition may be in flight at once;
+    each settles its own open reservation (the identity includes the agent) and the ledger verifies."""
+    study, roots = two_agent_study
+    output = tmp_path / "ledger.json"
+    result = CliRunner().invoke(main, [
+        "minimal", "--manifest", str(study), "--pilot", "--transport", "cli", "--rehearsal", *roots,
+        "--output", str(output), "--model", "claude-haiku-5-5", "--budget-usd", "1", "--concurrency", "2"])
+    assert result.exit_code == 0, result.output
+    data = output.read_bytes()
+    assert verify_ledger_bytes(data).problems == ()
+    ledger = json.loads(data)
+    assert sorted((o["agent"], o["scenario"]) for o in ledger["observations"]) == [
+        ("claude-code", "doc-bridge-mcp"), ("claude-code", "repository-only"),
+        ("codex", "doc-bridge-mcp"), ("codex", "repository-only")]
+    assert all(o["status"] == "completed" for o in ledger["observations"])
+    assert ledger["openReservations"] == []
