@@ -133,3 +133,14 @@ def test_the_same_agent_twice_on_one_task_arm_repetition_still_does_not_verify(t
     assert "a second observation of t1-discovery doc-bridge-mcp repetition 1 of codex" in verification.first()
     with pytest.raises(ReportInputError, match="two observations of t1-discovery doc-bridge-mcp repetition 1 of codex"):
         load_study(path)
+
+
+def test_power_planning_refuses_a_two_agent_ledger_in_one_line(two_agent_ledger: Path) -> None:
+    from click.testing import CliRunner
+
+    from agentstudy.cli import main
+
+    result = CliRunner().invoke(main, ["power", str(two_agent_ledger)])
+    assert result.exit_code == 2
+    assert result.stderr.strip() == ("agentstudy: error: the ledger holds attempts of 2 agents (claude-code, codex); "
+                                     "each agent is analysed alone; power planning reads a one-agent ledger")
