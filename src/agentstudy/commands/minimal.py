@@ -32,6 +32,7 @@ from agentstudy.commands.containment_options import (
 )
 from agentstudy.commands.mcp_options import mcp_options, study_mcp_spec
 from agentstudy.commands.minimal_inputs import money_flags, require_model, reservation_rule, rule_json
+from agentstudy.commands.study_agents_options import agent_model_option, other_agent_runs, rehearsal_endpoints
 from agentstudy.commands.view import print_server_tools, print_summary_table, progress_for_terminal
 from agentstudy.io.claude_cli import find_login_file, project_root
 from agentstudy.io.containment import ContainmentMode
@@ -120,6 +121,7 @@ from agentstudy.transports.cli import CliSettings
 @click.option("--ray-address", metavar="ADDR", help="With --executor ray: the running cluster's head (host:port).")
 @containment_option
 @cli_base_url_option
+@agent_model_option
 @mcp_options
 @stops_on_signals
 @click.pass_context
@@ -159,6 +161,7 @@ def minimal(
     mcp_probe: str,
     mcp_probe_arguments: str,
     sandbox_binds: tuple[str, ...],
+    agent_models: tuple[str, ...],
     containment: str,
     cli_base_url: str | None,
 ) -> None:
@@ -216,6 +219,8 @@ def minimal(
     )
     mode_of_containment = containment_mode(containment)
     base_url = api_base_url
+    if transport == "http" and getattr(loaded.manifest, "agents", None):
+        fail("a study that lists agents needs --transport cli (the http loop is the Messages API's)")
     if transport == "http":
         if cli_base_url is not None:
             fail("--cli-base-url is for the cli transport (use --api-base-url with http)")
@@ -285,18 +290,21 @@ def minimal(
     assert money.cap is not None and money.limit is not None
     check_new_output("--output", output, (*root_paths.values(), project_root()))
     binary = agent_binary(chosen_agent, agent_explicit)
+    primary = CliSettings(
+        binary=binary, model=chosen_model, mcp=spec, containment=mode_of_containment,
+        gateway_base_url=gateway_url, gateway_token=gateway_token,
+        login_file=None if rehearsal or gateway_url or chosen_agent.name != DEFAULT_AGENT
+        else find_login_file(os.environ),
+        agent=chosen_agent.name,
+    )
+    others = other_agent_runs(loaded, transport, primary, expected_version, agent_models, rehearsal=rehearsal,
+                              strict_cap=strict_cap)
     request = CliRunRequest(
         loaded=loaded,
         mode=mode,
         roots=root_paths,
         output=output,
-        settings=CliSettings(
-            binary=binary, model=chosen_model, mcp=spec, containment=mode_of_containment,
-            gateway_base_url=gateway_url, gateway_token=gateway_token,
-            login_file=None if rehearsal or gateway_url or chosen_agent.name != DEFAULT_AGENT
-            else find_login_file(os.environ),
-            agent=chosen_agent.name,
-        ),
+        settings=primary,
         cap_usd=money.cap,
         attempt_budget_usd=money.limit,
         expected_cli_version=expected_version,
@@ -308,12 +316,14 @@ def minimal(
         strict_cap=strict_cap,
         executor="ray" if executor == "ray" else "local",
         ray_address=ray_address,
+        other_agents=others,
     )
     if not rehearsal:
         sys.exit(_run(lambda: run_cli_study(request)))
-    with chosen_agent.rehearsal_endpoint(rehearsal_latency_ms) as rehearsal_url:
+    with chosen_agent.rehearsal_endpoint(rehearsal_latency_ms) as rehearsal_url, \
+            rehearsal_endpoints(others, rehearsal_latency_ms) as ready:
         settings = replace(request.settings, rehearsal_base_url=rehearsal_url)
-        code = _run(lambda: run_cli_study(replace(request, settings=settings)))
+        code = _run(lambda: run_cli_study(replace(request, settings=settings, other_agents=ready)))
     sys.exit(code)
 
 

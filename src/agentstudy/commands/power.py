@@ -69,7 +69,10 @@ def power(ledger: Path, metric: str | None, effect: str | None, alpha: str, targ
         fail(f"{ledger} is a controlled-study ledger; power planning reads minimal-study ledgers")
     except ReportInputError as error:
         fail(str(error))
-    analysis = analyse(study)
+    try:
+        analysis = analyse(study)
+    except ReportInputError as error:  # a ledger of several agents (issue 21): planned one agent at a time
+        fail(f"{error}; power planning reads a one-agent ledger")
     if metric is not None and metric not in {m.key for m in analysis.metrics}:
         fail(f"--metric {metric} is not in this report (correctness needs --adjudication)")
     plans = power_plans(analysis, metric_key=metric, effect=effect_value, alpha=alpha_value, power=power_value,

@@ -1,9 +1,10 @@
 """``agentstudy transcript``: apply the runner's checks to a saved stream-json file (seed 000).
 
 Researchers use it to see why an attempt was refused. It runs exactly the runner's code path
-(``transports.cli_evaluation.evaluate_cli_attempt``, then ``pricing.budget.settle_attempt``)
-with the run's tool policy, and prints the attempt record without the answer. The MCP server
-expected in the MCP arm is the run's: the same MCP flags as ``agentstudy minimal``
+(the agent's ``AgentCli.evaluate``: ``transports.cli_evaluation.evaluate_cli_attempt`` for Claude
+Code, ``transports.codex.evaluate_codex_attempt`` for ``--agent codex`` (issue 21 item 3); then
+``pricing.budget.settle_attempt``) with the run's tool policy, and prints the attempt record
+without the answer. The MCP server expected in the MCP arm is the run's: the same MCP flags as ``agentstudy minimal``
 (``commands.mcp_options``), or ``--study FILE`` (its treatment arm; flags typed beside it
 override it), or by default the bundled doc-bridge server (issue 18). Nothing is started.
 """
@@ -13,10 +14,11 @@ from __future__ import annotations
 import json
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
+from agentstudy.agents.registry import AGENT_NAMES, DEFAULT_AGENT, agent_cli
 from agentstudy.commands.common import EXIT_BLOCKED, EXIT_OK, fail, positive_usd
 from agentstudy.commands.mcp_options import mcp_options, study_mcp_spec
 from agentstudy.io.process import STDOUT_LIMIT_BYTES
@@ -28,8 +30,10 @@ from agentstudy.protocol.records import CliObservation
 from agentstudy.protocol.study_arms import StudyArms
 from agentstudy.stream.denials import refused_out_of_export_reads
 from agentstudy.stream.outcome import ProcessFacts
+from agentstudy.transports.cli import CliAttemptBody, CliSettings, RawAttempt
 from agentstudy.transports.cli_args import arm_tools
-from agentstudy.transports.cli_evaluation import CliEvaluation, evaluate_cli_attempt, settled_reason
+from agentstudy.transports.cli_evaluation import CliEvaluation, settled_reason
+from agentstudy.transports.codex import STDERR_KEPT_BYTES
 
 FIRST_KEYS = (
     "status",
@@ -140,7 +144,13 @@ def _study_arms(study: Path | None) -> StudyArms | None:
 @click.option("--study", "study", type=click.Path(path_type=Path),
               help="A study file (agentstudy-study-v1): its treatment arm gives the MCP server, tools and probe; "
                    "MCP flags typed beside it override it.")
-@click.option("--model", required=True, help="The configured --model the init event must echo.")
+@click.option("--agent", type=click.Choice(AGENT_NAMES), default=DEFAULT_AGENT, show_default=True,
+              help="The agent that wrote FILE: claude-code (stream-json) or codex (`codex exec --json`).")
+@click.option("--model", required=True,
+              help="The configured --model: the init event must echo it (claude-code); it prices the usage (codex).")
+@click.option("--stderr", "stderr_file", type=click.Path(path_type=Path),
+              help="codex only: the child's saved stderr (a required MCP server that failed to start is "
+                   "reported there and nowhere else).")
 @click.option("--exit-code", type=int, default=0, show_default=True, help="The child's exit code.")
 @click.option("--timed-out", is_flag=True, help="The child was killed by the attempt timeout.")
 @click.option(
@@ -164,7 +174,9 @@ def transcript(
     file: Path,
     scenario: str,
     study: Path | None,
+    agent: str,
     model: str,
+    stderr_file: Path | None,
     exit_code: int,
     timed_out: bool,
     reservation_usd: str,
@@ -191,6 +203,11 @@ def transcript(
     --containment: a transcript does not record it), refusedOutOfExportReads (the result's
     permission denials of Read, Grep or Glob; other denials are setup problems), counts and tokens.
 
+    With --agent codex FILE is a saved `codex exec --json` stream (and --stderr its stderr), judged
+    by the same code as a Codex run (transports/codex.py: the strict checks of stream/codex.py, the
+    --model's OpenAI price; Codex reports no cost): the MCP server of the treatment arm is the one
+    [mcp_servers] table, its read-only tools the enabled tools (server names, e.g. doc.search).
+
     Exit codes: 0 the status is `completed`; 1 any other status; 2 bad input (a missing or
     unreadable FILE, a bad option value).
     """
@@ -200,10 +217,10 @@ def transcript(
         ctx, arms.treatment if arms is not None else None,
         mcp_config_file, server_config_candidates, mcp_tools, mcp_probe, mcp_probe_arguments, sandbox_binds,
     )
-    try:
-        data = file.read_bytes()
-    except OSError as error:
-        fail(f"cannot read {file}: {error.strerror or error}")
+    data = _read(file)
+    if stderr_file is not None and agent != "codex":
+        fail("--stderr is for --agent codex (Claude Code reports everything in its stream)")
+    stderr = _read(stderr_file) if stderr_file is not None else b""
     limit = positive_usd("--reservation-usd", reservation_usd)
     try:
         reservation = reservation_for(limit)
@@ -212,20 +229,36 @@ def transcript(
     truncated = len(data) > STDOUT_LIMIT_BYTES
     process = ProcessFacts(started=True, timed_out=timed_out, truncated=truncated, exit_code=exit_code,
                            stdout_limit=STDOUT_LIMIT_BYTES)
-    evaluation = evaluate_cli_attempt(
-        data[:STDOUT_LIMIT_BYTES],
-        process,
-        model=model,
-        tools=arm_tools(chosen, spec, ()),
-    )
+    # The run's own evaluation (AgentCli.evaluate: stream-json for Claude Code, stream/codex.py + OpenAI
+    # prices for Codex) on an attempt body that names nothing to start.
+    settings = CliSettings(binary=Path(agent), model=model, mcp=spec, agent=agent)
+    body = CliAttemptBody(settings, chosen, arm_tools(chosen, spec, ()), prompt="", reservation_usd=reservation,
+                          server=None, parent_env=None)
+    raw = RawAttempt(data[:STDOUT_LIMIT_BYTES], process, wall_time_ms=0, export_files=None, export_bytes=None,
+                     export_tree_sha256=None, stderr=stderr[-STDERR_KEPT_BYTES:])
+    evaluation = agent_cli(agent).evaluate(body, raw)
     record = attempt_record(
         evaluation, scenario=chosen, attempt_budget_usd=limit, reservation_usd=reservation, exit_code=exit_code,
         containment=containment,
     )
+    record["agent"] = agent
+    _show(record, containment, as_json)
+
+
+def _read(path: Path) -> bytes:
+    """The bytes of ``path``; exit 2 with one line when it cannot be read."""
+    try:
+        return path.read_bytes()
+    except OSError as error:
+        fail(f"cannot read {path}: {error.strerror or error}")
+
+
+def _show(record: dict[str, Any], containment: str, as_json: bool) -> NoReturn:
+    """Print ``record`` (one JSON object, or aligned lines) and exit 0 for ``completed``, else 1."""
     if as_json:
         click.echo(json.dumps(record, ensure_ascii=False, separators=(",", ":")))
     else:
-        ordered = [*FIRST_KEYS, *(key for key in record if key not in FIRST_KEYS)]
+        ordered = [*(key for key in FIRST_KEYS if key in record), *(key for key in record if key not in FIRST_KEYS)]
         if record["statusReason"] in (record["setupProblem"], record["costProblem"]):
             ordered.remove("statusReason")  # the problem line below says it already
         width = max(len(key) for key in ordered)

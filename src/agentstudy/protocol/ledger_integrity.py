@@ -73,6 +73,7 @@ from agentstudy.protocol.controlled.hashing import (
 from agentstudy.protocol.ledger_budget_rule import budget_rule_problems
 from agentstudy.protocol.ledger_concurrency import concurrency_problems, continues
 from agentstudy.protocol.records import CliRunSettings, MinimalLedger, OpenReservation
+from agentstudy.protocol.study_agents import DEFAULT_AGENT
 from agentstudy.protocol.study_arms import SCENARIOS
 from agentstudy.stream.outcome import CLI_STATUSES
 
@@ -257,23 +258,25 @@ def is_loopback_http(url: str | None) -> bool:
 
 def _invariant_problems(ledger: MinimalLedger, document: Mapping[str, Any]) -> Iterator[str]:
     raw = document["observations"]
-    seen: set[tuple[str, str, int]] = set()
+    seen: set[tuple[str, str, int, str]] = set()
     for index, observation in enumerate(ledger.observations):
         name = _name(index, raw[index])
         if observation.transport != ledger.transport:
             yield f"{name}: transport {observation.transport} in a {ledger.transport} ledger"
         if observation.transport == "cli" and observation.status not in CLI_STATUSES:
             yield f"{name}: {observation.status!r} is not a status of a cli attempt"
-        identity = (observation.task_id, observation.scenario, observation.repetition)
+        identity = (observation.task_id, observation.scenario, observation.repetition,
+                    getattr(observation, "agent", None) or DEFAULT_AGENT)  # one per agent (issue 21)
         if identity in seen:
-            yield f"{name}: a second observation of {identity[0]} {identity[1]} repetition {identity[2]}"
+            whose = "" if identity[3] == DEFAULT_AGENT else f" of {identity[3]}"
+            yield f"{name}: a second observation of {identity[0]} {identity[1]} repetition {identity[2]}{whose}"
         seen.add(identity)
         if (ledger.concurrency is None and index < len(ledger.observations) - 1
                 and not continues(ledger.transport, observation.status)):
             yield f"{name}: the run goes on after an attempt that ended {observation.status}"
     yield from concurrency_problems(ledger)
     for where, opened in _open_reservations(ledger):
-        if (opened.task_id, opened.scenario, opened.repetition) in seen:
+        if (opened.task_id, opened.scenario, opened.repetition, opened.agent or DEFAULT_AGENT) in seen:
             yield (f"{where}: {opened.task_id} {opened.scenario} repetition {opened.repetition} "
                    f"is already observed")
     if len(ledger.observations) > ledger.planned_attempts:
@@ -375,3 +378,12 @@ def _agent_problems(cli: CliRunSettings) -> Iterator[str]:
         yield f"cli.agent.version {agent.version!r} is not cli.cliVersion {cli.cli_version!r}"
     if (agent.features is not None) != (agent.name == "codex"):
         yield "cli.agent.features is recorded for Codex and only for Codex"
+    names = [agent.name, *(other.name for other in cli.other_agents or [])]
+    for index, other in enumerate(cli.other_agents or []):  # a several-agent run's others (issue 21 item 6)
+        where = f"cli.otherAgents[{index}]"
+        if other.name not in AGENT_NAMES:
+            yield f"{where}.name {other.name!r} is not a known agent ({', '.join(AGENT_NAMES)})"
+        if (other.features is not None) != (other.name == "codex"):
+            yield f"{where}.features is recorded for Codex and only for Codex"
+    if len(set(names)) != len(names):
+        yield "cli.otherAgents names an agent twice (or the primary cli.agent again)"

@@ -21,6 +21,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from agentstudy.protocol.json_input import JsonInputError, describe_os_error, load_json, refuse_duplicate_keys
+from agentstudy.protocol.study_agents import study_agents
 from agentstudy.protocol.study_arms import DOC_BRIDGE_MCP, REPOSITORY_ONLY, SCENARIOS, StudyArms
 from agentstudy.protocol.study_file import STUDY_VERSION, StudyFile
 from agentstudy.protocol.task import (
@@ -126,8 +127,13 @@ class LoadedManifest(BaseModel):
 
     @property
     def full_attempts(self) -> int:
-        """Attempts of the full schedule: tasks × repetitions × 2 arms (36 for the seed)."""
-        return len(self.manifest.tasks) * self.manifest.repetitions * len(SCENARIOS)
+        """Attempts of the full schedule: tasks × repetitions × 2 arms × agents (36 for the seed)."""
+        return len(self.manifest.tasks) * self.manifest.repetitions * len(SCENARIOS) * len(self.agents)
+
+    @property
+    def agents(self) -> tuple[str, ...]:
+        """The study's agents (``protocol.study_agents.study_agents``: ``("claude-code",)`` unless listed)."""
+        return study_agents(self.manifest)
 
 
 def parse_manifest(text: str) -> LoadedManifest:

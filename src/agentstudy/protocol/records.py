@@ -71,6 +71,7 @@ class CliObservation(BaseModel):
     started_at: str | None = Field(default=None, alias="startedAt")
     ended_at: str | None = Field(default=None, alias="endedAt")
     worker_node: str | None = Field(default=None, alias="workerNode")
+    agent: str | None = None
     status: str
     status_reason: str | None = Field(default=None, alias="statusReason")
     answer: str
@@ -86,11 +87,12 @@ class CliObservation(BaseModel):
         (``--concurrency`` above 1): when the child started and when its result was in.
         ``workerNode`` (issue 20) is the Ray node id that ran the attempt's body (``--executor ray``). The
         export's facts are omitted when no export is known (a stop kept the child from starting, or
-        its worker died).
+        its worker died). ``agent`` (issue 21) names the coding agent (``claude-code``, ``codex``);
+        omitted when unset, which means ``claude-code`` (``protocol.study_agents.observation_agent``).
         """
         data = self.model_dump(by_alias=True)
         for key in ("setupProblem", "costProblem", "statusReason", "observationHash", "startedAt", "endedAt",
-                    "workerNode", "exportFiles", "exportBytes", "exportTreeSha256"):
+                    "workerNode", "agent", "exportFiles", "exportBytes", "exportTreeSha256"):
             if data[key] is None:
                 del data[key]
         return data
@@ -220,6 +222,9 @@ class CliRunSettings(BaseModel):
     prices: dict[str, Any] | None
     base_url: str | None = Field(default=None, alias="baseUrl")
     agent: AgentRecord | None = None
+    other_agents: list[AgentRecord] | None = Field(default=None, alias="otherAgents")
+    """A several-agent run's other agents (issue 21 item 6), each probed in preflight; ``agent`` is the
+    primary (``--agent``). Each observation records its own agent and ``cliVersion``."""
 
 
 class McpServerRecord(BaseModel):
@@ -300,7 +305,8 @@ class OpenReservation(BaseModel):
     ``reservedUsd`` is what is reserved now (cli: the attempt's reservation; http: the open
     call's, 0 between calls); ``chargedUsd`` what the attempt's settled calls already added to
     ``spent`` (http; always 0 for cli, and for ledgers written before it was recorded). So
-    ``spent`` is the observations' ``chargedUsd`` plus both.
+    ``spent`` is the observations' ``chargedUsd`` plus both. ``agent`` names the attempt's agent in a
+    several-agent run (issue 21; omitted for Claude Code, so older ledgers are unchanged).
     """
 
     model_config = ConfigDict(extra="forbid", validate_by_name=True, validate_by_alias=True)
@@ -310,6 +316,7 @@ class OpenReservation(BaseModel):
     repetition: int
     reserved_usd: float = Field(alias="reservedUsd")
     charged_usd: float = Field(default=0.0, alias="chargedUsd")
+    agent: str | None = None
 
 
 class AdjudicationDeclaration(BaseModel):
@@ -432,6 +439,9 @@ def _drop_unset(data: dict[str, Any]) -> dict[str, Any]:
     for arm in data.get("arms") or []:
         if arm["mcpServer"] is None:
             del arm["mcpServer"]
+    for opened in [data.get("openReservation"), *(data.get("openReservations") or [])]:
+        if isinstance(opened, dict) and opened.get("agent", "") is None:
+            del opened["agent"]  # Claude Code's: absent, so ledgers written before issue 21 keep their hash
     if data.get("http") is not None and data["http"].get("attemptBudgetUsd") is None:
         del data["http"]["attemptBudgetUsd"]  # a sequential http ledger is unchanged
     if data.get("cli") is not None and data["cli"].get("baseUrl") is None:
@@ -440,4 +450,9 @@ def _drop_unset(data: dict[str, Any]) -> dict[str, Any]:
         del data["cli"]["agent"]  # a ledger written before issue 21 keeps its hash
     elif data.get("cli") is not None and data["cli"]["agent"].get("features") is None:
         del data["cli"]["agent"]["features"]
+    if data.get("cli") is not None and data["cli"].get("otherAgents") is None:
+        del data["cli"]["otherAgents"]  # a one-agent run's ledger is unchanged
+    for other in (data.get("cli") or {}).get("otherAgents") or []:
+        if other.get("features") is None:
+            del other["features"]
     return data

@@ -4,6 +4,12 @@ Counterbalancing: for task index ``t`` and repetition index ``r`` (both 0-based)
 scenarios run in the manifest's forward order when ``t + r`` is even and reversed when it
 is odd. The list is task-major, then repetition, then the two scenarios; repetitions in
 entries are 1-based.
+
+Several agents (issue 21 item 6): within each task and repetition every agent of the study
+(``protocol.study_agents.study_agents``, in the file's order) runs its two scenarios in that same
+counterbalanced order, so each agent's entries alone are exactly the single-agent schedule and
+its pairs alternate forward and reversed; agents are interleaved per task and repetition, never
+run one after the other. A study of one agent has the schedule it always had.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from agentstudy.protocol.manifest import StudyDefinition
+from agentstudy.protocol.study_agents import DEFAULT_AGENT, study_agents
 
 Mode = Literal["pilot", "full"]
 
@@ -40,12 +47,14 @@ def pilot_size(manifest: StudyDefinition, tasks: int, repetitions: int) -> Pilot
 
 @dataclass(frozen=True)
 class ScheduleEntry:
-    """One planned attempt: ``task_id``, ``repository``, ``scenario``, 1-based ``repetition``."""
+    """One planned attempt: ``task_id``, ``repository``, ``scenario``, 1-based ``repetition`` and the
+    ``agent`` that runs it (``claude-code`` unless the study lists agents; issue 21)."""
 
     task_id: str
     repository: str
     scenario: str
     repetition: int
+    agent: str = DEFAULT_AGENT
 
 
 def build_schedule(manifest: StudyDefinition, mode: Mode, pilot: PilotSize = PilotSize()) -> tuple[ScheduleEntry, ...]:
@@ -55,13 +64,15 @@ def build_schedule(manifest: StudyDefinition, mode: Mode, pilot: PilotSize = Pil
     counterbalanced as the full schedule (2 entries for the default pilot); the entries are the
     full schedule's first ones of those tasks and repetitions.
     ``full``: every task, ``manifest.repetitions`` repetitions, both scenarios (36 entries
-    for the seed manifest; tasks x repetitions x 2 for a study file).
+    for the seed manifest; tasks x repetitions x 2 x agents for a study file).
     """
     tasks = manifest.tasks[: pilot.tasks] if mode == "pilot" else manifest.tasks
     repetitions = pilot.repetitions if mode == "pilot" else manifest.repetitions
+    agents = study_agents(manifest)
     entries: list[ScheduleEntry] = []
     for t, task in enumerate(tasks):
         for r in range(repetitions):
             order = manifest.scenarios if (t + r) % 2 == 0 else tuple(reversed(manifest.scenarios))
-            entries.extend(ScheduleEntry(task.id, task.repository, scenario, r + 1) for scenario in order)
+            entries.extend(ScheduleEntry(task.id, task.repository, scenario, r + 1, agent)
+                           for agent in agents for scenario in order)
     return tuple(entries)

@@ -1,6 +1,6 @@
 """The general study file ``agentstudy-study-v1`` (issue 18, deliverable 1). Pure.
 
-A study file fully describes a paired study: any number of tasks (≥ 1) over any number of
+A study file fully describes a paired study (one agent or several, issue 21): any number of tasks (≥ 1) over
 repositories pinned to 40-hex commits (each used by ≥ 1 task), any number of repetitions
 (≥ 1), and two arms with ids and labels, the treatment naming its MCP server, read-only tools
 and probe (``protocol.study_arms``). Loading is as strict as the seed manifest's: unknown keys,
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from agentstudy.protocol.study_agents import check_agents
 from agentstudy.protocol.study_arms import SCENARIOS, StudyArms
 from agentstudy.protocol.task import Task, check_pins, check_task_ids_and_repositories
 
@@ -26,7 +27,9 @@ class StudyFile(BaseModel):
     Rules: ``version`` is ``agentstudy-study-v1``; ``repetitions`` is 1–100; ``repositories``
     maps names to 40 lowercase hex pins; ``tasks`` (1–1000, the seed's :class:`Task`) have
     distinct ids, each naming a declared repository, and every repository has a task;
-    ``arms`` are :class:`~agentstudy.protocol.study_arms.StudyArms`.
+    ``arms`` are :class:`~agentstudy.protocol.study_arms.StudyArms`; ``agents`` (optional, issue
+    21 item 6) lists the coding agents run in both arms, each at most once, from
+    ``protocol.study_agents.KNOWN_AGENTS``; absent means the single Claude Code agent.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
@@ -36,6 +39,8 @@ class StudyFile(BaseModel):
     repositories: dict[str, str] = Field(min_length=1, description="Repository name -> 40 lowercase hex pin.")
     arms: StudyArms
     tasks: list[Task] = Field(min_length=1, max_length=MAX_TASKS)
+    agents: list[str] | None = Field(
+        default=None, description="The coding agents the study runs (claude-code, codex); absent: claude-code only.")
 
     @model_validator(mode="after")
     def _check_matrix(self) -> StudyFile:
@@ -43,6 +48,8 @@ class StudyFile(BaseModel):
             raise ValueError(f"version must be {STUDY_VERSION!r}")
         check_pins(self.repositories)
         check_task_ids_and_repositories(self.tasks, self.repositories)
+        if self.agents is not None:
+            check_agents(self.agents)
         used = {task.repository for task in self.tasks}
         for name in self.repositories:
             if name not in used:

@@ -7,7 +7,9 @@ exact sign-flip p) and :class:`~agentstudy.report.variance.VarianceComponents`. 
 is included when it ``completed``, the value is recorded and (for tokens and money) its usage is
 complete; a task enters a metric when both arms have at least one included value.
 
-A pair is one task x repetition with its ``repository-only`` and ``doc-bridge-mcp`` attempts.
+A pair is one task x repetition of one agent with its ``repository-only`` and ``doc-bridge-mcp``
+attempts: a pair never joins two agents' attempts, and :func:`analyse` refuses a study of several
+agents (issue 21 item 6; :mod:`agentstudy.report.agents` analyses each agent alone).
 A pair enters a metric's statistics only when both attempts ``completed``, both values are
 recorded and (for tokens and money) both attempts' usage is complete; otherwise the pair is
 kept in the per-pair table with the reason it was left out of that metric. Differences are
@@ -24,8 +26,9 @@ from decimal import Decimal
 from agentstudy.pricing.cost import CostProblem
 from agentstudy.pricing.price_file import PriceFile, reprice_as
 from agentstudy.pricing.sums import difference_usd
+from agentstudy.protocol.study_agents import DEFAULT_AGENT
 from agentstudy.report.inference import TaskLevelSummary, task_level_summary
-from agentstudy.report.model import BASELINE, TREATMENT, Attempt, Study
+from agentstudy.report.model import BASELINE, TREATMENT, Attempt, ReportInputError, Study
 from agentstudy.report.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 from agentstudy.report.variance import VarianceComponents, variance_components
 
@@ -66,7 +69,8 @@ class Repriced:
 class Pair:
     """One task x repetition: its two attempts (``None`` when not observed), per-metric differences and,
     for metrics left out, the reason (keys are metric keys). ``unusable`` says why the whole pair is left
-    out (an attempt not observed or not completed), ``None`` when it is usable."""
+    out (an attempt not observed or not completed), ``None`` when it is usable; ``agent`` is the one agent
+    both attempts belong to."""
 
     task_id: str
     repetition: int
@@ -75,6 +79,7 @@ class Pair:
     differences: dict[str, Number]
     excluded: dict[str, str]
     unusable: str | None = None
+    agent: str = DEFAULT_AGENT
 
 
 @dataclass(frozen=True)
@@ -162,18 +167,19 @@ def difference(metric: Metric, treatment: Number, baseline: Number) -> Number:
 
 
 def build_pairs(study: Study, metrics: tuple[Metric, ...], repriced: Mapping[int, Repriced]) -> tuple[Pair, ...]:
-    """Every task x repetition that has an attempt in either scenario, in order of first appearance."""
-    order: list[tuple[str, int]] = []
-    by_key: dict[tuple[str, int, str], Attempt] = {}
+    """Every agent x task x repetition that has an attempt in either scenario, in order of first appearance
+    (a pair's two attempts are always the same agent's)."""
+    order: list[tuple[str, str, int]] = []
+    by_key: dict[tuple[str, str, int, str], Attempt] = {}
     for attempt in study.attempts:
-        key = (attempt.task_id, attempt.repetition)
+        key = (attempt.agent, attempt.task_id, attempt.repetition)
         if key not in order and attempt.scenario in (BASELINE, TREATMENT):
             order.append(key)
-        by_key[(attempt.task_id, attempt.repetition, attempt.scenario)] = attempt
+        by_key[(*key, attempt.scenario)] = attempt
     pairs = []
-    for task_id, repetition in order:
-        base = by_key.get((task_id, repetition, BASELINE))
-        treat = by_key.get((task_id, repetition, TREATMENT))
+    for agent, task_id, repetition in order:
+        base = by_key.get((agent, task_id, repetition, BASELINE))
+        treat = by_key.get((agent, task_id, repetition, TREATMENT))
         differences: dict[str, Number] = {}
         unusable = "; ".join(r for r in (_unusable(base, BASELINE), _unusable(treat, TREATMENT)) if r) or None
         excluded: dict[str, str] = dict.fromkeys((m.key for m in metrics), unusable) if unusable else {}
@@ -186,7 +192,7 @@ def build_pairs(study: Study, metrics: tuple[Metric, ...], repriced: Mapping[int
             t_value, b_value = value_of(treat, metric, repriced), value_of(base, metric, repriced)
             assert t_value is not None and b_value is not None
             differences[metric.key] = difference(metric, t_value, b_value)
-        pairs.append(Pair(task_id, repetition, base, treat, differences, excluded, unusable))
+        pairs.append(Pair(task_id, repetition, base, treat, differences, excluded, unusable, agent))
     return tuple(pairs)
 
 
@@ -198,7 +204,15 @@ def analyse(
     resamples: int = BOOTSTRAP_RESAMPLES,
 ) -> Analysis:
     """Pair the study's attempts and summarise every metric (correctness only when adjudicated,
-    re-priced USD only with ``prices``)."""
+    re-priced USD only with ``prices``).
+
+    Raises:
+        ReportInputError: the study holds attempts of more than one agent (the task-level statistics
+            would pool agents; ``report.agents.agent_analyses`` analyses each alone, issue 21).
+    """
+    if len(study.agents) > 1:
+        raise ReportInputError(f"the ledger holds attempts of {len(study.agents)} agents "
+                               f"({', '.join(study.agents)}); each agent is analysed alone")
     metrics = [INPUT, OUTPUT, TOOLS, WALL, CHARGED]
     repriced: dict[int, Repriced] = {}
     if prices is not None:

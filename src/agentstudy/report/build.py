@@ -8,11 +8,13 @@ with mode 0600 (the ledger is private; the report holds no answer, but it descri
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import tempfile
 from pathlib import Path
 
 from agentstudy.pricing.price_file import PriceFile, PriceFileError, parse_price_file
+from agentstudy.report.agents import agent_analyses, multi_agent_document
 from agentstudy.report.analysis import Analysis, analyse
 from agentstudy.report.content import build_document
 from agentstudy.report.document import Document
@@ -85,12 +87,29 @@ def render_study(study: Study, prices: Path | None, output_format: str) -> str:
     """
     if output_format not in REPORT_FORMATS:
         raise ReportInputError(f"unknown format {output_format!r}")
-    analysis = analyse(study, load_prices(prices) if prices is not None else None)
+    price_file = load_prices(prices) if prices is not None else None
+    if len(study.agents) > 1:
+        return _render_agents(study, price_file, output_format)
+    analysis = analyse(study, price_file)
     if output_format == "json":
         from agentstudy.report.json_view import render_json
 
         return render_json(analysis)
     return render(document_for(analysis, output_format), output_format)
+
+
+def _render_agents(study: Study, prices: PriceFile | None, output_format: str) -> str:
+    """A several-agent study (issue 21 item 6): each agent analysed alone (``report.agents``); JSON is
+    ``{"type": "minimal-study-report-by-agent", "agents": {name: that agent's one-agent JSON view}}``."""
+    analyses = agent_analyses(study, prices)
+    if output_format == "json":
+        from agentstudy.report.json_view import report_json
+
+        views = {agent: report_json(analysis) for agent, analysis in analyses.items()}
+        return json.dumps({"type": "minimal-study-report-by-agent", "version": 1, "agents": views},
+                          ensure_ascii=False, indent=2, allow_nan=False) + "\n"
+    document = multi_agent_document(study, analyses, lambda analysis: document_for(analysis, output_format))
+    return render(document, output_format)
 
 
 def write_report(path: Path, text: str) -> None:

@@ -29,6 +29,7 @@ from agentstudy.protocol.adjudication import RUBRIC_SCORES, MinimalAdjudication
 from agentstudy.protocol.adjudication_integrity import companion_problems
 from agentstudy.protocol.json_input import JsonInputError, load_json
 from agentstudy.protocol.ledger_integrity import verify_ledger_bytes
+from agentstudy.protocol.study_agents import observation_agent
 from agentstudy.report.containment import read_containment
 from agentstudy.report.model import (
     COMPLETED,
@@ -170,7 +171,7 @@ def _reasons(obs: dict[str, Any], attempt: dict[str, Any]) -> tuple[list[str], l
     return reasons, notes
 
 
-def _attempt(index: int, obs: Any, default_transport: str | None) -> Attempt:
+def _attempt(index: int, obs: Any, default_transport: str | None, run_agent: str | None = None) -> Attempt:
     where = f"observation {index + 1}"
     if not isinstance(obs, dict):
         raise ReportInputError(f"{where} is not a JSON object")
@@ -203,6 +204,7 @@ def _attempt(index: int, obs: Any, default_transport: str | None) -> Attempt:
         notes=tuple(notes),
         usage=_stored_usage(obs, fields),
         containment=read_containment(obs, fields["transport"], where),
+        agent=observation_agent(obs) if run_agent is None or "agent" in obs else run_agent,
         **fields,
     )
 
@@ -236,7 +238,7 @@ def parse_ledger(data: bytes, file_name: str) -> Study:
     Raises:
         NotSupportedYet: a controlled-study observation ledger.
         ReportInputError: not JSON, not a minimal-study ledger, a malformed observation, or
-            two observations of the same task, scenario and repetition.
+            two observations of the same agent, task, scenario and repetition.
     """
     document = _json(data, "ledger")
     if not isinstance(document, dict):
@@ -247,12 +249,16 @@ def parse_ledger(data: bytes, file_name: str) -> Study:
     if "type" in document or not isinstance(document.get("observations"), list):
         raise ReportInputError("not a minimal-study ledger (no observations list, or a foreign type)")
     transport = document.get("transport") if isinstance(document.get("transport"), str) else None
-    attempts = tuple(_attempt(i, obs, transport) for i, obs in enumerate(document["observations"]))
-    seen: set[tuple[str, str, int]] = set()
+    cli, run_agent = document.get("cli"), None  # a one-agent run of --agent codex names it in cli.agent only
+    if isinstance(cli, dict) and isinstance(cli.get("agent"), dict) and isinstance(cli["agent"].get("name"), str):
+        run_agent = cli["agent"]["name"]
+    attempts = tuple(_attempt(i, obs, transport, run_agent) for i, obs in enumerate(document["observations"]))
+    seen: set[tuple[str, str, int, str]] = set()
     for attempt in attempts:
-        key = (attempt.task_id, attempt.scenario, attempt.repetition)
+        key = (attempt.task_id, attempt.scenario, attempt.repetition, attempt.agent)
         if key in seen:
-            raise ReportInputError(f"the ledger has two observations of {key[0]} {key[1]} repetition {key[2]}")
+            whose = f" of {key[3]}" if len({a.agent for a in attempts}) > 1 else ""
+            raise ReportInputError(f"the ledger has two observations of {key[0]} {key[1]} repetition {key[2]}{whose}")
         seen.add(key)
     budget: dict[str, Any] = document["budget"] if isinstance(document.get("budget"), dict) else {}
     opened = document.get("openReservation")

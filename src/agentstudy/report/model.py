@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from agentstudy.pricing.cost import CacheWrites, ModelTokens
+from agentstudy.protocol.study_agents import DEFAULT_AGENT
 
 BASELINE = "repository-only"
 TREATMENT = "doc-bridge-mcp"
@@ -67,6 +68,8 @@ class Attempt:
     ``adjudication`` is ``scored``, ``pending``, ``missing`` (the attempt did not complete) or
     ``not adjudicated`` (no companion). ``reasons`` are runner-written facts (status, setup or
     cost problem, exit code ...), never answer text. ``containment`` is how it was confined.
+    ``agent`` is the coding agent that ran it (the observation's ``agent``; ``claude-code`` when
+    absent, issue 21).
     """
 
     index: int
@@ -92,6 +95,7 @@ class Attempt:
     adjudication: str = "not adjudicated"
     pending_reason: str | None = None
     containment: AttemptContainment = AttemptContainment()
+    agent: str = DEFAULT_AGENT
 
     @property
     def completed(self) -> bool:
@@ -152,6 +156,11 @@ class Study:
     reservation_rule: str | None = None
     worst_turn_usd: Decimal | None = None
     largest_overshoot_usd: Decimal | None = None
+
+    @property
+    def agents(self) -> tuple[str, ...]:
+        """The agents of the observed attempts, in order of first appearance (``()`` with no attempt)."""
+        return tuple(dict.fromkeys(a.agent for a in self.attempts))
 
     def arm_name(self, scenario: str) -> str:
         """The short name of ``scenario``'s arm for plots: its study-file label, else the scenario."""

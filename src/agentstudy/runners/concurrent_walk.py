@@ -239,8 +239,9 @@ class ConcurrentWalk(Generic[R, O]):
         self.observations.append(observation)
         self.ledger.observations.append(observation)
         opened = self.ledger.open_reservations or []
-        self.ledger.open_reservations = [r for r in opened if (r.task_id, r.scenario, r.repetition) != (
-            flight.entry.task_id, flight.entry.scenario, flight.entry.repetition)]
+        mine = open_reservation(flight.entry, Decimal(0))  # the same agent's attempt only (issue 21)
+        self.ledger.open_reservations = [r for r in opened if (r.task_id, r.scenario, r.repetition, r.agent) != (
+            mine.task_id, mine.scenario, mine.repetition, mine.agent)]
         self.ledger.budget = budget_record(self.budget, self.tally, self.rule)
         self.run.observe(status=flight.attempt.status)
         if self.budget.cap_exceeded:

@@ -34,6 +34,7 @@ from agentstudy.protocol.ledger_integrity import seal_ledger
 from agentstudy.protocol.manifest import LoadedManifest
 from agentstudy.protocol.records import ArmRecord, BudgetRecord, MinimalLedger, OpenReservation
 from agentstudy.protocol.schedule import ScheduleEntry
+from agentstudy.protocol.study_agents import DEFAULT_AGENT
 from agentstudy.protocol.study_arms import arms_record
 
 ERROR_STOP_REASON = "the runner stopped on an error; review the budget before any rerun"
@@ -68,6 +69,7 @@ def open_reservation(entry: ScheduleEntry, reserved_usd: Decimal, charged_usd: D
     return OpenReservation(
         task_id=entry.task_id, scenario=entry.scenario, repetition=entry.repetition,
         reserved_usd=usd_number(reserved_usd), charged_usd=usd_number(charged_usd),
+        agent=entry.agent if entry.agent != DEFAULT_AGENT else None,
     )
 
 

@@ -24,7 +24,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Literal
 
-from agentstudy.agents.registry import agent_cli
+from agentstudy.agents.registry import DEFAULT_AGENT, agent_cli
 from agentstudy.fsm.attempt import AttemptMachine
 from agentstudy.fsm.run import RunMachine
 from agentstudy.io.agent_binary import AgentBinaryError
@@ -47,6 +47,7 @@ from agentstudy.protocol.records import (
     MinimalLedger,
 )
 from agentstudy.protocol.schedule import Mode, PilotSize, ScheduleEntry, build_schedule
+from agentstudy.runners.agent_runs import AgentRun, check_other_agents, expected_for, schedule_for, settings_for
 from agentstudy.runners.concurrent_walk import AttemptPort, ConcurrentWalk
 from agentstudy.runners.executor import AttemptExecutor, submit_cli_attempt
 from agentstudy.runners.executor_choice import open_executor
@@ -109,6 +110,8 @@ class CliRunRequest:
     """The Ray cluster's address (``--ray-address``); required with ``executor="ray"``."""
     strict_cap: bool = False
     """``--strict-cap`` (issue 19): reserve the limit plus one worst-case turn (``pricing.strict_cap``)."""
+    other_agents: Mapping[str, AgentRun] = field(default_factory=dict)
+    """A several-agent study's agents besides ``settings.agent`` (issue 21 item 6; ``runners.agent_runs``)."""
 
 
 def cli_port(
@@ -152,8 +155,10 @@ def _observation(
         task_id=entry.task_id,
         scenario=entry.scenario,
         repetition=entry.repetition,
+        agent=entry.agent if entry.agent != DEFAULT_AGENT or request.other_agents else None,  # issue 21
         cli_version=cli_version,
-        expected_cli_version=request.expected_cli_version,
+        expected_cli_version=expected_for(request.expected_cli_version, request.settings, request.other_agents,
+                                          entry.agent),
         attempt_budget_usd=usd_number(request.attempt_budget_usd),
         **fields,
         cli_reported_cost_usd=optional_usd_number(result.reported_cost_usd),
@@ -233,9 +238,9 @@ def run_cli_study(request: CliRunRequest) -> RunSummary:
 
 def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
     manifest = request.loaded.manifest
-    schedule = build_schedule(manifest, request.mode, request.pilot)
-    run = RunMachine(len(schedule), "cli")
     settings = request.settings
+    schedule = schedule_for(request.loaded, build_schedule(manifest, request.mode, request.pilot), settings.agent)
+    run = RunMachine(len(schedule), "cli")
     try:
         if settings.rehearsal_base_url is not None and not is_loopback_http(settings.rehearsal_base_url):
             raise PreflightError("a rehearsal talks only to the local rehearsal server (an http loopback URL)")
@@ -255,6 +260,9 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
         except AgentBinaryError as error:
             raise PreflightError(str(error)) from None
         raise_if_stopped(NOTHING_WRITTEN)
+        others = check_other_agents(request.other_agents, request.parent_env)
+        versions = {settings.agent: cli_version, **{name: agent.version_line for name, agent in others.items()}}
+        raise_if_stopped(NOTHING_WRITTEN)
         mcp = checked.mcp
         executor: AttemptExecutor | None = None
         if request.concurrency > 1:
@@ -264,6 +272,7 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
         ledger = _ledger(request, cli_version, mcp, len(schedule), now_iso(), rule)
         assert ledger.cli is not None
         ledger.cli.agent = agent_record
+        ledger.cli.other_agents = [agent.record for agent in others.values()] or None
         ledger.containment = checked.containment
         if request.executor == "ray" and executor is not None:
             ledger.executor, ledger.excluded_workers = "ray", list(executor.excluded)
@@ -285,7 +294,7 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
 
     def run_attempt(entry: ScheduleEntry) -> CliAttemptResult:
         return run_cli_attempt(
-            settings,
+            settings_for(settings, request.other_agents, entry.agent),
             scenario=entry.scenario,
             tools=arm_tools(entry.scenario, request.settings.mcp, mcp.extra_denied),
             root=request.roots[entry.repository],
@@ -298,7 +307,7 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
 
     def body_for(entry: ScheduleEntry) -> CliAttemptBody:
         return CliAttemptBody(
-            settings,
+            settings_for(settings, request.other_agents, entry.agent),
             entry.scenario,
             arm_tools(entry.scenario, request.settings.mcp, mcp.extra_denied),
             study_prompt(manifest.task(entry.task_id).question),
@@ -309,7 +318,8 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
 
     def observe(entry: ScheduleEntry, result: CliAttemptResult, status: str, reserved: Decimal, charged: Decimal,
                 cap_exceeded: bool) -> CliObservation:
-        return _observation(entry, request, cli_version, result, status, reserved, charged, cap_exceeded, base)
+        return _observation(entry, request, versions[entry.agent], result, status, reserved, charged, cap_exceeded,
+                            base)
 
     def submit(entry: ScheduleEntry) -> Future[CliAttemptResult]:
         assert executor is not None  # only the concurrent walk submits
