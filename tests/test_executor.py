@@ -13,6 +13,7 @@ import sys
 from concurrent.futures import Future
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -22,8 +23,8 @@ from agentstudy.io.export import export_pinned_corpus, materialise_corpus, read_
 from agentstudy.pricing.budget import settle_attempt
 from agentstudy.protocol.records import ExcludedWorker
 from agentstudy.rehearsal.example_study import build_example_study
-from agentstudy.runners.executor import WorkerDied, submit_cli_attempt, then
-from agentstudy.transports.cli import WORKER_DIED, CliAttemptBody, CliSettings, RawAttempt
+from agentstudy.runners.executor import WorkerDied, WorkerJob, submit_cli_attempt, then
+from agentstudy.transports.cli import WORKER_DIED, CliAttemptBody, CliSettings
 from agentstudy.transports.cli_args import ArmTools, McpServerSpec
 
 
@@ -52,8 +53,8 @@ class _DeadWorker:
     def __init__(self) -> None:
         self.excluded: list[ExcludedWorker] = []
 
-    def submit(self, body: CliAttemptBody, repository: str) -> Future[RawAttempt]:
-        future: Future[RawAttempt] = Future()
+    def submit(self, job: WorkerJob[Any]) -> Future[Any]:
+        future: Future[Any] = Future()
         future.set_exception(WorkerDied("node-7", "WorkerCrashedError on node node-7"))
         return future
 

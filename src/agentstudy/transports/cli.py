@@ -16,7 +16,6 @@ import dataclasses
 import os
 import shutil
 import stat
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -35,6 +34,8 @@ from agentstudy.io.containment import (
 from agentstudy.io.export import CorpusBlobs, materialise_corpus, read_pinned_corpus, remove_export
 from agentstudy.io.git import GitError
 from agentstudy.io.process import STDOUT_LIMIT_BYTES, run_bounded
+from agentstudy.io.scratch import owned_mkdtemp, release
+from agentstudy.io.server_corpus import own_snapshot
 from agentstudy.io.signals import stop_signal
 from agentstudy.pricing.budget import format_max_budget
 from agentstudy.pricing.cost import AttemptCost
@@ -202,13 +203,11 @@ def run_cli_body(body: CliAttemptBody, corpus: CorpusBlobs) -> RawAttempt:
     if stop_signal() is not None:
         return RawAttempt(b"", STOPPED_FACTS, 0, None, None, None)
     export = materialise_corpus(corpus)
-    scratch = Path(tempfile.mkdtemp(prefix="agentstudy-attempt-"))
+    scratch = owned_mkdtemp("attempt")
     try:
         server = body.server
         if server is not None and body.own_server_snapshot:
-            snapshot = materialise_corpus(corpus, parent=scratch)
-            config = None if server.config is None else server.config.replace(server.root, str(snapshot.path), 1)
-            server = dataclasses.replace(server, root=str(snapshot.path), config=config)
+            server = own_snapshot(server, corpus, scratch)
         home, tmp = scratch / "home", scratch / "tmp"
         home.mkdir()
         tmp.mkdir()
@@ -236,6 +235,7 @@ def run_cli_body(body: CliAttemptBody, corpus: CorpusBlobs) -> RawAttempt:
         for directory, _dirs, _files in os.walk(scratch):
             Path(directory).chmod(stat.S_IRWXU)  # the server snapshot's sealed directories
         shutil.rmtree(scratch, ignore_errors=True)
+        release(scratch)
     stopped = process.stopped and process.exit_code != 0  # a child that exited 0 ended on its own
     facts = ProcessFacts(process.started, process.timed_out, process.truncated, process.exit_code,
                          timeout_s=settings.timeout_s, stdout_limit=settings.stdout_limit, stopped=stopped)
