@@ -26,6 +26,7 @@ it and an interrupted one's verdict is not recorded.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +34,7 @@ from typing import Any
 
 from agentstudy.controlled.ledger_file import replace_observation
 from agentstudy.controlled.outputs import PROVIDER_LABEL, OutputError, parse_adjudicator_output, parse_json_object
-from agentstudy.controlled.remote import AdjudicatorJob, WorkerDiedError
+from agentstudy.controlled.remote import AdjudicatorJob, WorkerDiedError, awaited
 from agentstudy.controlled.requests import adjudicator_request, request_bytes
 from agentstudy.io.controlled_command import (
     BASE_ENVIRONMENT,
@@ -258,13 +259,14 @@ def adjudicate_ledger(prepared: PreparedAdjudication, *, environ: Mapping[str, s
     state = {"ledger": prepared.ledger}
     interrupted: list[StopRequested] = []
     died: list[str] = []
+    death = threading.Event()
 
     def admit(_: int, index: int) -> Callable[[], tuple[str, dict[str, Any]]] | None:
-        if stop_signal() is not None or died:
+        if stop_signal() is not None or death.is_set():
             return None
         request = prepared.requests[index]
         if executor is not None:
-            return lambda: _judge(prepared, index, executor.submit(_child(prepared, request)).result())
+            return lambda: _judge(prepared, index, awaited(executor, _child(prepared, request), death))
         return lambda: _judge_one(prepared, index, request, environ)
 
     def record(flight: Flight[int, tuple[str, dict[str, Any]]]) -> None:

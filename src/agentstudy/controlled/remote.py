@@ -24,18 +24,22 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 from collections.abc import Iterable, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from agentstudy.controlled.command import CommandRun, ControlledCommandRequest, iso_now, run_controlled_command
 from agentstudy.io.controlled_command import ChildFacts, child_environment, run_controlled_child
 from agentstudy.io.export import CorpusBlobs
 from agentstudy.io.scratch import owned_mkdtemp, release
-from agentstudy.runners.executor import AttemptExecutor, WorkerRequirements
+from agentstudy.runners.executor import AttemptExecutor, WorkerDied, WorkerJob, WorkerRequirements
 from agentstudy.runners.executor_choice import start_executor
 from agentstudy.runners.progress import report_excluded
+
+R = TypeVar("R")
 
 
 class WorkerDiedError(RuntimeError):
@@ -99,6 +103,16 @@ class AdjudicatorJob:
         return self
 
 
+def awaited(executor: AttemptExecutor, job: WorkerJob[R], death: threading.Event) -> R:
+    """Submit ``job`` and wait for its result (in a walk's thread); a ``WorkerDied`` sets ``death`` first, so
+    the walk admits nothing more from the moment it is known, then propagates."""
+    try:
+        return executor.submit(job).result()
+    except WorkerDied:
+        death.set()
+        raise
+
+
 def worker_command(command: str, root: Path) -> str:
     """What a worker resolves for a provider ``command`` run from ``root``: a relative path joined to it."""
     return str(root / command) if "/" in command and not command.startswith("/") else command
@@ -119,4 +133,5 @@ def open_controlled_executor(stack: ExitStack, *, ray_address: str | None, concu
     return executor
 
 
-__all__ = ["AdjudicatorJob", "ExecutionJob", "WorkerDiedError", "open_controlled_executor", "worker_command"]
+__all__ = ["AdjudicatorJob", "ExecutionJob", "WorkerDiedError", "awaited", "open_controlled_executor",
+           "worker_command"]

@@ -27,6 +27,7 @@ admission, the attempts and ``execution_recorded`` when recorded (with N = 1 att
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from collections.abc import Callable, Mapping
 from contextlib import ExitStack
@@ -43,7 +44,13 @@ from agentstudy.controlled.command import (
 )
 from agentstudy.controlled.ledger_file import check_ledger_path, persist_ledger, read_ledger
 from agentstudy.controlled.preflight import PlannedExecution, RunInputError, RunInputs, prepare_run
-from agentstudy.controlled.remote import ExecutionJob, WorkerDiedError, open_controlled_executor, worker_command
+from agentstudy.controlled.remote import (
+    ExecutionJob,
+    WorkerDiedError,
+    awaited,
+    open_controlled_executor,
+    worker_command,
+)
 from agentstudy.controlled.rubric import deterministic_adjudication
 from agentstudy.io.signals import StopRequested, raise_if_stopped, stop_signal, terminate_children
 from agentstudy.protocol.controlled.hashing import CONTENT_HASH_ALGO_KEY, CONTENT_HASH_KEY
@@ -159,11 +166,12 @@ def run_controlled_study(inputs: RunInputs, options: RunOptions, *, environ: Map
     state = {"ledger": ledger}
     interrupted: list[StopRequested] = []
     died: list[str] = []
+    death = threading.Event()
     stack = ExitStack()
     remote = _remote(stack, options, to_run)
 
     def admit(index: int, item: PlannedExecution) -> Callable[[], CommandRun] | None:
-        if stop_signal() is not None or died:
+        if stop_signal() is not None or death.is_set():
             return None
         watcher.execution_started(index, total, item)
         request = ControlledCommandRequest(
@@ -175,7 +183,7 @@ def run_controlled_study(inputs: RunInputs, options: RunOptions, *, environ: Map
         )
         live = watcher.attempt_settled if concurrency == 1 else None
         if remote is not None:
-            return lambda: remote.submit(ExecutionJob(request)).result()
+            return lambda: awaited(remote, ExecutionJob(request), death)
         return lambda: run_controlled_command(request, environ=environ, clock=iso_now, on_attempt=live)
 
     def record(flight: Flight[PlannedExecution, CommandRun]) -> None:
