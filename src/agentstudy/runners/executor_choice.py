@@ -1,5 +1,7 @@
-"""Opening the executor a concurrent CLI run asked for (issue 20): the corpora read once, then local or Ray.
+"""Opening the executor a concurrent run asked for (issue 20): the corpora read once, then local or Ray.
 
+``start_executor`` is the one opener every runner uses (minimal cli and http, both adjudications,
+the controlled runner); ``open_executor`` is the cli run's (its corpora and worker requirements).
 Part of the run's preflight: whatever fails here refuses the run before any reservation or
 ledger. Ray is imported only when ``executor="ray"`` (``runners.ray_executor``).
 """
