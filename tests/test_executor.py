@@ -47,13 +47,16 @@ def test_then_chains_results_and_errors() -> None:
         chained.result(timeout=1)
 
 
-class _DeadWorker:
-    """An executor whose every body's worker dies (what ``RayExecutor`` raises for WorkerCrashedError)."""
+class DeadWorkers:
+    """An executor whose every job's worker dies (what ``RayExecutor`` raises for WorkerCrashedError); it counts
+    the jobs ``submitted`` (shared by the tests of the seam's dead-worker paths)."""
 
     def __init__(self) -> None:
         self.excluded: list[ExcludedWorker] = []
+        self.submitted = 0
 
     def submit(self, job: WorkerJob[Any]) -> Future[Any]:
+        self.submitted += 1
         future: Future[Any] = Future()
         future.set_exception(WorkerDied("node-7", "WorkerCrashedError on node node-7"))
         return future
@@ -70,7 +73,7 @@ def _body() -> CliAttemptBody:
 
 
 def test_a_dead_worker_fails_its_attempt_with_the_whole_reservation_charged() -> None:
-    result = submit_cli_attempt(_DeadWorker(), _body(), "lantern").result(timeout=1)
+    result = submit_cli_attempt(DeadWorkers(), _body(), "lantern").result(timeout=1)
     assert result.status == "failed" and result.status_reason == WORKER_DIED
     assert result.fields["usage_complete"] is False and result.fields["worker_node"] == "node-7"
     status, charged = settle_attempt(result.status, Decimal("0.1"), result.reported_cost_usd, None)

@@ -14,7 +14,6 @@ import dataclasses
 import os
 import subprocess
 import sys
-from concurrent.futures import Future
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -29,10 +28,8 @@ from agentstudy.pricing.http import REHEARSAL_PRICES
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP, REPOSITORY_ONLY, load_manifest
 from agentstudy.protocol.mcp_spec import McpServerSpec
 from agentstudy.protocol.prompt import study_prompt
-from agentstudy.protocol.records import ExcludedWorker
 from agentstudy.rehearsal.example_study import ExampleStudy, build_example_study
 from agentstudy.rehearsal.messages_server import RehearsalServer
-from agentstudy.runners.executor import WorkerDied, WorkerJob
 from agentstudy.runners.http_attempts import WITHIN_THE_ATTEMPT
 from agentstudy.runners.http_remote import HttpJob, recheck, remote_start
 from agentstudy.runners.minimal_http import REHEARSAL_KEY
@@ -40,6 +37,7 @@ from agentstudy.runners.preflight import DEFAULT_MCP_SERVER
 from agentstudy.transports.cli import WORKER_DIED
 from agentstudy.transports.http import HttpAttemptResult, HttpSettings, run_http_attempt
 from agentstudy.transports.repo_tools import RepositoryTools
+from test_executor import DeadWorkers
 
 RESERVATION = Decimal("0.5")
 
@@ -84,21 +82,6 @@ def test_the_http_body_on_a_worker_matches_the_local_loop(study: ExampleStudy, s
     assert recheck(on_worker, RESERVATION) is on_worker
 
 
-class _DeadWorker:
-    """An executor whose every job's worker dies (what ``RayExecutor`` raises for WorkerCrashedError)."""
-
-    def __init__(self) -> None:
-        self.excluded: list[ExcludedWorker] = []
-
-    def submit(self, job: WorkerJob[Any]) -> Future[Any]:
-        future: Future[Any] = Future()
-        future.set_exception(WorkerDied("node-7", "WorkerCrashedError on node node-7"))
-        return future
-
-    def close(self, *, cancel: bool) -> None:
-        """Nothing to release."""
-
-
 def _job() -> HttpJob:
     settings = HttpSettings(model="claude-haiku-5-5", prices=REHEARSAL_PRICES, mcp=_spec())
     return HttpJob(settings, "http://127.0.0.1:1", REHEARSAL_KEY, REPOSITORY_ONLY, "lantern", "0" * 40, "q?",
@@ -106,7 +89,7 @@ def _job() -> HttpJob:
 
 
 def test_a_dead_http_worker_fails_its_attempt_with_the_whole_reservation_charged() -> None:
-    start = remote_start(_DeadWorker(), lambda entry: _job(), RESERVATION)
+    start = remote_start(DeadWorkers(), lambda entry: _job(), RESERVATION)
     result = start(object()).result(timeout=1)  # type: ignore[arg-type]
     assert (result.status, result.status_reason, result.usage_complete) == ("failed", WORKER_DIED, False)
     assert result.charged_usd == result.reserved_usd == RESERVATION and result.worker_node == "node-7"

@@ -9,7 +9,6 @@ runner with ``--concurrency`` refuses executor flags that cannot mean anything (
 from __future__ import annotations
 
 import os
-from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -25,27 +24,10 @@ from agentstudy.protocol.controlled.config import StudyProviderCliConfigV1, Stud
 from agentstudy.protocol.controlled.ledger import ControlledStudyObservationLedgerV1
 from agentstudy.protocol.controlled.plan import ControlledStudyRunPlanV1
 from agentstudy.protocol.controlled.suite import StudyTaskSuiteV1
-from agentstudy.protocol.records import ExcludedWorker
 from agentstudy.rehearsal.controlled.example import ControlledExample, build_controlled_example
-from agentstudy.runners.executor import LocalExecutor, WorkerDied, WorkerJob
+from agentstudy.runners.executor import LocalExecutor
 from test_controlled_run_support import cli, one_error_line, run_args
-
-
-class _DeadWorkers:
-    """An executor whose every job's worker dies (what ``RayExecutor`` raises for WorkerCrashedError)."""
-
-    def __init__(self) -> None:
-        self.excluded: list[ExcludedWorker] = []
-        self.submitted = 0
-
-    def submit(self, job: WorkerJob[Any]) -> Future[Any]:
-        self.submitted += 1
-        future: Future[Any] = Future()
-        future.set_exception(WorkerDied("node-7", "WorkerCrashedError on node node-7"))
-        return future
-
-    def close(self, *, cancel: bool) -> None:
-        """Nothing to release."""
+from test_executor import DeadWorkers
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +62,7 @@ def test_the_local_executor_judges_as_the_runner_does(study: tuple[ControlledExa
 def test_a_dead_adjudicator_worker_is_not_recorded_and_stops_admission(study: tuple[ControlledExample, Path]) -> None:
     example, ledger = study
     verdicts: list[Any] = []
-    dead = _DeadWorkers()
+    dead = DeadWorkers()
     with pytest.raises(WorkerDiedError, match="worker of its adjudicator died"):
         adjudicate_ledger(_prepared(example, ledger), environ=os.environ, concurrency=2, executor=dead,
                           on_verdict=lambda verdict, _: verdicts.append(verdict))
@@ -91,7 +73,7 @@ def test_a_dead_execution_worker_is_not_recorded_and_stops_admission(study: tupl
                                                                      tmp_path: Path,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     example, _ = study
-    dead = _DeadWorkers()
+    dead = DeadWorkers()
     monkeypatch.setattr(controlled_run, "open_controlled_executor", lambda *args, **kwargs: dead)
     inputs = RunInputs(read_contract(example.plan, ControlledStudyRunPlanV1), read_contract(example.suite,
                                                                                             StudyTaskSuiteV1),
