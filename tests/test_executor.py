@@ -13,6 +13,7 @@ import sys
 from concurrent.futures import Future
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -22,8 +23,8 @@ from agentstudy.io.export import export_pinned_corpus, materialise_corpus, read_
 from agentstudy.pricing.budget import settle_attempt
 from agentstudy.protocol.records import ExcludedWorker
 from agentstudy.rehearsal.example_study import build_example_study
-from agentstudy.runners.executor import WorkerDied, submit_cli_attempt, then
-from agentstudy.transports.cli import WORKER_DIED, CliAttemptBody, CliSettings, RawAttempt
+from agentstudy.runners.executor import WorkerDied, WorkerJob, submit_cli_attempt, then
+from agentstudy.transports.cli import WORKER_DIED, CliAttemptBody, CliSettings
 from agentstudy.transports.cli_args import ArmTools, McpServerSpec
 
 
@@ -46,14 +47,17 @@ def test_then_chains_results_and_errors() -> None:
         chained.result(timeout=1)
 
 
-class _DeadWorker:
-    """An executor whose every body's worker dies (what ``RayExecutor`` raises for WorkerCrashedError)."""
+class DeadWorkers:
+    """An executor whose every job's worker dies (what ``RayExecutor`` raises for WorkerCrashedError); it counts
+    the jobs ``submitted`` (shared by the tests of the seam's dead-worker paths)."""
 
     def __init__(self) -> None:
         self.excluded: list[ExcludedWorker] = []
+        self.submitted = 0
 
-    def submit(self, body: CliAttemptBody, repository: str) -> Future[RawAttempt]:
-        future: Future[RawAttempt] = Future()
+    def submit(self, job: WorkerJob[Any]) -> Future[Any]:
+        self.submitted += 1
+        future: Future[Any] = Future()
         future.set_exception(WorkerDied("node-7", "WorkerCrashedError on node node-7"))
         return future
 
@@ -69,7 +73,7 @@ def _body() -> CliAttemptBody:
 
 
 def test_a_dead_worker_fails_its_attempt_with_the_whole_reservation_charged() -> None:
-    result = submit_cli_attempt(_DeadWorker(), _body(), "lantern").result(timeout=1)
+    result = submit_cli_attempt(DeadWorkers(), _body(), "lantern").result(timeout=1)
     assert result.status == "failed" and result.status_reason == WORKER_DIED
     assert result.fields["usage_complete"] is False and result.fields["worker_node"] == "node-7"
     status, charged = settle_attempt(result.status, Decimal("0.1"), result.reported_cost_usd, None)

@@ -35,8 +35,11 @@ from agentstudy.commands.common import EXIT_BLOCKED
 from agentstudy.protocol.ledger_integrity import verify_ledger_bytes
 from agentstudy.protocol.manifest import load_manifest
 from agentstudy.protocol.schemas import json_schema
+from agentstudy.rehearsal.controlled.example import build_controlled_example
 from agentstudy.rehearsal.example_study import ExampleStudy, build_example_study
-from agentstudy.runners.ray_executor import WORKER_BINARY_ENV
+from agentstudy.runners.executor import WORKER_BINARY_ENV
+from test_controlled_concurrency import observations
+from test_controlled_run_support import run_args
 
 HERE = Path(__file__).resolve().parent
 RAY = str(Path(sys.executable).parent / "ray")
@@ -201,7 +204,9 @@ def test_a_worker_killed_mid_attempt_fails_that_attempt_once(cluster: Cluster, s
             opened = prompts.read_text().count("\n") if prompts.exists() else 0
             bodies = cluster.pids_running("ray::attempt_body")
             if opened >= 2 and len(bodies) == 2:
+                left = _owned_by(bodies[0])
                 os.kill(bodies[0], signal.SIGKILL)
+                kept = [path for path in left if path.exists()]  # what the killed worker leaves behind
                 break
             assert driver.poll() is None, driver.communicate()
             time.sleep(0.25)
@@ -223,11 +228,89 @@ def test_a_worker_killed_mid_attempt_fails_that_attempt_once(cluster: Cluster, s
     assert ledger["status"] == "blocked" and ledger["stopReason"] == f"attempt {index} ended failed"
     assert len(ledger["observations"]) < ledger["plannedAttempts"]
     assert ledger.get("openReservations") == []
+    assert len(kept) == 2  # measured: the killed worker left its export and its HOME/TMPDIR directory …
+    assert not any(path.exists() for path in kept)  # … swept by the driver's close (or the node's next task)
     questions = {task.id: task.question for task in load_manifest(study.manifest_path).manifest.tasks}
     opening = [json.loads(line) for line in prompts.read_text().splitlines()]
     for task_id, question in questions.items():
         runs = sum(o["taskId"] == task_id for o in ledger["observations"])
         assert sum(question in text for text in opening) == runs  # every attempt opened once: none ran again
+
+
+def _owned_by(host_pid: int) -> list[Path]:
+    """The temporary directories (``io.scratch`` markers) the process ``host_pid`` of the namespace owns now."""
+    status = Path(f"/proc/{host_pid}/status").read_text()
+    inner = next(line.split()[-1] for line in status.splitlines() if line.startswith("NSpid:"))
+    token = f"{os.stat(f'/proc/{host_pid}/ns/pid').st_ino}_{inner}_"
+    markers = [entry for entry in Path(tempfile.gettempdir()).glob("agentstudy-*.owner")
+               if entry.read_text().startswith(token)]
+    return [marker.with_name(marker.name.removesuffix(".owner")) for marker in markers]
+
+
+def _http_args(study: ExampleStudy, ledger: Path, *flags: str) -> list[str]:
+    roots = [f"--root={name}={path}" for name, path in study.roots.items()]
+    return ["minimal", "--manifest", str(study.manifest_path), "--transport", "http", *roots, "--output",
+            str(ledger), "--model", "claude-haiku-5-5", "--budget-usd", "10", "--attempt-budget-usd", "0.5", *flags]
+
+
+def test_the_http_study_on_ray_matches_the_local_executor(cluster: Cluster, study: ExampleStudy,
+                                                          tmp_path: Path) -> None:
+    local_path, ray_path = tmp_path / "local.json", tmp_path / "ray.json"
+    flags = ("--pilot", "--pilot-tasks", "3", "--pilot-repetitions", "2", "--rehearsal", "--concurrency", "4")
+    local = subprocess.run([sys.executable, "-m", "agentstudy", *_http_args(study, local_path, *flags)],
+                           env=_child_env(), capture_output=True, text=True)
+    assert local.returncode == 0, local.stderr[-3000:]
+    on_ray = cluster.inside([sys.executable, "-m", "agentstudy",
+                             *_http_args(study, ray_path, *flags, "--executor", "ray", "--ray-address", ADDRESS)])
+    assert on_ray.returncode == 0, on_ray.stderr[-3000:]
+    local_ledger, ray_ledger = _ledger(local_path), _ledger(ray_path)
+
+    def facts(o: dict[str, Any]) -> tuple[Any, ...]:
+        return (o["status"], o["inputTokens"], o["outputTokens"], o["numTurns"], o["toolCalls"],
+                o["toolCallsByName"], o["chargedUsd"], o["reservedUsd"], o["answer"])
+
+    assert len(ray_ledger["observations"]) == len(local_ledger["observations"]) == 12  # 3 tasks, 2 arms, 2 reps
+    assert ({_key(o): facts(o) for o in ray_ledger["observations"]}
+            == {_key(o): facts(o) for o in local_ledger["observations"]})
+    assert {o["status"] for o in ray_ledger["observations"]} == {"completed"}
+    assert any(o["toolCalls"] > 0 for o in ray_ledger["observations"])
+    assert ray_ledger["executor"] == "ray" and ray_ledger["excludedWorkers"] == []
+    assert ray_ledger["budget"]["spent"] == local_ledger["budget"]["spent"] > 0
+    assert len({o["workerNode"] for o in ray_ledger["observations"]}) == 2  # both nodes ran agent loops
+    assert "executor" not in local_ledger and all("workerNode" not in o for o in local_ledger["observations"])
+
+
+def test_a_ray_run_no_worker_passes_is_refused_before_any_ledger(cluster: Cluster, study: ExampleStudy,
+                                                                  tmp_path: Path) -> None:
+    ledger_path = tmp_path / "ledger.json"  # a real http run: no worker was started with ANTHROPIC_API_KEY
+    refused = cluster.inside(
+        [sys.executable, "-m", "agentstudy",
+         *_http_args(study, ledger_path, "--pilot", "--approve-budget", "--api-base-url", "http://127.0.0.1:9",
+                     "--input-usd-per-million", "0.5", "--output-usd-per-million", "2.5", "--concurrency", "2",
+                     "--executor", "ray", "--ray-address", ADDRESS)],
+        env=_child_env(ANTHROPIC_API_KEY="sk-ant-dummy-never-sent"))
+    assert refused.returncode == 2, refused.stderr[-3000:]
+    errors = [line for line in refused.stderr.splitlines() if line.startswith("agentstudy: error")]
+    assert len(errors) == 1 and "no Ray worker passed the worker preflight" in errors[0]
+    assert errors[0].count("ANTHROPIC_API_KEY is not set on this worker") == 2  # both nodes, each named
+    assert "sk-ant-dummy-never-sent" not in refused.stdout + refused.stderr
+    assert not ledger_path.exists() and list(tmp_path.iterdir()) == []  # no ledger, no journal: nothing charged
+
+
+def test_a_controlled_study_and_its_adjudication_on_ray_match_the_local_executor(cluster: Cluster,
+                                                                                  tmp_path: Path) -> None:
+    example = build_controlled_example(tmp_path / "study")
+    outputs: dict[str, list[Any]] = {}
+    for name, flags in (("local", ()), ("ray", ("--executor", "ray", "--ray-address", ADDRESS))):
+        ledger, judged = tmp_path / f"{name}.json", tmp_path / f"{name}-judged.json"
+        commands = ([*run_args(example, ledger, "--concurrency", "3", *flags)],
+                    ["adjudicate-controlled", str(ledger), str(example.suite), "--adjudicator", str(example.providers),
+                     "--output", str(judged), "--concurrency", "3", *flags])
+        for command in commands:
+            done = cluster.inside([sys.executable, "-m", "agentstudy", *command])
+            assert done.returncode == 0, done.stderr[-3000:]
+        outputs[name] = observations(judged)
+    assert outputs["ray"] == outputs["local"] and len(outputs["local"]) == 12
 
 
 def test_a_worker_with_another_agent_version_is_excluded(cluster: Cluster, study: ExampleStudy,
@@ -238,9 +321,10 @@ def test_a_worker_with_another_agent_version_is_excluded(cluster: Cluster, study
     fake.chmod(0o755)
     refuse = ("import sys; from pathlib import Path; from agentstudy.runners.ray_executor import RayExecutor\n"
               "from agentstudy.runners.preflight import PreflightError\n"
+              "from agentstudy.runners.executor import WorkerRequirements\n"
               "try:\n"
-              f"    RayExecutor('{ADDRESS}', {{}}, binary=Path('/nonexistent/claude'), expected_version='2.1.296',"
-              " containment='bwrap', mcp_command=None)\n"
+              f"    RayExecutor('{ADDRESS}', {{}}, WorkerRequirements(binary=Path('/nonexistent/claude'),"
+              " expected_version='2.1.296', containment='bwrap'))\n"
               "except PreflightError as error:\n"
               "    print(error); sys.exit(0)\n"
               "sys.exit(1)\n")
@@ -261,3 +345,29 @@ def test_a_worker_with_another_agent_version_is_excluded(cluster: Cluster, study
     assert f"worker {excluded[0]['node'][:12]} excluded" in done.stdout + done.stderr
     assert {o["status"] for o in ledger["observations"]} == {"completed"}
     assert excluded[0]["node"] not in {o["workerNode"] for o in ledger["observations"]}
+
+
+def test_an_adjudication_on_ray_matches_the_local_executor(cluster: Cluster, study: ExampleStudy,
+                                                           tmp_path: Path) -> None:
+    """Runs after the 9.9.9 node joined: the Ray adjudication excludes it (proof that its items ran on Ray)."""
+    ledger = tmp_path / "ledger.json"
+    ran = subprocess.run([sys.executable, "-m", "agentstudy", *_args(study, ledger, "--pilot", "--pilot-tasks", "2")],
+                         env=_child_env(), capture_output=True, text=True)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    roots = [f"--root={name}={path}" for name, path in study.roots.items()]
+
+    def adjudicate(output: Path, *flags: str) -> list[dict[str, Any]]:
+        argv = [sys.executable, "-m", "agentstudy", "adjudicate", str(ledger), "--manifest", str(study.manifest_path),
+                *roots, "--output", str(output), "--model", "claude-haiku-5-5", "--budget-usd", "1", "--rehearsal",
+                "--seed", "7", "--concurrency", "2", *flags]
+        done = (cluster.inside(argv) if flags else
+                subprocess.run(argv, env=_child_env(), capture_output=True, text=True))
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert ("excluded: " in done.stderr and "9.9.9" in done.stderr) == bool(flags)
+        items: list[dict[str, Any]] = json.loads(output.read_text())["items"]
+        return [{key: item[key] for key in ("itemId", "status", "attemptStatus", "score", "verdicts", "citations",
+                                             "inputTokens", "outputTokens", "chargedUsd")} for item in items]
+
+    local = adjudicate(tmp_path / "local.adjudication.json")
+    on_ray = adjudicate(tmp_path / "ray.adjudication.json", "--executor", "ray", "--ray-address", ADDRESS)
+    assert on_ray == local and len(local) == 4 and {item["status"] for item in local} == {"scored"}

@@ -24,11 +24,12 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Mapping
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from agentstudy.adjudication.blinding import BLINDING_METHOD, blind_items
 from agentstudy.adjudication.citations import PinnedCorpus
@@ -41,6 +42,7 @@ from agentstudy.adjudication.companion import (
 )
 from agentstudy.adjudication.items import PreparedItem, prepare_item
 from agentstudy.adjudication.ledger_view import MinimalLedgerView
+from agentstudy.adjudication.remote import open_item_executor, remote_item_runner
 from agentstudy.adjudication.scrub import REPLACEMENT, Scrubber
 from agentstudy.adjudication.walk import ItemWalk
 from agentstudy.io.containment import ContainmentError, check_containment
@@ -94,6 +96,10 @@ class AdjudicationRequest:
     progress: AdjudicationProgress = field(default_factory=SilentAdjudicationProgress)
     concurrency: int = 1
     """Adjudicator attempts run at once (issue 19; ``adjudication.walk``); 1 is the sequential walk."""
+    executor: Literal["local", "ray"] = "local"
+    """Where a concurrent walk's attempts run (issue 20; ``adjudication.remote``)."""
+    ray_address: str | None = None
+    """The Ray cluster's address with ``executor="ray"``."""
 
 
 def _now() -> str:
@@ -213,10 +219,16 @@ def run_adjudication(request: AdjudicationRequest) -> AdjudicationSummary:
             the last good one (closed with the reason where a later write succeeded).
         StopRequested: a stop signal arrived (see the module docstring).
     """
+    with ExitStack() as stack:
+        return _run_adjudication(request, stack)
+
+
+def _run_adjudication(request: AdjudicationRequest, stack: ExitStack) -> AdjudicationSummary:
     try:
         checked = _preflight(request)
         raise_if_stopped(NOTHING_WRITTEN)
         output, prepared = checked.output, checked.items
+        remote = open_item_executor(stack, request, prepared) if request.executor == "ray" else None
         companion = _companion(request, checked)
         store = LedgerFile(output, companion.to_json())
     except BaseException as error:
@@ -243,7 +255,8 @@ def run_adjudication(request: AdjudicationRequest) -> AdjudicationSummary:
 
     walk = ItemWalk(
         companion=companion, store=store, concurrency=request.concurrency, cap=request.cap_usd,
-        limit=request.item_budget_usd, run_item=run_item,
+        limit=request.item_budget_usd,
+        run_item=run_item if remote is None else remote_item_runner(remote, request, tools),
         started=lambda index, item_id: request.progress.item_started(index, total, item_id),
         settled=lambda index, item_id, status, charged, spent, cap: request.progress.item_settled(
             index, total, item_id, status, charged, spent, cap),

@@ -37,7 +37,7 @@ from agentstudy.commands.common import (
     positive_usd,
     stops_on_signals,
 )
-from agentstudy.commands.concurrency_option import concurrency_option
+from agentstudy.commands.concurrency_option import concurrency_option, executor_choice, executor_options
 from agentstudy.commands.containment_options import containment_mode, containment_option
 from agentstudy.io.claude_cli import ClaudeBinaryError, find_claude_binary, find_login_file, project_root
 from agentstudy.io.ledger_store import CheckpointError, OutputPathError
@@ -126,6 +126,7 @@ def print_adjudication_table(summary: AdjudicationSummary, note: str = "") -> No
               help="With --rehearsal: the scripted adjudicator answers every request after this many ms (issue 19).")
 @concurrency_option("Adjudicator attempts", "each is admitted only if its full per-item limit fits under the cap "
                     "with every open reservation counted; the first attempt that does not complete stops admission.")
+@executor_options
 @containment_option
 @stops_on_signals
 def adjudicate(
@@ -151,6 +152,8 @@ def adjudicate(
     allow_unverified: bool,
     rehearsal_latency_ms: int,
     concurrency: int,
+    executor: str,
+    ray_address: str | None,
     containment: str,
 ) -> None:
     """Adjudicate a finished run blind to the scenario, into a new companion file.
@@ -170,6 +173,7 @@ def adjudicate(
     one that does not is refused naming the first problem (exit 2) unless --allow-unverified,
     which goes on with a warning and records the problems in the companion.
     """
+    chosen = executor_choice(executor, ray_address, concurrency)
     try:
         data, document, kind = read_ledger_bytes(ledger_path)
     except LedgerError as error:
@@ -179,7 +183,7 @@ def adjudicate(
             fail("a controlled-study ledger needs SUITE, --adjudicator FILE and --output FILE")
         sys.exit(run_and_print(
             ledger_path, suite_path, adjudicator_path, output, run_id, controlled_offset, controlled_limit, as_text,
-            concurrency,
+            concurrency, chosen, ray_address,
         ))
     if manifest_path is None:
         fail("a minimal-study ledger needs --manifest FILE")
@@ -227,6 +231,8 @@ def adjudicate(
         parent_env=dict(os.environ),
         forbidden_output_roots=(project_root(),),
         concurrency=concurrency,
+        executor=chosen,
+        ray_address=ray_address,
         progress=ConsoleAdjudicationProgress(Console(stderr=True)) if sys.stdout.isatty()
         else SilentAdjudicationProgress(),
     )

@@ -16,13 +16,14 @@ import json
 import os
 import sys
 from collections import Counter
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 import click
 
 from agentstudy.commands.common import EXIT_BLOCKED, EXIT_OK, fail, stops_on_signals
-from agentstudy.commands.concurrency_option import concurrency_option
+from agentstudy.commands.concurrency_option import concurrency_option, executor_choice, executor_options
 from agentstudy.commands.contract_files import aligned, counts, read_contract, text_or_json
 from agentstudy.controlled.adjudicate import (
     AdjudicationInputError,
@@ -32,25 +33,29 @@ from agentstudy.controlled.adjudicate import (
     prepare_adjudication,
 )
 from agentstudy.controlled.ledger_file import LedgerFileError, create_ledger_file, persist_ledger
+from agentstudy.controlled.remote import WorkerDiedError, open_controlled_executor
 from agentstudy.io.signals import StopRequested
 from agentstudy.protocol.controlled.config import StudyProviderCliConfigV1
 from agentstudy.protocol.controlled.contracts import ContractError
 from agentstudy.protocol.controlled.ledger import ControlledStudyObservationLedgerV1, Ledger
 from agentstudy.protocol.controlled.suite import StudyTaskSuiteV1
+from agentstudy.runners.preflight import PreflightError
 
 _FILE = click.Path(path_type=Path, dir_okay=False)
 
 
 def adjudicate_controlled_command(ledger_path: Path, suite_path: Path, adjudicator_path: Path, output_path: Path,
                                   run_id: str | None = None, offset: int = 0, limit: int | None = None, *,
-                                  show_progress: bool = False, concurrency: int = 1) -> tuple[dict[str, Any], int]:
+                                  show_progress: bool = False, concurrency: int = 1, executor: str = "local",
+                                  ray_address: str | None = None) -> tuple[dict[str, Any], int]:
     """Verify the inputs, adjudicate the selection, write ``output_path`` (new, 0600); return the summary
     and the exit code. Exits 2 with one line on bad input, 1 when stopped after starting.
 
     The output file is created exclusively before the first adjudicator starts (holding the
     unchanged ledger) and rewritten atomically after each verdict, so an interrupted run leaves
     a valid ledger with every verdict so far. The input ledger is only read. ``concurrency``
-    adjudicators run at once (issue 19); verdicts are applied and persisted in ledger order.
+    adjudicators run at once (issue 19); verdicts are applied and persisted in ledger order. With
+    ``executor="ray"`` the children run on the cluster at ``ray_address`` (issue 20; ``controlled.remote``).
     """
     ledger = read_contract(ledger_path, ControlledStudyObservationLedgerV1)
     suite = read_contract(suite_path, StudyTaskSuiteV1)
@@ -71,19 +76,23 @@ def adjudicate_controlled_command(ledger_path: Path, suite_path: Path, adjudicat
             click.echo(f"[{sum(results.values())}] observation {verdict.index + 1} ({verdict.task_id}): "
                        f"{verdict.result} → {verdict.status}", err=True)
 
-    try:
-        prepared = prepare_adjudication(ledger, suite, config, Selection(run_id, offset, limit), environ=os.environ,
-                                        base=Path.cwd())
-        create_ledger_file(target, ledger)
-    except (AdjudicationInputError, LedgerFileError) as error:
-        fail(str(error))
-    try:
-        result = adjudicate_ledger(prepared, environ=os.environ, on_verdict=record, concurrency=concurrency)
-        persist_ledger(target, result)
-    except StopRequested as stop:
-        raise StopRequested(stop.signum, f"--output {target} holds every verdict made before the stop") from None
-    except (ContractError, OSError) as error:
-        fail(f"adjudication stopped: {error}", EXIT_BLOCKED)
+    with ExitStack() as stack:
+        try:
+            prepared = prepare_adjudication(ledger, suite, config, Selection(run_id, offset, limit),
+                                            environ=os.environ, base=Path.cwd())
+            remote = None if executor != "ray" else open_controlled_executor(
+                stack, ray_address=ray_address, concurrency=concurrency, commands=(prepared.command,), directories=())
+            create_ledger_file(target, ledger)
+        except (AdjudicationInputError, LedgerFileError, PreflightError) as error:
+            fail(str(error))
+        try:
+            result = adjudicate_ledger(prepared, environ=os.environ, on_verdict=record, concurrency=concurrency,
+                                       executor=remote)
+            persist_ledger(target, result)
+        except StopRequested as stop:
+            raise StopRequested(stop.signum, f"--output {target} holds every verdict made before the stop") from None
+        except (ContractError, OSError, WorkerDiedError) as error:
+            fail(f"adjudication stopped: {error}", EXIT_BLOCKED)
     selected = sum(results.values())
     summary = {"status": "completed", "runId": run_id, "selected": selected, "byResult": dict(results),
                "byAdjudication": dict(adjudications), "output": str(target), "ledgerHash": result.content_hash,
@@ -114,10 +123,12 @@ def render_adjudication(summary: dict[str, Any]) -> list[str]:
               help="Skip this many matching observations (they are copied unchanged).")
 @click.option("--limit", type=click.IntRange(min=1), help="Adjudicate at most this many matching observations.")
 @concurrency_option("Adjudicators", "the output holds the same verdicts as with 1.")
+@executor_options
 @text_or_json
 @stops_on_signals
 def adjudicate_controlled(ledger: Path, suite: Path, adjudicator_path: Path, output_path: Path, run_id: str | None,
-                          offset: int, limit: int | None, concurrency: int, as_text: bool) -> None:
+                          offset: int, limit: int | None, concurrency: int, executor: str, ray_address: str | None,
+                          as_text: bool) -> None:
     """Have an independent adjudicator judge the observations of a controlled LEDGER against SUITE.
 
     The adjudicator runs as a separate process per observation and sees only the task and an
@@ -125,19 +136,22 @@ def adjudicate_controlled(ledger: Path, suite: Path, adjudicator_path: Path, out
     failure leaves the observation pending, never approved. Actor, method, configuration
     hash, tokens, latency and cost are recorded; the result is written to --output.
     """
+    chosen = executor_choice(executor, ray_address, concurrency)
     sys.exit(run_and_print(ledger, suite, adjudicator_path, output_path, run_id, offset, limit, as_text,
-                           concurrency))
+                           concurrency, chosen, ray_address))
 
 
 def run_and_print(ledger: Path, suite: Path, adjudicator_path: Path, output_path: Path, run_id: str | None,
-                  offset: int, limit: int | None, as_text: bool, concurrency: int = 1) -> int:
+                  offset: int, limit: int | None, as_text: bool, concurrency: int = 1, executor: str = "local",
+                  ray_address: str | None = None) -> int:
     """Adjudicate a controlled ledger, print the summary (text or JSON) and return the exit code.
 
     Shared by ``agentstudy adjudicate`` (which dispatches here on a controlled ledger) and
     ``agentstudy adjudicate-controlled``.
     """
     summary, code = adjudicate_controlled_command(ledger, suite, adjudicator_path, output_path, run_id, offset, limit,
-                                                  show_progress=sys.stderr.isatty(), concurrency=concurrency)
+                                                  show_progress=sys.stderr.isatty(), concurrency=concurrency,
+                                                  executor=executor, ray_address=ray_address)
     if as_text:
         click.echo("\n".join(render_adjudication(summary)))
     else:

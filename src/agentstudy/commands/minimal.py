@@ -197,8 +197,6 @@ def minimal(
         fail("--pilot and --run are mutually exclusive")
     if executor == "ray" and (concurrency < 2 or ray_address is None):
         fail("--executor ray needs --concurrency above 1 and --ray-address ADDR (docs/ray.md)")
-    if executor == "ray" and transport != "cli":
-        fail("--executor ray runs cli attempts only (http attempts run in this process; docs/ray.md)")
     if ray_address is not None and executor != "ray":
         fail("--ray-address goes with --executor ray")
     if rehearsal_latency_ms and not rehearsal:
@@ -285,7 +283,7 @@ def minimal(
         sys.exit(_run_http(
             loaded, mode, root_paths, output, chosen_model, money.cap, spec, rehearsal, base_url,
             money.prices, mode_of_containment, size, latency_ms=rehearsal_latency_ms,
-            concurrency=concurrency, attempt_budget_usd=money.limit,
+            concurrency=concurrency, attempt_budget_usd=money.limit, executor=executor, ray_address=ray_address,
         ))
     assert money.cap is not None and money.limit is not None
     check_new_output("--output", output, (*root_paths.values(), project_root()))
@@ -358,11 +356,13 @@ def _run_http(
     latency_ms: int = 0,
     concurrency: int = 1,
     attempt_budget_usd: Decimal | None = None,
+    executor: str = "local",
+    ray_address: str | None = None,
 ) -> int:
     """Read the key from the environment, check the output and run (the base URL is checked); the exit code.
 
     ``latency_ms``: the rehearsal server's delay before each answer (ms). ``concurrency`` and its
-    per-attempt limit ``attempt_budget_usd`` (USD): issue 19.
+    per-attempt limit ``attempt_budget_usd`` (USD): issue 19; ``executor``, ``ray_address``: issue 20.
     """
     try:
         key = REHEARSAL_KEY if rehearsal else api_key_from_environment(os.environ)
@@ -375,6 +375,7 @@ def _run_http(
         forbidden_output_roots=(project_root(),), progress=progress_for_terminal(),
         containment=containment, parent_env=dict(os.environ), pilot=size,
         concurrency=concurrency, attempt_budget_usd=attempt_budget_usd,
+        executor="ray" if executor == "ray" else "local", ray_address=ray_address,
     )
     if not rehearsal:
         return _run(lambda: run_http_study(request))

@@ -18,11 +18,12 @@ from typing import Any
 import click
 
 from agentstudy.commands.common import EXIT_BLOCKED, fail, stops_on_signals
-from agentstudy.commands.concurrency_option import concurrency_option
+from agentstudy.commands.concurrency_option import concurrency_option, executor_choice, executor_options
 from agentstudy.commands.contract_files import aligned, counts, read_contract, text_or_json
 from agentstudy.controlled.command import AttemptReport
 from agentstudy.controlled.ledger_file import LedgerFileError
 from agentstudy.controlled.preflight import PlannedExecution, RunInputError, RunInputs
+from agentstudy.controlled.remote import WorkerDiedError
 from agentstudy.controlled.run import RunOptions, SilentRunProgress, run_controlled_study
 from agentstudy.protocol.controlled.config import StudyProviderCliConfigV1, StudyRepositoryConfigV1
 from agentstudy.protocol.controlled.contracts import ContractError
@@ -72,7 +73,8 @@ def render_run(summary: dict[str, Any]) -> list[str]:
 
 
 def run_command(plan_path: Path, suite_path: Path, providers_path: Path, repositories_path: Path, ledger_path: Path,
-                round_id: str | None, dry_run: bool, *, show_progress: bool, concurrency: int = 1) -> dict[str, Any]:
+                round_id: str | None, dry_run: bool, *, show_progress: bool, concurrency: int = 1,
+                executor: str = "local", ray_address: str | None = None) -> dict[str, Any]:
     """Read and verify the four inputs, then run (or dry-run) the study; exit 2/1 with one line on failure.
 
     Returns:
@@ -85,11 +87,12 @@ def run_command(plan_path: Path, suite_path: Path, providers_path: Path, reposit
                        read_contract(repositories_path, StudyRepositoryConfigV1))
     progress = TerminalProgress() if show_progress else SilentRunProgress()
     try:
-        return run_controlled_study(inputs, RunOptions(ledger_path, round_id, dry_run, concurrency), environ=os.environ,
-                                    progress=progress)
+        options = RunOptions(ledger_path, round_id, dry_run, concurrency, "ray" if executor == "ray" else "local",
+                             ray_address)
+        return run_controlled_study(inputs, options, environ=os.environ, progress=progress)
     except (RunInputError, LedgerFileError) as error:
         fail(str(error))
-    except (ContractError, OSError) as error:
+    except (ContractError, OSError, WorkerDiedError) as error:
         fail(f"the run stopped: {error}", EXIT_BLOCKED)
 
 
@@ -105,10 +108,12 @@ def run_command(plan_path: Path, suite_path: Path, providers_path: Path, reposit
 @click.option("--round", "round_id", help="Round id recorded on every new observation.")
 @click.option("--dry-run", is_flag=True, help="Check everything and print the planned count; start nothing.")
 @concurrency_option("Executions", "a stop signal ends the running ones and records those that finished.")
+@executor_options
 @text_or_json
 @stops_on_signals
 def run(plan: Path, suite: Path, providers_path: Path, repositories_path: Path, ledger_path: Path,
-        round_id: str | None, dry_run: bool, concurrency: int, as_text: bool) -> None:
+        round_id: str | None, dry_run: bool, concurrency: int, executor: str, ray_address: str | None,
+        as_text: bool) -> None:
     """Run the executions a controlled-study PLAN selects from SUITE, one provider child each.
 
     Before any provider starts, every file's content hash is verified and the plan, suite,
@@ -119,8 +124,10 @@ def run(plan: Path, suite: Path, providers_path: Path, repositories_path: Path, 
     skipped; a ledger holding the run id under another plan hash is refused. Raw output,
     prompts, repository content and credentials are never recorded.
     """
+    chosen = executor_choice(executor, ray_address, concurrency)
     summary = run_command(plan, suite, providers_path, repositories_path, ledger_path, round_id, dry_run,
-                          show_progress=not dry_run and sys.stderr.isatty(), concurrency=concurrency)
+                          show_progress=not dry_run and sys.stderr.isatty(), concurrency=concurrency,
+                          executor=chosen, ray_address=ray_address)
     if as_text:
         click.echo("\n".join(render_run(summary)))
     else:

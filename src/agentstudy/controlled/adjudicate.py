@@ -26,8 +26,7 @@ it and an interrupted one's verdict is not recorded.
 
 from __future__ import annotations
 
-import shutil
-import tempfile
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,13 +34,13 @@ from typing import Any
 
 from agentstudy.controlled.ledger_file import replace_observation
 from agentstudy.controlled.outputs import PROVIDER_LABEL, OutputError, parse_adjudicator_output, parse_json_object
+from agentstudy.controlled.remote import AdjudicatorJob, WorkerDiedError, awaited
 from agentstudy.controlled.requests import adjudicator_request, request_bytes
 from agentstudy.io.controlled_command import (
     BASE_ENVIRONMENT,
+    ChildFacts,
     CommandCheckError,
     check_command,
-    child_environment,
-    run_controlled_child,
 )
 from agentstudy.io.signals import StopRequested, raise_if_stopped, stop_signal, terminate_children
 from agentstudy.pricing.usd_json import usd_number
@@ -50,6 +49,7 @@ from agentstudy.protocol.controlled.contracts import LoadedContract
 from agentstudy.protocol.controlled.hashing import CONTENT_HASH_ALGO_KEY, CONTENT_HASH_KEY
 from agentstudy.protocol.controlled.ledger import Ledger, create_observation
 from agentstudy.protocol.controlled.suite import StudyTaskSuiteV1
+from agentstudy.runners.executor import AttemptExecutor, WorkerDied
 from agentstudy.runners.ordered_flights import Flight, drive_in_order
 
 ADJUDICATION_METHOD = "independent-rubric-v1"
@@ -212,26 +212,31 @@ def prepare_adjudication(ledger: Ledger, suite: LoadedContract[StudyTaskSuiteV1]
     return PreparedAdjudication(ledger, suite, config.content_hash, adjudicator, command, requests, forbidden)
 
 
+def _child(prepared: PreparedAdjudication, request: bytes) -> AdjudicatorJob:
+    """The adjudicator child of one observation (a ``WorkerJob``: it runs here or on a Ray worker, issue 20)."""
+    adjudicator = prepared.adjudicator
+    return AdjudicatorJob(prepared.command, tuple(adjudicator.args), tuple(adjudicator.env_allowlist), request,
+                          prepared.suite.model.max_runtime_ms_per_task, adjudicator.max_output_bytes)
+
+
+def _judge(prepared: PreparedAdjudication, index: int, facts: ChildFacts) -> tuple[str, dict[str, Any]]:
+    """The judged payload of observation ``index`` from its adjudicator child's facts (pure; in the driver)."""
+    result = _result(facts.ended_by, facts.exit_code, facts.stdout)
+    return result, _judged(prepared.ledger.document["observations"][index], prepared.adjudicator,
+                           prepared.config_hash, facts.stdout, result, facts.duration_ms, prepared.forbidden)
+
+
 def _judge_one(prepared: PreparedAdjudication, index: int, request: bytes,
                environ: Mapping[str, str]) -> tuple[str, dict[str, Any]]:
     """One adjudicator child and its judged payload (pure but for the child); runs in a worker when concurrent."""
-    adjudicator = prepared.adjudicator
-    workdir = Path(tempfile.mkdtemp(prefix="agentstudy-adjudicator-"))
-    try:
-        facts = run_controlled_child([prepared.command, *adjudicator.args],
-                                     env=child_environment(environ, adjudicator.env_allowlist), cwd=workdir,
-                                     request=request, max_runtime_ms=prepared.suite.model.max_runtime_ms_per_task,
-                                     max_output_bytes=adjudicator.max_output_bytes)
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+    facts = _child(prepared, request).run_with(environ)
     raise_if_stopped()
-    result = _result(facts.ended_by, facts.exit_code, facts.stdout)
-    return result, _judged(prepared.ledger.document["observations"][index], adjudicator, prepared.config_hash,
-                           facts.stdout, result, facts.duration_ms, prepared.forbidden)
+    return _judge(prepared, index, facts)
 
 
 def adjudicate_ledger(prepared: PreparedAdjudication, *, environ: Mapping[str, str],
-                      on_verdict: Callable[[Verdict, Ledger], None] | None = None, concurrency: int = 1) -> Ledger:
+                      on_verdict: Callable[[Verdict, Ledger], None] | None = None, concurrency: int = 1,
+                      executor: AttemptExecutor | None = None) -> Ledger:
     """Adjudicate the prepared observations in ledger order; return the new ledger (the input is unchanged).
 
     Args:
@@ -243,17 +248,25 @@ def adjudicate_ledger(prepared: PreparedAdjudication, *, environ: Mapping[str, s
             ledger order, their verdicts applied in that order by the calling thread, so the
             result is the same as with 1. After a stop signal none starts; a running one that
             still finished is applied, an interrupted one is not.
+        executor: where the children run (``controlled.remote``, issue 20); ``None`` runs them
+            here. The child's facts come back and are judged here; a dead worker's observation
+            stays as it was, admission stops, and ``WorkerDiedError`` ends the adjudication.
 
     Raises:
         StopRequested: a stop signal arrived (every verdict before it went to ``on_verdict``).
+        WorkerDiedError: a Ray worker died under an adjudicator (every verdict before went out).
     """
     state = {"ledger": prepared.ledger}
     interrupted: list[StopRequested] = []
+    died: list[str] = []
+    death = threading.Event()
 
     def admit(_: int, index: int) -> Callable[[], tuple[str, dict[str, Any]]] | None:
-        if stop_signal() is not None:
+        if stop_signal() is not None or death.is_set():
             return None
         request = prepared.requests[index]
+        if executor is not None:
+            return lambda: _judge(prepared, index, awaited(executor, _child(prepared, request), death))
         return lambda: _judge_one(prepared, index, request, environ)
 
     def record(flight: Flight[int, tuple[str, dict[str, Any]]]) -> None:
@@ -261,6 +274,10 @@ def adjudicate_ledger(prepared: PreparedAdjudication, *, environ: Mapping[str, s
             result, payload = flight.future.result()
         except StopRequested as stop:
             interrupted.append(stop)
+            return
+        except WorkerDied as dead:
+            died.append(f"observation {flight.item + 1}: the Ray worker of its adjudicator died ({dead}); it is "
+                        "left as it was and was not run again")
             return
         index = flight.item
         state["ledger"] = replace_observation(state["ledger"], index, create_observation(payload))
@@ -278,4 +295,6 @@ def adjudicate_ledger(prepared: PreparedAdjudication, *, environ: Mapping[str, s
     if interrupted:
         raise interrupted[0]
     raise_if_stopped()
+    if died:
+        raise WorkerDiedError(died[0])
     return state["ledger"]

@@ -27,11 +27,13 @@ admission, the attempts and ``execution_recorded`` when recorded (with N = 1 att
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from collections.abc import Callable, Mapping
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from agentstudy.controlled.command import (
     AttemptReport,
@@ -42,12 +44,21 @@ from agentstudy.controlled.command import (
 )
 from agentstudy.controlled.ledger_file import check_ledger_path, persist_ledger, read_ledger
 from agentstudy.controlled.preflight import PlannedExecution, RunInputError, RunInputs, prepare_run
+from agentstudy.controlled.remote import (
+    ExecutionJob,
+    WorkerDiedError,
+    awaited,
+    open_controlled_executor,
+    worker_command,
+)
 from agentstudy.controlled.rubric import deterministic_adjudication
 from agentstudy.io.signals import StopRequested, raise_if_stopped, stop_signal, terminate_children
 from agentstudy.protocol.controlled.hashing import CONTENT_HASH_ALGO_KEY, CONTENT_HASH_KEY
 from agentstudy.protocol.controlled.ledger import create_observation, upsert_observation
 from agentstudy.protocol.controlled.observation import ControlledStudyObservationV1
+from agentstudy.runners.executor import AttemptExecutor, WorkerDied
 from agentstudy.runners.ordered_flights import Flight, drive_in_order
+from agentstudy.runners.preflight import PreflightError
 
 
 class RunProgress(Protocol):
@@ -85,6 +96,10 @@ class RunOptions:
     dry_run: bool = False
     concurrency: int = 1
     """Executions run at once (issue 19); 1 runs them one after another, as the seed does."""
+    executor: Literal["local", "ray"] = "local"
+    """Where a concurrent run's executions run (issue 20; ``controlled.remote``): threads here, or Ray tasks."""
+    ray_address: str | None = None
+    """The Ray cluster's address with ``executor="ray"``."""
 
 
 def _hashes(inputs: RunInputs) -> dict[str, str]:
@@ -97,6 +112,19 @@ def _recorded(planned: PlannedExecution, run: ControlledStudyObservationV1, docu
     payload = {key: value for key, value in document.items() if key not in (CONTENT_HASH_KEY, CONTENT_HASH_ALGO_KEY)}
     payload["adjudication"] = deterministic_adjudication(planned.task, run)
     return payload
+
+
+def _remote(stack: ExitStack, options: RunOptions, to_run: list[PlannedExecution]) -> AttemptExecutor | None:
+    """The Ray executor of ``options`` (``None`` locally): the workers prove every root and provider command."""
+    if options.executor != "ray" or not to_run:
+        return None
+    try:
+        return open_controlled_executor(
+            stack, ray_address=options.ray_address, concurrency=options.concurrency,
+            commands=[worker_command(item.provider.command, item.root) for item in to_run],
+            directories=[item.root for item in to_run])
+    except PreflightError as error:
+        raise RunInputError(str(error)) from None
 
 
 def run_controlled_study(inputs: RunInputs, options: RunOptions, *, environ: Mapping[str, str],
@@ -114,6 +142,7 @@ def run_controlled_study(inputs: RunInputs, options: RunOptions, *, environ: Map
             repository root.
         OSError: the ledger cannot be persisted (every earlier observation is on disk).
         StopRequested: a stop signal arrived (step 5).
+        WorkerDiedError: with ``executor="ray"``, a worker died under an execution (not recorded).
     """
     watcher = progress or SilentRunProgress()
     plan = inputs.plan.model
@@ -136,9 +165,13 @@ def run_controlled_study(inputs: RunInputs, options: RunOptions, *, environ: Map
     total, concurrency = len(to_run), options.concurrency
     state = {"ledger": ledger}
     interrupted: list[StopRequested] = []
+    died: list[str] = []
+    death = threading.Event()
+    stack = ExitStack()
+    remote = _remote(stack, options, to_run)
 
     def admit(index: int, item: PlannedExecution) -> Callable[[], CommandRun] | None:
-        if stop_signal() is not None:
+        if stop_signal() is not None or death.is_set():
             return None
         watcher.execution_started(index, total, item)
         request = ControlledCommandRequest(
@@ -149,6 +182,8 @@ def run_controlled_study(inputs: RunInputs, options: RunOptions, *, environ: Map
             round_id=options.round_id, pricing=item.provider.pricing,
         )
         live = watcher.attempt_settled if concurrency == 1 else None
+        if remote is not None:
+            return lambda: awaited(remote, ExecutionJob(request), death)
         return lambda: run_controlled_command(request, environ=environ, clock=iso_now, on_attempt=live)
 
     def record(flight: Flight[PlannedExecution, CommandRun]) -> None:
@@ -156,6 +191,11 @@ def run_controlled_study(inputs: RunInputs, options: RunOptions, *, environ: Map
             run = flight.future.result()
         except StopRequested as stop:  # an interrupted execution is not recorded; later finished ones are
             interrupted.append(stop)
+            return
+        except WorkerDied as dead:  # not recorded, never run again here: admission stops (issue 20)
+            task = flight.item.execution["taskId"]
+            died.append(f"execution {flight.index} ({task}): its Ray worker died ({dead}); it is not recorded and "
+                        "was not run again (a rerun of the same plan runs it)")
             return
         if concurrency > 1:
             for report in run.attempts:
@@ -172,11 +212,14 @@ def run_controlled_study(inputs: RunInputs, options: RunOptions, *, environ: Map
             terminate_children()
 
     try:
-        drive_in_order(to_run, concurrency=concurrency, admit=admit, record=record, abort=abort,
-                       thread_name_prefix="execution")
+        with stack:
+            drive_in_order(to_run, concurrency=concurrency, admit=admit, record=record, abort=abort,
+                           thread_name_prefix="execution")
         if interrupted:
             raise interrupted[0]
         raise_if_stopped()
+        if died:
+            raise WorkerDiedError(died[0])
     except StopRequested as stop:
         raise StopRequested(stop.signum, f"the ledger {ledger_path} holds every observation recorded before the "
                                          "stop (an interrupted execution is not recorded; a rerun runs it)") from None

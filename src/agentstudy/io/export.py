@@ -14,11 +14,11 @@ import hashlib
 import os
 import shutil
 import stat
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from agentstudy.io.git import TreeEntry, list_tree, read_blobs
+from agentstudy.io.scratch import owned_mkdtemp, release
 from agentstudy.protocol.corpus_filter import is_public_blob
 
 
@@ -75,11 +75,12 @@ def read_pinned_corpus(root: Path, pin: str) -> CorpusBlobs:
 
 
 def materialise_corpus(corpus: CorpusBlobs, parent: Path | None = None) -> CorpusExport:
-    """Write ``corpus`` into a fresh ``mkdtemp`` directory and seal it (files 0444, directories 0555).
+    """Write ``corpus`` into a fresh owned ``mkdtemp`` directory (``io.scratch``) and seal it (files 0444,
+    directories 0555).
 
     On any failure the partial export is removed. Raises ``OSError`` if the disk refuses.
     """
-    export = Path(tempfile.mkdtemp(prefix="agentstudy-export-", dir=parent))
+    export = owned_mkdtemp("export", parent)
     digest = hashlib.sha256()
     total = 0
     try:
@@ -117,9 +118,9 @@ def export_corpus(root: Path, pin: str, parent: Path | None = None) -> Path:
 
 
 def remove_export(export: Path) -> None:
-    """Restore write permission on every directory of an export, then remove it."""
-    if not export.exists():
-        return
-    for directory, _dirs, _files in os.walk(export):
-        Path(directory).chmod(stat.S_IRWXU)
-    shutil.rmtree(export, ignore_errors=False)
+    """Restore write permission on every directory of an export, then remove it and its owner marker."""
+    if export.exists():
+        for directory, _dirs, _files in os.walk(export):
+            Path(directory).chmod(stat.S_IRWXU)
+        shutil.rmtree(export, ignore_errors=False)
+    release(export)

@@ -9,6 +9,7 @@ made once per run in one private directory and removed when the run ends.
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import tempfile
 from collections.abc import Mapping
@@ -16,7 +17,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from types import TracebackType
 
-from agentstudy.io.export import CorpusExport, export_pinned_corpus, remove_export
+from agentstudy.io.export import CorpusBlobs, CorpusExport, export_pinned_corpus, materialise_corpus, remove_export
 from agentstudy.io.git import GitError
 from agentstudy.io.pinned_clone import make_pinned_clone, remove_pinned_clone
 from agentstudy.io.server_config import resolve_server_config
@@ -118,3 +119,15 @@ class ServerCorpora(AbstractContextManager["ServerCorpora"]):
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+
+def own_snapshot(server: ServerPaths, corpus: CorpusBlobs, parent: Path) -> ServerPaths:
+    """``server`` with ``{root}`` (and ``{config}`` inside it) moved to a snapshot of ``corpus`` made in ``parent``.
+
+    What a body on a Ray worker does (issue 20): the driver's run-wide snapshot is a path on the
+    driver's disk, so the worker makes its own from the shipped corpus (the same filtered tree).
+    The caller removes ``parent``. Raises ``OSError`` if the disk refuses.
+    """
+    snapshot = materialise_corpus(corpus, parent=parent)
+    config = None if server.config is None else server.config.replace(server.root, str(snapshot.path), 1)
+    return dataclasses.replace(server, root=str(snapshot.path), config=config)

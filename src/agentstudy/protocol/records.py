@@ -138,6 +138,7 @@ class HttpObservation(BaseModel):
     isolation_not_achieved: list[str] | None = Field(default=None, alias="isolationNotAchieved")
     started_at: str | None = Field(default=None, alias="startedAt")
     ended_at: str | None = Field(default=None, alias="endedAt")
+    worker_node: str | None = Field(default=None, alias="workerNode")
     status: HttpAttemptStatus
     status_reason: str | None = Field(default=None, alias="statusReason")
     answer: str
@@ -151,9 +152,10 @@ class HttpObservation(BaseModel):
 
         ``startedAt``/``endedAt`` (ISO 8601 UTC, ms; issue 19) are recorded by a concurrent run
         (``--concurrency`` above 1): when the attempt was admitted and when its result was in.
+        ``workerNode`` (issue 20) is the Ray node id that ran the agent loop (``--executor ray``).
         """
         data = self.model_dump(by_alias=True)
-        for key in ("statusReason", "observationHash", "startedAt", "endedAt"):
+        for key in ("statusReason", "observationHash", "startedAt", "endedAt", "workerNode"):
             if data[key] is None:
                 del data[key]
         return data

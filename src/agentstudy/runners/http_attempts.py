@@ -48,6 +48,7 @@ def http_observation(entry: ScheduleEntry, model: str, result: HttpAttemptResult
         "cumulativeCapExceeded": cap_exceeded, "wallTimeMs": result.wall_time_ms, "status": status,
         "statusReason": result.status_reason, "answer": result.answer if status == "completed" else "",
         **http_isolation(containment, entry.scenario, mcp_reads_checkout),
+        **({"workerNode": result.worker_node} if result.worker_node is not None else {}),
     })
 
 
@@ -65,29 +66,37 @@ class _WithinTheAttempt:
         """Nothing: the attempt is settled into the run's budget when the walk records it."""
 
 
+WITHIN_THE_ATTEMPT = _WithinTheAttempt()
+"""The call ledger of every concurrent attempt (its agent loop on a thread or on a Ray worker, issue 20)."""
+
 AttemptLoop = Callable[[ScheduleEntry, Budget, CallLedger], HttpAttemptResult]
 """Runs one scheduled http attempt's agent loop with the given budget and call ledger."""
 
+AttemptStart = Callable[[ScheduleEntry], Future[HttpAttemptResult]]
+"""Starts one admitted attempt's agent loop and returns the future of its result."""
+
+
+def local_start(loop: AttemptLoop, reservation: Decimal, pool: Executor) -> AttemptStart:
+    """Each attempt's ``loop`` on a thread of ``pool``, with its own budget of ``reservation`` USD (issue 19)."""
+
+    def run(entry: ScheduleEntry) -> HttpAttemptResult:
+        return loop(entry, Budget(cap=reservation), WITHIN_THE_ATTEMPT)
+
+    return lambda entry: pool.submit(run, entry)
+
 
 def http_port(
-    loop: AttemptLoop, reservation: Decimal,
+    start: AttemptStart, reservation: Decimal,
     observe: Callable[[ScheduleEntry, HttpAttemptResult, str, Decimal, bool], HttpObservation],
-    pool: Executor,
 ) -> AttemptPort[HttpAttemptResult, HttpObservation]:
     """The concurrent walk's http port (issue 19; the rule in the module docstring).
 
     Args:
-        loop: runs an attempt (``run_http_attempt`` bound to the run's settings and client).
+        start: starts an admitted attempt (``local_start``, or ``runners.http_remote.remote_start``
+            on the run's executor, issue 20).
         reservation: each attempt's reservation, USD: the cap of its own budget.
         observe: ``(entry, result, status, charged, cap_exceeded)`` -> the observation.
-        pool: the threads the agent loops run on (one per attempt in flight).
     """
-
-    def run(entry: ScheduleEntry) -> HttpAttemptResult:
-        return loop(entry, Budget(cap=reservation), _WithinTheAttempt())
-
-    def submit(entry: ScheduleEntry) -> Future[HttpAttemptResult]:
-        return pool.submit(run, entry)
 
     def settle(result: HttpAttemptResult) -> tuple[str, Decimal]:
         if result.status != "completed" and stop_signal() is not None:
@@ -101,7 +110,7 @@ def http_port(
              cap_exceeded: bool) -> HttpObservation:
         return observe(entry, result, status, charged, cap_exceeded)
 
-    return AttemptPort(submit=submit, settle=settle, measure=measure, observe=make)
+    return AttemptPort(submit=start, settle=settle, measure=measure, observe=make)
 
 
-__all__ = ["AttemptLoop", "http_observation", "http_port"]
+__all__ = ["WITHIN_THE_ATTEMPT", "AttemptLoop", "AttemptStart", "http_observation", "http_port", "local_start"]

@@ -6,7 +6,8 @@ answers its probe and lists the same tools. Then, per scheduled attempt: mark it
 run the agent loop (which reserves and persists before every request and settles after), and
 checkpoint the observation. With ``concurrency`` above 1 the walk is ``runners.concurrent_walk``
 through ``runners.http_attempts.http_port`` (issue 19): up to N attempts in flight, each admitted
-against its whole per-attempt limit, its calls reserving within that limit.
+against its whole per-attempt limit, its calls reserving within that limit; their agent loops
+run on threads here or, with ``executor="ray"``, as Ray tasks (``runners.http_remote``, issue 20).
 ``failed`` and ``budget-exceeded`` stop the run; ``incomplete`` and
 ``timed-out`` are observations and the run goes on (the run machine's HTTP stop rule); the
 run ends ``blocked`` unless every attempt completed. Every saved document has each occurrence
@@ -29,7 +30,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from agentstudy.fsm.attempt import AttemptMachine
 from agentstudy.fsm.run import RunMachine
@@ -67,7 +68,9 @@ from agentstudy.protocol.records import (
 )
 from agentstudy.protocol.schedule import Mode, PilotSize, ScheduleEntry, build_schedule
 from agentstudy.runners.concurrent_walk import ConcurrentWalk
-from agentstudy.runners.http_attempts import http_observation, http_port
+from agentstudy.runners.executor_choice import ray_ledger_fields
+from agentstudy.runners.http_attempts import http_observation, http_port, local_start
+from agentstudy.runners.http_remote import HttpJob, open_http_executor, remote_start
 from agentstudy.runners.ledger_steps import (
     budget_record,
     close_normally,
@@ -134,6 +137,10 @@ class HttpRunRequest:
     """Attempts in flight at most (issue 19); 1 is the seed's sequential walk and ledger, byte for byte."""
     attempt_budget_usd: Decimal | None = None
     """The per-attempt limit (USD) of a concurrent run (required when ``concurrency`` is above 1, else unused)."""
+    executor: Literal["local", "ray"] = "local"
+    """Where a concurrent run's agent loops run (issue 20; ``runners.http_remote``): threads here, or Ray tasks."""
+    ray_address: str | None = None
+    """The Ray cluster's address (``--ray-address``); required with ``executor="ray"``."""
 
 
 def redact(value: Any, secret: str) -> Any:
@@ -284,8 +291,11 @@ def _run_http_study(request: HttpRunRequest, stack: ExitStack) -> RunSummary:
         if request.rehearsal and not is_loopback_http(base_url):
             raise PreflightError("a rehearsal talks only to the local rehearsal server (an http loopback URL)")
         output = resolve_output(request.output, (*request.roots.values(), *request.forbidden_output_roots))
+        remote = open_http_executor(stack, request, schedule) if request.executor == "ray" else None
         ledger = _ledger(request, base_url, mcp, len(schedule))
         ledger.containment = checked.containment
+        if remote is not None:
+            ray_ledger_fields(ledger, remote, request.progress)
         store = JournaledLedger(output, ledger, transform=lambda value: redact(value, api_key))
         stack.callback(store.close)
         stack.callback(finish_progress, request.progress)
@@ -317,6 +327,12 @@ def _run_http_study(request: HttpRunRequest, stack: ExitStack) -> RunSummary:
             server=checked.corpora.paths(entry.repository) if entry.scenario == DOC_BRIDGE_MCP else None,
         )
 
+    def job_for(entry: ScheduleEntry, reservation: Decimal) -> HttpJob:
+        return HttpJob(settings, base_url, api_key if request.rehearsal else None, entry.scenario, entry.repository,
+                       manifest.repositories[entry.repository], study_prompt(manifest.task(entry.task_id).question),
+                       reservation, checked.corpora.paths(entry.repository) if entry.scenario == DOC_BRIDGE_MCP
+                       else None, api_key=api_key)
+
     try:
         with client:
             if request.concurrency > 1:
@@ -330,11 +346,12 @@ def _run_http_study(request: HttpRunRequest, stack: ExitStack) -> RunSummary:
                                             cap_exceeded=cap_exceeded)
 
                 with ThreadPoolExecutor(max_workers=request.concurrency, thread_name_prefix="attempt") as pool:
+                    start = (local_start(attempt_loop, reservation, pool) if remote is None
+                             else remote_start(remote, lambda entry: job_for(entry, reservation), reservation))
                     walked = ConcurrentWalk(
                         run=run, ledger=ledger, store=store, concurrency=request.concurrency, cap=request.cap_usd,
                         limit=request.attempt_budget_usd, reservation=reservation,
-                        port=http_port(attempt_loop, reservation, observe, pool), progress=request.progress,
-                        rule=HTTP_RULE,
+                        port=http_port(start, reservation, observe), progress=request.progress, rule=HTTP_RULE,
                     ).walk(schedule)
                 observations, budget = walked.observations, walked.budget
             else:

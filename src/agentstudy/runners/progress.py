@@ -56,7 +56,7 @@ def finish_progress(progress: RunProgress) -> None:
         finish()
 
 
-def report_excluded(progress: RunProgress, node: str, reason: str) -> None:
+def report_excluded(progress: object, node: str, reason: str) -> None:
     """Show a Ray worker the worker preflight excluded, before any attempt (issue 20): through
     ``progress.worker_excluded(node, reason)`` when the watcher has one, else as one line on stderr
     (an excluded worker is never silent)."""

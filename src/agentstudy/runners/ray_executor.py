@@ -2,25 +2,24 @@
 
 ``RayExecutor`` connects to an existing cluster (``--ray-address``), ships each corpus once as
 content-addressed blobs (``io.export.CorpusBlobs``) through the object store, proves every
-alive node with a worker preflight (``worker_preflight``: the agent binary's version, the
-containment, the MCP server's command) before its first attempt, excludes the nodes that fail
-(with their reason) and places each body on the least busy passing node, pinned to it
-(``NodeAffinitySchedulingStrategy(soft=False)``). Every task has ``max_retries=0`` and
-``retry_exceptions=False``: a worker or node that dies mid-attempt surfaces as ``WorkerDied``
-(never a second run, never a lineage reconstruction of a result), which the driver settles
-``failed`` with its whole reservation charged.
+alive node with a worker preflight (``worker_preflight`` of the run's ``WorkerRequirements``:
+the agent binary's version, the containment, the commands the bodies run, the variables they
+read) before its first attempt, excludes the nodes that fail (with their reason) and places
+each job (``runners.executor.WorkerJob``) on the least busy passing node, pinned to it
+(``NodeAffinitySchedulingStrategy(soft=False)``). This is the one place that builds a remote
+task: every task has ``max_retries=0`` and ``retry_exceptions=False``; a worker or node that dies
+mid-attempt surfaces as ``WorkerDied`` (never a second run, never a lineage reconstruction of a
+result), which each runner settles ``failed`` with its whole reservation charged.
 
-A body never sees the driver's environment (``parent_env=None``: the child's allowlisted
-environment is built from the worker's own), nor a credential (a gateway's token is read from
-the worker's own ``AGENTSTUDY_GATEWAY_TOKEN``), nor a path on the driver's disk other than the
-agent binary's, which a worker may override with ``AGENTSTUDY_WORKER_CLAUDE_BIN`` in the
-environment it was started with. Ray is imported here only, and only when this executor is
-chosen (``--executor ray``; ``pip install 'agentstudy[ray]'``).
+A job ships only what its ``shipped()`` keeps: never the driver's environment, nor a
+credential, nor the ledger. Each task first sweeps the node's temporary directories of dead
+attempts (``io.scratch.sweep_stale``: what a worker killed mid-attempt left), as does the driver
+when the executor closes. Ray is imported here only, and only when this executor is chosen
+(``--executor ray``; ``pip install 'agentstudy[ray]'``).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 import shutil
@@ -28,54 +27,53 @@ import threading
 from collections.abc import Mapping
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from agentstudy.io.containment import ContainmentError, ContainmentMode, check_containment
+from agentstudy.io.containment import ContainmentError, check_containment
 from agentstudy.io.environment import allowlisted_environment
 from agentstudy.io.export import CorpusBlobs
+from agentstudy.io.scratch import sweep_stale
 from agentstudy.protocol.records import ExcludedWorker
-from agentstudy.runners.executor import WorkerDied, then
+from agentstudy.runners.executor import WorkerDied, WorkerJob, WorkerRequirements, then, worker_binary
 from agentstudy.runners.preflight import PreflightError, check_cli_version
-from agentstudy.transports.cli import GATEWAY_TOKEN_ENV, CliAttemptBody, RawAttempt, run_cli_body
 
-WORKER_BINARY_ENV = "AGENTSTUDY_WORKER_CLAUDE_BIN"
-"""Set in a worker's environment (before ``ray start``) when its agent binary lives elsewhere than the driver's."""
+R = TypeVar("R")
 
-
-def worker_binary(default: Path) -> Path:
-    """The agent binary on this worker: ``AGENTSTUDY_WORKER_CLAUDE_BIN`` when set, else ``default``."""
-    chosen = os.environ.get(WORKER_BINARY_ENV)
-    return Path(chosen) if chosen else default
-
-
-def worker_preflight(binary: Path, expected_version: str, containment: ContainmentMode,
-                     mcp_command: str | None) -> str | None:
+def worker_preflight(needs: WorkerRequirements) -> str | None:
     """Prove this worker's environment (issue 20, item 4); ``None`` when it passes, else the reason (one line).
 
-    Checks, in order: ``binary --version`` (``worker_binary``) equals ``expected_version``, the
-    containment works (bubblewrap runs ``/usr/bin/true``), and ``mcp_command`` (the MCP server's
-    executable, ``None`` when no attempt uses the MCP arm) resolves on this worker's PATH.
+    Checks, in order: the agent binary's version, the containment, every command, every
+    variable, every directory (see ``WorkerRequirements``). Sweeps stale temporary directories first.
     """
+    sweep_stale()
     env = dict(os.environ)
     try:
-        check_cli_version(worker_binary(binary), expected_version, env, containment)
-        check_containment(containment, allowlisted_environment(env, home="/nonexistent", tmpdir="/nonexistent"))
+        if needs.binary is not None and needs.expected_version is not None:
+            check_cli_version(worker_binary(needs.binary), needs.expected_version, env, needs.containment or "bwrap",
+                              needs.agent)
+        if needs.containment is not None:
+            check_containment(needs.containment,
+                              allowlisted_environment(env, home="/nonexistent", tmpdir="/nonexistent"))
     except (PreflightError, ContainmentError) as error:
         return str(error)
-    if mcp_command is not None and shutil.which(mcp_command, path=env.get("PATH")) is None:
-        return f"the MCP server command {mcp_command!r} does not resolve on this worker"
+    for command in needs.commands:
+        if shutil.which(command, path=env.get("PATH")) is None:
+            return f"the command {command!r} does not resolve on this worker"
+    for name in needs.variables:
+        if not env.get(name):
+            return f"{name} is not set on this worker"
+    for directory in needs.directories:
+        if not Path(directory).is_dir():
+            return f"the directory {directory} does not exist on this worker"
     return None
 
 
-def attempt_body(body: CliAttemptBody, corpus: CorpusBlobs) -> RawAttempt:
-    """A Ray task's work: ``run_cli_body`` with the worker's binary and environment, stamped with its node id."""
+def attempt_body(job: WorkerJob[R], corpus: CorpusBlobs | None) -> R:
+    """A Ray task's work: sweep the node's stale temporary directories, then ``job.run_on_worker`` with its node id."""
     import ray
 
-    token = os.environ.get(GATEWAY_TOKEN_ENV) if body.settings.gateway_base_url is not None else None
-    settings = dataclasses.replace(body.settings, binary=worker_binary(body.settings.binary), gateway_token=token)
-    local = dataclasses.replace(body, settings=settings, parent_env=None, own_server_snapshot=True)
-    raw = run_cli_body(local, corpus)
-    return dataclasses.replace(raw, worker_node=ray.get_runtime_context().get_node_id())
+    sweep_stale()
+    return job.run_on_worker(corpus, ray.get_runtime_context().get_node_id())
 
 
 def _task_options(ray: Any, node: str) -> dict[str, Any]:
@@ -91,15 +89,14 @@ class RayExecutor:
     Args:
         address: the cluster's address (``host:port`` of its head, or ``ray://…``).
         corpora: each repository's corpus, put once into the object store.
-        binary, expected_version, containment, mcp_command: what ``worker_preflight`` checks on each node.
+        needs: what ``worker_preflight`` checks on each node.
 
     Raises:
         PreflightError: the cluster cannot be reached, or no node passes the worker preflight
             (each node's reason named); nothing was reserved.
     """
 
-    def __init__(self, address: str, corpora: Mapping[str, CorpusBlobs], *, binary: Path, expected_version: str,
-                 containment: ContainmentMode, mcp_command: str | None) -> None:
+    def __init__(self, address: str, corpora: Mapping[str, CorpusBlobs], needs: WorkerRequirements) -> None:
         import ray
 
         self._ray = ray
@@ -108,7 +105,7 @@ class RayExecutor:
         except (ConnectionError, RuntimeError, ValueError) as error:
             raise PreflightError(f"cannot connect to the Ray cluster at {address}: {error}") from None
         try:
-            self._prove(binary, expected_version, containment, mcp_command)
+            self._prove(needs)
             self._corpora = {name: ray.put(corpus) for name, corpus in corpora.items()}
         except BaseException:
             ray.shutdown()
@@ -116,11 +113,11 @@ class RayExecutor:
         self._lock = threading.Lock()
         self._refs: dict[int, Any] = {}
 
-    def _prove(self, binary: Path, expected: str, containment: ContainmentMode, mcp_command: str | None) -> None:
+    def _prove(self, needs: WorkerRequirements) -> None:
         ray = self._ray
         check = ray.remote(worker_preflight)
         nodes = {node["NodeID"]: int(node["Resources"].get("CPU", 0)) for node in ray.nodes() if node["Alive"]}
-        refs = {node: check.options(**_task_options(ray, node)).remote(binary, expected, containment, mcp_command)
+        refs = {node: check.options(**_task_options(ray, node)).remote(needs)
                 for node, cpus in nodes.items() if cpus > 0}
         self.excluded: list[ExcludedWorker] = []
         self.capacity: dict[str, int] = {}
@@ -139,20 +136,19 @@ class RayExecutor:
         self._busy = dict.fromkeys(self.capacity, 0)
         self._body = ray.remote(attempt_body)
 
-    def submit(self, body: CliAttemptBody, repository: str) -> Future[RawAttempt]:
-        """Run ``body`` as a never-retried task on the least busy passing node (``AttemptExecutor.submit``)."""
+    def submit(self, job: WorkerJob[R]) -> Future[R]:
+        """Run ``job.shipped()`` as a never-retried task on the least busy passing node (``AttemptExecutor.submit``)."""
         with self._lock:
             node = min(self.capacity, key=lambda n: (self._busy[n] / self.capacity[n], n))
             self._busy[node] += 1
-            shipped = dataclasses.replace(body, settings=dataclasses.replace(body.settings, gateway_token=None),
-                                          parent_env=None)  # no credential and no driver environment leaves
-            ref = self._body.options(**_task_options(self._ray, node)).remote(shipped, self._corpora[repository])
+            corpus = None if job.repository is None else self._corpora[job.repository]
+            ref = self._body.options(**_task_options(self._ray, node)).remote(job.shipped(), corpus)
             self._refs[id(ref)] = ref
         exceptions = self._ray.exceptions
         died = (exceptions.WorkerCrashedError, exceptions.NodeDiedError, exceptions.LocalRayletDiedError,
                 exceptions.ObjectLostError, exceptions.TaskUnschedulableError, exceptions.TaskCancelledError)
 
-        def landed(done: Future[RawAttempt]) -> RawAttempt:
+        def landed(done: Future[R]) -> R:
             with self._lock:
                 self._busy[node] -= 1
                 self._refs.pop(id(ref), None)
@@ -173,6 +169,7 @@ class RayExecutor:
             for ref in running:
                 self._ray.cancel(ref, force=True)
         self._ray.shutdown()
+        sweep_stale()  # a worker on this machine killed mid-attempt left its directories here
 
 
-__all__ = ["WORKER_BINARY_ENV", "RayExecutor", "attempt_body", "worker_binary", "worker_preflight"]
+__all__ = ["RayExecutor", "attempt_body", "worker_preflight"]

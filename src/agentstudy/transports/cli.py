@@ -18,7 +18,6 @@ import dataclasses
 import os
 import shutil
 import stat
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -37,6 +36,8 @@ from agentstudy.io.containment import (
 from agentstudy.io.export import CorpusBlobs, materialise_corpus, read_pinned_corpus, remove_export
 from agentstudy.io.git import GitError
 from agentstudy.io.process import STDOUT_LIMIT_BYTES, run_bounded
+from agentstudy.io.scratch import owned_mkdtemp, release
+from agentstudy.io.server_corpus import own_snapshot
 from agentstudy.io.signals import stop_signal
 from agentstudy.pricing.cost import AttemptCost
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP
@@ -209,13 +210,11 @@ def run_cli_body(body: CliAttemptBody, corpus: CorpusBlobs) -> RawAttempt:
         return RawAttempt(b"", STOPPED_FACTS, 0, None, None, None)
     agent = agent_cli(settings.agent)
     export = materialise_corpus(corpus)
-    scratch = Path(tempfile.mkdtemp(prefix="agentstudy-attempt-", dir=agent.scratch_parent(settings)))
+    scratch = owned_mkdtemp("attempt", agent.scratch_parent(settings))
     try:
         server = body.server
         if server is not None and body.own_server_snapshot:
-            snapshot = materialise_corpus(corpus, parent=scratch)
-            config = None if server.config is None else server.config.replace(server.root, str(snapshot.path), 1)
-            server = dataclasses.replace(server, root=str(snapshot.path), config=config)
+            server = own_snapshot(server, corpus, scratch)
         launch = agent.launch(dataclasses.replace(body, server=server), export.path, scratch, env_source)
         process = run_bounded(launch.argv, launch.env, export.path, settings.timeout_s, settings.stdout_limit,
                               watch=launch.watch, keep_stderr=launch.keep_stderr)
@@ -224,6 +223,7 @@ def run_cli_body(body: CliAttemptBody, corpus: CorpusBlobs) -> RawAttempt:
         for directory, _dirs, _files in os.walk(scratch):
             Path(directory).chmod(stat.S_IRWXU)  # the server snapshot's sealed directories
         shutil.rmtree(scratch, ignore_errors=True)
+        release(scratch)
     stopped = process.stopped and process.exit_code != 0  # a child that exited 0 ended on its own
     facts = ProcessFacts(process.started, process.timed_out, process.truncated, process.exit_code,
                          timeout_s=settings.timeout_s, stdout_limit=settings.stdout_limit, stopped=stopped)

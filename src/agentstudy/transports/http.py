@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from agentstudy.io.containment import NETWORK_NOT_ACHIEVED, ContainmentMode, containment_sentences
+from agentstudy.io.export import CorpusBlobs
 from agentstudy.io.messages_api import MessagesApiError
 from agentstudy.io.signals import StopRequested, interruptible, stop_reason
 from agentstudy.pricing.budget import Budget
@@ -126,6 +127,8 @@ class HttpAttemptResult:
     charged_usd: Decimal
     wall_time_ms: int
     answer: str
+    worker_node: str | None = None
+    """The Ray node id that ran the attempt (``--executor ray``, issue 20); ``None`` in this process."""
 
 
 def request_timeout_s(remaining_ms: float) -> float:
@@ -286,9 +289,11 @@ class HttpSettings:
 
 def run_http_attempt(
     settings: HttpSettings, *, sender: Sender, scenario: str, root: Path, pin: str, prompt: str,
-    budget: Budget, ledger: CallLedger, server: ServerPaths | None = None,
+    budget: Budget, ledger: CallLedger, server: ServerPaths | None = None, corpus: CorpusBlobs | None = None,
 ) -> HttpAttemptResult:
     """Prepare the tools of ``scenario`` (a fresh MCP server in the MCP arm), run the loop, close the server.
+
+    With ``corpus`` (a body on a Ray worker, issue 20) the repository tools read those blobs, not ``root``.
 
     A setup failure ends the attempt ``failed`` before any request (nothing reserved); so does a
     stop signal received before the tools are prepared, or one that ended the MCP server (the
@@ -303,7 +308,7 @@ def run_http_attempt(
     started = settings.clock()  # wall time: the attempt's first action, the MCP server's start-up included
     try:
         with agent_tools(scenario, root, pin, settings.mcp, server, settings.containment,
-                         settings.parent_env) as tools:
+                         settings.parent_env, corpus) as tools:
             return agent_loop(sender=sender, tools=tools, model=settings.model, prompt=prompt,
                               prices=settings.prices, budget=budget, ledger=ledger, clock=settings.clock,
                               started=started)

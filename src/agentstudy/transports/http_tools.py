@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from agentstudy.io.containment import ContainmentError, ContainmentMode
+from agentstudy.io.export import CorpusBlobs
 from agentstudy.io.mcp_client import McpProbeError
 from agentstudy.io.mcp_sandbox import contained_server
 from agentstudy.io.mcp_session import McpSession
@@ -118,17 +119,19 @@ def agent_tools(
     server: ServerPaths | None = None,
     containment: ContainmentMode = "bwrap",
     parent_env: Mapping[str, str] | None = None,
+    corpus: CorpusBlobs | None = None,
 ) -> Iterator[AgentTools]:
     """The tools of one attempt of ``scenario``; a fresh MCP server in the ``doc-bridge-mcp`` arm, closed after.
 
     The server runs ``spec.argv(server)`` contained as in preflight (``io.mcp_sandbox``): in its
-    sandbox, with an allowlisted environment plus ``spec.env`` (never ``ANTHROPIC_API_KEY``).
+    sandbox, with an allowlisted environment plus ``spec.env`` (never ``ANTHROPIC_API_KEY``). With
+    ``corpus`` (a Ray worker, issue 20) the repository tools read its blobs instead of ``root``.
 
     Raises:
         ToolSetupError: the repository tools or the MCP server could not be prepared.
     """
     try:
-        repository = RepositoryTools(root, pin)
+        repository = RepositoryTools(root, pin) if corpus is None else RepositoryTools.from_corpus(corpus)
     except Exception:
         raise ToolSetupError("the repository tools could not read the pinned tree") from None
     if scenario != DOC_BRIDGE_MCP:

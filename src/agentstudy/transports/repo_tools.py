@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentstudy.io.export import is_exported
+from agentstudy.io.export import CorpusBlobs, is_exported
 from agentstudy.io.git import GitError, list_tree, read_blobs
 
 LIST_LIMIT = 200
@@ -114,10 +114,25 @@ class RepositoryTools:
     """
 
     def __init__(self, root: Path, pin: str, clock: Callable[[], float] = time.monotonic) -> None:
-        self._root, self._pin, self._clock = root, pin, clock
+        self._clock = clock
         entries = sorted((e for e in list_tree(root, pin) if is_exported(e)), key=lambda e: e.path)
         self._oids = {e.path: e.oid for e in entries}
+        self._fetch: Callable[[list[str]], Mapping[str, bytes]] = lambda oids: read_blobs(root, oids)
         self._texts: dict[str, list[str]] = {}
+
+    @classmethod
+    def from_corpus(cls, corpus: CorpusBlobs, clock: Callable[[], float] = time.monotonic) -> RepositoryTools:
+        """The same three tools over a corpus read once as content-addressed blobs (a Ray worker's; issue 20).
+
+        ``io.export.read_pinned_corpus`` applies the same export filter, so the paths and texts
+        are those of ``RepositoryTools(root, pin)`` on the checkout the corpus was read from.
+        """
+        tools = cls.__new__(cls)
+        tools._clock = clock
+        tools._oids = dict(corpus.files)
+        tools._fetch = lambda keys: {key: corpus.blobs[key] for key in keys}
+        tools._texts = {}
+        return tools
 
     @property
     def paths(self) -> list[str]:
@@ -127,7 +142,7 @@ class RepositoryTools:
     def _lines(self, paths: list[str]) -> dict[str, list[str]]:
         missing = [p for p in paths if p not in self._texts]
         if missing:
-            blobs = read_blobs(self._root, [self._oids[p] for p in missing])
+            blobs = self._fetch([self._oids[p] for p in missing])
             for path in missing:
                 self._texts[path] = blobs[self._oids[path]].decode("utf-8", "replace").splitlines()
         return {p: self._texts[p] for p in paths}
