@@ -85,10 +85,10 @@ def test_required_server_that_failed_is_read_from_the_saved_stderr() -> None:
     assert alone["setupProblem"].startswith("the first event is not thread.started")
 
 
-def test_turn_failed_is_not_completed_and_charged_the_reservation() -> None:
+def test_turn_failed_is_failed_and_charged_the_reservation() -> None:
     code, record, _ = run("turn-failed")
     assert code == 1
-    assert record["status"] != "completed" and record["setupProblem"] is None
+    assert (record["status"], record["setupProblem"], record["costProblem"]) == ("failed", None, None)
     assert (record["cliSubtype"], record["isError"], record["usageComplete"]) == ("turn.failed", True, False)
     assert record["chargedUsd"] == record["reservedUsd"] == 0.1
 

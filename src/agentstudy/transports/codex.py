@@ -170,7 +170,15 @@ class UsageWatch:
 
 
 def _price(model: str, transcript: CodexTranscript) -> tuple[AttemptCost | None, str | None]:
+    """The computed cost, or ``None`` and why it is invalid (``None`` reason: nothing to price).
+
+    A ``turn.failed`` never carries usage (docs/codex.md): that attempt is ``failed`` with
+    ``usageComplete`` false and is charged its whole reservation, not ``invalid-cost``.
+    """
     if transcript.usage is None:
+        terminal = transcript.terminal
+        if terminal is not None and terminal.get("type") == "turn.failed":
+            return None, None
         return None, "no turn.completed usage"
     try:
         return openai_cost(model, _openai_usage(transcript.usage)), None
