@@ -18,7 +18,7 @@ import dataclasses
 import os
 import shutil
 import stat
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -339,11 +339,20 @@ ISOLATION_NOT_ACHIEVED: tuple[str, ...] = (
 )
 
 
-def isolation(settings: CliSettings, scenario: str) -> dict[str, Any]:
-    """The containment of an attempt of ``scenario`` with ``settings``, as plain record fields."""
+def isolation(
+    settings: CliSettings,
+    scenario: str,
+    agent_achieved: Sequence[str] = ISOLATION_ACHIEVED,
+    agent_not_achieved: Sequence[str] = ISOLATION_NOT_ACHIEVED,
+) -> dict[str, Any]:
+    """The containment of an attempt of ``scenario`` with ``settings``, as plain record fields.
+
+    ``agent_achieved`` / ``agent_not_achieved``: the agent's own sentences (Claude Code's by
+    default; ``transports.codex`` passes Codex's), followed by those of the containment mode.
+    """
     contained, missing_by_mode = containment_sentences(settings.containment)
-    achieved = [*ISOLATION_ACHIEVED, *contained]
-    missing = [*ISOLATION_NOT_ACHIEVED, *missing_by_mode]
+    achieved = [*agent_achieved, *contained]
+    missing = [*agent_not_achieved, *missing_by_mode]
     if scenario == DOC_BRIDGE_MCP and settings.mcp.reads_live_checkout:
         missing.append(LIVE_CHECKOUT_NOTE)
     return {"containment": settings.containment, "isolation_achieved": achieved, "isolation_not_achieved": missing}

@@ -31,17 +31,16 @@ from agentstudy.io.containment import (
     SandboxView,
     command_paths,
     contain,
-    containment_sentences,
     server_read_only_paths,
 )
 from agentstudy.pricing.cost import AttemptCost, CostProblem
 from agentstudy.pricing.openai import OpenAiUsage, openai_cost
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP
-from agentstudy.protocol.mcp_spec import LIVE_CHECKOUT_NOTE, mcp_tool_name
+from agentstudy.protocol.mcp_spec import mcp_tool_name
 from agentstudy.rehearsal.responses_server import REHEARSAL_KEY, REHEARSAL_KEY_ENV
 from agentstudy.stream.codex import CodexExpectations, CodexTranscript, CodexUsage, codex_outcome, parse_codex_stream
 from agentstudy.stream.outcome import Outcome
-from agentstudy.transports.cli import GATEWAY_TOKEN_ENV, CliAttemptBody, CliSettings, RawAttempt
+from agentstudy.transports.cli import GATEWAY_TOKEN_ENV, CliAttemptBody, CliSettings, RawAttempt, isolation
 from agentstudy.transports.cli_evaluation import CliEvaluation
 from agentstudy.transports.codex_args import (
     CodexMcpServer,
@@ -280,9 +279,4 @@ CODEX_NOT_ACHIEVED: tuple[str, ...] = (
 
 def codex_isolation(settings: CliSettings, scenario: str) -> dict[str, Any]:
     """The containment of a Codex attempt of ``scenario``, as plain record fields (``AgentCli.isolation``)."""
-    contained, missing_by_mode = containment_sentences(settings.containment)
-    achieved = [*CODEX_ACHIEVED, *contained]
-    missing = [*CODEX_NOT_ACHIEVED, *missing_by_mode]
-    if scenario == DOC_BRIDGE_MCP and settings.mcp.reads_live_checkout:
-        missing.append(LIVE_CHECKOUT_NOTE)
-    return {"containment": settings.containment, "isolation_achieved": achieved, "isolation_not_achieved": missing}
+    return isolation(settings, scenario, CODEX_ACHIEVED, CODEX_NOT_ACHIEVED)
