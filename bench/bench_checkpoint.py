@@ -36,7 +36,8 @@ from agentstudy.io.ledger_store import LedgerFile
 from agentstudy.io.ledger_store import _encode as encode  # the bytes LedgerFile writes for a document
 from agentstudy.protocol.ledger_integrity import seal_ledger
 from agentstudy.protocol.ledger_journal import NOT_TOP_LEVEL, assemble
-from agentstudy.protocol.records import MinimalLedger, OpenReservation
+from agentstudy.protocol.records import MinimalLedger
+from agentstudy.protocol.run_records import OpenReservation
 from bench.common import Stats, Timer, interleave, ratio, timed
 
 SIZES = (100, 1_000, 10_000)

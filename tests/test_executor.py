@@ -21,7 +21,7 @@ from click.testing import CliRunner
 from agentstudy.cli import main
 from agentstudy.io.export import export_pinned_corpus, materialise_corpus, read_pinned_corpus, remove_export
 from agentstudy.pricing.budget import settle_attempt
-from agentstudy.protocol.records import ExcludedWorker
+from agentstudy.protocol.run_records import ExcludedWorker
 from agentstudy.rehearsal.example_study import build_example_study
 from agentstudy.runners.executor import WorkerDied, WorkerJob, submit_cli_attempt, then
 from agentstudy.transports.cli import WORKER_DIED, CliAttemptBody, CliSettings

@@ -21,7 +21,8 @@ from agentstudy.io.ledger_journal import JournaledLedger, LedgerJournalError, Sn
 from agentstudy.io.ledger_store import CheckpointError, OutputPathError, _encode, journal_path, resolve_output
 from agentstudy.protocol.ledger_integrity import seal_ledger, verify_ledger_bytes
 from agentstudy.protocol.ledger_journal import rebuild_ledger
-from agentstudy.protocol.records import MinimalLedger, OpenReservation
+from agentstudy.protocol.records import MinimalLedger
+from agentstudy.protocol.run_records import OpenReservation
 from test_minimal_tamper import run_http_pilot
 
 EVERY_RECORD = SnapshotPolicy(min_bytes=1, growth=0, seconds=3600)

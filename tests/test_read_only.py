@@ -13,7 +13,7 @@ from agentstudy.protocol.read_only import (
     read_only_evidence,
     require_probe_allowed,
 )
-from agentstudy.protocol.records import McpServerRecord
+from agentstudy.protocol.run_records import McpServerRecord
 from agentstudy.protocol.schemas import json_schema
 
 

@@ -19,7 +19,7 @@ from agentstudy.io.claude_cli import CLAUDE_LOOKUP, version_token
 from agentstudy.io.containment import contain
 from agentstudy.pricing.budget import format_max_budget
 from agentstudy.pricing.table import price_entry
-from agentstudy.protocol.records import AgentRecord
+from agentstudy.protocol.run_records import AgentRecord
 from agentstudy.rehearsal.messages_server import RehearsalServer
 from agentstudy.transports.cli import CliAttemptBody, CliSettings, RawAttempt, attempt_view, isolation, link_login
 from agentstudy.transports.cli_args import child_environment, cli_arguments, mcp_config

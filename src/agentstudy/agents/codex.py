@@ -16,7 +16,7 @@ from typing import Any
 from agentstudy.agents.base import Launch
 from agentstudy.io.agent_binary import BinaryLookup, find_agent_binary
 from agentstudy.pricing.openai import openai_price_entry
-from agentstudy.protocol.records import AgentRecord
+from agentstudy.protocol.run_records import AgentRecord
 from agentstudy.rehearsal.responses_server import ResponsesRehearsalServer
 from agentstudy.transports import codex as transport
 from agentstudy.transports.cli import CliAttemptBody, CliSettings, RawAttempt

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentstudy.protocol.records import BudgetRecord
+from agentstudy.protocol.run_records import BudgetRecord
 
 Rubric = Literal["correct", "partial", "incorrect", "incomplete"]
 Verdict = Literal["supported", "missing", "contradicted"]

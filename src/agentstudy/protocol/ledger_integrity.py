@@ -72,7 +72,8 @@ from agentstudy.protocol.controlled.hashing import (
 )
 from agentstudy.protocol.ledger_budget_rule import budget_rule_problems
 from agentstudy.protocol.ledger_concurrency import concurrency_problems, continues
-from agentstudy.protocol.records import CliRunSettings, MinimalLedger, OpenReservation
+from agentstudy.protocol.records import MinimalLedger
+from agentstudy.protocol.run_records import CliRunSettings, OpenReservation
 from agentstudy.protocol.study_agents import DEFAULT_AGENT
 from agentstudy.protocol.study_arms import SCENARIOS
 from agentstudy.stream.outcome import CLI_STATUSES

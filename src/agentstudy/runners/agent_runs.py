@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from agentstudy.agents.registry import agent_cli
 from agentstudy.io.agent_binary import AgentBinaryError
 from agentstudy.protocol.manifest import LoadedManifest
-from agentstudy.protocol.records import AgentRecord
+from agentstudy.protocol.run_records import AgentRecord
 from agentstudy.protocol.schedule import ScheduleEntry
 from agentstudy.runners.preflight import PreflightError, check_cli_version
 from agentstudy.transports.cli import CliSettings

@@ -28,7 +28,7 @@ from typing import Protocol, TypeVar
 from agentstudy.agents.registry import DEFAULT_AGENT
 from agentstudy.io.containment import ContainmentMode
 from agentstudy.io.export import CorpusBlobs
-from agentstudy.protocol.records import ExcludedWorker
+from agentstudy.protocol.run_records import ExcludedWorker
 from agentstudy.transports.cli import (
     GATEWAY_TOKEN_ENV,
     CliAttemptBody,

@@ -32,7 +32,8 @@ from agentstudy.pricing.tally import Tally
 from agentstudy.pricing.usd_json import optional_usd_number, usd_number
 from agentstudy.protocol.ledger_integrity import seal_ledger
 from agentstudy.protocol.manifest import LoadedManifest
-from agentstudy.protocol.records import ArmRecord, BudgetRecord, MinimalLedger, OpenReservation
+from agentstudy.protocol.records import MinimalLedger
+from agentstudy.protocol.run_records import ArmRecord, BudgetRecord, OpenReservation
 from agentstudy.protocol.schedule import ScheduleEntry
 from agentstudy.protocol.study_agents import DEFAULT_AGENT
 from agentstudy.protocol.study_arms import arms_record

@@ -39,13 +39,8 @@ from agentstudy.pricing.usd_json import optional_usd_number, usd_number
 from agentstudy.protocol.ledger_integrity import is_loopback_http, seal_ledger
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP, LoadedManifest
 from agentstudy.protocol.prompt import study_prompt
-from agentstudy.protocol.records import (
-    AdjudicationDeclaration,
-    CliObservation,
-    CliRunSettings,
-    McpServerRecord,
-    MinimalLedger,
-)
+from agentstudy.protocol.records import CliObservation, MinimalLedger
+from agentstudy.protocol.run_records import AdjudicationDeclaration, CliRunSettings, McpServerRecord
 from agentstudy.protocol.schedule import Mode, PilotSize, ScheduleEntry, build_schedule
 from agentstudy.runners.agent_runs import AgentRun, check_other_agents, expected_for, schedule_for, settings_for
 from agentstudy.runners.concurrent_walk import AttemptPort, ConcurrentWalk

@@ -58,14 +58,8 @@ from agentstudy.protocol.ledger_integrity import is_loopback_http, seal_ledger
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP, LoadedManifest
 from agentstudy.protocol.mcp_spec import McpServerSpec
 from agentstudy.protocol.prompt import study_prompt
-from agentstudy.protocol.records import (
-    AdjudicationDeclaration,
-    HttpObservation,
-    HttpPrices,
-    HttpRunSettings,
-    McpServerRecord,
-    MinimalLedger,
-)
+from agentstudy.protocol.records import HttpObservation, MinimalLedger
+from agentstudy.protocol.run_records import AdjudicationDeclaration, HttpPrices, HttpRunSettings, McpServerRecord
 from agentstudy.protocol.schedule import Mode, PilotSize, ScheduleEntry, build_schedule
 from agentstudy.runners.concurrent_walk import ConcurrentWalk
 from agentstudy.runners.executor_choice import ray_ledger_fields

@@ -33,7 +33,7 @@ from agentstudy.io.containment import ContainmentError, check_containment
 from agentstudy.io.environment import allowlisted_environment
 from agentstudy.io.export import CorpusBlobs
 from agentstudy.io.scratch import sweep_stale
-from agentstudy.protocol.records import ExcludedWorker
+from agentstudy.protocol.run_records import ExcludedWorker
 from agentstudy.runners.executor import WorkerDied, WorkerJob, WorkerRequirements, then, worker_binary
 from agentstudy.runners.preflight import PreflightError, check_cli_version
 

@@ -11,7 +11,8 @@ from typing import Any
 from agentstudy.pricing.budget import Budget
 from agentstudy.pricing.sums import exact_factor, scaled
 from agentstudy.pricing.usd_json import usd_number
-from agentstudy.protocol.records import BudgetRecord, CliObservation, HttpObservation
+from agentstudy.protocol.records import CliObservation, HttpObservation
+from agentstudy.protocol.run_records import BudgetRecord
 
 SEED_FULL_ATTEMPTS = 36
 """The seed's full schedule; a pilot of ``n`` attempts extrapolates by ``full attempts / n`` (18 for 2)."""
