@@ -13,7 +13,7 @@ import pytest
 from agentstudy.io.server_corpus import ServerCorpora
 from agentstudy.pricing.budget import settle_attempt
 from agentstudy.pricing.cost import CostProblem
-from agentstudy.pricing.openai import OPENAI_PRICES, OpenAiUsage, openai_cost
+from agentstudy.pricing.openai import OpenAiUsage, openai_cost
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP, REPOSITORY_ONLY
 from agentstudy.rehearsal.example_study import build_corpus_repository
 from agentstudy.runners.preflight import DEFAULT_MCP_SERVER
@@ -77,8 +77,7 @@ def test_openai_cost_prices_each_part_at_its_own_rate() -> None:
     cost = openai_cost("gpt-5", usage)
     # 500k uncached x 1.25 + 400k cached x 0.125 + 100k writes x 1.25 + 150k out x 10 + 50k reasoning x 10
     assert cost.usd == Decimal("0.625") + Decimal("0.05") + Decimal("0.125") + Decimal("1.5") + Decimal("0.5")
-    assert cost.basis["models"]["gpt-5"]["priceSource"].startswith("OpenAI API pricing page")
-    assert all(row.source for row in OPENAI_PRICES.values())
+    assert cost.basis["models"]["gpt-5"]["priceSource"].startswith("genai-prices 0.2.3 bundled snapshot")
     with pytest.raises(CostProblem, match="no OpenAI price for model 'gpt-99'"):
         openai_cost("gpt-99", usage)
     with pytest.raises(CostProblem, match="reasoning_output_tokens exceed output_tokens"):

@@ -47,12 +47,16 @@ class AgentCli(Protocol):
         label: the agent's name in messages (``Claude Code``, ``Codex CLI``).
         pinned_version: the version ``scripts/setup.sh`` installs (``--agent-version``'s default).
         rehearsal_model: the model name the demo's free rehearsal uses (priced by the agent's table).
+        reports_cost: whether the agent reports its own cost; when it does not (Codex), our price row
+            is the only meter of the per-attempt limit, so a model without one is refused before
+            anything starts (``commands.agent_options.require_priced_model``, issue 21 item 4).
     """
 
     name: str
     label: str
     pinned_version: str
     rehearsal_model: str
+    reports_cost: bool
 
     def find_binary(self, explicit: str | None, environ: Mapping[str, str]) -> Path:
         """The agent's executable (explicit path, override variable, pinned install in .tools, PATH).

@@ -36,6 +36,7 @@ class ClaudeCodeAgent:
     label = "Claude Code"
     pinned_version = CLAUDE_CODE_VERSION
     rehearsal_model = "claude-haiku-5-5"
+    reports_cost = True
 
     def find_binary(self, explicit: str | None, environ: Mapping[str, str]) -> Path:
         """``--claude-bin``, ``AGENTSTUDY_CLAUDE_BIN``, ``.tools/claude-code``, then ``claude`` on PATH.

@@ -44,6 +44,7 @@ class CodexAgent:
     label = "Codex CLI"
     pinned_version = CODEX_VERSION
     rehearsal_model = REHEARSAL_MODEL
+    reports_cost = False
 
     def find_binary(self, explicit: str | None, environ: Mapping[str, str]) -> Path:
         """``--agent-bin``, ``AGENTSTUDY_CODEX_BIN``, ``.tools/codex``, ``codex`` on PATH (AgentBinaryError)."""
@@ -76,7 +77,7 @@ class CodexAgent:
         return transport.codex_isolation(settings, scenario)
 
     def price_entry(self, model: str) -> dict[str, Any] | None:
-        """``pricing.openai.openai_price_entry``."""
+        """``pricing.openai.openai_price_entry`` (genai-prices' snapshot, or our rehearsal row)."""
         return openai_price_entry(model)
 
     def agent_record(self, settings: CliSettings, version_line: str, parent_env: Mapping[str, str]) -> AgentRecord:

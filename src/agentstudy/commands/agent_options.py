@@ -40,3 +40,12 @@ def agent_binary(agent: AgentCli, explicit: str | None) -> Path:
         return agent.find_binary(explicit, os.environ)
     except AgentBinaryError as error:
         fail(str(error))
+
+
+def require_priced_model(agent: AgentCli, model: str) -> None:
+    """Exit 2 with one line when ``agent`` reports no cost of its own (Codex) and ``model`` has no price
+    row (``AgentCli.price_entry``): our computed cost would be the only meter of the per-attempt limit
+    and of settlement, so nothing starts (issue 21 item 4). An agent that reports its cost passes."""
+    if not agent.reports_cost and agent.price_entry(model) is None:
+        fail(f"--model {model!r} has no price, and {agent.label} reports no cost of its own: the per-attempt "
+             f"limit could not be metered (prices: docs/codex.md, Money)")

@@ -1,13 +1,23 @@
-"""OpenAI model prices as data, and the cost of one Codex attempt's usage (issue 21 item 4).
+"""OpenAI model prices, and the cost of one Codex attempt's usage (issue 21 item 4).
 
-Rates are USD per million tokens, each row with its source and date; a model absent from the
-table is a cost problem for the caller, never a guessed price. Codex's ``turn.completed`` usage
-follows the Responses API: ``input_tokens`` includes ``cached_input_tokens``, and
-``output_tokens`` includes ``reasoning_output_tokens``. Each part is priced at its own rate:
-uncached input, cached input, cache-write input (billed as input: OpenAI states no write rate),
-non-reasoning output and reasoning output (billed as output by OpenAI; its own column, so a
-provider that prices it apart is one row away). Codex reports no cost: a ``completed`` attempt
-is charged this computed cost, any other outcome ``max(reservation, computed)``
+Rates are USD per million tokens. They come from genai-prices' bundled snapshot
+(``pricing.genai_rates``: standard tier, imported lazily when a Codex attempt's model is first
+priced, never updated over the network); ``OWN_OPENAI_PRICES`` holds the one row that is ours,
+the rehearsal's nominal ``rehearsal-scripted``. A model neither knows is a cost problem for the
+caller, never a guessed price. Codex's ``turn.completed`` usage follows the Responses API:
+``input_tokens`` includes ``cached_input_tokens``, and ``output_tokens`` includes
+``reasoning_output_tokens``. Each part is priced at its own rate: uncached input, cached input,
+cache-write input, non-reasoning output and reasoning output (OpenAI bills it as output, so its
+rate is the output rate unless the row says otherwise).
+
+**Tiers.** A long-context tier applies to every token of a request whose prompt passes the
+threshold (``gpt-5.5``: 272,000 input tokens). Codex reports only the thread's total usage, never
+each request's prompt, so the tier cannot be chosen by the largest prompt as Claude's is
+(``pricing.cost``): it is chosen by the *total* input (``tierSource: "aggregate"``, Claude's word for
+the same fallback), which is at least every single prompt — the computed cost is never below the
+bill, and may be above it when many short requests add up past the threshold (``TIER_RULE``,
+recorded in ``costBasis`` and the ledger's price entry). Codex reports no cost: a ``completed``
+attempt is charged this computed cost, any other outcome ``max(reservation, computed)``
 (``pricing.budget.settle_attempt``). Exact ``Decimal`` arithmetic throughout.
 """
 
@@ -22,53 +32,94 @@ from agentstudy.pricing.cost import AttemptCost, CostProblem
 from agentstudy.pricing.money import exact
 from agentstudy.pricing.usd_json import usd_number
 
-__all__ = ["OPENAI_PRICES", "REHEARSAL_ROW_SOURCE", "OpenAiPrice", "OpenAiUsage", "openai_cost", "openai_price_entry"]
+__all__ = ["OWN_OPENAI_PRICES", "REHEARSAL_ROW_SOURCE", "TIER_RULE", "OpenAiPrice", "OpenAiRates", "OpenAiUsage",
+           "openai_cost", "openai_price", "openai_price_entry"]
+
+TIER_RULE = ("tier chosen by the thread's total input tokens (Codex reports no per-request prompt): "
+             "strictly above a threshold prices every token at that tier, never below the bill")
 
 
 @dataclass(frozen=True)
-class OpenAiPrice:
-    """One OpenAI model's rates, USD per million tokens: ``input`` (uncached), ``cached_input``,
-    ``output`` (non-reasoning) and ``reasoning_output``; ``source`` names where and when they were read.
+class OpenAiRates:
+    """One tier's rates, USD per million tokens: ``input`` (uncached), ``cached_input``,
+    ``cache_write_input``, ``output`` (non-reasoning) and ``reasoning_output``.
 
     Raises:
-        ValueError: a rate that is not a finite ``Decimal`` >= 0, or an empty source.
+        ValueError: a rate that is not a finite ``Decimal`` >= 0.
     """
 
     input: Decimal
     cached_input: Decimal
+    cache_write_input: Decimal
     output: Decimal
     reasoning_output: Decimal
+
+    def __post_init__(self) -> None:
+        for rate in self.values():
+            if not isinstance(rate, Decimal) or not rate.is_finite() or rate < 0:
+                raise ValueError("an OpenAI rate must be a finite Decimal >= 0 (USD per million tokens)")
+
+    def values(self) -> tuple[Decimal, ...]:
+        """The five rates in field order (USD per million tokens)."""
+        return (self.input, self.cached_input, self.cache_write_input, self.output, self.reasoning_output)
+
+
+@dataclass(frozen=True)
+class OpenAiPrice:
+    """One OpenAI model's price: ``tiers[0]`` up to ``thresholds[0]`` input tokens, ``tiers[i]`` for
+    every token once the input passes ``thresholds[i - 1]`` (strictly); ``source`` names where and
+    when the rates were read.
+
+    Raises:
+        ValueError: no tier, thresholds not one fewer than tiers or not strictly ascending from 0,
+            a higher tier cheaper in any rate than the one below (crossing may only raise a cost),
+            or an empty source.
+    """
+
+    tiers: tuple[OpenAiRates, ...]
+    thresholds: tuple[int, ...]
     source: str
 
     def __post_init__(self) -> None:
-        for rate in (self.input, self.cached_input, self.output, self.reasoning_output):
-            if not isinstance(rate, Decimal) or not rate.is_finite() or rate < 0:
-                raise ValueError("an OpenAI rate must be a finite Decimal >= 0 (USD per million tokens)")
+        if not self.tiers or len(self.thresholds) != len(self.tiers) - 1:
+            raise ValueError("an OpenAI price has one tier more than thresholds")
+        if any(t < 0 for t in self.thresholds) or list(self.thresholds) != sorted(set(self.thresholds)):
+            raise ValueError("tier thresholds must be distinct token counts >= 0 in ascending order")
+        for lower, upper in zip(self.tiers, self.tiers[1:], strict=False):
+            if any(u < lo for lo, u in zip(lower.values(), upper.values(), strict=True)):
+                raise ValueError("a higher tier must not be cheaper than the tier below it")
         if not self.source.strip():
             raise ValueError("an OpenAI price row needs a source")
 
+    def tier_index(self, input_tokens: int) -> int:
+        """0-based tier for an attempt whose total input is ``input_tokens`` (strictly above a threshold)."""
+        return sum(1 for threshold in self.thresholds if input_tokens > threshold)
 
-_LIST = ("OpenAI API pricing page, standard tier, as published 2025-08-07 (GPT-5 launch); reasoning "
-         "tokens are billed as output tokens there; not re-read since")
+
 REHEARSAL_ROW_SOURCE = ("nominal rehearsal price (no money moves: the scripted Responses server on 127.0.0.1); "
                         "the first tier of the Claude rehearsal model, cached input at 0.1 x input")
 
-
-def _row(input_rate: str, cached: str, output: str, source: str = _LIST) -> OpenAiPrice:
-    return OpenAiPrice(Decimal(input_rate), Decimal(cached), Decimal(output), Decimal(output), source)
-
-
-OPENAI_PRICES: dict[str, OpenAiPrice] = {
-    "gpt-5": _row("1.25", "0.125", "10"),
-    "gpt-5-codex": _row("1.25", "0.125", "10"),
-    "gpt-5-mini": _row("0.25", "0.025", "2"),
-    "gpt-5-nano": _row("0.05", "0.005", "0.40"),
-    "gpt-4.1": _row("2", "0.50", "8"),
-    "gpt-4.1-mini": _row("0.40", "0.10", "1.60"),
-    "o4-mini": _row("1.10", "0.275", "4.40"),
-    "rehearsal-scripted": _row("0.10", "0.01", "0.50", REHEARSAL_ROW_SOURCE),
+OWN_OPENAI_PRICES: dict[str, OpenAiPrice] = {
+    "rehearsal-scripted": OpenAiPrice(
+        tiers=(OpenAiRates(Decimal("0.10"), Decimal("0.01"), Decimal("0.10"), Decimal("0.50"), Decimal("0.50")),),
+        thresholds=(), source=REHEARSAL_ROW_SOURCE),
 }
-"""Rates of the models a Codex study may name (``rehearsal-scripted`` is the rehearsal's)."""
+"""Our own rows, looked up before genai-prices: only the rehearsal's nominal model."""
+
+
+def openai_price(model: str, own: Mapping[str, OpenAiPrice] = OWN_OPENAI_PRICES, day: str | None = None) -> OpenAiPrice:
+    """``model``'s price: its row in ``own``, else genai-prices' bundled snapshot (standard tier) as of
+    UTC date ``day`` (``YYYY-MM-DD``; ``None``: today). USD per million tokens.
+
+    Raises:
+        CostProblem: neither knows ``model`` (never a guessed price).
+    """
+    row = own.get(model)
+    if row is not None:
+        return row
+    from agentstudy.pricing.genai_rates import library_price, today  # lazy: the library's data costs ~2 s
+
+    return library_price(model, day or today())
 
 
 @dataclass(frozen=True)
@@ -99,31 +150,46 @@ class OpenAiUsage:
             raise CostProblem("reasoning_output_tokens exceed output_tokens")
 
 
-def openai_cost(model: str, usage: OpenAiUsage, table: Mapping[str, OpenAiPrice] = OPENAI_PRICES) -> AttemptCost:
+def _threshold(price: OpenAiPrice) -> int | None:
+    return price.thresholds[0] if price.thresholds else None
+
+
+def openai_cost(model: str, usage: OpenAiUsage, own: Mapping[str, OpenAiPrice] = OWN_OPENAI_PRICES,
+                day: str | None = None) -> AttemptCost:
     """The exact cost (USD) of ``usage`` at ``model``'s rates, with its ``costBasis`` (camelCase JSON).
 
-    ``(input - cached - cache write) x input + cached x cached_input + cache write x input +
-    (output - reasoning) x output + reasoning x reasoning_output``, divided by 1e6.
+    ``(input - cached - cache write) x input + cached x cached_input + cache write x
+    cache_write_input + (output - reasoning) x output + reasoning x reasoning_output``, divided by
+    1e6, at the tier of the total input (``TIER_RULE``). ``costBasis`` records ``tier``,
+    ``tierSource`` (``"aggregate"``), ``tierThresholdTokens``, ``largestPromptTokens`` (the total
+    input that chose the tier), ``tierRule`` and, under ``models``, the rates, counts and source.
 
     Raises:
-        CostProblem: ``model`` has no row in ``table``.
+        CostProblem: ``model`` has no price (``openai_price``).
     """
-    price = table.get(model)
-    if price is None:
-        raise CostProblem(f"no OpenAI price for model {model!r}")
+    price = openai_price(model, own, day)
+    index = price.tier_index(usage.input_tokens)
+    rates = price.tiers[index]
     uncached = usage.input_tokens - usage.cached_input_tokens - usage.cache_write_input_tokens
     plain_output = usage.output_tokens - usage.reasoning_output_tokens
     with exact():
-        total = (uncached * price.input + usage.cached_input_tokens * price.cached_input
-                 + usage.cache_write_input_tokens * price.input + plain_output * price.output
-                 + usage.reasoning_output_tokens * price.reasoning_output).scaleb(-6)
+        total = (uncached * rates.input + usage.cached_input_tokens * rates.cached_input
+                 + usage.cache_write_input_tokens * rates.cache_write_input + plain_output * rates.output
+                 + usage.reasoning_output_tokens * rates.reasoning_output).scaleb(-6)
     basis: dict[str, Any] = {
         "pricing": "openai",
+        "tier": index + 1,
+        "tierSource": "aggregate",
+        "tierThresholdTokens": _threshold(price),
+        "largestPromptTokens": usage.input_tokens,
+        "tierRule": TIER_RULE,
         "models": {model: {
-            "inputUsdPerMillion": usd_number(price.input),
-            "cachedInputUsdPerMillion": usd_number(price.cached_input),
-            "outputUsdPerMillion": usd_number(price.output),
-            "reasoningOutputUsdPerMillion": usd_number(price.reasoning_output),
+            "tier": index + 1,
+            "inputUsdPerMillion": usd_number(rates.input),
+            "cachedInputUsdPerMillion": usd_number(rates.cached_input),
+            "cacheWriteInputUsdPerMillion": usd_number(rates.cache_write_input),
+            "outputUsdPerMillion": usd_number(rates.output),
+            "reasoningOutputUsdPerMillion": usd_number(rates.reasoning_output),
             "inputTokens": usage.input_tokens,
             "cachedInputTokens": usage.cached_input_tokens,
             "cacheWriteInputTokens": usage.cache_write_input_tokens,
@@ -136,10 +202,24 @@ def openai_cost(model: str, usage: OpenAiUsage, table: Mapping[str, OpenAiPrice]
     return AttemptCost(usd=total, basis=basis)
 
 
-def openai_price_entry(model: str, table: Mapping[str, OpenAiPrice] = OPENAI_PRICES) -> dict[str, Any] | None:
-    """The ledger's ``prices`` entry for an OpenAI ``model`` (USD per million), or ``None`` if absent."""
-    price = table.get(model)
-    if price is None:
+def openai_price_entry(model: str, own: Mapping[str, OpenAiPrice] = OWN_OPENAI_PRICES,
+                       day: str | None = None) -> dict[str, Any] | None:
+    """The ledger's ``cli.prices`` entry for an OpenAI ``model`` (USD per million), ``None`` if unpriced.
+
+    Shape: ``{source, tierThresholdTokens, tierThresholds, tierRule, tiers: [{input, cachedInput,
+    cacheWriteInput, output, reasoningOutput}, ...]}``; ``source`` is the provenance (genai-prices
+    version, row and its verification comment, or ours for the rehearsal row).
+    """
+    try:
+        price = openai_price(model, own, day)
+    except CostProblem:
         return None
-    return {"source": price.source, "input": usd_number(price.input), "cachedInput": usd_number(price.cached_input),
-            "output": usd_number(price.output), "reasoningOutput": usd_number(price.reasoning_output)}
+    return {
+        "source": price.source,
+        "tierThresholdTokens": _threshold(price),
+        "tierThresholds": list(price.thresholds),
+        "tierRule": TIER_RULE,
+        "tiers": [{"input": usd_number(t.input), "cachedInput": usd_number(t.cached_input),
+                   "cacheWriteInput": usd_number(t.cache_write_input), "output": usd_number(t.output),
+                   "reasoningOutput": usd_number(t.reasoning_output)} for t in price.tiers],
+    }
