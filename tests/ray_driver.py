@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import agentstudy.commands.minimal as minimal_command
+import agentstudy.agents.claude_code as claude_code_agent
 from agentstudy.cli import main
 from agentstudy.rehearsal.messages_server import RehearsalServer
 from agentstudy.rehearsal.policy import ScriptedReply, next_reply
@@ -52,5 +52,5 @@ def recording_server(log: Path) -> type[RehearsalServer]:
 if __name__ == "__main__":
     log_path, separator, *args = sys.argv[1:]
     assert separator == "--"
-    setattr(minimal_command, "RehearsalServer", recording_server(Path(log_path)))  # noqa: B010 (the seam)
+    setattr(claude_code_agent, "RehearsalServer", recording_server(Path(log_path)))  # noqa: B010 (the seam)
     main(args)
