@@ -18,7 +18,8 @@ from agentstudy.report.agents import agent_analyses, multi_agent_document
 from agentstudy.report.analysis import Analysis, analyse
 from agentstudy.report.content import build_document
 from agentstudy.report.document import Document
-from agentstudy.report.load import MAX_INPUT_BYTES, load_study
+from agentstudy.report.input_bytes import MAX_INPUT_BYTES
+from agentstudy.report.load import load_study
 from agentstudy.report.model import ReportInputError, Study
 from agentstudy.report.render import FORMATS, render
 

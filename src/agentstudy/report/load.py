@@ -20,20 +20,15 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from agentstudy.io.ledger_journal import LedgerJournalError, read_ledger
 from agentstudy.pricing.cost import CacheWrites, CostProblem, ModelTokens
 from agentstudy.pricing.sums import sum_usd, usd_from_json
-from agentstudy.protocol.adjudication import RUBRIC_SCORES, MinimalAdjudication
-from agentstudy.protocol.adjudication_integrity import companion_problems
-from agentstudy.protocol.json_input import JsonInputError, load_json
 from agentstudy.protocol.ledger_integrity import verify_ledger_bytes
 from agentstudy.protocol.study_agents import observation_agent
 from agentstudy.report.containment import read_containment
+from agentstudy.report.input_bytes import json_document, read_input
+from agentstudy.report.load_adjudication import join_adjudication
 from agentstudy.report.model import (
-    COMPLETED,
-    AdjudicationInfo,
     Attempt,
     NotSupportedYet,
     ReportInputError,
@@ -43,29 +38,10 @@ from agentstudy.report.model import (
 from agentstudy.stream.denials import refused_out_of_export_reads
 
 CONTROLLED_LEDGER_TYPE = "controlled-study-observation-ledger"
-MAX_INPUT_BYTES = 256 * 1024 * 1024
 HEADER_FIELDS = (
     "version", "transport", "model", "mode", "status", "plannedAttempts", "rehearsal", "startedAt", "finishedAt",
     "protocolHash", "manifestSha256", "runnerHash", "engineRevision", "engineBundleHash",
 )
-
-
-def _read(path: Path, what: str) -> bytes:
-    try:
-        with path.open("rb") as handle:
-            data = handle.read(MAX_INPUT_BYTES + 1)
-    except OSError as error:
-        raise ReportInputError(f"cannot read the {what} {path}: {error.strerror or error}") from None
-    if len(data) > MAX_INPUT_BYTES:
-        raise ReportInputError(f"the {what} {path} is larger than {MAX_INPUT_BYTES} bytes")
-    return data
-
-
-def _json(data: bytes, what: str) -> Any:
-    try:
-        return load_json(data)
-    except JsonInputError as error:
-        raise ReportInputError(f"the {what} {error}") from None
 
 
 def _count(obs: dict[str, Any], key: str, where: str) -> int | None:
@@ -240,7 +216,7 @@ def parse_ledger(data: bytes, file_name: str) -> Study:
         ReportInputError: not JSON, not a minimal-study ledger, a malformed observation, or
             two observations of the same agent, task, scenario and repetition.
     """
-    document = _json(data, "ledger")
+    document = json_document(data, "ledger")
     if not isinstance(document, dict):
         raise ReportInputError("the ledger is not a JSON object")
     if document.get("type") == CONTROLLED_LEDGER_TYPE:
@@ -318,68 +294,6 @@ def _server_name(server: Any) -> str | None:
     return _plain_label(server.get("name")) if isinstance(server, dict) else None
 
 
-def join_adjudication(study: Study, data: bytes, file_name: str) -> Study:
-    """Join a companion's bytes to ``study``: scores onto scored items, ``pending`` or ``missing`` elsewhere.
-
-    Raises:
-        ReportInputError: the companion is not a valid adjudication record, its ``ledgerSha256``
-            is not the ledger's SHA-256, its money or timing invariants break
-            (``protocol.adjudication_integrity``), or an item points at no observation, at one of another
-            task or repetition, or twice at the same one.
-    """
-    try:
-        companion = MinimalAdjudication.model_validate(_json(data, "adjudication companion"))
-    except ValidationError as error:
-        first = error.errors()[0]
-        place = ".".join(str(p) for p in first["loc"])
-        raise ReportInputError(f"the adjudication companion is not valid: {place}: {first['msg']}") from None
-    if companion.ledger_sha256 != study.sha256:
-        raise ReportInputError(f"the adjudication companion is bound to ledger SHA-256 {companion.ledger_sha256}, "
-                               f"not to this ledger ({study.sha256})")
-    problems = companion_problems(companion)
-    if problems:
-        raise ReportInputError(f"the adjudication companion does not hold together: {problems[0]}")
-    attempts = list(study.attempts)
-    joined: set[int] = set()
-    for item in companion.items:
-        index = item.observation_index
-        if not 0 <= index < len(attempts) or index in joined:
-            raise ReportInputError(f"adjudication item {item.item_id} points at no observation or at one twice")
-        target = attempts[index]
-        if (target.task_id, target.repetition) != (item.task_id, item.repetition):
-            raise ReportInputError(f"adjudication item {item.item_id} does not match observation {index + 1}")
-        joined.add(index)
-        if item.status == "scored":
-            score = item.score if item.score is not None else RUBRIC_SCORES.get(item.rubric or "")
-            if score is None or not 0 <= score <= 1:
-                raise ReportInputError(f"adjudication item {item.item_id} is scored without a score in [0, 1]")
-            attempts[index] = replace(target, correctness=float(score), rubric=item.rubric, adjudication="scored")
-        else:
-            reason = " ".join((item.pending_reason or "no reason recorded").split())[:160]
-            attempts[index] = replace(target, adjudication="pending", pending_reason=reason)
-    for index, attempt in enumerate(attempts):
-        if index not in joined:
-            state = "pending" if attempt.status == COMPLETED else "missing"
-            attempts[index] = replace(attempt, adjudication=state,
-                                       pending_reason="no adjudication item" if state == "pending" else None)
-    try:
-        spent = usd_from_json(companion.budget.spent, what="the adjudication's spent")
-        cap = usd_from_json(companion.budget.cap, what="the adjudication's cap")
-    except ValueError as error:
-        raise ReportInputError(str(error)) from None
-    info = AdjudicationInfo(
-        file_name=file_name,
-        ledger_sha256=companion.ledger_sha256,
-        status=companion.status,
-        adjudicator_models=tuple(sorted({item.adjudicator_model for item in companion.items})),
-        spent_usd=spent,
-        cap_usd=cap,
-        scored=sum(a.adjudication == "scored" for a in attempts),
-        pending=sum(a.adjudication == "pending" for a in attempts),
-    )
-    return replace(study, attempts=tuple(attempts), adjudication=info)
-
-
 def load_study(ledger: Path, adjudication: Path | None = None, *, allow_unverified: bool = False) -> Study:
     """Read and verify ``ledger`` (and join ``adjudication`` when given) from disk.
 
@@ -391,7 +305,7 @@ def load_study(ledger: Path, adjudication: Path | None = None, *, allow_unverifi
             a file that cannot be read, or (without ``allow_unverified``) a ledger that does not verify.
     """
     try:  # a crashed run's ledger is its last snapshot plus the journal beside it (issue 19)
-        data = read_ledger(ledger, _read(ledger, "ledger")).data
+        data = read_ledger(ledger, read_input(ledger, "ledger")).data
     except LedgerJournalError as error:
         raise ReportInputError(str(error)) from None
     study = parse_ledger(data, ledger.name)
@@ -403,4 +317,4 @@ def load_study(ledger: Path, adjudication: Path | None = None, *, allow_unverifi
         study = replace(study, unverified=verification.problems)
     if adjudication is None:
         return study
-    return join_adjudication(study, _read(adjudication, "adjudication companion"), adjudication.name)
+    return join_adjudication(study, read_input(adjudication, "adjudication companion"), adjudication.name)
