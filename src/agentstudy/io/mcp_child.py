@@ -24,12 +24,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agentstudy.io.environment import FORBIDDEN, allowlisted_environment
+from agentstudy.protocol.redaction import REDACTED
 
 STDERR_TAIL_BYTES = 2048
 """How much of the end of the server's stderr an error message quotes (bytes)."""
 SERVER_TEXT_BYTES = 2048
 """The most of the server's own text (bytes, UTF-8) an error message quotes (issue 18, item 5)."""
-REDACTED = "[redacted]"
+
 MIN_SECRET_CHARS = 4
 """Shorter configured values (``1``, ``on``) are not treated as secrets: replacing them would garble the text."""
 CHILD_SHELL = "/bin/sh"

@@ -30,7 +30,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from agentstudy.fsm.attempt import AttemptMachine
 from agentstudy.fsm.run import RunMachine
@@ -59,6 +59,7 @@ from agentstudy.protocol.manifest import DOC_BRIDGE_MCP, LoadedManifest
 from agentstudy.protocol.mcp_spec import McpServerSpec
 from agentstudy.protocol.prompt import study_prompt
 from agentstudy.protocol.records import HttpObservation, MinimalLedger
+from agentstudy.protocol.redaction import redact
 from agentstudy.protocol.run_records import AdjudicationDeclaration, HttpPrices, HttpRunSettings, McpServerRecord
 from agentstudy.protocol.schedule import Mode, PilotSize, ScheduleEntry, build_schedule
 from agentstudy.runners.concurrent_walk import ConcurrentWalk
@@ -91,7 +92,6 @@ from agentstudy.transports.http import (
     run_http_attempt,
 )
 
-REDACTED = "[redacted]"
 REHEARSAL_KEY = "rehearsal-dummy-key"
 """The key sent to the local rehearsal server (``--rehearsal``, ``demo``): never a real credential."""
 
@@ -135,17 +135,6 @@ class HttpRunRequest:
     """Where a concurrent run's agent loops run (issue 20; ``runners.http_remote``): threads here, or Ray tasks."""
     ray_address: str | None = None
     """The Ray cluster's address (``--ray-address``); required with ``executor="ray"``."""
-
-
-def redact(value: Any, secret: str) -> Any:
-    """``value`` (JSON data) with every occurrence of ``secret`` in strings and keys replaced by ``[redacted]``."""
-    if isinstance(value, str):
-        return value.replace(secret, REDACTED)
-    if isinstance(value, list):
-        return [redact(item, secret) for item in value]
-    if isinstance(value, dict):
-        return {redact(key, secret): redact(item, secret) for key, item in value.items()}
-    return value
 
 
 class _Checkpoints:
