@@ -33,6 +33,7 @@ from agentstudy.io.containment import (
     contain,
     server_read_only_paths,
 )
+from agentstudy.io.process import STDOUT_LIMIT_BYTES
 from agentstudy.pricing.cost import AttemptCost, CostProblem
 from agentstudy.pricing.openai import OpenAiUsage, openai_cost
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP
@@ -139,17 +140,34 @@ class UsageWatch:
     model: str
     limit_usd: Decimal
     _pending: bytearray = field(default_factory=bytearray, repr=False)
+    _overflow: bool = field(default=False, repr=False)
 
     def __call__(self, chunk: bytes) -> str | None:
-        """The stop reason, or ``None`` to let the child run on."""
-        self._pending.extend(chunk)
-        *lines, rest = bytes(self._pending).split(b"\n")
-        self._pending = bytearray(rest)
+        """The stop reason, or ``None`` to let the child run on.
+
+        Only the newest chunk is searched for line ends, and a line is kept up to ``STDOUT_LIMIT_BYTES``
+        (what the attempt keeps of stdout at all): a flood with no newline costs linear time and bounded
+        memory, and the line it makes is not read (the truncated stdout decides that attempt).
+        """
+        if b"\n" not in chunk:
+            self._keep(chunk)
+            return None
+        head, *middle, rest = chunk.split(b"\n")
+        self._keep(head)
+        lines = [b"" if self._overflow else bytes(self._pending), *middle]
+        self._pending, self._overflow = bytearray(), False
+        self._keep(rest)
         for line in lines:
             reason = self._check(line)
             if reason is not None:
                 return reason
         return None
+
+    def _keep(self, part: bytes) -> None:
+        if self._overflow or len(self._pending) + len(part) > STDOUT_LIMIT_BYTES:
+            self._pending, self._overflow = bytearray(), True
+        else:
+            self._pending.extend(part)
 
     def _check(self, line: bytes) -> str | None:
         if b"turn.completed" not in line:

@@ -1,0 +1,54 @@
+"""Attacks on the Codex path with hostile fake agents (prompts4/attack.md): each fake is the real pinned binary
+for ``--version`` / ``features`` and a script for ``exec``. Restricted containment, as every fake's test."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from agentstudy.io.process import STDOUT_LIMIT_BYTES
+from agentstudy.protocol.manifest import REPOSITORY_ONLY
+from agentstudy.rehearsal.example_study import build_corpus_repository
+from agentstudy.transports.codex import UsageWatch
+
+from codex_attempts import codex_binary, run_codex_attempt
+
+TRANSCRIPT = Path(__file__).parent / "transcripts" / "codex-0.171.0" / "control-completed.jsonl"
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    root = tmp_path_factory.mktemp("codex-attack") / "harbor-playbook"
+    return root, build_corpus_repository("harbor-playbook", root)
+
+
+def fake_codex(directory: Path, exec_body: str) -> Path:
+    """A fake codex: the real binary for everything but ``exec``, which runs ``exec_body`` (bash)."""
+    fake = directory / "codex"
+    fake.write_text(f'#!/bin/bash\ncase "$1" in exec) ;; *) exec "{codex_binary()}" "$@";; esac\n{exec_body}\n')
+    fake.chmod(0o755)
+    return fake
+
+
+def test_a_100_mb_flood_without_a_newline_is_cut_at_the_bound_not_waited_on(corpus: tuple[Path, str],
+                                                                           tmp_path: Path) -> None:
+    # The usage watcher used to re-split its whole pending buffer on every chunk: a flood with no newline
+    # was quadratic (and held in memory past the stdout bound), so the attempt ran into its timeout.
+    fake = fake_codex(tmp_path, f"cat '{TRANSCRIPT}'; head -c 100000000 /dev/zero | tr '\\0' x; echo")
+    result, _ = run_codex_attempt(*corpus, REPOSITORY_ONLY, binary=fake, containment="restricted")
+    assert result.status == "failed", (result.status, result.status_reason)
+    assert result.exit_code == 0
+
+
+def test_the_usage_watch_skips_an_overlong_line_and_reads_the_next() -> None:
+    watch = UsageWatch("gpt-5", Decimal("0.01"))
+    for _ in range(STDOUT_LIMIT_BYTES // 65536 + 2):
+        assert watch(b"x" * 65536) is None
+    line = json.dumps({"type": "turn.completed", "usage": {"input_tokens": 10_000, "cached_input_tokens": 0,
+                                                           "output_tokens": 1_000, "reasoning_output_tokens": 0}})
+    assert watch(b' "turn.completed"\n' + line.encode() + b"\n") == \
+        "the running usage cost 0.0225 USD passed the per-attempt limit of 0.01 USD; the child was stopped"
+    assert watch._pending == bytearray() and watch._overflow is False
