@@ -8,13 +8,16 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from agentstudy.cli import main
 from agentstudy.io.process import STDOUT_LIMIT_BYTES
 from agentstudy.protocol.manifest import REPOSITORY_ONLY
-from agentstudy.rehearsal.example_study import build_corpus_repository
+from agentstudy.rehearsal.example_study import build_corpus_repository, build_example_study
 from agentstudy.transports.codex import UsageWatch
 
 from codex_attempts import codex_binary, run_codex_attempt
+from study_files import EXAMPLE_STUDY
 
 TRANSCRIPT = Path(__file__).parent / "transcripts" / "codex-0.171.0" / "control-completed.jsonl"
 
@@ -52,3 +55,39 @@ def test_the_usage_watch_skips_an_overlong_line_and_reads_the_next() -> None:
     assert watch(b' "turn.completed"\n' + line.encode() + b"\n") == \
         "the running usage cost 0.0225 USD passed the per-attempt limit of 0.01 USD; the child was stopped"
     assert watch._pending == bytearray() and watch._overflow is False
+
+
+@pytest.fixture(scope="module")
+def example(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[str]]:
+    """The example study (the seed manifest), the study file with both agents, and the ``--root`` flags."""
+    base = tmp_path_factory.mktemp("codex-attack-study")
+    study = build_example_study(base / "study")
+    document = json.loads(EXAMPLE_STUDY.read_text())
+    document["agents"] = ["claude-code", "codex"]
+    two = base / "two.json"
+    two.write_text(json.dumps(document))
+    return study.manifest_path, two, [f"--root={name}={path}" for name, path in study.roots.items()]
+
+
+@pytest.mark.parametrize(("which", "extra", "message"), [
+    ("seed", ["--agent", "codex", "--rehearsal", "--model", "gpt-unpriced-9"],
+     "--model gpt-unpriced-9 has no price for codex"),
+    ("seed", ["--agent", "codex", "--approve-budget", "--model", "gpt-unpriced-9"],
+     "--model gpt-unpriced-9 has no price for codex"),
+    ("seed", ["--agent", "codex", "--dry-run", "--model", "gpt-unpriced-9"],
+     "--model gpt-unpriced-9 has no price for codex"),
+    ("two", ["--rehearsal", "--model", "claude-haiku-5-5", "--agent-model", "codex=gpt-unpriced-9"],
+     "--agent-model codex=gpt-unpriced-9 has no price for codex"),
+])
+def test_an_unpriced_codex_model_is_refused_before_anything_is_reserved(
+        example: tuple[Path, Path, list[str]], which: str, extra: list[str], message: str, tmp_path: Path) -> None:
+    # Codex reports no cost: an unpriced model used to start the run, reserve, and end every attempt
+    # invalid-cost (charged its whole reservation); a real run of one even started the real binary.
+    seed, two, roots = example
+    output = tmp_path / "ledger.json"
+    result = CliRunner().invoke(main, ["minimal", "--manifest", str(seed if which == "seed" else two), "--pilot",
+                                       "--transport", "cli", *roots, "--budget-usd", "1", "--output", str(output),
+                                       *extra])
+    assert result.exit_code == 2, result.output
+    assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert not output.exists()

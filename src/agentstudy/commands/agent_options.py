@@ -34,6 +34,15 @@ def agent_flags(transport: str, agent: str, agent_version: str | None, cli_versi
     return chosen, version.strip(), agent_bin or claude_bin
 
 
+def require_agent_price(agent: AgentCli, model: str, given: str) -> None:
+    """Exit 2 with one line when ``agent`` computes its cost from our table and ``model`` has no row there:
+    Codex reports no cost, so every attempt of an unpriced model would be ``invalid-cost`` (charged in full).
+    ``given`` is the flag as the operator wrote it."""
+    if agent.name != DEFAULT_AGENT and agent.price_entry(model.strip()) is None:
+        fail(f"{given} has no price for {agent.name} (pricing/openai.py): {agent.label} reports "
+             "no cost, so every attempt would be invalid-cost")
+
+
 def agent_binary(agent: AgentCli, explicit: str | None) -> Path:
     """The agent's executable as an absolute path (nothing started); else exit 2 with one line."""
     try:
