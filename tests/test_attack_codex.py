@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from agentstudy.agents.codex import default_home_root
 from agentstudy.cli import main
 from agentstudy.io.process import STDOUT_LIMIT_BYTES
 from agentstudy.protocol.manifest import REPOSITORY_ONLY
@@ -91,3 +92,30 @@ def test_an_unpriced_codex_model_is_refused_before_anything_is_reserved(
     assert result.exit_code == 2, result.output
     assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert not output.exists()
+
+
+@pytest.mark.parametrize("environ", [{"XDG_CACHE_HOME": "relative/dir", "HOME": "/home/someone"},
+                                     {"XDG_CACHE_HOME": "", "HOME": "/home/someone"}])
+def test_a_relative_cache_home_is_ignored(environ: dict[str, str]) -> None:
+    # A relative XDG_CACHE_HOME used to make the per-attempt homes under the working directory (left behind
+    # there, and the run refused with "codex features list failed").
+    assert default_home_root(environ) == Path("/home/someone/.cache/agentstudy/codex-homes")
+
+
+def test_a_relative_home_falls_back_to_the_account_home() -> None:
+    root = default_home_root({"XDG_CACHE_HOME": "x", "HOME": "y"})
+    assert root.is_absolute() and root.parts[-3:] == (".cache", "agentstudy", "codex-homes")
+
+
+def test_a_run_with_a_relative_cache_home_writes_nothing_in_the_working_directory(
+        example: tuple[Path, Path, list[str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seed, _, roots = example
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/dir")
+    result = CliRunner().invoke(main, ["minimal", "--manifest", str(seed), "--pilot", "--transport", "cli",
+                                       *roots, "--budget-usd", "1", "--output", str(tmp_path / "ledger.json"),
+                                       "--agent", "codex", "--rehearsal", "--model", "rehearsal-scripted"])
+    assert result.exit_code == 0, result.output
+    assert list(work.iterdir()) == []
