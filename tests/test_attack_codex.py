@@ -15,6 +15,7 @@ from agentstudy.cli import main
 from agentstudy.io.process import STDOUT_LIMIT_BYTES
 from agentstudy.protocol.manifest import REPOSITORY_ONLY
 from agentstudy.rehearsal.example_study import build_corpus_repository, build_example_study
+from agentstudy.stream.codex import parse_codex_stream
 from agentstudy.transports.codex import UsageWatch
 
 from codex_attempts import codex_binary, run_codex_attempt
@@ -119,3 +120,17 @@ def test_a_run_with_a_relative_cache_home_writes_nothing_in_the_working_director
                                        "--agent", "codex", "--rehearsal", "--model", "rehearsal-scripted"])
     assert result.exit_code == 0, result.output
     assert list(work.iterdir()) == []
+
+
+def test_a_stream_of_junk_lines_lists_twenty_and_counts_the_rest(corpus: tuple[Path, str], tmp_path: Path) -> None:
+    # 1.5 million two-byte lines (3 MB, inside the stdout bound) used to make a 38 MB setupProblem: one
+    # "line N is not JSON" each, in the ledger and on the terminal.
+    fake = fake_codex(tmp_path, f"head -n 3 '{TRANSCRIPT}'; yes x | head -n 1500000; tail -n +4 '{TRANSCRIPT}'")
+    result, _ = run_codex_attempt(*corpus, REPOSITORY_ONLY, binary=fake, containment="restricted")
+    assert result.status == "invalid-setup"
+    problems = result.setup_problems
+    assert problems[:2] == ("line 4 is not JSON", "line 5 is not JSON") and len(problems) == 21
+    assert problems[-1] == "1499980 more lines break the grammar (not listed)"
+    assert parse_codex_stream(["{}"] * 25).grammar_problems[19:22] == [
+        "line 20 is not a JSON object with a type", "5 more lines break the grammar (not listed)",
+        "the first event is not thread.started"]
