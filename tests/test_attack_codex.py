@@ -134,3 +134,14 @@ def test_a_stream_of_junk_lines_lists_twenty_and_counts_the_rest(corpus: tuple[P
     assert parse_codex_stream(["{}"] * 25).grammar_problems[19:22] == [
         "line 20 is not a JSON object with a type", "5 more lines break the grammar (not listed)",
         "the first event is not thread.started"]
+
+
+def test_a_line_nested_200000_deep_is_not_json_not_a_crash(corpus: tuple[Path, str], tmp_path: Path) -> None:
+    # json.loads raised RecursionError: the run stopped with a traceback, its reservation left open.
+    fake = fake_codex(tmp_path, f"head -n 3 '{TRANSCRIPT}'; printf '%.0s[' $(seq 200000); echo; "
+                                f"tail -n +4 '{TRANSCRIPT}'")
+    result, _ = run_codex_attempt(*corpus, REPOSITORY_ONLY, binary=fake, containment="restricted")
+    assert result.status == "invalid-setup"
+    assert result.setup_problems == ("line 4 is not JSON",)
+    deep = b'{"type":"turn.completed","usage":' + b"[" * 200_000 + b"\n"
+    assert UsageWatch("gpt-5", Decimal("0.01"))(deep) is None

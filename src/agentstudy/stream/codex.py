@@ -18,13 +18,13 @@ thread's running total; ``usageComplete`` is false when none arrived.
 
 from __future__ import annotations
 
-import json
 import shlex
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentstudy.protocol.json_input import load_json
 from agentstudy.stream.outcome import Outcome, ProcessFacts, outcome
 
 __all__ = ["CODEX_EVENT_TYPES", "CODEX_ITEM_TYPES", "CodexExpectations", "CodexTranscript", "CodexUsage",
@@ -187,7 +187,7 @@ def parse_codex_stream(lines: Iterable[str]) -> CodexTranscript:
         if not line:
             continue
         try:
-            event = json.loads(line)
+            event = load_json(line, parse_float=float, parse_constant=float)
         except ValueError:
             transcript.line_problem(f"line {number} is not JSON")
             continue

@@ -17,7 +17,6 @@ cost passes the per-attempt limit (``budget-exceeded``). Afterwards the pure che
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -36,6 +35,7 @@ from agentstudy.io.containment import (
 from agentstudy.io.process import STDOUT_LIMIT_BYTES
 from agentstudy.pricing.cost import AttemptCost, CostProblem
 from agentstudy.pricing.openai import OpenAiUsage, openai_cost
+from agentstudy.protocol.json_input import load_json
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP
 from agentstudy.protocol.mcp_spec import mcp_tool_name
 from agentstudy.rehearsal.responses_server import REHEARSAL_KEY, REHEARSAL_KEY_ENV
@@ -173,7 +173,7 @@ class UsageWatch:
         if b"turn.completed" not in line:
             return None
         try:
-            event = json.loads(line)
+            event = load_json(line, parse_float=float, parse_constant=float)
             usage = parse_codex_stream([line.decode("utf-8", "replace")]).usage
             if not isinstance(event, dict) or usage is None:
                 return None
