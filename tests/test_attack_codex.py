@@ -16,6 +16,7 @@ from agentstudy.io.process import STDOUT_LIMIT_BYTES
 from agentstudy.protocol.manifest import REPOSITORY_ONLY
 from agentstudy.rehearsal.example_study import build_corpus_repository, build_example_study
 from agentstudy.stream.codex import parse_codex_stream
+from agentstudy.stream.transcript import parse_transcript
 from agentstudy.transports.codex import UsageWatch
 
 from codex_attempts import codex_binary, run_codex_attempt
@@ -145,3 +146,16 @@ def test_a_line_nested_200000_deep_is_not_json_not_a_crash(corpus: tuple[Path, s
     assert result.setup_problems == ("line 4 is not JSON",)
     deep = b'{"type":"turn.completed","usage":' + b"[" * 200_000 + b"\n"
     assert UsageWatch("gpt-5", Decimal("0.01"))(deep) is None
+
+
+def test_a_claude_stream_of_junk_lines_lists_twenty_and_counts_the_rest(tmp_path: Path) -> None:
+    # The other agent of a several-agent study had the same 9x amplification (transcript --agent claude-code of
+    # 200000 junk lines printed a 4.9 MB line).
+    junk = tmp_path / "junk.jsonl"
+    junk.write_text("x\n" * 200_000)
+    result = CliRunner().invoke(main, ["transcript", str(junk), "--scenario", "repository-only",
+                                       "--model", "claude-haiku-5-5"])
+    assert "199980 more lines break the shape (not listed)" in result.output
+    assert len(result.output) < 10_000
+    assert parse_transcript(["x"] * 21).shape_problems[19:21] == ["line 20 is not JSON",
+                                                                 "1 more lines break the shape (not listed)"]
