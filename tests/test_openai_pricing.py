@@ -148,8 +148,8 @@ def test_an_unpriced_codex_model_is_refused_before_anything_starts(study: Exampl
     code, output = _minimal(study, *run, "--model", "gpt-99", "--output", str(ledger))
     assert code == 2, output
     assert output.strip().splitlines() == [
-        "agentstudy: error: --model 'gpt-99' has no price, and Codex CLI reports no cost of its own: the per-attempt "
-        "limit could not be metered (prices: docs/codex.md, Money)"]
+        "agentstudy: error: --model gpt-99 has no price for codex, and Codex CLI reports no cost of its own: the "
+        "per-attempt limit could not be metered (prices: docs/codex.md, Money)"]
     assert not ledger.exists()
 
 

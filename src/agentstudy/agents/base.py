@@ -49,7 +49,7 @@ class AgentCli(Protocol):
         rehearsal_model: the model name the demo's free rehearsal uses (priced by the agent's table).
         reports_cost: whether the agent reports its own cost; when it does not (Codex), our price row
             is the only meter of the per-attempt limit, so a model without one is refused before
-            anything starts (``commands.agent_options.require_priced_model``, issue 21 item 4).
+            anything starts (``commands.agent_options.require_agent_price``, issue 21 item 4).
     """
 
     name: str

@@ -8,6 +8,7 @@ containment, the running-usage stop, the strict stream checks, OpenAI prices) is
 from __future__ import annotations
 
 import os
+import pwd
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
@@ -32,8 +33,13 @@ CODEX_LOOKUP = BinaryLookup("Codex CLI", "AGENTSTUDY_CODEX_BIN", PINNED_INSTALL,
 def default_home_root(environ: Mapping[str, str] = os.environ) -> Path:
     """The parent of per-attempt Codex homes: ``$XDG_CACHE_HOME/agentstudy/codex-homes`` (else
     ``~/.cache/...``), never under a temp dir — Codex 0.171.0 refuses to make its sandbox helper
-    there and every shell command then fails (measured, docs/codex.md)."""
-    cache = environ.get("XDG_CACHE_HOME") or str(Path(environ.get("HOME") or Path.home()) / ".cache")
+    there and every shell command then fails (measured, docs/codex.md). A relative ``XDG_CACHE_HOME`` or
+    ``HOME`` is ignored (the XDG rule; it would make the homes under the working directory), then the
+    account's home from the password database."""
+    cache = environ.get("XDG_CACHE_HOME") or ""
+    if not os.path.isabs(cache):
+        home = environ.get("HOME") or ""
+        cache = os.path.join(home if os.path.isabs(home) else pwd.getpwuid(os.getuid()).pw_dir, ".cache")
     return Path(cache) / "agentstudy" / "codex-homes"
 
 

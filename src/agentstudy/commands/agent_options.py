@@ -34,6 +34,16 @@ def agent_flags(transport: str, agent: str, agent_version: str | None, cli_versi
     return chosen, version.strip(), agent_bin or claude_bin
 
 
+def require_agent_price(agent: AgentCli, model: str, given: str) -> None:
+    """Exit 2 with one line when ``agent`` reports no cost of its own (Codex) and ``model`` has no price row
+    (``AgentCli.price_entry``): our computed cost would be the only meter of the per-attempt limit and of
+    settlement, and every attempt would be ``invalid-cost`` (charged in full), so nothing starts (issue 21
+    item 4). An agent that reports its cost passes. ``given`` is the flag as the operator wrote it."""
+    if not agent.reports_cost and agent.price_entry(model.strip()) is None:
+        fail(f"{given} has no price for {agent.name}, and {agent.label} reports no cost of its own: the "
+             "per-attempt limit could not be metered (prices: docs/codex.md, Money)")
+
+
 def agent_binary(agent: AgentCli, explicit: str | None) -> Path:
     """The agent's executable as an absolute path (nothing started); else exit 2 with one line."""
     try:
@@ -42,10 +52,3 @@ def agent_binary(agent: AgentCli, explicit: str | None) -> Path:
         fail(str(error))
 
 
-def require_priced_model(agent: AgentCli, model: str) -> None:
-    """Exit 2 with one line when ``agent`` reports no cost of its own (Codex) and ``model`` has no price
-    row (``AgentCli.price_entry``): our computed cost would be the only meter of the per-attempt limit
-    and of settlement, so nothing starts (issue 21 item 4). An agent that reports its cost passes."""
-    if not agent.reports_cost and agent.price_entry(model) is None:
-        fail(f"--model {model!r} has no price, and {agent.label} reports no cost of its own: the per-attempt "
-             f"limit could not be metered (prices: docs/codex.md, Money)")

@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from agentstudy.agents.registry import AGENT_NAMES, DEFAULT_AGENT
-from agentstudy.commands.agent_options import agent_binary, agent_flags, require_priced_model
+from agentstudy.commands.agent_options import agent_binary, agent_flags, require_agent_price
 from agentstudy.commands.common import (
     EXIT_BLOCKED,
     check_new_output,
@@ -239,7 +239,7 @@ def minimal(
         if model is not None:
             require_model(model)
             if transport == "cli":
-                require_priced_model(chosen_agent, model.strip())
+                require_agent_price(chosen_agent, model, f"--model {model.strip()}")
         given = money_flags(loaded, mode, transport, model, budget_usd, attempt_budget_usd, input_usd_per_million,
                             output_usd_per_million, required=False, rehearsal=rehearsal, concurrency=concurrency)
         rule = reservation_rule(transport, model.strip() if model else None, given, strict=strict_cap)
@@ -274,8 +274,6 @@ def minimal(
     if not approve_budget and not rehearsal:
         fail("--approve-budget is required to run a paid study (or --rehearsal to rehearse it for free)")
     chosen_model = require_model(model)
-    if transport == "cli":
-        require_priced_model(chosen_agent, chosen_model)
     money = money_flags(loaded, mode, transport, chosen_model, budget_usd, attempt_budget_usd,
                         input_usd_per_million, output_usd_per_million, required=True, rehearsal=rehearsal,
                         concurrency=concurrency)
@@ -301,6 +299,7 @@ def minimal(
     )
     others = other_agent_runs(loaded, transport, primary, expected_version, agent_models, rehearsal=rehearsal,
                               strict_cap=strict_cap)
+    require_agent_price(chosen_agent, chosen_model, f"--model {chosen_model}")
     request = CliRunRequest(
         loaded=loaded,
         mode=mode,

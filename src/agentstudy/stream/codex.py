@@ -18,13 +18,13 @@ thread's running total; ``usageComplete`` is false when none arrived.
 
 from __future__ import annotations
 
-import json
 import shlex
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentstudy.protocol.json_input import load_json
 from agentstudy.stream.outcome import Outcome, ProcessFacts, outcome
 
 __all__ = ["CODEX_EVENT_TYPES", "CODEX_ITEM_TYPES", "CodexExpectations", "CodexTranscript", "CodexUsage",
@@ -37,6 +37,8 @@ CODEX_ITEM_TYPES = frozenset({"agent_message", "reasoning", "command_execution",
                               "collab_tool_call", "web_search", "todo_list", "error"})
 """The item types of 0.171.0's ``exec --json``."""
 _TERMINAL = ("turn.completed", "turn.failed")
+LINE_PROBLEMS_LISTED = 20
+"""Line problems listed one by one; more are counted in one problem."""
 _FORBIDDEN_ITEMS = {"file_change": "a file change", "web_search": "a web search",
                     "collab_tool_call": "a sub-agent call"}
 _DENIED_MCP = ("requires approval", "cancelled", "canceled", "denied")
@@ -84,10 +86,20 @@ class CodexTranscript:
         notices: non-fatal ``error`` items and events (their messages).
         answer: the text of the last completed ``agent_message`` item ("" if none).
         mcp_failures: failed MCP calls by ``mcp__<server>__<tool>`` name.
+        lines_not_listed: lines that broke the grammar beyond the first ``LINE_PROBLEMS_LISTED`` (counted,
+            and said in one problem, so a stream of junk lines cannot make a ledger of megabytes).
     """
+
+    def line_problem(self, text: str) -> None:
+        """Record one line's grammar problem: listed up to ``LINE_PROBLEMS_LISTED``, counted after."""
+        if len(self.grammar_problems) < LINE_PROBLEMS_LISTED:
+            self.grammar_problems.append(text)
+        else:
+            self.lines_not_listed += 1
 
     event_count: int = 0
     grammar_problems: list[str] = field(default_factory=list)
+    lines_not_listed: int = 0
     thread_id: str | None = None
     terminal: dict[str, Any] | None = None
     usage: CodexUsage | None = None
@@ -135,11 +147,11 @@ def _usage(value: Any) -> CodexUsage | None:
 def _read_item(event: Mapping[str, Any], number: int, transcript: CodexTranscript, seen: dict[str, int]) -> None:
     item = event.get("item")
     if not isinstance(item, Mapping) or not isinstance(item.get("id"), str) or not isinstance(item.get("type"), str):
-        transcript.grammar_problems.append(f"line {number}: {event.get('type')} without an item id and type")
+        transcript.line_problem(f"line {number}: {event.get('type')} without an item id and type")
         return
     kind, item_id = item["type"], item["id"]
     if kind not in CODEX_ITEM_TYPES:
-        transcript.grammar_problems.append(f"line {number}: unknown item type {kind!r} for codex 0.171.0")
+        transcript.line_problem(f"line {number}: unknown item type {kind!r} for codex 0.171.0")
         return
     first = item_id not in seen
     if kind == "command_execution":
@@ -175,16 +187,16 @@ def parse_codex_stream(lines: Iterable[str]) -> CodexTranscript:
         if not line:
             continue
         try:
-            event = json.loads(line)
+            event = load_json(line, parse_float=float, parse_constant=float)
         except ValueError:
-            transcript.grammar_problems.append(f"line {number} is not JSON")
+            transcript.line_problem(f"line {number} is not JSON")
             continue
         if not isinstance(event, dict) or not isinstance(event.get("type"), str):
-            transcript.grammar_problems.append(f"line {number} is not a JSON object with a type")
+            transcript.line_problem(f"line {number} is not a JSON object with a type")
             continue
         kind = event["type"]
         if kind not in CODEX_EVENT_TYPES:
-            transcript.grammar_problems.append(f"line {number}: unknown event type {kind!r} for codex 0.171.0")
+            transcript.line_problem(f"line {number}: unknown event type {kind!r} for codex 0.171.0")
             continue
         transcript.event_count += 1
         kinds.append(kind)
@@ -205,6 +217,8 @@ def parse_codex_stream(lines: Iterable[str]) -> CodexTranscript:
 
 def _check_grammar(kinds: list[str], transcript: CodexTranscript) -> None:
     problems = transcript.grammar_problems
+    if transcript.lines_not_listed:
+        problems.append(f"{transcript.lines_not_listed} more lines break the grammar (not listed)")
     if not kinds or kinds[0] != "thread.started":
         problems.append("the first event is not thread.started")
     for kind, label in (("thread.started", "thread.started"), ("turn.started", "turn.started")):

@@ -17,6 +17,9 @@ from typing import Any
 
 from agentstudy.protocol.json_input import JsonInputError, load_json
 
+LINE_PROBLEMS_LISTED = 20
+"""Line problems listed one by one; more are counted in one problem."""
+
 
 @dataclass(frozen=True)
 class ToolUse:
@@ -41,10 +44,13 @@ class Transcript:
         answered_tool_ids: ids of ``tool_use`` blocks that received any ``tool_result``.
         message_prompts: prompt size (input + cache read + cache write tokens) per distinct
             ``message.id`` of ``assistant`` events.
+        lines_not_listed: broken lines beyond the first ``LINE_PROBLEMS_LISTED`` (counted and said in
+            one problem: a stream of junk lines cannot make a ledger of megabytes).
     """
 
     event_count: int = 0
     shape_problems: list[str] = field(default_factory=list)
+    lines_not_listed: int = 0
     init: dict[str, Any] | None = None
     result: dict[str, Any] | None = None
     tool_uses: dict[str, ToolUse] = field(default_factory=dict)
@@ -88,6 +94,14 @@ def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
+def _line_problem(transcript: Transcript, text: str) -> None:
+    """One line's shape problem: listed up to ``LINE_PROBLEMS_LISTED``, counted after."""
+    if len(transcript.shape_problems) < LINE_PROBLEMS_LISTED:
+        transcript.shape_problems.append(text)
+    else:
+        transcript.lines_not_listed += 1
+
+
 def _read_assistant(event: Mapping[str, Any], transcript: Transcript, number: int) -> None:
     message = event.get("message")
     if not isinstance(message, Mapping):
@@ -113,7 +127,7 @@ def _read_assistant(event: Mapping[str, Any], transcript: Transcript, number: in
             elif tool_id not in transcript.tool_uses:
                 transcript.tool_uses[tool_id] = ToolUse(tool_id, name)
     if malformed:
-        transcript.shape_problems.append(f"line {number} has a tool_use block without a string id and name")
+        _line_problem(transcript, f"line {number} has a tool_use block without a string id and name")
 
 
 def _read_user(event: Mapping[str, Any], transcript: Transcript) -> None:
@@ -147,10 +161,10 @@ def parse_transcript(lines: Iterable[str]) -> Transcript:
             # non-finite cost is judged an invalid cost, not an unreadable line.
             event = load_json(line, parse_float=float, parse_constant=float)
         except JsonInputError:  # not JSON, too deep, a number too long
-            transcript.shape_problems.append(f"line {number} is not JSON")
+            _line_problem(transcript, f"line {number} is not JSON")
             continue
         if not isinstance(event, dict):
-            transcript.shape_problems.append(f"line {number} is not a JSON object")
+            _line_problem(transcript, f"line {number} is not a JSON object")
             continue
         transcript.event_count += 1
         kind = event.get("type")
@@ -165,6 +179,8 @@ def parse_transcript(lines: Iterable[str]) -> Transcript:
         elif kind == "result":
             results.append(transcript.event_count)
             transcript.result = event
+    if transcript.lines_not_listed:
+        transcript.shape_problems.append(f"{transcript.lines_not_listed} more lines break the shape (not listed)")
     if init_count > 1:
         transcript.shape_problems.append(f"{init_count} init events")
     if len(results) != 1:

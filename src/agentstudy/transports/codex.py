@@ -17,7 +17,6 @@ cost passes the per-attempt limit (``budget-exceeded``). Afterwards the pure che
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -33,8 +32,10 @@ from agentstudy.io.containment import (
     contain,
     server_read_only_paths,
 )
+from agentstudy.io.process import STDOUT_LIMIT_BYTES
 from agentstudy.pricing.cost import AttemptCost, CostProblem
 from agentstudy.pricing.openai import OpenAiUsage, openai_cost
+from agentstudy.protocol.json_input import load_json
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP
 from agentstudy.protocol.mcp_spec import mcp_tool_name
 from agentstudy.rehearsal.responses_server import REHEARSAL_KEY, REHEARSAL_KEY_ENV
@@ -139,23 +140,40 @@ class UsageWatch:
     model: str
     limit_usd: Decimal
     _pending: bytearray = field(default_factory=bytearray, repr=False)
+    _overflow: bool = field(default=False, repr=False)
 
     def __call__(self, chunk: bytes) -> str | None:
-        """The stop reason, or ``None`` to let the child run on."""
-        self._pending.extend(chunk)
-        *lines, rest = bytes(self._pending).split(b"\n")
-        self._pending = bytearray(rest)
+        """The stop reason, or ``None`` to let the child run on.
+
+        Only the newest chunk is searched for line ends, and a line is kept up to ``STDOUT_LIMIT_BYTES``
+        (what the attempt keeps of stdout at all): a flood with no newline costs linear time and bounded
+        memory, and the line it makes is not read (the truncated stdout decides that attempt).
+        """
+        if b"\n" not in chunk:
+            self._keep(chunk)
+            return None
+        head, *middle, rest = chunk.split(b"\n")
+        self._keep(head)
+        lines = [b"" if self._overflow else bytes(self._pending), *middle]
+        self._pending, self._overflow = bytearray(), False
+        self._keep(rest)
         for line in lines:
             reason = self._check(line)
             if reason is not None:
                 return reason
         return None
 
+    def _keep(self, part: bytes) -> None:
+        if self._overflow or len(self._pending) + len(part) > STDOUT_LIMIT_BYTES:
+            self._pending, self._overflow = bytearray(), True
+        else:
+            self._pending.extend(part)
+
     def _check(self, line: bytes) -> str | None:
         if b"turn.completed" not in line:
             return None
         try:
-            event = json.loads(line)
+            event = load_json(line, parse_float=float, parse_constant=float)
             usage = parse_codex_stream([line.decode("utf-8", "replace")]).usage
             if not isinstance(event, dict) or usage is None:
                 return None
