@@ -40,7 +40,7 @@ class ConsoleProgress:
 
     def __init__(self, console: Console) -> None:
         self._console = console
-        self._started = time.monotonic()
+        self._started: dict[int, float] = {}  # by attempt index: several may run at once (--concurrency)
 
     def worker_excluded(self, node: str, reason: str) -> None:
         """Say that a Ray worker node was excluded by the worker preflight, and why (issue 20)."""
@@ -48,7 +48,7 @@ class ConsoleProgress:
 
     def attempt_started(self, attempt: AttemptProgress) -> None:
         """Announce the attempt (its reservation is already on disk)."""
-        self._started = time.monotonic()
+        self._started[attempt.index] = time.monotonic()
         self._console.print(
             f"[bold][{attempt.index}/{attempt.total}][/bold] {attempt.task_id} rep {attempt.repetition} "
             f"[cyan]{attempt.scenario}[/cyan] running…",
@@ -65,7 +65,8 @@ class ConsoleProgress:
         cap_usd: Decimal,
     ) -> None:
         """Report the settled attempt."""
-        elapsed = time.monotonic() - self._started
+        now = time.monotonic()
+        elapsed = now - self._started.pop(attempt.index, now)
         self._console.print(settled_line(attempt, status, tool_calls, charged_usd, spent_usd, cap_usd, elapsed),
                             highlight=False)
 
