@@ -165,7 +165,9 @@ def print_summary_table(summary: RunSummary, note: str = "") -> None:
     extrapolated = line["extrapolatedFullRunUsd"]
     projection = (f"{display_usd(usd_from_json(extrapolated))} USD, not an upper bound" if extrapolated is not None
                   else "not applicable")
-    table.add_row(f"full run (x{line.get('fullRunFactor') or 18})", projection)
+    factor = line.get("fullRunFactor", 18)  # a line without the key is the seed's pilot (x 18)
+    table.add_row(f"full run (x{factor})" if factor is not None else "full run",
+                  "this is the full run" if line.get("mode") == "full" else projection)
     if line.get("reservationRule"):
         table.add_row("reservation rule", reservation_rule_text(line))
     table.add_row("ledger", line["ledger"])
