@@ -130,6 +130,7 @@ def summarize_minimal(document: dict[str, Any], problems: tuple[str, ...]) -> di
     opened = document.get("openReservation") if isinstance(document.get("openReservation"), dict) else None
     charges = [_usd(o.get("chargedUsd")) for o in observations]
     block = document.get("http") if document.get("transport") == "http" else document.get("cli")
+    agents = Counter(str(o.get("agent", "claude-code")) for o in observations)  # absent: Claude Code's
     return {
         "type": "minimal-study-ledger",
         "version": document.get("version"),
@@ -143,6 +144,7 @@ def summarize_minimal(document: dict[str, Any], problems: tuple[str, ...]) -> di
         "observations": len(observations),
         "byStatus": dict(Counter(str(o.get("status")) for o in observations)),
         "byScenario": dict(Counter(str(o.get("scenario")) for o in observations)),
+        **({"byAgent": dict(agents)} if len(agents) > 1 else {}),  # a several-agent study (issue 21)
         "budget": {key: budget.get(key) for key in ("cap", "spent", "reserved", "measured", "cumulativeCapExceeded")}
         | {key: budget[key] for key in ("reservationRule", "worstTurnUsd", "largestOvershootUsd") if key in budget},
         "chargedUsd": usd_number(sum((c for c in charges if c is not None), Decimal(0))),
@@ -166,6 +168,7 @@ def render_minimal(summary: dict[str, Any]) -> list[str]:
         ("Status", str(summary["status"]) + (f" ({summary['stopReason']})" if summary["stopReason"] else "")),
         ("Rehearsal", f"{'yes' if summary['rehearsal'] is True else 'no'} (base URL {summary['baseUrl']})"),
         ("Observations", counts(summary["byStatus"])),
+        *([("Agents", counts(summary["byAgent"]))] if summary.get("byAgent") else []),
         ("Budget", f"spent {budget['spent']} of a {budget['cap']} USD cap (charges {summary['chargedUsd']}); "
                    f"reserved {budget['reserved']}, measured {budget['measured']}"),
         ("Open reservation", open_text),
