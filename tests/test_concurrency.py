@@ -95,6 +95,37 @@ def test_the_first_stopping_outcome_stops_admission_and_running_attempts_are_rec
     assert ledger.status == "blocked"
 
 
+class _SpentRecorder:
+    def __init__(self) -> None:
+        self.spent: list[Decimal] = []
+
+    def attempt_started(self, attempt: object) -> None:
+        pass
+
+    def attempt_settled(self, attempt: object, status: str, tool_calls: int, charged_usd: Decimal,
+                        spent_usd: Decimal, cap_usd: Decimal) -> None:
+        self.spent.append(spent_usd)
+
+
+def test_the_progress_spend_never_falls_while_other_attempts_hold_reservations(
+    study: ExampleStudy, fake_claude: FakeClaude, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fresh user's 36-attempt run at --concurrency 4 printed "spent 0.50", "0.41", ... "0.04": the settled
+    line counted the other attempts' open reservations. It shows what the settled attempts cost."""
+    from agentstudy.commands import minimal as minimal_command
+
+    recorder = _SpentRecorder()
+    monkeypatch.setattr(minimal_command, "progress_for_terminal", lambda: recorder)
+    fake_claude.behave(mode="sleep", sleepSeconds=0.5, reportedCost=0.001)
+    ledger_path = tmp_path / "ledger.json"
+    result = _run(study, fake_claude, ledger_path, "--pilot", "--pilot-tasks", "3", "--concurrency", "4",
+                  "--budget-usd", "1")
+    assert result.exit_code == 0, result.output
+    assert len(recorder.spent) == 6 and recorder.spent == sorted(recorder.spent)
+    assert all(s <= Decimal("0.006") + Decimal("0.01") for s in recorder.spent)  # never a 0.10 reservation
+    assert recorder.spent[-1] == Decimal(str(verified(ledger_path).budget.spent))
+
+
 def test_concurrency_one_writes_the_sequential_ledger(
     study: ExampleStudy, fake_claude: FakeClaude, tmp_path: Path
 ) -> None:

@@ -213,3 +213,17 @@ def test_the_ledger_command_refuses_a_hand_edited_ledger(pilot: tuple[ExampleStu
     read_on = CliRunner().invoke(main, ["ledger", str(path), "--allow-unverified"])
     assert read_on.exit_code == 0, read_on.output
     assert "NOT VERIFIED" in read_on.stdout and "warning: unverified" in read_on.stderr
+
+
+@pytest.mark.parametrize(("document", "said"), [
+    ({"type": "minimal-study-adjudication", "version": 1, "ledgerSha256": "0" * 64}, "an adjudication companion"),
+    ({"version": "agentstudy-study-v1", "repetitions": 1, "tasks": []}, "a study file or manifest"),
+    ({"version": "minimal-study-v1", "tasks": []}, "a study file or manifest"),
+])
+def test_ledger_names_the_other_documents_a_user_may_pass_by_mistake(tmp_path: Path, document: dict[str, Any],
+                                                                     said: str) -> None:
+    path = tmp_path / "not-a-ledger.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    result = CliRunner().invoke(main, ["ledger", str(path)])
+    assert result.exit_code == 2
+    assert result.output.count("\n") == 1 and f"is not a ledger: it is {said}" in result.output

@@ -171,3 +171,12 @@ def test_amounts_keep_every_digit_down_to_1e_30() -> None:
     # Below 1e-30 USD, digits are rounded up, never down.
     assert usd(D("5E-324")) == D("1E-30")
     assert usd(D("1.0000000000000000000000000000001")) == D("1.000000000000000000000000000001")
+
+
+def test_settled_usd_is_spent_without_the_open_reservations() -> None:
+    budget = Budget(D("1")).reserve(D("0.1")).reserve(D("0.1"))
+    assert (budget.spent, budget.settled_usd) == (D("0.2"), D("0"))
+    budget = budget.settle(D("0.1"), D("0.003"))
+    assert (budget.spent, budget.settled_usd) == (D("0.103"), D("0.003"))
+    budget = budget.settle(D("0.1"), D("0.002"))
+    assert budget.settled_usd == budget.spent == D("0.005")

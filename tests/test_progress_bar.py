@@ -104,3 +104,17 @@ def test_a_real_run_on_a_terminal_shows_the_bar(tmp_path: Path) -> None:
     assert "[1/2] completed in " in text and "[2/2] completed in " in text
     assert re.search(r"attempts .*2/2 running 0 spent \d\.\d{6} of 1\.00 USD", text), text[-2000:]
     assert "ETA" in text and '"status":"awaiting-adjudication"' in text
+
+
+def test_the_plain_lines_time_each_attempt_from_its_own_start_when_several_run(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = iter([100.0, 103.0, 110.0, 111.0])  # first starts, second starts, first settles, second settles
+    monkeypatch.setattr(view.time, "monotonic", lambda: next(clock))
+    console = _console()
+    plain = ConsoleProgress(console)
+    plain.attempt_started(FIRST)
+    plain.attempt_started(SECOND)
+    plain.attempt_settled(FIRST, "completed", 1, Decimal("0.001"), Decimal("0.001"), Decimal("1"))
+    plain.attempt_settled(SECOND, "completed", 1, Decimal("0.001"), Decimal("0.002"), Decimal("1"))
+    lines = console.export_text().splitlines()
+    assert lines[2].startswith("[1/2] completed in 10.0 s,") and lines[3].startswith("[2/2] completed in 8.0 s,")

@@ -144,3 +144,15 @@ def test_power_planning_refuses_a_two_agent_ledger_in_one_line(two_agent_ledger:
     assert result.exit_code == 2
     assert result.stderr.strip() == ("agentstudy: error: the ledger holds attempts of 2 agents (claude-code, codex); "
                                      "each agent is analysed alone; power planning reads a one-agent ledger")
+
+
+def test_the_ledger_command_counts_each_agents_observations(two_agent_ledger: Path) -> None:
+    from click.testing import CliRunner
+
+    from agentstudy.cli import main
+
+    text = CliRunner().invoke(main, ["ledger", str(two_agent_ledger)])
+    assert text.exit_code == 0, text.output
+    assert re.search(r"^Agents +claude-code 12, codex 12$", text.output, re.MULTILINE), text.output
+    as_json = json.loads(CliRunner().invoke(main, ["ledger", str(two_agent_ledger), "--json"]).output)
+    assert as_json["ledger"]["byAgent"] == {"claude-code": 12, "codex": 12}

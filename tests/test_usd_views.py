@@ -40,3 +40,12 @@ def test_progress_table_and_json_line_agree(
     assert re.findall(r"charged (\d+\.\d+) USD; spent (\d+\.\d+) of 1.00 USD", lines.getvalue()) == [(shown, shown)]
     assert f"{shown} USD of a 1.00 USD cap" in table
     assert Decimal(json.dumps(summary.line["spentUsd"])) == spent, "the JSON line's text is the exact spend"
+
+
+def test_a_full_runs_table_does_not_project_a_full_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A fresh user's 36-attempt run printed "full run (x18) │ not applicable"."""
+    summary = summarize("awaiting-adjudication", "full", 36, [], Budget(cap=Decimal("5"), spent=Decimal("0.04")),
+                        tmp_path / "ledger.json")
+    print_summary_table(summary)
+    table = capsys.readouterr().err
+    assert "x18" not in table and re.search(r"│ full run +│ this is the full run", table), table

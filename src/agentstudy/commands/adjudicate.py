@@ -2,7 +2,8 @@
 
 One command for every ledger kind, dispatching on the ledger's ``type``: a minimal-study ledger
 (no ``type``, version ``minimal-study-v1``) is adjudicated; a controlled-study ledger
-(``controlled-study-observation-ledger``) is answered "not supported yet" (exit 2). The ledger
+(``controlled-study-observation-ledger``) goes to the controlled runner's adjudicator (SUITE,
+``--adjudicator``, ``--output``; the same as ``agentstudy adjudicate-controlled``). The ledger
 is never modified. Exit codes: 0 every completed observation scored (``adjudicated``); 1 some
 item stayed pending (``awaiting-adjudication``, the companion says why); 2 bad input or refused
 before anything was reserved or written; 128 + n stopped by signal n (the companion names it).

@@ -56,6 +56,9 @@ def ledger(file: Path, allow_unverified: bool, rebuilt: bool, as_text: bool) -> 
     A ledger that does not verify is refused (exit 2, the first problem named) unless
     --allow-unverified, which prints the problems as a warning and marks the summary NOT VERIFIED.
     """
+    what = _not_a_ledger(file)
+    if what is not None:
+        fail(f"{file} is not a ledger: it is {what}")
     data = _minimal_bytes(file)
     if data is None:
         loaded = read_contract(file, ControlledStudyObservationLedgerV1, allow_unverified=allow_unverified)
@@ -79,6 +82,26 @@ def ledger(file: Path, allow_unverified: bool, rebuilt: bool, as_text: bool) -> 
     summary = summarize_minimal(load_json(data), verification.problems)
     summary["journal"] = describe_journal(read.journal) if read.journal is not None else None
     emit(as_text, "ledger", summary, render_minimal)
+
+
+def _not_a_ledger(path: Path) -> str | None:
+    """What the file is when it is one of our other documents a user may pass by mistake (an adjudication
+    companion, a study file, a seed manifest), else ``None`` (a ledger, or something the readers refuse)."""
+    try:
+        if path.stat().st_size > MAX_CONTRACT_BYTES:
+            return None
+        document = load_json(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(document, dict):
+        return None
+    if document.get("type") == "minimal-study-adjudication":
+        return ("an adjudication companion (`agentstudy report LEDGER --adjudication FILE` reads it beside "
+                "its ledger)")
+    if "observations" not in document and "tasks" in document and is_minimal_ledger_version(
+            document.get("version")):
+        return "a study file or manifest (`agentstudy minimal --manifest FILE --dry-run` checks it)"
+    return None
 
 
 def _minimal_bytes(path: Path) -> bytes | None:
@@ -107,6 +130,7 @@ def summarize_minimal(document: dict[str, Any], problems: tuple[str, ...]) -> di
     opened = document.get("openReservation") if isinstance(document.get("openReservation"), dict) else None
     charges = [_usd(o.get("chargedUsd")) for o in observations]
     block = document.get("http") if document.get("transport") == "http" else document.get("cli")
+    agents = Counter(str(o.get("agent", "claude-code")) for o in observations)  # absent: Claude Code's
     return {
         "type": "minimal-study-ledger",
         "version": document.get("version"),
@@ -120,6 +144,7 @@ def summarize_minimal(document: dict[str, Any], problems: tuple[str, ...]) -> di
         "observations": len(observations),
         "byStatus": dict(Counter(str(o.get("status")) for o in observations)),
         "byScenario": dict(Counter(str(o.get("scenario")) for o in observations)),
+        **({"byAgent": dict(agents)} if len(agents) > 1 else {}),  # a several-agent study (issue 21)
         "budget": {key: budget.get(key) for key in ("cap", "spent", "reserved", "measured", "cumulativeCapExceeded")}
         | {key: budget[key] for key in ("reservationRule", "worstTurnUsd", "largestOvershootUsd") if key in budget},
         "chargedUsd": usd_number(sum((c for c in charges if c is not None), Decimal(0))),
@@ -143,6 +168,7 @@ def render_minimal(summary: dict[str, Any]) -> list[str]:
         ("Status", str(summary["status"]) + (f" ({summary['stopReason']})" if summary["stopReason"] else "")),
         ("Rehearsal", f"{'yes' if summary['rehearsal'] is True else 'no'} (base URL {summary['baseUrl']})"),
         ("Observations", counts(summary["byStatus"])),
+        *([("Agents", counts(summary["byAgent"]))] if summary.get("byAgent") else []),
         ("Budget", f"spent {budget['spent']} of a {budget['cap']} USD cap (charges {summary['chargedUsd']}); "
                    f"reserved {budget['reserved']}, measured {budget['measured']}"),
         ("Open reservation", open_text),

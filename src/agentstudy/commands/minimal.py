@@ -71,10 +71,12 @@ from agentstudy.transports.cli import CliSettings
                                               "`agentstudy power` estimate variance components).")
 @click.option("--pilot-repetitions", type=int, help="With --pilot: R repetitions per task and arm (default 1).")
 @click.option("--run", "full", is_flag=True,
-              help="Select the full schedule: tasks x repetitions x 2 arms (36 for the seed manifest).")
+              help="Select the full schedule: tasks x repetitions x 2 arms (x agents for a study listing several; "
+                   "36 for the seed manifest).")
 @click.option("--approve-budget", is_flag=True, help="Required to spend: you approve the cap.")
 @click.option("--transport", type=click.Choice(["http", "cli"]), default="http", show_default=True,
-              help="Messages API loop (http) or headless Claude Code (cli, the pilot transport).")
+              help="Our Messages API loop (http) or a headless agent CLI (cli: Claude Code, or Codex with "
+                   "--agent codex; the pilot transport, and the one a study listing several agents needs).")
 @click.option("--root", "roots", multiple=True, metavar="NAME=PATH",
               help="Top level of a clean checkout of a manifest repository at its pin (repeatable).")
 @click.option("--output", type=click.Path(path_type=Path),
@@ -98,7 +100,8 @@ from agentstudy.transports.cli import CliSettings
 @click.option("--output-usd-per-million", envvar="STUDY_OUTPUT_USD_PER_MILLION",
               help="Upper output price, USD per million tokens (http). [env: STUDY_OUTPUT_USD_PER_MILLION]")
 @click.option("--rehearsal", is_flag=True,
-              help="Rehearse for free: the agent talks to a scripted Messages API server on 127.0.0.1 with a "
+              help="Rehearse for free: the agent talks to a scripted server on 127.0.0.1 (Messages API; Codex: "
+                   "Responses API) with a "
                    "dummy token; the ledger says rehearsal. --approve-budget is not needed, and http needs no "
                    "prices (nominal: the model's first cli tier, e.g. 0.10 / 0.50 USD per million; recorded as "
                    "nominal).")

@@ -40,7 +40,7 @@ class ConsoleProgress:
 
     def __init__(self, console: Console) -> None:
         self._console = console
-        self._started = time.monotonic()
+        self._started: dict[int, float] = {}  # by attempt index: several may run at once (--concurrency)
 
     def worker_excluded(self, node: str, reason: str) -> None:
         """Say that a Ray worker node was excluded by the worker preflight, and why (issue 20)."""
@@ -48,7 +48,7 @@ class ConsoleProgress:
 
     def attempt_started(self, attempt: AttemptProgress) -> None:
         """Announce the attempt (its reservation is already on disk)."""
-        self._started = time.monotonic()
+        self._started[attempt.index] = time.monotonic()
         self._console.print(
             f"[bold][{attempt.index}/{attempt.total}][/bold] {attempt.task_id} rep {attempt.repetition} "
             f"[cyan]{attempt.scenario}[/cyan] running…",
@@ -65,7 +65,8 @@ class ConsoleProgress:
         cap_usd: Decimal,
     ) -> None:
         """Report the settled attempt."""
-        elapsed = time.monotonic() - self._started
+        now = time.monotonic()
+        elapsed = now - self._started.pop(attempt.index, now)
         self._console.print(settled_line(attempt, status, tool_calls, charged_usd, spent_usd, cap_usd, elapsed),
                             highlight=False)
 
@@ -164,7 +165,9 @@ def print_summary_table(summary: RunSummary, note: str = "") -> None:
     extrapolated = line["extrapolatedFullRunUsd"]
     projection = (f"{display_usd(usd_from_json(extrapolated))} USD, not an upper bound" if extrapolated is not None
                   else "not applicable")
-    table.add_row(f"full run (x{line.get('fullRunFactor') or 18})", projection)
+    factor = line.get("fullRunFactor", 18)  # a line without the key is the seed's pilot (x 18)
+    table.add_row(f"full run (x{factor})" if factor is not None else "full run",
+                  "this is the full run" if line.get("mode") == "full" else projection)
     if line.get("reservationRule"):
         table.add_row("reservation rule", reservation_rule_text(line))
     table.add_row("ledger", line["ledger"])

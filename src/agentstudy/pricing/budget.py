@@ -118,6 +118,16 @@ class Budget:
         return self.spent > self.cap
 
     @property
+    def settled_usd(self) -> Decimal:
+        """What the settled attempts were charged: ``spent`` without the open reservations (USD).
+
+        Between attempts it equals ``spent``; while other attempts run (``--concurrency``) it is what a
+        progress line can call "spent" without the number falling as their reservations settle.
+        """
+        with exact():
+            return self.spent - self.open_usd
+
+    @property
     def remaining_usd(self) -> Decimal:
         """What is left under the cap, never negative (USD)."""
         with exact():

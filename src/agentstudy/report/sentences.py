@@ -16,8 +16,9 @@ EXPLORATORY_SENTENCE = (
 )
 COMPLETED_SENTENCE = "Completed means an answer returned, not that it was correct; no run status means approval."
 REHEARSAL_SENTENCE = (
-    "This ledger is a rehearsal: a scripted Messages API server answered instead of a model, so its numbers "
-    "exercise the machinery and say nothing about agents."
+    "This ledger is a rehearsal: a scripted API server on 127.0.0.1 (the Messages API for Claude Code, the "
+    "Responses API for Codex) answered instead of a model, so its numbers exercise the machinery and say nothing "
+    "about agents."
 )
 UNVERIFIED_SENTENCE = (
     "UNVERIFIED: this ledger's hashes or invariants do not hold (read with --allow-unverified), so any number "

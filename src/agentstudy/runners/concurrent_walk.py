@@ -247,8 +247,10 @@ class ConcurrentWalk(Generic[R, O]):
         if self.budget.cap_exceeded:
             self.run.stop_admission()
         self.store.record(self.ledger)
+        # What the settled attempts cost, not the seed's spent: the reservations of the attempts still running
+        # would make the number rise and fall from line to line (the ledger's budget keeps the seed's spent).
         self.progress.attempt_settled(flight.where, flight.attempt.status, observation.tool_calls, outcome.charged,
-                                      self.budget.spent, self.budget.cap)
+                                      self.budget.settled_usd, self.budget.cap)
 
     def _stop_reason(self, pending: deque[tuple[int, ScheduleEntry]]) -> None:
         first = self.run.first_stop
