@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from agentstudy.rehearsal.codex_run import run_codex_rehearsal
-from agentstudy.rehearsal.policy import ScriptedReply
 from agentstudy.rehearsal.responses_server import responses_policy
+from agentstudy.rehearsal.responses_variants import erroring_calls, first_call
 from agentstudy.transports.codex_args import CodexMcpServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,42 +42,17 @@ def bundled_server(tools: tuple[str, ...] = READ_TOOLS, *, broken: bool = False)
     return build
 
 
-def erroring_calls(body: Mapping[str, Any]) -> ScriptedReply:
-    """The careful agent, but every search becomes a ``doc.get`` of a missing file (every MCP call errors)."""
-    reply = responses_policy(body)
-    for block in reply.content:
-        if block.get("type") == "tool_use" and block["name"].endswith("doc_search"):
-            block["name"] = block["name"].replace("doc_search", "doc_get")
-            block["input"] = {"path": "no/such/file.md"}
-    return reply
-
-
-def first_call(intro: str, name: str, tool_input: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], ScriptedReply]:
-    """The careful agent, but its first turn calls ``name`` with ``tool_input`` (in the policy's
-    Messages view: ``Bash`` runs a shell command, ``mcp__doc_bridge__doc_write`` the write tool)."""
-    def policy(body: Mapping[str, Any]) -> ScriptedReply:
-        reply = responses_policy(body)
-        items = body.get("input")
-        if any(isinstance(i, Mapping) and i.get("type") == "function_call_output"
-               for i in (items if isinstance(items, list) else [])):
-            return reply
-        return ScriptedReply([{"type": "text", "text": intro},
-                              {"type": "tool_use", "id": "call_first_1", "name": name, "input": dict(tool_input)}],
-                             "tool_use", reply.usage)
-    return policy
-
-
 SCENARIOS: dict[str, dict[str, Any]] = {
     "control-completed": {},
     "treatment-completed": {"mcp": bundled_server()},
     "treatment-required-server-fails": {"mcp": bundled_server(broken=True)},
     "treatment-cancelled-call": {
         "mcp": bundled_server(("doc.write",)),
-        "policy": first_call("I will try the write tool.", "mcp__doc_bridge__doc_write",
-                             {"path": "NOTES.md", "text": "x"})},
+        "policy": first_call("mcp__doc_bridge__doc_write", {"path": "NOTES.md", "text": "x"},
+                             "I will try the write tool.")},
     "treatment-all-calls-error": {"mcp": bundled_server(), "policy": erroring_calls},
     "turn-failed": {"fail_with_status": 400},
-    "control-write-refused": {"policy": first_call("I will write a note.", "Bash", {"command": "touch NOTES.md"})},
+    "control-write-refused": {"policy": first_call("Bash", {"command": "touch NOTES.md"}, "I will write a note.")},
 }
 
 

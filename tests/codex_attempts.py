@@ -9,18 +9,17 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
 
 from agentstudy.agents.registry import agent_cli
 from agentstudy.io.containment import ContainmentMode
 from agentstudy.io.server_corpus import ServerCorpora
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP
 from agentstudy.protocol.mcp_spec import McpServerSpec
-from agentstudy.rehearsal.policy import ScriptedReply
 from agentstudy.rehearsal.responses_server import ResponsesRehearsalServer, responses_policy
+from agentstudy.rehearsal.responses_variants import Policy
 from agentstudy.runners.preflight import DEFAULT_MCP_SERVER
 from agentstudy.transports.cli import CliAttemptResult, CliSettings, run_cli_attempt
 from agentstudy.transports.cli_args import arm_tools
@@ -30,7 +29,6 @@ HOMES = ROOT / ".codex-scratch" / "attempts"
 PROMPT = "Who owns handoff H-1? Cite the file and line."
 MODEL = "rehearsal-scripted"
 SENTINELS = {"OPENAI_API_KEY": "sk-parent-SENTINEL-openai", "ANTHROPIC_API_KEY": "sk-ant-parent-SENTINEL"}
-Policy = Callable[[Mapping[str, Any]], ScriptedReply]
 
 
 def codex_binary() -> Path:
@@ -43,30 +41,6 @@ def broken_server() -> McpServerSpec:
     command = list(DEFAULT_MCP_SERVER.command)
     command[command.index("{root}")] = "/nonexistent/agentstudy-codex-root"
     return McpServerSpec(name="doc-bridge", command=tuple(command), sandbox_binds=DEFAULT_MCP_SERVER.sandbox_binds)
-
-
-def first_call(name: str, tool_input: Mapping[str, Any], intro: str = "I will try it.") -> Policy:
-    """The careful agent, but its first turn calls ``name`` (the policy's Messages-view name) with ``tool_input``."""
-    def policy(body: Mapping[str, Any]) -> ScriptedReply:
-        reply = responses_policy(body)
-        items = body.get("input")
-        if any(isinstance(i, Mapping) and i.get("type") == "function_call_output"
-               for i in (items if isinstance(items, list) else [])):
-            return reply
-        return ScriptedReply([{"type": "text", "text": intro},
-                              {"type": "tool_use", "id": "call_first_1", "name": name, "input": dict(tool_input)}],
-                             "tool_use", reply.usage)
-    return policy
-
-
-def erroring_calls(body: Mapping[str, Any]) -> ScriptedReply:
-    """The careful agent, but every search becomes a ``doc.get`` of a missing file (every MCP call errors)."""
-    reply = responses_policy(body)
-    for block in reply.content:
-        if block.get("type") == "tool_use" and block["name"].endswith("doc_search"):
-            block["name"] = block["name"].replace("doc_search", "doc_get")
-            block["input"] = {"path": "no/such/file.md"}
-    return reply
 
 
 def run_codex_attempt(root: Path, pin: str, scenario: str, *, policy: Policy = responses_policy,

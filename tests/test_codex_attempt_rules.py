@@ -15,9 +15,10 @@ from agentstudy.cli import main
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP, REPOSITORY_ONLY
 from agentstudy.protocol.mcp_spec import McpServerSpec
 from agentstudy.rehearsal.example_study import build_corpus_repository, build_example_study
+from agentstudy.rehearsal.responses_variants import erroring_calls, first_call
 from agentstudy.runners.preflight import DEFAULT_MCP_SERVER
 
-from codex_attempts import broken_server, codex_binary, erroring_calls, first_call, run_codex_attempt
+from codex_attempts import broken_server, codex_binary, run_codex_attempt
 
 
 @pytest.fixture(scope="module")

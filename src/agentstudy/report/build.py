@@ -18,7 +18,7 @@ from agentstudy.report.agents import agent_analyses, multi_agent_document
 from agentstudy.report.analysis import Analysis, analyse
 from agentstudy.report.content import build_document
 from agentstudy.report.document import Document
-from agentstudy.report.input_bytes import MAX_INPUT_BYTES
+from agentstudy.report.input_bytes import read_input
 from agentstudy.report.load import load_study
 from agentstudy.report.model import ReportInputError, Study
 from agentstudy.report.render import FORMATS, render
@@ -33,11 +33,10 @@ def load_prices(path: Path) -> PriceFile:
     Raises:
         ReportInputError: the file cannot be read or is not a valid price file.
     """
+    data = read_input(path, "price file")
     try:
-        with path.open("rb") as handle:
-            data = handle.read(MAX_INPUT_BYTES + 1)
         text = data.decode("utf-8")
-    except (OSError, UnicodeDecodeError) as error:
+    except UnicodeDecodeError as error:
         raise ReportInputError(f"cannot read the price file {path}: {error}") from None
     try:
         return parse_price_file(text)

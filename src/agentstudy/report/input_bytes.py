@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from agentstudy.io.user_file import UserFileError, read_user_file
 from agentstudy.protocol.json_input import JsonInputError, load_json
 from agentstudy.report.model import ReportInputError
 
@@ -13,19 +14,16 @@ MAX_INPUT_BYTES = 256 * 1024 * 1024
 
 
 def read_input(path: Path, what: str) -> bytes:
-    """The bytes of ``path`` (``what`` names it in errors: "ledger", "adjudication companion").
+    """The bytes of ``path`` (``what`` names it in errors: "ledger", "adjudication companion"), read by the
+    house's bounded user-file reader (``io.user_file``: a regular file, never a FIFO, at most ``MAX_INPUT_BYTES``).
 
     Raises:
-        ReportInputError: it cannot be read, or it is larger than ``MAX_INPUT_BYTES``.
+        ReportInputError: ``cannot read the {what} {path}: <reason>`` (missing, a directory, too large, ...).
     """
     try:
-        with path.open("rb") as handle:
-            data = handle.read(MAX_INPUT_BYTES + 1)
-    except OSError as error:
-        raise ReportInputError(f"cannot read the {what} {path}: {error.strerror or error}") from None
-    if len(data) > MAX_INPUT_BYTES:
-        raise ReportInputError(f"the {what} {path} is larger than {MAX_INPUT_BYTES} bytes")
-    return data
+        return read_user_file(path, what=f"the {what}", max_bytes=MAX_INPUT_BYTES)
+    except UserFileError as error:
+        raise ReportInputError(f"cannot read {error}") from None
 
 
 def json_document(data: bytes, what: str) -> Any:
