@@ -29,6 +29,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import agentstudy.agents.claude_code as claude_code_agent
 import agentstudy.commands.minimal as minimal_command
 from agentstudy.cli import main
 from agentstudy.io.ledger_store import LedgerFile
@@ -105,7 +106,9 @@ class _HoldingProgress:
 def _install(hold: _Hold) -> None:
     if hold.point in ("first-request", "mcp-request", "last-answer"):
         policy = functools.partial(_holding_policy, hold)
-        minimal_command.RehearsalServer = functools.partial(RehearsalServer, policy=policy)
+        holding = functools.partial(RehearsalServer, policy=policy)
+        minimal_command.RehearsalServer = holding  # the http transport's server
+        claude_code_agent.RehearsalServer = holding  # type: ignore[misc]  # Claude Code's (AgentCli.rehearsal_endpoint)
     elif hold.point == "between":
         minimal_command.progress_for_terminal = lambda: _HoldingProgress(hold)
     elif hold.point == "final":

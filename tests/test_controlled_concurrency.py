@@ -25,9 +25,12 @@ from test_controlled_run_support import cli, run_args
 SRC = Path(__file__).resolve().parents[1] / "src"
 LATENCY = ("--latency-ms", "300")
 TIMING = frozenset({"observedAt", "durationMs", "firstEvidenceLatencyMs", "timeToFirstEvidenceMs", "stdoutHash",
-                    "contentHash", "adjudicatorLatencyMs", "outputTokens", "responseBytes"})
+                    "contentHash", "adjudicatorLatencyMs", "outputTokens", "responseBytes",
+                    "adjudicatorInputTokens", "adjudicatorOutputTokens"})
 """Fields that depend on when and how fast a child ran: the provider's answer carries its latency in ms,
-so its stdout hash, its size and its estimated output tokens (ceil(bytes / 4)) change with the digits."""
+so its stdout hash, its size and its estimated output tokens (ceil(bytes / 4)) change with the digits; the
+adjudicator reads that answer, so its estimated input and output tokens change with them too (seen in CI:
+one item's adjudicatorInputTokens differed between two runs of the same plan)."""
 
 
 def peak_at_once(trace: Path) -> int:
