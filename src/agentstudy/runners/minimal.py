@@ -243,13 +243,16 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
             rule = ReservationRule.for_cli(request.attempt_budget_usd, settings.model, strict=request.strict_cap)
         except NoWorstTurn as problem:
             raise PreflightError(str(problem)) from None
+        probed: list[str] = []
+
+        def probe_agent_version() -> None:  # runs while the MCP servers are probed (prepare_study)
+            probed.append(check_cli_version(settings.binary, request.expected_cli_version, request.parent_env,
+                                            settings.containment, settings.agent))
+
         checked = prepare_study(stack, settings.mcp, manifest, schedule, request.roots, settings.containment,
-                                request.parent_env, request.concurrency)
+                                request.parent_env, request.concurrency, during_probes=probe_agent_version)
         raise_if_stopped(NOTHING_WRITTEN)
-        cli_version = check_cli_version(
-            settings.binary, request.expected_cli_version, request.parent_env, settings.containment, settings.agent
-        )
-        raise_if_stopped(NOTHING_WRITTEN)
+        cli_version = probed[0]
         try:
             agent_record = agent_cli(settings.agent).agent_record(settings, cli_version, request.parent_env)
         except AgentBinaryError as error:

@@ -15,7 +15,7 @@ raises ``PreflightError`` and nothing has been charged or written. A stop signal
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -284,14 +284,19 @@ def prepare_study(
     containment: ContainmentMode,
     parent_env: Mapping[str, str],
     parallel: int = 1,
+    during_probes: Callable[[], None] | None = None,
 ) -> StudyPreflight:
     """Roots, corpus checks, containment proof, the server's corpus views and the MCP probe, in that order.
 
     The corpus views are entered on ``stack`` so they live until the run ends; up to ``parallel``
-    corpora's servers are probed at once (``check_mcp_servers``).
+    corpora's servers are probed at once (``check_mcp_servers``). ``during_probes`` (the cli
+    runner's agent version probe) runs in a thread while the servers are probed, once every cheap
+    check has passed (issue 19: it was a serial step of every run's head start); the MCP verdict is
+    read first, so a run that both would refuse names the MCP failure, as a serial preflight did.
 
     Raises:
         PreflightError: any check failed (one line); nothing was reserved or written.
+        Exception: whatever ``during_probes`` raised, after the MCP verdict passed.
     """
     require_roots(schedule, roots)
     check_corpus_roots(manifest, roots)
@@ -301,4 +306,10 @@ def prepare_study(
         corpora = stack.enter_context(mcp_corpora(spec, manifest, schedule, roots))
     except (ContainmentError, ServerCorpusError) as error:
         raise PreflightError(str(error)) from None
-    return StudyPreflight(proven, check_mcp_servers(spec, corpora, containment, parent_env, parallel), corpora)
+    if during_probes is None:
+        return StudyPreflight(proven, check_mcp_servers(spec, corpora, containment, parent_env, parallel), corpora)
+    with ThreadPoolExecutor(max_workers=1) as side:  # leaving it waits for ``during_probes`` to end
+        alongside = side.submit(during_probes)
+        mcp = check_mcp_servers(spec, corpora, containment, parent_env, parallel)
+    alongside.result()
+    return StudyPreflight(proven, mcp, corpora)
