@@ -54,3 +54,32 @@ def test_version_lines_are_read_by_each_agents_rule() -> None:
     assert agent_cli("codex").version_problem("codex-cli 0.171.0", "0.171.0") is None
     assert agent_cli("codex").version_problem("0.171.0", "0.171.0") is not None
     assert agent_cli("claude-code").version_problem("codex-cli 0.171.0", "2.1.296") is not None
+
+
+def test_each_agent_names_its_own_login_file_and_only_a_regular_one(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True)
+    (home / ".codex").mkdir()
+    claude, codex = agent_cli("claude-code"), agent_cli("codex")
+    assert claude.login_file({"HOME": str(home)}) is None
+    assert codex.login_file({"HOME": str(home)}) is None
+    (home / ".claude" / ".credentials.json").write_text("{}")
+    (home / ".codex" / "auth.json").mkdir()  # a directory is not a login file
+    assert claude.login_file({"HOME": str(home)}) == home / ".claude" / ".credentials.json"
+    assert codex.login_file({"HOME": str(home)}) is None
+    (home / ".codex" / "auth.json").rmdir()
+    (home / ".codex" / "auth.json").write_text("{}")
+    assert codex.login_file({"HOME": str(home)}) == home / ".codex" / "auth.json"
+    elsewhere = tmp_path / "codex-home"
+    elsewhere.mkdir()
+    assert codex.login_file({"HOME": str(home), "CODEX_HOME": str(elsewhere)}) is None
+    (elsewhere / "auth.json").write_text("{}")
+    assert codex.login_file({"HOME": str(home), "CODEX_HOME": str(elsewhere)}) == elsewhere / "auth.json"
+    assert codex.login_file({"CODEX_HOME": "relative/dir"}) is None
+    assert codex.login_file({}) is None and claude.login_file({}) is None
+
+
+def test_capabilities_decide_strict_cap_and_transcript_stderr_not_the_agents_name() -> None:
+    claude, codex = agent_cli("claude-code"), agent_cli("codex")
+    assert (claude.bounds_worst_turn, codex.bounds_worst_turn) == (True, False)
+    assert (claude.judged_with_stderr, codex.judged_with_stderr) == (False, True)

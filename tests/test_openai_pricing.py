@@ -157,3 +157,11 @@ def test_a_priced_codex_model_passes_the_dry_run(study: ExampleStudy) -> None:
     code, output = _minimal(study, "--dry-run", "--model", "gpt-5.5")
     assert code == 0, output
     assert json.loads(output)["agent"] == "codex"
+
+
+def test_strict_cap_is_refused_for_an_agent_a_worst_case_turn_cannot_bound(study: ExampleStudy) -> None:
+    code, output = _minimal(study, "--dry-run", "--model", "gpt-5.5", "--strict-cap")
+    assert code == 2, output
+    assert output.strip().splitlines() == [
+        "agentstudy: error: --strict-cap bounds an attempt by one worst-case turn after the agent's own limit "
+        "check; Codex CLI is stopped at the limit by its running usage instead"]

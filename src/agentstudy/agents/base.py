@@ -50,6 +50,12 @@ class AgentCli(Protocol):
         reports_cost: whether the agent reports its own cost; when it does not (Codex), our price row
             is the only meter of the per-attempt limit, so a model without one is refused before
             anything starts (``commands.agent_options.require_agent_price``, issue 21 item 4).
+        bounds_worst_turn: whether ``--strict-cap`` can keep spent <= cap for this agent: the agent checks
+            its own limit after each turn (Claude Code's ``--max-budget-usd``), so one worst-case turn from
+            its price table bounds any attempt (issue 19); an agent stopped by our meter of its running
+            usage (Codex) cannot be bounded that way, and ``--strict-cap`` is refused for it.
+        judged_with_stderr: whether the stream checks read the child's stderr too (Codex names a failed
+            MCP server there); ``agentstudy transcript --stderr`` is refused for an agent that does not.
     """
 
     name: str
@@ -57,6 +63,8 @@ class AgentCli(Protocol):
     pinned_version: str
     rehearsal_model: str
     reports_cost: bool
+    bounds_worst_turn: bool
+    judged_with_stderr: bool
 
     def find_binary(self, explicit: str | None, environ: Mapping[str, str]) -> Path:
         """The agent's executable (explicit path, override variable, pinned install in .tools, PATH).
@@ -73,6 +81,11 @@ class AgentCli(Protocol):
     def rehearsal_endpoint(self, latency_ms: int) -> AbstractContextManager[str]:
         """A scripted zero-spend model server on 127.0.0.1 for this agent; entering it gives the base
         URL the child is pointed at (``CliSettings.rehearsal_base_url``). ``latency_ms``: delay per answer."""
+        ...
+
+    def login_file(self, environ: Mapping[str, str]) -> Path | None:
+        """The user's own login file a real (not rehearsed, not gateway) run makes visible read-only in the
+        attempt's private HOME, or ``None`` (none exists, or the agent authenticates otherwise)."""
         ...
 
     def scratch_parent(self, settings: CliSettings) -> Path | None:

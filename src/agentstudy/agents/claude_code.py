@@ -15,7 +15,7 @@ from typing import Any
 
 from agentstudy.agents.base import Launch
 from agentstudy.io.agent_binary import find_agent_binary
-from agentstudy.io.claude_cli import CLAUDE_LOOKUP, version_token
+from agentstudy.io.claude_cli import CLAUDE_LOOKUP, find_login_file, version_token
 from agentstudy.io.containment import contain
 from agentstudy.pricing.budget import format_max_budget
 from agentstudy.pricing.table import price_entry
@@ -37,6 +37,8 @@ class ClaudeCodeAgent:
     pinned_version = CLAUDE_CODE_VERSION
     rehearsal_model = "claude-haiku-5-5"
     reports_cost = True
+    bounds_worst_turn = True
+    judged_with_stderr = False
 
     def find_binary(self, explicit: str | None, environ: Mapping[str, str]) -> Path:
         """``--claude-bin``, ``AGENTSTUDY_CLAUDE_BIN``, ``.tools/claude-code``, then ``claude`` on PATH.
@@ -55,6 +57,10 @@ class ClaudeCodeAgent:
     def rehearsal_endpoint(self, latency_ms: int) -> AbstractContextManager[str]:
         """The scripted Messages API server; its base URL becomes ``ANTHROPIC_BASE_URL``."""
         return _messages_server(latency_ms)
+
+    def login_file(self, environ: Mapping[str, str]) -> Path | None:
+        """``$HOME/.claude/.credentials.json`` when it is a regular file (``io.claude_cli.find_login_file``)."""
+        return find_login_file(environ)
 
     def scratch_parent(self, settings: CliSettings) -> Path | None:
         """The system temp dir (Claude Code has no objection to it)."""

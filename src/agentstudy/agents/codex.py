@@ -51,6 +51,8 @@ class CodexAgent:
     pinned_version = CODEX_VERSION
     rehearsal_model = REHEARSAL_MODEL
     reports_cost = False
+    bounds_worst_turn = False
+    judged_with_stderr = True
 
     def find_binary(self, explicit: str | None, environ: Mapping[str, str]) -> Path:
         """``--agent-bin``, ``AGENTSTUDY_CODEX_BIN``, ``.tools/codex``, ``codex`` on PATH (AgentBinaryError)."""
@@ -63,6 +65,16 @@ class CodexAgent:
     def rehearsal_endpoint(self, latency_ms: int) -> AbstractContextManager[str]:
         """The scripted Responses API server; its ``/v1`` URL goes into ``[model_providers.rehearsal]``."""
         return _responses_server(latency_ms)
+
+    def login_file(self, environ: Mapping[str, str]) -> Path | None:
+        """The user's Codex login, ``$CODEX_HOME/auth.json`` (default ``$HOME/.codex``), when it is a regular
+        file; a real run mounts it read-only as the private ``CODEX_HOME``'s ``auth.json`` (nothing else of
+        the user's Codex home is visible)."""
+        base = environ.get("CODEX_HOME") or (str(Path(environ["HOME"]) / ".codex") if environ.get("HOME") else "")
+        if not base or not Path(base).is_absolute():
+            return None
+        path = Path(base) / "auth.json"
+        return path.resolve() if path.is_file() else None
 
     def scratch_parent(self, settings: CliSettings) -> Path | None:
         """``settings.agent_home_root`` or ``default_home_root()``, created 0700 (never a temp dir)."""

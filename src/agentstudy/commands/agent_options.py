@@ -25,9 +25,9 @@ def agent_flags(transport: str, agent: str, agent_version: str | None, cli_versi
         fail("--cli-version and --agent-version say the same thing; give one")
     if claude_bin is not None and agent_bin is not None:
         fail("--claude-bin and --agent-bin say the same thing; give one")
-    if strict_cap and agent != DEFAULT_AGENT:
-        fail("--strict-cap prices a worst-case turn from the Claude table; Codex is stopped at the limit by its "
-             "running usage instead")
+    if strict_cap and not chosen.bounds_worst_turn:
+        fail(f"--strict-cap bounds an attempt by one worst-case turn after the agent's own limit check; "
+             f"{chosen.label} is stopped at the limit by its running usage instead")
     version = agent_version or cli_version or chosen.pinned_version
     if not version.strip() or any(c in version for c in "\r\n\0"):
         fail("--agent-version must be a version such as " + chosen.pinned_version)

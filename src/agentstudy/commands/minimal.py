@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Callable
 from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -31,10 +29,11 @@ from agentstudy.commands.containment_options import (
     gateway_from_options,
 )
 from agentstudy.commands.mcp_options import mcp_options, study_mcp_spec
-from agentstudy.commands.minimal_inputs import money_flags, require_model, reservation_rule, rule_json
+from agentstudy.commands.minimal_dry_run import DryRunRequest, print_dry_run
+from agentstudy.commands.minimal_inputs import money_flags, require_model, reservation_rule
 from agentstudy.commands.study_agents_options import agent_model_option, other_agent_runs, rehearsal_endpoints
-from agentstudy.commands.view import print_server_tools, print_summary_table, progress_for_terminal
-from agentstudy.io.claude_cli import find_login_file, project_root
+from agentstudy.commands.view import print_summary_table, progress_for_terminal
+from agentstudy.io.claude_cli import project_root
 from agentstudy.io.containment import ContainmentMode
 from agentstudy.io.ledger_store import CheckpointError, OutputPathError
 from agentstudy.io.messages_api import (
@@ -47,13 +46,11 @@ from agentstudy.io.messages_api import (
 from agentstudy.pricing.http import UpperPrices
 from agentstudy.protocol.manifest import LoadedManifest, ManifestError, load_manifest
 from agentstudy.protocol.mcp_spec import McpServerSpec
-from agentstudy.protocol.schedule import Mode, PilotSize, ScheduleEntry, build_schedule, pilot_size
-from agentstudy.protocol.study_arms import arms_record
+from agentstudy.protocol.schedule import Mode, PilotSize, build_schedule, pilot_size
 from agentstudy.rehearsal.messages_server import RehearsalServer
 from agentstudy.runners.minimal import CliRunRequest, run_cli_study
 from agentstudy.runners.minimal_http import REHEARSAL_KEY, HttpRunRequest, run_http_study
-from agentstudy.runners.preflight import PreflightError, check_corpus_roots
-from agentstudy.runners.server_probe import probe_servers
+from agentstudy.runners.preflight import PreflightError
 from agentstudy.runners.summary import RunSummary
 from agentstudy.transports.cli import CliSettings
 
@@ -237,40 +234,13 @@ def minimal(
     if probe and not dry_run:
         fail("--probe goes with --dry-run (a run probes the MCP server anyway)")
     if dry_run:
-        if transport == "cli":
-            agent_binary(chosen_agent, agent_explicit)
-        if model is not None:
-            require_model(model)
-            if transport == "cli":
-                require_agent_price(chosen_agent, model, f"--model {model.strip()}")
-        given = money_flags(loaded, mode, transport, model, budget_usd, attempt_budget_usd, input_usd_per_million,
-                            output_usd_per_million, required=False, rehearsal=rehearsal, concurrency=concurrency)
-        rule = reservation_rule(transport, model.strip() if model else None, given, strict=strict_cap)
-        if output is not None:
-            check_new_output("--output", output, (*root_paths.values(), project_root()))
-        try:
-            checked = check_corpus_roots(loaded.manifest, root_paths)
-        except PreflightError as error:
-            fail(str(error))
-        report: dict[str, Any] = {
-            "protocolHash": loaded.protocol_hash,
-            "mode": mode,
-            "attempts": len(schedule),
-            "scenarios": {s: sum(e.scenario == s for e in schedule) for s in loaded.manifest.scenarios},
-            "transport": transport,
-            **({"agent": chosen_agent.name} if transport == "cli" else {}),
-            "repositoriesChecked": checked,
-            "networkCalls": 0,
-            "claudeProcesses": 0,
-            "budget": rule_json(rule),
-        }
-        report["mcpServer"] = {"name": spec.name, "tools": list(spec.read_only_tools), "probe": spec.probe_tool,
-                               "probeArguments": dict(spec.probe_arguments)}
-        if loaded.arms is not None:
-            report["arms"] = arms_record(loaded.arms, spec.name)
-        if probe:
-            report["mcpProbe"] = _probe(spec, loaded, schedule, root_paths, mode_of_containment)
-        click.echo(json.dumps(report, separators=(",", ":")))
+        print_dry_run(DryRunRequest(
+            loaded=loaded, mode=mode, schedule=schedule, spec=spec, transport=transport, agent=chosen_agent,
+            agent_explicit=agent_explicit, model=model, money=(budget_usd, attempt_budget_usd, input_usd_per_million,
+                                                                output_usd_per_million),
+            rehearsal=rehearsal, concurrency=concurrency, strict_cap=strict_cap, output=output, roots=root_paths,
+            probe=probe, containment=mode_of_containment,
+        ))
         return
     if not (pilot or full):
         fail("choose --pilot or --run (or --dry-run)")
@@ -296,8 +266,7 @@ def minimal(
     primary = CliSettings(
         binary=binary, model=chosen_model, mcp=spec, containment=mode_of_containment,
         gateway_base_url=gateway_url, gateway_token=gateway_token,
-        login_file=None if rehearsal or gateway_url or chosen_agent.name != DEFAULT_AGENT
-        else find_login_file(os.environ),
+        login_file=None if rehearsal or gateway_url else chosen_agent.login_file(os.environ),
         agent=chosen_agent.name,
     )
     others = other_agent_runs(loaded, transport, primary, expected_version, agent_models, rehearsal=rehearsal,
@@ -329,20 +298,6 @@ def minimal(
         settings = replace(request.settings, rehearsal_base_url=rehearsal_url)
         code = _run(lambda: run_cli_study(replace(request, settings=settings, other_agents=ready)))
     sys.exit(code)
-
-
-
-def _probe(
-    spec: McpServerSpec, loaded: LoadedManifest, schedule: tuple[ScheduleEntry, ...], roots: dict[str, Path],
-    containment: ContainmentMode,
-) -> dict[str, Any]:
-    """``--dry-run --probe``: the server's tools (printed on stderr); exit 2 with the server's own words on failure."""
-    try:
-        server = probe_servers(spec, loaded.manifest, schedule, roots, containment, os.environ)
-    except PreflightError as error:
-        fail(f"MCP probe failed, nothing reserved or written: {error}")
-    print_server_tools(server)
-    return server
 
 
 def _run_http(

@@ -21,7 +21,6 @@ from agentstudy.agents.registry import DEFAULT_AGENT, agent_cli
 from agentstudy.commands.agent_options import agent_binary, require_agent_price
 from agentstudy.commands.common import fail
 from agentstudy.commands.minimal_inputs import require_model
-from agentstudy.io.claude_cli import find_login_file
 from agentstudy.protocol.manifest import LoadedManifest
 from agentstudy.runners.agent_runs import AgentRun
 from agentstudy.transports.cli import CliSettings
@@ -80,8 +79,7 @@ def other_agent_runs(loaded: LoadedManifest, transport: str, primary: CliSetting
         if model is None:
             fail(f"agent {name} needs --agent-model {name}=MODEL (a real run)")
         require_agent_price(agent, model, f"--agent-model {name}={model}")
-        login = None if rehearsal or primary.gateway_base_url or name != DEFAULT_AGENT \
-            else find_login_file(os.environ)
+        login = None if rehearsal or primary.gateway_base_url else agent.login_file(os.environ)
         settings = replace(primary, binary=agent_binary(agent, None), model=model, agent=name, login_file=login,
                            rehearsal_base_url=None)
         runs[name] = AgentRun(settings, agent.pinned_version)

@@ -218,8 +218,9 @@ def transcript(
         mcp_config_file, server_config_candidates, mcp_tools, mcp_probe, mcp_probe_arguments, sandbox_binds,
     )
     data = _read(file)
-    if stderr_file is not None and agent != "codex":
-        fail("--stderr is for --agent codex (Claude Code reports everything in its stream)")
+    if stderr_file is not None and not agent_cli(agent).judged_with_stderr:
+        fail(f"--stderr is for an agent whose checks read its stderr (--agent codex); {agent_cli(agent).label} "
+             "reports everything in its stream")
     stderr = _read(stderr_file) if stderr_file is not None else b""
     limit = positive_usd("--reservation-usd", reservation_usd)
     try:
