@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 import click
 
-from agentstudy.agents.registry import DEFAULT_AGENT, agent_cli
+from agentstudy.agents.registry import agent_cli
 from agentstudy.commands.agent_options import agent_binary, require_agent_price
 from agentstudy.commands.common import fail
 from agentstudy.commands.minimal_inputs import require_model
