@@ -123,3 +123,31 @@ def test_two_agents_run_concurrently_with_one_budget(two_agent_study: tuple[Path
         ("codex", "doc-bridge-mcp"), ("codex", "repository-only")]
     assert all(o["status"] == "completed" for o in ledger["observations"])
     assert ledger["openReservations"] == []
+
+
+def test_a_two_agent_ledger_is_adjudicated_blind_and_reported_per_agent(two_agent_study: tuple[Path, list[str]],
+                                                                       two_agent_run: tuple[Result, Path]) -> None:
+    """Each agent's observation of the same task, arm and repetition is its own item (the ledger view keys
+    observations by agent too); the adjudicator's prompts never name the agent; the report joins the
+    companion and shows correctness for each agent."""
+    study, roots = two_agent_study
+    result, ledger = two_agent_run
+    assert result.exit_code == 0, result.output
+    env = {"ADJUDICATOR_MODEL": "claude-haiku-5-5", "ADJUDICATOR_BUDGET_USD": "1", "ANTHROPIC_API_KEY": None}
+    adjudicated = CliRunner().invoke(main, ["adjudicate", str(ledger), "--manifest", str(study), *roots,
+                                            "--rehearsal"], env=env)
+    assert adjudicated.exit_code == 0, adjudicated.output
+    line = json.loads(adjudicated.stdout.strip().splitlines()[-1])
+    assert (line["status"], line["items"], line["scored"]) == ("adjudicated", 4, 4)
+    companion_path = ledger.parent / "ledger.adjudication.json"
+    companion = json.loads(companion_path.read_text())
+    assert sorted(item["observationIndex"] for item in companion["items"]) == [0, 1, 2, 3]
+    assert all(item["promptBytes"] > 0 for item in companion["items"])
+    assert "codex" not in json.dumps(companion["blinding"]) and "claude-code" not in json.dumps(companion["blinding"])
+    report = CliRunner().invoke(main, ["report", str(ledger), "--adjudication", str(companion_path), "--format",
+                                       "md"])
+    assert report.exit_code == 0, report.output
+    for agent in AGENTS:
+        section = report.stdout.split(f"## Agent {agent}: Paired differences", 1)[1]
+        assert "No adjudication companion was given" not in section.split("## Agent", 1)[0]
+    assert "Correctness: not adjudicated" not in report.stdout

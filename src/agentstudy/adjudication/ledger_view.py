@@ -4,12 +4,14 @@ The ledger is read, never written. Reading is tolerant (unknown fields are ignor
 ledger models may grow without breaking adjudication: only ``version``, ``status``,
 ``manifestSha256``, ``protocolHash``, ``repositories``, ``rehearsal``, ``mcpServer`` (name,
 listed and denied tools) and each observation's ``taskId``, ``scenario``, ``repetition``,
-``status``, ``answer`` and ``transport`` are used. The kind is decided by the ledger's ``type``:
-a controlled-study ledger (``controlled-study-observation-ledger``) is recognised and refused
-as not supported yet; a minimal-study ledger has no ``type`` and a ``minimal-study-`` version (or a
-study file's ``agentstudy-study-v1``).
+``status``, ``answer``, ``transport`` and ``agent`` (a study of several agents) are used. The
+kind is decided by the ledger's ``type``: a controlled-study ledger
+(``controlled-study-observation-ledger``) is recognised and refused as not supported yet; a
+minimal-study ledger has no ``type`` and a ``minimal-study-`` version (or a study file's
+``agentstudy-study-v1``).
 As for ``report``, the text must be strict JSON (no NaN or Infinity, no duplicated key) and a
-minimal ledger may hold each task, scenario and repetition once, whatever ``--allow-unverified``
+minimal ledger may hold each task, scenario and repetition once (once per agent in a study of several
+agents; the adjudicator never sees which agent answered), whatever ``--allow-unverified``
 says; verifying its hashes and invariants (``protocol.ledger_integrity``) is the command's.
 """
 
@@ -47,6 +49,7 @@ class _Observation(_Tolerant):
     status: str
     answer: str = ""
     transport: str | None = None
+    agent: str | None = None
 
 
 class _McpServer(_Tolerant):
@@ -164,7 +167,7 @@ def minimal_view(path: Path, data: bytes, document: dict[str, Any]) -> MinimalLe
 
     Raises:
         LedgerError: a required field is missing or has the wrong type, or two observations share
-            a task, scenario and repetition.
+            a task, scenario, repetition and agent.
     """
     try:
         ledger = _Ledger.model_validate(document)
@@ -172,11 +175,13 @@ def minimal_view(path: Path, data: bytes, document: dict[str, Any]) -> MinimalLe
         first = error.errors()[0]
         where = ".".join(str(part) for part in first["loc"])
         raise LedgerError(f"malformed minimal-study ledger at {where}: {first['msg']}") from None
-    seen: set[tuple[str, str, int]] = set()
-    for o in ledger.observations:
-        if (o.task_id, o.scenario, o.repetition) in seen:
-            raise LedgerError(f"the ledger has two observations of {o.task_id} {o.scenario} repetition {o.repetition}")
-        seen.add((o.task_id, o.scenario, o.repetition))
+    seen: set[tuple[str, str, int, str | None]] = set()
+    for o in ledger.observations:  # a study of several agents holds each once per agent (issue 21 item 6)
+        if (o.task_id, o.scenario, o.repetition, o.agent) in seen:
+            whose = f" of agent {o.agent}" if o.agent else ""
+            raise LedgerError(f"the ledger has two observations of {o.task_id} {o.scenario} repetition "
+                              f"{o.repetition}{whose}")
+        seen.add((o.task_id, o.scenario, o.repetition, o.agent))
     server = ledger.mcp_server
     return MinimalLedgerView(
         path=path,
