@@ -152,3 +152,25 @@ def test_the_sweep_removes_only_directories_of_dead_owners(tmp_path: Path) -> No
 def test_an_owner_token_names_this_process() -> None:
     namespace, pid, start = owner_token().split("_")
     assert int(pid) == os.getpid() and int(namespace) == os.stat("/proc/self/ns/pid").st_ino and int(start) > 0
+
+
+def test_killed_runs_codex_homes_are_swept_with_the_temp_dir(tmp_path: Path) -> None:
+    """Codex's per-attempt homes live outside temp dirs (``$XDG_CACHE_HOME/agentstudy/codex-homes``): what a
+    killed run left there is swept too, by every run's preflight and every Ray task; a live owner's is kept."""
+    from agentstudy.agents.registry import sweep_stale_scratch
+
+    environ = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    assert sweep_stale_scratch(environ) == []  # no root yet: nothing made, nothing swept
+    assert not (tmp_path / "cache").exists()
+    root = tmp_path / "cache" / "agentstudy" / "codex-homes"
+    root.mkdir(parents=True)
+    make = ("import sys; from pathlib import Path; from agentstudy.io.scratch import owned_mkdtemp\n"
+            "made = owned_mkdtemp('attempt', Path(sys.argv[1])); (made / 'codex-home').mkdir(); print(made)")
+    dead = Path(subprocess.run([sys.executable, "-c", make, str(root)], capture_output=True, text=True,
+                               check=True).stdout.strip())
+    alive = owned_mkdtemp("attempt", root)
+    assert dead in sweep_stale_scratch(environ)
+    assert not dead.exists() and not dead.with_name(dead.name + MARKER).exists() and alive.exists()
+    alive.rmdir()
+    release(alive)
+    assert list(root.iterdir()) == []

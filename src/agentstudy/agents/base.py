@@ -92,6 +92,11 @@ class AgentCli(Protocol):
         """Where an attempt's private directories are made (``None``: the system temp dir)."""
         ...
 
+    def default_scratch_root(self, environ: Mapping[str, str]) -> Path | None:
+        """``scratch_parent`` when no run setting overrides it, without creating it (``None``: the system temp
+        dir); swept for what killed runs left (``agents.registry.sweep_stale_scratch``)."""
+        ...
+
     def launch(self, body: CliAttemptBody, export: Path, scratch: Path, env_source: Mapping[str, str]) -> Launch:
         """The child of one attempt in ``export`` (read-only, its cwd), with private dirs under ``scratch``.
 

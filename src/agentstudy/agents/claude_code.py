@@ -62,6 +62,10 @@ class ClaudeCodeAgent:
         """``$HOME/.claude/.credentials.json`` when it is a regular file (``io.claude_cli.find_login_file``)."""
         return find_login_file(environ)
 
+    def default_scratch_root(self, environ: Mapping[str, str]) -> Path | None:
+        """``None``: Claude Code's private directories are made in the system temp dir."""
+        return None
+
     def scratch_parent(self, settings: CliSettings) -> Path | None:
         """The system temp dir (Claude Code has no objection to it)."""
         return None

@@ -76,6 +76,10 @@ class CodexAgent:
         path = Path(base) / "auth.json"
         return path.resolve() if path.is_file() else None
 
+    def default_scratch_root(self, environ: Mapping[str, str]) -> Path | None:
+        """``default_home_root(environ)`` (the per-attempt Codex homes live outside every temp dir)."""
+        return default_home_root(environ)
+
     def scratch_parent(self, settings: CliSettings) -> Path | None:
         """``settings.agent_home_root`` or ``default_home_root()``, created 0700 (never a temp dir)."""
         root = settings.agent_home_root or default_home_root()

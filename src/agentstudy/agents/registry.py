@@ -7,9 +7,13 @@ report code) and ``transports.cli`` can use it without an import cycle.
 from __future__ import annotations
 
 import importlib
+import os
+from collections.abc import Mapping
 from functools import cache
+from pathlib import Path
 
 from agentstudy.agents.base import AgentCli
+from agentstudy.io.scratch import sweep_stale
 
 DEFAULT_AGENT = "claude-code"
 """The agent of a study that names none (every ledger written before issue 21)."""
@@ -37,3 +41,15 @@ def agent_cli(name: str) -> AgentCli:
         raise UnknownAgent(f"unknown agent {name!r} (known: {', '.join(AGENT_NAMES)})")
     agent: AgentCli = importlib.import_module(module).AGENT
     return agent
+
+
+def sweep_stale_scratch(environ: Mapping[str, str] = os.environ) -> list[Path]:
+    """Remove what killed runs of this machine left (``io.scratch.sweep_stale``): owner-marked directories of
+    dead owners in the system temp dir and in every agent's own private-directory root (Codex's homes live
+    outside temp dirs, issue 21); a root that does not exist is skipped. Returns the removed directories."""
+    roots: list[Path | None] = [None]
+    for name in AGENT_NAMES:
+        root = agent_cli(name).default_scratch_root(environ)
+        if root is not None and root.is_dir() and root not in roots:
+            roots.append(root)
+    return sorted(removed for root in roots for removed in sweep_stale(root))

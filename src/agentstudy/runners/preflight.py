@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import agentstudy
-from agentstudy.agents.registry import DEFAULT_AGENT, agent_cli
+from agentstudy.agents.registry import DEFAULT_AGENT, agent_cli, sweep_stale_scratch
 from agentstudy.io.agent_binary import AgentBinaryError, probe_version
 from agentstudy.io.containment import ContainmentError, ContainmentMode, check_containment
 from agentstudy.io.environment import allowlisted_environment
@@ -286,7 +286,8 @@ def prepare_study(
     parallel: int = 1,
     during_probes: Callable[[], None] | None = None,
 ) -> StudyPreflight:
-    """Roots, corpus checks, containment proof, the server's corpus views and the MCP probe, in that order.
+    """Roots, corpus checks, the sweep of killed runs' directories, containment proof, the server's corpus views
+    and the MCP probe, in that order.
 
     The corpus views are entered on ``stack`` so they live until the run ends; up to ``parallel``
     corpora's servers are probed at once (``check_mcp_servers``). ``during_probes`` (the cli
@@ -300,6 +301,7 @@ def prepare_study(
     """
     require_roots(schedule, roots)
     check_corpus_roots(manifest, roots)
+    sweep_stale_scratch(parent_env)  # what a killed run of this machine left (dead owners only; never raises)
     try:
         proven = check_containment(containment, allowlisted_environment(parent_env, home="/nonexistent",
                                                                         tmpdir="/nonexistent"))

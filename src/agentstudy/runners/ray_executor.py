@@ -13,7 +13,7 @@ result), which each runner settles ``failed`` with its whole reservation charged
 
 A job ships only what its ``shipped()`` keeps: never the driver's environment, nor a
 credential, nor the ledger. Each task first sweeps the node's temporary directories of dead
-attempts (``io.scratch.sweep_stale``: what a worker killed mid-attempt left), as does the driver
+attempts (``agents.registry.sweep_stale_scratch``: what a worker killed mid-attempt left), as does the driver
 when the executor closes. Ray is imported here only, and only when this executor is chosen
 (``--executor ray``; ``pip install 'agentstudy[ray]'``).
 """
@@ -29,10 +29,10 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, TypeVar
 
+from agentstudy.agents.registry import sweep_stale_scratch
 from agentstudy.io.containment import ContainmentError, check_containment
 from agentstudy.io.environment import allowlisted_environment
 from agentstudy.io.export import CorpusBlobs
-from agentstudy.io.scratch import sweep_stale
 from agentstudy.protocol.run_records import ExcludedWorker
 from agentstudy.runners.executor import WorkerDied, WorkerJob, WorkerRequirements, then, worker_binary
 from agentstudy.runners.preflight import PreflightError, check_cli_version
@@ -45,7 +45,7 @@ def worker_preflight(needs: WorkerRequirements) -> str | None:
     Checks, in order: the agent binary's version, the containment, every command, every
     variable, every directory (see ``WorkerRequirements``). Sweeps stale temporary directories first.
     """
-    sweep_stale()
+    sweep_stale_scratch()
     env = dict(os.environ)
     try:
         if needs.binary is not None and needs.expected_version is not None:
@@ -72,7 +72,7 @@ def attempt_body(job: WorkerJob[R], corpus: CorpusBlobs | None) -> R:
     """A Ray task's work: sweep the node's stale temporary directories, then ``job.run_on_worker`` with its node id."""
     import ray
 
-    sweep_stale()
+    sweep_stale_scratch()
     return job.run_on_worker(corpus, ray.get_runtime_context().get_node_id())
 
 
@@ -169,7 +169,7 @@ class RayExecutor:
             for ref in running:
                 self._ray.cancel(ref, force=True)
         self._ray.shutdown()
-        sweep_stale()  # a worker on this machine killed mid-attempt left its directories here
+        sweep_stale_scratch()  # a worker on this machine killed mid-attempt left its directories here
 
 
 __all__ = ["RayExecutor", "attempt_body", "worker_preflight"]
