@@ -218,8 +218,9 @@ def transcript(
         mcp_config_file, server_config_candidates, mcp_tools, mcp_probe, mcp_probe_arguments, sandbox_binds,
     )
     data = _read(file)
-    if stderr_file is not None and not agent_cli(agent).judged_with_stderr:
-        fail(f"--stderr is for an agent whose checks read its stderr (--agent codex); {agent_cli(agent).label} "
+    chosen_agent = agent_cli(agent)
+    if stderr_file is not None and not chosen_agent.judged_with_stderr:
+        fail(f"--stderr is for an agent whose checks read its stderr (--agent codex); {chosen_agent.label} "
              "reports everything in its stream")
     stderr = _read(stderr_file) if stderr_file is not None else b""
     limit = positive_usd("--reservation-usd", reservation_usd)
@@ -237,7 +238,7 @@ def transcript(
                           server=None, parent_env=None)
     raw = RawAttempt(data[:STDOUT_LIMIT_BYTES], process, wall_time_ms=0, export_files=None, export_bytes=None,
                      export_tree_sha256=None, stderr=stderr[-STDERR_KEPT_BYTES:])
-    evaluation = agent_cli(agent).evaluate(body, raw)
+    evaluation = chosen_agent.evaluate(body, raw)
     record = attempt_record(
         evaluation, scenario=chosen, attempt_budget_usd=limit, reservation_usd=reservation, exit_code=exit_code,
         containment=containment,
