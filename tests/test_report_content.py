@@ -27,10 +27,11 @@ from test_report_builders import (
     write,
 )
 
-SUMMARY = "Task-level paired differences per metric (exploratory)"
+SUMMARY = "Task-level paired differences per metric"
+INTERVAL = "95 % interval (inverted sign-flip test)"
 PER_TASK = ("Per task: mean of doc-bridge-mcp − mean of repository-only over repetitions (— : not in both arms for "
             "that metric)")
-VARIANCE = "Variance components per metric (exploratory)"
+VARIANCE = "Variance components per metric (method of moments)"
 PAIRS = ("Per task and repetition, descriptive only: doc-bridge-mcp − repository-only (negative: the doc-bridge-mcp "
          "attempt used less; repetition numbers pair attempts arbitrarily, so no statistic uses these pairs)")
 NOT_COMPLETED = "Attempts that did not complete (kept, never dropped)"
@@ -65,17 +66,17 @@ def test_task_level_estimates_equal_the_hand_values(tmp_path: Path) -> None:
     task_input = [sum(INPUT_DIFFS[3 * t:3 * t + 3]) / 3 for t in range(6)]
     assert (summary["input tokens"]["design"], summary["input tokens"]["mean task Δ"]) == \
         ("6 tasks × 3 repetitions", "-111.1")
-    assert summary["input tokens"]["sign-flip p (exploratory)"] == f"{_exact_sign_flip(task_input):.3f}"
-    assert summary["input tokens"]["smallest possible p"] == "0.0312"
+    assert summary["input tokens"]["sign-flip p"] == f"{_exact_sign_flip(task_input):.3f}"
+    assert summary["input tokens"]["smallest attainable p"] == "0.0312"
     # tool calls: task differences -2, -2/3, -1, -4/3, 0, -2 -> -7/6.
     assert summary["tool calls"]["mean task Δ"] == "-1.2"
-    assert (summary["charged USD"]["mean task Δ"], summary["charged USD"]["95 % CI (cluster bootstrap)"]) == \
+    assert (summary["charged USD"]["mean task Δ"], summary["charged USD"][INTERVAL]) == \
         ("-0.000500", "[-0.000500, -0.000500]")
     # every charged difference is negative: two-sided p = 2/64.
-    assert summary["charged USD"]["sign-flip p (exploratory)"] == "0.031"
+    assert summary["charged USD"]["sign-flip p"] == "0.031"
     assert (summary["wall time"]["mean task Δ"], summary["output tokens"]["mean task Δ"]) == ("-500.0", "0.0")
-    assert summary["output tokens"]["sign-flip p (exploratory)"] == "1.000"
-    low, high = summary["input tokens"]["95 % CI (cluster bootstrap)"].strip("[]").split(", ")
+    assert summary["output tokens"]["sign-flip p"] == "1.000"
+    low, high = summary["input tokens"][INTERVAL].strip("[]").split(", ")
     assert float(low) < -111.1 < float(high)
     per_task = {row["task"]: row for row in markdown_tables(markdown)[PER_TASK]}
     assert [float(per_task[t]["Δ input tokens"]) for t in TASKS] == [round(d, 1) for d in task_input]
@@ -102,11 +103,11 @@ def test_correctness_differences_and_distribution(tmp_path: Path) -> None:
     companion_path = tmp_path / "ledger.json.adjudication.json"
     companion_path.write_text(json.dumps(companion(data, outcomes)))
     markdown = build_report(tmp_path / "ledger.json", companion_path, output_format="md")
-    correctness = _summary(markdown)["correctness"]
+    correctness = _summary(markdown)["correctness (intention to treat)"]
     # one task in both arms: proportions 2/3 and 1/6 over its 3 repetitions, difference 0.5; one task
     # leaves the interval and p not computable.
     assert (correctness["design"], correctness["mean task Δ"]) == ("1 task × 3 repetitions", "+0.500")
-    assert correctness["95 % CI (cluster bootstrap)"] == "not computable with 1 task (needs at least 2)"
+    assert correctness[INTERVAL] == "not computable with 1 task (needs at least 2)"
     table = {row["scenario"]: row for row in markdown_tables(markdown)[
         "Correctness by scenario (rubric: correct 1, partial 0.5, incorrect 0, incomplete 0)"]}
     assert [table["doc-bridge-mcp"][k] for k in ("correct", "partial", "incorrect", "incomplete", "pending")] == \
@@ -165,8 +166,8 @@ def test_a_pilot_shows_both_extrapolations(tmp_path: Path) -> None:
     summary = _summary(markdown)
     assert (summary["input tokens"]["design"], summary["input tokens"]["mean task Δ"]) == \
         ("1 task × 1 repetition", "+1078.0")
-    assert summary["input tokens"]["95 % CI (cluster bootstrap)"] == "not computable with 1 task (needs at least 2)"
-    assert summary["input tokens"]["sign-flip p (exploratory)"] == "not computable with 1 task (needs at least 2)"
+    assert summary["input tokens"][INTERVAL] == "not computable with 1 task (needs at least 2)"
+    assert summary["input tokens"]["sign-flip p"] == "not computable with 1 task (needs at least 2)"
     assert "This ledger is a rehearsal" in markdown
 
 

@@ -60,7 +60,7 @@ def test_the_glance_comes_first_with_correctness_first_and_provenance_last(tmp_p
     for row in table:
         assert row["design"] == "6 tasks × 3 repetitions"
         assert row["p (sign-flip)"] == "0.031"  # 2 / 2^6: every task difference has one sign
-    assert "Containment achieved:" in glance and "Caveats: exploratory" in glance
+    assert "Containment achieved:" in glance and "Caveats: only the primary endpoint answers" in glance
     assert "Real run (full, awaiting-adjudication, 36 attempts, transport cli)" in glance
 
 

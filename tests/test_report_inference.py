@@ -1,5 +1,5 @@
-"""Task-level inference (issue 17): constructed ledgers with known answers, the exact sign-flip test
-against brute force, the cluster bootstrap against the pair bootstrap, and the variance components."""
+"""Task-level inference (issues 17 and 30): constructed ledgers with known answers, the exact sign-flip test
+against brute force, the former cluster bootstrap against the pair bootstrap, and the variance components."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from agentstudy.report.inference import (
 )
 from agentstudy.report.load import load_study
 from agentstudy.report.stats import bootstrap_interval
-from agentstudy.report.variance import MIXED_LM, MOMENTS, TOO_SMALL, moments_components, variance_components
+from agentstudy.report.variance import ONE_REPETITION, TOO_SMALL, variance_components
 from test_report_builders import cli_obs, ledger, write
 
 BASE, TREAT = "repository-only", "doc-bridge-mcp"
@@ -70,7 +70,10 @@ def test_six_tasks_of_one_sign_give_p_two_in_sixty_four_whatever_the_repetitions
     assert all(e.difference < 0 for e in summary.task_effects)
     assert summary.ci_low is not None and summary.ci_high is not None and summary.estimate is not None
     assert summary.ci_low <= summary.estimate <= summary.ci_high < 0
-    assert "exact, all 2^6 sign vectors" in summary.method and "exploratory" in summary.method
+    # the inverted test at 6 tasks: the interval runs from the smallest to the largest task difference
+    differences = [e.difference for e in summary.task_effects]
+    assert (summary.ci_low, summary.ci_high) == (min(differences), max(differences))
+    assert "exact, all 2^6 sign vectors" in summary.method and "test inversion" in summary.method
 
 
 def test_three_copies_of_one_repetition_change_nothing(tmp_path: Path) -> None:
@@ -164,34 +167,46 @@ def test_design_labels() -> None:
 
 
 def test_variance_components_recover_a_known_design() -> None:
-    """8 tasks × 4 repetitions, task sd 10 and repetition sd 2: MixedLM is used, agrees with the ANOVA
-    estimator on a balanced design, and the ICC is high."""
-    generator = np.random.default_rng(8)
+    """400 tasks × 3 repetitions with task sd 3, task × arm sd 2 and repetition sd 1 / 1.5 per arm: the
+    method-of-moments components land near the truth and the ICC is built from them."""
+    generator = np.random.default_rng(1)
     values = {}
-    for t in range(8):
-        effect = generator.normal(0, 10)
-        values[f"t{t}"] = (list(50 + effect + generator.normal(0, 2, 4)), list(55 + effect + generator.normal(0, 2, 4)))
-    components = variance_components(values)
-    assert components.method == MIXED_LM and components.note is None
-    y = np.array([v for b, t in values.values() for v in (*b, *t)])
-    arm = np.array([a for _ in values for a in [0.0] * 4 + [1.0] * 4])
-    group = np.repeat(np.arange(8), 8)
-    between, within = moments_components(y, arm, group)
-    assert components.between_task == pytest.approx(between, rel=1e-4)
-    assert components.within_task == pytest.approx(within, rel=1e-4)
-    assert components.icc is not None and components.icc > 0.8
-    assert (components.tasks, components.observations) == (8, 64)
+    for t in range(400):
+        task, cell = generator.normal(0, 3), generator.normal(0, 2, 2)
+        values[f"t{t}"] = (list(10 + task + cell[0] + generator.normal(0, 1, 3)),
+                           list(12 + task + cell[1] + generator.normal(0, 1.5, 3)))
+    components = variance_components(values, (BASE, TREAT))
+    assert components.note is None and (components.tasks, components.observations) == (400, 2400)
+    assert components.between_task == pytest.approx(9, rel=0.2)
+    assert components.task_by_arm == pytest.approx(4, rel=0.25)
+    assert components.within_task[BASE] == pytest.approx(1, rel=0.1)
+    assert components.within_task[TREAT] == pytest.approx(2.25, rel=0.1)
+    assert components.between_task is not None and components.task_by_arm is not None
+    mean_within = (components.within_task[BASE] + components.within_task[TREAT]) / 2  # type: ignore[operator]
+    assert components.icc == pytest.approx(
+        components.between_task / (components.between_task + components.task_by_arm + mean_within))
 
 
-def test_variance_falls_back_to_moments_and_says_why() -> None:
-    components = variance_components({"a": ([1.0, 1.0], [1.0, 1.0]), "b": ([2.0, 2.0], [2.0, 2.0])})
-    assert components.method == MOMENTS
-    assert components.note is not None and components.note.startswith("the model was not used")
-    assert (components.between_task, components.within_task, components.icc) == (0.5, 0.0, 1.0)
+def test_identical_repetitions_give_zero_within_task_variance_and_the_interaction_its_own_share() -> None:
+    """Repetitions copied three times: within-task variance is exactly 0 in both arms; what differs between the
+    tasks' differences is the task × arm interaction, not repetition noise (the old model called it within)."""
+    values = {"a": ([1.0] * 3, [3.0] * 3), "b": ([2.0] * 3, [2.0] * 3), "c": ([5.0] * 3, [9.0] * 3)}
+    components = variance_components(values, (BASE, TREAT))
+    assert components.within_task == {BASE: 0.0, TREAT: 0.0}
+    # differences 2, 0, 4: var 4 -> task × arm 2; sums 4, 4, 14: var 33.33 -> between (33.33 - 4) / 4
+    assert components.task_by_arm == pytest.approx(2.0)
+    assert components.between_task == pytest.approx((100 / 3 - 4) / 4)
+    assert components.icc == pytest.approx(components.between_task / (components.between_task + 2.0))
 
 
-def test_a_pilot_too_small_for_variance_says_what_the_next_needs() -> None:
-    components = variance_components({"a": ([1.0], [2.0]), "b": ([3.0], [5.0])})
+def test_one_repetition_confounds_interaction_and_noise_and_says_so() -> None:
+    components = variance_components({"a": ([1.0], [2.0]), "b": ([3.0], [5.0]), "c": ([2.0], [2.5])}, (BASE, TREAT))
+    assert components.within_task == {BASE: None, TREAT: None}
+    assert components.task_by_arm is None and components.icc is None and components.note == ONE_REPETITION
+    assert components.between_task is not None and components.between_task > 0
+    assert components.difference_variance == pytest.approx(float(np.var([1.0, 2.0, 0.5], ddof=1)))
+
+
+def test_a_single_task_has_no_components() -> None:
+    components = variance_components({"a": ([1.0, 2.0], [2.0, 4.0])}, (BASE, TREAT))
     assert components.between_task is None and components.note == TOO_SMALL
-    assert "2 tasks × 2 repetitions" in TOO_SMALL
-    assert components.difference_variance == pytest.approx(0.5)

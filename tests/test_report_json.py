@@ -89,7 +89,9 @@ def test_not_computable_values_are_null_with_a_reason(tmp_path: Path) -> None:
     assert entry["ciLow"] is None and entry["ciHigh"] is None and entry["pValue"] is None
     assert entry["reason"] == "not computable with 1 task (needs at least 2)"
     variance = next(v for v in document["varianceComponents"] if v["metric"] == "inputTokens")
-    assert variance["betweenTask"] is None and "2 tasks × 2 repetitions" in variance["reason"]
+    assert variance["betweenTask"] is None and "at least 2 tasks" in variance["reason"]
+    assert entry["variance"] == {k: v for k, v in variance.items() if k != "metric"}
+    assert entry["variance"]["withinTask"] == {"repository-only": None, "doc-bridge-mcp": None}
 
 
 def test_a_controlled_ledger_as_json_is_its_metrics_report() -> None:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
+from agentstudy.protocol.analysis import AnalysisPlan
 from agentstudy.protocol.json_input import JsonInputError, describe_os_error, load_json, refuse_duplicate_keys
 from agentstudy.protocol.study_agents import study_agents
 from agentstudy.protocol.study_arms import DOC_BRIDGE_MCP, REPOSITORY_ONLY, SCENARIOS, StudyArms
@@ -124,6 +125,12 @@ class LoadedManifest(BaseModel):
     def arms(self) -> StudyArms | None:
         """The study file's arms, or ``None`` for a seed manifest (whose ledgers carry no ``arms``)."""
         return self.manifest.arms if isinstance(self.manifest, StudyFile) else None
+
+    @property
+    def analysis(self) -> AnalysisPlan | None:
+        """The study file's declared ``analysis`` section (issue 30), ``None`` when absent or a seed manifest
+        (the report then uses ``protocol.analysis.DEFAULT_ANALYSIS`` and says so)."""
+        return self.manifest.analysis if isinstance(self.manifest, StudyFile) else None
 
     @property
     def full_attempts(self) -> int:

@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentstudy.protocol.analysis import AnalysisPlan
 from agentstudy.protocol.run_records import (
     AdjudicationDeclaration,
     ArmRecord,
@@ -200,6 +201,7 @@ class MinimalLedger(BaseModel):
     mechanism preflight proved (``"bwrap 0.8.0"`` or ``"restricted"``; issue 15). ``arms`` (issue 18)
     names a study file's arms (:class:`ArmRecord`, control first) and ``fullAttempts`` the size of its
     full schedule (what a pilot extrapolates to); a seed manifest's ledger has neither (36).
+    ``analysis`` (issue 30) is the study file's declared analysis section, only when it declares one.
 
     Tamper evidence (issue 16): every observation carries ``observationHash`` and the ledger
     ``hashAlgo`` and ``ledgerHash``, over the canonical JSON of exactly what is written
@@ -233,6 +235,7 @@ class MinimalLedger(BaseModel):
     mcp_server: McpServerRecord = Field(alias="mcpServer")
     arms: list[ArmRecord] | None = None
     full_attempts: int | None = Field(default=None, alias="fullAttempts")
+    analysis: AnalysisPlan | None = None
     rehearsal: bool
     containment: str | None = None
     adjudication: AdjudicationDeclaration
@@ -272,10 +275,12 @@ def _drop_unset(data: dict[str, Any]) -> dict[str, Any]:
     if isinstance(data.get("prices"), dict) and data["prices"].get("nominal") is None:
         data["prices"].pop("nominal", None)
     for key in ("openReservation", "stopReason", "finishedAt", "cli", "prices", "http", "containment",
-                "hashAlgo", "ledgerHash", "arms", "fullAttempts", "concurrency", "openReservations",
+                "hashAlgo", "ledgerHash", "arms", "fullAttempts", "analysis", "concurrency", "openReservations",
                 "executor", "excludedWorkers"):
         if data[key] is None:
             del data[key]
+    if isinstance(data.get("analysis"), dict) and data["analysis"].get("secondary") is None:
+        data["analysis"].pop("secondary", None)
     for arm in data.get("arms") or []:
         if arm["mcpServer"] is None:
             del arm["mcpServer"]

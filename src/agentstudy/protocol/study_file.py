@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from agentstudy.protocol.analysis import AnalysisPlan
 from agentstudy.protocol.study_agents import check_agents
 from agentstudy.protocol.study_arms import SCENARIOS, StudyArms
 from agentstudy.protocol.task import Task, check_pins, check_task_ids_and_repositories
@@ -29,7 +30,8 @@ class StudyFile(BaseModel):
     distinct ids, each naming a declared repository, and every repository has a task;
     ``arms`` are :class:`~agentstudy.protocol.study_arms.StudyArms`; ``agents`` (optional, issue
     21 item 6) lists the coding agents run in both arms, each at most once, from
-    ``protocol.study_agents.KNOWN_AGENTS``; absent means the single Claude Code agent.
+    ``protocol.study_agents.KNOWN_AGENTS``; absent means the single Claude Code agent. ``analysis``
+    (optional, issue 30) is the :class:`~agentstudy.protocol.analysis.AnalysisPlan`.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
@@ -41,6 +43,8 @@ class StudyFile(BaseModel):
     tasks: list[Task] = Field(min_length=1, max_length=MAX_TASKS)
     agents: list[str] | None = Field(
         default=None, description="The coding agents the study runs (claude-code, codex); absent: claude-code only.")
+    analysis: AnalysisPlan | None = Field(
+        default=None, description="Primary endpoint, secondary metrics, alpha, minimumTreatmentUse; absent: defaults.")
 
     @model_validator(mode="after")
     def _check_matrix(self) -> StudyFile:

@@ -2,7 +2,7 @@
 
 The unit of analysis is the task (issue 17): per metric, :func:`task_values` collects each arm's
 included repetition values per task, and :class:`MetricResult` carries their
-:class:`~agentstudy.report.inference.TaskLevelSummary` (estimate, cluster-bootstrap interval,
+:class:`~agentstudy.report.inference.TaskLevelSummary` (estimate, test-inverted interval,
 exact sign-flip p) and :class:`~agentstudy.report.variance.VarianceComponents`. An attempt's value
 is included when it ``completed``, the value is recorded and (for tokens and money) its usage is
 complete; a task enters a metric when both arms have at least one included value.
@@ -20,14 +20,18 @@ for USD (through ``pricing.sums``), floats for correctness scores.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 
 from agentstudy.pricing.cost import CostProblem
 from agentstudy.pricing.price_file import PriceFile, reprice_as
 from agentstudy.pricing.sums import difference_usd
+from agentstudy.protocol.analysis import DEFAULT_ANALYSIS, AnalysisPlan
 from agentstudy.protocol.study_agents import DEFAULT_AGENT
 from agentstudy.report.inference import TaskLevelSummary, task_level_summary
+from agentstudy.report.inference_endpoints import adjusted_p, roles
+from agentstudy.report.inference_rates import ArmRate, arm_rate, itt_score
+from agentstudy.report.inference_ratio import RatioSummary, ratio_summary
 from agentstudy.report.model import BASELINE, TREATMENT, Attempt, ReportInputError, Study
 from agentstudy.report.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 from agentstudy.report.variance import VarianceComponents, variance_components
@@ -53,6 +57,8 @@ CHARGED = Metric("chargedUsd", "charged USD", "USD", "usd")
 REPRICED = Metric("repricedUsd", "re-priced USD", "USD", "usd")
 CORRECTNESS = Metric("correctness", "correctness", "score 0-1", "score")
 USAGE_METRICS = frozenset({INPUT.key, OUTPUT.key, CHARGED.key, REPRICED.key})
+RATIO_METRICS = frozenset({INPUT.key, OUTPUT.key, WALL.key, CHARGED.key, REPRICED.key})
+"""Heavy-tailed metrics shown also as a geometric mean ratio (issue 30 item 3): tokens, time, money."""
 
 
 @dataclass(frozen=True)
@@ -86,12 +92,24 @@ class Pair:
 class MetricResult:
     """A metric's results: the pair-level differences (in pair order; shown per pair, never tested as
     independent), the task-level summary (what the report shows; issue 17 item 1) and the variance
-    components (item 2; ``None`` only when not computed)."""
+    components (item 2; ``None`` only when not computed).
+
+    Issue 30: ``role`` (``primary``, ``secondary`` or ``exploratory``) and ``p_adjusted`` (the raw p for
+    the primary, Holm's over the secondaries, ``None`` otherwise); ``ratio`` the geometric mean ratio
+    (tokens, time, USD; else ``None``). For correctness the task-level summary is intention to treat
+    (an attempt that did not complete scores 0), ``rates`` its per-arm rates (baseline first), and
+    ``complete_case``/``complete_case_rates`` the complete-case view beside it."""
 
     metric: Metric
     differences: tuple[float, ...]
     task_level: TaskLevelSummary
     variance: VarianceComponents | None
+    role: str = "exploratory"
+    p_adjusted: float | None = None
+    ratio: RatioSummary | None = None
+    rates: tuple[ArmRate, ...] = ()
+    complete_case: TaskLevelSummary | None = None
+    complete_case_rates: tuple[ArmRate, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -106,6 +124,13 @@ class Analysis:
     prices: PriceFile | None
     seed: int
     resamples: int
+    plan: AnalysisPlan = DEFAULT_ANALYSIS
+    plan_declared: bool = False
+
+    @property
+    def alpha(self) -> float:
+        """The two-sided level of every test and interval (the plan's ``alpha``)."""
+        return self.plan.alpha
 
 
 def reprice(attempt: Attempt, prices: PriceFile) -> Repriced:
@@ -221,13 +246,46 @@ def analyse(
     if study.adjudication is not None:
         metrics.append(CORRECTNESS)
     pairs = build_pairs(study, tuple(metrics), repriced)
-    results = []
-    for metric in metrics:
-        values = tuple(float(p.differences[metric.key]) for p in pairs if metric.key in p.differences)
-        per_task = task_values(study, metric, repriced)
-        results.append(MetricResult(metric, values, task_level_summary(per_task, seed=seed, resamples=resamples),
-                                    variance_components(per_task)))
-    return Analysis(study, tuple(metrics), pairs, tuple(results), repriced, prices, seed, resamples)
+    plan = study.analysis or DEFAULT_ANALYSIS
+    keys = tuple(m.key for m in metrics)
+    role_of = roles(keys, plan.primary.metric, plan.secondary_of(keys))
+    results = [_metric_result(study, metric, pairs, repriced, plan.alpha, seed) for metric in metrics]
+    adjusted = adjusted_p(role_of, {r.metric.key: r.task_level.p_value for r in results})
+    results = [replace(r, role=role_of[r.metric.key], p_adjusted=adjusted[r.metric.key]) for r in results]
+    return Analysis(study, tuple(metrics), pairs, tuple(results), repriced, prices, seed, resamples, plan,
+                    study.analysis is not None)
+
+
+def _metric_result(study: Study, metric: Metric, pairs: tuple[Pair, ...], repriced: Mapping[int, Repriced],
+                   alpha: float, seed: int) -> MetricResult:
+    values = tuple(float(p.differences[metric.key]) for p in pairs if metric.key in p.differences)
+    per_task = task_values(study, metric, repriced)
+    arms = (BASELINE, TREATMENT)
+    if metric is not CORRECTNESS:
+        ratio = ratio_summary(per_task, seed=seed, alpha=alpha) if metric.key in RATIO_METRICS else None
+        return MetricResult(metric, values, task_level_summary(per_task, seed=seed, alpha=alpha),
+                            variance_components(per_task, arms), ratio=ratio)
+    itt = itt_task_values(study)
+    by_arm = {arm: [a for a in study.attempts if a.scenario == arm] for arm in arms}
+    return MetricResult(
+        metric, values, task_level_summary(itt, seed=seed, alpha=alpha), variance_components(itt, arms),
+        rates=tuple(arm_rate(arm, by_arm[arm], alpha, intention_to_treat=True) for arm in arms),
+        complete_case=task_level_summary(per_task, seed=seed, alpha=alpha),
+        complete_case_rates=tuple(arm_rate(arm, by_arm[arm], alpha, intention_to_treat=False) for arm in arms))
+
+
+def itt_task_values(study: Study) -> dict[str, tuple[list[float], list[float]]]:
+    """Correctness per task as intention to treat (issue 30 item 4): every attempt of either arm, an attempt
+    that did not complete scoring 0; a completed attempt without a score (pending) is left out."""
+    per_task: dict[str, tuple[list[float], list[float]]] = {}
+    for attempt in study.attempts:
+        if attempt.scenario not in (BASELINE, TREATMENT):
+            continue
+        arms = per_task.setdefault(attempt.task_id, ([], []))
+        score = itt_score(attempt)
+        if score is not None:
+            arms[0 if attempt.scenario == BASELINE else 1].append(score)
+    return per_task
 
 
 def task_values(

@@ -3,7 +3,7 @@
 Sections: the result at a glance (:mod:`agentstudy.report.glance`); what the report is and the
 fixed sentences; containment by arm (mechanism, what was not achieved, refused out-of-export
 reads); every attempt's status (attempts that did not complete listed with reasons, never
-dropped); the task-level statistics per metric (design, estimate, cluster-bootstrap interval,
+dropped); the task-level statistics per metric (design, estimate, test-inverted interval,
 sign-flip p), per task, variance components, then the descriptive per-pair differences;
 correctness; distributions per scenario; usage, spend and (for a pilot) extrapolations;
 re-pricing; the appendix of provenance (hashes, pins, versions);
@@ -31,7 +31,7 @@ from agentstudy.report.sentences import (
 
 def provenance_section(analysis: Analysis) -> Section:
     """The appendix: the study's and this report's inputs (ledger hash, pins, versions, times, adjudication,
-    bootstrap settings), one row each."""
+    interval settings), one row each."""
     study = analysis.study
     head = study.header
     rows: list[tuple[str, str]] = [("ledger", study.file_name), ("ledger SHA-256", study.sha256)]
@@ -57,8 +57,8 @@ def provenance_section(analysis: Analysis) -> Section:
         rows.append(("adjudication", f"{adjudication.file_name}: bound to this ledger's SHA-256 (verified); "
                                      f"status {adjudication.status}; adjudicator {models}; method agent, "
                                      f"no human review"))
-    rows.append(("bootstrap", f"percentile cluster bootstrap, {analysis.resamples} resamples of tasks "
-                              f"(then repetitions), seed {analysis.seed}"))
+    rows.append(("interval", f"the exact sign-flip test inverted at alpha {analysis.alpha:g} (Monte Carlo "
+                             f"above 16 tasks, seed {analysis.seed})"))
     table = Table("about", "The study and this report's inputs", ("field", "value"), tuple(rows))
     return Section(PROVENANCE_TITLE, (table,))
 

@@ -1,20 +1,35 @@
-"""The report's task-level tables (issue 17, items 1 and 2): per metric, per task, variance components.
+"""The report's task-level tables (issues 17 and 30): the primary endpoint first, then per metric, per task,
+correctness rates and variance components.
 
-Each metric row carries its design ("k tasks × r repetitions"), the estimate (mean task
-difference), the cluster-bootstrap interval, the sign-flip p (exact, or Monte Carlo with its
-standard error), the smallest p the design can reach and the method; the per-task table shows
-every task's difference per metric; the variance table the between- and within-task components,
-the ICC and which estimator gave them. Everything is labelled exploratory.
+The primary endpoint's sentence says which metric answers the study's question, in which direction,
+at which alpha, and whether the study file declared it or the defaults apply. Each metric row
+carries its role (primary, secondary with its Holm-adjusted p, or exploratory), design, estimate
+(mean task difference), the test-inverted interval, the sign-flip p (exact, or Monte Carlo with its
+standard error), the smallest p the data can attain and, for tokens, time and money, the geometric
+mean ratio in words. Correctness is intention to treat, with the complete-case view beside it and
+per-arm rates with Clopper–Pearson intervals. The variance table names between-task, task × arm and
+within-task (per arm) components and the ICC built from them.
 """
 
 from __future__ import annotations
 
 from agentstudy.report import fmt
-from agentstudy.report.analysis import Analysis, MetricResult
+from agentstudy.report.analysis import CORRECTNESS, Analysis, MetricResult
 from agentstudy.report.document import Block, Paragraph, Table
 from agentstudy.report.inference import TaskLevelSummary
+from agentstudy.report.inference_endpoints import PRIMARY, SECONDARY
+from agentstudy.report.inference_rates import ArmRate
+from agentstudy.report.inference_ratio import ratio_words
 from agentstudy.report.model import BASELINE, TREATMENT
 from agentstudy.report.variance import VarianceComponents
+
+_ROLE_ORDER = {PRIMARY: 0, SECONDARY: 1}
+_LESS = {"wallTimeMs": ("less", "more"), "chargedUsd": ("less", "more"), "repricedUsd": ("less", "more")}
+
+
+def level(analysis: Analysis) -> str:
+    """The interval's confidence level in percent as shown (``"95"`` at alpha 0.05)."""
+    return f"{100 * (1 - analysis.alpha):g}"
 
 
 def p_cell(summary: TaskLevelSummary) -> str:
@@ -29,20 +44,79 @@ def _p_min_cell(summary: TaskLevelSummary) -> str:
     return fmt.MISSING if summary.p_min is None else f"{summary.p_min:.3g}"
 
 
+def ordered(analysis: Analysis) -> tuple[MetricResult, ...]:
+    """The results primary first, then the secondary metrics, then any exploratory ones (each in report order)."""
+    return tuple(sorted(analysis.results, key=lambda r: _ROLE_ORDER.get(r.role, 2)))
+
+
+def ratio_cell(result: MetricResult) -> str:
+    """The geometric mean ratio in words, or ``—`` for a metric without one."""
+    if result.ratio is None:
+        return fmt.MISSING
+    fewer, more = _LESS.get(result.metric.key, ("fewer", "more"))
+    return ratio_words(result.ratio, result.metric.label, fewer=fewer, more=more)
+
+
+def _adjusted_cell(result: MetricResult) -> str:
+    if result.role == PRIMARY:
+        return "— (primary: not adjusted)"
+    return fmt.p_value(result.p_adjusted, None) if result.p_adjusted is not None else fmt.MISSING
+
+
+def _row(label: str, role: str, result: MetricResult, summary: TaskLevelSummary, adjusted: str) -> tuple[str, ...]:
+    kind = result.metric.kind
+    return (label, role, result.metric.unit, summary.design,
+            fmt.statistic(summary.estimate, kind) if summary.estimate is not None
+            else summary.estimate_note or fmt.MISSING,
+            fmt.interval(summary.ci_low, summary.ci_high, summary.ci_note, kind),
+            p_cell(summary), adjusted, _p_min_cell(summary),
+            ratio_cell(result) if summary is result.task_level else fmt.MISSING)
+
+
 def metric_table(analysis: Analysis) -> Table:
-    """One row per metric: unit, design, estimate, 95 % interval, p, smallest attainable p."""
-    rows = tuple(
-        (r.metric.label, r.metric.unit, r.task_level.design,
-         fmt.statistic(r.task_level.estimate, r.metric.kind) if r.task_level.estimate is not None
-         else r.task_level.estimate_note or fmt.MISSING,
-         fmt.interval(r.task_level.ci_low, r.task_level.ci_high, r.task_level.ci_note, r.metric.kind),
-         p_cell(r.task_level), _p_min_cell(r.task_level))
-        for r in analysis.results
-    )
-    return Table("task-level-summary", "Task-level paired differences per metric (exploratory)",
-                 ("metric", "unit", "design", "mean task Δ", "95 % CI (cluster bootstrap)",
-                  "sign-flip p (exploratory)", "smallest possible p"),
-                 rows, frozenset({3, 4}))
+    """One row per metric (primary first): role, unit, design, estimate, interval, p, Holm-adjusted p, smallest
+    attainable p, ratio; correctness (intention to treat) is followed by its complete-case row."""
+    rows: list[tuple[str, ...]] = []
+    for r in ordered(analysis):
+        label = f"{r.metric.label} (intention to treat)" if r.metric is CORRECTNESS else r.metric.label
+        rows.append(_row(label, r.role, r, r.task_level, _adjusted_cell(r)))
+        if r.complete_case is not None:
+            rows.append(_row(f"{r.metric.label} (complete case)", "sensitivity", r, r.complete_case,
+                             "— (not in the family)"))
+    return Table("task-level-summary", "Task-level paired differences per metric",
+                 ("metric", "role", "unit", "design", "mean task Δ",
+                  f"{level(analysis)} % interval (inverted sign-flip test)", "sign-flip p", "Holm-adjusted p",
+                  "smallest attainable p", "ratio (geometric mean of task ratios)"),
+                 tuple(rows), frozenset({4, 5}))
+
+
+def primary_paragraph(analysis: Analysis) -> Paragraph:
+    """The primary endpoint: which metric answers the question, direction, alpha, where it was declared, and
+    its result (or why it is not reported)."""
+    plan = analysis.plan
+    primary = plan.primary
+    source = ("declared in the study file" if analysis.plan_declared
+              else "the default: the study file declares no analysis section")
+    head = (f"Primary endpoint: {primary.metric} ({primary.better_when} is better; alpha {plan.alpha:g}; {source}). "
+            "Every other metric is secondary, its p-value Holm-adjusted" if plan.secondary is None else
+            f"Primary endpoint: {primary.metric} ({primary.better_when} is better; alpha {plan.alpha:g}; {source}). "
+            f"Secondary (Holm-adjusted): {', '.join(plan.secondary) or 'none'}")
+    result = next((r for r in analysis.results if r.metric.key == primary.metric), None)
+    if result is None:
+        why = "the ledger is not adjudicated" if primary.metric == CORRECTNESS.key else "the report has no such metric"
+        return Paragraph(f"{head}. The primary endpoint is not reported ({why}), so this report does not answer "
+                         "the study's question.")
+    summary = result.task_level
+    if summary.p_value is None or summary.estimate is None:
+        return Paragraph(f"{head}. Primary result: not testable ({summary.p_note or summary.estimate_note}).")
+    better = (summary.estimate > 0) == (primary.better_when == "higher")
+    verdict = (f"p {fmt.p_value(summary.p_value, None)} < {plan.alpha:g}: the treatment is "
+               f"{'better' if better else 'worse'} on the primary endpoint"
+               if summary.p_value < plan.alpha else
+               f"p {fmt.p_value(summary.p_value, None)} ≥ {plan.alpha:g}: no difference shown on the primary endpoint")
+    interval = fmt.interval(summary.ci_low, summary.ci_high, summary.ci_note, result.metric.kind)
+    return Paragraph(f"{head}. Primary result: {fmt.statistic(summary.estimate, result.metric.kind)} per task "
+                     f"{interval} ({summary.design}); {verdict}.")
 
 
 def _task_cell(result: MetricResult, task_id: str) -> str:
@@ -69,6 +143,29 @@ def task_table(analysis: Analysis) -> Table:
                  header, rows, frozenset(range(1, 1 + len(analysis.results))))
 
 
+def _rate_row(view: str, rate: ArmRate, analysis: Analysis) -> tuple[str, ...]:
+    if rate.rate is None:
+        return (analysis.study.scenario_name(rate.arm), view, "0", fmt.MISSING, fmt.MISSING)
+    return (analysis.study.scenario_name(rate.arm), view, f"{rate.correct:g} / {rate.attempts}", f"{rate.rate:.3f}",
+            f"[{rate.ci_low:.3f}, {rate.ci_high:.3f}]")
+
+
+def rates_table(analysis: Analysis) -> Table | None:
+    """Per arm the correctness rate, intention to treat and complete case, with Clopper–Pearson intervals
+    (``None`` when correctness is not reported)."""
+    result = next((r for r in analysis.results if r.metric is CORRECTNESS), None)
+    if result is None:
+        return None
+    rows = [_rate_row("intention to treat", rate, analysis) for rate in result.rates]
+    rows += [_rate_row("complete case", rate, analysis) for rate in result.complete_case_rates]
+    return Table("correctness-rates",
+                 f"Correctness per arm with exact {level(analysis)} % intervals (Clopper–Pearson). Intention to "
+                 "treat: every attempt counts and an attempt that did not complete counts as not correct; complete "
+                 "case: completed, scored attempts only",
+                 ("arm", "view", "correct / attempts", "rate", f"{level(analysis)} % interval"),
+                 tuple(rows), frozenset({2, 3}))
+
+
 def _component(value: float | None, kind: str) -> str:
     if value is None:
         return fmt.MISSING
@@ -78,21 +175,22 @@ def _component(value: float | None, kind: str) -> str:
 def _variance_row(result: MetricResult) -> tuple[str, ...]:
     components: VarianceComponents | None = result.variance
     if components is None:
-        return (result.metric.label, f"({result.metric.unit})²", *(fmt.MISSING,) * 4, "not computed")
+        return (result.metric.label, f"({result.metric.unit})²", *(fmt.MISSING,) * 6, "not computed")
     kind = result.metric.kind
     icc = fmt.MISSING if components.icc is None else f"{components.icc:.2f}"
     method = components.method if components.note is None else f"{components.method}; {components.note}"
+    within = [components.within_task.get(arm) for arm in (BASELINE, TREATMENT)]
     return (result.metric.label, f"({result.metric.unit})²", _component(components.between_task, kind),
-            _component(components.within_task, kind), icc, _component(components.difference_variance, kind),
-            method)
+            _component(components.task_by_arm, kind), _component(within[0], kind), _component(within[1], kind),
+            icc, _component(components.difference_variance, kind), method)
 
 
 def variance_table(analysis: Analysis) -> Table:
-    """One row per metric: between-task and within-task variance, ICC, variance of task differences, method."""
-    return Table("variance-components", "Variance components per metric (exploratory)",
-                 ("metric", "unit", "between-task variance", "within-task variance", "ICC",
-                  "variance of task Δ", "method"),
-                 tuple(_variance_row(r) for r in analysis.results), frozenset({2, 3, 4, 5}))
+    """One row per metric: between-task, task × arm and per-arm within-task variance, ICC, variance of task Δ."""
+    return Table("variance-components", "Variance components per metric (method of moments)",
+                 ("metric", "unit", "between-task", "task × arm", f"within-task {BASELINE}",
+                  f"within-task {TREATMENT}", "ICC", "variance of task Δ", "method"),
+                 tuple(_variance_row(r) for r in analysis.results), frozenset({2, 3, 4, 5, 6, 7}))
 
 
 def method_paragraph(analysis: Analysis) -> Paragraph:
@@ -101,16 +199,22 @@ def method_paragraph(analysis: Analysis) -> Paragraph:
         f"The task is the unit of analysis: for each task, each arm's mean over its included repetitions, and Δ = "
         f"{TREATMENT} mean − {BASELINE} mean; the estimate is the mean of the task Δs. An attempt's value counts "
         "when it completed with the value recorded (and, for tokens and USD, complete usage); a task counts for a "
-        "metric when both arms have at least one such value. The 95 % interval is a percentile cluster bootstrap "
-        f"({analysis.resamples} resamples of tasks with replacement, then of repetitions within each task per arm, "
-        f"fixed seed {analysis.seed}); the p-value is the two-sided sign-flip permutation test over the task Δs, "
-        "exact over all 2^k sign vectors up to 16 tasks, a seeded Monte Carlo (with its standard error) above. "
-        "With k tasks no p below 2/2^k is possible. Repetitions are never treated as independent pairs; "
-        "correctness uses the per-task proportions the same way. Everything here is exploratory."
+        "metric when both arms have at least one such value. Correctness is intention to treat: every attempt "
+        "counts and one that did not complete counts as not correct (the complete-case row beside it drops them). "
+        "The p-value is the two-sided sign-flip permutation test over the task Δs, exact over all 2^k sign vectors "
+        "up to 16 tasks, a seeded Monte Carlo (with its standard error) above. The "
+        f"{level(analysis)} % interval is the set of shifts that same test does not reject at alpha "
+        f"{analysis.alpha:g}, so it excludes 0 exactly when p < {analysis.alpha:g}; with too few tasks it is "
+        "unbounded. With n non-zero task Δs no p below 2/2^n is attainable. Ratios are the geometric mean over "
+        "tasks of treatment mean / baseline mean, their interval the same test on the log ratios. The secondary "
+        "metrics' p-values are Holm-adjusted together; the primary is tested alone. Repetitions are never treated "
+        "as independent pairs."
     )
 
 
 def inference_blocks(analysis: Analysis) -> tuple[Block, ...]:
-    """The task-level blocks of the paired section, in order: per-metric table, method, per-task table,
-    variance components."""
-    return (metric_table(analysis), method_paragraph(analysis), task_table(analysis), variance_table(analysis))
+    """The task-level blocks of the paired section, in order: the primary endpoint, per-metric table, method,
+    correctness rates (when adjudicated), per-task table, variance components."""
+    rates = rates_table(analysis)
+    return (primary_paragraph(analysis), metric_table(analysis), method_paragraph(analysis),
+            *((rates,) if rates is not None else ()), task_table(analysis), variance_table(analysis))

@@ -16,6 +16,7 @@ from decimal import Decimal
 from agentstudy.report import fmt
 from agentstudy.report.analysis import CHARGED, CORRECTNESS, INPUT, TOOLS, WALL, Analysis, Metric
 from agentstudy.report.containment import containment_rows, containment_sentences
+from agentstudy.report.content_inference import level, primary_paragraph
 from agentstudy.report.document import Block, Paragraph, Section, Table
 from agentstudy.report.inference import TaskLevelSummary
 from agentstudy.report.model import BASELINE, TREATMENT
@@ -24,8 +25,9 @@ from agentstudy.report.sentences import REHEARSAL_SENTENCE, UNVERIFIED_SENTENCE
 TITLE = "Result at a glance"
 GLANCE_METRICS = (CORRECTNESS, INPUT, TOOLS, WALL, CHARGED)
 """The metrics of the glance table, in display order (correctness only when adjudicated)."""
-CAVEATS = ("Caveats: exploratory (no pre-registered hypothesis); the task is the unit of analysis; small "
-           "samples support no general claim; token or latency reductions alone do not establish correctness.")
+CAVEATS = ("Caveats: only the primary endpoint answers the study's question, every other metric is secondary "
+           "(Holm-adjusted in the task-level table); the task is the unit of analysis; small samples support no "
+           "general claim; token or latency reductions alone do not establish correctness.")
 
 _WORDS: dict[str, tuple[str, str, str]] = {
     # metric key: (what is counted, word when the treatment has more, word when less)
@@ -124,7 +126,8 @@ def glance_section(analysis: Analysis) -> Section:
     rows = tuple(_row(m, summary, treatment) for m, summary in shown)
     table = Table("glance", f"{study.scenario_name(TREATMENT)} compared with {study.scenario_name(BASELINE)}, "
                   "task level (exploratory)",
-                  ("metric", "in words", "Δ per task", "95 % interval", "p (sign-flip)", "design", "better when"),
+                  ("metric", "in words", "Δ per task", f"{level(analysis)} % interval", "p (sign-flip)", "design",
+                   "better when"),
                   rows, frozenset({2, 3, 4}))
     blocks: list[Block] = []
     if study.unverified:
@@ -138,6 +141,7 @@ def glance_section(analysis: Analysis) -> Section:
     if study.status == "blocked" or study.stop_reason:
         blocks.append(Paragraph(f"The run ended {study.status or 'without a status'}: "
                                 f"{study.stop_reason or 'no stop reason recorded'}."))
+    blocks.append(primary_paragraph(analysis))
     blocks.append(table)
     why = _not_computable(shown)
     if why:

@@ -1,14 +1,15 @@
-"""Task-level paired inference of one metric (issue 17, item 1): the task is the unit of analysis.
+"""Task-level paired inference of one metric (issues 17 and 30): the task is the unit of analysis.
 
 Input: per task, the included values of each arm's repetitions (metric unit: tokens, calls, ms,
 USD as float, or a 0-1 score). Per task each arm's mean over its repetitions and their
 difference ``treatment - baseline``; the estimate is the mean of the task differences. The
-95 % interval is a percentile cluster bootstrap: tasks are resampled with replacement, then
-repetitions within each resampled task, per arm. The p-value is the two-sided sign-flip
-permutation test over the task differences (scipy ``permutation_test`` on one sample with
-``permutation_type='samples'`` flips signs): exact over all ``2^k`` sign vectors for ``k <= 16``
-tasks, above that a seeded Monte Carlo whose standard error is returned beside it. Repetitions
-of one task are never treated as independent pairs. Everything here is exploratory.
+p-value is the two-sided sign-flip permutation test over the task differences, exact over all
+``2^k`` sign vectors for ``k <= 16`` tasks, above that a seeded Monte Carlo whose standard error is
+returned beside it; the interval is that same test inverted (:mod:`agentstudy.report.inversion`):
+the shifts it does not reject at ``alpha``, so it excludes 0 exactly when ``p < alpha``, and is
+unbounded when the design cannot reject anything. Repetitions of one task are never treated as
+independent pairs. The percentile cluster bootstrap that the report used to show is kept only as
+the reference ``bench/bench_coverage.py`` measures against (:func:`cluster_bootstrap_interval`).
 """
 
 from __future__ import annotations
@@ -18,12 +19,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as scipy_stats
 
+from agentstudy.report.inversion import (
+    MAX_EXACT_TASKS,
+    MONTE_CARLO_FLIPS,
+    SignFlipNull,
+    inverted_interval,
+    p_at,
+    sign_flip_null,
+    smallest_attainable_p,
+)
 from agentstudy.report.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, CONFIDENCE_LEVEL
 
-MAX_EXACT_TASKS = 16
-MONTE_CARLO_FLIPS = 100_000
+DEFAULT_ALPHA = 0.05
 
 TaskValues = Mapping[str, tuple[Sequence[float], Sequence[float]]]
 """Task id -> (baseline repetition values, treatment repetition values), in the metric's unit."""
@@ -49,10 +57,12 @@ class TaskLevelSummary:
     ``tasks`` is k (tasks with values in both arms); ``repetitions`` is r when every included task
     has r repetitions in each arm, else ``None``; ``design`` says it in words ("6 tasks × 3
     repetitions", "6 tasks × 1–3 repetitions"). ``estimate`` is the mean task difference;
-    ``ci_low``/``ci_high`` the 95 % cluster-bootstrap interval; ``p_value`` the two-sided sign-flip
-    p; ``p_monte_carlo_se`` its Monte Carlo standard error (only for k > 16); ``p_min`` the smallest
-    two-sided p the design can reach (``2 / 2^k`` exactly). Each is ``None`` with a reason in the
-    matching ``*_note`` when not computable. ``method`` is one sentence naming both procedures.
+    ``ci_low``/``ci_high`` the ``1 - alpha`` interval of the inverted sign-flip test (an end is
+    ``None`` when unbounded, ``ci_note`` saying why in one sentence); ``p_value`` the two-sided
+    sign-flip p; ``p_monte_carlo_se`` its Monte Carlo standard error (only for k > 16); ``p_min`` the
+    smallest two-sided p the data can reach at 0 (``2 / 2^n``, n the non-zero task differences).
+    Each is ``None`` with a reason in the matching ``*_note`` when not computable. ``method`` is one
+    sentence naming the procedure; ``alpha`` the level of the interval.
     """
 
     tasks: int
@@ -69,6 +79,7 @@ class TaskLevelSummary:
     task_effects: tuple[TaskEffect, ...]
     p_min: float | None = None
     estimate_note: str | None = None
+    alpha: float = DEFAULT_ALPHA
 
 
 def _plural(n: int, word: str) -> str:
@@ -110,29 +121,24 @@ def sign_flip_p(
     differences: Sequence[float], *, seed: int, max_exact: int = MAX_EXACT_TASKS, monte_carlo: int = MONTE_CARLO_FLIPS
 ) -> tuple[float, float | None]:
     """The two-sided sign-flip permutation p-value of the mean of ``differences`` (one per task) and its
-    Monte Carlo standard error.
+    Monte Carlo standard error (:mod:`agentstudy.report.inversion`, the same null the interval inverts).
 
     Exact (all ``2^k`` sign vectors, standard error ``None``) when ``k <= max_exact`` or ``2^k <=
     monte_carlo``; otherwise ``monte_carlo`` random sign vectors from a generator seeded with
-    ``seed`` (scipy's ``(count + 1) / (n + 1)`` estimate), standard error ``sqrt(p (1 - p) / n)``.
-    Two-sided is twice the smaller one-sided p, at most 1.
+    ``seed`` (scipy's ``(count + 1) / (n + 1)`` estimate). Two-sided is twice the smaller one-sided
+    p, at most 1, so its standard error is twice the one-sided one: ``sqrt(p (2 - p) / n)``.
 
     Raises:
         ValueError: no differences, or a non-finite one.
     """
-    data = np.asarray(differences, dtype=float)
-    if data.size == 0 or not np.all(np.isfinite(data)):
-        raise ValueError("the sign-flip test needs at least one finite difference")
-    k = int(data.size)
-    exact = k <= max_exact or 2**k <= monte_carlo
-    result = scipy_stats.permutation_test(
-        (data,), np.mean, permutation_type="samples", vectorized=True, alternative="two-sided",
-        n_resamples=np.inf if exact else monte_carlo, batch=8192, rng=np.random.default_rng(seed),
-    )
-    p_value = float(result.pvalue)
-    if exact:
+    return _p_and_se(sign_flip_null(differences, seed=seed, max_exact=max_exact, draws=monte_carlo))
+
+
+def _p_and_se(null: SignFlipNull) -> tuple[float, float | None]:
+    p_value = p_at(null, 0.0)
+    if null.draws is None:
         return p_value, None
-    return p_value, math.sqrt(p_value * (1.0 - p_value) / monte_carlo)
+    return p_value, math.sqrt(min(p_value, 1.0) * (2.0 - min(p_value, 1.0)) / null.draws)
 
 
 def _padded(effects_values: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, ...]:
@@ -189,46 +195,55 @@ def cluster_bootstrap_interval(
     return float(low), float(high)
 
 
-METHOD = ("exploratory; estimate: mean over tasks of (treatment mean − baseline mean over repetitions); "
-          "95 % interval: percentile cluster bootstrap ({resamples} resamples of tasks, then repetitions "
-          "within task per arm, seed {seed}); p: two-sided sign-flip permutation test over the task "
-          "differences ({flips})")
+METHOD = ("estimate: mean over tasks of (treatment mean − baseline mean over repetitions); p: two-sided "
+          "sign-flip permutation test over the task differences ({flips}); {level} % interval: the shifts that "
+          "test does not reject at alpha {alpha:g} (test inversion)")
 
 
-def _method(k: int, seed: int, resamples: int) -> str:
+def _method(k: int, seed: int, alpha: float) -> str:
     flips = (f"exact, all 2^{k} sign vectors" if k <= MAX_EXACT_TASKS
              else f"seeded Monte Carlo, {MONTE_CARLO_FLIPS} sign vectors, seed {seed}")
-    return METHOD.format(resamples=resamples, seed=seed, flips=flips)
+    return METHOD.format(flips=flips, level=f"{100 * (1 - alpha):g}", alpha=alpha)
+
+
+def unbounded_note(k: int, alpha: float) -> str:
+    """The one sentence shown for an unbounded interval of ``k`` tasks at ``alpha``."""
+    return (f"unbounded: with {k} tasks the sign-flip test cannot reach p < {alpha:g} for any shift "
+            f"(its smallest p is {min(1.0, 2.0 / 2**k):.3g})")
 
 
 def task_level_summary(
-    values: TaskValues, *, seed: int = BOOTSTRAP_SEED, resamples: int = BOOTSTRAP_RESAMPLES
+    values: TaskValues, *, seed: int = BOOTSTRAP_SEED, alpha: float = DEFAULT_ALPHA,
+    resamples: int = BOOTSTRAP_RESAMPLES,
 ) -> TaskLevelSummary:
-    """The task-level summary of one metric (see :class:`TaskLevelSummary`; issue 17, item 1).
+    """The task-level summary of one metric (see :class:`TaskLevelSummary`; issues 17 and 30).
 
     ``values`` maps task id -> (baseline repetition values, treatment repetition values); tasks
     without a value in both arms are left out. With no task nothing is computable; with one task
-    the estimate is its difference and neither interval nor p is computable.
+    the estimate is its difference and neither interval nor p is computable. ``resamples`` is
+    accepted for callers of the former bootstrap interval and not used.
 
     Raises:
         ValueError: a non-finite value.
     """
+    del resamples
     effects = task_effects(values)
     k = len(effects)
     repetitions, design = design_label(effects)
-    method = _method(k, seed, resamples)
+    method = _method(k, seed, alpha)
     if k == 0:
         note = "no task has values in both arms"
         return TaskLevelSummary(0, None, design, None, None, None, note, None, note, None, method, (),
-                                estimate_note=note)
+                                estimate_note=note, alpha=alpha)
     differences = [e.difference for e in effects]
     estimate = math.fsum(differences) / k
-    p_min = 2.0 / 2**k if k <= 1023 else 0.0
     if k < 2:
         note = "not computable with 1 task (needs at least 2)"
         return TaskLevelSummary(k, repetitions, design, estimate, None, None, note, None, note, None, method,
-                                effects, min(1.0, p_min))
-    low, high = cluster_bootstrap_interval(values, seed=seed, resamples=resamples)
-    p_value, p_se = sign_flip_p(differences, seed=seed)
-    return TaskLevelSummary(k, repetitions, design, estimate, low, high, None, p_value, None, p_se, method,
-                            effects, min(1.0, p_min))
+                                effects, smallest_attainable_p(differences), alpha=alpha)
+    null = sign_flip_null(differences, seed=seed)
+    p_value, p_se = _p_and_se(null)
+    low, high = inverted_interval(null, alpha)
+    ci_note = unbounded_note(k, alpha) if low is None else None
+    return TaskLevelSummary(k, repetitions, design, estimate, low, high, ci_note, p_value, None, p_se, method,
+                            effects, smallest_attainable_p(differences, monte_carlo_floor=null.draws), alpha=alpha)

@@ -6,17 +6,27 @@ Shape (camelCase; ``null`` with a ``reason`` where a value is not computable)::
      "verified": bool, "unverified": [...], "rehearsal": bool, "exploratory": true,
      "design": {"tasks", "repetitions", "label", "attempts", "plannedAttempts", "mode", "transport", "model"},
      "seed": int, "resamples": int,
-     "metrics": [{"metric", "label", "unit", "tasks", "repetitions", "design", "estimate", "ciLow", "ciHigh",
-                  "pValue", "pMonteCarloSe", "pMin", "method", "reason"?, "taskEffects": [...]}],
-     "varianceComponents": [{"metric", "tasks", "observations", "betweenTask", "withinTask", "icc",
-                             "differenceVariance", "method", "reason"?}],
+     "primary": {"metric", "betterWhen", "alpha"}, "analysis": {..., "declared": bool},
+     "metrics": [{"metric", "label", "unit", "role", "tasks", "repetitions", "design", "estimate", "ciLow",
+                  "ciHigh", "pValue", "pValueAdjusted", "smallestAttainableP", "pMonteCarloSe", "pMin", "method",
+                  "reason"?, "ratio"?: {"estimate", "ciLow", "ciHigh", "tasks", "reason"?},
+                  "rates"?: {<arm id>: {"correct", "attempts", "rate", "ciLow", "ciHigh"}},
+                  "completeCase"?: {"estimate", "ciLow", "ciHigh", "pValue", "tasks", "rates"},
+                  "variance": {"betweenTask", "taskByArm", "withinTask": {<arm id>: number}, "icc", ...},
+                  "taskEffects": [...]}],
+     "varianceComponents": [{"metric", "tasks", "observations", "betweenTask", "taskByArm", "withinTask",
+                             "icc", "differenceVariance", "method", "reason"?}],
      "power": [{"metric", "alpha", "power", "tasks", "repetitions", "components", "reason",
                 "minimumDetectableDifference", "simulatedPower", "effect", "needed": [...], ...}],
      "containment": [...], "attempts": [...], "spend": {...},
      "tables": {key: {"caption", "header", "rows"}}}
 
 ``tables`` holds every table of the text report as its display strings, so nothing the report
-shows is missing here. USD amounts recorded in the ledger are exact (``pricing.usd_json``);
+shows is missing here. Metrics are listed primary first (issue 30); ``role`` is ``primary``,
+``secondary`` or ``exploratory`` (a metric a declared ``analysis.secondary`` leaves out);
+``pValueAdjusted`` is the raw p for the primary, Holm's for a secondary, ``null`` otherwise.
+Unbounded interval ends are ``null`` with the sentence why in ``reason``.
+USD amounts recorded in the ledger are exact (``pricing.usd_json``);
 USD statistics (means over tasks, bootstrap bounds) are rounded to :data:`USD_STAT_PLACES`
 decimals before the same conversion, so they carry no float noise either.
 """
@@ -31,7 +41,9 @@ from agentstudy.pricing.usd_json import optional_usd_number, usd_number
 from agentstudy.report.analysis import Analysis, MetricResult
 from agentstudy.report.containment import containment_rows
 from agentstudy.report.content import build_document
+from agentstudy.report.content_inference import ordered
 from agentstudy.report.inference import design_label
+from agentstudy.report.inference_rates import ArmRate
 from agentstudy.report.model import BASELINE, TREATMENT, Attempt
 from agentstudy.report.power_section import plan_json, power_plans
 
@@ -47,21 +59,52 @@ def _stat(value: float | None, kind: str) -> int | float | None:
     return usd_number(Decimal(repr(value)).quantize(Decimal(1).scaleb(-USD_STAT_PLACES), ROUND_HALF_EVEN))
 
 
+def _digits(value: float | None) -> float | None:
+    """A variance or ratio to 12 significant digits (moments of USD carry float noise below that)."""
+    return None if value is None else float(f"{value:.12g}")
+
+
 def _reason(*notes: str | None) -> dict[str, str]:
     unique = list(dict.fromkeys(n for n in notes if n))
     return {"reason": "; ".join(unique)} if unique else {}
+
+
+def _rates(rates: tuple[ArmRate, ...]) -> dict[str, Any]:
+    return {r.arm: {"correct": r.correct, "attempts": r.attempts, "rate": r.rate, "ciLow": r.ci_low,
+                    "ciHigh": r.ci_high} for r in rates}
+
+
+def _ratio(result: MetricResult) -> dict[str, Any]:
+    ratio = result.ratio
+    if ratio is None:
+        return {}
+    return {"ratio": {"estimate": _digits(ratio.estimate), "ciLow": _digits(ratio.ci_low),
+                      "ciHigh": _digits(ratio.ci_high), "tasks": ratio.tasks,
+                      "pValue": ratio.p_value, "leftOut": ratio.left_out, **_reason(ratio.note)}}
+
+
+def _complete_case(result: MetricResult) -> dict[str, Any]:
+    summary = result.complete_case
+    if summary is None:
+        return {"rates": _rates(result.rates)} if result.rates else {}
+    return {"rates": _rates(result.rates), "completeCase": {
+        "estimate": summary.estimate, "ciLow": summary.ci_low, "ciHigh": summary.ci_high, "pValue": summary.p_value,
+        "smallestAttainableP": summary.p_min, "tasks": summary.tasks, "repetitions": summary.repetitions,
+        "rates": _rates(result.complete_case_rates), **_reason(summary.estimate_note, summary.ci_note, summary.p_note)}}
 
 
 def metric_json(result: MetricResult) -> dict[str, Any]:
     """One metric's task-level summary as JSON (see the module docstring)."""
     summary, kind = result.task_level, result.metric.kind
     return {
-        "metric": result.metric.key, "label": result.metric.label, "unit": result.metric.unit,
+        "metric": result.metric.key, "label": result.metric.label, "unit": result.metric.unit, "role": result.role,
         "tasks": summary.tasks, "repetitions": summary.repetitions, "design": summary.design,
         "estimate": _stat(summary.estimate, kind), "ciLow": _stat(summary.ci_low, kind),
-        "ciHigh": _stat(summary.ci_high, kind), "pValue": summary.p_value,
+        "ciHigh": _stat(summary.ci_high, kind), "pValue": summary.p_value, "pValueAdjusted": result.p_adjusted,
+        "smallestAttainableP": summary.p_min,
         "pMonteCarloSe": summary.p_monte_carlo_se, "pMin": summary.p_min, "method": summary.method,
         **_reason(summary.estimate_note, summary.ci_note, summary.p_note),
+        **_ratio(result), **_complete_case(result), "variance": _variance_entry(result),
         "taskEffects": [
             {"taskId": e.task_id, "baselineMean": _stat(e.baseline_mean, kind),
              "treatmentMean": _stat(e.treatment_mean, kind), "difference": _stat(e.difference, kind),
@@ -71,16 +114,23 @@ def metric_json(result: MetricResult) -> dict[str, Any]:
     }
 
 
+def _variance_entry(result: MetricResult) -> dict[str, Any]:
+    entry = variance_json(result)
+    del entry["metric"]
+    return entry
+
+
 def variance_json(result: MetricResult) -> dict[str, Any]:
     """One metric's variance components as JSON (metric unit squared; USD squared as plain floats)."""
     components = result.variance
     if components is None:
-        return {"metric": result.metric.key, "betweenTask": None, "withinTask": None, "icc": None,
+        return {"metric": result.metric.key, "betweenTask": None, "taskByArm": None, "withinTask": {}, "icc": None,
                 "differenceVariance": None, "method": None, "reason": "not computed"}
     return {
         "metric": result.metric.key, "tasks": components.tasks, "observations": components.observations,
-        "betweenTask": components.between_task, "withinTask": components.within_task, "icc": components.icc,
-        "differenceVariance": components.difference_variance, "method": components.method,
+        "betweenTask": _digits(components.between_task), "taskByArm": _digits(components.task_by_arm),
+        "withinTask": {arm: _digits(v) for arm, v in components.within_task.items()}, "icc": _digits(components.icc),
+        "differenceVariance": _digits(components.difference_variance), "method": components.method,
         **_reason(components.note),
     }
 
@@ -137,7 +187,10 @@ def report_json(analysis: Analysis) -> dict[str, Any]:
         "type": "minimal-study-report", "version": 1, "ledger": study.file_name, "ledgerSha256": study.sha256,
         "verified": not study.unverified, "unverified": list(study.unverified), "rehearsal": study.rehearsal,
         "exploratory": True, "design": _design(analysis), "seed": analysis.seed, "resamples": analysis.resamples,
-        "metrics": [metric_json(r) for r in analysis.results],
+        "primary": {"metric": analysis.plan.primary.metric, "betterWhen": analysis.plan.primary.better_when,
+                    "alpha": analysis.alpha},
+        "analysis": {**analysis.plan.to_json(), "declared": analysis.plan_declared},
+        "metrics": [metric_json(r) for r in ordered(analysis)],
         "varianceComponents": [variance_json(r) for r in analysis.results],
         "power": [plan_json(plan) for plan in power_plans(analysis)],
         "containment": _containment(analysis), "attempts": [_attempt(a) for a in study.attempts],

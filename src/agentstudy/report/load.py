@@ -23,6 +23,7 @@ from typing import Any
 from agentstudy.io.ledger_journal import LedgerJournalError, read_ledger
 from agentstudy.pricing.cost import CacheWrites, CostProblem, ModelTokens
 from agentstudy.pricing.sums import sum_usd, usd_from_json
+from agentstudy.protocol.analysis import analysis_from_json
 from agentstudy.protocol.ledger_integrity import verify_ledger_bytes
 from agentstudy.protocol.study_agents import observation_agent
 from agentstudy.report.containment import read_containment
@@ -267,6 +268,7 @@ def parse_ledger(data: bytes, file_name: str) -> Study:
         reservation_rule=rule if isinstance(rule := budget.get("reservationRule"), str) else None,
         worst_turn_usd=_money(budget, "worstTurnUsd", "budget"),
         largest_overshoot_usd=_money(budget, "largestOvershootUsd", "budget"),
+        analysis=analysis_from_json(document.get("analysis")),
     )
 
 

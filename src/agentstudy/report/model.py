@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from agentstudy.pricing.cost import CacheWrites, ModelTokens
+from agentstudy.protocol.analysis import AnalysisPlan
 from agentstudy.protocol.study_agents import DEFAULT_AGENT
 
 BASELINE = "repository-only"
@@ -129,7 +130,9 @@ class Study:
     ``None`` when not recorded; ``full_attempts`` the full schedule's size a pilot extrapolates to
     (the ledger's ``fullAttempts``; 36, the seed's, when absent). ``reservation_rule``,
     ``worst_turn_usd`` and ``largest_overshoot_usd`` are the budget block's rule (issue 19; ``None``
-    in a ledger written before it, and the overshoot ``None`` when nothing overshot).
+    in a ledger written before it, and the overshoot ``None`` when nothing overshot). ``analysis`` is
+    the study file's declared analysis section as the ledger records it (issue 30), ``None`` when it
+    declares none (the report then uses and states the defaults).
     """
 
     file_name: str
@@ -156,6 +159,7 @@ class Study:
     reservation_rule: str | None = None
     worst_turn_usd: Decimal | None = None
     largest_overshoot_usd: Decimal | None = None
+    analysis: AnalysisPlan | None = None
 
     @property
     def agents(self) -> tuple[str, ...]:

@@ -1,7 +1,7 @@
 """The report's plots as inline SVG (matplotlib's SVG canvas, no display, no pyplot).
 
 Three figures (issue 17, item 4): the per-task differences per metric (a forest panel per metric:
-a row per task, the mean over tasks with its cluster-bootstrap interval, zero marked, the axis
+a row per task, the mean over tasks with its test-inverted interval, zero marked, the axis
 labelled with its unit and which side favours which arm, integer ticks for counts), the
 per-scenario distributions (axes from zero, identical values side by side), and a status strip
 of every attempt in execution order. Every text is at least ``TEXT_PT`` (12 px rendered). Text
@@ -128,7 +128,8 @@ def _difference_axes(ax: Axes, result: MetricResult, tasks: Sequence[str], show_
     mean = summary.estimate
     if summary.ci_low is not None and summary.ci_high is not None:
         ax.errorbar([mean], [rows], xerr=[[mean - summary.ci_low], [summary.ci_high - mean]], fmt="D",
-                    color="black", capsize=4, markersize=5, label="mean over tasks, 95 % cluster-bootstrap CI",
+                    color="black", capsize=4, markersize=5,
+                    label="mean over tasks, interval of the inverted sign-flip test",
                     zorder=4)
     else:
         ax.plot([mean], [rows], "D", color="black", markersize=5, label="mean over tasks", zorder=4)
@@ -149,7 +150,7 @@ def _task_order(analysis: Analysis) -> list[str]:
 
 def differences_figure(analysis: Analysis) -> Figure:
     """The per-task differences (issue 17): one forest panel per metric, a row per task (ids on the left)
-    with its difference of arm means, the mean over tasks with its 95 % cluster-bootstrap interval, zero
+    with its difference of arm means, the mean over tasks with its test-inverted interval, zero
     marked, the axis labelled with the unit and which side favours which arm."""
     results = analysis.results
     tasks = _task_order(analysis)
@@ -175,7 +176,8 @@ def differences_figure(analysis: Analysis) -> Figure:
     names = _names(analysis)
     caption = (f"Per-task differences {names[TREATMENT]} − {names[BASELINE]} per metric: each row is a task "
                f"(each arm's mean over its repetitions, then their difference); the diamond is the mean over "
-               f"tasks with its cluster-bootstrap 95 % interval (seed {analysis.seed}); exploratory.")
+               f"tasks with its {100 * (1 - analysis.alpha):g} % interval (the sign-flip test inverted; none drawn "
+               "when unbounded).")
     return Figure("plot-differences", caption, svg_of(figure, "plot-differences"))
 
 

@@ -1,149 +1,104 @@
-"""Variance components of one metric (issue 17, item 2): between-task and within-task variance, ICC.
+"""Variance components of one metric (issues 17 and 30, item 5), named for what they are.
 
-The pooled attempts (every included repetition of both arms) are fitted with a random-intercept
-model, ``value ~ 1 + arm`` with a random intercept per task (statsmodels ``MixedLM``, REML). When
-the model cannot be fitted, does not converge or warns (a boundary fit, a singular matrix), a
-method-of-moments estimator is used instead: one-way ANOVA by task of the values with each arm's
-mean removed, the between-task component floored at 0. Which one was used is always stated.
-The variance of the task differences (what the task-level test works on) is given beside them.
-Units are the metric's unit squared. Exploratory, like every statistic of the report.
+The model of one attempt's value of task t in arm a, repetition j:
+``y = mu_a + u_t + v_ta + e_taj`` with ``u_t`` the task effect common to both arms (variance
+``between_task``), ``v_ta`` the task × arm interaction (each cell's own deviation, variance
+``task_by_arm``; a task's difference varies by ``2 task_by_arm`` across tasks) and ``e`` the
+repetition noise within a task, whose variance is estimated per arm (``within_task``).
+
+Method of moments on the included values: ``within_task[a]`` is the pooled variance of the
+repetitions around their cell mean (degrees of freedom ``n - 1`` per cell), so identical
+repetitions give exactly 0; with ``D_t`` and ``S_t`` the difference and sum of task t's two arm
+means and ``w_t = within[0]/n_t0 + within[1]/n_t1``,
+``task_by_arm = max(0, (var(D) - mean(w)) / 2)`` and ``between_task = max(0, (var(S) - var(D)) / 4)``
+(the repetition terms cancel in ``var(S) - var(D)``). With one repetition per cell the interaction
+and the repetition noise cannot be told apart: ``within_task`` is ``None`` for that arm and
+``task_by_arm`` is ``None``. The ICC is ``between / (between + task_by_arm + mean within)``: the
+share of one attempt's variance that belongs to its task in both arms. Units: the metric's unit
+squared. Exploratory, like every statistic of the report.
 """
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
 from agentstudy.report.inference import TaskValues, task_effects
 
-MIXED_LM = "random-intercept model (statsmodels MixedLM, REML, arm as fixed effect)"
-MOMENTS = "method of moments (one-way ANOVA by task of arm-centred values)"
-TOO_SMALL = "not estimable: a pilot needs at least 2 tasks × 2 repetitions (in at least one arm)"
+MOMENTS = ("method of moments: repetitions around their task-arm mean (within), "
+           "variance of task differences and sums (task × arm, between)")
+TOO_SMALL = "not estimable: needs at least 2 tasks with values in both arms"
+ONE_REPETITION = "with 1 repetition per task and arm, the task × arm interaction and repetition noise are confounded"
 
 
 @dataclass(frozen=True)
 class VarianceComponents:
-    """One metric's variance components (metric unit squared; issue 17, item 2).
+    """One metric's variance components (metric unit squared; issue 30 item 5).
 
-    ``between_task`` is the variance of the task intercepts, ``within_task`` the repetition
-    (residual) variance, ``icc`` = between / (between + within) (``None`` when both are 0);
-    ``difference_variance`` the sample variance of the per-task differences (``None`` for fewer
-    than 2 tasks). ``method`` names the estimator actually used; ``note`` says why the model was
-    not used or why nothing is estimable (then the components are ``None``). ``tasks`` and
-    ``observations`` count the included tasks and pooled values.
+    ``between_task`` (task effect common to both arms), ``task_by_arm`` (the interaction),
+    ``within_task`` per arm id (repetition variance; ``None`` for an arm without 2 repetitions of
+    one task), ``icc`` (``None`` when a component is missing or all are 0), ``difference_variance``
+    the sample variance of the task differences (``None`` below 2 tasks). ``note`` says what could
+    not be estimated; ``tasks`` and ``observations`` count the included tasks and values.
     """
 
     tasks: int
     observations: int
     between_task: float | None
-    within_task: float | None
+    task_by_arm: float | None
+    within_task: dict[str, float | None]
     icc: float | None
     difference_variance: float | None
     method: str
     note: str | None = None
 
 
-def _icc(between: float, within: float) -> float | None:
-    total = between + within
-    return between / total if total > 0 else None
+def _pooled_within(cells: list[np.ndarray], resolution: float) -> float | None:
+    sums = sum(float(np.sum((c - c.mean()) ** 2)) for c in cells if c.size >= 2)
+    dof = sum(c.size - 1 for c in cells if c.size >= 2)
+    if dof == 0:
+        return None
+    value = sums / dof
+    return value if value > resolution else 0.0
 
 
-def _pooled(values: TaskValues) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    included = {e.task_id for e in task_effects(values)}
-    y: list[float] = []
-    arm: list[float] = []
-    group: list[int] = []
-    for index, (task_id, (baseline, treatment)) in enumerate(values.items()):
-        if task_id not in included:
-            continue
-        for flag, series in ((0.0, baseline), (1.0, treatment)):
-            for value in series:
-                y.append(float(value))
-                arm.append(flag)
-                group.append(index)
-    return np.asarray(y), np.asarray(arm), np.asarray(group)
-
-
-def moments_components(y: np.ndarray, arm: np.ndarray, group: np.ndarray) -> tuple[float, float]:
-    """``(between, within)`` by one-way ANOVA by ``group`` of ``y`` minus its arm's mean; between floored at 0
-    (on a balanced design with a positive between component this equals the REML fit).
-
-    Raises:
-        ValueError: fewer than 2 groups or no more observations than groups.
-    """
-    labels, inverse, sizes = np.unique(group, return_inverse=True, return_counts=True)
-    k, n = len(labels), int(y.size)
-    arms = len(np.unique(arm))
-    if k < 2 or n <= k + arms - 1:
-        raise ValueError("the ANOVA estimator needs at least 2 tasks and more values than tasks")
-    centred = y.copy()
-    for flag in np.unique(arm):
-        centred[arm == flag] -= centred[arm == flag].mean()
-    group_means = np.bincount(inverse, weights=centred) / sizes
-    grand = centred.mean()
-    ss_between = float(np.sum(sizes * (group_means - grand) ** 2))
-    ss_within = float(np.sum((centred - group_means[inverse]) ** 2))
-    # removing the arm means costs (arms - 1) within-task degrees of freedom (as in REML)
-    ms_between, ms_within = ss_between / (k - 1), ss_within / (n - k - (arms - 1))
-    n0 = (n - float(np.sum(sizes**2)) / n) / (k - 1)
-    resolution = 1e-12 * float(np.mean(y**2))  # rounding noise of the float values, not variance
-    between = max(0.0, (ms_between - ms_within) / n0)
-    return (between if between > resolution else 0.0), (ms_within if ms_within > resolution else 0.0)
-
-
-def mixed_components(y: np.ndarray, arm: np.ndarray, group: np.ndarray) -> tuple[float, float]:
-    """``(between, within)`` from statsmodels ``MixedLM`` (random intercept per group, arm fixed, REML).
-
-    Raises:
-        ValueError: the fit failed, did not converge, warned, or gave a non-finite component (the
-            message says which).
-    """
-    from statsmodels.regression.mixed_linear_model import MixedLM
-
-    spread = float(np.std(y))
-    if spread == 0:
-        raise ValueError("every value is the same")
-    exog = np.column_stack([np.ones_like(y), arm])
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        try:  # fitted on standardised values (USD variances are ~1e-7), rescaled below
-            result = MixedLM((y - y.mean()) / spread, exog, groups=group).fit(reml=True)
-        except (Warning, ValueError, ArithmeticError, np.linalg.LinAlgError) as problem:
-            name = type(problem).__name__
-            raise ValueError(f"MixedLM {name}: {str(problem).splitlines()[0] if str(problem) else name}") from None
-    if not result.converged:
-        raise ValueError("MixedLM did not converge")
-    between = float(np.asarray(result.cov_re).reshape(-1)[0]) * spread**2
-    within = float(result.scale) * spread**2
-    if not (np.isfinite(between) and np.isfinite(within)) or between < 0 or within < 0:
-        raise ValueError("MixedLM gave a non-finite or negative component")
-    if within <= 1e-9 * spread**2:
-        raise ValueError("MixedLM reached the boundary (within-task variance 0)")
-    return between, within
-
-
-def variance_components(values: TaskValues) -> VarianceComponents:
+def variance_components(values: TaskValues, arms: tuple[str, str] = ("baseline", "treatment")) -> VarianceComponents:
     """The variance components of one metric's ``values`` (task id -> (baseline, treatment) repetition
-    values; tasks without both arms left out). MixedLM first, method of moments as the stated fallback;
-    components ``None`` with :data:`TOO_SMALL` when fewer than 2 tasks or no repetitions to compare.
+    values; tasks without both arms left out); ``arms`` names the two arms for ``within_task``.
 
     Raises:
         ValueError: a non-finite value.
     """
     effects = task_effects(values)
-    differences = [e.difference for e in effects]
-    diff_var = float(np.var(differences, ddof=1)) if len(differences) >= 2 else None
-    y, arm, group = _pooled(values)
-    k, n = len(effects), int(y.size)
-    repeated = any(e.baseline_n >= 2 or e.treatment_n >= 2 for e in effects)
-    if k < 2 or not repeated:
-        return VarianceComponents(k, n, None, None, None, diff_var, "none", TOO_SMALL)
-    try:
-        between, within = mixed_components(y, arm, group)
-        return VarianceComponents(k, n, between, within, _icc(between, within), diff_var, MIXED_LM)
-    except ValueError as problem:
-        note = f"the model was not used: {problem}"
-    between, within = moments_components(y, arm, group)
-    return VarianceComponents(k, n, between, within, _icc(between, within), diff_var, MOMENTS, note)
+    included = {e.task_id for e in effects}
+    cells = [(np.asarray(b, dtype=float), np.asarray(t, dtype=float))
+             for task_id, (b, t) in values.items() if task_id in included]
+    observations = sum(b.size + t.size for b, t in cells)
+    k = len(effects)
+    if k < 2:
+        return VarianceComponents(k, observations, None, None, dict.fromkeys(arms), None, None, MOMENTS, TOO_SMALL)
+    scale = float(np.mean(np.concatenate([np.concatenate(pair) for pair in cells]) ** 2))
+    resolution = 1e-12 * scale  # rounding noise of the float values, not variance
+    within = {arms[0]: _pooled_within([b for b, _ in cells], resolution),
+              arms[1]: _pooled_within([t for _, t in cells], resolution)}
+    differences = np.array([e.difference for e in effects])
+    sums = np.array([e.treatment_mean + e.baseline_mean for e in effects])
+    var_d, var_s = float(np.var(differences, ddof=1)), float(np.var(sums, ddof=1))
+    between = max(0.0, (var_s - var_d) / 4.0)
+    between = between if between > resolution else 0.0
+    note = None
+    interaction: float | None = None
+    if within[arms[0]] is None or within[arms[1]] is None:
+        note = ONE_REPETITION
+    else:
+        w0, w1 = within[arms[0]] or 0.0, within[arms[1]] or 0.0
+        noise = float(np.mean([w0 / e.baseline_n + w1 / e.treatment_n for e in effects]))
+        interaction = max(0.0, (var_d - noise) / 2.0)
+        interaction = interaction if interaction > resolution else 0.0
+    icc = None
+    if interaction is not None and note is None:
+        mean_within = float(np.mean([v for v in within.values() if v is not None]))
+        total = between + interaction + mean_within
+        icc = between / total if total > 0 else None
+    return VarianceComponents(k, observations, between, interaction, within, icc, var_d, MOMENTS, note)

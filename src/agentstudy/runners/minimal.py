@@ -202,6 +202,7 @@ def _ledger(
         ),
         arms=study_arms(request.loaded, request.settings.mcp.name),
         full_attempts=request.loaded.full_attempts if request.loaded.arms is not None else None,
+        analysis=request.loaded.analysis,
         rehearsal=request.settings.rehearsal_base_url is not None,
         adjudication=AdjudicationDeclaration(),
         mode=request.mode,

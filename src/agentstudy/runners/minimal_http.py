@@ -218,6 +218,7 @@ def _ledger(request: HttpRunRequest, base_url: str, mcp: McpPreflight, planned: 
         ),
         arms=study_arms(request.loaded, request.mcp.name),
         full_attempts=request.loaded.full_attempts if request.loaded.arms is not None else None,
+        analysis=request.loaded.analysis,
         rehearsal=request.rehearsal,
         adjudication=AdjudicationDeclaration(),
         mode=request.mode,
