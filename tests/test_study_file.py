@@ -185,3 +185,50 @@ def test_a_misspelt_key_is_named_before_the_key_it_leaves_missing() -> None:
     with pytest.raises(ManifestError) as refused:
         parse_manifest(json.dumps(document))
     assert "repetiton: Extra inputs are not permitted" in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("analysis", "reason"),
+    [
+        ({"primary": {"metric": "happiness", "betterWhen": "higher"}}, "analysis.primary.metric"),
+        ({"primary": {"metric": "correctness", "betterWhen": "sideways"}}, "analysis.primary.betterWhen"),
+        ({"secondary": ["correctness"]}, "lists the primary metric"),
+        ({"secondary": ["inputTokens", "inputTokens"]}, "lists a metric twice"),
+        ({"alpha": 0}, "analysis.alpha"),
+        ({"alpha": 0.6}, "analysis.alpha"),
+        ({"minimumTreatmentUse": 1.5}, "analysis.minimumTreatmentUse"),
+        ({"minimumTreatmentUse": -0.1}, "analysis.minimumTreatmentUse"),
+        ({"power": 0.8}, "analysis.power"),
+    ],
+)
+def test_a_bad_analysis_section_is_a_one_line_error(analysis: dict[str, Any], reason: str) -> None:
+    document = study_document({"solo": 1}, 1)
+    document["analysis"] = analysis
+    with pytest.raises(ManifestError) as caught:
+        parse_manifest(json.dumps(document))
+    assert reason in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_the_analysis_section_loads_with_defaults_and_is_in_the_schema() -> None:
+    from click.testing import CliRunner
+    from jsonschema import Draft202012Validator
+
+    from agentstudy.cli import main
+    from agentstudy.protocol.analysis import DEFAULT_ANALYSIS
+
+    document = study_document({"solo": 1}, 1)
+    assert parse_manifest(json.dumps(document)).analysis is None
+    document["analysis"] = {"primary": {"metric": "inputTokens", "betterWhen": "lower"}, "minimumTreatmentUse": 1}
+    plan = parse_manifest(json.dumps(document)).analysis
+    assert plan is not None
+    assert (plan.primary.metric, plan.alpha, plan.minimum_treatment_use) == ("inputTokens", 0.05, 1)
+    assert plan.secondary_of(("inputTokens", "toolCalls", "correctness")) == ("toolCalls", "correctness")
+    assert (DEFAULT_ANALYSIS.primary.metric, DEFAULT_ANALYSIS.primary.better_when, DEFAULT_ANALYSIS.alpha,
+            DEFAULT_ANALYSIS.minimum_treatment_use) == ("correctness", "higher", 0.05, 0.5)
+    result = CliRunner().invoke(main, ["schema", "study"])
+    schema = json.loads(result.stdout)
+    validator = Draft202012Validator(schema)
+    assert not list(validator.iter_errors(document))
+    document["analysis"]["minimumTreatmentUse"] = 2
+    assert len(list(validator.iter_errors(document))) == 1
+    assert "minimumTreatmentUse" in json.dumps(schema) and "betterWhen" in json.dumps(schema)
