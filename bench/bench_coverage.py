@@ -1,16 +1,29 @@
-"""Coverage of the report's 95 % intervals on simulated studies with task effects (issue 17, Must show).
+"""Coverage and type-I error of the report's interval per design cell, beside the former bootstrap (issue 30, item 7).
 
-Each simulated study has ``k`` tasks (6 to 20) and ``r`` repetitions per arm (1 to 5), cycled over
-the whole grid. Task ``i`` has a baseline level ``mu_i ~ N(0, LEVEL_SD^2)`` and a true paired
-difference ``d_i ~ N(DELTA, TASK_SD^2)``; repetitions are ``N(mu_i, REP_SD^2)`` (repository-only) and
-``N(mu_i + d_i, REP_SD^2)`` (doc-bridge-mcp). The estimand is the population difference ``DELTA``.
-Per study, on the same data: the task-level percentile cluster bootstrap interval
-(``report.inference.cluster_bootstrap_interval``) and the old pair-level percentile bootstrap
-(``report.stats.bootstrap_interval`` over the ``k x r`` pairs, repetition j paired with repetition j).
-Coverage is the share of studies whose interval holds ``DELTA``, with its binomial SE.
+Cells: ``k`` tasks in :data:`TASKS` (2, 3, 4, 6, 10, 20) × ``r`` repetitions in :data:`REPETITIONS`
+(1, 3) × effect shape in :data:`SHAPES`:
 
-Run ``.venv/bin/python -m bench.bench_coverage [--studies N] [--resamples B]``; it prints a table
-and asserts nothing (``property_tests/test_coverage_properties.py`` asserts the 93-97 % band).
+- ``normal``: task level ``mu_i ~ N(0, 3^2)``, true task difference ``d_i ~ N(1, 1)``, repetitions
+  ``N(mu_i, 1.5^2)`` (control) and ``N(mu_i + d_i, 1.5^2)`` (treatment); the estimand is 1.
+- ``lognormal``: token-like counts. Task level ``log m_i ~ N(8, 0.8^2)``, task ratio
+  ``log rho_i ~ N(-0.2, 0.2^2)``, repetitions ``exp(N(log m_i, 0.5^2))`` and
+  ``exp(N(log m_i + log rho_i, 0.5^2))``; the estimand is the population mean task difference
+  ``exp(8 + 0.32 + 0.125) (exp(-0.18) - 1)``.
+- ``skewed``: as ``normal`` but ``d_i = 1 + (chi2_1 - 1) / sqrt(2)`` (skewness 2.8; mean 1).
+
+Per study, on the same data: the report's interval (the exact sign-flip test inverted at alpha
+0.05, :mod:`agentstudy.report.inversion`; Monte Carlo with :data:`FLIPS` sign vectors above 16
+tasks) and the former percentile cluster bootstrap (``report.inference.cluster_bootstrap_interval``,
+:data:`RESAMPLES` resamples). Coverage is the share of studies whose interval holds the estimand
+(an unbounded interval always does; the share of unbounded intervals is printed). Type-I error:
+the same cell with no treatment effect at all (treatment repetitions drawn exactly like control
+ones), the share of studies where the test rejects at 0.05 and where the bootstrap interval
+excludes 0. For the lognormal shape also the ratio interval's coverage of the true geometric mean
+ratio ``exp(-0.2)`` (:mod:`agentstudy.report.inference_ratio`'s method). Every cell has its own random stream
+(``SeedSequence(SEED).spawn``).
+
+Run ``.venv/bin/python -m bench.bench_coverage [--studies N]``; it prints a Markdown table and
+asserts nothing (``property_tests/test_coverage_properties.py`` asserts the bands on fewer studies).
 """
 
 from __future__ import annotations
@@ -18,101 +31,138 @@ from __future__ import annotations
 import argparse
 import itertools
 import math
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+import time
+from dataclasses import dataclass
 
 import numpy as np
 
 from agentstudy.report.inference import cluster_bootstrap_interval
-from agentstudy.report.stats import bootstrap_interval
+from agentstudy.report.inversion import inverted_interval, p_at, sign_flip_null
 
-DELTA = 1.0
-TASK_SD = 1.0
-LEVEL_SD = 3.0
-REP_SD = 1.5
-TASKS = tuple(range(6, 21))
-REPETITIONS = tuple(range(1, 6))
-SEED = 20261017
+TASKS = (2, 3, 4, 6, 10, 20)
+REPETITIONS = (1, 3)
+SHAPES = ("normal", "lognormal", "skewed")
+ALPHA = 0.05
+SEED = 20261203
+FLIPS = 4000
+"""Monte Carlo sign vectors per study above 16 tasks (the report uses 100,000)."""
+RESAMPLES = 299
+"""Cluster-bootstrap resamples per study for the former interval (the report used 10,000)."""
+LOGNORMAL_TRUTH = math.exp(8 + 0.32 + 0.125) * (math.exp(-0.18) - 1)
 
 
 @dataclass
-class Coverage:
-    """Counts of studies and of intervals covering ``DELTA`` (task-level and pair-level)."""
+class Cell:
+    """One design cell's counts over ``studies`` simulated studies (and as many null studies)."""
 
+    tasks: int
+    repetitions: int
+    shape: str
     studies: int = 0
-    task_level: int = 0
-    pair_level: int = 0
+    new_covers: int = 0
+    new_unbounded: int = 0
+    old_covers: int = 0
+    new_rejects_null: int = 0
+    old_excludes_null: int = 0
+    ratio_covers: int = 0
 
-    def share(self, hits: int) -> tuple[float, float]:
-        """``(share, binomial SE)`` of ``hits`` over the studies (0-1)."""
-        p = hits / self.studies if self.studies else math.nan
-        return p, math.sqrt(p * (1 - p) / self.studies) if self.studies else math.nan
-
-
-@dataclass
-class CoverageResult:
-    """Overall coverage and the same per number of tasks band and per repetitions."""
-
-    total: Coverage = field(default_factory=Coverage)
-    by_tasks: dict[str, Coverage] = field(default_factory=dict)
-    by_repetitions: dict[int, Coverage] = field(default_factory=dict)
+    def share(self, hits: int) -> float:
+        """``hits / studies`` (0-1)."""
+        return hits / self.studies if self.studies else math.nan
 
 
-def _band(k: int) -> str:
-    return "6-9" if k < 10 else "10-14" if k < 15 else "15-20"
+def _study(k: int, r: int, shape: str, rng: np.random.Generator, *,
+           effect: bool) -> tuple[np.ndarray, np.ndarray, float]:
+    """``(control, treatment)`` as (k, r) arrays and the estimand (0 without effect)."""
+    if shape == "lognormal":
+        level = rng.normal(8.0, 0.8, size=k)
+        log_ratio = rng.normal(-0.2, 0.2, size=k) if effect else np.zeros(k)
+        base = np.exp(level[:, None] + rng.normal(0.0, 0.5, size=(k, r)))
+        treat = np.exp((level + log_ratio)[:, None] + rng.normal(0.0, 0.5, size=(k, r)))
+        return base, treat, LOGNORMAL_TRUTH if effect else 0.0
+    level = rng.normal(0.0, 3.0, size=k)
+    if not effect:
+        difference = np.zeros(k)
+    elif shape == "skewed":
+        difference = 1.0 + (rng.chisquare(1, size=k) - 1.0) / math.sqrt(2.0)
+    else:
+        difference = rng.normal(1.0, 1.0, size=k)
+    base = level[:, None] + rng.normal(0.0, 1.5, size=(k, r))
+    treat = (level + difference)[:, None] + rng.normal(0.0, 1.5, size=(k, r))
+    return base, treat, 1.0 if effect else 0.0
 
 
-def _designs(studies: int) -> Iterator[tuple[int, int]]:
-    grid = itertools.cycle(itertools.product(TASKS, REPETITIONS))
-    return itertools.islice(grid, studies)
+def _intervals(base: np.ndarray, treat: np.ndarray, seed: int) -> tuple[tuple[float | None, float | None], float,
+                                                                          tuple[float, float]]:
+    differences = (treat.mean(axis=1) - base.mean(axis=1)).tolist()
+    null = sign_flip_null(differences, seed=seed, draws=FLIPS)
+    values = {f"t{i}": (base[i].tolist(), treat[i].tolist()) for i in range(base.shape[0])}
+    old = cluster_bootstrap_interval(values, seed=seed, resamples=RESAMPLES)
+    return inverted_interval(null, ALPHA), p_at(null, 0.0), old
 
 
-def simulate_coverage(studies: int, *, seed: int = SEED, resamples: int = 999) -> CoverageResult:
-    """Simulate ``studies`` studies over the k x r grid and count covering intervals (seeded)."""
+def _ratio_covers(base: np.ndarray, treat: np.ndarray, seed: int) -> int:
+    """Whether the report's ratio interval (the inverted test on per-task log ratios of arm means) holds the
+    true geometric mean ratio ``exp(-0.2)``."""
+    logs = np.log(treat.mean(axis=1) / base.mean(axis=1)).tolist()
+    low, high = inverted_interval(sign_flip_null(logs, seed=seed, draws=FLIPS), ALPHA)
+    return int(low is None or high is None or low <= -0.2 <= high)
+
+
+def simulate_cell(k: int, r: int, shape: str, studies: int, seed: np.random.SeedSequence) -> Cell:
+    """Simulate ``studies`` studies with the effect and ``studies`` without in one cell, on the cell's stream."""
     rng = np.random.default_rng(seed)
-    result = CoverageResult()
-    for index, (k, r) in enumerate(_designs(studies)):
-        level = rng.normal(0.0, LEVEL_SD, size=k)
-        effect = rng.normal(DELTA, TASK_SD, size=k)
-        base = level[:, None] + rng.normal(0.0, REP_SD, size=(k, r))
-        treat = (level + effect)[:, None] + rng.normal(0.0, REP_SD, size=(k, r))
-        values = {f"t{i}": (base[i].tolist(), treat[i].tolist()) for i in range(k)}
-        low, high = cluster_bootstrap_interval(values, seed=seed + index, resamples=resamples)
-        pair_low, pair_high = bootstrap_interval((treat - base).ravel().tolist(), seed=seed + index,
-                                                 resamples=resamples)
-        task_hit, pair_hit = int(low <= DELTA <= high), int(pair_low <= DELTA <= pair_high)
-        for cell in (result.total, result.by_tasks.setdefault(_band(k), Coverage()),
-                     result.by_repetitions.setdefault(r, Coverage())):
-            cell.studies += 1
-            cell.task_level += task_hit
-            cell.pair_level += pair_hit
-    return result
+    cell = Cell(k, r, shape)
+    for index in range(studies):
+        base, treat, truth = _study(k, r, shape, rng, effect=True)
+        (low, high), _, (old_low, old_high) = _intervals(base, treat, index)
+        cell.studies += 1
+        cell.new_unbounded += int(low is None)
+        cell.new_covers += int(low is None or high is None or low <= truth <= high)
+        cell.old_covers += int(old_low <= truth <= old_high)
+        if shape == "lognormal":
+            cell.ratio_covers += _ratio_covers(base, treat, index)
+        base, treat, _ = _study(k, r, shape, rng, effect=False)
+        _, p_value, (old_low, old_high) = _intervals(base, treat, index)
+        cell.new_rejects_null += int(p_value < ALPHA)
+        cell.old_excludes_null += int(not old_low <= 0.0 <= old_high)
+    return cell
 
 
-def table(result: CoverageResult) -> list[str]:
-    """A Markdown table: coverage (%) of both intervals overall, per tasks band and per repetitions."""
-    lines = ["| studies | design | task-level cluster bootstrap | old pair-level bootstrap |",
-             "| ---: | --- | ---: | ---: |"]
-    rows: list[tuple[str, Coverage]] = [("all: k 6-20, r 1-5", result.total)]
-    rows += [(f"k {band}", cell) for band, cell in result.by_tasks.items()]
-    rows += [(f"r = {r}", cell) for r, cell in sorted(result.by_repetitions.items())]
-    for label, cell in rows:
-        (task, task_se), (pair, pair_se) = cell.share(cell.task_level), cell.share(cell.pair_level)
-        lines.append(f"| {cell.studies} | {label} | {task:.1%} ± {task_se:.1%} | {pair:.1%} ± {pair_se:.1%} |")
+def simulate(studies: int, *, seed: int = SEED, tasks: tuple[int, ...] = TASKS,
+             repetitions: tuple[int, ...] = REPETITIONS, shapes: tuple[str, ...] = SHAPES) -> list[Cell]:
+    """Every cell of ``tasks`` × ``repetitions`` × ``shapes``, each on its own spawned random stream."""
+    grid = list(itertools.product(tasks, repetitions, shapes))
+    streams = np.random.SeedSequence(seed).spawn(len(grid))
+    return [simulate_cell(k, r, shape, studies, stream) for (k, r, shape), stream in zip(grid, streams, strict=True)]
+
+
+def table(cells: list[Cell]) -> list[str]:
+    """A Markdown table, one row per cell: coverage of both intervals (nominal 95 %), unbounded share,
+    type-I error of the test and the bootstrap's false exclusions of 0."""
+    lines = ["| tasks | reps | shape | studies | coverage, inverted test | unbounded | coverage, old bootstrap "
+             "| type-I, test | 0 excluded under no effect, old bootstrap | coverage, ratio interval |",
+             "| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for c in cells:
+        lines.append(f"| {c.tasks} | {c.repetitions} | {c.shape} | {c.studies} | {c.share(c.new_covers):.1%} | "
+                     f"{c.share(c.new_unbounded):.0%} | {c.share(c.old_covers):.1%} | "
+                     f"{c.share(c.new_rejects_null):.1%} | {c.share(c.old_excludes_null):.1%} | "
+                     f"{f'{c.share(c.ratio_covers):.1%}' if c.shape == 'lognormal' else '—'} |")
     return lines
 
 
 def main() -> None:
-    """Print the coverage table (nominal 95 %)."""
+    """Print the per-cell table and the settings."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--studies", type=int, default=3000)
-    parser.add_argument("--resamples", type=int, default=1999)
+    parser.add_argument("--studies", type=int, default=300, help="studies per cell (and as many without effect)")
     parser.add_argument("--seed", type=int, default=SEED)
     args = parser.parse_args()
-    result = simulate_coverage(args.studies, seed=args.seed, resamples=args.resamples)
-    print(f"Coverage of nominal 95 % intervals of DELTA = {DELTA} (task SD {TASK_SD}, repetition SD {REP_SD}, "
-          f"level SD {LEVEL_SD}; {args.resamples} resamples, seed {args.seed})")
-    print("\n".join(table(result)))
+    started = time.perf_counter()
+    cells = simulate(args.studies, seed=args.seed)
+    print(f"Per-cell coverage of nominal {1 - ALPHA:.0%} intervals; {args.studies} studies per cell with the "
+          f"effect and as many without; {FLIPS} Monte Carlo sign vectors above 16 tasks; {RESAMPLES} bootstrap "
+          f"resamples; seed {args.seed}; {time.perf_counter() - started:.0f} s")
+    print("\n".join(table(cells)))
 
 
 if __name__ == "__main__":
