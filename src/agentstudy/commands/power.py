@@ -5,10 +5,15 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from agentstudy.commands.common import fail
+from agentstudy.commands.power_ranged import ranged_json, ranged_paragraph, ranged_plan
+
+if TYPE_CHECKING:
+    from agentstudy.report.analysis import Analysis
 
 METRIC_KEYS = ("inputTokens", "outputTokens", "toolCalls", "wallTimeMs", "chargedUsd", "correctness")
 
@@ -26,15 +31,18 @@ def _share(name: str, raw: str) -> float:
 @click.command()
 @click.argument("ledger", type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--metric", type=click.Choice(METRIC_KEYS), help="Plan only this metric (default: every metric).")
-@click.option("--effect", help="The paired difference to detect, in the metric's unit (needs --metric).")
-@click.option("--alpha", default="0.05", show_default=True, help="Two-sided significance level.")
+@click.option("--effect", help="The smallest paired difference worth detecting, in the metric's unit (needs --metric).")
+@click.option("--alpha", help="Two-sided level (default: the study's alpha for its primary endpoint, Holm's "
+                               "strictest level alpha / m for one of m secondary metrics).")
+@click.option("--repetitions", type=click.IntRange(1, 100),
+              help="Repetitions per task and arm to plan for (with --effect; default: the ledger's).")
 @click.option("--power", "target", default="0.8", show_default=True, help="Target power (share 0-1).")
 @click.option("--adjudication", type=click.Path(path_type=Path, dir_okay=False),
               help="The adjudication companion (adds correctness).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the tables.")
 @click.option("--allow-unverified", is_flag=True, help="Plan even when the ledger does not verify (says so).")
-def power(ledger: Path, metric: str | None, effect: str | None, alpha: str, target: str,
-          adjudication: Path | None, as_json: bool, allow_unverified: bool) -> None:
+def power(ledger: Path, metric: str | None, effect: str | None, alpha: str | None, repetitions: int | None,
+          target: str, adjudication: Path | None, as_json: bool, allow_unverified: bool) -> None:
     """Plan a study's size from a pilot or full minimal-study LEDGER.
 
     From each metric's variance components (method of moments: the task SD of the true paired
@@ -42,8 +50,11 @@ def power(ledger: Path, metric: str | None, effect: str | None, alpha: str, targ
     the task-level two-sided sign-flip test give the minimum detectable paired difference of the
     ledger's own design (k tasks x r repetitions) at --alpha and --power, and the fewest tasks for
     r = 1, 2, 3, 5 repetitions to detect --effect (default: a difference as large as the observed
-    estimate). Fewer than 2 tasks x 2 repetitions cannot estimate the components: the command says
-    what the next pilot must hold. Exploratory. Exit codes: 0 printed; 2 bad input.
+    estimate). With --metric and --effect (the smallest difference worth detecting; the observed
+    estimate is shown only as a reference) it also gives the tasks needed with a range from 90 %
+    lower and upper bounds on each variance component, and says when the pilot is too small to
+    plan from. Fewer than 2 tasks x 2 repetitions cannot estimate the components: the command says
+    what the next pilot must hold. Exit codes: 0 printed; 2 bad input.
     """
     from agentstudy.report.analysis import analyse
     from agentstudy.report.document import Document, Section
@@ -52,7 +63,7 @@ def power(ledger: Path, metric: str | None, effect: str | None, alpha: str, targ
     from agentstudy.report.power_section import plan_json, power_blocks, power_plans
     from agentstudy.report.render import render_text
 
-    alpha_value, power_value = _share("--alpha", alpha), _share("--power", target)
+    power_value = _share("--power", target)
     effect_value: float | None = None
     if effect is not None:
         if metric is None:
@@ -75,14 +86,29 @@ def power(ledger: Path, metric: str | None, effect: str | None, alpha: str, targ
         fail(f"{error}; power planning reads a one-agent ledger")
     if metric is not None and metric not in {m.key for m in analysis.metrics}:
         fail(f"--metric {metric} is not in this report (correctness needs --adjudication)")
+    alpha_value = _share("--alpha", alpha) if alpha is not None else _study_alpha(analysis, metric)
     plans = power_plans(analysis, metric_key=metric, effect=effect_value, alpha=alpha_value, power=power_value,
                         observed_effect=effect_value is None)
+    ranged = None
+    if metric is not None and effect_value is not None:
+        ranged = ranged_plan(analysis, metric, effect_value, repetitions, alpha_value, power_value)
     if as_json:
         click.echo(json.dumps({"ledger": str(ledger), "unverified": list(study.unverified),
+                               **(ranged_json(ranged) if ranged is not None else {}),
                                "power": [plan_json(p, alpha_value, power_value) for p in plans]},
                               separators=(",", ":")))
         return
     title = f"Power planning: {study.file_name}" + (" (UNVERIFIED)" if study.unverified else "")
-    section = Section("Design, components and needed designs", power_blocks(plans, alpha_value, power_value))
+    blocks = (*((ranged_paragraph(ranged),) if ranged is not None else ()),
+              *power_blocks(plans, alpha_value, power_value))
+    section = Section("Design, components and needed designs", blocks)
     click.echo(render_text(Document(title, (section,))), nl=False)
+
+
+def _study_alpha(analysis: Analysis, metric: str | None) -> float:
+    from agentstudy.report.power_range import planning_alpha
+
+    role = next((r.role for r in analysis.results if r.metric.key == metric), "primary")
+    secondaries = sum(1 for r in analysis.results if r.role == "secondary")
+    return planning_alpha(analysis.alpha, role, secondaries)
 
