@@ -97,10 +97,10 @@ def primary_paragraph(analysis: Analysis) -> Paragraph:
     primary = plan.primary
     source = ("declared in the study file" if analysis.plan_declared
               else "the default: the study file declares no analysis section")
+    secondary = ("Every other metric is secondary, its p-value Holm-adjusted" if plan.secondary is None
+                 else f"Secondary (Holm-adjusted): {', '.join(plan.secondary) or 'none'}")
     head = (f"Primary endpoint: {primary.metric} ({primary.better_when} is better; alpha {plan.alpha:g}; {source}). "
-            "Every other metric is secondary, its p-value Holm-adjusted" if plan.secondary is None else
-            f"Primary endpoint: {primary.metric} ({primary.better_when} is better; alpha {plan.alpha:g}; {source}). "
-            f"Secondary (Holm-adjusted): {', '.join(plan.secondary) or 'none'}")
+            f"{secondary}")
     result = next((r for r in analysis.results if r.metric.key == primary.metric), None)
     if result is None:
         why = "the ledger is not adjudicated" if primary.metric == CORRECTNESS.key else "the report has no such metric"
@@ -213,8 +213,9 @@ def method_paragraph(analysis: Analysis) -> Paragraph:
 
 
 def inference_blocks(analysis: Analysis) -> tuple[Block, ...]:
-    """The task-level blocks of the paired section, in order: the primary endpoint, per-metric table, method,
-    correctness rates (when adjudicated), per-task table, variance components."""
+    """The task-level blocks of the paired section, in order: per-metric table (primary first; the primary
+    endpoint's sentence leads the report, in the glance), method, correctness rates (when adjudicated), per-task
+    table, variance components."""
     rates = rates_table(analysis)
-    return (primary_paragraph(analysis), metric_table(analysis), method_paragraph(analysis),
+    return (metric_table(analysis), method_paragraph(analysis),
             *((rates,) if rates is not None else ()), task_table(analysis), variance_table(analysis))

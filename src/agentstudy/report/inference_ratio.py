@@ -63,7 +63,8 @@ def ratio_words(summary: RatioSummary, label: str, *, fewer: str = "fewer", more
         return f"ratio not computable: {summary.note}"
 
     def change(ratio: float) -> tuple[int, str]:
-        return round(abs(1.0 - ratio) * 100), fewer if ratio < 1 else more
+        size = round(abs(1.0 - ratio) * 100)
+        return size, "" if size == 0 else fewer if ratio < 1 else more
 
     size, word = change(summary.estimate)
     head = f"{size} % {word} {label}" if size else f"no change in {label}"
@@ -75,5 +76,5 @@ def ratio_words(summary: RatioSummary, label: str, *, fewer: str = "fewer", more
     elif summary.ci_low > 1:  # both ends more
         bounds = f"[{high_size} %, {low_size} %]"
     else:
-        bounds = f"[{high_size} % {high_word}, {low_size} % {low_word}]"
+        bounds = f"[{f'{high_size} % {high_word}'.strip()}, {f'{low_size} % {low_word}'.strip()}]"
     return f"{head} {bounds} (×{summary.estimate:.3g})"

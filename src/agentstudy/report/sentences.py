@@ -14,6 +14,10 @@ SMALL_SAMPLE_SENTENCE = "Small samples support no general claim."
 EXPLORATORY_SENTENCE = (
     "Every interval and p-value in this report is exploratory: it tests no pre-registered hypothesis."
 )
+ENDPOINT_SENTENCE = (
+    "Only the primary endpoint (declared in the study file, or the stated default) answers the study's question; "
+    "the secondary metrics' p-values are Holm-adjusted, and everything else is exploratory."
+)
 COMPLETED_SENTENCE = "Completed means an answer returned, not that it was correct; no run status means approval."
 REHEARSAL_SENTENCE = (
     "This ledger is a rehearsal: a scripted API server on 127.0.0.1 (the Messages API for Claude Code, the "
@@ -36,7 +40,7 @@ def fixed_sentences(study: Study) -> tuple[str, ...]:
     """The sentences every report carries (the definition of wall time among them), plus the rehearsal and
     pilot warnings when they apply."""
     sentences = [ADJUDICATED_SENTENCE if study.adjudication is not None else NOT_ADJUDICATED_SENTENCE,
-                 REDUCTION_SENTENCE, SMALL_SAMPLE_SENTENCE, EXPLORATORY_SENTENCE, COMPLETED_SENTENCE,
+                 REDUCTION_SENTENCE, SMALL_SAMPLE_SENTENCE, ENDPOINT_SENTENCE, COMPLETED_SENTENCE,
                  WALL_TIME_SENTENCE]
     if study.rehearsal:
         sentences.append(REHEARSAL_SENTENCE)
