@@ -60,12 +60,16 @@ def _sd(components: dict[str, float], repetitions: int) -> float:
 
 
 def test_power_on_a_full_rehearsal_prints_a_design_whose_simulated_power_is_the_target(full_ledger: Path) -> None:
+    # by default wall time, one of 5 secondary metrics (no adjudication, so the default primary is absent), is
+    # planned at Holm's strictest level 0.05 / 5, which 6 tasks cannot reach (2/2^6 > 0.01)
     code, out, _ = _power(str(full_ledger), "--metric", "wallTimeMs", "--json")
+    [strict] = json.loads(out)["power"]
+    assert code == 0 and strict["alpha"] == 0.01 and strict["minimumDetectableDifference"] is None
+    assert "at least 8 tasks are needed" in strict["minimumDetectableNote"]
+    code, out, _ = _power(str(full_ledger), "--metric", "wallTimeMs", "--alpha", "0.05", "--json")
     assert code == 0
     [plan] = json.loads(out)["power"]
-    # wall time is one of 5 secondary metrics (no adjudication, so the default primary is absent): Holm's
-    # strictest level 0.05 / 5 is the level a plan must hold at
-    assert (plan["tasks"], plan["repetitions"], plan["alpha"], plan["power"]) == (6, 3, 0.01, 0.8)
+    assert (plan["tasks"], plan["repetitions"], plan["alpha"], plan["power"]) == (6, 3, 0.05, 0.8)
     alpha = plan["alpha"]
     components = plan["components"]
     assert components["baselineRepetitionVariance"] > 0  # wall time varies between repetitions
@@ -75,11 +79,11 @@ def test_power_on_a_full_rehearsal_prints_a_design_whose_simulated_power_is_the_
     assert abs(again.power - 0.8) <= 0.05, again
     # Half the detectable difference (wall times vary from run to run): about four times the tasks.
     effect = f"{mde / 2:.1f}"
-    code, text, _ = _power(str(full_ledger), "--metric", "wallTimeMs", "--effect", effect)
+    code, text, _ = _power(str(full_ledger), "--metric", "wallTimeMs", "--effect", effect, "--alpha", "0.05")
     assert code == 0
     assert "6 tasks × 3 repetitions" in text and "minimum detectable |Δ|" in text and f"{mde:.1f}" in text
     assert "r = 5" in text and effect in text
-    code, out, _ = _power(str(full_ledger), "--metric", "wallTimeMs", "--effect", effect, "--json")
+    code, out, _ = _power(str(full_ledger), "--metric", "wallTimeMs", "--effect", effect, "--alpha", "0.05", "--json")
     document = json.loads(out)
     [planned] = document["power"]
     assert planned["minimumDetectableDifference"] == mde and planned["effect"] == float(effect)
