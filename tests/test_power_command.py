@@ -147,7 +147,12 @@ def test_a_two_by_two_pilot_can_be_planned_from_and_extrapolates_by_4_5(study: E
     code, out, _ = _power(str(output), "--metric", "wallTimeMs", "--json")
     [plan] = json.loads(out)["power"]
     assert code == 0 and (plan["tasks"], plan["repetitions"]) == (2, 2) and plan["components"] is not None
-    assert plan["minimumDetectableDifference"] is None and "at least 6 tasks" in plan["minimumDetectableNote"]
+    # a secondary metric plans at Holm's strictest level, 0.05 / 5 secondary metrics
+    assert plan["minimumDetectableDifference"] is None and "at least 8 tasks" in plan["minimumDetectableNote"]
+    code, out, err = _power(str(output), "--metric", "wallTimeMs", "--effect", "100", "--json")
+    assert code == 0, err
+    ranged = json.loads(out)["tasksNeeded"]
+    assert ranged["high"] is None and "too small to plan from" in ranged["reason"]
     report = CliRunner().invoke(main, ["report", str(output)], catch_exceptions=False).stdout
     assert "full run, charged spend × 4.5" in report and "36 attempts / 8 pilot attempts" in report
 

@@ -31,7 +31,7 @@ def test_text_to_stdout_by_default(tmp_path: Path) -> None:
     code, out, err = _invoke(str(tmp_path / "ledger.json"))
     assert code == 0 and err == ""
     assert out.startswith("Paired report: minimal-study-v1 (full)\n")
-    assert "Task-level paired differences per metric (exploratory)" in out and ANSWER_MARKER not in out
+    assert "Task-level paired differences per metric" in out and ANSWER_MARKER not in out
 
 
 def test_output_file_is_private_and_formats_differ(tmp_path: Path) -> None:
@@ -104,9 +104,9 @@ def test_the_demo_writes_both_reports_beside_its_ledger(tmp_path: Path, claude_b
     extrapolation = {r["figure"]: r["USD"] for r in tables["What the full study might cost, from this pilot (USD)"]}
     expected = display_usd(Decimal(repr(summary.line["extrapolatedFullRunUsd"])))
     assert extrapolation["full run, charged spend × 18"] == expected
-    summary_rows = {r["metric"]: r for r in tables["Task-level paired differences per metric (exploratory)"]}
+    summary_rows = {r["metric"]: r for r in tables["Task-level paired differences per metric"]}
     assert summary_rows["input tokens"]["design"] == "1 task × 1 repetition"
-    interval = summary_rows["input tokens"]["95 % CI (cluster bootstrap)"]
+    interval = summary_rows["input tokens"]["95 % interval (inverted sign-flip test)"]
     assert interval == "not computable with 1 task (needs at least 2)"
     ledger_answers = [o["answer"] for o in json.loads((tmp_path / "ledger.json").read_text())["observations"]]
     for answer in filter(None, ledger_answers):

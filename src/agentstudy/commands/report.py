@@ -31,10 +31,12 @@ def report(ledger: Path, adjudication: Path | None, output_format: str, output: 
     The task is the unit of analysis: per task, each arm's mean over its repetitions and their
     difference (doc-bridge-mcp minus repository-only) in input and output tokens, tool calls,
     wall time, charged USD and (with --adjudication) correctness; per metric the mean task
-    difference with its design ("6 tasks × 3 repetitions"), a cluster-bootstrap 95 % interval
-    (tasks, then repetitions; fixed seed, printed), the exact sign-flip p-value over the task
-    differences, and the variance components (between-task, within-task, ICC), all
-    exploratory. --format json writes every number as JSON. Answers are never printed.
+    difference with its design ("6 tasks × 3 repetitions"), the exact sign-flip p-value over the
+    task differences and the interval that test does not reject (Holm-adjusted p for secondary
+    metrics, the declared primary endpoint first), ratios for tokens, time and money,
+    correctness as intention to treat with per-arm rates, and the variance components
+    (between-task, task × arm, within-task per arm, ICC). --format json writes every number as
+    JSON. Answers are never printed.
     A pilot shows charged spend x 18 for the seed's 2-attempt pilot (in general x full attempts /
     pilot attempts, e.g. x 4.5; not an upper bound) beside the dearest attempt x the full attempts.
 

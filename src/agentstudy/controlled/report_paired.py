@@ -6,8 +6,8 @@ ran *different tasks*, so any comparison between them is unpaired and confounded
 :func:`coverage_warning` says so. Where tasks ran in both a baseline scenario (``repository-only``
 when present) and another, per model, :func:`paired_rows` gives the task-level analysis of
 ``report.inference.task_level_summary``: per task each scenario's mean over its observations,
-the mean task difference (other − baseline), a cluster-bootstrap 95 % interval and the exact
-sign-flip p, with the design "k tasks × r repetitions". Metrics: tokens (input + output),
+the mean task difference (other − baseline), the exact sign-flip p and the 95 % interval of
+that test inverted, with the design "k tasks × r repetitions". Metrics: tokens (input + output),
 tool calls, duration (ms), adjudicated success (1 success, 0 otherwise, judged observations
 only) and agent cost (USD, as float: a statistic, not money).
 """
