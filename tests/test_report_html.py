@@ -127,7 +127,7 @@ def test_the_pages_numbers_match_the_markdown(tmp_path: Path) -> None:
         header, body = rows[0], rows[1:]
         expected = markdown[page.captions[key]]
         assert [dict(zip(header, row, strict=True)) for row in body] == expected, key
-    summary = {row["metric"]: row for row in markdown["Task-level paired differences per metric (exploratory)"]}
+    summary = {row["metric"]: row for row in markdown["Task-level paired differences per metric"]}
     # the budget-exceeded attempt leaves its task with 2 repetitions in one arm; all 6 tasks stay in
     assert summary["input tokens"]["design"] == "6 tasks × 2–3 repetitions"
 
