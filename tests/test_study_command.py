@@ -251,3 +251,32 @@ def test_the_report_extrapolates_a_pilot_by_the_study_s_own_factor(
     wrong.write_text(json.dumps(seal_ledger(ledger)), encoding="utf-8")
     refused = _invoke(["ledger", str(wrong)])
     assert refused.exit_code == 2 and "fullAttempts 1 does not fit 2 planned attempts" in refused.stderr
+
+
+def test_a_declared_analysis_is_recorded_in_the_ledger_and_leads_the_report(
+    example: ExampleStudy, tmp_path: Path
+) -> None:
+    """A study file's ``analysis`` section travels through a real rehearsal run into the ledger (which still
+    verifies) and the report reads its primary endpoint from there (issue 30)."""
+    document = json.loads(EXAMPLE_STUDY.read_text(encoding="utf-8"))
+    document["analysis"] = {"primary": {"metric": "inputTokens", "betterWhen": "lower"}, "alpha": 0.1,
+                            "minimumTreatmentUse": 0.25}
+    manifest = tmp_path / "study.json"
+    manifest.write_text(json.dumps(document), encoding="utf-8")
+    output = tmp_path / "ledger.json"
+    roots = [f"--root={name}={path}" for name, path in example.roots.items()]
+    result = _invoke(["study", "--manifest", str(manifest), "--pilot", "--transport", "http", *roots,
+                      "--output", str(output), "--model", "claude-haiku-5-5", "--budget-usd", "1", "--rehearsal",
+                      "--input-usd-per-million", "0.5", "--output-usd-per-million", "2.5"],
+                     {"ANTHROPIC_API_KEY": PLANTED_KEY, "COLUMNS": "240"})
+    assert result.exit_code == 0, result.output
+    ledger = json.loads(output.read_text(encoding="utf-8"))
+    assert ledger["analysis"] == {"primary": {"metric": "inputTokens", "betterWhen": "lower"}, "alpha": 0.1,
+                                  "minimumTreatmentUse": 0.25}
+    assert _invoke(["ledger", str(output), "--json"]).exit_code == 0
+    report = _invoke(["report", str(output), "--format", "json"])
+    assert report.exit_code == 0, report.output
+    data = json.loads(report.stdout)
+    assert data["primary"] == {"metric": "inputTokens", "betterWhen": "lower", "alpha": 0.1}
+    assert data["analysis"]["declared"] is True and data["analysis"]["minimumTreatmentUse"] == 0.25
+    assert data["metrics"][0]["metric"] == "inputTokens" and data["metrics"][0]["role"] == "primary"
