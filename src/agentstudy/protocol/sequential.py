@@ -145,7 +145,7 @@ def e_process(differences: ArrayLike, better_when: BetterWhen) -> NDArray[np.flo
     """The e-values ``E_1 .. E_n`` after each task (same shape as ``differences``, last axis the tasks in
     the order they completed): evidence that the treatment does better on the metric."""
     x = signals(oriented(differences, better_when))
-    return np.cumprod(1.0 + bets(x) * x, axis=-1)
+    return np.cumprod(1.0 + bets(x) * x, axis=-1).astype(np.float64)
 
 
 def e_process_against(differences: ArrayLike, better_when: BetterWhen) -> NDArray[np.float64]:
