@@ -29,9 +29,10 @@ def test_the_study_file_carries_the_design_and_refuses_bad_ones() -> None:
     assert sorted(plan.task_order) == sorted(task.id for task in loaded.manifest.tasks)
     assert plan.task_order == task_order([t.id for t in loaded.manifest.tasks], 11, 10)
     assert plan.task_order != tuple(t.id for t in loaded.manifest.tasks)  # really shuffled
-    for bad, message in [({"maxTasks": 11}, "more than the study's 10 tasks"),
+    bads: list[tuple[dict[str, Any], str]] = [({"maxTasks": 11}, "more than the study's 10 tasks"),
                          ({"maxTasks": 4}, "needs at least 6 tasks"),
-                         ({"alpha": 0.0}, "alpha"), ({"futility": 2.0}, "futility"), ({"extra": 1}, "extra")]:
+                         ({"alpha": 0.0}, "alpha"), ({"futility": 2.0}, "futility"), ({"extra": 1}, "extra")]
+    for bad, message in bads:
         with pytest.raises(ManifestError, match=message):
             parse_manifest(json.dumps(sequential_study(10, 1, **bad)))
     with pytest.raises(ManifestError, match="one agent"):
