@@ -13,7 +13,6 @@ from agentstudy.protocol.sequential import (
     SequentialDesign,
     decisions,
     e_process,
-    e_process_against,
     fewest_tasks,
     first_stop,
     looks,
@@ -21,7 +20,14 @@ from agentstudy.protocol.sequential import (
 
 
 def reference_e_values(differences: list[float | None], better_when: str) -> list[float]:
-    """An independent, plain-Python e-process: one pass, wealth kept as it goes."""
+    """An independent, plain-Python e-process: each side's wealth in one pass, then their average."""
+    other = "higher" if better_when == "lower" else "lower"
+    return [(a + b) / 2 for a, b in zip(reference_side(differences, better_when), reference_side(differences, other),
+                                        strict=True)]
+
+
+def reference_side(differences: list[float | None], better_when: str) -> list[float]:
+    """One side's wealth, kept as it goes."""
     wealth, total, total_square = 1.0, 0.0, 0.0
     sizes: list[float] = []
     path: list[float] = []
@@ -70,41 +76,41 @@ def test_exact_enumeration_the_null_mean_is_one_and_ville_holds(sizes: list[floa
     e = e_process(paths, "lower")
     # A test martingale: the mean over all equally likely sign vectors is exactly 1 after every task.
     assert np.allclose(e.mean(axis=0), 1.0, rtol=1e-12)
-    design = SequentialDesign(max_tasks=len(sizes), alpha=0.05, futility=0.1) if len(sizes) >= 6 else None
-    assert design is not None
-    tasks, codes = first_stop(decisions(e, e_process_against(paths, "lower"), design))
+    design = SequentialDesign(max_tasks=len(sizes), alpha=0.05 if len(sizes) >= 7 else 0.1, futility=0.1)
+    tasks, codes = first_stop(decisions(e, design))
     # Stopped e-values (frozen at the stop) still average at most 1 (optional stopping) ...
     stopped = e[np.arange(len(e)), tasks - 1]
     assert stopped.mean() <= 1.0 + 1e-12
     # ... and the chance of ever declaring efficacy is at most alpha, by counting.
-    assert (codes == 1).mean() <= 0.05
-    assert (e.max(axis=1) >= 20).mean() <= 0.05
+    assert (codes == 1).mean() <= design.alpha
+    assert (e.max(axis=1) >= design.threshold).mean() <= design.alpha
 
 
 def test_the_decisions_in_order() -> None:
-    design = SequentialDesign(max_tasks=8, alpha=0.05, futility=0.1)
-    # Every difference favours the treatment (lower input tokens): efficacy at the sixth look, nothing after.
-    found = looks([-100.0] * 8, design, "lower")
-    assert [look.decision for look in found] == ["continue"] * 5 + ["efficacy"]
-    assert found[-1].e_value >= 20 > found[-2].e_value
-    # Every difference against it: the reversed e-process reaches 10 (harm), or 20 is out of reach first.
-    against = looks([100.0] * 8, design, "lower")
-    assert against[-1].decision == "futility" and len(against) < 8
-    # A study that neither wins nor loses ends at maxTasks.
-    tied = looks([0.0] * 8, design, "lower")
-    assert len(tied) == 3 and tied[-1].decision == "futility"  # 1 * 1.8^(8-3) < 20: out of reach
-    wide = SequentialDesign(max_tasks=40, alpha=0.05, futility=None)
-    mixed = looks([-1.0, 1.0] * 20, wide, "lower")
-    assert mixed[-1].decision in ("futility", "maxTasks")
+    design = SequentialDesign(max_tasks=10, alpha=0.05, futility=0.1)
+    # Every difference favours the treatment (lower input tokens): efficacy at the seventh look, nothing after.
+    found = looks([-100.0] * 10, design, "lower")
+    assert [look.decision for look in found] == ["continue"] * 6 + ["efficacy"]
+    assert found[-1].e_value >= 20 > found[-2].e_value and found[-1].direction == "better"
+    # Every difference against it: just as clear an answer, the other way.
+    against = looks([100.0] * 10, design, "lower")
+    assert against[-1].decision == "efficacy" and against[-1].direction == "worse" and len(against) == 7
+    # No difference at all: E stays 1 and 20 goes out of reach (1.8^(10-5) < 20) at the fifth look.
+    tied = looks([0.0] * 10, design, "lower")
+    assert [look.decision for look in tied] == ["continue"] * 4 + ["futility"]
+    # Alternating signs: the floor or out of reach stops it, never efficacy.
+    mixed = looks([-1.0, 1.0] * 20, SequentialDesign(max_tasks=40, alpha=0.05, futility=0.5), "lower")
+    assert mixed[-1].decision == "futility" and mixed[-1].e_value <= 0.5
+    wide = looks([-1.0, 1.0] * 20, SequentialDesign(max_tasks=40, alpha=0.05, futility=None), "lower")
+    assert wide[-1].decision in ("futility", "maxTasks") and all(look.e_value < 20 for look in wide)
 
 
 def test_out_of_reach_never_cuts_a_path_that_could_still_win() -> None:
-    design = SequentialDesign(max_tasks=7, alpha=0.05, futility=None)
-    # One loss first: after it the largest bets on 6 straight wins must still be tried (0.5 * ... >= 20?).
-    values = [1.0] + [-1.0] * 6
+    design = SequentialDesign(max_tasks=9, alpha=0.05, futility=None)
+    values = [1.0, 0.0] + [-1.0] * 7
     e = e_process(np.array(values), "lower")
-    codes = decisions(e, e_process_against(np.array(values), "lower"), design)
-    reachable = [e[i] * (1 + LAMBDA_MAX) ** (7 - (i + 1)) >= 20 for i in range(7)]
+    codes = decisions(e, design)
+    reachable = [e[i] * (1 + LAMBDA_MAX) ** (9 - (i + 1)) >= 20 for i in range(9)]
     for code, ok, value in zip(codes, reachable, e, strict=True):
         if code == 2:
             assert not ok
@@ -113,9 +119,9 @@ def test_out_of_reach_never_cuts_a_path_that_could_still_win() -> None:
 
 
 def test_the_design_is_checked() -> None:
-    assert fewest_tasks(0.05) == 6 and fewest_tasks(0.01) == 9
-    with pytest.raises(ValueError, match="needs at least 6 tasks"):
-        SequentialDesign(max_tasks=5, alpha=0.05)
+    assert fewest_tasks(0.05) == 7 and fewest_tasks(0.01) == 10
+    with pytest.raises(ValueError, match="needs at least 7 tasks"):
+        SequentialDesign(max_tasks=6, alpha=0.05)
     with pytest.raises(ValueError, match="alpha"):
         SequentialDesign(max_tasks=10, alpha=1.0)
     with pytest.raises(ValueError, match="futility"):

@@ -30,7 +30,7 @@ def test_the_study_file_carries_the_design_and_refuses_bad_ones() -> None:
     assert plan.task_order == task_order([t.id for t in loaded.manifest.tasks], 11, 10)
     assert plan.task_order != tuple(t.id for t in loaded.manifest.tasks)  # really shuffled
     bads: list[tuple[dict[str, Any], str]] = [({"maxTasks": 11}, "more than the study's 10 tasks"),
-                         ({"maxTasks": 4}, "needs at least 6 tasks"),
+                         ({"maxTasks": 4}, "needs at least 7 tasks"),
                          ({"alpha": 0.0}, "alpha"), ({"futility": 2.0}, "futility"), ({"extra": 1}, "extra")]
     for bad, message in bads:
         with pytest.raises(ManifestError, match=message):
@@ -80,11 +80,12 @@ def test_the_monitor_looks_once_per_completed_task_and_stops() -> None:
                 look = monitor.observe(observation(f"t{i}", scenario, tokens), now=f"2026-12-03T00:00:{i:02d}.000Z")
                 seen.append(look)
     looks = [look for look in seen if look is not None]
-    assert [look.tasks for look in looks] == [1, 2, 3, 4, 5, 6]
+    assert [look.tasks for look in looks] == [1, 2, 3, 4, 5, 6, 7]
     assert looks[-1].decision == "efficacy" and monitor.stopped
     record = monitor.record()
-    assert record.stopped_early and record.stop_reason == "efficacy" and record.tasks_completed == 6
-    assert record.stopped_at == "2026-12-03T00:00:05.000Z"
+    assert record.stopped_early and record.stop_reason == "efficacy"
+    assert record.tasks_completed == 7 and record.direction == "better"
+    assert record.stopped_at == "2026-12-03T00:00:06.000Z"
     # The same observations replayed (the verifier's way) give the same looks.
     replayed = replay(record, 2, [observation(f"t{i}", s, t) for i in range(10) for rep in range(2)
                                   for s, t in ((R, 1000 + rep), (D, 800 - i))])

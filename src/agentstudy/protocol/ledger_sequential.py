@@ -65,6 +65,8 @@ def sequential_problems(ledger: MinimalLedger, document: Mapping[str, Any]) -> I
     elif any(not math.isclose(a.e_value, b.e_value, rel_tol=_E_TOLERANCE)
              for a, b in zip(replayed.looks, record.looks, strict=True)):
         yield "sequential.looks: an eValue is not what the observations give"
+    elif replayed.record().direction != record.direction:
+        yield f"sequential.direction {record.direction!r} is not what the observations give"
     yield from _after_stop_problems(ledger, record, document, repetitions)
 
 

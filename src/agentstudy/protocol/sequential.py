@@ -14,20 +14,22 @@ metric's distribution. The test bets on that sign:
 - the *bet* ``lambda_i`` is chosen from earlier tasks only (predictable), the aGRAPA plug-in
   ``(PRIOR_MEAN + sum X_j) / (PRIOR_SQUARE + sum X_j^2)`` over ``j < i``, clipped to
   ``[0, LAMBDA_MAX]``;
-- the e-value after ``n`` tasks is ``E_n = prod (1 + lambda_i X_i)``, never below
-  ``(1 - LAMBDA_MAX)^n > 0``.
+- one side's wealth after ``n`` tasks is ``E+_n = prod (1 + lambda_i X_i)``, never below
+  ``(1 - LAMBDA_MAX)^n > 0``; the other side, ``E-``, bets the same way on the reversed signs (evidence
+  that the treatment does worse).
 
-Given the past and ``|d_i|``, ``E[1 + lambda_i X_i] = 1`` under the null, so ``E_n`` is a test
-martingale and, by Ville's inequality, ``P(E_n >= 1/alpha for some n) <= alpha``: valid under any
-stopping rule, continuous monitoring included. The same construction with the signs reversed
-(``E-``, evidence that the treatment is *worse*) serves the futility rule.
+The e-value is their average ``E = (E+ + E-) / 2``: the question is whether the arms differ, and an
+answer in either direction is an answer (the direction is the larger side). Given the past and
+``|d_i|``, ``E[1 + lambda_i X_i] = 1`` under the null for both sides, so ``E`` is a test martingale
+and, by Ville's inequality, ``P(E_n >= 1/alpha for some n) <= alpha``: valid under any stopping rule,
+continuous monitoring included.
 
-Decisions at each look (:func:`decide`), in this order: ``efficacy`` when ``E >= 1/alpha``;
-``futility`` when ``E-`` reaches ``1/futility`` (the pre-declared harm bound; ``futility`` may be
-``None``) or when ``1/alpha`` is out of reach (``E * (1 + LAMBDA_MAX)^(maxTasks - n) < 1/alpha``:
-even the largest bets won on every remaining task could not reach it); ``maxTasks`` when ``n``
-is ``maxTasks``; otherwise ``continue``. Stopping for futility never rejects, so the type-I
-error stays at most ``alpha``.
+Decisions at each look (:func:`decisions`), in this order: ``efficacy`` when ``E >= 1/alpha``;
+``futility`` when ``E <= futility`` (the pre-declared floor; ``futility`` may be ``None``) or when
+``1/alpha`` is out of reach (``E * (1 + LAMBDA_MAX)^(maxTasks - n) < 1/alpha``: even the largest
+bets won on every remaining task could not reach it); ``maxTasks`` when ``n`` is ``maxTasks``;
+otherwise ``continue``. Stopping for futility never rejects, so the type-I error stays at most
+``alpha``.
 
 Everything is vectorised over leading axes (numpy) so the simulations of ``bench/`` and
 ``agentstudy power --sequential`` use exactly the code the runners use.
@@ -64,8 +66,8 @@ class SequentialDesign:
     Attributes:
         max_tasks: the most tasks the study runs (>= 1).
         alpha: the type-I error, in (0, 1); efficacy is declared at ``E >= 1/alpha``.
-        futility: the harm bound in (0, 1) (stop when the reversed e-process reaches ``1/futility``),
-            or ``None`` for none (the out-of-reach rule always applies).
+        futility: the e-value floor in (0, 1) (stop when ``E <= futility``), or ``None`` for none (the
+            out-of-reach rule always applies).
 
     Raises:
         ValueError: a value out of range.
@@ -94,23 +96,29 @@ class SequentialDesign:
 
 
 def fewest_tasks(alpha: float) -> int:
-    """The fewest tasks after which ``E >= 1/alpha`` is possible at all (every difference favouring the
-    treatment with full weight): 6 for alpha 0.05, 9 for 0.01."""
-    threshold, wealth, tasks = 1.0 / alpha, 1.0, 0
-    total = total_square = 0.0
-    while wealth < threshold:
-        bet = min(max((PRIOR_MEAN + total) / (PRIOR_SQUARE + total_square), 0.0), LAMBDA_MAX)
-        wealth, total, total_square, tasks = wealth * (1.0 + bet), total + 1.0, total_square + 1.0, tasks + 1
+    """The fewest tasks after which ``E >= 1/alpha`` is possible at all (every difference in one direction with
+    full weight): 7 for alpha 0.05, 10 for 0.01.
+
+    Raises:
+        ValueError: alpha not in (0, 1).
+    """
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be between 0 and 1, got {alpha}")
+    tasks = 1
+    while e_process(np.ones(tasks), "higher")[-1] < 1.0 / alpha:
+        tasks += 1
     return tasks
 
 
 @dataclass(frozen=True)
 class Look:
-    """One look, after ``tasks`` completed tasks: the e-value then and the ``decision`` taken."""
+    """One look, after ``tasks`` completed tasks: the e-value then, the ``decision`` taken and the direction the
+    evidence points to (``better``: the side betting that the treatment does better is the larger)."""
 
     tasks: int
     e_value: float
     decision: Decision
+    direction: Literal["better", "worse"] = "better"
 
 
 def oriented(differences: ArrayLike, better_when: BetterWhen) -> NDArray[np.float64]:
@@ -141,19 +149,25 @@ def bets(x: NDArray[np.float64]) -> NDArray[np.float64]:
     return np.clip((PRIOR_MEAN + before) / (PRIOR_SQUARE + before_square), 0.0, LAMBDA_MAX).astype(np.float64)
 
 
-def e_process(differences: ArrayLike, better_when: BetterWhen) -> NDArray[np.float64]:
-    """The e-values ``E_1 .. E_n`` after each task (same shape as ``differences``, last axis the tasks in
+def one_side(differences: ArrayLike, better_when: BetterWhen) -> NDArray[np.float64]:
+    """One side's wealth ``E+_1 .. E+_n`` after each task (same shape as ``differences``, last axis the tasks in
     the order they completed): evidence that the treatment does better on the metric."""
     x = signals(oriented(differences, better_when))
     return np.cumprod(1.0 + bets(x) * x, axis=-1).astype(np.float64)
 
 
-def e_process_against(differences: ArrayLike, better_when: BetterWhen) -> NDArray[np.float64]:
-    """The reversed e-process ``E-`` (evidence that the treatment does worse), for the futility rule."""
-    return e_process(differences, "higher" if better_when == "lower" else "lower")
+def sides(differences: ArrayLike, better_when: BetterWhen) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """``(E+, E-)``: the wealth betting that the treatment does better, and the one betting that it does worse."""
+    return one_side(differences, better_when), one_side(differences, "higher" if better_when == "lower" else "lower")
 
 
-def decisions(e: NDArray[np.float64], e_against: NDArray[np.float64], design: SequentialDesign) -> NDArray[np.int8]:
+def e_process(differences: ArrayLike, better_when: BetterWhen) -> NDArray[np.float64]:
+    """The e-values ``E_1 .. E_n`` after each task: ``(E+ + E-) / 2`` (see the module docstring)."""
+    better, worse = sides(differences, better_when)
+    return ((better + worse) / 2.0).astype(np.float64)
+
+
+def decisions(e: NDArray[np.float64], design: SequentialDesign) -> NDArray[np.int8]:
     """The decision code (index into :data:`DECISIONS`) at every look (last axis: after 1, 2, … tasks; at most
     ``design.max_tasks`` looks), ignoring earlier stops (:func:`first_stop` finds the first)."""
     n = e.shape[-1]
@@ -168,7 +182,7 @@ def decisions(e: NDArray[np.float64], e_against: NDArray[np.float64], design: Se
     reach = np.log(np.maximum(e, 1e-300)) + remaining * math.log1p(LAMBDA_MAX)
     futile = reach < math.log(threshold) - 1e-9
     if design.futility is not None:
-        futile = futile | (e_against >= 1.0 / design.futility)
+        futile = futile | (e <= design.futility)
     codes = np.where(futile, DECISIONS.index("futility"), codes)
     codes = np.where(e >= threshold, DECISIONS.index("efficacy"), codes)
     return codes.astype(np.int8)
@@ -195,11 +209,13 @@ def looks(differences: Sequence[float | None], design: SequentialDesign, better_
     if not differences:
         return ()
     values = np.array([math.nan if d is None else float(d) for d in differences], dtype=np.float64)
-    e = e_process(values, better_when)
-    codes = decisions(e, e_process_against(values, better_when), design)
+    better, worse = sides(values, better_when)
+    e = (better + worse) / 2.0
+    codes = decisions(e, design)
     found: list[Look] = []
     for index, code in enumerate(codes):
-        found.append(Look(index + 1, float(e[index]), DECISIONS[int(code)]))
+        direction: Literal["better", "worse"] = "better" if better[index] >= worse[index] else "worse"
+        found.append(Look(index + 1, float(e[index]), DECISIONS[int(code)], direction))
         if code != 0:
             break
     return tuple(found)
@@ -207,5 +223,5 @@ def looks(differences: Sequence[float | None], design: SequentialDesign, better_
 
 __all__ = [
     "DECISIONS", "LAMBDA_MAX", "BetterWhen", "Decision", "Look", "SequentialDesign", "StopReason", "bets",
-    "decisions", "e_process", "e_process_against", "fewest_tasks", "first_stop", "looks", "oriented", "signals",
+    "decisions", "e_process", "fewest_tasks", "first_stop", "looks", "one_side", "oriented", "sides", "signals",
 ]

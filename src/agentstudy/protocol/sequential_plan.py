@@ -133,7 +133,8 @@ class SequentialMonitor:
             stop_reason=None if reason == "continue" else reason,
             tasks_completed=len(self.looks), max_tasks=design.max_tasks, alpha=design.alpha,
             futility=design.futility, metric=self.plan.metric, better_when=self.plan.better_when,
-            seed=self.plan.seed, task_order=list(self.plan.task_order), stopped_at=self.stopped_at)
+            seed=self.plan.seed, task_order=list(self.plan.task_order), stopped_at=self.stopped_at,
+            direction=self.looks[-1].direction if reason == "efficacy" else None)
 
 
 def _difference(arms: list[tuple[str, float | None]]) -> float | None:

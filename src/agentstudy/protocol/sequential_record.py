@@ -3,7 +3,8 @@
 ``{"looks": [{"tasks", "eValue", "decision"}], "stoppedEarly", "stopReason", "tasksCompleted", "maxTasks"}``
 plus what makes the looks reproducible from the observations alone: ``alpha``, ``futility``, ``metric``,
 ``betterWhen``, ``seed``, ``taskOrder`` (the planned block order) and ``stoppedAt`` (ISO 8601 UTC ms,
-when the stop was decided; no attempt is admitted after it). Checked by ``protocol.ledger_sequential``.
+when the stop was decided; no attempt is admitted after it) and, after an efficacy stop, ``direction``
+(``better`` or ``worse``: which way the treatment differs). Checked by ``protocol.ledger_sequential``.
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ class SequentialRecord(BaseModel):
     seed: int
     task_order: list[str] = Field(alias="taskOrder")
     stopped_at: str | None = Field(default=None, alias="stoppedAt")
+    direction: Literal["better", "worse"] | None = None
+    """After an ``efficacy`` stop: whether the treatment did better or worse on the metric (``betterWhen``)."""
 
 
 __all__ = ["LookRecord", "SequentialRecord"]
