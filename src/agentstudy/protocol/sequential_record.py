@@ -43,8 +43,8 @@ class SequentialRecord(BaseModel):
     better_when: Literal["lower", "higher"] = Field(alias="betterWhen")
     seed: int
     task_order: list[str] = Field(alias="taskOrder")
-    stopped_at: str | None = Field(default=None, alias="stoppedAt")
-    direction: Literal["better", "worse"] | None = None
+    stopped_at: str | None = Field(alias="stoppedAt")
+    direction: Literal["better", "worse"] | None
     """After an ``efficacy`` stop: whether the treatment did better or worse on the metric (``betterWhen``)."""
 
 
