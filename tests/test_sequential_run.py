@@ -132,3 +132,26 @@ def test_sigterm_at_concurrency_four_keeps_the_looks_and_reserves_nothing_after(
     assert all(moment(o.started_at) <= signalled + timedelta(milliseconds=200) for o in ledger.observations)
     touched = {o.task_id for o in ledger.observations}
     assert touched == set(ledger.sequential.task_order[:len(touched)])
+
+
+def test_the_report_opens_with_the_stop_and_the_money_not_spent(stopped_run: tuple[Path, MinimalLedger, Path],
+                                                               tmp_path: Path) -> None:
+    output, ledger, _ = stopped_run
+    record = ledger.sequential
+    assert record is not None
+    text = CliRunner().invoke(main, ["report", str(output)], catch_exceptions=False).output
+    glance = text.split("Result at a glance", 1)[1].split("About this report", 1)[0]
+    first = next(line for line in glance.splitlines() if line.strip() and set(line.strip()) != {"-"})
+    assert first.startswith(f"Stopped after {record.tasks_completed} of 20 tasks: more input tokens with ")
+    assert f"(e-value {record.looks[-1].e_value:,.1f} ≥ 20)" in first
+    spent = sum(Decimal(str(o.charged_usd)) for o in ledger.observations)
+    planned = spent / len(ledger.observations) * 40
+    assert f"{planned - spent:.6f} USD of the planned {planned:.6f} USD not spent" in first
+    assert "not the stopping rule" in glance
+    html_path = tmp_path / "report.html"
+    result = CliRunner().invoke(main, ["report", str(output), "--format", "html", "--output", str(html_path)],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    html = html_path.read_text()
+    glance_html = html.split("Result at a glance", 1)[1].split("About this report", 1)[0]
+    assert "<svg" in glance_html and "e-value" in glance_html

@@ -35,6 +35,7 @@ from agentstudy.report.model import (
     StoredUsage,
     Study,
 )
+from agentstudy.report.sequential import sequential_record
 from agentstudy.stream.denials import refused_out_of_export_reads
 
 CONTROLLED_LEDGER_TYPE = "controlled-study-observation-ledger"
@@ -267,6 +268,7 @@ def parse_ledger(data: bytes, file_name: str) -> Study:
         reservation_rule=rule if isinstance(rule := budget.get("reservationRule"), str) else None,
         worst_turn_usd=_money(budget, "worstTurnUsd", "budget"),
         largest_overshoot_usd=_money(budget, "largestOvershootUsd", "budget"),
+        sequential=sequential_record(document.get("sequential")),
     )
 
 

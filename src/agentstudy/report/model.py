@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from agentstudy.pricing.cost import CacheWrites, ModelTokens
+from agentstudy.protocol.sequential_record import SequentialRecord
 from agentstudy.protocol.study_agents import DEFAULT_AGENT
 
 BASELINE = "repository-only"
@@ -156,6 +157,8 @@ class Study:
     reservation_rule: str | None = None
     worst_turn_usd: Decimal | None = None
     largest_overshoot_usd: Decimal | None = None
+    sequential: SequentialRecord | None = None
+    """A sequential run's ``sequential`` block (issue 35), ``None`` for a fixed design."""
 
     @property
     def agents(self) -> tuple[str, ...]:
