@@ -155,3 +155,16 @@ def test_the_report_opens_with_the_stop_and_the_money_not_spent(stopped_run: tup
     html = html_path.read_text()
     glance_html = html.split("Result at a glance", 1)[1].split("About this report", 1)[0]
     assert "<svg" in glance_html and "e-value" in glance_html
+
+
+def test_power_sequential_plans_from_the_ledger(stopped_run: tuple[Path, MinimalLedger, Path]) -> None:
+    output = stopped_run[0]
+    result = CliRunner().invoke(main, ["power", str(output), "--sequential", "--effect", "500", "--json"],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    plan = json.loads(result.output)
+    assert plan["maxTasks"] == 20 and plan["metric"] == "inputTokens" and plan["repetitions"] == 1
+    assert 0 < plan["power"] <= 1 and 7 <= plan["expectedTasks"] <= 20
+    assert plan["expectedUsd"] < plan["fixedDesignUsd"]
+    missing = CliRunner().invoke(main, ["power", str(output), "--sequential"])
+    assert missing.exit_code == 2 and "--effect" in missing.output
