@@ -155,6 +155,10 @@ def test_the_report_opens_with_the_stop_and_the_money_not_spent(stopped_run: tup
     html = html_path.read_text()
     glance_html = html.split("Result at a glance", 1)[1].split("About this report", 1)[0]
     assert "<svg" in glance_html and "e-value" in glance_html
+    machine = json.loads(CliRunner().invoke(main, ["report", str(output), "--format", "json"]).output)
+    assert machine["sequential"]["stopReason"] == "efficacy" and machine["sequential"]["line"] == first[0].lower() + \
+        first[1:-1]
+    assert Decimal(str(machine["sequential"]["notSpentUsd"])) == planned - spent
 
 
 def test_power_sequential_plans_from_the_ledger(stopped_run: tuple[Path, MinimalLedger, Path]) -> None:
