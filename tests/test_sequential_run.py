@@ -18,6 +18,7 @@ from click.testing import CliRunner
 
 from agentstudy.cli import main
 from agentstudy.io.ledger_journal import read_ledger
+from agentstudy.pricing.sums import display_usd
 from agentstudy.protocol.ledger_integrity import seal_ledger, verify_ledger
 from agentstudy.protocol.records import MinimalLedger
 from concurrent_ledgers import moment, verified
@@ -146,7 +147,7 @@ def test_the_report_opens_with_the_stop_and_the_money_not_spent(stopped_run: tup
     assert f"(e-value {record.looks[-1].e_value:,.1f} ≥ 20)" in first
     spent = sum(Decimal(str(o.charged_usd)) for o in ledger.observations)
     planned = spent / len(ledger.observations) * 40
-    assert f"{planned - spent:.6f} USD of the planned {planned:.6f} USD not spent" in first
+    assert f"{display_usd(planned - spent)} USD of the planned {display_usd(planned)} USD not spent" in first
     assert "not the stopping rule" in glance
     html_path = tmp_path / "report.html"
     result = CliRunner().invoke(main, ["report", str(output), "--format", "html", "--output", str(html_path)],
@@ -172,3 +173,21 @@ def test_power_sequential_plans_from_the_ledger(stopped_run: tuple[Path, Minimal
     assert plan["expectedUsd"] < plan["fixedDesignUsd"]
     missing = CliRunner().invoke(main, ["power", str(output), "--sequential"])
     assert missing.exit_code == 2 and "--effect" in missing.output
+
+
+def test_the_cli_transport_one_at_a_time_stops_the_same_way(tmp_path: Path) -> None:
+    """The real pinned Claude Code against the rehearsal server, one attempt at a time (the seed's walk)."""
+    study, manifest = sequential_rehearsal(tmp_path / "study", tasks=6, alpha=0.2, futility=None)
+    output = tmp_path / "ledger.json"
+    result = CliRunner().invoke(main, ["study", "--manifest", str(manifest), "--run", "--rehearsal",
+                                       "--transport", "cli", *_roots(study), "--output", str(output),
+                                       "--model", MODEL, "--budget-usd", "1"],
+                                env={"AGENTSTUDY_CLAUDE_BIN": None, "AGENTSTUDY_CONTAINMENT": None},
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    ledger = verified(output)
+    record = ledger.sequential
+    assert record is not None and ledger.concurrency is None
+    assert record.stop_reason == "efficacy" and record.stopped_early and record.tasks_completed < 6
+    assert len(ledger.observations) == 2 * record.tasks_completed
+    assert ledger.status == "awaiting-adjudication" and ledger.open_reservation is None
