@@ -191,3 +191,28 @@ def test_the_cli_transport_one_at_a_time_stops_the_same_way(tmp_path: Path) -> N
     assert record.stop_reason == "efficacy" and record.stopped_early and record.tasks_completed < 6
     assert len(ledger.observations) == 2 * record.tasks_completed
     assert ledger.status == "awaiting-adjudication" and ledger.open_reservation is None
+
+
+def test_at_concurrency_four_the_attempts_in_flight_are_recorded_outside_the_decision(
+        stopped_run: tuple[Path, MinimalLedger, Path], tmp_path: Path) -> None:
+    study, manifest = sequential_rehearsal(tmp_path / "study")
+    output = tmp_path / "ledger.json"
+    result = CliRunner().invoke(main, ["study", "--manifest", str(manifest), "--run", "--rehearsal", *_roots(study),
+                                       "--output", str(output), "--model", MODEL, "--budget-usd", "5",
+                                       "--attempt-budget-usd", "0.1", "--concurrency", "4"],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    ledger = verified(output)
+    record, one_at_a_time = ledger.sequential, stopped_run[1].sequential
+    assert record is not None and one_at_a_time is not None
+    # The same tasks in the same order give the same looks and the same stop, whatever the concurrency.
+    assert record.looks == one_at_a_time.looks and record.stop_reason == "efficacy"
+    decided = set(record.task_order[:record.tasks_completed])
+    beyond = [o for o in ledger.observations if o.task_id not in decided]
+    assert len(ledger.observations) == 2 * record.tasks_completed + len(beyond)  # admitted before the stop
+    assert record.stopped_at is not None
+    assert all(moment(o.started_at) <= moment(record.stopped_at) for o in ledger.observations)
+    assert ledger.status == "awaiting-adjudication" and ledger.open_reservations == []
+    if beyond:
+        text = CliRunner().invoke(main, ["report", str(output)], catch_exceptions=False).output
+        assert f"{len(beyond)} attempt" in text and "already running at the stop" in text

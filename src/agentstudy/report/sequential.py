@@ -113,9 +113,9 @@ def sequential_sentences(study: Study) -> tuple[str, ...]:
     detail = (f"Sequential design: alpha {record.alpha:g}, futility {record.futility if record.futility else 'none'}, "
               f"primary {record.metric} ({record.better_when} is better), task order seeded {record.seed}; the "
               "planned spend is the average charge per attempt times the planned attempts.")
-    if beyond:
-        detail += (f" {beyond} attempt{'s' if beyond > 1 else ''} already running at the stop finished and "
-                   "are recorded and reported, outside the decision.")
+    if beyond and record.stop_reason is not None:
+        detail += (f" {beyond} attempt{'s' if beyond > 1 else ''} already running at the stop "
+                   f"{'were' if beyond > 1 else 'was'} recorded and reported, outside the decision.")
     return (line[0].upper() + line[1:] + ".", detail, FIXED_DESIGN_NOTE)
 
 
