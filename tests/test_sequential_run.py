@@ -99,7 +99,10 @@ def test_sequential_input_is_refused_in_one_line(tmp_path: Path, stopped_run: tu
     assert result.exit_code == 2 and "not a pilot" in result.output
     dry = CliRunner().invoke(main, ["study", "--manifest", str(manifest), "--run", "--dry-run"])
     assert dry.exit_code == 0, dry.output
-    assert '"plannedAttempts":40' in dry.output.replace(" ", "") or "40" in dry.output
+    line = json.loads(dry.stdout.strip().splitlines()[-1])
+    assert line["attempts"] == 40 and line["sequential"]["maxTasks"] == 20 and line["sequential"]["seed"] == 7
+    assert sorted(line["sequential"]["taskOrder"]) == sorted(json.loads(manifest.read_text())["tasks"][i]["id"]
+                                                             for i in range(20))
 
 
 def test_sigterm_at_concurrency_four_keeps_the_looks_and_reserves_nothing_after(tmp_path: Path) -> None:
