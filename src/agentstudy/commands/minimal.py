@@ -46,11 +46,13 @@ from agentstudy.io.messages_api import (
 from agentstudy.pricing.http import UpperPrices
 from agentstudy.protocol.manifest import LoadedManifest, ManifestError, load_manifest
 from agentstudy.protocol.mcp_spec import McpServerSpec
-from agentstudy.protocol.schedule import Mode, PilotSize, build_schedule, pilot_size
+from agentstudy.protocol.schedule import Mode, PilotSize, pilot_size
+from agentstudy.protocol.sequential_plan import SequentialPlan, plan_sequential
 from agentstudy.rehearsal.messages_server import RehearsalServer
 from agentstudy.runners.minimal import CliRunRequest, run_cli_study
 from agentstudy.runners.minimal_http import REHEARSAL_KEY, HttpRunRequest, run_http_study
 from agentstudy.runners.preflight import PreflightError
+from agentstudy.runners.sequential_runs import study_schedule
 from agentstudy.runners.summary import RunSummary
 from agentstudy.transports.cli import CliSettings
 
@@ -119,6 +121,12 @@ from agentstudy.transports.cli import CliSettings
               help="Where the attempts of --concurrency N run (issue 20): threads here, or never-retried tasks on "
                    "the Ray cluster at --ray-address (pip install 'agentstudy[ray]'; docs/ray.md).")
 @click.option("--ray-address", metavar="ADDR", help="With --executor ray: the running cluster's head (host:port).")
+@click.option("--sequential", is_flag=True,
+              help="Run the sequential design (docs/sequential.md): tasks in a seeded random order, each a complete "
+                   "block of both arms and every repetition, and stop as soon as the anytime-valid test on input "
+                   "tokens decides (efficacy at an e-value of 1/alpha, futility, or maxTasks); nothing is reserved "
+                   "after the stop. The study file's design.sequential sets maxTasks, alpha and futility (a file "
+                   "with it always runs this way); without one: every task, alpha 0.05, futility 0.1.")
 @containment_option
 @cli_base_url_option
 @agent_model_option
@@ -155,6 +163,7 @@ def minimal(
     strict_cap: bool,
     executor: str,
     ray_address: str | None,
+    sequential: bool,
     mcp_config_file: Path | None,
     server_config_candidates: str,
     mcp_tools: str,
@@ -210,7 +219,8 @@ def minimal(
     except ValueError as error:
         fail(str(error))
     mode: Mode = "pilot" if pilot else "full"
-    schedule = build_schedule(loaded.manifest, mode, size)
+    plan = sequential_plan(loaded, sequential, pilot)
+    schedule = study_schedule(loaded, mode, size, plan)
     spec = study_mcp_spec(
         ctx, loaded.arms.treatment if loaded.arms else None,
         mcp_config_file, server_config_candidates, mcp_tools, mcp_probe, mcp_probe_arguments, sandbox_binds,
@@ -239,7 +249,7 @@ def minimal(
             agent_explicit=agent_explicit, model=model, money=(budget_usd, attempt_budget_usd, input_usd_per_million,
                                                                 output_usd_per_million),
             rehearsal=rehearsal, concurrency=concurrency, strict_cap=strict_cap, output=output, roots=root_paths,
-            probe=probe, containment=mode_of_containment,
+            probe=probe, containment=mode_of_containment, sequential=plan,
         ))
         return
     if not (pilot or full):
@@ -259,6 +269,7 @@ def minimal(
             loaded, mode, root_paths, output, chosen_model, money.cap, spec, rehearsal, base_url,
             money.prices, mode_of_containment, size, latency_ms=rehearsal_latency_ms,
             concurrency=concurrency, attempt_budget_usd=money.limit, executor=executor, ray_address=ray_address,
+            sequential=plan,
         ))
     assert money.cap is not None and money.limit is not None
     check_new_output("--output", output, (*root_paths.values(), project_root()))
@@ -290,6 +301,7 @@ def minimal(
         executor="ray" if executor == "ray" else "local",
         ray_address=ray_address,
         other_agents=others,
+        sequential=plan,
     )
     if not rehearsal:
         sys.exit(_run(lambda: run_cli_study(request)))
@@ -319,6 +331,7 @@ def _run_http(
     attempt_budget_usd: Decimal | None = None,
     executor: str = "local",
     ray_address: str | None = None,
+    sequential: SequentialPlan | None = None,
 ) -> int:
     """Read the key from the environment, check the output and run (the base URL is checked); the exit code.
 
@@ -336,12 +349,31 @@ def _run_http(
         forbidden_output_roots=(project_root(),), progress=progress_for_terminal(),
         containment=containment, parent_env=dict(os.environ), pilot=size,
         concurrency=concurrency, attempt_budget_usd=attempt_budget_usd,
-        executor="ray" if executor == "ray" else "local", ray_address=ray_address,
+        executor="ray" if executor == "ray" else "local", ray_address=ray_address, sequential=sequential,
     )
     if not rehearsal:
         return _run(lambda: run_http_study(request))
     with RehearsalServer(latency_ms=latency_ms) as server:
         return _run(lambda: run_http_study(replace(request, base_url=server.base_url)))
+
+
+def sequential_plan(loaded: LoadedManifest, flag: bool, pilot: bool) -> SequentialPlan | None:
+    """The run's sequential plan (issue 35): with ``--sequential`` or a study file's ``design.sequential``; ``None``
+    otherwise. It decides on the study's declared primary endpoint (``analysis.primary``); a study that declares
+    none decides on input tokens, lower is better. Exits 2 (one line) with ``--pilot`` or a study it cannot run
+    sequentially (a primary endpoint only known after adjudication, several agents, too few tasks)."""
+    if not flag and getattr(loaded.manifest, "design", None) is None:
+        return None
+    if pilot:
+        fail("a sequential design runs the study itself, not a pilot (drop --pilot or --sequential)")
+    declared = loaded.analysis
+    try:
+        if declared is None:
+            return plan_sequential(loaded.manifest, loaded.protocol_hash)
+        return plan_sequential(loaded.manifest, loaded.protocol_hash, metric=declared.primary.metric,
+                               better_when=declared.primary.better_when)
+    except ValueError as error:
+        fail(f"--sequential: {error}")
 
 
 def _run(study: Callable[[], RunSummary]) -> int:

@@ -25,6 +25,7 @@ from agentstudy.io.containment import ContainmentMode
 from agentstudy.protocol.manifest import LoadedManifest
 from agentstudy.protocol.mcp_spec import McpServerSpec
 from agentstudy.protocol.schedule import Mode, ScheduleEntry
+from agentstudy.protocol.sequential_plan import SequentialPlan
 from agentstudy.protocol.study_arms import arms_record
 from agentstudy.runners.preflight import PreflightError, check_corpus_roots
 from agentstudy.runners.server_probe import probe_servers
@@ -55,6 +56,8 @@ class DryRunRequest:
     roots: dict[str, Path]
     probe: bool
     containment: ContainmentMode
+    sequential: SequentialPlan | None = None
+    """A sequential design's plan (issue 35): the dry run prints it (``sequential``)."""
 
 
 def print_dry_run(request: DryRunRequest) -> None:
@@ -100,6 +103,11 @@ def print_dry_run(request: DryRunRequest) -> None:
                            "probeArguments": dict(spec.probe_arguments)}
     if loaded.arms is not None:
         report["arms"] = arms_record(loaded.arms, spec.name)
+    plan = request.sequential
+    if plan is not None:
+        report["sequential"] = {"maxTasks": plan.design.max_tasks, "alpha": plan.design.alpha,
+                                "futility": plan.design.futility, "metric": plan.metric,
+                                "betterWhen": plan.better_when, "seed": plan.seed, "taskOrder": list(plan.task_order)}
     if request.probe:
         report["mcpProbe"] = _probe(request)
     click.echo(json.dumps(report, separators=(",", ":")))

@@ -41,8 +41,15 @@ def _share(name: str, raw: str) -> float:
               help="The adjudication companion (adds correctness).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the tables.")
 @click.option("--allow-unverified", is_flag=True, help="Plan even when the ledger does not verify (says so).")
+@click.option("--sequential", is_flag=True,
+              help="Plan a sequential design instead (docs/sequential.md): by simulation, its power, the expected "
+                   "tasks and spend to the stop for --effect, beside the fixed design of --max-tasks tasks.")
+@click.option("--max-tasks", type=click.IntRange(1, 1000), help="With --sequential: the design's maxTasks "
+              "(default: the ledger's own maxTasks, else its number of tasks).")
+@click.option("--futility", default="0.1", show_default=True, help="With --sequential: the futility floor.")
 def power(ledger: Path, metric: str | None, effect: str | None, alpha: str | None, repetitions: int | None,
-          target: str, adjudication: Path | None, as_json: bool, allow_unverified: bool) -> None:
+          target: str, adjudication: Path | None, as_json: bool, allow_unverified: bool, sequential: bool,
+          max_tasks: int | None, futility: str) -> None:
     """Plan a study's size from a pilot or full minimal-study LEDGER.
 
     From each metric's variance components (method of moments: the task SD of the true paired
@@ -55,6 +62,10 @@ def power(ledger: Path, metric: str | None, effect: str | None, alpha: str | Non
     lower and upper bounds on each variance component, and says when the pilot is too small to
     plan from. Fewer than 2 tasks x 2 repetitions cannot estimate the components: the command says
     what the next pilot must hold. Exit codes: 0 printed; 2 bad input.
+
+    With --sequential: the sequential design's operating characteristics for --effect (required, in
+    --metric's unit, default input tokens; --alpha default 0.05): power, expected tasks and USD to the
+    stop, and the fixed design of the same maximum size, by simulation under the same variance model.
     """
     from agentstudy.report.analysis import analyse
     from agentstudy.report.document import Document, Section
@@ -64,6 +75,18 @@ def power(ledger: Path, metric: str | None, effect: str | None, alpha: str | Non
     from agentstudy.report.render import render_text
 
     power_value = _share("--power", target)
+    if sequential:
+        from agentstudy.commands.power_sequential import plan_sequential_power
+
+        if effect is None:
+            fail("--sequential plans for a smallest effect: give --effect X (in --metric's unit)")
+        plan_sequential_power(ledger, adjudication, metric or "inputTokens", effect,
+                              _share("--alpha", alpha) if alpha is not None else 0.05,
+                              _share("--futility", futility), max_tasks, repetitions, as_json=as_json,
+                              allow_unverified=allow_unverified)
+        return
+    if max_tasks is not None:
+        fail("--max-tasks goes with --sequential")
     effect_value: float | None = None
     if effect is not None:
         if metric is None:

@@ -96,6 +96,12 @@ class RunMachine(StateMachine):
         """Stop admitting (a stop signal, the cap, an error); attempts in flight are still observed."""
         self.admission_stopped = True
 
+    def end_schedule(self) -> None:
+        """A sequential study stopped (issue 35): the schedule ends with the attempts already admitted (in the
+        one-at-a-time walk, the ones observed), so nothing more is admitted and ``finish`` reaches
+        ``awaiting-adjudication`` once those are observed and every one is ``completed``."""
+        self.planned = max(self.admitted, len(self.statuses))
+
     def has_planned_room(self) -> bool:
         """Guard of ``observe``: fewer attempts observed than planned."""
         return len(self.statuses) < self.planned

@@ -45,7 +45,9 @@ redaction), at every checkpoint.
    ``mcpServer`` the ledger's ``mcpServer.name``; ``fullAttempts`` (optional) at least
    ``plannedAttempts``, and equal to it in a full run; the reservation rule (issue 19; optional,
    :mod:`agentstudy.protocol.ledger_budget_rule`) matches every recorded reservation, and
-   ``largestOvershootUsd`` what the observations say.
+   ``largestOvershootUsd`` what the observations say; a sequential run's ``sequential`` block (issue 35;
+   optional, :mod:`agentstudy.protocol.ledger_sequential`) agrees with its observations, and a run the
+   sequential test stopped early ends ``awaiting-adjudication`` with every observation completed.
 
 Everything here is pure.
 """
@@ -72,6 +74,7 @@ from agentstudy.protocol.controlled.hashing import (
 )
 from agentstudy.protocol.ledger_budget_rule import budget_rule_problems
 from agentstudy.protocol.ledger_concurrency import concurrency_problems, continues
+from agentstudy.protocol.ledger_sequential import early_stop, sequential_problems
 from agentstudy.protocol.records import MinimalLedger
 from agentstudy.protocol.run_records import CliRunSettings, OpenReservation
 from agentstudy.protocol.study_agents import DEFAULT_AGENT
@@ -286,6 +289,7 @@ def _invariant_problems(ledger: MinimalLedger, document: Mapping[str, Any]) -> I
     yield from _status_problems(ledger)
     yield from _budget_problems(ledger, document)
     yield from budget_rule_problems(ledger, document)
+    yield from sequential_problems(ledger, document)
     yield from _transport_problems(ledger)
 
 
@@ -328,7 +332,8 @@ def _status_problems(ledger: MinimalLedger) -> Iterator[str]:
     if _open_reservations(ledger):
         yield "status awaiting-adjudication with an open reservation"
     completed = sum(o.status == "completed" for o in ledger.observations)
-    if completed != ledger.planned_attempts or completed != len(ledger.observations):
+    planned = len(ledger.observations) if early_stop(ledger) else ledger.planned_attempts  # issue 35
+    if completed != planned or completed != len(ledger.observations):
         yield (f"status awaiting-adjudication, but {completed} of {len(ledger.observations)} observations "
                f"completed and {ledger.planned_attempts} were planned")
 

@@ -22,6 +22,7 @@ from agentstudy.protocol.run_records import (
     McpServerRecord,
     OpenReservation,
 )
+from agentstudy.protocol.sequential_record import SequentialRecord
 
 RunStatus = Literal["running", "blocked", "awaiting-adjudication"]
 HttpAttemptStatus = Literal["completed", "failed", "timed-out", "budget-exceeded", "incomplete"]
@@ -216,6 +217,9 @@ class MinimalLedger(BaseModel):
     Executor (issue 20): a run with ``--executor ray`` records ``executor`` (``"ray"``) and the
     worker nodes its worker preflight excluded (``excludedWorkers``, possibly empty); the local
     executor writes neither.
+
+    Sequential design (issue 35): ``sequential`` (:class:`~agentstudy.protocol.sequential_record.SequentialRecord`)
+    records every look of the anytime-valid test and why the study stopped; absent in a fixed-design run.
     """
 
     model_config = ConfigDict(extra="forbid", validate_by_name=True, validate_by_alias=True)
@@ -248,6 +252,7 @@ class MinimalLedger(BaseModel):
     open_reservations: list[OpenReservation] | None = Field(default=None, alias="openReservations")
     executor: Literal["ray"] | None = None
     excluded_workers: list[ExcludedWorker] | None = Field(default=None, alias="excludedWorkers")
+    sequential: SequentialRecord | None = None
     stop_reason: str | None = Field(default=None, alias="stopReason")
     started_at: str = Field(alias="startedAt")
     finished_at: str | None = Field(default=None, alias="finishedAt")
@@ -276,7 +281,7 @@ def _drop_unset(data: dict[str, Any]) -> dict[str, Any]:
         data["prices"].pop("nominal", None)
     for key in ("openReservation", "stopReason", "finishedAt", "cli", "prices", "http", "containment",
                 "hashAlgo", "ledgerHash", "arms", "fullAttempts", "analysis", "concurrency", "openReservations",
-                "executor", "excludedWorkers"):
+                "executor", "excludedWorkers", "sequential"):
         if data[key] is None:
             del data[key]
     if isinstance(data.get("analysis"), dict) and data["analysis"].get("secondary") is None:

@@ -76,3 +76,23 @@ def build_schedule(manifest: StudyDefinition, mode: Mode, pilot: PilotSize = Pil
             entries.extend(ScheduleEntry(task.id, task.repository, scenario, r + 1, agent)
                            for agent in agents for scenario in order)
     return tuple(entries)
+
+
+def block_schedule(manifest: StudyDefinition, task_order: tuple[str, ...]) -> tuple[ScheduleEntry, ...]:
+    """The sequential design's schedule (issue 35): the tasks of ``task_order`` (ids, the seeded random order
+    of ``protocol.sequential_plan``) in that order, each as one complete block — every repetition of both
+    arms — counterbalanced within and across blocks exactly as :func:`build_schedule` with ``t`` the block's
+    position: forward order when ``t + r`` is even, reversed when odd. Evidence accumulates block by block.
+
+    Raises:
+        KeyError: an id that is not a task of ``manifest``.
+    """
+    agents = study_agents(manifest)
+    entries: list[ScheduleEntry] = []
+    for t, task_id in enumerate(task_order):
+        task = manifest.task(task_id)
+        for r in range(manifest.repetitions):
+            order = manifest.scenarios if (t + r) % 2 == 0 else tuple(reversed(manifest.scenarios))
+            entries.extend(ScheduleEntry(task.id, task.repository, scenario, r + 1, agent)
+                           for agent in agents for scenario in order)
+    return tuple(entries)

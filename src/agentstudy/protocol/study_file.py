@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from agentstudy.protocol.analysis import AnalysisPlan
 from agentstudy.protocol.study_agents import check_agents
 from agentstudy.protocol.study_arms import SCENARIOS, StudyArms
+from agentstudy.protocol.study_design import StudyDesign
 from agentstudy.protocol.task import Task, check_pins, check_task_ids_and_repositories
 
 STUDY_VERSION = "agentstudy-study-v1"
@@ -31,7 +32,9 @@ class StudyFile(BaseModel):
     ``arms`` are :class:`~agentstudy.protocol.study_arms.StudyArms`; ``agents`` (optional, issue
     21 item 6) lists the coding agents run in both arms, each at most once, from
     ``protocol.study_agents.KNOWN_AGENTS``; absent means the single Claude Code agent. ``analysis``
-    (optional, issue 30) is the :class:`~agentstudy.protocol.analysis.AnalysisPlan`.
+    (optional, issue 30) is the :class:`~agentstudy.protocol.analysis.AnalysisPlan`; ``design``
+    (optional, issue 35) is :class:`~agentstudy.protocol.study_design.StudyDesign` (``maxTasks`` at most the
+    tasks, one agent).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
@@ -45,6 +48,8 @@ class StudyFile(BaseModel):
         default=None, description="The coding agents the study runs (claude-code, codex); absent: claude-code only.")
     analysis: AnalysisPlan | None = Field(
         default=None, description="Primary endpoint, secondary metrics, alpha, minimumTreatmentUse; absent: defaults.")
+    design: StudyDesign | None = Field(
+        default=None, description="The pre-declared design; design.sequential runs an anytime-valid sequential study.")
 
     @model_validator(mode="after")
     def _check_matrix(self) -> StudyFile:
@@ -54,6 +59,11 @@ class StudyFile(BaseModel):
         check_task_ids_and_repositories(self.tasks, self.repositories)
         if self.agents is not None:
             check_agents(self.agents)
+        if self.design is not None and self.design.sequential.max_tasks > len(self.tasks):
+            raise ValueError(f"design.sequential.maxTasks {self.design.sequential.max_tasks} is more than the "
+                             f"study's {len(self.tasks)} tasks")
+        if self.design is not None and self.agents is not None and len(self.agents) > 1:
+            raise ValueError("design.sequential runs one agent; this study lists several")
         used = {task.repository for task in self.tasks}
         for name in self.repositories:
             if name not in used:

@@ -50,8 +50,9 @@ def document_for(analysis: Analysis, output_format: str) -> Document:
     if output_format != "html":
         return build_document(analysis)
     from agentstudy.report.plots import all_figures
+    from agentstudy.report.sequential_plot import sequential_figures
 
-    return build_document(analysis, all_figures(analysis))
+    return build_document(analysis, (*sequential_figures(analysis.study), *all_figures(analysis)))
 
 
 def build_report(

@@ -177,9 +177,10 @@ def _pairs(analysis: Analysis) -> Section:
 
 
 PROVENANCE_TITLE = "Appendix: provenance"
-FIGURE_PLACES = {"plot-status": 3, "plot-differences": 4, "plot-distributions": 6}
-"""Which section (index) each figure ends: the status strip under the attempts, the task differences
-under their statistics, the distributions under their table."""
+FIGURE_PLACES = {"plot-sequential": 0, "plot-status": 3, "plot-differences": 4, "plot-distributions": 6}
+"""Which section (index) each figure ends: a sequential study's e-value path the first screen (issue 35), the
+status strip under the attempts, the task differences under their statistics, the distributions under their
+table."""
 
 
 def build_document(analysis: Analysis, figures: tuple[Figure, ...] = ()) -> Document:

@@ -21,6 +21,7 @@ from agentstudy.report.document import Block, Paragraph, Section, Table
 from agentstudy.report.inference import TaskLevelSummary
 from agentstudy.report.model import BASELINE, TREATMENT
 from agentstudy.report.sentences import REHEARSAL_SENTENCE, UNVERIFIED_SENTENCE
+from agentstudy.report.sequential import sequential_sentences
 
 TITLE = "Result at a glance"
 GLANCE_METRICS = (CORRECTNESS, INPUT, TOOLS, WALL, CHARGED)
@@ -124,12 +125,13 @@ def glance_section(analysis: Analysis) -> Section:
     shown = [(m, summaries[m.key]) for m in GLANCE_METRICS if m.key in present]
     treatment = study.arm_labels.get(TREATMENT) or TREATMENT  # a study file's own label (issue 18)
     rows = tuple(_row(m, summary, treatment) for m, summary in shown)
+    fixed = "; fixed design, not the stopping rule" if study.sequential is not None else ""
     table = Table("glance", f"{study.scenario_name(TREATMENT)} compared with {study.scenario_name(BASELINE)}, "
-                  "task level (exploratory)",
+                  f"task level (exploratory{fixed})",
                   ("metric", "in words", "Δ per task", f"{level(analysis)} % interval", "p (sign-flip)", "design",
                    "better when"),
                   rows, frozenset({2, 3, 4}))
-    blocks: list[Block] = []
+    blocks: list[Block] = [Paragraph(text) for text in sequential_sentences(study)]  # issue 35: the stop first
     if study.unverified:
         blocks.append(Paragraph(UNVERIFIED_SENTENCE + " First: " + study.unverified[0]))
     run = study.mode or "mode not recorded"

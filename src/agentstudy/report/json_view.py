@@ -19,7 +19,8 @@ Shape (camelCase; ``null`` with a ``reason`` where a value is not computable)::
      "power": [{"metric", "alpha", "power", "tasks", "repetitions", "components", "reason",
                 "minimumDetectableDifference", "simulatedPower", "effect", "needed": [...], ...}],
      "containment": [...], "attempts": [...], "spend": {...},
-     "tables": {key: {"caption", "header", "rows"}}}
+     "tables": {key: {"caption", "header", "rows"}},
+     "sequential"?: {the ledger's sequential block, "line", "plannedUsd", "notSpentUsd"}}
 
 ``tables`` holds every table of the text report as its display strings, so nothing the report
 shows is missing here. Metrics are listed primary first (issue 30); ``role`` is ``primary``,
@@ -46,6 +47,7 @@ from agentstudy.report.inference import design_label
 from agentstudy.report.inference_rates import ArmRate
 from agentstudy.report.model import BASELINE, TREATMENT, Attempt
 from agentstudy.report.power_section import plan_json, power_plans
+from agentstudy.report.sequential import money_not_spent, sequential_line
 
 USD_STAT_PLACES = 12
 
@@ -195,7 +197,20 @@ def report_json(analysis: Analysis) -> dict[str, Any]:
         "power": [plan_json(plan) for plan in power_plans(analysis)],
         "containment": _containment(analysis), "attempts": [_attempt(a) for a in study.attempts],
         "spend": _spend(analysis), "status": study.status, "stopReason": study.stop_reason, "tables": tables,
+        **_sequential(analysis),
     }
+
+
+def _sequential(analysis: Analysis) -> dict[str, Any]:
+    """A sequential ledger's ``sequential`` (issue 35): the ledger's block, the first-screen line and the planned
+    and not-spent USD; nothing for a fixed design."""
+    study = analysis.study
+    if study.sequential is None:
+        return {}
+    money = money_not_spent(study)
+    return {"sequential": {**study.sequential.model_dump(by_alias=True), "line": sequential_line(study),
+                           "plannedUsd": None if money is None else usd_number(money.planned_usd),
+                           "notSpentUsd": None if money is None else usd_number(money.not_spent_usd)}}
 
 
 def render_json(analysis: Analysis) -> str:

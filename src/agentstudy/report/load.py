@@ -36,6 +36,7 @@ from agentstudy.report.model import (
     StoredUsage,
     Study,
 )
+from agentstudy.report.sequential import sequential_record
 from agentstudy.stream.denials import refused_out_of_export_reads
 
 CONTROLLED_LEDGER_TYPE = "controlled-study-observation-ledger"
@@ -269,6 +270,7 @@ def parse_ledger(data: bytes, file_name: str) -> Study:
         worst_turn_usd=_money(budget, "worstTurnUsd", "budget"),
         largest_overshoot_usd=_money(budget, "largestOvershootUsd", "budget"),
         analysis=analysis_from_json(document.get("analysis")),
+        sequential=sequential_record(document.get("sequential")),
     )
 
 

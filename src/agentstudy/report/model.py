@@ -11,6 +11,7 @@ from decimal import Decimal
 
 from agentstudy.pricing.cost import CacheWrites, ModelTokens
 from agentstudy.protocol.analysis import AnalysisPlan
+from agentstudy.protocol.sequential_record import SequentialRecord
 from agentstudy.protocol.study_agents import DEFAULT_AGENT
 
 BASELINE = "repository-only"
@@ -160,6 +161,8 @@ class Study:
     worst_turn_usd: Decimal | None = None
     largest_overshoot_usd: Decimal | None = None
     analysis: AnalysisPlan | None = None
+    sequential: SequentialRecord | None = None
+    """A sequential run's ``sequential`` block (issue 35), ``None`` for a fixed design."""
 
     @property
     def agents(self) -> tuple[str, ...]:

@@ -126,6 +126,9 @@ class ConcurrentWalk(Generic[R, O]):
         port: the transport's attempt callables (:class:`AttemptPort`).
         rule: the reservation rule (``pricing.strict_cap``; issue 19), recorded in the budget block
             (the port settles and measures against it).
+        on_recorded: called with each observation before its checkpoint (a sequential study's looks,
+            ``runners.sequential_runs``; issue 35); ``True`` ends the schedule: nothing more is admitted,
+            attempts in flight finish and are recorded.
 
     Raises:
         ValueError: ``concurrency`` below 1.
@@ -133,13 +136,16 @@ class ConcurrentWalk(Generic[R, O]):
 
     def __init__(self, *, run: RunMachine, ledger: MinimalLedger, store: JournaledLedger, concurrency: int,
                  cap: Decimal, limit: Decimal, reservation: Decimal, port: AttemptPort[R, O],
-                 progress: RunProgress, rule: ReservationRule | None = None) -> None:
+                 progress: RunProgress, rule: ReservationRule | None = None,
+                 on_recorded: Callable[[O], bool] | None = None) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         self.run, self.ledger, self.store, self.concurrency = run, ledger, store, concurrency
         self.limit, self.reservation, self.rule = limit, reservation, rule
         self.port: AttemptPort[R, O] = port
         self.progress = progress
+        self.on_recorded: Callable[[O], bool] | None = on_recorded
+        self._pending: deque[tuple[int, ScheduleEntry]] = deque()
         self.budget, self.tally = Budget(cap=cap), Tally()
         self.observations: list[O] = []
         self.flights: deque[_Flight[R]] = deque()
@@ -157,7 +163,7 @@ class ConcurrentWalk(Generic[R, O]):
             StopRequested: a stop signal arrived (every running attempt was recorded first).
             CheckpointError: a checkpoint failed (children terminated, reservations left open).
         """
-        pending = deque(enumerate(schedule, start=1))
+        pending = self._pending = deque(enumerate(schedule, start=1))
         try:
             while True:
                 self._admit(pending)
@@ -246,11 +252,18 @@ class ConcurrentWalk(Generic[R, O]):
         self.run.observe(status=flight.attempt.status)
         if self.budget.cap_exceeded:
             self.run.stop_admission()
+        if self.on_recorded is not None and self.on_recorded(observation):
+            self._end_schedule()
         self.store.record(self.ledger)
         # What the settled attempts cost, not the seed's spent: the reservations of the attempts still running
         # would make the number rise and fall from line to line (the ledger's budget keeps the seed's spent).
         self.progress.attempt_settled(flight.where, flight.attempt.status, observation.tool_calls, outcome.charged,
                                       self.budget.settled_usd, self.budget.cap)
+
+    def _end_schedule(self) -> None:
+        """A sequential stop (issue 35): drop every attempt not yet admitted; the ones in flight are recorded."""
+        self._pending.clear()
+        self.run.end_schedule()
 
     def _stop_reason(self, pending: deque[tuple[int, ScheduleEntry]]) -> None:
         first = self.run.first_stop

@@ -41,7 +41,8 @@ from agentstudy.protocol.manifest import DOC_BRIDGE_MCP, LoadedManifest
 from agentstudy.protocol.prompt import study_prompt
 from agentstudy.protocol.records import CliObservation, MinimalLedger
 from agentstudy.protocol.run_records import AdjudicationDeclaration, CliRunSettings, McpServerRecord
-from agentstudy.protocol.schedule import Mode, PilotSize, ScheduleEntry, build_schedule
+from agentstudy.protocol.schedule import Mode, PilotSize, ScheduleEntry
+from agentstudy.protocol.sequential_plan import SequentialPlan
 from agentstudy.runners.agent_runs import AgentRun, check_other_agents, expected_for, schedule_for, settings_for
 from agentstudy.runners.concurrent_walk import AttemptPort, ConcurrentWalk
 from agentstudy.runners.executor import AttemptExecutor, submit_cli_attempt
@@ -71,6 +72,7 @@ from agentstudy.runners.progress import (
     finish_progress,
     report_excluded,
 )
+from agentstudy.runners.sequential_runs import start_sequential, study_schedule
 from agentstudy.runners.summary import RunSummary, summarize
 from agentstudy.transports.cli import CliAttemptBody, CliAttemptResult, CliSettings, run_cli_attempt
 from agentstudy.transports.cli_args import arm_tools
@@ -107,6 +109,8 @@ class CliRunRequest:
     """``--strict-cap`` (issue 19): reserve the limit plus one worst-case turn (``pricing.strict_cap``)."""
     other_agents: Mapping[str, AgentRun] = field(default_factory=dict)
     """A several-agent study's agents besides ``settings.agent`` (issue 21 item 6; ``runners.agent_runs``)."""
+    sequential: SequentialPlan | None = None
+    """A sequential design's plan (issue 35): task blocks in its order, stopped by its looks."""
 
 
 def cli_port(
@@ -235,7 +239,8 @@ def run_cli_study(request: CliRunRequest) -> RunSummary:
 def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
     manifest = request.loaded.manifest
     settings = request.settings
-    schedule = schedule_for(request.loaded, build_schedule(manifest, request.mode, request.pilot), settings.agent)
+    schedule = schedule_for(request.loaded, study_schedule(request.loaded, request.mode, request.pilot,
+                                                           request.sequential), settings.agent)
     run = RunMachine(len(schedule), "cli")
     try:
         if settings.rehearsal_base_url is not None and not is_loopback_http(settings.rehearsal_base_url):
@@ -273,6 +278,7 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
         ledger.cli.agent = agent_record
         ledger.cli.other_agents = [agent.record for agent in others.values()] or None
         ledger.containment = checked.containment
+        looked = start_sequential(ledger, request.sequential)
         if request.executor == "ray" and executor is not None:
             ledger.executor, ledger.excluded_workers = "ray", list(executor.excluded)
             for worker in executor.excluded:
@@ -330,6 +336,7 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
             walked = ConcurrentWalk(
                 run=run, ledger=ledger, store=store, concurrency=request.concurrency, cap=request.cap_usd,
                 limit=admission, reservation=reservation, port=port, progress=request.progress, rule=rule,
+                on_recorded=looked,
             )
             done = walked.walk(schedule)
             observations, budget = done.observations, done.budget
@@ -363,6 +370,8 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
             ledger.open_reservation = None
             ledger.budget = budget_record(budget, tally, rule)
             run.observe(status=attempt.status)
+            if looked is not None and looked(observation):
+                run.end_schedule()  # a sequential stop (issue 35): nothing more is reserved
             store.record(ledger)
             request.progress.attempt_settled(
                 where, attempt.status, observation.tool_calls, charged, budget.spent, budget.cap

@@ -61,7 +61,8 @@ from agentstudy.protocol.prompt import study_prompt
 from agentstudy.protocol.records import HttpObservation, MinimalLedger
 from agentstudy.protocol.redaction import redact
 from agentstudy.protocol.run_records import AdjudicationDeclaration, HttpPrices, HttpRunSettings, McpServerRecord
-from agentstudy.protocol.schedule import Mode, PilotSize, ScheduleEntry, build_schedule
+from agentstudy.protocol.schedule import Mode, PilotSize, ScheduleEntry
+from agentstudy.protocol.sequential_plan import SequentialPlan
 from agentstudy.runners.concurrent_walk import ConcurrentWalk
 from agentstudy.runners.executor_choice import ray_ledger_fields
 from agentstudy.runners.http_attempts import http_observation, http_port, local_start
@@ -78,6 +79,7 @@ from agentstudy.runners.ledger_steps import (
 )
 from agentstudy.runners.preflight import NOTHING_WRITTEN, McpPreflight, PreflightError, prepare_study, refusal
 from agentstudy.runners.progress import AttemptProgress, RunProgress, SilentProgress, finish_progress
+from agentstudy.runners.sequential_runs import start_sequential, study_schedule
 from agentstudy.runners.summary import RunSummary, summarize
 from agentstudy.transports.http import (
     ATTEMPT_DEADLINE_MS,
@@ -135,6 +137,8 @@ class HttpRunRequest:
     """Where a concurrent run's agent loops run (issue 20; ``runners.http_remote``): threads here, or Ray tasks."""
     ray_address: str | None = None
     """The Ray cluster's address (``--ray-address``); required with ``executor="ray"``."""
+    sequential: SequentialPlan | None = None
+    """A sequential design's plan (issue 35): task blocks in its order, stopped by its looks."""
 
 
 class _Checkpoints:
@@ -258,7 +262,7 @@ def run_http_study(request: HttpRunRequest) -> RunSummary:
 
 def _run_http_study(request: HttpRunRequest, stack: ExitStack) -> RunSummary:
     manifest = request.loaded.manifest
-    schedule = build_schedule(manifest, request.mode, request.pilot)
+    schedule = study_schedule(request.loaded, request.mode, request.pilot, request.sequential)
     run = RunMachine(len(schedule), "http")
     try:
         if request.concurrency > 1 and (request.attempt_budget_usd is None
@@ -278,6 +282,7 @@ def _run_http_study(request: HttpRunRequest, stack: ExitStack) -> RunSummary:
         remote = open_http_executor(stack, request, schedule) if request.executor == "ray" else None
         ledger = _ledger(request, base_url, mcp, len(schedule))
         ledger.containment = checked.containment
+        looked = start_sequential(ledger, request.sequential)
         if remote is not None:
             ray_ledger_fields(ledger, remote, request.progress)
         store = JournaledLedger(output, ledger, transform=lambda value: redact(value, api_key))
@@ -336,6 +341,7 @@ def _run_http_study(request: HttpRunRequest, stack: ExitStack) -> RunSummary:
                         run=run, ledger=ledger, store=store, concurrency=request.concurrency, cap=request.cap_usd,
                         limit=request.attempt_budget_usd, reservation=reservation,
                         port=http_port(start, reservation, observe), progress=request.progress, rule=HTTP_RULE,
+                        on_recorded=looked,
                     ).walk(schedule)
                 observations, budget = walked.observations, walked.budget
             else:
@@ -360,6 +366,8 @@ def _run_http_study(request: HttpRunRequest, stack: ExitStack) -> RunSummary:
                     ledger.open_reservation = None
                     ledger.budget = budget_record(budget, tally, HTTP_RULE)
                     run.observe(status=attempt.status)
+                    if looked is not None and looked(observation):
+                        run.end_schedule()  # a sequential stop (issue 35): nothing more is reserved
                     record()
                     request.progress.attempt_settled(
                         where, attempt.status, result.tool_calls, result.charged_usd, budget.spent, budget.cap

@@ -1,0 +1,227 @@
+"""The anytime-valid sequential test of a paired study (issue 35): an e-process on task differences. Pure.
+
+The unit is the task: its difference is the treatment arm's mean minus the control arm's mean of
+the primary metric over the task's repetitions (``doc-bridge-mcp - repository-only``). Under the
+sign-flip null (no effect: the two arms' values of a task are exchangeable) the sign of a non-zero
+task difference is a fair coin, independent of its size and of every earlier task, whatever the
+metric's distribution. The test bets on that sign:
+
+- the *signal* of task ``i`` is ``X_i = s_i * w_i``: ``s_i`` is +1 when the treatment did better
+  (``betterWhen``: a lower or a higher value), -1 when worse, 0 for a tie or a missing difference;
+  ``w_i = min(1, |d_i| / m_i)`` weighs it by its size, ``m_i`` the mean size of the earlier
+  non-zero differences (``w_1 = 1``): bounded by 1, and a function of the size only, which the
+  null leaves independent of the sign;
+- the *bet* ``lambda_i`` is chosen from earlier tasks only (predictable), the aGRAPA plug-in
+  ``(PRIOR_MEAN + sum X_j) / (PRIOR_SQUARE + sum X_j^2)`` over ``j < i``, clipped to
+  ``[0, LAMBDA_MAX]``;
+- one side's wealth after ``n`` tasks is ``E+_n = prod (1 + lambda_i X_i)``, never below
+  ``(1 - LAMBDA_MAX)^n > 0``; the other side, ``E-``, bets the same way on the reversed signs (evidence
+  that the treatment does worse).
+
+The e-value is their average ``E = (E+ + E-) / 2``: the question is whether the arms differ, and an
+answer in either direction is an answer (the direction is the larger side). Given the past and
+``|d_i|``, ``E[1 + lambda_i X_i] = 1`` under the null for both sides, so ``E`` is a test martingale
+and, by Ville's inequality, ``P(E_n >= 1/alpha for some n) <= alpha``: valid under any stopping rule,
+continuous monitoring included.
+
+Decisions at each look (:func:`decisions`), in this order: ``efficacy`` when ``E >= 1/alpha``;
+``futility`` when ``E <= futility`` (the pre-declared floor; ``futility`` may be ``None``) or when
+``1/alpha`` is out of reach (``E * (1 + LAMBDA_MAX)^(maxTasks - n) < 1/alpha``: even the largest
+bets won on every remaining task could not reach it); ``maxTasks`` when ``n`` is ``maxTasks``;
+otherwise ``continue``. Stopping for futility never rejects, so the type-I error stays at most
+``alpha``.
+
+Everything is vectorised over leading axes (numpy) so the simulations of ``bench/`` and
+``agentstudy power --sequential`` use exactly the code the runners use.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+BetterWhen = Literal["lower", "higher"]
+Decision = Literal["continue", "efficacy", "futility", "maxTasks"]
+StopReason = Literal["efficacy", "futility", "maxTasks"]
+DECISIONS: tuple[Decision, ...] = ("continue", "efficacy", "futility", "maxTasks")
+"""Decision codes of the vectorised functions are indices into this tuple."""
+
+LAMBDA_MAX = 0.8
+"""The largest bet (a fraction of the current wealth): one lost task costs at most 80 % of it."""
+PRIOR_MEAN = 0.5
+"""The bet's pseudo-observation numerator: the first bet is ``PRIOR_MEAN / PRIOR_SQUARE`` = 0.5."""
+PRIOR_SQUARE = 1.0
+"""The bet's pseudo-observation denominator."""
+
+
+@dataclass(frozen=True)
+class SequentialDesign:
+    """A pre-declared sequential design (``design.sequential`` of a study file).
+
+    Attributes:
+        max_tasks: the most tasks the study runs (>= 1).
+        alpha: the type-I error, in (0, 1); efficacy is declared at ``E >= 1/alpha``.
+        futility: the e-value floor in (0, 1) (stop when ``E <= futility``), or ``None`` for none (the
+            out-of-reach rule always applies).
+
+    Raises:
+        ValueError: a value out of range.
+    """
+
+    max_tasks: int
+    alpha: float
+    futility: float | None = 0.1
+
+    def __post_init__(self) -> None:
+        if self.max_tasks < 1:
+            raise ValueError(f"maxTasks must be at least 1, got {self.max_tasks}")
+        if not 0 < self.alpha < 1:
+            raise ValueError(f"alpha must be between 0 and 1, got {self.alpha}")
+        if self.futility is not None and not 0 < self.futility < 1:
+            raise ValueError(f"futility must be between 0 and 1, got {self.futility}")
+        fewest = fewest_tasks(self.alpha)
+        if self.max_tasks < fewest:
+            raise ValueError(f"maxTasks {self.max_tasks} can never reach an e-value of {self.threshold:g} "
+                             f"(alpha {self.alpha:g}); it needs at least {fewest} tasks")
+
+    @property
+    def threshold(self) -> float:
+        """The efficacy bound ``1/alpha`` (e.g. 20 for alpha 0.05)."""
+        return 1.0 / self.alpha
+
+
+def fewest_tasks(alpha: float) -> int:
+    """The fewest tasks after which ``E >= 1/alpha`` is possible at all (every difference in one direction with
+    full weight): 7 for alpha 0.05, 10 for 0.01.
+
+    Raises:
+        ValueError: alpha not in (0, 1).
+    """
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be between 0 and 1, got {alpha}")
+    tasks = 1
+    while e_process(np.ones(tasks), "higher")[-1] < 1.0 / alpha:
+        tasks += 1
+    return tasks
+
+
+@dataclass(frozen=True)
+class Look:
+    """One look, after ``tasks`` completed tasks: the e-value then, the ``decision`` taken and the direction the
+    evidence points to (``better``: the side betting that the treatment does better is the larger)."""
+
+    tasks: int
+    e_value: float
+    decision: Decision
+    direction: Literal["better", "worse"] = "better"
+
+
+def oriented(differences: ArrayLike, better_when: BetterWhen) -> NDArray[np.float64]:
+    """Task differences (treatment - control, shape ``(..., n)``) turned so that positive means the
+    treatment did better; NaN (a missing difference) stays NaN."""
+    values = np.asarray(differences, dtype=np.float64)
+    return -values if better_when == "lower" else values
+
+
+def signals(turned: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``X_i = sign(d_i) * min(1, |d_i| / m_i)`` along the last axis (see the module docstring); 0 for a
+    tie or a NaN. ``m_i`` is the mean size of the earlier non-zero, non-missing differences (``w = 1``
+    when there is none)."""
+    present = np.isfinite(turned) & (turned != 0)
+    sizes = np.where(present, np.abs(np.nan_to_num(turned)), 0.0)
+    earlier_sum = np.cumsum(sizes, axis=-1) - sizes
+    earlier_count = np.cumsum(present, axis=-1) - present
+    with np.errstate(divide="ignore", invalid="ignore"):
+        weights = np.where(earlier_count > 0, np.minimum(1.0, sizes * earlier_count / earlier_sum), 1.0)
+    weights = np.where(present, weights, 0.0)
+    return np.sign(np.where(present, turned, 0.0)) * weights
+
+
+def bets(x: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The predictable bets ``lambda_i`` from the signals before ``i`` (last axis), in ``[0, LAMBDA_MAX]``."""
+    before = np.cumsum(x, axis=-1) - x
+    before_square = np.cumsum(x * x, axis=-1) - x * x
+    return np.clip((PRIOR_MEAN + before) / (PRIOR_SQUARE + before_square), 0.0, LAMBDA_MAX).astype(np.float64)
+
+
+def one_side(differences: ArrayLike, better_when: BetterWhen) -> NDArray[np.float64]:
+    """One side's wealth ``E+_1 .. E+_n`` after each task (same shape as ``differences``, last axis the tasks in
+    the order they completed): evidence that the treatment does better on the metric."""
+    x = signals(oriented(differences, better_when))
+    return np.cumprod(1.0 + bets(x) * x, axis=-1).astype(np.float64)
+
+
+def sides(differences: ArrayLike, better_when: BetterWhen) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """``(E+, E-)``: the wealth betting that the treatment does better, and the one betting that it does worse."""
+    return one_side(differences, better_when), one_side(differences, "higher" if better_when == "lower" else "lower")
+
+
+def e_process(differences: ArrayLike, better_when: BetterWhen) -> NDArray[np.float64]:
+    """The e-values ``E_1 .. E_n`` after each task: ``(E+ + E-) / 2`` (see the module docstring)."""
+    better, worse = sides(differences, better_when)
+    return ((better + worse) / 2.0).astype(np.float64)
+
+
+def decisions(e: NDArray[np.float64], design: SequentialDesign) -> NDArray[np.int8]:
+    """The decision code (index into :data:`DECISIONS`) at every look (last axis: after 1, 2, … tasks; at most
+    ``design.max_tasks`` looks), ignoring earlier stops (:func:`first_stop` finds the first)."""
+    n = e.shape[-1]
+    if n > design.max_tasks:
+        raise ValueError(f"{n} looks for a design of at most {design.max_tasks} tasks")
+    tasks = np.arange(1, n + 1)
+    remaining = design.max_tasks - tasks
+    threshold = design.threshold
+    codes = np.zeros(e.shape, dtype=np.int8)
+    codes = np.where(tasks == design.max_tasks, DECISIONS.index("maxTasks"), codes)
+    # Out of reach: compared in logs, with a small margin so that a path that could reach it exactly is kept.
+    reach = np.log(np.maximum(e, 1e-300)) + remaining * math.log1p(LAMBDA_MAX)
+    futile = reach < math.log(threshold) - 1e-9
+    if design.futility is not None:
+        futile = futile | (e <= design.futility)
+    codes = np.where(futile, DECISIONS.index("futility"), codes)
+    codes = np.where(e >= threshold, DECISIONS.index("efficacy"), codes)
+    return codes.astype(np.int8)
+
+
+def first_stop(codes: NDArray[np.int8]) -> tuple[NDArray[np.int64], NDArray[np.int8]]:
+    """Per leading index, the number of tasks at the first look that is not ``continue`` (0 when every
+    look continues) and its decision code."""
+    stopping = codes != 0
+    any_stop = stopping.any(axis=-1)
+    first = np.argmax(stopping, axis=-1)
+    tasks = np.where(any_stop, first + 1, 0).astype(np.int64)
+    code = np.take_along_axis(codes, first[..., None], axis=-1)[..., 0]
+    return tasks, np.where(any_stop, code, 0).astype(np.int8)
+
+
+def looks(differences: Sequence[float | None], design: SequentialDesign, better_when: BetterWhen) -> tuple[Look, ...]:
+    """The looks of a study whose completed tasks had ``differences`` (in completion order; ``None`` for a
+    task whose difference is missing), up to and including the first that stops (none after it).
+
+    Raises:
+        ValueError: more differences than ``design.max_tasks``.
+    """
+    if not differences:
+        return ()
+    values = np.array([math.nan if d is None else float(d) for d in differences], dtype=np.float64)
+    better, worse = sides(values, better_when)
+    e = (better + worse) / 2.0
+    codes = decisions(e, design)
+    found: list[Look] = []
+    for index, code in enumerate(codes):
+        direction: Literal["better", "worse"] = "better" if better[index] >= worse[index] else "worse"
+        found.append(Look(index + 1, float(e[index]), DECISIONS[int(code)], direction))
+        if code != 0:
+            break
+    return tuple(found)
+
+
+__all__ = [
+    "DECISIONS", "LAMBDA_MAX", "BetterWhen", "Decision", "Look", "SequentialDesign", "StopReason", "bets",
+    "decisions", "e_process", "fewest_tasks", "first_stop", "looks", "one_side", "oriented", "sides", "signals",
+]

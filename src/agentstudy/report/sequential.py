@@ -1,0 +1,123 @@
+"""What a sequential study's report says first (issue 35): where it stopped, why, and the money not spent. Pure.
+
+The first screen of a sequential ledger opens with one line, e.g. "stopped after 8 of 20 tasks: more input
+tokens with Repository tools + doc-bridge MCP (e-value 29.7 ≥ 20); 0.006 USD of the planned 0.010 USD not
+spent", and says that the task-level statistics beside it are the fixed-design ones for the tasks observed,
+not the stopping rule. The planned spend is the average charge per observed attempt times the planned
+attempts (every block up to ``maxTasks``); not spent is the planned spend minus the spend. The e-value path
+is drawn by :mod:`agentstudy.report.sequential_plot` (HTML only).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from pydantic import ValidationError
+
+from agentstudy.pricing.sums import sum_usd
+from agentstudy.protocol.sequential_record import SequentialRecord
+from agentstudy.report import fmt
+from agentstudy.report.model import TREATMENT, Study
+
+FIXED_DESIGN_NOTE = ("The task-level statistics below are the fixed-design ones for the tasks observed; they are "
+                     "not the stopping rule (the sequential e-value is, valid however often it was looked at).")
+_NOUNS = {"inputTokens": ("input tokens", "more", "fewer"), "outputTokens": ("output tokens", "more", "fewer"),
+          "toolCalls": ("tool calls", "more", "fewer"), "wallTimeMs": ("wall time", "more", "less"),
+          "chargedUsd": ("USD charged", "more", "less")}
+
+
+def sequential_record(value: Any) -> SequentialRecord | None:
+    """The ledger's ``sequential`` block, or ``None`` when absent or malformed (the report's reader is tolerant;
+    the verifier has judged it already)."""
+    if not isinstance(value, dict):
+        return None
+    try:
+        return SequentialRecord.model_validate(value)
+    except ValidationError:
+        return None
+
+
+@dataclass(frozen=True)
+class MoneyNotSpent:
+    """The planned spend (USD: average charge per observed attempt × planned attempts) and what was not spent."""
+
+    planned_usd: Decimal
+    not_spent_usd: Decimal
+
+
+def money_not_spent(study: Study) -> MoneyNotSpent | None:
+    """:class:`MoneyNotSpent` of ``study``; ``None`` without a spend, attempts or a planned count."""
+    charges = [a.charged_usd for a in study.attempts if a.charged_usd is not None]
+    if study.spent_usd is None or not charges or study.planned is None:
+        return None
+    planned = sum_usd(charges) / len(charges) * study.planned
+    return MoneyNotSpent(planned, max(planned - study.spent_usd, Decimal(0)))
+
+
+def _e(value: float) -> str:
+    return f"{value:.3g}" if value < 10 else f"{value:,.1f}"
+
+
+def verdict(record: SequentialRecord, treatment: str) -> str:
+    """The decision in words, with the e-value against its bound: ``more input tokens with X (e-value 29.7 ≥ 20)``,
+    ``no clear difference in input tokens (e-value 0.08 ≤ 0.1)``, ``no decision at maxTasks (e-value 3.1 < 20)``,
+    or ``still running`` / ``stopped before a decision`` when no look decided."""
+    noun, more, less = _NOUNS.get(record.metric, (record.metric, "more", "less"))
+    threshold = 1 / record.alpha
+    e = record.looks[-1].e_value if record.looks else 1.0
+    if record.stop_reason == "efficacy":
+        worse = record.direction == "worse"
+        word = (more if record.better_when == "lower" else less) if worse else (
+            less if record.better_when == "lower" else more)
+        return f"{word} {noun} with {treatment} (e-value {_e(e)} ≥ {threshold:g})"
+    if record.stop_reason == "futility":
+        if record.futility is not None and e <= record.futility:
+            return f"no clear difference in {noun} (e-value {_e(e)} ≤ {record.futility:g}, the futility bound)"
+        return (f"no clear difference in {noun} (e-value {_e(e)}; {threshold:g} is out of reach within "
+                f"{record.max_tasks} tasks)")
+    if record.stop_reason == "maxTasks":
+        return f"no decision at maxTasks (e-value {_e(e)} < {threshold:g})"
+    return f"no decision yet (e-value {_e(e)} < {threshold:g})"
+
+
+def sequential_line(study: Study) -> str | None:
+    """The first screen's sequential line (see the module docstring); ``None`` for a fixed-design ledger."""
+    record = study.sequential
+    if record is None:
+        return None
+    treatment = study.arm_labels.get(TREATMENT) or TREATMENT
+    done = record.tasks_completed
+    if record.stop_reason is None:
+        head = f"ran {done} of {record.max_tasks} tasks, stopped before a decision ({study.stop_reason or 'running'})"
+        head += f": {verdict(record, treatment)}"
+    elif record.stopped_early:
+        head = f"stopped after {done} of {record.max_tasks} tasks: {verdict(record, treatment)}"
+    else:
+        head = f"ran all {record.max_tasks} tasks: {verdict(record, treatment)}"
+    money = money_not_spent(study)
+    if money is not None:
+        head += f"; {fmt.usd(money.not_spent_usd)} USD of the planned {fmt.usd(money.planned_usd)} USD not spent"
+    return head
+
+
+def sequential_sentences(study: Study) -> tuple[str, ...]:
+    """The glance's sequential paragraphs: the line, how the planned spend was counted and what the attempts in
+    flight at the stop were, and the fixed-design note; ``()`` for a fixed-design ledger."""
+    line = sequential_line(study)
+    record = study.sequential
+    if line is None or record is None:
+        return ()
+    beyond = len([a for a in study.attempts if a.task_id not in set(record.task_order[:record.tasks_completed])])
+    detail = (f"Sequential design: alpha {record.alpha:g}, futility {record.futility if record.futility else 'none'}, "
+              f"primary {record.metric} ({record.better_when} is better), task order seeded {record.seed}; the "
+              "planned spend is the average charge per attempt times the planned attempts.")
+    if beyond and record.stop_reason is not None:
+        detail += (f" {beyond} attempt{'s' if beyond > 1 else ''} already running at the stop "
+                   f"{'were' if beyond > 1 else 'was'} recorded and reported, outside the decision.")
+    return (line[0].upper() + line[1:] + ".", detail, FIXED_DESIGN_NOTE)
+
+
+__all__ = ["FIXED_DESIGN_NOTE", "MoneyNotSpent", "money_not_spent", "sequential_line", "sequential_record",
+           "sequential_sentences", "verdict"]

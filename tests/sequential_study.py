@@ -1,0 +1,27 @@
+"""A sequential rehearsal study for the issue-35 tests: the example's repositories, 20 one-repetition tasks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from agentstudy.rehearsal.example_study import ExampleStudy, build_example_study
+
+
+def sequential_rehearsal(dest: Path, tasks: int = 20, **sequential: Any) -> tuple[ExampleStudy, Path]:
+    """The example study built under ``dest`` and a study file beside it: its six tasks cycled to ``tasks``
+    (ids ``…-2``, ``…-3`` for the copies), one repetition, ``design.sequential`` with ``maxTasks`` = ``tasks``,
+    alpha 0.05, futility 0.1, seed 7 unless given."""
+    study = build_example_study(dest)
+    document = json.loads((Path(__file__).resolve().parents[1] / "src/agentstudy/rehearsal/example-study.json")
+                          .read_text())
+    base = document["tasks"]
+    document["tasks"] = [{**base[i % len(base)], "id": base[i % len(base)]["id"] + (
+        f"-{i // len(base) + 1}" if i >= len(base) else "")} for i in range(tasks)]
+    document["repetitions"] = 1
+    document["design"] = {"sequential": {"maxTasks": tasks, "alpha": 0.05, "futility": 0.1, "seed": 7,
+                                         **sequential}}
+    path = dest / "sequential-study.json"
+    path.write_text(json.dumps(document, indent=2))
+    return study, path

@@ -1,0 +1,105 @@
+"""The sequential design in the study file, its block schedule and the running monitor (issue 35)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any
+
+import pytest
+from tests.study_files import D, R, study_document
+
+from agentstudy.protocol.manifest import ManifestError, parse_manifest
+from agentstudy.protocol.schedule import block_schedule
+from agentstudy.protocol.sequential import SequentialDesign
+from agentstudy.protocol.sequential_plan import SequentialMonitor, SequentialPlan, plan_sequential, replay, task_order
+
+
+def sequential_study(tasks: int, repetitions: int, **sequential: Any) -> dict[str, Any]:
+    document = study_document({"alpha": tasks}, repetitions)
+    document["design"] = {"sequential": {"maxTasks": tasks, "alpha": 0.05, "futility": 0.1, **sequential}}
+    return document
+
+
+def test_the_study_file_carries_the_design_and_refuses_bad_ones() -> None:
+    loaded = parse_manifest(json.dumps(sequential_study(10, 2, seed=11)))
+    plan = plan_sequential(loaded.manifest, loaded.protocol_hash)
+    assert plan.design == SequentialDesign(max_tasks=10, alpha=0.05, futility=0.1)
+    assert plan.seed == 11 and plan.repetitions == 2 and plan.metric == "inputTokens"
+    assert sorted(plan.task_order) == sorted(task.id for task in loaded.manifest.tasks)
+    assert plan.task_order == task_order([t.id for t in loaded.manifest.tasks], 11, 10)
+    assert plan.task_order != tuple(t.id for t in loaded.manifest.tasks)  # really shuffled
+    bads: list[tuple[dict[str, Any], str]] = [({"maxTasks": 11}, "more than the study's 10 tasks"),
+                         ({"maxTasks": 4}, "needs at least 7 tasks"),
+                         ({"alpha": 0.0}, "alpha"), ({"futility": 2.0}, "futility"), ({"extra": 1}, "extra")]
+    for bad, message in bads:
+        with pytest.raises(ManifestError, match=message):
+            parse_manifest(json.dumps(sequential_study(10, 1, **bad)))
+    with pytest.raises(ManifestError, match="one agent"):
+        document = sequential_study(10, 1)
+        document["agents"] = ["claude-code", "codex"]
+        parse_manifest(json.dumps(document))
+
+
+def test_without_a_design_the_defaults_and_the_hash_seed() -> None:
+    loaded = parse_manifest(json.dumps(study_document({"alpha": 8}, 1)))
+    plan = plan_sequential(loaded.manifest, loaded.protocol_hash)
+    assert plan.design.max_tasks == 8 and plan.design.alpha == 0.05
+    assert plan.seed == int(loaded.protocol_hash[:15], 16)
+    with pytest.raises(ValueError, match="decides on"):
+        plan_sequential(loaded.manifest, loaded.protocol_hash, metric="correctness")
+
+
+def test_the_block_schedule_is_complete_blocks_counterbalanced() -> None:
+    loaded = parse_manifest(json.dumps(sequential_study(8, 3, maxTasks=7)))
+    plan = plan_sequential(loaded.manifest, loaded.protocol_hash)
+    schedule = block_schedule(loaded.manifest, plan.task_order)
+    assert len(schedule) == 7 * 3 * 2
+    blocks = [schedule[i:i + 6] for i in range(0, len(schedule), 6)]
+    assert [block[0].task_id for block in blocks] == list(plan.task_order)
+    for t, block in enumerate(blocks):
+        assert {e.task_id for e in block} == {plan.task_order[t]}
+        assert Counter((e.scenario, e.repetition) for e in block) == Counter(
+            (s, r) for s in (R, D) for r in (1, 2, 3))
+        firsts = [block[2 * r].scenario for r in range(3)]
+        assert firsts == ([R, D, R] if t % 2 == 0 else [D, R, D])
+
+
+def observation(task: str, scenario: str, tokens: int | None, status: str = "completed") -> dict[str, Any]:
+    return {"taskId": task, "scenario": scenario, "status": status, "inputTokens": tokens, "usageComplete": True}
+
+
+def test_the_monitor_looks_once_per_completed_task_and_stops() -> None:
+    plan = SequentialPlan(SequentialDesign(max_tasks=10, alpha=0.05, futility=0.1), "inputTokens", "lower", 1,
+                          tuple(f"t{i}" for i in range(10)), 2)
+    monitor = SequentialMonitor(plan)
+    seen = []
+    for i in range(10):
+        for rep in range(2):
+            for scenario, tokens in ((R, 1000 + rep), (D, 800 - i)):
+                look = monitor.observe(observation(f"t{i}", scenario, tokens), now=f"2026-12-03T00:00:{i:02d}.000Z")
+                seen.append(look)
+    looks = [look for look in seen if look is not None]
+    assert [look.tasks for look in looks] == [1, 2, 3, 4, 5, 6, 7]
+    assert looks[-1].decision == "efficacy" and monitor.stopped
+    record = monitor.record()
+    assert record.stopped_early and record.stop_reason == "efficacy"
+    assert record.tasks_completed == 7 and record.direction == "better"
+    assert record.stopped_at == "2026-12-03T00:00:06.000Z"
+    # The same observations replayed (the verifier's way) give the same looks.
+    replayed = replay(record, 2, [observation(f"t{i}", s, t) for i in range(10) for rep in range(2)
+                                  for s, t in ((R, 1000 + rep), (D, 800 - i))])
+    assert replayed.looks == monitor.looks
+
+
+def test_a_missing_value_bets_nothing() -> None:
+    plan = SequentialPlan(SequentialDesign(max_tasks=10, alpha=0.05, futility=None), "inputTokens", "lower", 1,
+                          tuple(f"t{i}" for i in range(10)), 1)
+    monitor = SequentialMonitor(plan)
+    monitor.observe(observation("t0", R, 100))
+    look = monitor.observe(observation("t0", D, None, status="failed"))
+    assert look is not None and look.e_value == 1.0
+    incomplete = {**observation("t1", D, 10), "usageComplete": False}
+    monitor.observe(observation("t1", R, 100))
+    second = monitor.observe(incomplete)
+    assert second is not None and second.e_value == 1.0
