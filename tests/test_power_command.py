@@ -152,7 +152,12 @@ def test_a_two_by_two_pilot_can_be_planned_from_and_extrapolates_by_4_5(study: E
     code, out, err = _power(str(output), "--metric", "wallTimeMs", "--effect", "100", "--json")
     assert code == 0, err
     ranged = json.loads(out)["tasksNeeded"]
-    assert ranged["high"] is None and "too small to plan from" in ranged["reason"]
+    # wall time is measured, so whether 2 x 2 bounds the plan depends on the machine: either the pilot is
+    # called too small to plan from (tests/test_power_range.py pins that case), or the range is ordered
+    if ranged["high"] is None:
+        assert "too small to plan from" in ranged["reason"]
+    else:
+        assert ranged["low"] <= ranged["estimate"] <= ranged["high"]
     report = CliRunner().invoke(main, ["report", str(output)], catch_exceptions=False).stdout
     assert "full run, charged spend × 4.5" in report and "36 attempts / 8 pilot attempts" in report
 
