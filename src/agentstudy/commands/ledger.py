@@ -30,6 +30,9 @@ from agentstudy.protocol.json_input import load_json
 from agentstudy.protocol.ledger_integrity import verify_ledger_bytes
 from agentstudy.protocol.records import is_minimal_ledger_version
 
+OPEN_LISTED = 10
+"""Open reservations named one by one in the text summary; more are counted."""
+
 
 @click.command()
 @click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
@@ -128,6 +131,8 @@ def summarize_minimal(document: dict[str, Any], problems: tuple[str, ...]) -> di
     observations = [o for o in raw if isinstance(o, dict)] if isinstance(raw, list) else []
     budget: dict[str, Any] = document["budget"] if isinstance(document.get("budget"), dict) else {}
     opened = document.get("openReservation") if isinstance(document.get("openReservation"), dict) else None
+    listed = document.get("openReservations")  # a concurrent run's (issue 19): every one is shown (issue 29)
+    open_list = [each for each in listed if isinstance(each, dict)] if isinstance(listed, list) else []
     charges = [_usd(o.get("chargedUsd")) for o in observations]
     block = document.get("http") if document.get("transport") == "http" else document.get("cli")
     agents = Counter(str(o.get("agent", "claude-code")) for o in observations)  # absent: Claude Code's
@@ -149,6 +154,10 @@ def summarize_minimal(document: dict[str, Any], problems: tuple[str, ...]) -> di
         | {key: budget[key] for key in ("reservationRule", "worstTurnUsd", "largestOvershootUsd") if key in budget},
         "chargedUsd": usd_number(sum((c for c in charges if c is not None), Decimal(0))),
         "openReservation": opened,
+        "openReservations": open_list,
+        "openReservedUsd": usd_number(sum((_usd(each.get(key)) or Decimal(0) for each in
+                                           [*([opened] if opened else []), *open_list]
+                                           for key in ("reservedUsd", "chargedUsd")), Decimal(0))),
         "ledgerHash": document.get("ledgerHash"),
         "verified": not problems,
         "problems": list(problems),
@@ -158,10 +167,14 @@ def summarize_minimal(document: dict[str, Any], problems: tuple[str, ...]) -> di
 def render_minimal(summary: dict[str, Any]) -> list[str]:
     """Aligned text lines of ``summarize_minimal``'s output."""
     budget = summary["budget"]
-    opened = summary["openReservation"]
-    open_text = (f"{opened.get('taskId')} {opened.get('scenario')} repetition {opened.get('repetition')}: "
-                 f"reserved {opened.get('reservedUsd')}, charged {opened.get('chargedUsd', 0)} USD (never settled)"
-                 if opened else "none")
+    held = [*([summary["openReservation"]] if summary["openReservation"] else []), *summary["openReservations"]]
+    open_text = "; ".join(f"{each.get('taskId')} {each.get('scenario')} repetition {each.get('repetition')}: "
+                          f"reserved {each.get('reservedUsd')}, charged {each.get('chargedUsd', 0)} USD (never settled)"
+                          for each in held[:OPEN_LISTED]) or "none"
+    if len(held) > OPEN_LISTED:
+        open_text += f"; and {len(held) - OPEN_LISTED} more"
+    if len(held) > 1:
+        open_text = f"{len(held)} open, {summary['openReservedUsd']} USD held: {open_text}"
     rows = [
         ("Ledger", f"{summary['version']}, {summary['transport']}, {summary['mode']}, "
                    f"{summary['observations']} of {summary['plannedAttempts']} planned observations"),
@@ -171,7 +184,7 @@ def render_minimal(summary: dict[str, Any]) -> list[str]:
         *([("Agents", counts(summary["byAgent"]))] if summary.get("byAgent") else []),
         ("Budget", f"spent {budget['spent']} of a {budget['cap']} USD cap (charges {summary['chargedUsd']}); "
                    f"reserved {budget['reserved']}, measured {budget['measured']}"),
-        ("Open reservation", open_text),
+        ("Open reservations" if len(held) > 1 else "Open reservation", open_text),
         *([("Reservation rule", reservation_rule_text(budget))] if budget.get("reservationRule") else []),
         ("Ledger hash", f"{summary['ledgerHash']}  {'verified' if summary['verified'] else 'NOT VERIFIED'}"),
     ]

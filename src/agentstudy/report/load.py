@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from agentstudy.io.ledger_journal import LedgerJournalError, read_ledger
-from agentstudy.pricing.cost import CacheWrites, CostProblem, ModelTokens
+from agentstudy.pricing.cost import MAX_TOKENS, CacheWrites, CostProblem, ModelTokens
 from agentstudy.pricing.sums import sum_usd, usd_from_json
 from agentstudy.protocol.ledger_integrity import verify_ledger_bytes
 from agentstudy.protocol.study_agents import observation_agent
@@ -48,8 +48,8 @@ def _count(obs: dict[str, Any], key: str, where: str) -> int | None:
     value = obs.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ReportInputError(f"{where}: {key} is not a whole number >= 0")
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOKENS:
+        raise ReportInputError(f"{where}: {key} is not a whole number in [0, 10**15]")
     return value
 
 
@@ -308,12 +308,18 @@ def load_study(ledger: Path, adjudication: Path | None = None, *, allow_unverifi
         data = read_ledger(ledger, read_input(ledger, "ledger")).data
     except LedgerJournalError as error:
         raise ReportInputError(str(error)) from None
+    verification = verify_ledger_bytes(data)  # first: the one verifier every reader shares (issue 29)
+    if not verification.verified and not allow_unverified:
+        try:
+            parse_ledger(data, ledger.name)
+        except NotSupportedYet:
+            raise
+        except ReportInputError:
+            pass
+        raise ReportInputError(f"the ledger {ledger.name} does not verify: {verification.first()}; "
+                               f"--allow-unverified reads it anyway")
     study = parse_ledger(data, ledger.name)
-    verification = verify_ledger_bytes(data)
     if not verification.verified:
-        if not allow_unverified:
-            raise ReportInputError(f"the ledger {ledger.name} does not verify: {verification.first()}; "
-                                   f"--allow-unverified reads it anyway")
         study = replace(study, unverified=verification.problems)
     if adjudication is None:
         return study
