@@ -313,6 +313,8 @@ def _arm_problems(ledger: MinimalLedger) -> Iterator[str]:
 
 def _status_problems(ledger: MinimalLedger) -> Iterator[str]:
     status, finished, stop = ledger.status, ledger.finished_at is not None, ledger.stop_reason is not None
+    if status != "running" and ledger.journal is not None:
+        yield f"status {status} with a journal key (only a running snapshot keeps a journal)"
     if status == "running":
         if finished or stop:
             yield "status running, but the ledger has a finishedAt or a stopReason (a closed run)"

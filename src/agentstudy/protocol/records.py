@@ -189,6 +189,9 @@ Observation = Annotated[CliObservation | HttpObservation, Field(discriminator="t
 """A ledger observation of either transport, told apart by ``transport``."""
 
 
+JOURNAL_FORMAT = "agentstudy-ledger-journal-v1"
+"""The journal's format name: its start record's ``journal`` and a running snapshot's ``journal`` (issue 19, 29)."""
+
 MINIMAL_VERSION_PREFIX = "minimal-study-"
 STUDY_LEDGER_VERSION = "agentstudy-study-v1"
 """A study file's run writes its file's version (issue 18); the seed's ledgers a ``minimal-study-`` one."""
@@ -257,6 +260,10 @@ class MinimalLedger(BaseModel):
     open_reservations: list[OpenReservation] | None = Field(default=None, alias="openReservations")
     executor: Literal["ray"] | None = None
     excluded_workers: list[ExcludedWorker] | None = Field(default=None, alias="excludedWorkers")
+    journal: Literal["agentstudy-ledger-journal-v1"] | None = None
+    """Set (to ``JOURNAL_FORMAT``) in every ``running`` snapshot written with a journal beside it (issue 29):
+    the snapshot then says a journal must exist, so a deleted or emptied one is refused, never read as "no
+    change since". Never in a closed ledger (``to_json`` drops it once the status is not ``running``)."""
     stop_reason: str | None = Field(default=None, alias="stopReason")
     started_at: str = Field(alias="startedAt")
     finished_at: str | None = Field(default=None, alias="finishedAt")
@@ -285,9 +292,11 @@ def _drop_unset(data: dict[str, Any]) -> dict[str, Any]:
         data["prices"].pop("nominal", None)
     for key in ("openReservation", "stopReason", "finishedAt", "cli", "prices", "http", "containment",
                 "hashAlgo", "ledgerHash", "arms", "fullAttempts", "concurrency", "openReservations",
-                "executor", "excludedWorkers"):
+                "executor", "excludedWorkers", "journal"):
         if data[key] is None:
             del data[key]
+    if data.get("status") != "running":
+        data.pop("journal", None)  # a closed ledger has no journal beside it
     for arm in data.get("arms") or []:
         if arm["mcpServer"] is None:
             del arm["mcpServer"]
