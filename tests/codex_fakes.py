@@ -28,13 +28,13 @@ def usage_line(input_tokens: int | str, output_tokens: int | str, cached: int | 
 
 
 def fake_codex_stream(directory: Path, tail: list[str], pause: bool = False) -> Path:
-    """A fake codex whose ``exec`` prints the real transcript's events, then ``tail`` (a one-second pause
-    before its last line when ``pause``)."""
+    """A fake codex whose ``exec`` prints the real transcript's events, then ``tail``: all in one write (one
+    chunk for the usage watcher), or with a one-second pause before its last line when ``pause``."""
     directory.mkdir(parents=True, exist_ok=True)
     body = directory / "stream.jsonl"
-    body.write_text("\n".join([*HEAD, *tail[:-1]]) + "\n")
+    body.write_text("\n".join([*HEAD, *(tail[:-1] if pause else tail)]) + "\n")
     last = directory / "last.jsonl"
-    last.write_text(tail[-1] + "\n")
+    last.write_text(tail[-1] + "\n" if pause else "")
     fake = directory / "codex"
     fake.write_text(f'#!/bin/bash\ncase "$1" in exec) ;; *) exec "{codex_binary()}" "$@";; esac\n'
                     f"cat '{body}'\n{'sleep 1' if pause else ''}\ncat '{last}'\n")

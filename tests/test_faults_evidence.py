@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from agentstudy.cli import main
 from agentstudy.io.ledger_journal import JournaledLedger
-from agentstudy.protocol.adjudication import MinimalAdjudication, companion_hash_problem
+from agentstudy.protocol.adjudication import MinimalAdjudication
 from agentstudy.protocol.ledger_integrity import seal_ledger, verify_ledger_bytes
 from agentstudy.protocol.records import MinimalLedger
 from codex_fakes import example_study, fake_codex_stream, run_codex_study, usage_line
@@ -99,6 +99,8 @@ def test_a_forged_adjudication_companion_is_refused(tmp_path: Path, command: str
 
 
 def test_the_companion_hash_covers_its_ledger_binding(tmp_path: Path) -> None:
+    from agentstudy.protocol.adjudication import companion_hash_problem
+
     data = write(tmp_path / "ledger.json", ledger(full_study()))
     honest = _sealed_companion(data, {0: "correct"})
     assert companion_hash_problem(honest) is None

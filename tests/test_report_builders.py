@@ -17,7 +17,8 @@ from typing import Any
 
 from agentstudy.pricing.cost import CacheWrites, ModelTokens, compute_cost
 from agentstudy.pricing.table import price_entry
-from agentstudy.protocol.adjudication import COMPANION_HASH_KEY, RUBRIC_SCORES, MinimalAdjudication, companion_hash
+from agentstudy.protocol.adjudication import RUBRIC_SCORES, MinimalAdjudication
+from agentstudy.protocol.controlled.hashing import sha256_normalized_v1
 from agentstudy.protocol.ledger_integrity import seal_ledger
 from agentstudy.protocol.records import MinimalLedger
 
@@ -142,8 +143,10 @@ def companion(ledger_bytes: bytes, outcomes: dict[int, str | None], **extra: Any
 
 
 def sealed(document: dict[str, Any]) -> dict[str, Any]:
-    """``document`` with its ``adjudicationHash`` recomputed, as the adjudicator writes a companion."""
-    document[COMPANION_HASH_KEY] = companion_hash(document)
+    """``document`` with its ``adjudicationHash`` recomputed, as the adjudicator writes a companion: the
+    ``sha256-normalized-v1`` hash of everything but the hash itself."""
+    document["adjudicationHash"] = sha256_normalized_v1({k: v for k, v in document.items()
+                                                         if k != "adjudicationHash"})
     return document
 
 
