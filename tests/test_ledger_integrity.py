@@ -21,7 +21,7 @@ from click.testing import CliRunner
 
 from agentstudy.cli import main
 from agentstudy.io.ledger_journal import JournaledLedger, read_ledger
-from agentstudy.io.ledger_store import LedgerFile
+from agentstudy.io.ledger_store import LedgerFile, _encode, journal_path
 from agentstudy.protocol.controlled.hashing import sha256_normalized_v1
 from agentstudy.protocol.ledger_integrity import (
     is_loopback_http,
@@ -32,6 +32,7 @@ from agentstudy.protocol.ledger_integrity import (
     verify_ledger,
     verify_ledger_bytes,
 )
+from agentstudy.protocol.ledger_journal import start_record
 from agentstudy.protocol.records import MinimalLedger
 from agentstudy.rehearsal.messages_server import RehearsalServer
 from agentstudy.runners.demo import run_demo
@@ -76,8 +77,10 @@ def _assert_every_snapshot_verifies(snapshots: Snapshots, tmp_path: Path) -> lis
     documents = snapshots.documents()
     # A crash inside an attempt leaves this ledger: it is honest, so it verifies and is reported as it is.
     crashed = tmp_path / "crashed.json"
-    crashed.write_bytes(next(data for data, document in zip(snapshots.taken, documents, strict=True)
-                             if document.get("openReservation")))
+    snapshot = next(data for data, document in zip(snapshots.taken, documents, strict=True)
+                    if document.get("openReservation"))
+    crashed.write_bytes(snapshot)  # with the journal its writer keeps beside it (a fresh one: just its start)
+    journal_path(crashed).write_bytes(_encode(start_record(json.loads(snapshot)["ledgerHash"]), indent=None))
     result = CliRunner().invoke(main, ["report", str(crashed)])
     assert result.exit_code == 0, result.output
     assert re.search(r"^run status +running$", result.output, re.MULTILINE) and "UNVERIFIED" not in result.output

@@ -21,7 +21,7 @@ from agentstudy.io.ledger_journal import JournaledLedger, LedgerJournalError, Sn
 from agentstudy.io.ledger_store import CheckpointError, OutputPathError, _encode, journal_path, resolve_output
 from agentstudy.protocol.ledger_integrity import seal_ledger, verify_ledger_bytes
 from agentstudy.protocol.ledger_journal import rebuild_ledger
-from agentstudy.protocol.records import MinimalLedger
+from agentstudy.protocol.records import JOURNAL_FORMAT, MinimalLedger
 from agentstudy.protocol.run_records import OpenReservation
 from test_minimal_tamper import run_http_pilot
 
@@ -62,8 +62,8 @@ def _charged(ledger: MinimalLedger, reserved: Decimal) -> float:
 
 
 def _full(ledger: MinimalLedger) -> bytes:
-    """What the old full rewrite wrote for this state."""
-    return _encode(seal_ledger(ledger.to_json()))
+    """What the old full rewrite wrote for this state (a running one saying its journal is kept beside it)."""
+    return _encode(seal_ledger(ledger.model_copy(update={"journal": JOURNAL_FORMAT}).to_json()))
 
 
 def _read(path: Path) -> bytes:
@@ -189,7 +189,8 @@ def test_a_crashed_ledger_verifies_in_the_ledger_command_and_prints_rebuilt(
     assert document["status"] == "running" and document["openReservation"]["reservedUsd"] == 0.5
     assert document["observations"] == 1
     text = CliRunner().invoke(main, ["ledger", str(path)]).output
-    assert "Journal" in text and "the hash chain holds" in text and "verified" in text
+    assert "Journal" in text and "the hash chain holds" in text and "verified up to its last record" in text
+    assert "crashed (not closed)" in text and document["closed"] is False and document["journalRecords"] == 4
 
 
 def test_the_next_run_refuses_a_path_whose_journal_exists(tmp_path: Path, finished: MinimalLedger) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 from agentstudy.pricing.cost import CacheWrites, ModelTokens, compute_cost
 from agentstudy.pricing.table import price_entry
 from agentstudy.protocol.adjudication import RUBRIC_SCORES, MinimalAdjudication
+from agentstudy.protocol.controlled.hashing import sha256_normalized_v1
 from agentstudy.protocol.ledger_integrity import seal_ledger
 from agentstudy.protocol.records import MinimalLedger
 
@@ -138,6 +139,14 @@ def companion(ledger_bytes: bytes, outcomes: dict[int, str | None], **extra: Any
         "finishedAt": "2026-11-30T02:10:00.000Z",
     }
     document.update(extra)
+    return sealed(document)
+
+
+def sealed(document: dict[str, Any]) -> dict[str, Any]:
+    """``document`` with its ``adjudicationHash`` recomputed, as the adjudicator writes a companion: the
+    ``sha256-normalized-v1`` hash of everything but the hash itself."""
+    document["adjudicationHash"] = sha256_normalized_v1({k: v for k, v in document.items()
+                                                         if k != "adjudicationHash"})
     return document
 
 

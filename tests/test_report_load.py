@@ -10,7 +10,7 @@ import pytest
 
 from agentstudy.report.load import load_study, parse_ledger
 from agentstudy.report.model import NotSupportedYet, ReportInputError
-from test_report_builders import TASKS, cli_obs, companion, full_study, http_obs, ledger, write
+from test_report_builders import TASKS, cli_obs, companion, full_study, http_obs, ledger, sealed, write
 
 ORIGINAL_LEDGER = (Path(__file__).resolve().parents[2] / "shared" / "reference" / "original-artifacts"
                    / "observation-ledger-v1.json")
@@ -102,7 +102,7 @@ def test_items_that_do_not_join_are_refused(tmp_path: Path, change: dict[str, ob
     data = write(tmp_path / "l.json", ledger(full_study()))
     record = companion(data, {0: "correct"})
     record["items"][0].update(change)
-    (tmp_path / "c.json").write_text(json.dumps(record))
+    (tmp_path / "c.json").write_text(json.dumps(sealed(record)))
     with pytest.raises(ReportInputError, match=message):
         load_study(tmp_path / "l.json", tmp_path / "c.json")
 

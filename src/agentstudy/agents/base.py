@@ -11,9 +11,10 @@ an agent's name: ``agents.registry.agent_cli(name)`` picks the module.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -22,9 +23,20 @@ if TYPE_CHECKING:
     from agentstudy.transports.cli import CliAttemptBody, CliSettings, RawAttempt
     from agentstudy.transports.cli_evaluation import CliEvaluation
 
-StdoutWatch = Callable[[bytes], str | None]
-"""Called with each chunk of the child's stdout as it arrives; a non-``None`` return is the reason
-to stop the child now (``io.process.run_bounded``'s ``watch``; the running per-attempt limit)."""
+class StdoutWatch(Protocol):
+    """Called with each chunk of the child's stdout as it arrives; a non-``None`` return is the reason
+    to stop the child now (``io.process.run_bounded``'s ``watch``; the running per-attempt limit).
+    ``peak_usd`` is the largest running cost (USD) it has seen, ``None`` before any: the attempt is
+    charged at least that (issue 29), whatever the stream says afterwards."""
+
+    def __call__(self, chunk: bytes) -> str | None:
+        """The stop reason, or ``None`` to let the child run on."""
+        ...
+
+    @property
+    def peak_usd(self) -> Decimal | None:
+        """The largest running cost seen so far (USD), ``None`` before any."""
+        ...
 
 
 @dataclass(frozen=True)

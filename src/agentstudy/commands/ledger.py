@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from decimal import Decimal
 from pathlib import Path
@@ -30,6 +31,9 @@ from agentstudy.protocol.json_input import load_json
 from agentstudy.protocol.ledger_integrity import verify_ledger_bytes
 from agentstudy.protocol.records import is_minimal_ledger_version
 
+OPEN_LISTED = 10
+"""Open reservations named one by one in the text summary; more are counted."""
+
 
 @click.command()
 @click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
@@ -48,10 +52,12 @@ def ledger(file: Path, allow_unverified: bool, rebuilt: bool, as_text: bool) -> 
     and the invariants: spent = the observations' charges + the open reservation, each task,
     scenario and repetition once, every amount finite and >= 0, the status consistent with the
     observations and the stop reason, rehearsal with the recorded base URL (loopback http).
-    A crashed run (`running`, maybe with an open reservation) verifies. A crashed run leaves its
-    last snapshot and a journal beside it (`FILE.journal`, issue 19): the journal's hash chain is
-    checked (a torn last line is discarded as not yet written, damage before it is refused, exit 2)
-    and the ledger is verified as rebuilt; --rebuilt prints that ledger.
+    A crashed run leaves its last snapshot and a journal beside it (`FILE.journal`): the journal's
+    hash chain is checked (a torn last line is discarded as not yet written, damage before it is
+    refused, exit 2; so is a missing or emptied journal) and the ledger is verified as rebuilt;
+    --rebuilt prints that ledger. A run that never closed (`running`) is summarised as crashed
+    (not closed), with every open reservation: that nothing was written after its last journal
+    record cannot be proven.
 
     A ledger that does not verify is refused (exit 2, the first problem named) unless
     --allow-unverified, which prints the problems as a warning and marks the summary NOT VERIFIED.
@@ -81,6 +87,7 @@ def ledger(file: Path, allow_unverified: bool, rebuilt: bool, as_text: bool) -> 
         return
     summary = summarize_minimal(load_json(data), verification.problems)
     summary["journal"] = describe_journal(read.journal) if read.journal is not None else None
+    summary["journalRecords"] = read.journal.records if read.journal is not None else 0
     emit(as_text, "ledger", summary, render_minimal)
 
 
@@ -104,17 +111,32 @@ def _not_a_ledger(path: Path) -> str | None:
     return None
 
 
+_MINIMAL_MARKS = re.compile(rb'"(?:version"\s*:\s*"(?:minimal-study-|agentstudy-study-v1)'
+                            rb'|(?:ledgerHash|plannedAttempts|manifestSha256|protocolHash)"\s*:)')
+"""What a minimal-study ledger's text holds and a controlled-study ledger's does not: its version, or one of its
+header keys (the first is in the first 200 bytes of every minimal ledger)."""
+_CONTROLLED_TYPE = re.compile(rb'^\s*\{\s*"type"\s*:\s*"controlled-study-observation-ledger"')
+_MINIMAL_KEYS = frozenset({"observations", "budget", "plannedAttempts"})
+
+
 def _minimal_bytes(path: Path) -> bytes | None:
-    """The file's bytes when it holds a minimal-study ledger; ``None`` for anything else (the controlled path)."""
+    """The file's bytes when it holds a minimal-study ledger, well-formed or not; ``None`` for anything else (the
+    controlled path). An ill-formed one — its version gone or wrong, a field of the wrong shape, text that is not
+    strict JSON (NaN, cut short) — is one too, so its problem is named as a minimal-study ledger's (issue 29),
+    never as a controlled-study ledger's."""
     try:
         if path.stat().st_size > MAX_CONTRACT_BYTES:
             return None
         data = path.read_bytes()
-        document = load_json(data)  # bounded (JsonInputError is a ValueError): a hostile file goes the other way
-    except (OSError, ValueError):
+    except OSError:
         return None
-    is_minimal = (isinstance(document, dict) and "type" not in document
-                  and is_minimal_ledger_version(document.get("version")))
+    try:
+        document = load_json(data)  # bounded (JsonInputError is a ValueError)
+    except ValueError:
+        return data if _MINIMAL_MARKS.search(data) and not _CONTROLLED_TYPE.search(data) else None
+    if not isinstance(document, dict) or "type" in document:
+        return None
+    is_minimal = is_minimal_ledger_version(document.get("version")) or document.keys() >= _MINIMAL_KEYS
     return data if is_minimal else None
 
 
@@ -128,6 +150,8 @@ def summarize_minimal(document: dict[str, Any], problems: tuple[str, ...]) -> di
     observations = [o for o in raw if isinstance(o, dict)] if isinstance(raw, list) else []
     budget: dict[str, Any] = document["budget"] if isinstance(document.get("budget"), dict) else {}
     opened = document.get("openReservation") if isinstance(document.get("openReservation"), dict) else None
+    listed = document.get("openReservations")  # a concurrent run's (issue 19): every one is shown (issue 29)
+    open_list = [each for each in listed if isinstance(each, dict)] if isinstance(listed, list) else []
     charges = [_usd(o.get("chargedUsd")) for o in observations]
     block = document.get("http") if document.get("transport") == "http" else document.get("cli")
     agents = Counter(str(o.get("agent", "claude-code")) for o in observations)  # absent: Claude Code's
@@ -149,7 +173,12 @@ def summarize_minimal(document: dict[str, Any], problems: tuple[str, ...]) -> di
         | {key: budget[key] for key in ("reservationRule", "worstTurnUsd", "largestOvershootUsd") if key in budget},
         "chargedUsd": usd_number(sum((c for c in charges if c is not None), Decimal(0))),
         "openReservation": opened,
+        "openReservations": open_list,
+        "openReservedUsd": usd_number(sum((_usd(each.get(key)) or Decimal(0) for each in
+                                           [*([opened] if opened else []), *open_list]
+                                           for key in ("reservedUsd", "chargedUsd")), Decimal(0))),
         "ledgerHash": document.get("ledgerHash"),
+        "closed": document.get("status") != "running",
         "verified": not problems,
         "problems": list(problems),
     }
@@ -158,27 +187,38 @@ def summarize_minimal(document: dict[str, Any], problems: tuple[str, ...]) -> di
 def render_minimal(summary: dict[str, Any]) -> list[str]:
     """Aligned text lines of ``summarize_minimal``'s output."""
     budget = summary["budget"]
-    opened = summary["openReservation"]
-    open_text = (f"{opened.get('taskId')} {opened.get('scenario')} repetition {opened.get('repetition')}: "
-                 f"reserved {opened.get('reservedUsd')}, charged {opened.get('chargedUsd', 0)} USD (never settled)"
-                 if opened else "none")
+    held = [*([summary["openReservation"]] if summary["openReservation"] else []), *summary["openReservations"]]
+    open_text = "; ".join(f"{each.get('taskId')} {each.get('scenario')} repetition {each.get('repetition')}: "
+                          f"reserved {each.get('reservedUsd')}, charged {each.get('chargedUsd', 0)} USD (never settled)"
+                          for each in held[:OPEN_LISTED]) or "none"
+    if len(held) > OPEN_LISTED:
+        open_text += f"; and {len(held) - OPEN_LISTED} more"
+    if len(held) > 1:
+        open_text = f"{len(held)} open, {summary['openReservedUsd']} USD held: {open_text}"
     rows = [
         ("Ledger", f"{summary['version']}, {summary['transport']}, {summary['mode']}, "
                    f"{summary['observations']} of {summary['plannedAttempts']} planned observations"),
-        ("Status", str(summary["status"]) + (f" ({summary['stopReason']})" if summary["stopReason"] else "")),
+        ("Status", str(summary["status"]) + (f" ({summary['stopReason']})" if summary["stopReason"] else "")
+         + ("" if summary["closed"] else " — crashed (not closed)")),
         ("Rehearsal", f"{'yes' if summary['rehearsal'] is True else 'no'} (base URL {summary['baseUrl']})"),
         ("Observations", counts(summary["byStatus"])),
         *([("Agents", counts(summary["byAgent"]))] if summary.get("byAgent") else []),
         ("Budget", f"spent {budget['spent']} of a {budget['cap']} USD cap (charges {summary['chargedUsd']}); "
                    f"reserved {budget['reserved']}, measured {budget['measured']}"),
-        ("Open reservation", open_text),
+        ("Open reservations" if len(held) > 1 else "Open reservation", open_text),
         *([("Reservation rule", reservation_rule_text(budget))] if budget.get("reservationRule") else []),
-        ("Ledger hash", f"{summary['ledgerHash']}  {'verified' if summary['verified'] else 'NOT VERIFIED'}"),
+        ("Ledger hash", f"{summary['ledgerHash']}  " + ("NOT VERIFIED" if not summary["verified"] else "verified"
+                                                        if summary["closed"] else "verified up to its last record")),
     ]
     if summary.get("journal"):
         rows.append(("Journal", f"{summary['journal']}; the hash chain holds"))
+    if not summary["closed"]:
+        rows.append(("Completeness", f"the run never closed: this is its state up to its last journal record "
+                                     f"({summary.get('journalRecords', 0)} records); that nothing was written "
+                                     f"after it cannot be proven"))
     if summary["verified"]:
-        rows.append(("Checks", "every observationHash matches; the invariants hold"))
+        rows.append(("Checks", "every observationHash matches; the invariants hold"
+                     + ("" if summary["closed"] else " (as far as the records go)")))
     else:
         rows.extend((("NOT VERIFIED" if number == 0 else "", problem)
                      for number, problem in enumerate(summary["problems"])))

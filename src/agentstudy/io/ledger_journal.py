@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ from agentstudy.io.ledger_store import (
 )
 from agentstudy.protocol.ledger_integrity import LEDGER_HASH_KEY
 from agentstudy.protocol.ledger_journal import (
+    JOURNAL_KEY,
     NOT_TOP_LEVEL,
     JournalRebuild,
     assemble,
@@ -47,7 +49,7 @@ from agentstudy.protocol.ledger_journal import (
     snapshot_record,
     start_record,
 )
-from agentstudy.protocol.records import MinimalLedger
+from agentstudy.protocol.records import JOURNAL_FORMAT, MinimalLedger
 
 Transform = Callable[[Any], Any]
 MAX_JOURNAL_BYTES = 512 * 1024 * 1024
@@ -71,6 +73,15 @@ def _identity(value: Any) -> Any:
     return value
 
 
+def _journaled(top: dict[str, Any]) -> dict[str, Any]:
+    """A running snapshot's top-level keys with ``"journal"`` set: it says its journal must exist (issue 29)."""
+    return {**top, JOURNAL_KEY: JOURNAL_FORMAT} if top.get("status") == "running" else top
+
+
+_SAYS_JOURNALED = re.compile(rb'"journal"\s*:\s*"' + JOURNAL_FORMAT.encode() + rb'"')
+"""A running snapshot's ``journal`` key (only a key can be an unescaped quoted word followed by a colon)."""
+
+
 class JournaledLedger:
     """A minimal-study ledger written as snapshots plus a journal (see the module docstring).
 
@@ -90,7 +101,7 @@ class JournaledLedger:
             TypeError, ValueError: a value JSON cannot hold (nothing is written).
         """
         self.transform, self.policy, self.clock = transform, policy, clock
-        self._top: dict[str, Any] = transform(ledger.header_json())
+        self._top: dict[str, Any] = _journaled(transform(ledger.header_json()))
         self._observations = [seal_observation(transform(o.to_json())) for o in ledger.observations]
         document = assemble(self._top, self._observations)
         self._file = LedgerFile(path, document)
@@ -118,7 +129,7 @@ class JournaledLedger:
             CheckpointError: the line could not be written (the journal is cut back to its last
                 complete record) or a due snapshot failed (the line itself is durable).
         """
-        top = self.transform(ledger.header_json())
+        top = _journaled(self.transform(ledger.header_json()))
         new = [seal_observation(self.transform(o.to_json())) for o in ledger.observations[len(self._observations):]]
         record = change_record(self._top, self._last_record, top, new)
         self._append(_encode(record, indent=None))
@@ -216,7 +227,8 @@ def read_ledger(path: Path, data: bytes) -> LedgerRead:
 
     Raises:
         LedgerJournalError: the journal cannot be read, is larger than 512 MiB, is corrupt before its
-            last line, or does not continue the snapshot.
+            last line, does not continue the snapshot, holds no start record, or is missing beside a
+            running snapshot that says it keeps one (issue 29).
     """
     journal = journal_path(path)
     try:
@@ -224,6 +236,10 @@ def read_ledger(path: Path, data: bytes) -> LedgerRead:
             raise LedgerJournalError(f"the ledger journal {journal} is larger than {MAX_JOURNAL_BYTES} bytes")
         text = journal.read_bytes()
     except FileNotFoundError:
+        if _SAYS_JOURNALED.search(data):
+            raise LedgerJournalError(f"the ledger journal {journal} is missing: the ledger is a running snapshot "
+                                     f"that keeps one, so what the run did after the snapshot cannot be known"
+                                     ) from None
         return LedgerRead(data, None)
     except OSError as error:
         raise LedgerJournalError(f"cannot read the ledger journal {journal}: {error.strerror or error}") from None

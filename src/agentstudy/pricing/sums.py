@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from decimal import ROUND_HALF_UP, Context, Decimal
+from decimal import MAX_EMAX, MIN_EMIN, ROUND_HALF_UP, Context, Decimal
 
 from agentstudy.pricing.money import exact, usd
 
@@ -124,7 +124,10 @@ def display_usd(amount: Decimal, *, signed: bool = False, places: int = DISPLAY_
     """
     if not isinstance(amount, Decimal) or not amount.is_finite():
         raise ValueError("a displayed amount must be a finite Decimal")
-    rounded = amount.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP, context=_ROUNDED)
+    # wide enough for every digit left of the point, so no amount makes quantize raise (issue 29: a
+    # 99-digit token count once made the USD display raise after the ledger was written)
+    wide = Context(prec=max(_ROUNDED.prec, amount.adjusted() + places + 2), Emax=MAX_EMAX, Emin=MIN_EMIN)
+    rounded = amount.quantize(Decimal(1).scaleb(-places, context=wide), rounding=ROUND_HALF_UP, context=wide)
     if rounded == 0:
         return f"{abs(rounded):f}"
     return f"{rounded:+f}" if signed else f"{rounded:f}"

@@ -1,7 +1,8 @@
 """The companion record of a minimal-study adjudication (issue: blind agent adjudication).
 
 The run ledger is never edited (ARCHITECTURE decision 10). Adjudication writes this
-companion next to it, bound to the ledger's SHA-256 (of its bytes). Each completed
+companion next to it, bound to the ledger's SHA-256 (of its bytes) and sealed with its own
+content hash (``adjudicationHash``, issue 29) that every reader checks. Each completed
 observation becomes one opaque item judged blind to its scenario; observations that did not
 complete stay missing, never scored. Scores follow the protocol's rubric: correct 1,
 partial 0.5, incorrect 0, incomplete 0. There is no human review.
@@ -9,11 +10,12 @@ partial 0.5, incorrect 0, incomplete 0. There is no human review.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentstudy.protocol.controlled.hashing import sha256_normalized_v1
 from agentstudy.protocol.run_records import BudgetRecord
 
 Rubric = Literal["correct", "partial", "incorrect", "incomplete"]
@@ -46,6 +48,32 @@ def companion_status(item_statuses: Iterable[str], finished: bool) -> CompanionS
     if not finished:
         return "running"
     return "adjudicated" if all(status == "scored" for status in item_statuses) else "awaiting-adjudication"
+
+
+COMPANION_HASH_KEY = "adjudicationHash"
+"""The companion's own content hash (issue 29): ``sha256-normalized-v1`` of the document as written without this
+key, so every item, score and verdict is covered, and with it ``ledgerSha256`` (the ledger it is bound to)."""
+
+
+def companion_hash(document: Mapping[str, Any]) -> str:
+    """``adjudicationHash`` of a companion document: of everything written but the hash itself (hex SHA-256).
+
+    Raises:
+        ValueError, TypeError: a value JSON cannot hold.
+    """
+    return sha256_normalized_v1({k: v for k, v in document.items() if k != COMPANION_HASH_KEY})
+
+
+def companion_hash_problem(document: Mapping[str, Any]) -> str | None:
+    """Why a companion's ``adjudicationHash`` does not hold (absent, or not the content's), ``None`` when it does."""
+    if COMPANION_HASH_KEY not in document:
+        return "it has no adjudicationHash (written before companions were hashed, or stripped since)"
+    try:
+        if document[COMPANION_HASH_KEY] == companion_hash(document):
+            return None
+    except (TypeError, ValueError):
+        pass
+    return "its adjudicationHash does not match its content (changed after it was written)"
 
 
 class _Model(BaseModel):
@@ -167,15 +195,20 @@ class MinimalAdjudication(_Model):
     """Why the run ledger did not verify, when it was adjudicated with ``--allow-unverified``
     (``protocol.ledger_integrity``); omitted when it verified."""
 
+    adjudication_hash: str | None = Field(default=None, alias="adjudicationHash")
+    """The content hash (``companion_hash``), recomputed by every ``to_json``; every reader checks it."""
+
     def to_json(self) -> dict[str, Any]:
         """The JSON document written to disk (camelCase; ``ledgerUnverified``, ``concurrency``,
-        ``openReservations`` and the items' ``startedAt`` / ``endedAt`` only when set)."""
+        ``openReservations`` and the items' ``startedAt`` / ``endedAt`` only when set), sealed with a fresh
+        ``adjudicationHash`` last."""
         data = self.model_dump(by_alias=True)
-        for key in ("ledgerUnverified", "concurrency", "openReservations"):
-            if data[key] is None:
+        for key in ("ledgerUnverified", "concurrency", "openReservations", COMPANION_HASH_KEY):
+            if data[key] is None or key == COMPANION_HASH_KEY:
                 del data[key]
         for item in data["items"]:
             for key in ("startedAt", "endedAt"):
                 if item[key] is None:
                     del item[key]
+        data[COMPANION_HASH_KEY] = companion_hash(data)
         return data

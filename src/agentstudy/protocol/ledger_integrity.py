@@ -144,13 +144,19 @@ class LedgerVerification:
 
 def verify_ledger_bytes(data: bytes | str) -> LedgerVerification:
     """Verify a minimal-study ledger's text: strict JSON, its shape, money, hashes and invariants."""
+    return parse_and_verify(data)[1]
+
+
+def parse_and_verify(data: bytes | str) -> tuple[Any, LedgerVerification]:
+    """The ledger's text parsed strictly (``None`` when it is not strict JSON) and its verification: what
+    :func:`verify_ledger_bytes` does, with the parsed document kept, so a reader parses a large ledger once."""
     try:
         document = parse_json_text(data.decode("utf-8") if isinstance(data, bytes) else data)
     except UnicodeDecodeError:
-        return LedgerVerification(("the ledger is not UTF-8",))
+        return None, LedgerVerification(("the ledger is not UTF-8",))
     except JsonDocumentError as error:
-        return LedgerVerification((f"the ledger is not strict JSON: {error}",))
-    return verify_ledger(document)
+        return None, LedgerVerification((f"the ledger is not strict JSON: {error}",))
+    return document, verify_ledger(document)
 
 
 def verify_ledger(document: Any) -> LedgerVerification:
@@ -317,6 +323,8 @@ def _arm_problems(ledger: MinimalLedger) -> Iterator[str]:
 
 def _status_problems(ledger: MinimalLedger) -> Iterator[str]:
     status, finished, stop = ledger.status, ledger.finished_at is not None, ledger.stop_reason is not None
+    if status != "running" and ledger.journal is not None:
+        yield f"status {status} with a journal key (only a running snapshot keeps a journal)"
     if status == "running":
         if finished or stop:
             yield "status running, but the ledger has a finishedAt or a stopReason (a closed run)"

@@ -26,7 +26,11 @@ journal beside it is a leftover of the close (reported, not applied); otherwise 
 ``ledgerHash`` must be the start record's ``snapshotLedgerHash`` or a ``snapshot`` record's
 ``ledgerHash``, and the ``change`` records after the last such point are applied in order. The
 result is sealed exactly as the runner would have written the same state, and every reader
-then verifies it like any ledger. Everything here is pure.
+then verifies it like any ledger. A running snapshot carries ``"journal":
+"agentstudy-ledger-journal-v1"`` (issue 29), so its journal must exist and start with a record
+bound to it: a deleted or emptied journal is refused. A journal cut at a record boundary still
+reads as a prefix; the readers say the run never closed and that nothing after its last record
+can be proven. Everything here is pure.
 """
 
 from __future__ import annotations
@@ -44,9 +48,10 @@ from agentstudy.protocol.ledger_integrity import (
     ledger_hash,
     observation_hash,
 )
-from agentstudy.protocol.records import MinimalLedger
+from agentstudy.protocol.records import JOURNAL_FORMAT, MinimalLedger
 
-JOURNAL_FORMAT = "agentstudy-ledger-journal-v1"
+JOURNAL_KEY = "journal"
+"""The running snapshot's key saying a journal is kept beside it (``MinimalLedger.journal``)."""
 RECORD_HASH_KEY = "recordHash"
 NOT_TOP_LEVEL = frozenset({"observations", HASH_ALGO_KEY, LEDGER_HASH_KEY})
 KEY_ORDER: tuple[str, ...] = tuple(field.alias or name for name, field in MinimalLedger.model_fields.items())
@@ -192,10 +197,13 @@ def rebuild_ledger(snapshot: bytes, journal: bytes) -> JournalRebuild:
     if document.get("status") != "running":
         notes.append("the ledger is closed; the journal beside it is a leftover of its last write (not applied)")
         return JournalRebuild(document, 0, len(records), tuple(notes), ())
+    if not records:  # issue 29: an emptied journal is not "nothing happened since the snapshot"
+        return _refused("the journal holds no start record (emptied or cut before its first line): what the run "
+                        "did after its snapshot cannot be known")
     snapshot_hash = document.get(LEDGER_HASH_KEY)
     points = [i for i, r in enumerate(records) if (r.get("snapshotLedgerHash") if r["kind"] == "start"
                                                    else r.get(LEDGER_HASH_KEY)) == snapshot_hash]
-    if records and not points:
+    if not points:
         return _refused("the journal does not continue this ledger snapshot (no record names its ledgerHash)",
                         len(records))
     top = {k: v for k, v in document.items() if k not in NOT_TOP_LEVEL}

@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentstudy.pricing.cost import MAX_TOKENS
 from agentstudy.protocol.analysis import AnalysisPlan
 from agentstudy.protocol.run_records import (
     AdjudicationDeclaration,
@@ -32,6 +33,17 @@ tools for Claude Code) or ``restricted`` (the agent's own file-tool confinement 
 ledgers written before containment was recorded."""
 
 
+Count = Annotated[int, Field(strict=True, ge=0, le=MAX_TOKENS)]
+"""A token, call or millisecond count as a ledger holds it: a JSON integer in [0, 10**15] (issue 29: what the
+runner may write is exactly what every reader accepts; a float, a negative or a 31-digit count is refused)."""
+Name = Annotated[str, Field(min_length=1)]
+"""A task id, scenario or status: a non-empty string (the report refuses an empty one)."""
+Repetition = Annotated[int, Field(strict=True, ge=1)]
+"""A 1-based repetition number (a JSON integer)."""
+Flag = Annotated[bool, Field(strict=True)]
+"""A JSON true or false."""
+
+
 class CliObservation(BaseModel):
     """One CLI attempt as recorded in the ledger (seed 000, "Each attempt records…").
 
@@ -44,9 +56,9 @@ class CliObservation(BaseModel):
 
     model_config = ConfigDict(extra="forbid", validate_by_name=True, validate_by_alias=True)
 
-    task_id: str = Field(alias="taskId")
-    scenario: str
-    repetition: int
+    task_id: Name = Field(alias="taskId")
+    scenario: Name
+    repetition: Repetition
     transport: Literal["cli"] = "cli"
     cli_version: str = Field(alias="cliVersion")
     expected_cli_version: str = Field(alias="expectedCliVersion")
@@ -54,18 +66,18 @@ class CliObservation(BaseModel):
     model: str | None
     tools: list[str] | None
     mcp_servers: list[dict[str, Any]] | None
-    tool_calls_by_name: dict[str, int] = Field(alias="toolCallsByName")
-    tool_calls: int = Field(alias="toolCalls")
+    tool_calls_by_name: dict[str, Count] = Field(alias="toolCallsByName")
+    tool_calls: Count = Field(alias="toolCalls")
     permission_denials: list[dict[str, Any]] = Field(alias="permissionDenials")
-    input_tokens: int | None = Field(alias="inputTokens")
-    output_tokens: int | None = Field(alias="outputTokens")
-    cache_creation_input_tokens: int | None = Field(alias="cacheCreationInputTokens")
-    cache_read_input_tokens: int | None = Field(alias="cacheReadInputTokens")
-    num_turns: int | None = Field(alias="numTurns")
+    input_tokens: Count | None = Field(alias="inputTokens")
+    output_tokens: Count | None = Field(alias="outputTokens")
+    cache_creation_input_tokens: Count | None = Field(alias="cacheCreationInputTokens")
+    cache_read_input_tokens: Count | None = Field(alias="cacheReadInputTokens")
+    num_turns: Count | None = Field(alias="numTurns")
     cli_subtype: str | None = Field(alias="cliSubtype")
     is_error: bool | None = Field(alias="isError")
-    usage_complete: bool = Field(alias="usageComplete")
-    tool_errors_by_name: dict[str, int] = Field(alias="toolErrorsByName")
+    usage_complete: Flag = Field(alias="usageComplete")
+    tool_errors_by_name: dict[str, Count] = Field(alias="toolErrorsByName")
     cli_reported_cost_usd: float | None = Field(alias="cliReportedCostUsd")
     computed_cost_usd: float | None = Field(alias="computedCostUsd")
     cost_basis: dict[str, Any] | None = Field(alias="costBasis")
@@ -81,12 +93,12 @@ class CliObservation(BaseModel):
     containment: ContainmentMechanism | None = None
     isolation_achieved: list[str] | None = Field(default=None, alias="isolationAchieved")
     isolation_not_achieved: list[str] | None = Field(default=None, alias="isolationNotAchieved")
-    wall_time_ms: int = Field(alias="wallTimeMs")
+    wall_time_ms: Count = Field(alias="wallTimeMs")
     started_at: str | None = Field(default=None, alias="startedAt")
     ended_at: str | None = Field(default=None, alias="endedAt")
     worker_node: str | None = Field(default=None, alias="workerNode")
     agent: str | None = None
-    status: str
+    status: Name
     status_reason: str | None = Field(default=None, alias="statusReason")
     answer: str
     correctness: None = None
@@ -129,24 +141,24 @@ class HttpObservation(BaseModel):
 
     model_config = ConfigDict(extra="forbid", validate_by_name=True, validate_by_alias=True)
 
-    task_id: str = Field(alias="taskId")
-    scenario: str
-    repetition: int
+    task_id: Name = Field(alias="taskId")
+    scenario: Name
+    repetition: Repetition
     transport: Literal["http"] = "http"
     model: str
     tools: list[str]
-    tool_calls_by_name: dict[str, int] = Field(alias="toolCallsByName")
-    tool_errors_by_name: dict[str, int] = Field(alias="toolErrorsByName")
-    tool_calls: int = Field(alias="toolCalls")
-    num_turns: int = Field(alias="numTurns")
-    input_tokens: int = Field(alias="inputTokens")
-    output_tokens: int = Field(alias="outputTokens")
-    usage_complete: bool = Field(alias="usageComplete")
+    tool_calls_by_name: dict[str, Count] = Field(alias="toolCallsByName")
+    tool_errors_by_name: dict[str, Count] = Field(alias="toolErrorsByName")
+    tool_calls: Count = Field(alias="toolCalls")
+    num_turns: Count = Field(alias="numTurns")
+    input_tokens: Count = Field(alias="inputTokens")
+    output_tokens: Count = Field(alias="outputTokens")
+    usage_complete: Flag = Field(alias="usageComplete")
     reserved_usd: float = Field(alias="reservedUsd")
     measured_usd: float = Field(alias="measuredUsd")
     charged_usd: float = Field(alias="chargedUsd")
     cumulative_cap_exceeded: bool = Field(alias="cumulativeCapExceeded")
-    wall_time_ms: int = Field(alias="wallTimeMs")
+    wall_time_ms: Count = Field(alias="wallTimeMs")
     containment: ContainmentMechanism | None = None
     isolation_achieved: list[str] | None = Field(default=None, alias="isolationAchieved")
     isolation_not_achieved: list[str] | None = Field(default=None, alias="isolationNotAchieved")
@@ -178,6 +190,9 @@ class HttpObservation(BaseModel):
 Observation = Annotated[CliObservation | HttpObservation, Field(discriminator="transport")]
 """A ledger observation of either transport, told apart by ``transport``."""
 
+
+JOURNAL_FORMAT = "agentstudy-ledger-journal-v1"
+"""The journal's format name: its start record's ``journal`` and a running snapshot's ``journal`` (issue 19, 29)."""
 
 MINIMAL_VERSION_PREFIX = "minimal-study-"
 STUDY_LEDGER_VERSION = "agentstudy-study-v1"
@@ -253,6 +268,10 @@ class MinimalLedger(BaseModel):
     executor: Literal["ray"] | None = None
     excluded_workers: list[ExcludedWorker] | None = Field(default=None, alias="excludedWorkers")
     sequential: SequentialRecord | None = None
+    journal: Literal["agentstudy-ledger-journal-v1"] | None = None
+    """Set (to ``JOURNAL_FORMAT``) in every ``running`` snapshot written with a journal beside it (issue 29):
+    the snapshot then says a journal must exist, so a deleted or emptied one is refused, never read as "no
+    change since". Never in a closed ledger (``to_json`` drops it once the status is not ``running``)."""
     stop_reason: str | None = Field(default=None, alias="stopReason")
     started_at: str = Field(alias="startedAt")
     finished_at: str | None = Field(default=None, alias="finishedAt")
@@ -281,11 +300,13 @@ def _drop_unset(data: dict[str, Any]) -> dict[str, Any]:
         data["prices"].pop("nominal", None)
     for key in ("openReservation", "stopReason", "finishedAt", "cli", "prices", "http", "containment",
                 "hashAlgo", "ledgerHash", "arms", "fullAttempts", "analysis", "concurrency", "openReservations",
-                "executor", "excludedWorkers", "sequential"):
+                "executor", "excludedWorkers", "sequential", "journal"):
         if data[key] is None:
             del data[key]
     if isinstance(data.get("analysis"), dict) and data["analysis"].get("secondary") is None:
         data["analysis"].pop("secondary", None)
+    if data.get("status") != "running":
+        data.pop("journal", None)  # a closed ledger has no journal beside it
     for arm in data.get("arms") or []:
         if arm["mcpServer"] is None:
             del arm["mcpServer"]

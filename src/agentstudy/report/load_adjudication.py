@@ -1,7 +1,8 @@
 """Join a minimal-study ledger's adjudication companion to the study read by ``report.load``.
 
 The companion must be a valid :class:`~agentstudy.protocol.adjudication.MinimalAdjudication`
-whose ``ledgerSha256`` is the SHA-256 of the ledger file's bytes, whose integrity holds
+whose ``ledgerSha256`` is the SHA-256 of the ledger file's bytes, whose ``adjudicationHash`` is its
+content's (issue 29: a forged score is refused), whose integrity holds
 (``protocol.adjudication_integrity``), and whose items point at observations with the same
 task and repetition. Split from ``report.load`` (issue 19 housekeeping: one job per module).
 """
@@ -13,7 +14,7 @@ from dataclasses import replace
 from pydantic import ValidationError
 
 from agentstudy.pricing.sums import usd_from_json
-from agentstudy.protocol.adjudication import RUBRIC_SCORES, MinimalAdjudication
+from agentstudy.protocol.adjudication import RUBRIC_SCORES, MinimalAdjudication, companion_hash_problem
 from agentstudy.protocol.adjudication_integrity import companion_problems
 from agentstudy.report.input_bytes import json_document
 from agentstudy.report.model import COMPLETED, AdjudicationInfo, ReportInputError, Study
@@ -24,12 +25,13 @@ def join_adjudication(study: Study, data: bytes, file_name: str) -> Study:
 
     Raises:
         ReportInputError: the companion is not a valid adjudication record, its ``ledgerSha256``
-            is not the ledger's SHA-256, its money or timing invariants break
-            (``protocol.adjudication_integrity``), or an item points at no observation, at one of another
-            task or repetition, or twice at the same one.
+            is not the ledger's SHA-256, its ``adjudicationHash`` is absent or not its content's, its
+            money or timing invariants break (``protocol.adjudication_integrity``), or an item points at
+            no observation, at one of another task or repetition, or twice at the same one.
     """
+    document = json_document(data, "adjudication companion")
     try:
-        companion = MinimalAdjudication.model_validate(json_document(data, "adjudication companion"))
+        companion = MinimalAdjudication.model_validate(document)
     except ValidationError as error:
         first = error.errors()[0]
         place = ".".join(str(p) for p in first["loc"])
@@ -37,6 +39,9 @@ def join_adjudication(study: Study, data: bytes, file_name: str) -> Study:
     if companion.ledger_sha256 != study.sha256:
         raise ReportInputError(f"the adjudication companion is bound to ledger SHA-256 {companion.ledger_sha256}, "
                                f"not to this ledger ({study.sha256})")
+    forged = companion_hash_problem(document)
+    if forged is not None:
+        raise ReportInputError(f"the adjudication companion does not verify: {forged}")
     problems = companion_problems(companion)
     if problems:
         raise ReportInputError(f"the adjudication companion does not hold together: {problems[0]}")

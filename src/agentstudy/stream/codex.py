@@ -13,22 +13,27 @@ lost), no file change, web search, sub-agent call or user-input request. A decli
 command is a recorded read denial, not a problem. :func:`codex_outcome` gives one of the six
 statuses by the Claude Code precedence (:func:`agentstudy.stream.outcome.outcome`), the terminal
 event standing for the ``result``. Usage (tokens) is the last ``turn.completed``'s, which is the
-thread's running total; ``usageComplete`` is false when none arrived.
+thread's running total; ``usageComplete`` is false when none arrived. Every count is checked where
+it is read (:func:`usage_problem`: integers in [0, 10**15], parts within their totals) and a
+running total that goes backwards is a problem; ``usages`` keeps every total so the attempt is
+charged the largest (issue 29).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentstudy.pricing.cost import MAX_TOKENS
 from agentstudy.protocol.json_input import load_json
 from agentstudy.stream.outcome import Outcome, ProcessFacts, outcome
 
 __all__ = ["CODEX_EVENT_TYPES", "CODEX_ITEM_TYPES", "CodexExpectations", "CodexTranscript", "CodexUsage",
-           "check_codex_setup", "codex_outcome", "parse_codex_stream"]
+           "check_codex_setup", "codex_outcome", "parse_codex_stream", "usage_problem", "went_backwards"]
 
 CODEX_EVENT_TYPES = frozenset({"thread.started", "turn.started", "turn.completed", "turn.failed", "item.started",
                                "item.updated", "item.completed", "item.plan.delta", "request_user_input", "error"})
@@ -77,7 +82,9 @@ class CodexTranscript:
         grammar_problems: why the stream breaks the 0.171.0 grammar (setup problems).
         thread_id: the ``thread.started`` id, if any.
         terminal: the last ``turn.completed`` / ``turn.failed`` event, if any.
-        usage: the last ``turn.completed`` usage, if any (``usage_complete`` says so).
+        usage: the last ``turn.completed`` usage, if any and recordable (``usage_complete`` says so).
+        usages: every recordable ``turn.completed`` usage, in stream order (the running totals the attempt
+            is charged the largest cost of; issue 29).
         tool_calls: calls by tool name: ``shell:<program>`` per command, ``mcp__<server>__<tool>``
             per MCP call (completed items; a call seen only as started counts too).
         mcp_calls: the final ``mcp_tool_call`` item of every call, in first-seen order.
@@ -103,6 +110,7 @@ class CodexTranscript:
     thread_id: str | None = None
     terminal: dict[str, Any] | None = None
     usage: CodexUsage | None = None
+    usages: list[CodexUsage] = field(default_factory=list)
     tool_calls: Counter[str] = field(default_factory=Counter)
     mcp_calls: list[dict[str, Any]] = field(default_factory=list)
     read_denials: int = 0
@@ -135,13 +143,34 @@ def _program(command: Any) -> str:
     return words[0].rsplit("/", 1)[-1] if words else "?"
 
 
-def _usage(value: Any) -> CodexUsage | None:
+def usage_problem(value: Any) -> str | None:
+    """Why a ``turn.completed`` ``usage`` object cannot be recorded (``None`` when it can): every count a
+    JSON integer in [0, 10**15] (``pricing.cost.MAX_TOKENS``, the bound every ledger reader applies),
+    cached plus cache-write input at most the input, reasoning output at most the output (issue 29)."""
     if not isinstance(value, Mapping):
-        return None
+        return "turn.completed usage is not an object"
     counts = [value.get(key, 0) for key in _USAGE_KEYS]
-    if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in counts):
+    for key, n in zip(_USAGE_KEYS, counts, strict=True):
+        if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= MAX_TOKENS:
+            return f"turn.completed usage {key} is not a token count in [0, 10**15]"
+    usage = CodexUsage(*counts)
+    if usage.cached_input_tokens + usage.cache_write_input_tokens > usage.input_tokens:
+        return "turn.completed usage has more cached and cache-write input tokens than input tokens"
+    if usage.reasoning_output_tokens > usage.output_tokens:
+        return "turn.completed usage has more reasoning output tokens than output tokens"
+    return None
+
+
+def _usage(value: Any) -> CodexUsage | None:
+    if usage_problem(value) is not None:
         return None
-    return CodexUsage(*counts)
+    assert isinstance(value, Mapping)
+    return CodexUsage(*[value.get(key, 0) for key in _USAGE_KEYS])
+
+
+def went_backwards(earlier: CodexUsage, later: CodexUsage) -> bool:
+    """Whether ``later`` (a running total) has fewer tokens of any kind than ``earlier``."""
+    return any(b < a for a, b in zip(dataclasses.astuple(earlier), dataclasses.astuple(later), strict=True))
 
 
 def _read_item(event: Mapping[str, Any], number: int, transcript: CodexTranscript, seen: dict[str, int]) -> None:
@@ -205,6 +234,8 @@ def parse_codex_stream(lines: Iterable[str]) -> CodexTranscript:
         elif kind in _TERMINAL:
             transcript.terminal = event
             transcript.usage = _usage(event.get("usage")) if kind == "turn.completed" else None
+            if kind == "turn.completed":
+                _note_usage(event.get("usage"), number, transcript)
         elif kind.startswith("item.") and kind != "item.plan.delta":
             _read_item(event, number, transcript, seen)
         elif kind == "request_user_input":
@@ -213,6 +244,21 @@ def parse_codex_stream(lines: Iterable[str]) -> CodexTranscript:
             transcript.notices.append(str(event.get("message", "")))
     _check_grammar(kinds, transcript)
     return transcript
+
+
+def _note_usage(value: Any, number: int, transcript: CodexTranscript) -> None:
+    """Keep every readable running total (``usages``); a count that cannot be recorded or a total that goes
+    backwards is a usage problem (a grammar problem: the attempt's setup is not what was measured)."""
+    problem = usage_problem(value)
+    if problem is not None:
+        transcript.line_problem(f"line {number}: {problem}")
+        return
+    usage = _usage(value)
+    assert usage is not None
+    if transcript.usages and went_backwards(transcript.usages[-1], usage):
+        transcript.line_problem(f"line {number}: turn.completed usage went backwards (a running total never "
+                                f"shrinks; the largest one is charged)")
+    transcript.usages.append(usage)
 
 
 def _check_grammar(kinds: list[str], transcript: CodexTranscript) -> None:

@@ -195,6 +195,9 @@ class RawAttempt:
     """The tail of the child's stderr the agent asked to keep (``Launch.keep_stderr`` bytes; else empty)."""
     watch_stop: str | None = None
     """Why the agent's stdout watcher stopped the child (the running per-attempt limit), else ``None``."""
+    running_peak_usd: Decimal | None = None
+    """The largest running cost (USD) the agent's stdout watcher saw, ``None`` without one (issue 29): the
+    attempt is charged at least this, whatever the kept stdout says at its end."""
 
 
 def run_cli_body(body: CliAttemptBody, corpus: CorpusBlobs) -> RawAttempt:
@@ -228,7 +231,8 @@ def run_cli_body(body: CliAttemptBody, corpus: CorpusBlobs) -> RawAttempt:
     facts = ProcessFacts(process.started, process.timed_out, process.truncated, process.exit_code,
                          timeout_s=settings.timeout_s, stdout_limit=settings.stdout_limit, stopped=stopped)
     return RawAttempt(process.stdout, facts, process.wall_time_ms, export.files, export.bytes, export.tree_sha256,
-                      stderr=process.stderr_tail, watch_stop=process.watch_stop)
+                      stderr=process.stderr_tail, watch_stop=process.watch_stop,
+                      running_peak_usd=None if launch.watch is None else launch.watch.peak_usd)
 
 
 STOPPED_FACTS = ProcessFacts(started=False, timed_out=False, truncated=False, exit_code=None, stopped=True)

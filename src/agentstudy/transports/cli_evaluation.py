@@ -18,6 +18,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from agentstudy.pricing.cost import (
+    MAX_TOKENS,
     AttemptCost,
     CacheWrites,
     CostProblem,
@@ -134,10 +135,13 @@ def _price(transcript: Transcript) -> tuple[dict[str, ModelTokens] | None, Attem
 def _fields(transcript: Transcript, totals: Mapping[str, ModelTokens] | None) -> dict[str, Any]:
     init, result = transcript.init or {}, transcript.result or {}
 
-    def total(attr: str) -> int | None:
-        return sum(getattr(t, attr) for t in totals.values()) if totals is not None else None
+    def total(attr: str) -> int | None:  # within the bound every ledger reader applies (issue 29), else unknown
+        summed = sum(getattr(t, attr) for t in totals.values()) if totals is not None else None
+        return summed if summed is not None and summed <= MAX_TOKENS else None
 
     num_turns = result.get("num_turns")
+    if isinstance(num_turns, int) and not 0 <= num_turns <= MAX_TOKENS:
+        num_turns = None
     tools, servers = init.get("tools"), init.get("mcp_servers")
     return {
         "model": init.get("model") if isinstance(init.get("model"), str) else None,

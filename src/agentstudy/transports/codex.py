@@ -35,6 +35,7 @@ from agentstudy.io.containment import (
 from agentstudy.io.process import STDOUT_LIMIT_BYTES
 from agentstudy.pricing.cost import AttemptCost, CostProblem
 from agentstudy.pricing.openai import OpenAiUsage, openai_cost
+from agentstudy.pricing.usd_json import usd_number
 from agentstudy.protocol.json_input import load_json
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP
 from agentstudy.protocol.mcp_spec import mcp_tool_name
@@ -51,7 +52,7 @@ from agentstudy.transports.codex_args import (
     config_toml,
 )
 
-__all__ = ["STDERR_KEPT_BYTES", "UsageWatch", "codex_config", "codex_isolation", "codex_launch",
+__all__ = ["STDERR_KEPT_BYTES", "UsageWatch", "charged_floor", "codex_config", "codex_isolation", "codex_launch",
            "evaluate_codex_attempt"]
 
 STDERR_KEPT_BYTES = 64 * 1024
@@ -139,6 +140,9 @@ class UsageWatch:
 
     model: str
     limit_usd: Decimal
+    peak_usd: Decimal | None = None
+    """The largest running cost seen (USD; ``StdoutWatch.peak_usd``): a total that goes back down never
+    lowers it, and the attempt is charged at least this (issue 29)."""
     _pending: bytearray = field(default_factory=bytearray, repr=False)
     _overflow: bool = field(default=False, repr=False)
 
@@ -180,6 +184,7 @@ class UsageWatch:
             cost = openai_cost(self.model, _openai_usage(usage)).usd
         except (ValueError, CostProblem):
             return None
+        self.peak_usd = cost if self.peak_usd is None else max(self.peak_usd, cost)
         if cost > self.limit_usd:
             return f"the running usage cost {cost.normalize():f} USD passed the per-attempt limit of " \
                    f"{self.limit_usd.normalize():f} USD; the child was stopped"
@@ -201,6 +206,31 @@ def _price(model: str, transcript: CodexTranscript) -> tuple[AttemptCost | None,
         return openai_cost(model, _openai_usage(transcript.usage)), None
     except CostProblem as problem:
         return None, str(problem)
+
+
+def _largest(model: str, transcript: CodexTranscript) -> AttemptCost | None:
+    """The cost of the dearest running total the stream holds (``usages``), ``None`` if none prices."""
+    costs: list[AttemptCost] = []
+    for usage in transcript.usages:
+        try:
+            costs.append(openai_cost(model, _openai_usage(usage)))
+        except CostProblem:
+            continue
+    return max(costs, key=lambda cost: cost.usd, default=None)
+
+
+def charged_floor(cost: AttemptCost | None, largest: AttemptCost | None,
+                  peak_usd: Decimal | None) -> AttemptCost | None:
+    """The computed cost the attempt is settled on (issue 29): never below the dearest running total in the
+    stream (``largest``) nor the largest running cost the watcher saw (``peak_usd``, USD). A cost raised so
+    keeps the priced usage's basis and records ``runningPeakUsd``; ``None`` when nothing was priced or seen."""
+    best = cost
+    if largest is not None and (best is None or largest.usd > best.usd):
+        best = AttemptCost(usd=largest.usd, basis={**largest.basis, "runningPeakUsd": usd_number(largest.usd)})
+    if peak_usd is not None and (best is None or peak_usd > best.usd):
+        basis = dict(best.basis) if best is not None else {"pricing": "openai"}
+        best = AttemptCost(usd=peak_usd, basis={**basis, "runningPeakUsd": usd_number(peak_usd)})
+    return best
 
 
 def _tool_counts(transcript: CodexTranscript) -> dict[str, int]:
@@ -246,12 +276,14 @@ def evaluate_codex_attempt(body: CliAttemptBody, raw: RawAttempt) -> CliEvaluati
     Grammar and setup checks (``stream.codex``; a child killed by its timeout, its bound or a stop
     is not checked for setup), the computed cost (``pricing.openai``; Codex reports none, so
     ``reported_cost_usd`` is ``None``), and the status: a child the watcher stopped is
-    ``budget-exceeded``, otherwise ``codex_outcome``'s. Never raises on the content.
+    ``budget-exceeded``, otherwise ``codex_outcome``'s. The computed cost is never below the largest
+running cost the stream or the watcher showed (:func:`charged_floor`). Never raises on the content.
     """
     settings = body.settings
     transcript = parse_codex_stream(raw.stdout.decode("utf-8", "replace").split("\n"))
     stderr = raw.stderr.decode("utf-8", "replace")
     cost, cost_problem = _price(settings.model, transcript)
+    cost = charged_floor(cost, _largest(settings.model, transcript), raw.running_peak_usd)
     expected = CodexExpectations(settings.mcp.name if body.scenario == DOC_BRIDGE_MCP else None,
                                  tuple(settings.mcp.read_only_tools))
     killed = raw.facts.timed_out or raw.facts.truncated or raw.facts.stopped
