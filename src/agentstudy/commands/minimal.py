@@ -28,6 +28,7 @@ from agentstudy.commands.containment_options import (
     containment_option,
     gateway_from_options,
 )
+from agentstudy.commands.fault_option import checked_faults
 from agentstudy.commands.mcp_options import mcp_options, study_mcp_spec
 from agentstudy.commands.minimal_dry_run import DryRunRequest, print_dry_run
 from agentstudy.commands.minimal_inputs import money_flags, require_model, reservation_rule
@@ -44,6 +45,7 @@ from agentstudy.io.messages_api import (
     check_base_url,
 )
 from agentstudy.pricing.http import UpperPrices
+from agentstudy.protocol.fault_schedule import parse_fault_schedule
 from agentstudy.protocol.manifest import LoadedManifest, ManifestError, load_manifest
 from agentstudy.protocol.mcp_spec import McpServerSpec
 from agentstudy.protocol.schedule import Mode, PilotSize, build_schedule, pilot_size
@@ -104,6 +106,10 @@ from agentstudy.transports.cli import CliSettings
                    "nominal).")
 @click.option("--rehearsal-latency-ms", type=click.IntRange(0, 600_000), default=0, show_default=True,
               help="With --rehearsal: the scripted server answers every request after this many ms (issue 19).")
+@click.option("--rehearsal-faults", metavar="SPEC",
+              help="With --rehearsal: the scripted server refuses requests on schedule, e.g. '1:429,30%:529,seed=7' "
+                   "(429 with retry-after, 529, 500, reset, slow=MS, sse-error; by request N, N-M, *, P%, "
+                   "attempt=K; docs/real-api.md). A study file's rehearsalFaults is the default.")
 @click.option("--concurrency", type=click.IntRange(1, MAX_CONCURRENCY), default=1, show_default=True,
               help="Attempts in flight at once (both transports; issue 19). Each is admitted only if its full "
                    "--attempt-budget-usd fits under the cap with every open reservation counted (http: the "
@@ -151,6 +157,7 @@ def minimal(
     output_usd_per_million: str | None,
     rehearsal: bool,
     rehearsal_latency_ms: int,
+    rehearsal_faults: str | None,
     concurrency: int,
     strict_cap: bool,
     executor: str,
@@ -201,6 +208,7 @@ def minimal(
         fail("--ray-address goes with --executor ray")
     if rehearsal_latency_ms and not rehearsal:
         fail("--rehearsal-latency-ms needs --rehearsal (it delays the scripted server's answers)")
+    rehearsal_faults = checked_faults(rehearsal_faults, loaded, rehearsal)
     root_paths = parse_roots(roots)
     if not pilot and (pilot_tasks is not None or pilot_repetitions is not None):
         fail("--pilot-tasks and --pilot-repetitions need --pilot")
@@ -257,7 +265,7 @@ def minimal(
         assert money.cap is not None and money.prices is not None
         sys.exit(_run_http(
             loaded, mode, root_paths, output, chosen_model, money.cap, spec, rehearsal, base_url,
-            money.prices, mode_of_containment, size, latency_ms=rehearsal_latency_ms,
+            money.prices, mode_of_containment, size, latency_ms=rehearsal_latency_ms, faults=rehearsal_faults,
             concurrency=concurrency, attempt_budget_usd=money.limit, executor=executor, ray_address=ray_address,
         ))
     assert money.cap is not None and money.limit is not None
@@ -293,8 +301,8 @@ def minimal(
     )
     if not rehearsal:
         sys.exit(_run(lambda: run_cli_study(request)))
-    with chosen_agent.rehearsal_endpoint(rehearsal_latency_ms) as rehearsal_url, \
-            rehearsal_endpoints(others, rehearsal_latency_ms) as ready:
+    with chosen_agent.rehearsal_endpoint(rehearsal_latency_ms, rehearsal_faults) as rehearsal_url, \
+            rehearsal_endpoints(others, rehearsal_latency_ms, rehearsal_faults) as ready:
         settings = replace(request.settings, rehearsal_base_url=rehearsal_url)
         code = _run(lambda: run_cli_study(replace(request, settings=settings, other_agents=ready)))
     sys.exit(code)
@@ -315,6 +323,7 @@ def _run_http(
     size: PilotSize,
     *,
     latency_ms: int = 0,
+    faults: str | None = None,
     concurrency: int = 1,
     attempt_budget_usd: Decimal | None = None,
     executor: str = "local",
@@ -322,8 +331,9 @@ def _run_http(
 ) -> int:
     """Read the key from the environment, check the output and run (the base URL is checked); the exit code.
 
-    ``latency_ms``: the rehearsal server's delay before each answer (ms). ``concurrency`` and its
-    per-attempt limit ``attempt_budget_usd`` (USD): issue 19; ``executor``, ``ray_address``: issue 20.
+    ``latency_ms``: the rehearsal server's delay before each answer (ms); ``faults`` its fault SPEC.
+    ``concurrency`` and its per-attempt limit ``attempt_budget_usd`` (USD): issue 19; ``executor``,
+    ``ray_address``: issue 20.
     """
     try:
         key = REHEARSAL_KEY if rehearsal else api_key_from_environment(os.environ)
@@ -340,7 +350,8 @@ def _run_http(
     )
     if not rehearsal:
         return _run(lambda: run_http_study(request))
-    with RehearsalServer(latency_ms=latency_ms) as server:
+    schedule = None if faults is None else parse_fault_schedule(faults)
+    with RehearsalServer(latency_ms=latency_ms, faults=schedule) as server:
         return _run(lambda: run_http_study(replace(request, base_url=server.base_url)))
 
 

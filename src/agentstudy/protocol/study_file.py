@@ -41,6 +41,9 @@ class StudyFile(BaseModel):
     tasks: list[Task] = Field(min_length=1, max_length=MAX_TASKS)
     agents: list[str] | None = Field(
         default=None, description="The coding agents the study runs (claude-code, codex); absent: claude-code only.")
+    rehearsal_faults: str | None = Field(
+        default=None, alias="rehearsalFaults", max_length=2000,
+        description="A rehearsal's fault schedule (e.g. '1:429,30%:529,seed=7'); --rehearsal-faults replaces it.")
 
     @model_validator(mode="after")
     def _check_matrix(self) -> StudyFile:
