@@ -54,6 +54,7 @@ from agentstudy.runners.minimal import CliRunRequest, run_cli_study
 from agentstudy.runners.minimal_http import REHEARSAL_KEY, HttpRunRequest, run_http_study
 from agentstudy.runners.preflight import PreflightError
 from agentstudy.runners.summary import RunSummary
+from agentstudy.transports.api_retry import DEFAULT_RETRY, RetryPolicy
 from agentstudy.transports.cli import CliSettings
 
 
@@ -110,6 +111,9 @@ from agentstudy.transports.cli import CliSettings
               help="With --rehearsal: the scripted server refuses requests on schedule, e.g. '1:429,30%:529,seed=7' "
                    "(429 with retry-after, 529, 500, reset, slow=MS, sse-error; by request N, N-M, *, P%, "
                    "attempt=K; docs/real-api.md). A study file's rehearsalFaults is the default.")
+@click.option("--api-max-retries", type=click.IntRange(0, 10), default=2, show_default=True,
+              help="http: how often a refused request (429, 529, 5xx, 408, 409, a failed connection) is sent "
+                   "again, after retry-after or an exponential back-off; it consumed nothing (docs/real-api.md).")
 @click.option("--concurrency", type=click.IntRange(1, MAX_CONCURRENCY), default=1, show_default=True,
               help="Attempts in flight at once (both transports; issue 19). Each is admitted only if its full "
                    "--attempt-budget-usd fits under the cap with every open reservation counted (http: the "
@@ -158,6 +162,7 @@ def minimal(
     rehearsal: bool,
     rehearsal_latency_ms: int,
     rehearsal_faults: str | None,
+    api_max_retries: int,
     concurrency: int,
     strict_cap: bool,
     executor: str,
@@ -266,6 +271,7 @@ def minimal(
         sys.exit(_run_http(
             loaded, mode, root_paths, output, chosen_model, money.cap, spec, rehearsal, base_url,
             money.prices, mode_of_containment, size, latency_ms=rehearsal_latency_ms, faults=rehearsal_faults,
+            retry=RetryPolicy(max_retries=api_max_retries),
             concurrency=concurrency, attempt_budget_usd=money.limit, executor=executor, ray_address=ray_address,
         ))
     assert money.cap is not None and money.limit is not None
@@ -324,6 +330,7 @@ def _run_http(
     *,
     latency_ms: int = 0,
     faults: str | None = None,
+    retry: RetryPolicy = DEFAULT_RETRY,
     concurrency: int = 1,
     attempt_budget_usd: Decimal | None = None,
     executor: str = "local",
@@ -331,7 +338,8 @@ def _run_http(
 ) -> int:
     """Read the key from the environment, check the output and run (the base URL is checked); the exit code.
 
-    ``latency_ms``: the rehearsal server's delay before each answer (ms); ``faults`` its fault SPEC.
+    ``latency_ms``: the rehearsal server's delay before each answer (ms); ``faults`` its fault SPEC; ``retry``
+    the retries of a refused request (issue 33).
     ``concurrency`` and its per-attempt limit ``attempt_budget_usd`` (USD): issue 19; ``executor``,
     ``ray_address``: issue 20.
     """
@@ -346,7 +354,7 @@ def _run_http(
         forbidden_output_roots=(project_root(),), progress=progress_for_terminal(),
         containment=containment, parent_env=dict(os.environ), pilot=size,
         concurrency=concurrency, attempt_budget_usd=attempt_budget_usd,
-        executor="ray" if executor == "ray" else "local", ray_address=ray_address,
+        executor="ray" if executor == "ray" else "local", ray_address=ray_address, retry=retry,
     )
     if not rehearsal:
         return _run(lambda: run_http_study(request))
