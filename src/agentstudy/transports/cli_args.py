@@ -34,14 +34,18 @@ STATIC_DENIED_TOOLS: tuple[str, ...] = (
     "Task",
     "Agent",
 )
+CLI_MAX_RETRIES = 2
+"""How often Claude Code may send a refused request again (issue 33): a bounded budget like the SDK's default.
+A refused request consumed nothing; each retry is an ``api_retry`` event the observation counts. (The CLI's own
+default, 10 with back-off up to 40 s, could outlive the attempt's timeout.)"""
 QUIET_ENV: Mapping[str, str] = {
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
     "DISABLE_TELEMETRY": "1",
     "DISABLE_AUTOUPDATER": "1",
     "DISABLE_ERROR_REPORTING": "1",
-    "CLAUDE_CODE_MAX_RETRIES": "0",
+    "CLAUDE_CODE_MAX_RETRIES": str(CLI_MAX_RETRIES),
 }
-"""Stop all traffic but the Messages API, and make the CLI's own retries visible as failures."""
+"""Stop all traffic but the Messages API, and bound the CLI's own retries (each one counted, issue 33)."""
 
 
 @dataclass(frozen=True)
