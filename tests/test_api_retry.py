@@ -20,6 +20,7 @@ from agentstudy.protocol.fault_schedule import parse_fault_schedule
 from agentstudy.protocol.ledger_integrity import verify_ledger_bytes
 from agentstudy.rehearsal.example_study import ExampleStudy, build_example_study
 from agentstudy.rehearsal.messages_server import RehearsalServer
+from agentstudy.report.build import build_report
 from agentstudy.transports.api_retry import (
     BackoffGate,
     RetryPolicy,
@@ -191,3 +192,6 @@ def test_a_concurrent_rehearsal_rides_out_429s_and_529s(study: ExampleStudy, tmp
         after = [t for t in arrivals if refusal.arrived_at + 1.0 <= t <= refusal.arrived_at + 1.1]
         assert len(after) <= 4
     assert verify_ledger_bytes(output.read_bytes()).problems == ()
+    table = json.loads(build_report(output, output_format="json"))["tables"]["infrastructure"]
+    assert sum(int(row[2]) for row in table["rows"]) == 6  # API retries, per arm
+    assert all(row[4] == "none" for row in table["rows"])  # no infrastructure failure
