@@ -79,7 +79,8 @@ class ClaudeCodeAgent:
         home.mkdir()
         tmp.mkdir()
         env = child_environment(
-            env_source, home=str(home), tmpdir=str(tmp), base_url=settings.base_url, auth_token=settings.auth_token
+            env_source, home=str(home), tmpdir=str(tmp), base_url=settings.base_url, auth_token=settings.auth_token,
+            max_retries=settings.max_retries,
         )
         command = [
             str(settings.binary),

@@ -112,8 +112,9 @@ from agentstudy.transports.cli import CliSettings
                    "(429 with retry-after, 529, 500, reset, slow=MS, sse-error; by request N, N-M, *, P%, "
                    "attempt=K; docs/real-api.md). A study file's rehearsalFaults is the default.")
 @click.option("--api-max-retries", type=click.IntRange(0, 10), default=2, show_default=True,
-              help="http: how often a refused request (429, 529, 5xx, 408, 409, a failed connection) is sent "
-                   "again, after retry-after or an exponential back-off; it consumed nothing (docs/real-api.md).")
+              help="How often a refused request (429, 529, 5xx, 408, 409, a failed connection) is sent again, "
+                   "after retry-after or an exponential back-off (http: by agentstudy; cli: Claude Code's "
+                   "CLAUDE_CODE_MAX_RETRIES); it consumed nothing (docs/real-api.md).")
 @click.option("--concurrency", type=click.IntRange(1, MAX_CONCURRENCY), default=1, show_default=True,
               help="Attempts in flight at once (both transports; issue 19). Each is admitted only if its full "
                    "--attempt-budget-usd fits under the cap with every open reservation counted (http: the "
@@ -281,7 +282,7 @@ def minimal(
         binary=binary, model=chosen_model, mcp=spec, containment=mode_of_containment,
         gateway_base_url=gateway_url, gateway_token=gateway_token,
         login_file=None if rehearsal or gateway_url else chosen_agent.login_file(os.environ),
-        agent=chosen_agent.name,
+        agent=chosen_agent.name, max_retries=api_max_retries,
     )
     others = other_agent_runs(loaded, transport, primary, expected_version, agent_models, rehearsal=rehearsal,
                               strict_cap=strict_cap)

@@ -136,15 +136,17 @@ def child_environment(
     tmpdir: str,
     base_url: str | None = None,
     auth_token: str | None = None,
+    max_retries: int = CLI_MAX_RETRIES,
 ) -> dict[str, str]:
     """The child's complete environment, rebuilt from an allowlist (``io.environment``).
 
     ``ANTHROPIC_API_KEY`` is never included. ``base_url`` (the rehearsal server, or an LLM
     gateway given by ``--cli-base-url``) becomes ``ANTHROPIC_BASE_URL`` and ``auth_token``
     ``ANTHROPIC_AUTH_TOKEN``. Without a base URL (a real run on the CLI's own login),
-    ``CLAUDE_CODE_OAUTH_TOKEN`` is passed through when the parent has it.
+    ``CLAUDE_CODE_OAUTH_TOKEN`` is passed through when the parent has it. ``max_retries`` becomes
+    ``CLAUDE_CODE_MAX_RETRIES`` (issue 33).
     """
-    extra = dict(QUIET_ENV)
+    extra = {**QUIET_ENV, "CLAUDE_CODE_MAX_RETRIES": str(max_retries)}
     if base_url is not None:
         extra["ANTHROPIC_BASE_URL"] = base_url
     elif LOGIN_TOKEN_ENV in parent:
