@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from agentstudy.commands.fault_option import checked_faults
 from agentstudy.protocol.fault_schedule import FaultScheduleError, parse_fault_schedule
+from agentstudy.protocol.manifest import load_manifest
 from agentstudy.rehearsal.messages_server import RehearsalServer
 from agentstudy.rehearsal.responses_server import ResponsesRehearsalServer
+
+from study_files import study_document
 
 BODY: dict[str, Any] = {"model": "claude-haiku-4-5", "max_tokens": 64,
                         "messages": [{"role": "user", "content": "Where is the retention window set?"}]}
@@ -101,3 +106,19 @@ def test_the_responses_server_takes_the_same_schedule() -> None:
         log = server.requests
     assert refused.status_code == 429 and refused.headers["retry-after"] == "1"
     assert [(r.number, r.fault) for r in log] == [(1, "429")]
+
+
+def test_a_study_file_carries_a_schedule_the_flag_replaces(tmp_path: Path) -> None:
+    path = tmp_path / "study.json"
+    path.write_text(json.dumps({**study_document({"repo": 1}, 1), "rehearsalFaults": "1:429,seed=3"}))
+    loaded = load_manifest(path)
+    assert checked_faults(None, loaded, True) == "1:429,seed=3"
+    assert checked_faults("2:529", loaded, True) == "2:529"
+    assert checked_faults(None, loaded, False) is None  # a real run ignores the file's rehearsal schedule
+    with pytest.raises(SystemExit) as refused:
+        checked_faults("2:529", loaded, False)
+    assert refused.value.code == 2
+    path.write_text(json.dumps({**study_document({"repo": 1}, 1), "rehearsalFaults": "1:nope"}))
+    with pytest.raises(SystemExit) as bad:
+        checked_faults(None, load_manifest(path), True)
+    assert bad.value.code == 2
