@@ -18,6 +18,7 @@ thread's running total; ``usageComplete`` is false when none arrived.
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -213,6 +214,21 @@ def parse_codex_stream(lines: Iterable[str]) -> CodexTranscript:
             transcript.notices.append(str(event.get("message", "")))
     _check_grammar(kinds, transcript)
     return transcript
+
+
+_RECONNECTING = re.compile(r"^Reconnecting\.\.\. \d+/\d+")
+_LAST_STATUS = re.compile(r"last status: (\d{3})\b")
+
+
+def codex_retries(notices: list[str]) -> list[int | str]:
+    """The retries Codex reports (issue 33): one per ``error`` event ``Reconnecting... n/m (…)``, each the HTTP
+    status it names (``last status: 429``) or ``unknown``. Codex gives no retry delay."""
+    statuses: list[int | str] = []
+    for notice in notices:
+        if _RECONNECTING.match(notice):
+            found = _LAST_STATUS.search(notice)
+            statuses.append(int(found.group(1)) if found else "unknown")
+    return statuses
 
 
 def _check_grammar(kinds: list[str], transcript: CodexTranscript) -> None:
