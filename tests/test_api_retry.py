@@ -192,6 +192,9 @@ def test_a_concurrent_rehearsal_rides_out_429s_and_529s(study: ExampleStudy, tmp
         after = [t for t in arrivals if refusal.arrived_at + 1.0 <= t <= refusal.arrived_at + 1.1]
         assert len(after) <= 4
     assert verify_ledger_bytes(output.read_bytes()).problems == ()
+    tampered = json.loads(output.read_text(encoding="utf-8"))
+    tampered["observations"][0]["failureKind"] = "cosmic-rays"
+    assert verify_ledger_bytes(json.dumps(tampered)).problems  # an unknown kind (and a changed hash) is refused
     table = json.loads(build_report(output, output_format="json"))["tables"]["infrastructure"]
     assert sum(int(row[2]) for row in table["rows"]) == 6  # API retries, per arm
     assert all(row[4] == "none" for row in table["rows"])  # no infrastructure failure
