@@ -3,7 +3,8 @@
 # reports' screenshots and first-screen test), a project virtualenv (.venv) with agentstudy and
 # its dev tools and the optional Ray extra (--executor ray, issue 20; its tests run in CI, each
 # local cluster in its own network namespace: unshare, nsenter and ip), the Claude Code CLI
-# pinned to 2.1.296 in the git-ignored folder .tools/claude-code,
+# pinned to 2.1.296 in the git-ignored folder .tools/claude-code (and the newest 2.1.x when it was pinned,
+# 2.1.328, in .tools/claude-code-next: tests/test_claude_code_next.py runs the pilot with it),
 # and the third-party MCP server @modelcontextprotocol/server-filesystem pinned to 2026.8.31 in
 # .tools/mcp-server-filesystem (the README's "Study your own MCP server" walkthrough and its
 # end-to-end test study it).
@@ -11,6 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CLAUDE_CODE_VERSION="2.1.296"
+CLAUDE_CODE_NEXT_VERSION="2.1.328"
 SERVER_FILESYSTEM_VERSION="2026.8.31"
 PYTHON="${PYTHON:-python3}"
 
@@ -58,6 +60,13 @@ if [ ! -x "$claude" ] || [ "$("$claude" --version 2>/dev/null | awk '{print $1}'
   mkdir -p .tools/claude-code
   (cd .tools/claude-code && npm install --no-audit --no-fund --loglevel=error \
       "@anthropic-ai/claude-code@${CLAUDE_CODE_VERSION}")
+fi
+claude_next=.tools/claude-code-next/node_modules/.bin/claude
+if [ ! -x "$claude_next" ] \
+    || [ "$("$claude_next" --version 2>/dev/null | awk '{print $1}')" != "$CLAUDE_CODE_NEXT_VERSION" ]; then
+  mkdir -p .tools/claude-code-next
+  (cd .tools/claude-code-next && npm install --no-audit --no-fund --loglevel=error \
+      "@anthropic-ai/claude-code@${CLAUDE_CODE_NEXT_VERSION}")
 fi
 filesystem_dir=.tools/mcp-server-filesystem
 filesystem_pkg="$filesystem_dir/node_modules/@modelcontextprotocol/server-filesystem/package.json"

@@ -150,8 +150,11 @@ def test_a_blocked_http_run_exits_1_without_provider_text(study: ExampleStudy, t
     assert summary["status"] == "blocked" and summary["byStatus"] == {"failed": 1}
     assert summary["usageComplete"] is False and summary["spentUsd"] > 0
     text = result.output + output.read_text(encoding="utf-8")
-    assert "Scripted rehearsal failure" not in text and "overloaded" not in text
-    assert _ledger(output)["observations"][0]["statusReason"].endswith("status (HTTP 529)")
+    assert "Scripted rehearsal failure" not in text and "overloaded_error" not in text
+    observation = _ledger(output)["observations"][0]
+    assert observation["statusReason"].endswith("status (HTTP 529)")
+    assert observation["failureKind"] == "overloaded"  # our own word, after the bounded retries
+    assert observation["apiRetries"] == 2 and observation["apiRetryStatuses"] == [529, 529, 529]
 
 
 def test_a_runner_killed_mid_request_leaves_the_reservation_charged(study: ExampleStudy, tmp_path: Path) -> None:

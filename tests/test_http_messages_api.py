@@ -137,13 +137,13 @@ def test_a_redirect_is_an_error_and_is_not_followed() -> None:
     assert (error.kind, error.status) == ("redirect", 308)
 
 
-def test_a_dropped_connection_is_a_transport_failure() -> None:
+def test_a_connection_dropped_before_any_answer_byte_is_a_connect_failure() -> None:
     def drop(handler: BaseHTTPRequestHandler) -> None:
         handler.close_connection = True
 
     with _Server(drop) as server:
         error = _failure(server.url)
-    assert error.kind == "transport" and len(server.seen) == 1
+    assert error.kind == "connect" and len(server.seen) == 1
 
 
 @pytest.mark.parametrize("body", [b"not json", b"[1, 2]", b"\xff\xfe"])

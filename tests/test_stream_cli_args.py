@@ -163,7 +163,7 @@ def test_child_environment_never_has_the_api_key(base_url: str | None) -> None:
     assert env["USER"] == "alice"
     assert env["HOME"] == "/h"
     assert env["TMPDIR"] == "/t"
-    assert env["CLAUDE_CODE_MAX_RETRIES"] == "0"
+    assert env["CLAUDE_CODE_MAX_RETRIES"] == "2"
     if base_url is None:
         assert "ANTHROPIC_BASE_URL" not in env
         assert "ANTHROPIC_AUTH_TOKEN" not in env

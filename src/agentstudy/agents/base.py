@@ -90,9 +90,10 @@ class AgentCli(Protocol):
         """Why the ``--version`` line ``line`` is not version ``expected``; ``None`` when it is."""
         ...
 
-    def rehearsal_endpoint(self, latency_ms: int) -> AbstractContextManager[str]:
+    def rehearsal_endpoint(self, latency_ms: int, faults: str | None = None) -> AbstractContextManager[str]:
         """A scripted zero-spend model server on 127.0.0.1 for this agent; entering it gives the base
-        URL the child is pointed at (``CliSettings.rehearsal_base_url``). ``latency_ms``: delay per answer."""
+        URL the child is pointed at (``CliSettings.rehearsal_base_url``). ``latency_ms``: delay per answer;
+        ``faults``: a fault SPEC (``protocol.fault_schedule``; issue 33) the server parses for itself."""
         ...
 
     def login_file(self, environ: Mapping[str, str]) -> Path | None:

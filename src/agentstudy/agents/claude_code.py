@@ -19,6 +19,7 @@ from agentstudy.io.claude_cli import CLAUDE_LOOKUP, find_login_file, version_tok
 from agentstudy.io.containment import contain
 from agentstudy.pricing.budget import format_max_budget
 from agentstudy.pricing.table import price_entry
+from agentstudy.protocol.fault_schedule import parse_fault_schedule
 from agentstudy.protocol.run_records import AgentRecord
 from agentstudy.rehearsal.messages_server import RehearsalServer
 from agentstudy.transports.cli import CliAttemptBody, CliSettings, RawAttempt, attempt_view, isolation, link_login
@@ -54,9 +55,10 @@ class ClaudeCodeAgent:
             return None
         return f"Claude Code version {line!r} is not the expected {expected}"
 
-    def rehearsal_endpoint(self, latency_ms: int) -> AbstractContextManager[str]:
-        """The scripted Messages API server; its base URL becomes ``ANTHROPIC_BASE_URL``."""
-        return _messages_server(latency_ms)
+    def rehearsal_endpoint(self, latency_ms: int, faults: str | None = None) -> AbstractContextManager[str]:
+        """The scripted Messages API server (with the fault SPEC ``faults``); its base URL becomes
+        ``ANTHROPIC_BASE_URL``."""
+        return _messages_server(latency_ms, faults)
 
     def login_file(self, environ: Mapping[str, str]) -> Path | None:
         """``$HOME/.claude/.credentials.json`` when it is a regular file (``io.claude_cli.find_login_file``)."""
@@ -77,7 +79,8 @@ class ClaudeCodeAgent:
         home.mkdir()
         tmp.mkdir()
         env = child_environment(
-            env_source, home=str(home), tmpdir=str(tmp), base_url=settings.base_url, auth_token=settings.auth_token
+            env_source, home=str(home), tmpdir=str(tmp), base_url=settings.base_url, auth_token=settings.auth_token,
+            max_retries=settings.max_retries,
         )
         command = [
             str(settings.binary),
@@ -113,8 +116,9 @@ class ClaudeCodeAgent:
 
 
 @contextmanager
-def _messages_server(latency_ms: int) -> Iterator[str]:
-    with RehearsalServer(latency_ms=latency_ms) as server:
+def _messages_server(latency_ms: int, faults: str | None) -> Iterator[str]:
+    schedule = None if faults is None else parse_fault_schedule(faults)
+    with RehearsalServer(latency_ms=latency_ms, faults=schedule) as server:
         yield server.base_url
 
 

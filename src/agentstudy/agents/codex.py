@@ -17,6 +17,7 @@ from typing import Any
 from agentstudy.agents.base import Launch
 from agentstudy.io.agent_binary import BinaryLookup, find_agent_binary
 from agentstudy.pricing.openai import openai_price_entry
+from agentstudy.protocol.fault_schedule import parse_fault_schedule
 from agentstudy.protocol.run_records import AgentRecord
 from agentstudy.rehearsal.responses_server import ResponsesRehearsalServer
 from agentstudy.transports import codex as transport
@@ -62,9 +63,10 @@ class CodexAgent:
         """The line must be exactly ``codex-cli <expected>``."""
         return version_problem(line, expected)
 
-    def rehearsal_endpoint(self, latency_ms: int) -> AbstractContextManager[str]:
-        """The scripted Responses API server; its ``/v1`` URL goes into ``[model_providers.rehearsal]``."""
-        return _responses_server(latency_ms)
+    def rehearsal_endpoint(self, latency_ms: int, faults: str | None = None) -> AbstractContextManager[str]:
+        """The scripted Responses API server (with the fault SPEC ``faults``); its ``/v1`` URL goes into
+        ``[model_providers.rehearsal]``."""
+        return _responses_server(latency_ms, faults)
 
     def login_file(self, environ: Mapping[str, str]) -> Path | None:
         """The user's Codex login, ``$CODEX_HOME/auth.json`` (default ``$HOME/.codex``), when it is a regular
@@ -109,8 +111,9 @@ class CodexAgent:
 
 
 @contextmanager
-def _responses_server(latency_ms: int) -> Iterator[str]:
-    with ResponsesRehearsalServer(latency_ms=latency_ms) as server:
+def _responses_server(latency_ms: int, faults: str | None) -> Iterator[str]:
+    schedule = None if faults is None else parse_fault_schedule(faults)
+    with ResponsesRehearsalServer(latency_ms=latency_ms, faults=schedule) as server:
         yield server.provider_base_url
 
 

@@ -13,6 +13,7 @@ from agentstudy.agents.registry import AGENT_NAMES, DEFAULT_AGENT
 from agentstudy.commands.agent_options import agent_binary, agent_flags
 from agentstudy.commands.common import EXIT_BLOCKED, emit_summary, fail, stops_on_signals
 from agentstudy.commands.containment_options import containment_mode, containment_option
+from agentstudy.commands.fault_option import checked_faults
 from agentstudy.commands.view import print_summary_table, progress_for_terminal
 from agentstudy.io.claude_cli import ClaudeBinaryError, find_claude_binary
 from agentstudy.io.ledger_store import CheckpointError, OutputPathError
@@ -35,10 +36,12 @@ from agentstudy.runners.summary import REHEARSAL_NOTE
               help="Then adjudicate the pilot blind with Claude Code against a scripted adjudicator (zero spend).")
 @click.option("--rehearsal-latency-ms", type=click.IntRange(0, 600_000), default=0, show_default=True,
               help="The scripted server answers every request after this many ms (issue 19).")
+@click.option("--rehearsal-faults", metavar="SPEC",
+              help="The scripted server refuses requests on schedule, e.g. '1:429,30%:529,seed=7' (docs/real-api.md).")
 @containment_option
 @stops_on_signals
 def demo(output_dir: Path | None, transport: str, claude_bin: str | None, agent: str, agent_bin: str | None,
-         adjudicate: bool, rehearsal_latency_ms: int, containment: str) -> None:
+         adjudicate: bool, rehearsal_latency_ms: int, rehearsal_faults: str | None, containment: str) -> None:
     """Run the pilot of the bundled example study for free.
 
     The agent (the real Claude Code binary, or with --transport http the Messages API loop)
@@ -52,6 +55,7 @@ def demo(output_dir: Path | None, transport: str, claude_bin: str | None, agent:
     from agentstudy.report.demo import write_demo_reports
     from agentstudy.runners.demo import run_demo, run_http_demo
 
+    faults = checked_faults(rehearsal_faults, None, True)
     chosen, _version, explicit = agent_flags(transport, agent, None, None, agent_bin, claude_bin, False)
     binary: Path | None = None
     agent_binary_path: Path | None = None
@@ -75,11 +79,12 @@ def demo(output_dir: Path | None, transport: str, claude_bin: str | None, agent:
     mode = containment_mode(containment)
     try:
         if transport == "http":
-            summary = run_http_demo(directory, progress=progress, containment=mode, latency_ms=rehearsal_latency_ms)
+            summary = run_http_demo(directory, progress=progress, containment=mode, latency_ms=rehearsal_latency_ms,
+                                    faults=faults)
         else:
             assert agent_binary_path is not None
             summary = run_demo(directory, agent_binary_path, progress=progress, containment=mode,
-                               latency_ms=rehearsal_latency_ms, agent=chosen.name)
+                               latency_ms=rehearsal_latency_ms, agent=chosen.name, faults=faults)
     except (PreflightError, OutputPathError) as error:
         fail(f"demo refused: {error}")
     except CheckpointError as error:

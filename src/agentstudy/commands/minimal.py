@@ -28,6 +28,7 @@ from agentstudy.commands.containment_options import (
     containment_option,
     gateway_from_options,
 )
+from agentstudy.commands.fault_option import checked_faults
 from agentstudy.commands.mcp_options import mcp_options, study_mcp_spec
 from agentstudy.commands.minimal_dry_run import DryRunRequest, print_dry_run
 from agentstudy.commands.minimal_inputs import money_flags, require_model, reservation_rule
@@ -44,6 +45,7 @@ from agentstudy.io.messages_api import (
     check_base_url,
 )
 from agentstudy.pricing.http import UpperPrices
+from agentstudy.protocol.fault_schedule import parse_fault_schedule
 from agentstudy.protocol.manifest import LoadedManifest, ManifestError, load_manifest
 from agentstudy.protocol.mcp_spec import McpServerSpec
 from agentstudy.protocol.schedule import Mode, PilotSize, pilot_size
@@ -54,6 +56,7 @@ from agentstudy.runners.minimal_http import REHEARSAL_KEY, HttpRunRequest, run_h
 from agentstudy.runners.preflight import PreflightError
 from agentstudy.runners.sequential_runs import study_schedule
 from agentstudy.runners.summary import RunSummary
+from agentstudy.transports.api_retry import DEFAULT_RETRY, RetryPolicy
 from agentstudy.transports.cli import CliSettings
 
 
@@ -106,6 +109,14 @@ from agentstudy.transports.cli import CliSettings
                    "nominal).")
 @click.option("--rehearsal-latency-ms", type=click.IntRange(0, 600_000), default=0, show_default=True,
               help="With --rehearsal: the scripted server answers every request after this many ms (issue 19).")
+@click.option("--rehearsal-faults", metavar="SPEC",
+              help="With --rehearsal: the scripted server refuses requests on schedule, e.g. '1:429,30%:529,seed=7' "
+                   "(429 with retry-after, 529, 500, reset, slow=MS, sse-error; by request N, N-M, *, P%, "
+                   "attempt=K; docs/real-api.md). A study file's rehearsalFaults is the default.")
+@click.option("--api-max-retries", type=click.IntRange(0, 10), default=2, show_default=True,
+              help="How often a refused request (429, 529, 5xx, 408, 409, a failed connection) is sent again, "
+                   "after retry-after or an exponential back-off (http: by agentstudy; cli: Claude Code's "
+                   "CLAUDE_CODE_MAX_RETRIES); it consumed nothing (docs/real-api.md).")
 @click.option("--concurrency", type=click.IntRange(1, MAX_CONCURRENCY), default=1, show_default=True,
               help="Attempts in flight at once (both transports; issue 19). Each is admitted only if its full "
                    "--attempt-budget-usd fits under the cap with every open reservation counted (http: the "
@@ -159,6 +170,8 @@ def minimal(
     output_usd_per_million: str | None,
     rehearsal: bool,
     rehearsal_latency_ms: int,
+    rehearsal_faults: str | None,
+    api_max_retries: int,
     concurrency: int,
     strict_cap: bool,
     executor: str,
@@ -210,6 +223,7 @@ def minimal(
         fail("--ray-address goes with --executor ray")
     if rehearsal_latency_ms and not rehearsal:
         fail("--rehearsal-latency-ms needs --rehearsal (it delays the scripted server's answers)")
+    rehearsal_faults = checked_faults(rehearsal_faults, loaded, rehearsal)
     root_paths = parse_roots(roots)
     if not pilot and (pilot_tasks is not None or pilot_repetitions is not None):
         fail("--pilot-tasks and --pilot-repetitions need --pilot")
@@ -267,7 +281,8 @@ def minimal(
         assert money.cap is not None and money.prices is not None
         sys.exit(_run_http(
             loaded, mode, root_paths, output, chosen_model, money.cap, spec, rehearsal, base_url,
-            money.prices, mode_of_containment, size, latency_ms=rehearsal_latency_ms,
+            money.prices, mode_of_containment, size, latency_ms=rehearsal_latency_ms, faults=rehearsal_faults,
+            retry=RetryPolicy(max_retries=api_max_retries),
             concurrency=concurrency, attempt_budget_usd=money.limit, executor=executor, ray_address=ray_address,
             sequential=plan,
         ))
@@ -278,7 +293,7 @@ def minimal(
         binary=binary, model=chosen_model, mcp=spec, containment=mode_of_containment,
         gateway_base_url=gateway_url, gateway_token=gateway_token,
         login_file=None if rehearsal or gateway_url else chosen_agent.login_file(os.environ),
-        agent=chosen_agent.name,
+        agent=chosen_agent.name, max_retries=api_max_retries,
     )
     others = other_agent_runs(loaded, transport, primary, expected_version, agent_models, rehearsal=rehearsal,
                               strict_cap=strict_cap)
@@ -305,8 +320,8 @@ def minimal(
     )
     if not rehearsal:
         sys.exit(_run(lambda: run_cli_study(request)))
-    with chosen_agent.rehearsal_endpoint(rehearsal_latency_ms) as rehearsal_url, \
-            rehearsal_endpoints(others, rehearsal_latency_ms) as ready:
+    with chosen_agent.rehearsal_endpoint(rehearsal_latency_ms, rehearsal_faults) as rehearsal_url, \
+            rehearsal_endpoints(others, rehearsal_latency_ms, rehearsal_faults) as ready:
         settings = replace(request.settings, rehearsal_base_url=rehearsal_url)
         code = _run(lambda: run_cli_study(replace(request, settings=settings, other_agents=ready)))
     sys.exit(code)
@@ -327,6 +342,8 @@ def _run_http(
     size: PilotSize,
     *,
     latency_ms: int = 0,
+    faults: str | None = None,
+    retry: RetryPolicy = DEFAULT_RETRY,
     concurrency: int = 1,
     attempt_budget_usd: Decimal | None = None,
     executor: str = "local",
@@ -335,8 +352,10 @@ def _run_http(
 ) -> int:
     """Read the key from the environment, check the output and run (the base URL is checked); the exit code.
 
-    ``latency_ms``: the rehearsal server's delay before each answer (ms). ``concurrency`` and its
-    per-attempt limit ``attempt_budget_usd`` (USD): issue 19; ``executor``, ``ray_address``: issue 20.
+    ``latency_ms``: the rehearsal server's delay before each answer (ms); ``faults`` its fault SPEC; ``retry``
+    the retries of a refused request (issue 33).
+    ``concurrency`` and its per-attempt limit ``attempt_budget_usd`` (USD): issue 19; ``executor``,
+    ``ray_address``: issue 20.
     """
     try:
         key = REHEARSAL_KEY if rehearsal else api_key_from_environment(os.environ)
@@ -350,10 +369,12 @@ def _run_http(
         containment=containment, parent_env=dict(os.environ), pilot=size,
         concurrency=concurrency, attempt_budget_usd=attempt_budget_usd,
         executor="ray" if executor == "ray" else "local", ray_address=ray_address, sequential=sequential,
+        retry=retry,
     )
     if not rehearsal:
         return _run(lambda: run_http_study(request))
-    with RehearsalServer(latency_ms=latency_ms) as server:
+    schedule = None if faults is None else parse_fault_schedule(faults)
+    with RehearsalServer(latency_ms=latency_ms, faults=schedule) as server:
         return _run(lambda: run_http_study(replace(request, base_url=server.base_url)))
 
 

@@ -87,10 +87,11 @@ def other_agent_runs(loaded: LoadedManifest, transport: str, primary: CliSetting
 
 
 @contextmanager
-def rehearsal_endpoints(runs: Mapping[str, AgentRun], latency_ms: int) -> Iterator[dict[str, AgentRun]]:
-    """``runs`` with each agent's own scripted rehearsal server started (127.0.0.1) and its URL set."""
+def rehearsal_endpoints(runs: Mapping[str, AgentRun], latency_ms: int,
+                        faults: str | None = None) -> Iterator[dict[str, AgentRun]]:
+    """``runs`` with each agent's own scripted rehearsal server started (127.0.0.1, each with its own copy of the
+    fault SPEC ``faults``) and its URL set."""
     with ExitStack() as stack:
-        ready = {name: replace(run, settings=replace(
-            run.settings, rehearsal_base_url=stack.enter_context(agent_cli(name).rehearsal_endpoint(latency_ms))))
-            for name, run in runs.items()}
+        ready = {name: replace(run, settings=replace(run.settings, rehearsal_base_url=stack.enter_context(
+            agent_cli(name).rehearsal_endpoint(latency_ms, faults)))) for name, run in runs.items()}
         yield ready

@@ -3,8 +3,10 @@
 The key comes from the environment only (``ANTHROPIC_API_KEY``), must be non-empty and free of
 CR, LF and NUL, and is sent as ``x-api-key`` with ``anthropic-version: 2023-06-01``. It is never
 printed, logged, put in an exception, nor passed to a child process. The client follows no
-redirect (a 3xx is an error), never retries, keeps no cache, ignores proxy and netrc settings
-from the environment (as Node's built-in ``fetch`` of the original does), and bounds each call
+redirect (a 3xx is an error), never retries by itself (``transports.api_retry`` decides, and
+says which retry a request is in ``x-stainless-retry-count``, as the SDK does), keeps no cache,
+ignores proxy and netrc settings from the environment (as Node's built-in ``fetch`` of the original
+does), and bounds each call
 by a per-request timeout and the size of the answer. Every failure is one
 :class:`MessagesApiError` with a fixed text of our own: provider error text never leaves here.
 """
@@ -43,12 +45,14 @@ class MessagesApiError(RuntimeError):
     """A call got no usable answer: transport error, timeout, redirect, non-2xx, oversized or non-JSON.
 
     Attributes:
-        kind: ``transport``, ``timeout``, ``redirect``, ``status``, ``too-large`` or ``not-json``.
+        kind: ``connect`` (the connection failed before any byte of the answer), ``transport`` (it broke
+            after), ``timeout``, ``redirect``, ``status``, ``too-large`` or ``not-json``.
         status: the HTTP status when one was received, else ``None``.
+        retry_after_s: the answer's ``retry-after-ms`` / ``retry-after`` (seconds) on a refusal, else ``None``.
     """
 
-    def __init__(self, kind: str, status: int | None = None) -> None:
-        self.kind, self.status = kind, status
+    def __init__(self, kind: str, status: int | None = None, retry_after_s: float | None = None) -> None:
+        self.kind, self.status, self.retry_after_s = kind, status, retry_after_s
         detail = f" (HTTP {status})" if status is not None else ""
         super().__init__(f"the Messages API call failed: {kind}{detail}")
 
@@ -91,6 +95,24 @@ def check_base_url(url: str) -> str:
     return url.rstrip("/")
 
 
+def retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds from ``retry-after-ms`` (milliseconds) or ``retry-after`` (whole seconds, or a float), else ``None``.
+
+    An HTTP-date ``retry-after`` and anything unparsable or negative give ``None``.
+    """
+    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        raw = headers.get(name)
+        if raw is None:
+            continue
+        try:
+            value = float(raw) / scale
+        except ValueError:
+            continue
+        if value >= 0 and value == value:  # not NaN
+            return value
+    return None
+
+
 class MessagesClient(AbstractContextManager["MessagesClient"]):
     """A Messages API client: ``post(body, timeout_s)`` sends one request and returns the JSON answer.
 
@@ -127,11 +149,12 @@ class MessagesClient(AbstractContextManager["MessagesClient"]):
         """Close the connection pool."""
         self._client.close()
 
-    def post(self, body: bytes, timeout_s: float) -> dict[str, Any]:
+    def post(self, body: bytes, timeout_s: float, retry_count: int = 0) -> dict[str, Any]:
         """POST ``body`` (exact compact JSON bytes) and return the decoded JSON object of a 2xx answer.
 
         ``timeout_s`` bounds connecting, sending and each read; the answer is also abandoned once
         ``timeout_s`` has passed since the call began (checked between received chunks).
+        ``retry_count`` (0 for a first try) goes out as ``x-stainless-retry-count``.
 
         Raises:
             MessagesApiError: no 2xx JSON object came back in time (nothing else escapes).
@@ -141,16 +164,19 @@ class MessagesClient(AbstractContextManager["MessagesClient"]):
             "content-type": "application/json",
             "anthropic-version": ANTHROPIC_VERSION,
             "x-api-key": self.__key,
+            "x-stainless-retry-count": str(retry_count),
         }
+        answered = False
         try:
             with self._client.stream(
                 "POST", f"{self.base_url}/v1/messages", content=body, headers=headers,
                 timeout=httpx.Timeout(timeout_s),
             ) as response:
+                answered = True
                 if 300 <= response.status_code < 400:
                     raise MessagesApiError("redirect", response.status_code)
                 if not 200 <= response.status_code < 300:
-                    raise MessagesApiError("status", response.status_code)
+                    raise MessagesApiError("status", response.status_code, retry_after(response.headers))
                 raw = bytearray()
                 for chunk in response.iter_bytes():
                     raw.extend(chunk)
@@ -164,7 +190,7 @@ class MessagesClient(AbstractContextManager["MessagesClient"]):
         except httpx.TimeoutException:
             raise MessagesApiError("timeout") from None
         except (httpx.HTTPError, OSError, ValueError):
-            raise MessagesApiError("transport") from None
+            raise MessagesApiError("transport" if answered else "connect") from None
         try:
             decoded = load_json(bytes(raw))
         except JsonInputError:

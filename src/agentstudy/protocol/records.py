@@ -27,6 +27,12 @@ from agentstudy.protocol.sequential_record import SequentialRecord
 
 RunStatus = Literal["running", "blocked", "awaiting-adjudication"]
 HttpAttemptStatus = Literal["completed", "failed", "timed-out", "budget-exceeded", "incomplete"]
+FailureKind = Literal["rate-limited", "overloaded", "server-error", "network", "timeout", "agent"]
+"""Why a failed attempt failed (issue 33): the API refused it (429, 529, another 5xx), the network, time, or
+the agent itself."""
+RETRY_FIELDS = ("apiRetries", "apiRetryWaitMs", "apiRetryStatuses", "failureKind")
+"""The retry facts of an observation (issue 33): omitted when unset, so older ledgers and their hashes stay as
+they were."""
 ContainmentMechanism = Literal["bwrap", "restricted"]
 """How an attempt was confined (issue 15): ``bwrap`` (bubblewrap namespaces, plus ``--restricted`` file
 tools for Claude Code) or ``restricted`` (the agent's own file-tool confinement only). ``None`` in
@@ -98,6 +104,10 @@ class CliObservation(BaseModel):
     ended_at: str | None = Field(default=None, alias="endedAt")
     worker_node: str | None = Field(default=None, alias="workerNode")
     agent: str | None = None
+    api_retries: int | None = Field(default=None, alias="apiRetries", ge=0)
+    api_retry_wait_ms: int | None = Field(default=None, alias="apiRetryWaitMs", ge=0)
+    api_retry_statuses: list[int | str] | None = Field(default=None, alias="apiRetryStatuses")
+    failure_kind: FailureKind | None = Field(default=None, alias="failureKind")
     status: Name
     status_reason: str | None = Field(default=None, alias="statusReason")
     answer: str
@@ -113,12 +123,14 @@ class CliObservation(BaseModel):
         (``--concurrency`` above 1): when the child started and when its result was in.
         ``workerNode`` (issue 20) is the Ray node id that ran the attempt's body (``--executor ray``). The
         export's facts are omitted when no export is known (a stop kept the child from starting, or
-        its worker died). ``agent`` (issue 21) names the coding agent (``claude-code``, ``codex``);
+        its worker died). ``apiRetries`` / ``apiRetryWaitMs`` / ``apiRetryStatuses`` count the requests the
+        agent's CLI sent again after a refusal, from its own retry events, and ``failureKind`` says why a failed
+        attempt failed (issue 33). ``agent`` (issue 21) names the coding agent (``claude-code``, ``codex``);
         omitted when unset, which means ``claude-code`` (``protocol.study_agents.observation_agent``).
         """
         data = self.model_dump(by_alias=True)
         for key in ("setupProblem", "costProblem", "statusReason", "observationHash", "startedAt", "endedAt",
-                    "workerNode", "agent", "exportFiles", "exportBytes", "exportTreeSha256"):
+                    "workerNode", "agent", "exportFiles", "exportBytes", "exportTreeSha256", *RETRY_FIELDS):
             if data[key] is None:
                 del data[key]
         return data
@@ -165,6 +177,10 @@ class HttpObservation(BaseModel):
     started_at: str | None = Field(default=None, alias="startedAt")
     ended_at: str | None = Field(default=None, alias="endedAt")
     worker_node: str | None = Field(default=None, alias="workerNode")
+    api_retries: int | None = Field(default=None, alias="apiRetries", ge=0)
+    api_retry_wait_ms: int | None = Field(default=None, alias="apiRetryWaitMs", ge=0)
+    api_retry_statuses: list[int | str] | None = Field(default=None, alias="apiRetryStatuses")
+    failure_kind: FailureKind | None = Field(default=None, alias="failureKind")
     status: HttpAttemptStatus
     status_reason: str | None = Field(default=None, alias="statusReason")
     answer: str
@@ -179,9 +195,12 @@ class HttpObservation(BaseModel):
         ``startedAt``/``endedAt`` (ISO 8601 UTC, ms; issue 19) are recorded by a concurrent run
         (``--concurrency`` above 1): when the attempt was admitted and when its result was in.
         ``workerNode`` (issue 20) is the Ray node id that ran the agent loop (``--executor ray``).
+        ``apiRetries`` (refused requests sent again), ``apiRetryWaitMs`` (waited before them and in the run's
+        back-off pauses; not agent time), ``apiRetryStatuses`` (each refusal: an HTTP status or ``network``)
+        and ``failureKind`` (why a failed attempt failed) are issue 33's.
         """
         data = self.model_dump(by_alias=True)
-        for key in ("statusReason", "observationHash", "startedAt", "endedAt", "workerNode"):
+        for key in ("statusReason", "observationHash", "startedAt", "endedAt", "workerNode", *RETRY_FIELDS):
             if data[key] is None:
                 del data[key]
         return data
@@ -206,6 +225,16 @@ def is_minimal_ledger_version(version: object) -> bool:
     return version.startswith(MINIMAL_VERSION_PREFIX) or version == STUDY_LEDGER_VERSION
 
 
+class BackoffPause(BaseModel):
+    """One run-wide pause (issue 33): ``start`` and ``end`` (ISO 8601 UTC, ms) and its ``cause`` (``429``, ``529``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    start: str
+    end: str
+    cause: str
+
+
 class MinimalLedger(BaseModel):
     """The private ledger of a minimal-study run (seed 000; digest section 4.1).
 
@@ -228,6 +257,9 @@ class MinimalLedger(BaseModel):
     keeps every open reservation in ``openReservations`` (a list in admission order, possibly empty;
     ``openReservation`` stays unset); ``spent`` is the observations' charges plus every open
     reservation. A sequential run (N = 1) writes neither field, so its ledger is the seed's.
+
+    Back-off (issue 33): ``backoffPauses`` lists the run-wide pauses a 429 or 529 caused
+    (:class:`BackoffPause`); omitted when there was none.
 
     Executor (issue 20): a run with ``--executor ray`` records ``executor`` (``"ray"``) and the
     worker nodes its worker preflight excluded (``excludedWorkers``, possibly empty); the local
@@ -272,6 +304,7 @@ class MinimalLedger(BaseModel):
     """Set (to ``JOURNAL_FORMAT``) in every ``running`` snapshot written with a journal beside it (issue 29):
     the snapshot then says a journal must exist, so a deleted or emptied one is refused, never read as "no
     change since". Never in a closed ledger (``to_json`` drops it once the status is not ``running``)."""
+    backoff_pauses: list[BackoffPause] | None = Field(default=None, alias="backoffPauses")
     stop_reason: str | None = Field(default=None, alias="stopReason")
     started_at: str = Field(alias="startedAt")
     finished_at: str | None = Field(default=None, alias="finishedAt")
@@ -300,7 +333,7 @@ def _drop_unset(data: dict[str, Any]) -> dict[str, Any]:
         data["prices"].pop("nominal", None)
     for key in ("openReservation", "stopReason", "finishedAt", "cli", "prices", "http", "containment",
                 "hashAlgo", "ledgerHash", "arms", "fullAttempts", "analysis", "concurrency", "openReservations",
-                "executor", "excludedWorkers", "sequential", "journal"):
+                "executor", "excludedWorkers", "sequential", "journal", "backoffPauses"):
         if data[key] is None:
             del data[key]
     if isinstance(data.get("analysis"), dict) and data["analysis"].get("secondary") is None:

@@ -50,6 +50,9 @@ class StudyFile(BaseModel):
         default=None, description="Primary endpoint, secondary metrics, alpha, minimumTreatmentUse; absent: defaults.")
     design: StudyDesign | None = Field(
         default=None, description="The pre-declared design; design.sequential runs an anytime-valid sequential study.")
+    rehearsal_faults: str | None = Field(
+        default=None, alias="rehearsalFaults", max_length=2000,
+        description="A rehearsal's fault schedule (e.g. '1:429,30%:529,seed=7'); --rehearsal-faults replaces it.")
 
     @model_validator(mode="after")
     def _check_matrix(self) -> StudyFile:

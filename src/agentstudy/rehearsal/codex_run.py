@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agentstudy.protocol.fault_schedule import FaultSchedule
 from agentstudy.rehearsal.messages_server import RequestRecord
 from agentstudy.rehearsal.policy import ScriptedReply
 from agentstudy.rehearsal.responses_server import (
@@ -55,11 +56,13 @@ def run_codex_rehearsal(codex: Path, *, scratch: Path, files: Mapping[str, str],
                         parent_env: Mapping[str, str],
                         mcp: Callable[[Path], CodexMcpServer | None] = lambda _repo: None,
                         policy: Callable[[Mapping[str, Any]], ScriptedReply] = responses_policy,
-                        fail_with_status: int | None = None, timeout_s: float = 180.0) -> CodexRun:
+                        fail_with_status: int | None = None, timeout_s: float = 180.0,
+                        faults: FaultSchedule | None = None, max_retries: int | None = None) -> CodexRun:
     """Run ``codex`` once in a fresh tree under ``scratch`` holding ``files`` (relative path -> text).
 
     ``mcp`` builds the treatment arm's server from the repository path (None: control arm);
-    ``policy`` and ``fail_with_status`` go to the :class:`ResponsesRehearsalServer`;
+    ``policy``, ``fail_with_status`` and ``faults`` go to the :class:`ResponsesRehearsalServer`;
+    ``max_retries`` bounds Codex's own retries (issue 33);
     ``timeout_s`` is in seconds. ``parent_env`` is filtered by the allowlist (its
     ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY`` never reach the child).
 
@@ -76,9 +79,9 @@ def run_codex_rehearsal(codex: Path, *, scratch: Path, files: Mapping[str, str],
         for relative, text in files.items():
             (repo / relative).parent.mkdir(parents=True, exist_ok=True)
             (repo / relative).write_text(text, encoding="utf-8")
-        server = ResponsesRehearsalServer(policy=policy, fail_with_status=fail_with_status)
+        server = ResponsesRehearsalServer(policy=policy, fail_with_status=fail_with_status, faults=faults)
         with server:
-            provider = RehearsalProvider(server.provider_base_url, REHEARSAL_KEY_ENV)
+            provider = RehearsalProvider(server.provider_base_url, REHEARSAL_KEY_ENV, max_retries=max_retries)
             (codex_home / "config.toml").write_text(config_toml(model=REHEARSAL_MODEL, provider=provider,
                                                                 mcp=mcp(repo)), encoding="utf-8")
             env = codex_environment(parent_env, home=str(home), tmpdir=str(tmpdir), codex_home=str(codex_home),

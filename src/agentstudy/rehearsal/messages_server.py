@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import struct
 import threading
 import time
 import uuid
@@ -30,6 +31,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from agentstudy.protocol.fault_schedule import Fault, FaultSchedule
 from agentstudy.rehearsal.policy import ScriptedReply, next_reply
 from agentstudy.rehearsal.sse import encode_event, error_body, message_json, sse_events
 
@@ -61,6 +63,12 @@ class RequestRecord:
     status: int
     answered_after_ms: float = 0.0
     """Milliseconds from the request's arrival to its answer, by the server's monotonic clock (issue 19, item 5)."""
+    number: int = 0
+    """The request's arrival number (1-based) among the answered route's requests; 0 for other paths."""
+    fault: str | None = None
+    """The scheduled fault this request got (``429``, ``529``, ``reset``, ``slow``, ``sse-error``; issue 33)."""
+    arrived_at: float = 0.0
+    """When the request's body had arrived, in ``time.monotonic`` seconds (the burst check after a back-off)."""
 
 
 class _Server(uvicorn.Server):
@@ -87,8 +95,11 @@ class RehearsalServer:
     agent of :func:`~agentstudy.rehearsal.policy.next_reply`; tests pass a scripted one; it may
     raise ValueError for a 400). ``latency_ms`` (default 0) delays every answer by that many
     milliseconds, so throughput can be measured in the regime of a real model (issue 19, item 5);
-    each :class:`RequestRecord` notes ``answered_after_ms``. Use as ``with RehearsalServer() as
-    server: ... server.base_url``.
+    each :class:`RequestRecord` notes ``answered_after_ms``. ``faults`` (issue 33) is a
+    :class:`~agentstudy.protocol.fault_schedule.FaultSchedule` deciding, per request in arrival
+    order, a 429 with ``retry-after``, a 529, another error status, a reset connection, a slow
+    first byte or an SSE ``error`` event after ``message_start``; the log notes each request's
+    ``number`` and ``fault``. Use as ``with RehearsalServer() as server: ... server.base_url``.
 
     Subclasses serve another wire format by overriding :attr:`route_path`, :attr:`thread_name`
     and :meth:`_answer` (``rehearsal.responses_server`` does, for Codex; issue 21).
@@ -103,7 +114,8 @@ class RehearsalServer:
 
     def __init__(self, port: int = 0, *, fail_with_status: int | None = None,
                  startup_timeout: float = 10.0,
-                 policy: Callable[[Mapping[str, Any]], ScriptedReply] = next_reply, latency_ms: int = 0) -> None:
+                 policy: Callable[[Mapping[str, Any]], ScriptedReply] = next_reply, latency_ms: int = 0,
+                 faults: FaultSchedule | None = None) -> None:
         if fail_with_status is not None and not 400 <= fail_with_status <= 599:
             raise ValueError(f"fail_with_status must be an HTTP error status, got {fail_with_status}")
         if latency_ms < 0:
@@ -111,6 +123,8 @@ class RehearsalServer:
         self.latency_ms = latency_ms
         self._port = port
         self._policy = policy
+        self._faults = faults
+        self._count = 0
         self._fail_with_status = fail_with_status
         self._startup_timeout = startup_timeout
         self._lock = threading.Lock()
@@ -177,7 +191,8 @@ class RehearsalServer:
                  tb: TracebackType | None) -> None:
         self.stop()
 
-    def _log(self, request: Request, body: Any, status: int, arrived: float | None = None) -> None:
+    def _log(self, request: Request, body: Any, status: int, arrived: float | None = None,
+             number: int = 0, fault: Fault | None = None) -> None:
         data = body if isinstance(body, dict) else {}
         tools = data.get("tools")
         record = RequestRecord(
@@ -192,6 +207,8 @@ class RehearsalServer:
             has_authorization="authorization" in request.headers,
             status=status,
             answered_after_ms=0.0 if arrived is None else (time.monotonic() - arrived) * 1000,
+            number=number, fault=None if fault is None else fault.label,
+            arrived_at=0.0 if arrived is None else arrived,
         )
         with self._lock:
             self._records.append(record)
@@ -209,6 +226,11 @@ class RehearsalServer:
             return Response(status_code=CLIENT_GONE)
         if self.latency_ms:
             await asyncio.sleep(self.latency_ms / 1000)
+        number, fault = self._next_fault(request, body)
+        if fault is not None and fault.kind != "slow":
+            return self._fault_answer(request, body, fault, arrived, number)
+        if fault is not None:
+            await asyncio.sleep(fault.delay_ms / 1000)
         if not isinstance(body, dict) or not isinstance(body.get("model"), str):
             self._log(request, body, 400)
             return JSONResponse(error_body(400, "Request body must be a JSON object with a 'model' string."),
@@ -218,8 +240,50 @@ class RehearsalServer:
         except ValueError as error:
             self._log(request, body, 400)
             return JSONResponse(error_body(400, str(error)), status_code=400)
-        self._log(request, body, 200, arrived)
+        self._log(request, body, 200, arrived, number, fault)
         return self._answer(body, reply)
+
+    def _next_fault(self, request: Request, body: Any) -> tuple[int, Fault | None]:
+        """This request's arrival number and its scheduled fault (``None`` without a schedule)."""
+        data = body if isinstance(body, dict) else {}
+        messages: list[Any] = next((data[k] for k in ("messages", "input") if isinstance(data.get(k), list)), [])
+        session = request.headers.get("x-claude-code-session-id")
+        retry = request.headers.get("x-stainless-retry-count", "0") not in ("", "0")
+        with self._lock:
+            self._count += 1
+            number = self._count
+            fault = (None if self._faults is None
+                     else self._faults.fault_for(number, len(messages), session, retry))
+        return number, fault
+
+    def _fault_answer(self, request: Request, body: Any, fault: Fault, arrived: float, number: int) -> Response:
+        """The answer of a scheduled fault: an error status (with ``retry-after`` when scheduled), a connection
+        reset, or an HTTP 200 stream broken by an ``error`` event."""
+        if fault.kind == "reset":
+            self._log(request, body, 0, arrived, number, fault)
+            _reset_connection(request)
+            return Response(status_code=CLIENT_GONE)
+        streamed = isinstance(body, dict) and body.get("stream") is True
+        if fault.kind == "sse-error" and streamed and isinstance(body.get("model"), str):
+            self._log(request, body, 200, arrived, number, fault)
+            return self._broken_stream(body)
+        status = fault.status or 529
+        headers = {} if fault.retry_after_s is None else {"retry-after": str(fault.retry_after_s)}
+        self._log(request, body, status, arrived, number, fault)
+        return JSONResponse(error_body(status, f"Scripted rehearsal fault (HTTP {status})"), status_code=status,
+                            headers=headers)
+
+    def _broken_stream(self, body: dict[str, Any]) -> Response:
+        """An HTTP 200 event stream: ``message_start``, then an ``error`` event of type ``overloaded_error``."""
+        message_id = f"msg_rehearsal_{uuid.uuid4().hex[:24]}"
+        start = sse_events(ScriptedReply(content=[], stop_reason="end_turn",
+                                         usage={"input_tokens": 1, "output_tokens": 1}), body["model"], message_id)[0]
+
+        async def stream() -> AsyncIterator[bytes]:
+            yield encode_event(*start)
+            yield encode_event("error", error_body(529, "Overloaded"))
+
+        return StreamingResponse(stream(), media_type="text/event-stream", headers={"cache-control": "no-cache"})
 
     def _answer(self, body: dict[str, Any], reply: ScriptedReply) -> Response:
         """The HTTP answer carrying ``reply`` to the validated request ``body``."""
@@ -234,6 +298,18 @@ class RehearsalServer:
 
         return StreamingResponse(stream(), media_type="text/event-stream",
                                  headers={**headers, "cache-control": "no-cache"})
+
+
+def _reset_connection(request: Request) -> None:
+    """Abort the request's TCP connection with a reset (SO_LINGER 0), so the client sees no answer byte."""
+    cycle = getattr(request.receive, "__self__", None)
+    transport = getattr(cycle, "transport", None)
+    if transport is None:
+        return
+    sock = transport.get_extra_info("socket")
+    if sock is not None:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    transport.abort()
 
 
 async def _read_json(request: Request) -> Any:

@@ -21,6 +21,7 @@ from typing import Any
 
 from starlette.responses import Response, StreamingResponse
 
+from agentstudy.protocol.fault_schedule import FaultSchedule
 from agentstudy.rehearsal.messages_server import RehearsalServer
 from agentstudy.rehearsal.policy import ScriptedReply, next_reply
 from agentstudy.rehearsal.responses_wire import messages_view, response_events
@@ -50,7 +51,7 @@ class ResponsesRehearsalServer(RehearsalServer):
     """Context manager running the scripted Responses API on ``http://127.0.0.1:<port>``.
 
     Same arguments as :class:`~agentstudy.rehearsal.messages_server.RehearsalServer` (``port``,
-    ``fail_with_status``, ``startup_timeout`` seconds, ``policy``, ``latency_ms``); the default
+    ``fail_with_status``, ``startup_timeout`` seconds, ``policy``, ``latency_ms``, ``faults``); the default
     policy is :func:`responses_policy`. ``provider_base_url`` is what a Codex
     ``[model_providers]`` entry's ``base_url`` takes.
 
@@ -63,9 +64,9 @@ class ResponsesRehearsalServer(RehearsalServer):
 
     def __init__(self, port: int = 0, *, fail_with_status: int | None = None, startup_timeout: float = 10.0,
                  policy: Callable[[Mapping[str, Any]], ScriptedReply] = responses_policy,
-                 latency_ms: int = 0) -> None:
+                 latency_ms: int = 0, faults: FaultSchedule | None = None) -> None:
         super().__init__(port, fail_with_status=fail_with_status, startup_timeout=startup_timeout,
-                         policy=policy, latency_ms=latency_ms)
+                         policy=policy, latency_ms=latency_ms, faults=faults)
 
     def __enter__(self) -> ResponsesRehearsalServer:
         self.start()
@@ -82,5 +83,17 @@ class ResponsesRehearsalServer(RehearsalServer):
         async def stream() -> AsyncIterator[bytes]:
             for event in events:
                 yield _encode(event)
+
+        return StreamingResponse(stream(), media_type="text/event-stream", headers={"cache-control": "no-cache"})
+
+    def _broken_stream(self, body: dict[str, Any]) -> Response:
+        """An HTTP 200 event stream: ``response.created``, then ``response.failed`` with ``server_is_overloaded``."""
+        response_id = f"resp_rehearsal_{uuid.uuid4().hex[:24]}"
+        failed = {"id": response_id, "status": "failed",
+                  "error": {"code": "server_is_overloaded", "message": "Overloaded"}}
+
+        async def stream() -> AsyncIterator[bytes]:
+            yield _encode({"type": "response.created", "response": {"id": response_id}})
+            yield _encode({"type": "response.failed", "response": failed})
 
         return StreamingResponse(stream(), media_type="text/event-stream", headers={"cache-control": "no-cache"})

@@ -19,6 +19,12 @@ from agentstudy.report.content_inference import inference_blocks
 from agentstudy.report.content_money import correctness_section, distribution_section, money_section
 from agentstudy.report.document import Block, Bullets, Document, Figure, Paragraph, Section, Table
 from agentstudy.report.glance import glance_section
+from agentstudy.report.infrastructure import (
+    any_recorded,
+    infrastructure_rows,
+    infrastructure_sentences,
+    infrastructure_table_rows,
+)
 from agentstudy.report.model import BASELINE, TREATMENT, Attempt
 from agentstudy.report.power_section import power_section
 from agentstudy.report.sentences import (
@@ -78,6 +84,18 @@ def _containment(analysis: Analysis) -> Section:
                         for r in rows), frozenset({1, 4}))
     blocks: list[Block] = [table, *(Paragraph(s) for s in containment_sentences(rows)), Paragraph(LEGEND)]
     return Section("Containment", tuple(blocks))
+
+
+def _infrastructure(analysis: Analysis) -> Section | None:
+    """Retries and infrastructure failures by arm (issue 33); ``None`` when no attempt records its retries."""
+    rows = infrastructure_rows(analysis.study.attempts)
+    if not any_recorded(rows):
+        return None
+    table = Table("infrastructure", "Retries and infrastructure failures by arm",
+                  ("arm", "attempts", "API retries", "retry wait s", "infrastructure failures", "wall time s",
+                   "wall time s without retry wait"), infrastructure_table_rows(rows), frozenset({1, 2, 3, 5, 6}))
+    return Section("Retries and infrastructure failures",
+                   (table, *(Paragraph(s) for s in infrastructure_sentences(rows))))
 
 
 def _correctness_cell(attempt: Attempt) -> str:
@@ -191,9 +209,11 @@ def build_document(analysis: Analysis, figures: tuple[Figure, ...] = ()) -> Docu
     title = f"Paired report: {study.header.get('version', 'minimal study')}{mode}"
     if study.unverified:
         title = f"UNVERIFIED {title}"
+    infrastructure = _infrastructure(analysis)
     sections = [glance_section(analysis), _about(analysis), _containment(analysis),
                 _attempts(analysis), _pairs(analysis), correctness_section(analysis), distribution_section(analysis),
                 money_section(analysis), power_section(analysis),
+                *([infrastructure] if infrastructure is not None else []),  # after the figures' places
                 provenance_section(analysis)]
     for figure in figures:
         index = FIGURE_PLACES.get(figure.key, len(sections) - 1)

@@ -63,6 +63,16 @@ class AttemptContainment:
 
 
 @dataclass(frozen=True)
+class AttemptRetries:
+    """One attempt's refused requests (issue 33; ``report.infrastructure``): ``retries`` and ``wait_ms``
+    (``None`` when not recorded) and the ``failure_kind`` of a failed attempt (``None`` when not recorded)."""
+
+    retries: int | None = None
+    wait_ms: int | None = None
+    failure_kind: str | None = None
+
+
+@dataclass(frozen=True)
 class Attempt:
     """One observation of the ledger, in execution order (``index`` is 0-based, shown 1-based).
 
@@ -98,6 +108,7 @@ class Attempt:
     pending_reason: str | None = None
     containment: AttemptContainment = AttemptContainment()
     agent: str = DEFAULT_AGENT
+    retries: AttemptRetries = AttemptRetries()
 
     @property
     def completed(self) -> bool:

@@ -52,6 +52,7 @@ from agentstudy.protocol.schedule import ScheduleEntry
 from agentstudy.runners.executor import then
 from agentstudy.runners.ledger_steps import budget_record, now_iso, open_reservation
 from agentstudy.runners.progress import AttemptProgress, RunProgress
+from agentstudy.transports.api_retry import BackoffGate
 
 WAIT_SLICE_S = 0.5
 """Seconds the coordinator waits for a result before it looks at the stop flag again."""
@@ -129,6 +130,7 @@ class ConcurrentWalk(Generic[R, O]):
         on_recorded: called with each observation before its checkpoint (a sequential study's looks,
             ``runners.sequential_runs``; issue 35); ``True`` ends the schedule: nothing more is admitted,
             attempts in flight finish and are recorded.
+        gate: the run's one back-off (issue 33): no attempt is admitted while it is paused.
 
     Raises:
         ValueError: ``concurrency`` below 1.
@@ -137,7 +139,7 @@ class ConcurrentWalk(Generic[R, O]):
     def __init__(self, *, run: RunMachine, ledger: MinimalLedger, store: JournaledLedger, concurrency: int,
                  cap: Decimal, limit: Decimal, reservation: Decimal, port: AttemptPort[R, O],
                  progress: RunProgress, rule: ReservationRule | None = None,
-                 on_recorded: Callable[[O], bool] | None = None) -> None:
+                 on_recorded: Callable[[O], bool] | None = None, gate: BackoffGate | None = None) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         self.run, self.ledger, self.store, self.concurrency = run, ledger, store, concurrency
@@ -146,6 +148,7 @@ class ConcurrentWalk(Generic[R, O]):
         self.progress = progress
         self.on_recorded: Callable[[O], bool] | None = on_recorded
         self._pending: deque[tuple[int, ScheduleEntry]] = deque()
+        self.gate = gate
         self.budget, self.tally = Budget(cap=cap), Tally()
         self.observations: list[O] = []
         self.flights: deque[_Flight[R]] = deque()
@@ -189,6 +192,10 @@ class ConcurrentWalk(Generic[R, O]):
                 if not self.flights:
                     self.run.stop_admission()
                 return
+            if self.gate is not None and self.gate.paused():  # the run's one back-off (issue 33)
+                if self.flights:
+                    return
+                self.gate.wait()
             with self._clock:  # no attempt starts after a stopping outcome has ended (ledger_integrity checks it)
                 if self._stopping_outcome_ended:
                     return

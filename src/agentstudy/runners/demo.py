@@ -16,6 +16,7 @@ from agentstudy.agents.registry import DEFAULT_AGENT, agent_cli
 from agentstudy.io.claude_cli import project_root
 from agentstudy.io.containment import ContainmentMode
 from agentstudy.pricing.http import rehearsal_prices
+from agentstudy.protocol.fault_schedule import parse_fault_schedule
 from agentstudy.protocol.manifest import load_manifest
 from agentstudy.rehearsal.example_study import build_example_study
 from agentstudy.rehearsal.messages_server import RehearsalServer
@@ -36,13 +37,13 @@ DEMO_PRICES = rehearsal_prices(DEMO_MODEL)
 
 def run_demo(
     directory: Path, binary: Path, progress: RunProgress, containment: ContainmentMode = "bwrap", latency_ms: int = 0,
-    agent: str = DEFAULT_AGENT,
+    agent: str = DEFAULT_AGENT, faults: str | None = None,
 ) -> RunSummary:
     """Build the example study under ``directory`` and run its pilot with the real ``binary`` of ``agent``.
 
     The ledger is ``directory/ledger.json``; the agent's scripted server (``AgentCli.rehearsal_endpoint``:
-    Messages for Claude Code, Responses for Codex; issue 21) answers after ``latency_ms`` ms, and the
-    model is the agent's ``rehearsal_model``.
+    Messages for Claude Code, Responses for Codex; issue 21) answers after ``latency_ms`` ms, refuses
+    requests as the fault SPEC ``faults`` schedules (issue 33), and the model is the agent's ``rehearsal_model``.
 
     Raises:
         PreflightError, OutputPathError: the pilot was refused before any reservation.
@@ -50,7 +51,7 @@ def run_demo(
     study = build_example_study(directory / "study")
     loaded = load_manifest(study.manifest_path)
     chosen = agent_cli(agent)
-    with chosen.rehearsal_endpoint(latency_ms) as base_url:
+    with chosen.rehearsal_endpoint(latency_ms, faults) as base_url:
         request = CliRunRequest(
             loaded=loaded,
             mode="pilot",
@@ -75,10 +76,11 @@ def run_demo(
 
 
 def run_http_demo(directory: Path, progress: RunProgress, containment: ContainmentMode = "bwrap",
-                  latency_ms: int = 0) -> RunSummary:
+                  latency_ms: int = 0, faults: str | None = None) -> RunSummary:
     """Build the example study under ``directory`` and run its pilot with the Messages API loop.
 
-    The rehearsal server answers every request after ``latency_ms`` ms (issue 19).
+    The rehearsal server answers every request after ``latency_ms`` ms (issue 19) and refuses requests as
+    the fault SPEC ``faults`` schedules (issue 33).
 
     The loop talks over real HTTP to the scripted server on 127.0.0.1 with a dummy key, at the
     nominal rehearsal prices (``DEMO_PRICES``, 0.10 / 0.50 USD per million) under a 1 USD cap; the ledger
@@ -89,7 +91,8 @@ def run_http_demo(directory: Path, progress: RunProgress, containment: Containme
     """
     study = build_example_study(directory / "study")
     loaded = load_manifest(study.manifest_path)
-    with RehearsalServer(latency_ms=latency_ms) as server:
+    schedule = None if faults is None else parse_fault_schedule(faults)
+    with RehearsalServer(latency_ms=latency_ms, faults=schedule) as server:
         request = HttpRunRequest(
             loaded=loaded,
             mode="pilot",

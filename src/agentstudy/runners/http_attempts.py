@@ -49,6 +49,10 @@ def http_observation(entry: ScheduleEntry, model: str, result: HttpAttemptResult
         "statusReason": result.status_reason, "answer": result.answer if status == "completed" else "",
         **http_isolation(containment, entry.scenario, mcp_reads_checkout),
         **({"workerNode": result.worker_node} if result.worker_node is not None else {}),
+        "apiRetries": result.api_retries, "apiRetryWaitMs": result.api_retry_wait_ms,
+        "apiRetryStatuses": list(result.api_retry_statuses),
+        **({"failureKind": result.failure_kind} if status in ("failed", "timed-out")
+           and result.failure_kind is not None else {}),
     })
 
 

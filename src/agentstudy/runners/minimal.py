@@ -76,7 +76,7 @@ from agentstudy.runners.sequential_runs import start_sequential, study_schedule
 from agentstudy.runners.summary import RunSummary, summarize
 from agentstudy.transports.cli import CliAttemptBody, CliAttemptResult, CliSettings, run_cli_attempt
 from agentstudy.transports.cli_args import arm_tools
-from agentstudy.transports.cli_evaluation import settled_reason
+from agentstudy.transports.cli_evaluation import cli_failure_kind, settled_reason
 
 
 @dataclass(frozen=True)
@@ -150,6 +150,7 @@ def _observation(
 ) -> CliObservation:
     fields = dict(result.fields)
     answer = str(fields.pop("answer_text"))
+    failure = cli_failure_kind(status, fields.pop("api_error_status", None))
     return CliObservation(
         task_id=entry.task_id,
         scenario=entry.scenario,
@@ -173,6 +174,7 @@ def _observation(
         status=status,
         status_reason=settled_reason(result.status, result.status_reason, status, charged, exceeded_above),
         answer=answer if status == "completed" else "",
+        failure_kind=failure,
     )
 
 

@@ -58,7 +58,7 @@ from agentstudy.protocol.ledger_integrity import is_loopback_http, seal_ledger
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP, LoadedManifest
 from agentstudy.protocol.mcp_spec import McpServerSpec
 from agentstudy.protocol.prompt import study_prompt
-from agentstudy.protocol.records import HttpObservation, MinimalLedger
+from agentstudy.protocol.records import BackoffPause, HttpObservation, MinimalLedger
 from agentstudy.protocol.redaction import redact
 from agentstudy.protocol.run_records import AdjudicationDeclaration, HttpPrices, HttpRunSettings, McpServerRecord
 from agentstudy.protocol.schedule import Mode, PilotSize, ScheduleEntry
@@ -81,6 +81,7 @@ from agentstudy.runners.preflight import NOTHING_WRITTEN, McpPreflight, Prefligh
 from agentstudy.runners.progress import AttemptProgress, RunProgress, SilentProgress, finish_progress
 from agentstudy.runners.sequential_runs import start_sequential, study_schedule
 from agentstudy.runners.summary import RunSummary, summarize
+from agentstudy.transports.api_retry import DEFAULT_RETRY, BackoffGate, RetryPolicy
 from agentstudy.transports.http import (
     ATTEMPT_DEADLINE_MS,
     MAX_TOOL_CALLS_PER_TURN,
@@ -139,6 +140,8 @@ class HttpRunRequest:
     """The Ray cluster's address (``--ray-address``); required with ``executor="ray"``."""
     sequential: SequentialPlan | None = None
     """A sequential design's plan (issue 35): task blocks in its order, stopped by its looks."""
+    retry: RetryPolicy = DEFAULT_RETRY
+    """How often a refused request is sent again (``--api-max-retries``; issue 33)."""
 
 
 class _Checkpoints:
@@ -295,14 +298,22 @@ def _run_http_study(request: HttpRunRequest, stack: ExitStack) -> RunSummary:
             raise
         raise failure from error
     client = MessagesClient(api_key, base_url)
+    gate = BackoffGate()
+
+    def note_pauses() -> None:
+        pauses = gate.pauses
+        ledger.backoff_pauses = [BackoffPause.model_validate(p) for p in pauses] if pauses else None
 
     def record() -> None:
+        note_pauses()
         store.record(ledger)
 
     def save() -> None:
+        note_pauses()
         store.checkpoint(seal_ledger(redact(ledger.to_json(), api_key)))
 
     settings = HttpSettings(model=request.model, prices=request.prices, mcp=request.mcp, clock=request.clock,
+                            retry=request.retry,
                             containment=request.containment, parent_env=request.parent_env)
     budget, tally = Budget(cap=request.cap_usd), Tally()
     observations: list[HttpObservation] = []
@@ -313,7 +324,7 @@ def _run_http_study(request: HttpRunRequest, stack: ExitStack) -> RunSummary:
             settings, sender=client, scenario=entry.scenario, root=request.roots[entry.repository],
             pin=manifest.repositories[entry.repository], prompt=study_prompt(manifest.task(entry.task_id).question),
             budget=within, ledger=calls,
-            server=checked.corpora.paths(entry.repository) if entry.scenario == DOC_BRIDGE_MCP else None,
+            server=checked.corpora.paths(entry.repository) if entry.scenario == DOC_BRIDGE_MCP else None, gate=gate,
         )
 
     def job_for(entry: ScheduleEntry, reservation: Decimal) -> HttpJob:
@@ -342,6 +353,7 @@ def _run_http_study(request: HttpRunRequest, stack: ExitStack) -> RunSummary:
                         limit=request.attempt_budget_usd, reservation=reservation,
                         port=http_port(start, reservation, observe), progress=request.progress, rule=HTTP_RULE,
                         on_recorded=looked,
+                        gate=gate,
                     ).walk(schedule)
                 observations, budget = walked.observations, walked.budget
             else:
@@ -389,5 +401,5 @@ def _run_http_study(request: HttpRunRequest, stack: ExitStack) -> RunSummary:
             raise
         raise StopRequested(signum, stopped_detail(output)) from error
     return summarize(run.status, request.mode, len(schedule), observations, budget, output, transport="http",
-                     rehearsal=request.rehearsal, recorded=ledger.budget,
+                     rehearsal=request.rehearsal, recorded=ledger.budget, backoff_pauses=len(gate.pauses),
                      **summary_names(request.loaded, request.mcp.name))

@@ -54,6 +54,7 @@ def summarize(
     arm_labels: Mapping[str, str] | None = None,
     server_name: str | None = None,
     recorded: BudgetRecord | None = None,
+    backoff_pauses: int = 0,
 ) -> RunSummary:
     """Build the summary of a finished run (``transport`` ``cli`` or ``http``; HTTP has no cache tokens).
 
@@ -68,6 +69,9 @@ def summarize(
     label) and ``mcpServer`` (issue 18); a seed manifest's line has neither. ``recorded`` is the
     ledger's budget block: its ``reservationRule``, ``worstTurnUsd`` (strict) and
     ``largestOvershootUsd`` (USD, ``None`` when nothing overshot) go on the line (issue 19).
+    When any attempt had a request refused, or the run paused (``backoff_pauses``, the ledger's
+    ``backoffPauses``), the line adds ``apiRetries``, ``apiRetryWaitMs`` and ``backoffPauses`` (a count;
+    issue 33).
     """
     usage_complete = all(o.usage_complete for o in observations)
     factor = exact_factor(full_attempts, planned)
@@ -100,6 +104,11 @@ def summarize(
         if recorded.worst_turn_usd is not None:
             line["worstTurnUsd"] = recorded.worst_turn_usd
         line["largestOvershootUsd"] = recorded.largest_overshoot_usd
+    retries = sum(o.api_retries or 0 for o in observations)
+    if retries or backoff_pauses:
+        line["apiRetries"] = retries
+        line["apiRetryWaitMs"] = sum(o.api_retry_wait_ms or 0 for o in observations)
+        line["backoffPauses"] = backoff_pauses
     if arm_labels is not None:
         line["armLabels"] = dict(arm_labels)
         line["mcpServer"] = server_name

@@ -22,6 +22,7 @@ charged the largest (issue 29).
 from __future__ import annotations
 
 import dataclasses
+import re
 import shlex
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -259,6 +260,19 @@ def _note_usage(value: Any, number: int, transcript: CodexTranscript) -> None:
         transcript.line_problem(f"line {number}: turn.completed usage went backwards (a running total never "
                                 f"shrinks; the largest one is charged)")
     transcript.usages.append(usage)
+_RECONNECTING = re.compile(r"^Reconnecting\.\.\. \d+/\d+")
+_LAST_STATUS = re.compile(r"last status: (\d{3})\b")
+
+
+def codex_retries(notices: list[str]) -> list[int | str]:
+    """The retries Codex reports (issue 33): one per ``error`` event ``Reconnecting... n/m (…)``, each the HTTP
+    status it names (``last status: 429``) or ``unknown``. Codex gives no retry delay."""
+    statuses: list[int | str] = []
+    for notice in notices:
+        if _RECONNECTING.match(notice):
+            found = _LAST_STATUS.search(notice)
+            statuses.append(int(found.group(1)) if found else "unknown")
+    return statuses
 
 
 def _check_grammar(kinds: list[str], transcript: CodexTranscript) -> None:

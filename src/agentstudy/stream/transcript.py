@@ -7,6 +7,12 @@ JSON line that is not an object), not exactly one ``result``, a ``result`` that 
 more than one ``init``, and a ``tool_use`` block without a string ``id`` and ``name`` (a call
 that cannot be identified cannot be shown to be allowed). The last ``result`` is still read,
 so that its cost can be charged.
+
+The current Claude Code line's other events (issue 33) are accepted: each ``system``/``api_retry``
+(a request the API refused, sent again: ``attempt``, ``max_retries``, ``retry_delay_ms``,
+``error_status``) is counted with its delay and status, ``rate_limit_event`` lines are counted
+(one may follow the ``result``: it does not make the result "not last"), and other ``system``
+subtypes, ``stream_event``, ``tool_progress`` and the like are ignored.
 """
 
 from __future__ import annotations
@@ -57,6 +63,14 @@ class Transcript:
     tool_errors: set[str] = field(default_factory=set)
     answered_tool_ids: set[str] = field(default_factory=set)
     message_prompts: dict[str, int] = field(default_factory=dict)
+    api_retries: int = 0
+    """``system``/``api_retry`` events: requests the CLI sent again after a refusal (issue 33)."""
+    api_retry_wait_ms: int = 0
+    """The sum of their ``retry_delay_ms``."""
+    api_retry_statuses: list[int | str] = field(default_factory=list)
+    """Their ``error_status`` in order (``network`` when the event names none)."""
+    rate_limit_events: int = 0
+    """``rate_limit_event`` lines (Claude Code 2.1.45 and later)."""
 
     def tool_calls_by_name(self) -> dict[str, int]:
         """Count of distinct ``tool_use`` ids per full tool name (refused calls included)."""
@@ -144,6 +158,19 @@ def _read_user(event: Mapping[str, Any], transcript: Transcript) -> None:
                     transcript.tool_errors.add(tool_id)
 
 
+def _read_api_retry(event: Mapping[str, Any], transcript: Transcript) -> None:
+    """Count one ``system``/``api_retry`` event: its ``retry_delay_ms`` and ``error_status`` when well formed."""
+    transcript.api_retries += 1
+    delay = event.get("retry_delay_ms")
+    if isinstance(delay, (int, float)) and not isinstance(delay, bool) and 0 <= delay < 86_400_000:
+        transcript.api_retry_wait_ms += round(delay)
+    status = event.get("error_status")
+    if isinstance(status, int) and not isinstance(status, bool) and 100 <= status <= 599:
+        transcript.api_retry_statuses.append(status)
+    else:
+        transcript.api_retry_statuses.append("network")
+
+
 def parse_transcript(lines: Iterable[str]) -> Transcript:
     """Read stream-json lines (without or with trailing newlines) into a ``Transcript``.
 
@@ -179,6 +206,12 @@ def parse_transcript(lines: Iterable[str]) -> Transcript:
         elif kind == "result":
             results.append(transcript.event_count)
             transcript.result = event
+        elif kind == "system" and event.get("subtype") == "api_retry":
+            _read_api_retry(event, transcript)
+        elif kind == "rate_limit_event":
+            transcript.rate_limit_events += 1
+            if results and results[-1] == transcript.event_count - 1:
+                results[-1] = transcript.event_count  # a rate-limit notice after the result leaves it last
     if transcript.lines_not_listed:
         transcript.shape_problems.append(f"{transcript.lines_not_listed} more lines break the shape (not listed)")
     if init_count > 1:

@@ -43,7 +43,7 @@ from agentstudy.pricing.cost import AttemptCost
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP
 from agentstudy.protocol.mcp_spec import LIVE_CHECKOUT_NOTE, ServerPaths
 from agentstudy.stream.outcome import CliStatus, ProcessFacts
-from agentstudy.transports.cli_args import REHEARSAL_TOKEN, ArmTools, McpServerSpec
+from agentstudy.transports.cli_args import CLI_MAX_RETRIES, REHEARSAL_TOKEN, ArmTools, McpServerSpec
 from agentstudy.transports.cli_evaluation import evaluate_cli_attempt
 
 ATTEMPT_TIMEOUT_S = 300.0
@@ -87,6 +87,9 @@ class CliSettings:
     agent_home_root: Path | None = None
     """Where agents that refuse a home under a temp dir (Codex) make their per-attempt private
     directories; ``None`` means ``agents.codex.default_home_root()``."""
+    max_retries: int = CLI_MAX_RETRIES
+    """How often the agent CLI may send a refused request again (``--api-max-retries``; issue 33): Claude Code's
+    ``CLAUDE_CODE_MAX_RETRIES``."""
 
     @property
     def base_url(self) -> str | None:

@@ -34,14 +34,18 @@ STATIC_DENIED_TOOLS: tuple[str, ...] = (
     "Task",
     "Agent",
 )
+CLI_MAX_RETRIES = 2
+"""How often Claude Code may send a refused request again (issue 33): a bounded budget like the SDK's default.
+A refused request consumed nothing; each retry is an ``api_retry`` event the observation counts. (The CLI's own
+default, 10 with back-off up to 40 s, could outlive the attempt's timeout.)"""
 QUIET_ENV: Mapping[str, str] = {
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
     "DISABLE_TELEMETRY": "1",
     "DISABLE_AUTOUPDATER": "1",
     "DISABLE_ERROR_REPORTING": "1",
-    "CLAUDE_CODE_MAX_RETRIES": "0",
+    "CLAUDE_CODE_MAX_RETRIES": str(CLI_MAX_RETRIES),
 }
-"""Stop all traffic but the Messages API, and make the CLI's own retries visible as failures."""
+"""Stop all traffic but the Messages API, and bound the CLI's own retries (each one counted, issue 33)."""
 
 
 @dataclass(frozen=True)
@@ -132,15 +136,17 @@ def child_environment(
     tmpdir: str,
     base_url: str | None = None,
     auth_token: str | None = None,
+    max_retries: int = CLI_MAX_RETRIES,
 ) -> dict[str, str]:
     """The child's complete environment, rebuilt from an allowlist (``io.environment``).
 
     ``ANTHROPIC_API_KEY`` is never included. ``base_url`` (the rehearsal server, or an LLM
     gateway given by ``--cli-base-url``) becomes ``ANTHROPIC_BASE_URL`` and ``auth_token``
     ``ANTHROPIC_AUTH_TOKEN``. Without a base URL (a real run on the CLI's own login),
-    ``CLAUDE_CODE_OAUTH_TOKEN`` is passed through when the parent has it.
+    ``CLAUDE_CODE_OAUTH_TOKEN`` is passed through when the parent has it. ``max_retries`` becomes
+    ``CLAUDE_CODE_MAX_RETRIES`` (issue 33).
     """
-    extra = dict(QUIET_ENV)
+    extra = {**QUIET_ENV, "CLAUDE_CODE_MAX_RETRIES": str(max_retries)}
     if base_url is not None:
         extra["ANTHROPIC_BASE_URL"] = base_url
     elif LOGIN_TOKEN_ENV in parent:

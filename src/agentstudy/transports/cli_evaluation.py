@@ -163,7 +163,37 @@ def _fields(transcript: Transcript, totals: Mapping[str, ModelTokens] | None) ->
         "is_error": result.get("is_error") if isinstance(result.get("is_error"), bool) else None,
         "usage_complete": totals is not None,
         "answer_text": result.get("result") if isinstance(result.get("result"), str) else "",
+        "api_retries": transcript.api_retries,
+        "api_retry_wait_ms": transcript.api_retry_wait_ms,
+        "api_retry_statuses": list(transcript.api_retry_statuses),
+        "api_error_status": api_error_status(result),
     }
+
+
+def api_error_status(result: Mapping[str, Any]) -> int | None:
+    """The HTTP status a ``result`` says ended the attempt (``terminal_reason`` ``api_error`` with
+    ``api_error_status``), else ``None`` (issue 33)."""
+    status = result.get("api_error_status")
+    if result.get("terminal_reason") == "api_error" and isinstance(status, int) and not isinstance(status, bool):
+        return status
+    return None
+
+
+def cli_failure_kind(status: str, api_status: int | None) -> str | None:
+    """The ``failureKind`` of a cli attempt settled ``status``: ``timeout`` for ``timed-out``; for ``failed``,
+    ``rate-limited`` (429), ``overloaded`` (529), ``server-error`` (other 5xx) by the status the API gave last,
+    else ``agent``; ``None`` for any other status (issue 33)."""
+    if status == "timed-out":
+        return "timeout"
+    if status != "failed":
+        return None
+    if api_status == 429:
+        return "rate-limited"
+    if api_status == 529:
+        return "overloaded"
+    if api_status is not None and api_status >= 500:
+        return "server-error"
+    return "agent"
 
 
 def evaluate_cli_attempt(stdout: bytes, process: ProcessFacts, *, model: str, tools: ArmTools) -> CliEvaluation:

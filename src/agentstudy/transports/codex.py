@@ -40,7 +40,14 @@ from agentstudy.protocol.json_input import load_json
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP
 from agentstudy.protocol.mcp_spec import mcp_tool_name
 from agentstudy.rehearsal.responses_server import REHEARSAL_KEY, REHEARSAL_KEY_ENV
-from agentstudy.stream.codex import CodexExpectations, CodexTranscript, CodexUsage, codex_outcome, parse_codex_stream
+from agentstudy.stream.codex import (
+    CodexExpectations,
+    CodexTranscript,
+    CodexUsage,
+    codex_outcome,
+    codex_retries,
+    parse_codex_stream,
+)
 from agentstudy.stream.outcome import Outcome
 from agentstudy.transports.cli import GATEWAY_TOKEN_ENV, CliAttemptBody, CliSettings, RawAttempt, isolation
 from agentstudy.transports.cli_evaluation import CliEvaluation
@@ -77,9 +84,10 @@ def _mcp_table(body: CliAttemptBody) -> CodexMcpServer | None:
 def provider_for(settings: CliSettings) -> RehearsalProvider | None:
     """The model provider entry: the rehearsal server, an LLM gateway (``--cli-base-url``), or Codex's own."""
     if settings.rehearsal_base_url is not None:
-        return RehearsalProvider(settings.rehearsal_base_url, REHEARSAL_KEY_ENV)
+        return RehearsalProvider(settings.rehearsal_base_url, REHEARSAL_KEY_ENV, max_retries=settings.max_retries)
     if settings.gateway_base_url is not None:
-        return RehearsalProvider(settings.gateway_base_url, GATEWAY_TOKEN_ENV, name=GATEWAY_PROVIDER)
+        return RehearsalProvider(settings.gateway_base_url, GATEWAY_TOKEN_ENV, name=GATEWAY_PROVIDER,
+                                 max_retries=settings.max_retries)
     return None
 
 
@@ -267,6 +275,8 @@ def _fields(settings: CliSettings, transcript: CodexTranscript) -> dict[str, Any
         "is_error": None if terminal is None else terminal.get("type") != "turn.completed",
         "usage_complete": transcript.usage_complete,
         "answer_text": transcript.answer,
+        "api_retries": len(codex_retries(transcript.notices)),
+        "api_retry_statuses": codex_retries(transcript.notices),
     }
 
 

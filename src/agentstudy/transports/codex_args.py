@@ -70,11 +70,14 @@ class CodexMcpServer:
 @dataclass(frozen=True)
 class RehearsalProvider:
     """A custom ``[model_providers.NAME]`` entry: ``base_url`` (``http://127.0.0.1:PORT/v1``) and
-    the variable ``env_key`` whose value is the (dummy) key."""
+    the variable ``env_key`` whose value is the (dummy) key. ``max_retries`` (issue 33), when set, bounds
+    Codex's own retries of a refused request and of a broken stream (``request_max_retries``,
+    ``stream_max_retries``)."""
 
     base_url: str
     env_key: str
     name: str = REHEARSAL_PROVIDER
+    max_retries: int | None = None
 
 
 def config_toml(*, model: str, provider: RehearsalProvider | None, mcp: CodexMcpServer | None) -> str:
@@ -92,7 +95,9 @@ def config_toml(*, model: str, provider: RehearsalProvider | None, mcp: CodexMcp
         config["model_provider"] = provider.name
         config["model_providers"] = {provider.name: {
             "name": provider.name, "base_url": provider.base_url, "env_key": provider.env_key,
-            "wire_api": "responses"}}
+            "wire_api": "responses",
+            **({"request_max_retries": provider.max_retries, "stream_max_retries": provider.max_retries}
+               if provider.max_retries is not None else {})}}
     if mcp is not None:
         table: dict[str, object] = {"command": mcp.command[0], "args": list(mcp.command[1:]), "required": True,
                                     "startup_timeout_sec": mcp.startup_timeout_sec,

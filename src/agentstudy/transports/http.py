@@ -12,6 +12,12 @@ counted) and send every result, cut to 16,000 characters, in one user message; a
 reason -> ``incomplete``; 8 turns without an answer -> ``incomplete``. Settlement of the
 attempt's status is the runner's, through the attempt machine.
 
+A refused request (429, 529, another 5xx, 408, 409, a connection that failed before any answer
+byte) is sent again within the same reservation, as the SDK does (``transports.api_retry``:
+bounded, back-off with jitter, ``retry-after`` honoured, the run's one back-off gate waited on
+before every request); the result counts the retries, their wait and the statuses seen, and a
+failed attempt names its ``failure_kind`` (issue 33).
+
 A stop signal (``io.signals``) ends the attempt ``failed`` with the signal as its reason
 (``stopped by SIGTERM …``): checked before each reservation and each tool call; a request in
 flight is interrupted (the request is an ``interruptible`` region) and settled like a lost
@@ -48,6 +54,14 @@ from agentstudy.pricing.http import (
 from agentstudy.pricing.tally import Tally
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP
 from agentstudy.protocol.mcp_spec import LIVE_CHECKOUT_NOTE, McpServerSpec, ServerPaths
+from agentstudy.transports.api_retry import (
+    DEFAULT_RETRY,
+    BackoffGate,
+    RetryPolicy,
+    RetryTally,
+    failure_kind,
+    send_with_retries,
+)
 from agentstudy.transports.http_tools import ToolSetupError, agent_tools
 from agentstudy.transports.repo_tools import ToolResult
 
@@ -65,9 +79,10 @@ HttpStatus = Literal["completed", "failed", "timed-out", "budget-exceeded", "inc
 
 
 class Sender(Protocol):
-    """Sends one request: ``post(body bytes, timeout seconds) -> decoded JSON object``; raises ``MessagesApiError``."""
+    """Sends one request: ``post(body bytes, timeout seconds, retry_count=n) -> decoded JSON object``; raises
+    ``MessagesApiError``."""
 
-    def post(self, body: bytes, timeout_s: float) -> dict[str, Any]:
+    def post(self, body: bytes, timeout_s: float, retry_count: int = 0) -> dict[str, Any]:
         """Send ``body`` and return the 2xx JSON object."""
         ...
 
@@ -129,6 +144,15 @@ class HttpAttemptResult:
     answer: str
     worker_node: str | None = None
     """The Ray node id that ran the attempt (``--executor ray``, issue 20); ``None`` in this process."""
+    api_retries: int = 0
+    """Refused requests sent again (issue 33)."""
+    api_retry_wait_ms: int = 0
+    """Milliseconds waited before those retries and in the run's back-off pauses (not agent time)."""
+    api_retry_statuses: tuple[int | str, ...] = ()
+    """Every refusal seen, in order: an HTTP status, or ``network``."""
+    failure_kind: str | None = None
+    """Why a ``failed`` / ``timed-out`` attempt ended: ``rate-limited``, ``overloaded``, ``server-error``,
+    ``network``, ``timeout`` or ``agent``; ``None`` otherwise."""
 
 
 def request_timeout_s(remaining_ms: float) -> float:
@@ -154,6 +178,8 @@ class _Attempt:
         self.by_name: Counter[str] = Counter()
         self.errors: Counter[str] = Counter()
         self.started = clock() if started is None else started
+        self.retry = RetryTally()
+        self.lost: MessagesApiError | None = None
 
     def elapsed_ms(self) -> float:
         return (self.clock() - self.started) * 1000
@@ -170,7 +196,10 @@ class _Attempt:
         ledger.settled(self.budget, settlement)
 
     def result(self, status: HttpStatus, reason: str | None, answer: str = "") -> HttpAttemptResult:
+        kind = (failure_kind(self.lost, status == "timed-out") if status in ("failed", "timed-out") else None)
         return HttpAttemptResult(
+            api_retries=self.retry.retries, api_retry_wait_ms=self.retry.wait_ms,
+            api_retry_statuses=tuple(self.retry.statuses), failure_kind=kind,
             status=status, status_reason=reason, budget=self.budget, input_tokens=self.input_tokens,
             output_tokens=self.output_tokens, usage_complete=self.usage_complete, turns=self.turns,
             tool_calls=self.tool_calls, tool_calls_by_name=dict(self.by_name), tool_errors_by_name=dict(self.errors),
@@ -196,12 +225,14 @@ def _answer(content: list[Any]) -> str:
 def agent_loop(
     *, sender: Sender, tools: ToolBox, model: str, prompt: str, prices: UpperPrices, budget: Budget,
     ledger: CallLedger, clock: Callable[[], float] = time.monotonic, started: float | None = None,
+    retry: RetryPolicy = DEFAULT_RETRY, gate: BackoffGate | None = None,
 ) -> HttpAttemptResult:
     """Run the bounded loop of one attempt (digest 2.1) against ``sender`` and return its result.
 
     ``budget`` is the run's budget before the attempt; the result carries it after. The wall
     time and the deadline run from ``started`` (``clock`` seconds: the attempt's first action,
-    before its MCP server starts; issue 17 item 5), or from here when it is not given.
+    before its MCP server starts; issue 17 item 5), or from here when it is not given. ``retry`` bounds
+    the retries of a refused request; ``gate`` is the run's one back-off (issue 33).
 
     Raises:
         OSError: from ``ledger`` when a reservation cannot be persisted (then no request was sent).
@@ -227,11 +258,14 @@ def agent_loop(
         state.turns += 1
         try:
             with interruptible():
-                response = sender.post(encoded, request_timeout_s(ATTEMPT_DEADLINE_MS - state.elapsed_ms()))
+                response = send_with_retries(sender, encoded,
+                                             request_timeout_s(ATTEMPT_DEADLINE_MS - state.elapsed_ms()),
+                                             state.retry, policy=retry, gate=gate, clock=clock)
         except StopRequested as interrupted:
             state.settle(ledger, settle_call(state.budget, reservation, None, interrupted.reason), reservation)
             return state.result("failed", f"{interrupted.reason} during the request of turn {turn}")
         except MessagesApiError as error:
+            state.lost = error
             state.settle(ledger, settle_call(state.budget, reservation, None, "response lost"), reservation)
             status = f" (HTTP {error.status})" if error.status is not None else ""
             return state.result("failed", f"the response of turn {turn} was lost: {error.kind}{status}")
@@ -285,15 +319,19 @@ class HttpSettings:
     clock: Callable[[], float] = time.monotonic
     containment: ContainmentMode = "bwrap"
     parent_env: Mapping[str, str] = field(default_factory=dict)
+    retry: RetryPolicy = DEFAULT_RETRY
+    """How often and how a refused request is sent again (issue 33)."""
 
 
 def run_http_attempt(
     settings: HttpSettings, *, sender: Sender, scenario: str, root: Path, pin: str, prompt: str,
     budget: Budget, ledger: CallLedger, server: ServerPaths | None = None, corpus: CorpusBlobs | None = None,
+    gate: BackoffGate | None = None,
 ) -> HttpAttemptResult:
     """Prepare the tools of ``scenario`` (a fresh MCP server in the MCP arm), run the loop, close the server.
 
     With ``corpus`` (a body on a Ray worker, issue 20) the repository tools read those blobs, not ``root``.
+    ``gate`` is the run's one back-off (issue 33; ``None`` on a Ray worker).
 
     A setup failure ends the attempt ``failed`` before any request (nothing reserved); so does a
     stop signal received before the tools are prepared, or one that ended the MCP server (the
@@ -311,7 +349,7 @@ def run_http_attempt(
                          settings.parent_env, corpus) as tools:
             return agent_loop(sender=sender, tools=tools, model=settings.model, prompt=prompt,
                               prices=settings.prices, budget=budget, ledger=ledger, clock=settings.clock,
-                              started=started)
+                              started=started, retry=settings.retry, gate=gate)
     except ToolSetupError as error:
         stopped = stop_reason()
         reason = str(error) if stopped is None else f"{stopped} while the tools were prepared"
@@ -325,7 +363,7 @@ def _not_started(budget: Budget, reason: str, wall_time_ms: int) -> HttpAttemptR
         status="failed", status_reason=reason, budget=budget, input_tokens=0, output_tokens=0,
         usage_complete=True, turns=0, tool_calls=0, tool_calls_by_name={}, tool_errors_by_name={}, tools=[],
         reserved_usd=Decimal(0), measured_usd=Decimal(0), charged_usd=Decimal(0), wall_time_ms=wall_time_ms,
-        answer="",
+        answer="", failure_kind="agent",
     )
 
 
