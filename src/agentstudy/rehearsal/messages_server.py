@@ -61,6 +61,10 @@ class RequestRecord:
     status: int
     answered_after_ms: float = 0.0
     """Milliseconds from the request's arrival to its answer, by the server's monotonic clock (issue 19, item 5)."""
+    served_input_tokens: int = 0
+    """The ``input_tokens`` the answer reported (0 for an error answer; issue 34: what a rehearsal served)."""
+    served_output_tokens: int = 0
+    """The ``output_tokens`` the answer reported (0 for an error answer)."""
 
 
 class _Server(uvicorn.Server):
@@ -134,6 +138,11 @@ class RehearsalServer:
         return f"http://{_HOST}:{self._bound_port}"
 
     @property
+    def agent_base_url(self) -> str:
+        """The URL an agent is pointed at (here ``base_url``, Claude Code's ``ANTHROPIC_BASE_URL``)."""
+        return self.base_url
+
+    @property
     def requests(self) -> tuple[RequestRecord, ...]:
         """A snapshot of the request log, oldest first (safe to call from any thread)."""
         with self._lock:
@@ -177,7 +186,8 @@ class RehearsalServer:
                  tb: TracebackType | None) -> None:
         self.stop()
 
-    def _log(self, request: Request, body: Any, status: int, arrived: float | None = None) -> None:
+    def _log(self, request: Request, body: Any, status: int, arrived: float | None = None,
+             usage: Mapping[str, Any] | None = None) -> None:
         data = body if isinstance(body, dict) else {}
         tools = data.get("tools")
         record = RequestRecord(
@@ -192,6 +202,8 @@ class RehearsalServer:
             has_authorization="authorization" in request.headers,
             status=status,
             answered_after_ms=0.0 if arrived is None else (time.monotonic() - arrived) * 1000,
+            served_input_tokens=int((usage or {}).get("input_tokens", 0)),
+            served_output_tokens=int((usage or {}).get("output_tokens", 0)),
         )
         with self._lock:
             self._records.append(record)
@@ -218,7 +230,7 @@ class RehearsalServer:
         except ValueError as error:
             self._log(request, body, 400)
             return JSONResponse(error_body(400, str(error)), status_code=400)
-        self._log(request, body, 200, arrived)
+        self._log(request, body, 200, arrived, reply.usage)
         return self._answer(body, reply)
 
     def _answer(self, body: dict[str, Any], reply: ScriptedReply) -> Response:
