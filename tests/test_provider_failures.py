@@ -23,7 +23,6 @@ from agentstudy.controlled.requests import provider_request, request_bytes
 from agentstudy.rehearsal.controlled.example import example_suite
 from agentstudy.rehearsal.example_study import build_corpus_repository
 from agentstudy.transports.codex_args import CODEX_VERSION
-
 from test_controlled_run_support import plan_with
 
 TRANSCRIPT = Path(__file__).parent / "transcripts" / "codex-0.171.0" / "control-completed.jsonl"
