@@ -73,6 +73,8 @@ def provider(agent: str, model: str | None, rehearsal: bool, adjudicator: bool, 
     directory (read-only), prints one JSON object. repository-only gets the repository tools
     only; any other scenario also gets the --mcp-config server (default: the bundled one).
     """
+    if model is None and not rehearsal:
+        fail("--model is required unless --rehearsal is given")
     if model is not None and not re.match(MODEL_REFERENCE_PATTERN, model):
         fail(f"--model {model!r} is not a model reference (lowercase letters, digits, . _ : / -)")
     try:
