@@ -34,6 +34,7 @@ from agentstudy.io.agent_binary import AgentBinaryError, probe_version
 from agentstudy.io.containment import ContainmentError, ContainmentMode
 from agentstudy.io.git import GitError, head
 from agentstudy.io.server_corpus import ServerCorpora, ServerCorpusError
+from agentstudy.io.signals import raise_if_stopped
 from agentstudy.protocol.controlled.agent_prompt import adjudicator_prompt, provider_prompt
 from agentstudy.protocol.controlled.provider_output import (
     ADJUDICATOR_OUTPUT_SCHEMA,
@@ -176,6 +177,7 @@ def run_adapter(options: AdapterOptions, request: dict[str, Any], cwd: Path,
         environ: the adapter's environment; the agent's is rebuilt from its allowlist.
 
     Raises:
+        StopRequested: a stop signal arrived (the agent's tree was killed).
         AdapterError: the agent could not be found or is not the pinned version, the MCP server was refused,
             the agent's attempt did not complete (timeout, stream problems, over its limit, …), it reported no
             usage, or its answer is not one JSON object of the output schema.
@@ -208,6 +210,7 @@ def run_adapter(options: AdapterOptions, request: dict[str, Any], cwd: Path,
             raise AdapterError(str(error)) from None
         evaluation = agent.evaluate(body, raw)
         served = _served(server)
+    raise_if_stopped("the agent's tree was killed; nothing was printed")
     if evaluation.status != "completed":
         why = evaluation.status_reason or "no reason given"
         raise AdapterError(f"the agent's attempt ended {evaluation.status}: {why}")
