@@ -199,3 +199,18 @@ def test_the_runner_times_out_an_adapter_and_nothing_survives(repository: Path, 
     # its private directories, the scripted server) may outlast that grace, so either signal is a truthful record.
     assert execution["signal"] in ("SIGTERM", "SIGKILL")
     assert processes_with(marker) == []
+
+
+def test_a_doc_bridge_request_outside_a_git_checkout_gets_no_answer(request_data: bytes, environ: dict[str, str],
+                                                                     tmp_path: Path) -> None:
+    # The MCP arm's server serves the repository at HEAD: a plain directory is refused before any agent starts.
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "README.md").write_text("# plain\n", encoding="utf-8")
+    marker = tmp_path / "agent-started"
+    fake = fake_codex(tmp_path, f"touch '{marker}'")
+    doc_bridge = request_data.replace(b'"scenarioId":"repository-only"', b'"scenarioId":"deterministic-doc-bridge"')
+    assert doc_bridge != request_data
+    done = run_adapter(fake, plain, doc_bridge, environ)
+    assert (done.returncode, done.stdout) == (1, b"")
+    assert "Git checkout" in done.stderr.decode() and not marker.exists()
