@@ -28,6 +28,7 @@ COMMANDS: dict[str, str] = {
     "adjudicate-controlled": "adjudicate_controlled",
     "metrics": "metrics",
     "power": "power",
+    "provider": "provider",
 }
 """Command name -> its module in ``agentstudy.commands`` (the click command is the module's attribute of
 the same name, dashes as underscores)."""
@@ -44,6 +45,7 @@ SHORT_HELP: dict[str, str] = {
     "minimal": "Run a paired study (the same command as study).",
     "plan": "Verify and describe a controlled-study run plan.",
     "power": "Plan a study's size from a pilot or full ledger.",
+    "provider": "Answer a controlled-study request with an agent.",
     "report": "Report a ledger (text, md, html or json).",
     "run": "Run a controlled-study plan's attempts.",
     "schema": "Print the JSON Schema of a contract.",

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from agentstudy.protocol.run_records import AgentRecord
+    from agentstudy.rehearsal.messages_server import RehearsalServer
     from agentstudy.transports.cli import CliAttemptBody, CliSettings, RawAttempt
     from agentstudy.transports.cli_evaluation import CliEvaluation
 
@@ -94,6 +95,11 @@ class AgentCli(Protocol):
         """A scripted zero-spend model server on 127.0.0.1 for this agent; entering it gives the base
         URL the child is pointed at (``CliSettings.rehearsal_base_url``). ``latency_ms``: delay per answer;
         ``faults``: a fault SPEC (``protocol.fault_schedule``; issue 33) the server parses for itself."""
+        ...
+
+    def rehearsal_server(self, latency_ms: int) -> RehearsalServer:
+        """The same scripted server as ``rehearsal_endpoint``, not yet started, for a caller that reads its
+        request log (the provider adapters' served-token counts, issue 34); its ``agent_base_url`` is the URL."""
         ...
 
     def login_file(self, environ: Mapping[str, str]) -> Path | None:

@@ -60,6 +60,10 @@ class ClaudeCodeAgent:
         ``ANTHROPIC_BASE_URL``."""
         return _messages_server(latency_ms, faults)
 
+    def rehearsal_server(self, latency_ms: int) -> RehearsalServer:
+        """A ``RehearsalServer`` (not started) answering after ``latency_ms`` ms."""
+        return RehearsalServer(latency_ms=latency_ms)
+
     def login_file(self, environ: Mapping[str, str]) -> Path | None:
         """``$HOME/.claude/.credentials.json`` when it is a regular file (``io.claude_cli.find_login_file``)."""
         return find_login_file(environ)

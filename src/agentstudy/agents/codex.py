@@ -68,6 +68,10 @@ class CodexAgent:
         ``[model_providers.rehearsal]``."""
         return _responses_server(latency_ms, faults)
 
+    def rehearsal_server(self, latency_ms: int) -> ResponsesRehearsalServer:
+        """A ``ResponsesRehearsalServer`` (not started) answering after ``latency_ms`` ms."""
+        return ResponsesRehearsalServer(latency_ms=latency_ms)
+
     def login_file(self, environ: Mapping[str, str]) -> Path | None:
         """The user's Codex login, ``$CODEX_HOME/auth.json`` (default ``$HOME/.codex``), when it is a regular
         file; a real run mounts it read-only as the private ``CODEX_HOME``'s ``auth.json`` (nothing else of

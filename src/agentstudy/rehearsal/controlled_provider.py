@@ -62,16 +62,29 @@ class Workspace:
         return data.decode("utf-8", errors="replace")
 
 
-def _grep_check(command: str, workspace: Workspace) -> bool | None:
-    """Run ``grep -F '<text>' <file>`` by reading the file: passed, failed, or ``None`` (not executable)."""
+def named_files(description: str) -> list[str]:
+    """The repository file names (``docs/x.md``, ``package.json`` …) a requirement's description names."""
+    return list(_FILE_NAME.findall(description))
+
+
+def grep_check(command: str) -> tuple[str, str] | None:
+    """``(text, file)`` of a check command ``grep -F '<text>' <file>``; ``None`` for any other command."""
     try:
         words = shlex.split(command)
     except ValueError:
         return None
     if len(words) != 4 or words[:2] != ["grep", "-F"]:
         return None
-    text = workspace.read(words[3])
-    return None if text is None else words[2] in text
+    return words[2], words[3]
+
+
+def _grep_check(command: str, workspace: Workspace) -> bool | None:
+    """Run ``grep -F '<text>' <file>`` by reading the file: passed, failed, or ``None`` (not executable)."""
+    parts = grep_check(command)
+    if parts is None:
+        return None
+    text = workspace.read(parts[1])
+    return None if text is None else parts[0] in text
 
 
 def answer(request: dict[str, Any], workspace: Workspace, started: float) -> dict[str, Any]:
@@ -79,7 +92,7 @@ def answer(request: dict[str, Any], workspace: Workspace, started: float) -> dic
     cited: list[str] = []
     first_evidence_ms: int | None = None
     for requirement in request.get("evidenceRequirements", []):
-        names = _FILE_NAME.findall(str(requirement.get("description", "")))
+        names = named_files(str(requirement.get("description", "")))
         if any(workspace.read(name) is not None for name in names):
             cited.append(str(requirement["id"]))
             if first_evidence_ms is None:

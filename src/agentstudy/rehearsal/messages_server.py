@@ -69,6 +69,10 @@ class RequestRecord:
     """The scheduled fault this request got (``429``, ``529``, ``reset``, ``slow``, ``sse-error``; issue 33)."""
     arrived_at: float = 0.0
     """When the request's body had arrived, in ``time.monotonic`` seconds (the burst check after a back-off)."""
+    served_input_tokens: int = 0
+    """The ``input_tokens`` the answer reported (0 for an error answer; issue 34: what a rehearsal served)."""
+    served_output_tokens: int = 0
+    """The ``output_tokens`` the answer reported (0 for an error answer)."""
 
 
 class _Server(uvicorn.Server):
@@ -148,6 +152,11 @@ class RehearsalServer:
         return f"http://{_HOST}:{self._bound_port}"
 
     @property
+    def agent_base_url(self) -> str:
+        """The URL an agent is pointed at (here ``base_url``, Claude Code's ``ANTHROPIC_BASE_URL``)."""
+        return self.base_url
+
+    @property
     def requests(self) -> tuple[RequestRecord, ...]:
         """A snapshot of the request log, oldest first (safe to call from any thread)."""
         with self._lock:
@@ -192,7 +201,7 @@ class RehearsalServer:
         self.stop()
 
     def _log(self, request: Request, body: Any, status: int, arrived: float | None = None,
-             number: int = 0, fault: Fault | None = None) -> None:
+             number: int = 0, fault: Fault | None = None, usage: Mapping[str, Any] | None = None) -> None:
         data = body if isinstance(body, dict) else {}
         tools = data.get("tools")
         record = RequestRecord(
@@ -209,6 +218,8 @@ class RehearsalServer:
             answered_after_ms=0.0 if arrived is None else (time.monotonic() - arrived) * 1000,
             number=number, fault=None if fault is None else fault.label,
             arrived_at=0.0 if arrived is None else arrived,
+            served_input_tokens=int((usage or {}).get("input_tokens", 0)),
+            served_output_tokens=int((usage or {}).get("output_tokens", 0)),
         )
         with self._lock:
             self._records.append(record)
@@ -240,7 +251,7 @@ class RehearsalServer:
         except ValueError as error:
             self._log(request, body, 400)
             return JSONResponse(error_body(400, str(error)), status_code=400)
-        self._log(request, body, 200, arrived, number, fault)
+        self._log(request, body, 200, arrived, number, fault, reply.usage)
         return self._answer(body, reply)
 
     def _next_fault(self, request: Request, body: Any) -> tuple[int, Fault | None]:

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from agentstudy.protocol.controlled.agent_prompt import REQUEST_MARKER, request_in_prompt
 from agentstudy.protocol.tool_roles import ServerTools, choose_server_tools, schema_properties
 from agentstudy.rehearsal.conversation import (
     ToolStep,
@@ -220,6 +221,12 @@ def _next_hit(steps: list[ToolStep], cwd: str | None, kit: _Kit) -> str | None:
 
 
 def _usage(body: Mapping[str, Any], content: list[dict[str, Any]]) -> dict[str, int]:
+    return scripted_usage(body, content)
+
+
+def scripted_usage(body: Mapping[str, Any], content: list[dict[str, Any]]) -> dict[str, int]:
+    """The usage the scripted server reports for answering ``body`` with ``content``: ``ceil``-free
+    ``bytes // 4`` (at least 1) of what was sent and of the reply, no cache tokens."""
     sent = {k: body.get(k) for k in ("messages", "system", "tools")}
     in_bytes = len(json.dumps(sent, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
     out_bytes = len(json.dumps(content, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
@@ -246,14 +253,23 @@ def next_reply(body: Mapping[str, Any]) -> ScriptedReply:
     empty result falls back like a failed one), its read tool reads every hit, whatever search
     found it, and a result without line numbers is counted from line 1. Such conversations end
     by the 8th turn.
+    A prompt carrying a controlled-study request (a bundled provider or adjudicator adapter's,
+    ``protocol.controlled.agent_prompt``) is answered by ``rehearsal.study_policy.study_reply``
+    instead, in the adapter's output schema (issue 34).
     Raises ValueError when ``body["messages"]`` is not a non-empty list.
     """
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         raise ValueError("request body needs a non-empty 'messages' list")
+    prompt = find_prompt(messages)
+    if REQUEST_MARKER in prompt:  # a bundled provider or adjudicator adapter's agent (issue 34)
+        from agentstudy.rehearsal.study_policy import study_reply
+        request = request_in_prompt(prompt)
+        if request is not None:
+            return study_reply(body, request)
     tools = _tool_names(body.get("tools"))
     cwd = find_cwd(messages)
-    term = pick_term(find_prompt(messages))
+    term = pick_term(prompt)
     steps = tool_steps(messages)
     turn = 1 + sum(1 for m in messages if isinstance(m, Mapping) and m.get("role") == "assistant")
 

@@ -77,6 +77,11 @@ class ResponsesRehearsalServer(RehearsalServer):
         """``http://127.0.0.1:<port>/v1``; RuntimeError before :meth:`start`."""
         return f"{self.base_url}/v1"
 
+    @property
+    def agent_base_url(self) -> str:
+        """``provider_base_url`` (what Codex's ``[model_providers]`` entry takes)."""
+        return self.provider_base_url
+
     def _answer(self, body: dict[str, Any], reply: ScriptedReply) -> Response:
         events = response_events(reply, body, f"resp_rehearsal_{uuid.uuid4().hex[:24]}")
 

@@ -178,6 +178,9 @@ class CliAttemptBody:
     server: ServerPaths | None
     parent_env: Mapping[str, str] | None
     own_server_snapshot: bool = False
+    output_schema: str | None = None
+    """A JSON Schema (text) the agent's final message must match, for agents that take one (Codex's
+    ``--output-schema``; the bundled provider adapters, issue 34); ``None`` in a study attempt."""
 
 
 @dataclass(frozen=True)
@@ -201,6 +204,8 @@ class RawAttempt:
     running_peak_usd: Decimal | None = None
     """The largest running cost (USD) the agent's stdout watcher saw, ``None`` without one (issue 29): the
     attempt is charged at least this, whatever the kept stdout says at its end."""
+    stderr_bytes: int = 0
+    """Bytes the child wrote to stderr (counted, never kept beyond ``stderr``)."""
 
 
 def run_cli_body(body: CliAttemptBody, corpus: CorpusBlobs) -> RawAttempt:
@@ -211,21 +216,41 @@ def run_cli_body(body: CliAttemptBody, corpus: CorpusBlobs) -> RawAttempt:
     directories are removed afterwards. Raises ``OSError`` if the export cannot be written and
     ``ContainmentError`` if bubblewrap vanished (both before anything was spawned).
     """
-    settings, env_source = body.settings, os.environ if body.parent_env is None else body.parent_env
+    env_source = os.environ if body.parent_env is None else body.parent_env
     if stop_signal() is not None:
         return RawAttempt(b"", STOPPED_FACTS, 0, None, None, None)
-    agent = agent_cli(settings.agent)
     export = materialise_corpus(corpus)
+    try:
+        raw = run_agent_in(body, export.path, env_source, corpus if body.own_server_snapshot else None)
+    finally:
+        remove_export(export.path)
+    return dataclasses.replace(raw, export_files=export.files, export_bytes=export.bytes,
+                               export_tree_sha256=export.tree_sha256)
+
+
+def run_agent_in(body: CliAttemptBody, cwd: Path, env_source: Mapping[str, str],
+                 corpus: CorpusBlobs | None = None) -> RawAttempt:
+    """Launch the body's agent contained in ``cwd`` (made read-only by the containment; its working directory)
+    with fresh private directories, and read it bounded: the one spawn of every agent attempt (a study's
+    export, issue 20; a provider adapter's repository root, issue 34).
+
+    ``corpus``: materialise the server's ``{root}`` snapshot from it (a Ray worker) instead of the
+    body's. The private directories are removed afterwards; ``export_*`` facts are left ``None``.
+
+    Raises:
+        ContainmentError: bubblewrap vanished (nothing was spawned).
+    """
+    settings = body.settings
+    agent = agent_cli(settings.agent)
     scratch = owned_mkdtemp("attempt", agent.scratch_parent(settings))
     try:
         server = body.server
-        if server is not None and body.own_server_snapshot:
+        if server is not None and corpus is not None:
             server = own_snapshot(server, corpus, scratch)
-        launch = agent.launch(dataclasses.replace(body, server=server), export.path, scratch, env_source)
-        process = run_bounded(launch.argv, launch.env, export.path, settings.timeout_s, settings.stdout_limit,
+        launch = agent.launch(dataclasses.replace(body, server=server), cwd, scratch, env_source)
+        process = run_bounded(launch.argv, launch.env, cwd, settings.timeout_s, settings.stdout_limit,
                               watch=launch.watch, keep_stderr=launch.keep_stderr)
     finally:
-        remove_export(export.path)
         for directory, _dirs, _files in os.walk(scratch):
             Path(directory).chmod(stat.S_IRWXU)  # the server snapshot's sealed directories
         shutil.rmtree(scratch, ignore_errors=True)
@@ -233,8 +258,8 @@ def run_cli_body(body: CliAttemptBody, corpus: CorpusBlobs) -> RawAttempt:
     stopped = process.stopped and process.exit_code != 0  # a child that exited 0 ended on its own
     facts = ProcessFacts(process.started, process.timed_out, process.truncated, process.exit_code,
                          timeout_s=settings.timeout_s, stdout_limit=settings.stdout_limit, stopped=stopped)
-    return RawAttempt(process.stdout, facts, process.wall_time_ms, export.files, export.bytes, export.tree_sha256,
-                      stderr=process.stderr_tail, watch_stop=process.watch_stop,
+    return RawAttempt(process.stdout, facts, process.wall_time_ms, None, None, None,
+                      stderr=process.stderr_tail, watch_stop=process.watch_stop, stderr_bytes=process.stderr_bytes,
                       running_peak_usd=None if launch.watch is None else launch.watch.peak_usd)
 
 

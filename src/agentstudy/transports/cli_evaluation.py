@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -49,6 +49,7 @@ class CliEvaluation:
         cost_problem: why a cost is invalid, else ``None``.
         fields: the record fields read from the transcript, snake_case keys of
             ``protocol.records.CliObservation`` plus ``answer_text`` (the private answer).
+        measurements: further counts (tokens) by contract name, for the provider adapters.
     """
 
     status: CliStatus
@@ -59,6 +60,9 @@ class CliEvaluation:
     setup_problems: tuple[str, ...]
     cost_problem: str | None
     fields: dict[str, Any]
+    measurements: dict[str, int] = field(default_factory=dict)
+    """Counts the agent's stream gives beyond the record fields, by contract name (Codex:
+    ``reasoningOutputTokens``); read by the provider adapters (issue 34), never by the study ledger."""
 
 
 def reported_cost(result: Mapping[str, Any] | None) -> Decimal | None:

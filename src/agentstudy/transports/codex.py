@@ -119,9 +119,14 @@ def codex_launch(body: CliAttemptBody, export: Path, scratch: Path, env_source: 
     for directory in (home, tmp, codex_home):
         directory.mkdir(mode=0o700)
     (codex_home / "config.toml").write_text(codex_config(body), encoding="utf-8")
+    schema: str | None = None
+    if body.output_schema is not None:
+        schema = str(codex_home / "output-schema.json")
+        Path(schema).write_text(body.output_schema, encoding="utf-8")
     env = codex_environment(env_source, home=str(home), tmpdir=str(tmp), codex_home=str(codex_home),
                             provider_key=_provider_key(settings))
-    command = [str(settings.binary), *codex_arguments(export_dir=str(export), prompt=body.prompt)]
+    command = [str(settings.binary), *codex_arguments(export_dir=str(export), prompt=body.prompt,
+                                                      output_schema=schema)]
     read_only = [export, *command_paths(str(settings.binary), env.get("PATH"))]
     if body.scenario == DOC_BRIDGE_MCP and body.server is not None:
         read_only += server_read_only_paths(settings.mcp, body.server, env.get("PATH"))
@@ -314,6 +319,8 @@ running cost the stream or the watcher showed (:func:`charged_floor`). Never rai
         setup_problems=problems,
         cost_problem=cost_problem,
         fields=_fields(settings, transcript),
+        measurements={} if transcript.usage is None else
+        {"reasoningOutputTokens": transcript.usage.reasoning_output_tokens},
     )
 
 

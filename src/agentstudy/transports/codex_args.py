@@ -108,15 +108,17 @@ def config_toml(*, model: str, provider: RehearsalProvider | None, mcp: CodexMcp
     return tomli_w.dumps(config)
 
 
-def codex_arguments(*, export_dir: str, prompt: str) -> list[str]:
+def codex_arguments(*, export_dir: str, prompt: str, output_schema: str | None = None) -> list[str]:
     """The argument list after the ``codex`` executable: ``exec --json`` read-only, ephemeral,
     no rules, strict config, in ``export_dir``, the prompt last (after ``--``).
 
     No ``--ignore-user-config``: in 0.171.0 it skips ``$CODEX_HOME/config.toml`` — the generated
     per-attempt file — and ``-p`` profiles with it (measured, docs/codex.md); the private
-    ``CODEX_HOME`` is what keeps the user's own config out."""
-    return ["exec", "--json", "--color", "never", "-s", "read-only", "--ephemeral",
-            "--ignore-rules", "--skip-git-repo-check", "--strict-config", "-C", export_dir, "--", prompt]
+    ``CODEX_HOME`` is what keeps the user's own config out. ``output_schema``: the path of a JSON
+    Schema file the final message must match (``--output-schema``; the provider adapters, issue 34)."""
+    schema = ["--output-schema", output_schema] if output_schema is not None else []
+    return ["exec", "--json", "--color", "never", "-s", "read-only", "--ephemeral", "--ignore-rules",
+            "--skip-git-repo-check", "--strict-config", *schema, "-C", export_dir, "--", prompt]
 
 
 def codex_environment(parent: Mapping[str, str], *, home: str, tmpdir: str, codex_home: str,

@@ -1,6 +1,8 @@
 """``python -m agentstudy.rehearsal.controlled DEST [--pairwise]``: build the example controlled study in DEST.
 
-Prints the ``agentstudy run`` command line that runs it with the scripted provider.
+Prints the ``agentstudy run`` command lines that run it: with the scripted provider
+(``providers.json``), then with the real Codex and Claude Code binaries through the bundled
+adapters in rehearsal (``providers-codex.json``, ``providers-claude-code.json``; zero spend).
 """
 
 from __future__ import annotations
@@ -24,10 +26,12 @@ def main(argv: list[str] | None = None) -> int:
     except (FileExistsError, RuntimeError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    ledger = options.dest.resolve() / "ledger.json"
-    words = ["agentstudy", "run", str(built.plan), str(built.suite), "--providers", str(built.providers),
-             "--repositories", str(built.repositories), "--ledger", str(ledger)]
-    print(shlex.join(words))
+    dest = options.dest.resolve()
+    runs = [(built.providers, dest / "ledger.json")]
+    runs += [(path, dest / f"ledger-{agent}.json") for agent, path in built.agent_providers.items()]
+    for providers, ledger in runs:
+        print(shlex.join(["agentstudy", "run", str(built.plan), str(built.suite), "--providers", str(providers),
+                          "--repositories", str(built.repositories), "--ledger", str(ledger)]))
     return 0
 
 

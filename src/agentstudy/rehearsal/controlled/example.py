@@ -11,6 +11,9 @@ content-hashed:
   at most 2 attempts per execution;
 - ``providers.json``: the scripted provider and adjudicator of ``agentstudy.rehearsal``,
   run by this Python, priced at zero (a rehearsal spends nothing);
+- ``providers-codex.json`` and ``providers-claude-code.json``: the bundled adapters
+  (``agentstudy provider AGENT --rehearsal``, issue 34) as provider and adjudicator, so the real
+  agent binaries run the study against the scripted model server, also priced at zero;
 - ``repositories.json``: the three roots.
 
 Nothing here needs an account or the network. ``python -m agentstudy.rehearsal.controlled DEST``
@@ -20,7 +23,7 @@ builds it from the command line.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +57,8 @@ class ControlledExample:
     providers: Path
     repositories: Path
     roots: dict[str, Path]
+    agent_providers: dict[str, Path] = field(default_factory=dict)
+    """Agent -> its adapter's rehearsal provider config (``providers-codex.json``, ``providers-claude-code.json``)."""
 
 
 def _digest(label: str) -> str:
@@ -101,7 +106,7 @@ def example_suite() -> dict[str, Any]:
         "type": "study-task-suite", "schemaVersion": 1, "suiteVersion": "rehearsal-v1", "protocolVersion": "v1",
         "title": "agentstudy example controlled study (scripted, zero spend)",
         "population": list(POPULATION), "modelIds": list(MODEL_IDS), "scenarioIds": list(SCENARIO_IDS),
-        "maxTokensPerTask": 20000, "maxRuntimeMsPerTask": 30000, "maxRuns": 144, "replicatesPerTask": 2,
+        "maxTokensPerTask": 20000, "maxRuntimeMsPerTask": 120000, "maxRuns": 144, "replicatesPerTask": 2,
         "ordering": {"strategy": "balanced-counter-order", "seed": "rehearsal-seed-1"},
         "tasks": [_task(spec) for spec in TASKS],
     }
@@ -126,7 +131,7 @@ def example_plan(suite_hash: str, source_revision_hash: str, *, pairwise: bool =
                       {"id": "registry-assisted", "agentId": "rehearsal-corpus-scanner", "agentVersion": "v1",
                        "network": False}],
         "taskIds": [spec["id"] for spec in TASKS], "sampling": sampling,
-        "budget": {"maxTokens": 20000, "maxRuntimeMs": 30000, "maxOutputBytes": 64000, "maxAttempts": 2},
+        "budget": {"maxTokens": 120000, "maxRuntimeMs": 120000, "maxOutputBytes": 64000, "maxAttempts": 2},
         "runId": PAIRWISE_RUN_ID if pairwise else RUN_ID,
     }
 
@@ -147,6 +152,30 @@ def example_providers(python: str, *, provider_args: tuple[str, ...] = (),
     }
 
 
+AGENT_TIMEOUT_S = 100
+"""The adapters' own agent timeout in the example (below the plan's 120 s ``maxRuntimeMs``)."""
+
+
+def example_agent_providers(python: str, agent: str) -> dict[str, Any]:
+    """The provider config payload running the bundled adapter of ``agent`` (``claude-code`` or ``codex``) in
+    rehearsal, as provider of every model and scenario and as adjudicator, by ``python -I -m agentstudy``."""
+    free = {"currency": "USD", "inputPerMillionUsd": 0, "cachedInputPerMillionUsd": 0, "outputPerMillionUsd": 0}
+    command = {"command": python, "envAllowlist": [], "providerNetwork": False, "maxInputBytes": 200000,
+               "maxOutputBytes": 64000, "pricing": free}
+    adapter = ["-I", "-m", "agentstudy", "provider", agent, "--rehearsal", "--timeout-s", str(AGENT_TIMEOUT_S)]
+    return {
+        "type": "study-provider-cli-config", "schemaVersion": 1, "configVersion": f"rehearsal-{agent}-v1",
+        "providers": [{"modelId": model_id, "scenarioIds": list(SCENARIO_IDS), **command, "args": adapter}
+                      for model_id in MODEL_IDS],
+        "adjudicator": {"id": f"{agent}-adjudicator", "modelId": "scripted-judge", **command,
+                        "args": [*adapter, "--adjudicator"]},
+    }
+
+
+AGENT_PROVIDER_FILES = {"codex": "providers-codex.json", "claude-code": "providers-claude-code.json"}
+"""Agent -> the example's provider config file that runs its bundled adapter in rehearsal."""
+
+
 def _write(path: Path, model: type[ContractModel], payload: dict[str, Any]) -> str:
     loaded = create_contract(model, payload)
     write_text_atomic(path, js_json(loaded.document, indent=2) + "\n", mode=0o644)
@@ -160,7 +189,7 @@ def build_controlled_example(dest: Path, *, pairwise: bool = False, python: str 
 
     Args:
         dest: the folder; ``dest/<corpus>``, ``suite.json``, ``plan.json``, ``providers.json``
-            and ``repositories.json`` must not exist yet.
+            ``repositories.json`` and the two adapter configs must not exist yet.
         pairwise: write the pairwise plan instead of the balanced one.
         python: the interpreter that runs the scripted provider (default: this one).
         provider_args: extra provider arguments (``--fail-first-attempt`` rehearses a retry;
@@ -171,7 +200,7 @@ def build_controlled_example(dest: Path, *, pairwise: bool = False, python: str 
         FileExistsError: a target exists. RuntimeError: a git command failed.
     """
     dest = dest.resolve()
-    names = ("suite.json", "plan.json", "providers.json", "repositories.json")
+    names = ("suite.json", "plan.json", "providers.json", "repositories.json", *AGENT_PROVIDER_FILES.values())
     for target in [*(dest / name for name in POPULATION), *(dest / name for name in names)]:
         if target.exists() or target.is_symlink():
             raise FileExistsError(f"refusing to overwrite existing path {target}")
@@ -184,11 +213,14 @@ def build_controlled_example(dest: Path, *, pairwise: bool = False, python: str 
     _write(dest / "providers.json", StudyProviderCliConfigV1,
            example_providers(python or sys.executable, provider_args=provider_args,
                              adjudicator_args=adjudicator_args))
+    for agent, name in AGENT_PROVIDER_FILES.items():
+        _write(dest / name, StudyProviderCliConfigV1, example_agent_providers(python or sys.executable, agent))
     _write(dest / "repositories.json", StudyRepositoryConfigV1,
            {"type": "controlled-study-repository-config", "schemaVersion": 1, "configVersion": "rehearsal-v1",
             "repositories": [{"id": name, "root": str(root)} for name, root in roots.items()]})
     return ControlledExample(dest / "suite.json", dest / "plan.json", dest / "providers.json",
-                             dest / "repositories.json", roots)
+                             dest / "repositories.json", roots,
+                             {agent: dest / name for agent, name in AGENT_PROVIDER_FILES.items()})
 
 
 def planned_executions(pairwise: bool = False) -> int:
