@@ -49,7 +49,7 @@ def ledger(file: Path, allow_unverified: bool, rebuilt: bool, as_text: bool) -> 
     scenario and repetition once, every amount finite and >= 0, the status consistent with the
     observations and the stop reason, rehearsal with the recorded base URL (loopback http).
     A crashed run (`running`, maybe with an open reservation) verifies. A crashed run leaves its
-    last snapshot and a journal beside it (`FILE.journal`, issue 19): the journal's hash chain is
+    last snapshot and a journal beside it (`FILE.journal`): the journal's hash chain is
     checked (a torn last line is discarded as not yet written, damage before it is refused, exit 2)
     and the ledger is verified as rebuilt; --rebuilt prints that ledger.
 
