@@ -7,5 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 .venv/bin/ruff check src tests property_tests bench
 .venv/bin/mypy --strict
+site="$(mktemp -d)"
+trap 'rm -rf "$site"' EXIT
+.venv/bin/mkdocs build --strict --quiet --site-dir "$site"
 workers="${PYTEST_WORKERS:-$(( $(nproc) + 1 ))}"
 .venv/bin/python -m pytest -n "$workers" --dist loadfile tests property_tests "$@"
