@@ -1,7 +1,14 @@
 #!/usr/bin/env bash
-# The whole test suite: lint, strict typing, then every example and property test.
+# The whole test suite: lint, strict typing, the documentation site (warnings are errors), then every
+# example and property test, in parallel: one pytest worker per core plus one (the suite waits on real
+# binaries, servers and git as much as it computes); a test file stays on one worker (--dist loadfile),
+# so a file's shared fixtures (a Ray cluster, a built corpus) are built once. PYTEST_WORKERS overrides.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 .venv/bin/ruff check src tests property_tests bench
 .venv/bin/mypy --strict
-.venv/bin/python -m pytest tests property_tests
+site="$(mktemp -d)"
+trap 'rm -rf "$site"' EXIT
+.venv/bin/mkdocs build --strict --quiet --site-dir "$site"
+workers="${PYTEST_WORKERS:-$(( $(nproc) + 1 ))}"
+.venv/bin/python -m pytest -n "$workers" --dist loadfile tests property_tests "$@"

@@ -65,3 +65,18 @@ def no_processes_no_sockets(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(subprocess, "Popen", forbidden)
     monkeypatch.setattr(socket, "socket", forbidden)
     monkeypatch.setattr(socket, "create_connection", forbidden)
+
+
+HEAVY_FIRST = ("test_signals", "test_ray_executor", "test_concurrency", "test_report_screen", "test_power_command",
+               "test_init_command", "test_ledger_home", "test_attack_codex", "test_report_containment",
+               "test_http_transport", "test_attempt_reasons", "test_ledger_full_disk")
+"""The test files that took longest (``--durations``, a measured parallel run): under ``pytest -n`` a file runs
+on one worker (``--dist loadfile``, scripts/check.sh) and files are handed out in collection order, so these go
+first and the run does not end waiting for one of them."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Put the files of :data:`HEAVY_FIRST` first, in that order; every other file and every file's own order
+    stay as collected."""
+    rank = {name: index for index, name in enumerate(HEAVY_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.stem, len(rank)))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agentstudy.agents.registry import AGENT_NAMES, DEFAULT_AGENT, UnknownAgent, agent_cli
+from agentstudy.agents.registry import AGENT_MODULES, AGENT_NAMES, DEFAULT_AGENT, UnknownAgent, agent_cli
 from agentstudy.io.agent_binary import AgentBinaryError, probe_version
 from agentstudy.runners.preflight import PreflightError, check_cli_version
 
@@ -17,6 +17,7 @@ def test_the_registry_names_both_agents_and_defaults_to_claude_code() -> None:
     assert AGENT_NAMES == ("claude-code", "codex")
     assert DEFAULT_AGENT == "claude-code"
     assert [agent_cli(name).name for name in AGENT_NAMES] == list(AGENT_NAMES)
+    assert tuple(AGENT_MODULES) == AGENT_NAMES  # one module per name the core knows (protocol.agent_names)
     assert agent_cli("codex").pinned_version == "0.171.0"
     assert agent_cli("claude-code").pinned_version == "2.1.296"
     with pytest.raises(UnknownAgent, match="unknown agent 'gemini' \\(known: claude-code, codex\\)"):

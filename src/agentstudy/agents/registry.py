@@ -14,15 +14,16 @@ from pathlib import Path
 
 from agentstudy.agents.base import AgentCli
 from agentstudy.io.scratch import sweep_stale
+from agentstudy.protocol.agent_names import AGENT_NAMES, DEFAULT_AGENT
 
-DEFAULT_AGENT = "claude-code"
-"""The agent of a study that names none (every ledger written before issue 21)."""
+__all__ = ["AGENT_MODULES", "AGENT_NAMES", "DEFAULT_AGENT", "UnknownAgent", "agent_cli", "sweep_stale_scratch"]
+
 AGENT_MODULES: dict[str, str] = {
     "claude-code": "agentstudy.agents.claude_code",
     "codex": "agentstudy.agents.codex",
 }
-"""Agent name -> the module whose ``AGENT`` is its ``AgentCli``."""
-AGENT_NAMES: tuple[str, ...] = tuple(AGENT_MODULES)
+"""Agent name (``protocol.agent_names.AGENT_NAMES``, in that order) -> the module whose ``AGENT`` is its
+``AgentCli``."""
 
 
 class UnknownAgent(ValueError):

@@ -124,7 +124,7 @@ def print_adjudication_table(summary: AdjudicationSummary, note: str = "") -> No
               help="Minimal study: adjudicate a ledger that does not verify (its hashes or invariants); the "
                    "problems are printed as a warning and recorded in the companion (ledgerUnverified).")
 @click.option("--rehearsal-latency-ms", type=click.IntRange(0, 600_000), default=0, show_default=True,
-              help="With --rehearsal: the scripted adjudicator answers every request after this many ms (issue 19).")
+              help="With --rehearsal: the scripted adjudicator answers every request after this many ms.")
 @concurrency_option("Adjudicator attempts", "each is admitted only if its full per-item limit fits under the cap "
                     "with every open reservation counted; the first attempt that does not complete stops admission.")
 @executor_options

@@ -22,7 +22,7 @@ def concurrency_option(what: str, admission: str) -> Callable[[F], F]:
     ``admission`` ends the help text: when an item is admitted (e.g. the cap rule).
     """
     return click.option("--concurrency", type=click.IntRange(1, MAX_CONCURRENCY), default=1, show_default=True,
-                        help=f"{what} run at once (issue 19); 1 runs them one after another. Admitted in order and "
+                        help=f"{what} run at once; 1 runs them one after another. Admitted in order and "
                              f"recorded in that order; {admission}")
 
 
@@ -36,7 +36,7 @@ def executor_options(function: F) -> F:
     function = click.option("--ray-address", metavar="ADDR",
                             help="With --executor ray: the running cluster's head (host:port).")(function)
     return click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
-                        help="Where the attempts of --concurrency N run (issue 20): threads here, or never-retried "
+                        help="Where the attempts of --concurrency N run: threads here, or never-retried "
                              "tasks on the Ray cluster at --ray-address (pip install 'agentstudy[ray]'; "
                              "docs/ray.md).")(function)
 

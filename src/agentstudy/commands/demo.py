@@ -28,14 +28,14 @@ from agentstudy.runners.summary import REHEARSAL_NOTE
               help="The agent: real headless Claude Code (cli) or the Messages API loop (http).")
 @click.option("--claude-bin", help="Claude Code executable (default: AGENTSTUDY_CLAUDE_BIN, pinned install, PATH).")
 @click.option("--agent", type=click.Choice(AGENT_NAMES), default=DEFAULT_AGENT, show_default=True,
-              help="The cli agent (issue 21): Claude Code against the scripted Messages server, or the Codex CLI "
+              help="The cli agent: Claude Code against the scripted Messages server, or the Codex CLI "
                    "against the scripted Responses server.")
 @click.option("--agent-bin", help="The agent's executable (default: AGENTSTUDY_CLAUDE_BIN / AGENTSTUDY_CODEX_BIN, "
                                   "the pinned install, PATH).")
 @click.option("--adjudicate", is_flag=True,
               help="Then adjudicate the pilot blind with Claude Code against a scripted adjudicator (zero spend).")
 @click.option("--rehearsal-latency-ms", type=click.IntRange(0, 600_000), default=0, show_default=True,
-              help="The scripted server answers every request after this many ms (issue 19).")
+              help="The scripted server answers every request after this many ms.")
 @click.option("--rehearsal-faults", metavar="SPEC",
               help="The scripted server refuses requests on schedule, e.g. '1:429,30%:529,seed=7' (docs/real-api.md).")
 @containment_option

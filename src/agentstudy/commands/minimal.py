@@ -90,7 +90,7 @@ from agentstudy.transports.cli import CliSettings
               help="Per-attempt limit in USD (cli; http with --concurrency above 1).")
 @click.option("--cli-version", help="Expected `claude --version` (cli; the same as --agent-version).")
 @click.option("--agent", type=click.Choice(AGENT_NAMES), default=DEFAULT_AGENT, show_default=True,
-              help="The coding agent of --transport cli (issue 21): headless Claude Code or the Codex CLI.")
+              help="The coding agent of --transport cli: headless Claude Code or the Codex CLI.")
 @click.option("--agent-version", help="The agent's expected version (default: its pin, 2.1.296 / 0.171.0), "
                                       "probed in preflight.")
 @click.option("--agent-bin", help="The agent's executable (default: AGENTSTUDY_CLAUDE_BIN / AGENTSTUDY_CODEX_BIN, "
@@ -108,7 +108,7 @@ from agentstudy.transports.cli import CliSettings
                    "prices (nominal: the model's first cli tier, e.g. 0.10 / 0.50 USD per million; recorded as "
                    "nominal).")
 @click.option("--rehearsal-latency-ms", type=click.IntRange(0, 600_000), default=0, show_default=True,
-              help="With --rehearsal: the scripted server answers every request after this many ms (issue 19).")
+              help="With --rehearsal: the scripted server answers every request after this many ms.")
 @click.option("--rehearsal-faults", metavar="SPEC",
               help="With --rehearsal: the scripted server refuses requests on schedule, e.g. '1:429,30%:529,seed=7' "
                    "(429 with retry-after, 529, 500, reset, slow=MS, sse-error; by request N, N-M, *, P%, "
@@ -118,18 +118,18 @@ from agentstudy.transports.cli import CliSettings
                    "after retry-after or an exponential back-off (http: by agentstudy; cli: Claude Code's "
                    "CLAUDE_CODE_MAX_RETRIES); it consumed nothing (docs/real-api.md).")
 @click.option("--concurrency", type=click.IntRange(1, MAX_CONCURRENCY), default=1, show_default=True,
-              help="Attempts in flight at once (both transports; issue 19). Each is admitted only if its full "
+              help="Attempts in flight at once (both transports). Each is admitted only if its full "
                    "--attempt-budget-usd fits under the cap with every open reservation counted (http: the "
                    "attempt's requests then reserve within that limit); 1 is the sequential walk.")
 @click.option("--strict-cap", is_flag=True,
-              help="Keep spent <= cap at any concurrency (issue 19): each cli attempt reserves its limit plus one "
+              help="Keep spent <= cap at any concurrency: each cli attempt reserves its limit plus one "
                    "worst-case turn (the model's whole context window at its dearest prompt rate plus its maximum "
                    "output, from the price table), since Claude Code checks --max-budget-usd only after a turn. "
                    "Claude Code is still given the limit. A non-completed attempt is charged max(reservation, "
                    "measured), so under --strict-cap a failed attempt is charged the bigger reservation. http: "
                    "recorded, changes nothing (every request is already reserved at its ceiling).")
 @click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
-              help="Where the attempts of --concurrency N run (issue 20): threads here, or never-retried tasks on "
+              help="Where the attempts of --concurrency N run: threads here, or never-retried tasks on "
                    "the Ray cluster at --ray-address (pip install 'agentstudy[ray]'; docs/ray.md).")
 @click.option("--ray-address", metavar="ADDR", help="With --executor ray: the running cluster's head (host:port).")
 @click.option("--sequential", is_flag=True,
@@ -187,7 +187,7 @@ def minimal(
     containment: str,
     cli_base_url: str | None,
 ) -> None:
-    """Run a paired study from a study file or the seed's manifest (seed: minimal study runner v1; issue 18).
+    """Run a paired study from a study file or the seed's manifest (seed: minimal study runner v1).
 
     A study file (agentstudy-study-v1) names the treatment arm's MCP server, tools and probe:
     they are the defaults of the MCP flags, and a flag given on the command line overrides them.

@@ -4,7 +4,7 @@ genai-prices (pydantic's price library, pinned in pyproject.toml) ships its pric
 Python module; this adapter reads provider ``openai`` from that *bundled* snapshot only — never
 ``update_prices`` or any network call — and converts one model's **standard-tier** prices
 (``ModelInfo.get_prices`` without a price context: no batch / flex / priority / fast variant;
-Codex's requests use the standard tier) into our :class:`~agentstudy.pricing.openai.OpenAiPrice`.
+Codex's requests use the standard tier) into our :class:`~agentstudy.pricing.openai_price.OpenAiPrice`.
 Importing the library costs about 2 s (its data module), so it is imported here, lazily, the
 first time a Codex attempt's model is priced, and never at start-up.
 
@@ -25,7 +25,7 @@ from importlib.metadata import version
 from typing import Any
 
 from agentstudy.pricing.cost import CostProblem
-from agentstudy.pricing.openai import OpenAiPrice, OpenAiRates
+from agentstudy.pricing.openai_price import OpenAiPrice, OpenAiRates
 
 __all__ = ["LIBRARY", "PROVIDER", "library_price", "today"]
 

@@ -64,7 +64,7 @@ from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 
-from agentstudy.agents.registry import AGENT_NAMES
+from agentstudy.protocol.agent_names import AGENT_NAMES, DEFAULT_AGENT
 from agentstudy.protocol.controlled.contracts import describe_validation_error
 from agentstudy.protocol.controlled.hashing import (
     CONTENT_HASH_ALGO,
@@ -77,7 +77,6 @@ from agentstudy.protocol.ledger_concurrency import concurrency_problems, continu
 from agentstudy.protocol.ledger_sequential import early_stop, sequential_problems
 from agentstudy.protocol.records import MinimalLedger
 from agentstudy.protocol.run_records import CliRunSettings, OpenReservation
-from agentstudy.protocol.study_agents import DEFAULT_AGENT
 from agentstudy.protocol.study_arms import SCENARIOS
 from agentstudy.stream.outcome import CLI_STATUSES
 

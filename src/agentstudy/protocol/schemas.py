@@ -3,11 +3,13 @@
 A name maps to a pydantic model; other issues add their own entries with ``register_schema``
 (for example the minimal-study ledger). The schema is pydantic's validation schema with the
 JSON (camelCase) names, except that an optional field is shown as absent-or-value, never
-``null``, since the strict contracts reject an explicit ``null`` there.
+``null``, since the strict contracts reject an explicit ``null`` there, and that the models'
+docstrings, its descriptions, lose the issue numbers they cite for developers.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pydantic import BaseModel
@@ -73,6 +75,26 @@ def _drop_optional_null(node: Any) -> None:
             _drop_optional_null(value)
 
 
+_ISSUE_REFERENCE = re.compile(
+    r"\s*\(issues? \d+(?: item \d+)?\)"  # "(issue 18)"
+    r"|(?<=\()issues? \d+; |[;,] issues? \d+(?= ?\))")  # "(issue 21; omitted …)", "(…; issue 15)"
+_BEFORE_AGENTS = "written before issue 21"
+"""Our issue tracker's numbers in a model's docstring: developers' notes, never in a schema a user reads."""
+
+
+def _scrub_issue_references(node: Any) -> None:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "description" and isinstance(value, str):
+                text = value.replace(_BEFORE_AGENTS, "written before ledgers named their agent")
+                node[key] = _ISSUE_REFERENCE.sub("", text)
+            else:
+                _scrub_issue_references(value)
+    elif isinstance(node, list):
+        for value in node:
+            _scrub_issue_references(value)
+
+
 def json_schema(name: str) -> dict[str, Any]:
     """The JSON Schema (draft 2020-12, as pydantic writes it) of the contract ``name``.
 
@@ -81,4 +103,5 @@ def json_schema(name: str) -> dict[str, Any]:
     """
     schema = SCHEMAS[name].model_json_schema(by_alias=True, mode="validation")
     _drop_optional_null(schema)
+    _scrub_issue_references(schema)
     return schema

@@ -11,13 +11,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from agentstudy.agents.registry import AGENT_NAMES, DEFAULT_AGENT
+from agentstudy.protocol.agent_names import AGENT_NAMES, DEFAULT_AGENT
 
 __all__ = ["DEFAULT_AGENT", "KNOWN_AGENTS", "check_agents", "observation_agent", "study_agents"]
 
 KNOWN_AGENTS: tuple[str, ...] = AGENT_NAMES
-"""The agents a study file may list: the ``--agent`` values of ``agents.registry`` (its modules are
-imported on first use only, so this import is cheap)."""
+"""The agents a study file may list: the ``--agent`` values (``protocol.agent_names``)."""
 
 
 def check_agents(agents: Sequence[str]) -> None:
