@@ -14,15 +14,11 @@ How the conversation is read (prompt, working directory, tool results) lives in
 
 from __future__ import annotations
 
-import hashlib
-import json
-import re
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from agentstudy.protocol.controlled.agent_prompt import REQUEST_MARKER, request_in_prompt
-from agentstudy.protocol.tool_roles import ServerTools, choose_server_tools, schema_properties
+from agentstudy.protocol.tool_roles import ServerTools, schema_properties
 from agentstudy.rehearsal.conversation import (
     ToolStep,
     find_cwd,
@@ -32,100 +28,29 @@ from agentstudy.rehearsal.conversation import (
     result_paths,
     tool_steps,
 )
+from agentstudy.rehearsal.reply_kit import (
+    BUNDLED_GET_TOOLS,
+    BUNDLED_SEARCH_TOOLS,
+    HTTP_MCP_GET_TOOL,
+    HTTP_MCP_SEARCH_TOOL,
+    MAX_TURNS,
+    MAX_TURNS_OTHER_SERVER,
+    MCP_GET_TOOL,
+    MCP_SEARCH_TOOL,
+    ScriptedReply,
+    StopReason,
+    ToolKit,
+    pick_term,
+    scripted_usage,
+    tool_call_id,
+    tool_kit,
+    tools_by_name,
+)
 
 __all__ = ["HTTP_MCP_GET_TOOL", "HTTP_MCP_SEARCH_TOOL", "MCP_GET_TOOL", "MCP_SEARCH_TOOL", "ScriptedReply",
            "StopReason", "find_cwd", "find_prompt", "next_reply", "pick_term"]
 
-MCP_SEARCH_TOOL = "mcp__doc-bridge__doc_search"
-MCP_GET_TOOL = "mcp__doc-bridge__doc_get"
-HTTP_MCP_SEARCH_TOOL = "doc_search"
-HTTP_MCP_GET_TOOL = "doc_get"
-_MCP_SEARCH = (MCP_SEARCH_TOOL, HTTP_MCP_SEARCH_TOOL)
-_MCP_GET = (MCP_GET_TOOL, HTTP_MCP_GET_TOOL)
-_SEARCH_TOOLS = frozenset({*_MCP_SEARCH, "Grep", "repo_search", "Glob"})
-_READ_TOOLS = frozenset({*_MCP_GET, "Read", "repo_read"})
-_MAX_TURNS = 4
-_MAX_TURNS_OTHER_SERVER = 8
-
-_WORD_RE = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
-
-_STOPWORDS = frozenset({
-    "about", "above", "after", "again", "against", "among", "another", "answer", "answers", "based",
-    "because", "been", "before", "being", "below", "between", "both", "cannot", "citation", "cite",
-    "could", "describe", "described", "describes", "details", "does", "doing", "documentation",
-    "documented", "during", "each", "every", "example", "explain", "exactly", "following", "found", "from",
-    "further", "given", "having", "how", "however", "include", "included", "includes", "including",
-    "information", "inside", "instead", "into", "itself", "mentioned", "might", "other", "others",
-    "please", "project", "question", "quote", "repository", "should", "since", "some", "something",
-    "state", "stated", "states", "their", "them", "then", "there", "these", "they", "thing", "things",
-    "this", "those", "through", "under", "until", "using", "what", "when", "where", "whether", "which",
-    "while", "within", "without", "would", "your"
-})
-
-
-StopReason = Literal["tool_use", "end_turn", "max_tokens", "stop_sequence"]
-
-
-@dataclass(frozen=True)
-class ScriptedReply:
-    """One scripted assistant message.
-
-    ``content`` is a list of Messages API content blocks (``{"type": "text", "text": ...}`` or
-    ``{"type": "tool_use", "id": "toolu_...", "name": ..., "input": {...}}``); ``stop_reason`` is
-    ``"tool_use"`` when the last block is a tool call, else ``"end_turn"`` (the careful agent never
-    says anything else; test policies may script ``max_tokens`` or ``stop_sequence``); ``usage``
-    holds integer token counts ``input_tokens``, ``output_tokens``, ``cache_creation_input_tokens``
-    (always 0) and ``cache_read_input_tokens`` (always 0) — test policies may script any values.
-    """
-
-    content: list[dict[str, Any]]
-    stop_reason: StopReason
-    usage: dict[str, Any]
-
-
-def pick_term(prompt: str) -> str | None:
-    """Return the search term for ``prompt``: its first word of at least 5 letters that is not a
-    stopword (original case kept), else its longest word of at least 3 letters, else None."""
-    words: list[str] = _WORD_RE.findall(prompt)
-    for word in words:
-        if len(word) >= 5 and word.lower() not in _STOPWORDS:
-            return word
-    longest = max(words, key=len, default="")
-    return longest if len(longest) >= 3 else None
-
-
-def _tool_id(message_count: int, name: str, tool_input: Mapping[str, Any]) -> str:
-    seed = f"{message_count}:{name}:{json.dumps(tool_input, sort_keys=True)}"
-    return "toolu_" + hashlib.sha256(seed.encode("utf-8")).hexdigest()[:24]
-
-
-def _tool_names(tools: Any) -> dict[str, Mapping[str, Any]]:
-    if not isinstance(tools, list):
-        return {}
-    return {t["name"]: t for t in tools if isinstance(t, Mapping) and isinstance(t.get("name"), str)}
-
-
-@dataclass(frozen=True)
-class _Kit:
-    """The tools of one request as the policy uses them: the offered ``tools``, the other server's
-    chosen tools (``server``: none chosen with the bundled server or without MCP tools) and the
-    names that count as searches / reads."""
-
-    tools: dict[str, Mapping[str, Any]]
-    server: ServerTools
-    searches: frozenset[str]
-    reads: frozenset[str]
-
-
-def _kit(tools: dict[str, Mapping[str, Any]]) -> _Kit:
-    bundled = any(name in tools for name in (*_MCP_SEARCH, *_MCP_GET))
-    server = ServerTools(None, None) if bundled else choose_server_tools(tools)
-    searches = _SEARCH_TOOLS | ({server.search.name} if server.search else set())
-    reads = _READ_TOOLS | ({server.read[0]} if server.read else set())
-    return _Kit(tools, server, frozenset(searches), frozenset(reads))
-
-
-def _broad_search(term: str, kit: _Kit, steps: list[ToolStep]) -> tuple[str, dict[str, Any]] | None:
+def _broad_search(term: str, kit: ToolKit, steps: list[ToolStep]) -> tuple[str, dict[str, Any]] | None:
     """The other server's glob search over every file (``**/*``), unless it is no glob search or ran already."""
     other = kit.server.search
     if other is None or not other.glob:
@@ -136,7 +61,7 @@ def _broad_search(term: str, kit: _Kit, steps: list[ToolStep]) -> tuple[str, dic
     return other.name, broad
 
 
-def _search_call(term: str, cwd: str | None, kit: _Kit, steps: list[ToolStep]) -> tuple[str, dict[str, Any]] | None:
+def _search_call(term: str, cwd: str | None, kit: ToolKit, steps: list[ToolStep]) -> tuple[str, dict[str, Any]] | None:
     tools, tried = kit.tools, {s.name for s in steps}
     other = kit.server.search
     if other is not None:
@@ -146,7 +71,7 @@ def _search_call(term: str, cwd: str | None, kit: _Kit, steps: list[ToolStep]) -
             broad = _broad_search(term, kit, steps)  # the term named no file: look at every file instead
             if broad is not None:
                 return broad
-    for search in _MCP_SEARCH:
+    for search in BUNDLED_SEARCH_TOOLS:
         if search in tools and search not in tried:
             return search, {"query": term}
     if "Grep" in tools and "Grep" not in tried:
@@ -163,12 +88,12 @@ def _search_call(term: str, cwd: str | None, kit: _Kit, steps: list[ToolStep]) -
     return None
 
 
-def _read_call(path: str, cwd: str | None, kit: _Kit) -> tuple[str, dict[str, Any]] | None:
+def _read_call(path: str, cwd: str | None, kit: ToolKit) -> tuple[str, dict[str, Any]] | None:
     tools = kit.tools
     if kit.server.read is not None:
         name, key = kit.server.read
         return name, {key: relative_path(path, cwd)}
-    for get in _MCP_GET:
+    for get in BUNDLED_GET_TOOLS:
         if get in tools:
             props, required = schema_properties(tools[get])
             key = "path" if "path" in props or not required else required[0]
@@ -187,7 +112,7 @@ def _read_target(step: ToolStep, cwd: str | None) -> str:
     return relative_path(str(raw), cwd)
 
 
-def _citation(term: str, step: ToolStep, kit: _Kit) -> tuple[int, str] | None:
+def _citation(term: str, step: ToolStep, kit: ToolKit) -> tuple[int, str] | None:
     """First ``(line number, stripped text)`` of a read result mentioning ``term`` (any case),
     preferring a line that is not a Markdown heading; None when no line mentions it. Another
     server's read result without line numbers counts its lines from 1."""
@@ -199,7 +124,7 @@ def _citation(term: str, step: ToolStep, kit: _Kit) -> tuple[int, str] | None:
     return ranked[0] if ranked else None
 
 
-def _answer(term: str | None, steps: list[ToolStep], cwd: str | None, kit: _Kit) -> str:
+def _answer(term: str | None, steps: list[ToolStep], cwd: str | None, kit: ToolKit) -> str:
     for step in steps:
         if term and step.name in kit.reads and not step.is_error:
             found = _citation(term, step, kit)
@@ -210,7 +135,7 @@ def _answer(term: str | None, steps: list[ToolStep], cwd: str | None, kit: _Kit)
             "matching file or line, so I cannot give a sourced answer.")
 
 
-def _next_hit(steps: list[ToolStep], cwd: str | None, kit: _Kit) -> str | None:
+def _next_hit(steps: list[ToolStep], cwd: str | None, kit: ToolKit) -> str | None:
     """The first hit of the latest successful search that no later step has read yet."""
     searches = [i for i, s in enumerate(steps) if s.name in kit.searches and not s.is_error]
     if not searches:
@@ -222,16 +147,6 @@ def _next_hit(steps: list[ToolStep], cwd: str | None, kit: _Kit) -> str | None:
 
 def _usage(body: Mapping[str, Any], content: list[dict[str, Any]]) -> dict[str, int]:
     return scripted_usage(body, content)
-
-
-def scripted_usage(body: Mapping[str, Any], content: list[dict[str, Any]]) -> dict[str, int]:
-    """The usage the scripted server reports for answering ``body`` with ``content``: ``ceil``-free
-    ``bytes // 4`` (at least 1) of what was sent and of the reply, no cache tokens."""
-    sent = {k: body.get(k) for k in ("messages", "system", "tools")}
-    in_bytes = len(json.dumps(sent, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
-    out_bytes = len(json.dumps(content, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
-    return {"input_tokens": max(1, in_bytes // 4), "output_tokens": max(1, out_bytes // 4),
-            "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
 
 
 def next_reply(body: Mapping[str, Any]) -> ScriptedReply:
@@ -267,17 +182,17 @@ def next_reply(body: Mapping[str, Any]) -> ScriptedReply:
         request = request_in_prompt(prompt)
         if request is not None:
             return study_reply(body, request)
-    tools = _tool_names(body.get("tools"))
+    tools = tools_by_name(body.get("tools"))
     cwd = find_cwd(messages)
     term = pick_term(prompt)
     steps = tool_steps(messages)
     turn = 1 + sum(1 for m in messages if isinstance(m, Mapping) and m.get("role") == "assistant")
 
-    kit = _kit(tools)
+    kit = tool_kit(tools)
     call: tuple[str, dict[str, Any]] | None = None
     intro = ""
     last = steps[-1] if steps else None
-    max_turns = _MAX_TURNS if kit.server == ServerTools(None, None) else _MAX_TURNS_OTHER_SERVER
+    max_turns = MAX_TURNS if kit.server == ServerTools(None, None) else MAX_TURNS_OTHER_SERVER
     if term and turn < max_turns:
         other_search = kit.server.search.name if kit.server.search else None
         if last is None or (last.name in kit.searches and last.is_error) \
@@ -297,6 +212,6 @@ def next_reply(body: Mapping[str, Any]) -> ScriptedReply:
         return ScriptedReply(content, "end_turn", _usage(body, content))
     name, tool_input = call
     content = [{"type": "text", "text": intro},
-               {"type": "tool_use", "id": _tool_id(len(messages), name, tool_input), "name": name,
+               {"type": "tool_use", "id": tool_call_id(len(messages), name, tool_input), "name": name,
                 "input": tool_input}]
     return ScriptedReply(content, "tool_use", _usage(body, content))

@@ -20,14 +20,14 @@ from typing import Any
 from agentstudy.rehearsal.controlled_adjudicator import verdict
 from agentstudy.rehearsal.controlled_provider import grep_check, named_files
 from agentstudy.rehearsal.conversation import ToolStep, find_cwd, numbered_lines, relative_path, tool_steps
-from agentstudy.rehearsal.policy import (
+from agentstudy.rehearsal.reply_kit import (
     MCP_SEARCH_TOOL,
     ScriptedReply,
-    _kit,
-    _tool_id,
-    _tool_names,
     pick_term,
     scripted_usage,
+    tool_call_id,
+    tool_kit,
+    tools_by_name,
 )
 
 __all__ = ["study_reply"]
@@ -86,7 +86,7 @@ def _search_call(request: Mapping[str, Any], tools: dict[str, Mapping[str, Any]]
                  steps: list[ToolStep]) -> tuple[str, dict[str, Any]] | None:
     """The MCP server's search (the bundled ``doc_search`` or another server's search-like tool), once."""
     term = pick_term(str(request.get("objective", ""))) or "the"
-    other = _kit(tools).server.search
+    other = tool_kit(tools).server.search
     if MCP_SEARCH_TOOL in tools:
         call: tuple[str, dict[str, Any]] = (MCP_SEARCH_TOOL, {"query": term})
     elif other is not None:
@@ -106,7 +106,7 @@ def study_reply(body: Mapping[str, Any], request: Mapping[str, Any]) -> Scripted
         text = json.dumps(verdict(dict(request)), separators=(",", ":"))
         return _reply(body, [{"type": "text", "text": text}], "end_turn")
     messages = list(body.get("messages") or [])
-    tools = _tool_names(body.get("tools"))
+    tools = tools_by_name(body.get("tools"))
     cwd = find_cwd(messages)
     steps = tool_steps(messages)
     call = _search_call(request, tools, steps)
@@ -117,7 +117,7 @@ def study_reply(body: Mapping[str, Any], request: Mapping[str, Any]) -> Scripted
             call = ("Read", {"file_path": f"{cwd}/{target}" if cwd else target})
     if call is not None:
         name, tool_input = call
-        return _reply(body, [{"type": "tool_use", "id": _tool_id(len(messages), name, tool_input), "name": name,
+        return _reply(body, [{"type": "tool_use", "id": tool_call_id(len(messages), name, tool_input), "name": name,
                               "input": tool_input}], "tool_use")
     answer = _answer(request, _read_texts(steps, cwd))
     return _reply(body, [{"type": "text", "text": json.dumps(answer, separators=(",", ":"))}], "end_turn")
