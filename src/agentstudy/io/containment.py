@@ -47,6 +47,10 @@ ETC_FILES: tuple[str, ...] = (
 )
 """The only parts of ``/etc`` a sandbox sees (when present): name resolution, TLS roots, time zone, linker cache."""
 BWRAP_SEARCH_PATH = "/usr/bin:/bin:/usr/local/bin"
+SANDBOX_UID = 65534
+"""The uid (and gid) an agent runs as inside our bubblewrap sandbox: not root, so a bubblewrap nested in it
+(Codex's own sandbox, the MCP server's launcher) can map its user namespace (``SandboxView.uid``; measured,
+docs/codex.md)."""
 CHECK_TIMEOUT_S = 10.0
 
 
@@ -89,8 +93,11 @@ def _under(path: Path, parents: Iterable[Path]) -> bool:
     return any(path == parent or parent in path.parents for parent in parents)
 
 
-def bwrap_argv(bwrap: str, view: SandboxView, command: Sequence[str]) -> list[str]:
+def bwrap_argv(bwrap: str, view: SandboxView, command: Sequence[str], *, proc: bool = True) -> list[str]:
     """The bubblewrap command line running ``command`` in ``view`` (pure; reads no file).
+
+    ``proc`` False leaves ``/proc`` out: a sandbox nested in another cannot mount a fresh one, and
+    the outer one's would show every process's environment (the MCP server's launcher, issue 29).
 
     Binds are ordered parents first so a path bound inside another keeps its own mode; a path
     under ``/usr`` is not bound again. ``/etc`` entries use ``--ro-bind-try`` (absent ones are
@@ -113,7 +120,7 @@ def bwrap_argv(bwrap: str, view: SandboxView, command: Sequence[str]) -> list[st
         argv += _system_link(link)
     for entry in ETC_FILES:
         argv += ["--ro-bind-try", entry, entry]
-    argv += ["--proc", "/proc", "--dev", "/dev"]
+    argv += [*(["--proc", "/proc"] if proc else []), "--dev", "/dev"]
     binds: dict[Path, str] = {}
     read_only = set(view.read_only)
     for path in view.read_only:
@@ -144,8 +151,10 @@ def find_bwrap() -> str | None:
     return shutil.which("bwrap", path=BWRAP_SEARCH_PATH)
 
 
-def contain(mode: ContainmentMode, view: SandboxView, command: Sequence[str]) -> list[str]:
+def contain(mode: ContainmentMode, view: SandboxView, command: Sequence[str], *, proc: bool = True) -> list[str]:
     """``command`` wrapped for ``mode``: the bwrap command line, or ``command`` itself under ``restricted``.
+
+    ``proc``: whether the sandbox has a ``/proc`` (``bwrap_argv``).
 
     Raises:
         ContainmentError: ``bwrap`` was asked for and is not installed.
@@ -157,7 +166,7 @@ def contain(mode: ContainmentMode, view: SandboxView, command: Sequence[str]) ->
         raise ContainmentError(
             "bubblewrap (bwrap) is not installed: run scripts/setup.sh as root or `apt-get install bubblewrap`"
         )
-    return bwrap_argv(bwrap, view, command)
+    return bwrap_argv(bwrap, view, command, proc=proc)
 
 
 BROAD_DIRS: tuple[str, ...] = ("/", "/tmp", "/var/tmp", "/home", "/root", "/work", "/srv", "/opt",  # noqa: S108

@@ -63,8 +63,13 @@ def arm_tools(scenario: str, spec: McpServerSpec, extra_denied: Sequence[str]) -
     return ArmTools(BUILTIN_TOOLS, BUILTIN_TOOLS, denied, None)
 
 
-def mcp_config(scenario: str, spec: McpServerSpec, paths: ServerPaths | None) -> str:
+def mcp_config(
+    scenario: str, spec: McpServerSpec, paths: ServerPaths | None, launcher: Sequence[str] | None = None
+) -> str:
     """The ``--mcp-config`` JSON: no server in ``repository-only``, the one server (placeholders filled) otherwise.
+
+    ``launcher``: the command that starts the server with an environment of ours
+    (``io.server_launcher.launcher_command``); it replaces the server's argv and ``env`` (issue 29).
 
     Raises:
         ValueError: ``paths`` is ``None`` in the MCP arm (a programming error).
@@ -73,9 +78,9 @@ def mcp_config(scenario: str, spec: McpServerSpec, paths: ServerPaths | None) ->
         return json.dumps({"mcpServers": {}}, separators=(",", ":"))
     if paths is None:
         raise ValueError("the MCP arm needs the server's corpus paths")
-    command = spec.argv(paths)
+    command = spec.argv(paths) if launcher is None else list(launcher)
     server: dict[str, Any] = {"type": "stdio", "command": command[0], "args": command[1:]}
-    if spec.env:
+    if spec.env and launcher is None:
         server["env"] = dict(spec.env)
     return json.dumps({"mcpServers": {spec.name: server}}, separators=(",", ":"))
 
