@@ -94,8 +94,9 @@ def test_the_server_sees_no_credential_no_login_file_and_no_live_checkout(tmp_pa
     login = user_home / (".claude/.credentials.json" if agent == "claude-code" else ".codex/auth.json")
     login.parent.mkdir(parents=True)
     login.write_text(json.dumps({"token": LOGIN_SECRET}), encoding="utf-8")
-    parent_env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(user_home), "CLAUDE_CODE_OAUTH_TOKEN": OAUTH_TOKEN,
-                  "ANTHROPIC_API_KEY": API_KEY, "OPENAI_API_KEY": OPENAI_KEY, "AGENTSTUDY_GATEWAY_TOKEN": GATEWAY_TOKEN}
+    parent_env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(user_home),
+                  "CLAUDE_CODE_OAUTH_TOKEN": OAUTH_TOKEN, "ANTHROPIC_API_KEY": API_KEY, "OPENAI_API_KEY": OPENAI_KEY,
+                  "AGENTSTUDY_GATEWAY_TOKEN": GATEWAY_TOKEN}
     spec = _spec()
     binary = claude_bin if agent == "claude-code" else codex_binary()
     gateway = {"gateway_base_url": "http://127.0.0.1:9", "gateway_token": GATEWAY_TOKEN} if layout == "gateway" \
