@@ -191,36 +191,52 @@ def _is_install(prefix: Path, via: str) -> bool:
     return any(lib.is_dir() and (lib / "os.py").is_file() for lib in prefix.glob("lib/python3*"))
 
 
-def _install_of(candidate: Path, home: str | None) -> Path:
+def shows(path: Path, guarded: Path) -> bool:
+    """Whether binding ``path`` would show ``guarded``: it is ``guarded``, inside it, or an ancestor of it."""
+    return path == guarded or guarded in path.parents or path in guarded.parents
+
+
+def _install_of(candidate: Path, home: str | None, guarded: Sequence[Path]) -> Path:
+    """The directory to bind for ``candidate``, or the file alone when that directory is a shared root
+    or would show a ``guarded`` path (a studied checkout beside the command, issue 29)."""
     parent = candidate.parent
+
+    def fits(directory: Path) -> bool:
+        resolved = directory.resolve()
+        return not too_broad(directory, home) and not any(shows(resolved, g) for g in guarded)
+
     if parent.name in ("bin", ".bin"):
         prefix = parent.parent
-        if _is_install(prefix, parent.name) and not too_broad(prefix, home):
+        if _is_install(prefix, parent.name) and fits(prefix):
             return prefix
         return candidate
-    return candidate if too_broad(parent, home) else parent
+    return parent if fits(parent) else candidate
 
 
-def command_paths(executable: str, path_env: str | None = None, *, _depth_left: int = 2) -> tuple[Path, ...]:
+def command_paths(
+    executable: str, path_env: str | None = None, *, guarded: Sequence[Path] = (), _depth_left: int = 2
+) -> tuple[Path, ...]:
     """What must be bound read-only for ``executable`` to run in a sandbox.
 
     The executable as named and as resolved; for each, its installation when it lives in a
     ``bin`` or ``.bin`` directory whose parent is one (a virtualenv, a Python installation, an
     npm package or ``node_modules``), else the file alone; an executable outside ``bin`` binds
     its directory unless that is ``too_broad`` (then the file alone). Never HOME, ``/tmp`` or
-    another shared root. Then the same for the interpreter of a ``#!`` script (``/usr/bin/env
-    NAME`` resolves ``NAME`` on ``path_env``). A bare name not found on ``path_env`` gives ``()``.
+    another shared root, and never a directory that would show a ``guarded`` path (resolved
+    absolute paths: the live checkouts) — then the file alone. Then the same for the interpreter
+    of a ``#!`` script (``/usr/bin/env NAME`` resolves ``NAME`` on ``path_env``). A bare name
+    not found on ``path_env`` gives ``()``.
     """
     found = executable if os.sep in executable else shutil.which(executable, path=path_env or os.defpath)
     if found is None:
         return ()
     home = os.environ.get("HOME")
     named = Path(os.path.abspath(found))
-    paths = [_install_of(candidate, home) for candidate in (named, named.resolve())]
+    paths = [_install_of(candidate, home, guarded) for candidate in (named, named.resolve())]
     if _depth_left > 0:
         interpreter = _shebang(named)
         if interpreter:
-            paths += command_paths(interpreter, path_env, _depth_left=_depth_left - 1)
+            paths += command_paths(interpreter, path_env, guarded=guarded, _depth_left=_depth_left - 1)
     return tuple(dict.fromkeys(p for p in paths if p != Path("/")))
 
 
@@ -266,7 +282,11 @@ def server_read_only_paths(spec: McpServerSpec, paths: ServerPaths, path_env: st
     arguments = absolute_existing(argv[1:])
     for path in (*arguments, *binds):
         _refuse_broad_bind(path, paths, spec.reads_live_checkout)
-    found = [*command_paths(argv[0], path_env), *arguments, *binds, *_own_module_paths(argv)]
+    guarded = () if spec.reads_live_checkout or paths.live is None else (Path(paths.live).resolve(),)
+    command = [*command_paths(argv[0], path_env, guarded=guarded), *_own_module_paths(argv)]
+    for path in command:
+        _refuse_live_command(path, paths, spec.reads_live_checkout)
+    found = [*command, *arguments, *binds]
     return tuple(dict.fromkeys(found))
 
 
@@ -275,11 +295,24 @@ def _refuse_broad_bind(path: Path, paths: ServerPaths, live_allowed: bool) -> No
     if too_broad(path.resolve(), os.environ.get("HOME")):
         raise ContainmentError(f"the MCP server's argument or --sandbox-bind {path} is too broad to bind into "
                                "the sandbox (a shared root, HOME or an ancestor); name something narrower")
-    if paths.live is not None and not live_allowed:
-        live, target = Path(paths.live).resolve(), path.resolve()
-        if target == live or live in target.parents or target in live.parents:
-            raise ContainmentError(f"the MCP server's argument or --sandbox-bind {path} would show the live "
-                                   "checkout; write {checkout} to hand it over deliberately (recorded)")
+    if paths.live is not None and not live_allowed and shows(path.resolve(), Path(paths.live).resolve()):
+        raise ContainmentError(f"the MCP server's argument or --sandbox-bind {path} would show the live "
+                               "checkout; write {checkout} to hand it over deliberately (recorded)")
+
+
+def _refuse_live_command(path: Path, paths: ServerPaths, live_allowed: bool) -> None:
+    """Refuse a server whose command, interpreter or module would show the live checkout (issue 29, break 3).
+
+    ``command_paths`` already binds the file alone where its directory would show the checkout
+    (a script beside it); what is left is inside the checkout, or a shared root.
+    """
+    if too_broad(path.resolve(), os.environ.get("HOME")) and path.is_dir():
+        raise ContainmentError(f"the MCP server's command directory {path} is too broad to bind into the sandbox "
+                               "(a shared root, HOME or an ancestor); install the server somewhere narrower")
+    if paths.live is not None and not live_allowed and shows(path.resolve(), Path(paths.live).resolve()):
+        raise ContainmentError(f"the MCP server's command {path} lives inside the studied checkout {paths.live}: "
+                               "it would show the live checkout; install it elsewhere, or write {checkout} to "
+                               "hand the checkout over deliberately (recorded)")
 
 
 def _own_module_paths(argv: Sequence[str]) -> tuple[Path, ...]:
