@@ -212,7 +212,11 @@ def run_cli_body(body: CliAttemptBody, corpus: CorpusBlobs) -> RawAttempt:
         return RawAttempt(b"", STOPPED_FACTS, 0, None, None, None)
     agent = agent_cli(settings.agent)
     export = materialise_corpus(corpus)
-    scratch = owned_mkdtemp("attempt", agent.scratch_parent(settings))
+    try:
+        scratch = owned_mkdtemp("attempt", agent.scratch_parent(settings))
+    except BaseException:  # a full TMPDIR: the export and its owner marker go too (issue 29, break 6)
+        remove_export(export.path)
+        raise
     try:
         server = body.server
         if server is not None and body.own_server_snapshot:
