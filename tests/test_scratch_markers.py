@@ -49,3 +49,22 @@ def test_server_corpus_and_mcp_directories_are_swept_after_sigkill(tmp_path: Pat
     removed = sweep_stale(scratch)
     assert len(removed) == 2
     assert list(scratch.iterdir()) == []
+
+
+def test_init_into_a_directory_inside_the_checkout_is_refused_and_leaves_it_clean(tmp_path: Path) -> None:
+    """Issue 29, break 15: ``init`` into a directory inside the checkout left the checkout dirty."""
+    from checkout_run import run_agentstudy
+
+    repo = tmp_path / "repo"
+    committed_repo(repo, {"README.md": "hello\n"})
+    for inside in (repo / "study", repo):
+        done = run_agentstudy("init", str(inside), f"--repo=r={repo}", "--containment", "restricted",
+                              "--mcp-command", f"{sys.executable} -m agentstudy.rehearsal.mcp_server --root {{root}} "
+                                               "--pin {pin}")
+        assert done.returncode == 2, done.stderr[-2000:]
+        [line] = done.stderr.strip().splitlines()
+        assert "inside the checkout of --repo r" in line, line
+        status = subprocess.run(["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=all"],
+                                capture_output=True, text=True, check=True)
+        assert status.stdout == "", "the checkout stays clean"
+    assert not (repo / "study").exists()
