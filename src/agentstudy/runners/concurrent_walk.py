@@ -49,7 +49,7 @@ from typing import Generic, TypeVar
 from agentstudy.fsm.attempt import AttemptMachine
 from agentstudy.fsm.run import RunMachine
 from agentstudy.io.ledger_journal import JournaledLedger
-from agentstudy.io.signals import raise_if_stopped, stop_signal, terminate_children
+from agentstudy.io.signals import raise_if_stopped, run_stop_hooks, stop_signal, terminate_children
 from agentstudy.pricing.budget import Budget
 from agentstudy.pricing.strict_cap import ReservationRule
 from agentstudy.pricing.tally import Tally
@@ -212,6 +212,7 @@ class ConcurrentWalk(Generic[R, O]):
         return WalkResult(self.budget, self.tally, self.observations)
 
     def _admit(self, pending: deque[tuple[int, ScheduleEntry]]) -> None:
+        run_stop_hooks()  # after a stop, the remote attempts (Ray) are cancelled here, never in the handler
         while pending and self._running() < self.concurrency:
             if stop_signal() is not None or self._body_error is not None:
                 self.run.stop_admission()

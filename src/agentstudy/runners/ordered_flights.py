@@ -26,6 +26,8 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from agentstudy.io.signals import run_stop_hooks
+
 Item = TypeVar("Item")
 Result = TypeVar("Result")
 
@@ -86,6 +88,7 @@ def drive_in_order(items: list[Item], *, concurrency: int, admit: Callable[[int,
     with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix=thread_name_prefix) as pool:
         try:
             while True:
+                run_stop_hooks()  # after a stop, the remote jobs (Ray) are cancelled here (issue 29, break 7)
                 while pending and running() < concurrency and not any(
                         flight.future.done() and flight.future.exception() is not None for flight in flights):
                     job = admit(admitted + 1, pending[0])
