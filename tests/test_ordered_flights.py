@@ -102,3 +102,38 @@ def test_an_error_in_record_aborts_then_propagates() -> None:
     assert aborted == [True]
     with pytest.raises(ValueError, match="at least 1"):
         drive_in_order([1], concurrency=0, admit=lambda _, item: lambda: item, record=lambda flight: None)
+
+
+def test_a_job_that_raised_stops_admission_at_once_and_its_slot_is_not_refilled() -> None:
+    """Issue 29, break 6: a raised job behind a slow head was noticed only at the head, its slot refilled."""
+    head_release = threading.Event()
+    raised = threading.Event()
+    admitted: list[int] = []
+
+    def admit(index: int, item: int) -> Callable[[], int]:
+        admitted.append(item)
+
+        def run() -> int:
+            if item == 0:  # the head: held until the second job has raised
+                assert raised.wait(timeout=60)
+                assert head_release.wait(timeout=60)
+                return 0
+            if item == 1:
+                raised.set()
+                raise OSError(28, "No space left on device")
+            return item
+
+        return run
+
+    def seen(flight: Flight[int, int]) -> None:
+        pass
+
+    def record(flight: Flight[int, int]) -> None:
+        flight.future.result()
+
+    waiter = threading.Thread(target=lambda: (raised.wait(60), threading.Event().wait(1.5), head_release.set()))
+    waiter.start()
+    with pytest.raises(OSError, match="No space left"):
+        drive_in_order(list(range(8)), concurrency=2, admit=admit, record=record, seen=seen)
+    waiter.join()
+    assert admitted == [0, 1], "no job was admitted after one raised"

@@ -17,9 +17,11 @@ from agentstudy.agents.base import Launch
 from agentstudy.io.agent_binary import find_agent_binary
 from agentstudy.io.claude_cli import CLAUDE_LOOKUP, find_login_file, version_token
 from agentstudy.io.containment import contain
+from agentstudy.io.server_launcher import launcher_command, server_dirs
 from agentstudy.pricing.budget import format_max_budget
 from agentstudy.pricing.table import price_entry
 from agentstudy.protocol.fault_schedule import parse_fault_schedule
+from agentstudy.protocol.manifest import DOC_BRIDGE_MCP
 from agentstudy.protocol.run_records import AgentRecord
 from agentstudy.rehearsal.messages_server import RehearsalServer
 from agentstudy.transports.cli import CliAttemptBody, CliSettings, RawAttempt, attempt_view, isolation, link_login
@@ -77,7 +79,8 @@ class ClaudeCodeAgent:
         return None
 
     def launch(self, body: CliAttemptBody, export: Path, scratch: Path, env_source: Mapping[str, str]) -> Launch:
-        """``claude -p ...`` (``transports.cli_args``) with a private HOME and TMPDIR under ``scratch``."""
+        """``claude -p ...`` (``transports.cli_args``) with a private HOME and TMPDIR under ``scratch``; in the MCP
+        arm the server is started by ``io.server_launcher`` (its own environment, HOME and sandbox)."""
         settings, server = body.settings, body.server
         home, tmp = scratch / "home", scratch / "tmp"
         home.mkdir()
@@ -86,17 +89,22 @@ class ClaudeCodeAgent:
             env_source, home=str(home), tmpdir=str(tmp), base_url=settings.base_url, auth_token=settings.auth_token,
             max_retries=settings.max_retries,
         )
+        launcher: list[str] | None = None
+        server_writable: tuple[Path, ...] = ()
+        if body.scenario == DOC_BRIDGE_MCP and server is not None:
+            launcher = launcher_command(settings.mcp, server, settings.containment, env_source, scratch)
+            server_writable = server_dirs(scratch)
         command = [
             str(settings.binary),
             *cli_arguments(
                 model=settings.model,
                 max_budget_usd=format_max_budget(body.reservation_usd),
                 tools=body.tools,
-                mcp_config_json=mcp_config(body.scenario, settings.mcp, server),
+                mcp_config_json=mcp_config(body.scenario, settings.mcp, server, launcher),
                 prompt=body.prompt,
             ),
         ]
-        view = attempt_view(settings, export, home, tmp, env.get("PATH"), body.scenario, server)
+        view = attempt_view(settings, export, home, tmp, env.get("PATH"), body.scenario, server, server_writable)
         argv = contain(settings.containment, view, command)
         if settings.containment == "restricted":
             link_login(settings, home)

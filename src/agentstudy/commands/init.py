@@ -105,6 +105,17 @@ def _command(raw: str) -> list[str]:
     return words
 
 
+def _refuse_inside_checkout(directory: Path, roots: dict[str, Path]) -> None:
+    """Exit 2 when DIRECTORY is a studied checkout or inside one: the study files would leave it dirty,
+    and a run refuses a dirty checkout (issue 29, break 15)."""
+    target = directory.resolve()
+    for repository, checkout in roots.items():
+        top = checkout.resolve()
+        if target == top or top in target.parents:
+            fail(f"{directory} is inside the checkout of --repo {repository} ({checkout}); the study files would "
+                 "leave it dirty and a run refuses a dirty checkout: choose a DIRECTORY outside it")
+
+
 def _tool_rows(inspection: ServerInspection) -> list[dict[str, object]]:
     choice = inspection.choice
     rows: list[dict[str, object]] = []
@@ -148,6 +159,7 @@ def init(directory: Path, repos: tuple[str, ...], mcp_command: str, server_name:
             fail(f"{path} exists; init never overwrites it (choose another DIRECTORY)")
     _check_writable(directory)
     roots = _repositories(repos)
+    _refuse_inside_checkout(directory, roots)
     command = _command(mcp_command)
     name = server_name or server_name_for(command)
     if not _SERVER_NAME.match(name):

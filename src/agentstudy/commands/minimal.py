@@ -51,6 +51,7 @@ from agentstudy.protocol.mcp_spec import McpServerSpec
 from agentstudy.protocol.schedule import Mode, PilotSize, pilot_size
 from agentstudy.protocol.sequential_plan import SequentialPlan, plan_sequential
 from agentstudy.rehearsal.messages_server import RehearsalServer
+from agentstudy.runners.concurrent_walk import AttemptBodyError
 from agentstudy.runners.minimal import CliRunRequest, run_cli_study
 from agentstudy.runners.minimal_http import REHEARSAL_KEY, HttpRunRequest, run_http_study
 from agentstudy.runners.preflight import PreflightError
@@ -405,6 +406,9 @@ def _run(study: Callable[[], RunSummary]) -> int:
     except CheckpointError as error:
         fail(f"the run stopped because a checkpoint failed: {error}; the ledger on disk is the last one written, "
              "review the budget before any rerun", EXIT_BLOCKED)
+    except AttemptBodyError as error:
+        fail(f"the run stopped: {error}; the attempts already running were recorded, see the ledger and review "
+             "the budget before any rerun", EXIT_BLOCKED)
     except Exception:
         fail("the run stopped on an internal error; see the ledger, do not retry without a budget review",
              EXIT_BLOCKED)

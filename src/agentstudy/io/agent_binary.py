@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +19,7 @@ from pathlib import Path
 from agentstudy.io.containment import ContainmentError, ContainmentMode, SandboxView, command_paths, contain
 from agentstudy.io.environment import allowlisted_environment
 from agentstudy.io.process import run_bounded
+from agentstudy.io.scratch import owned_mkdtemp, release
 
 VERSION_TIMEOUT_S = 10.0
 VERSION_OUTPUT_LIMIT = 4096
@@ -128,7 +128,7 @@ def probe_version(binary: Path, env: Mapping[str, str], containment: Containment
         AgentBinaryError: on a start failure, timeout, truncation, non-zero exit or a line that
             is not 1-120 printable ASCII characters.
     """
-    scratch = Path(tempfile.mkdtemp(prefix="agentstudy-version-"))
+    scratch = owned_mkdtemp("version")  # swept after a SIGKILL (issue 29)
     try:
         for name in ("home", "tmp", "work"):
             (scratch / name).mkdir()
@@ -142,6 +142,7 @@ def probe_version(binary: Path, env: Mapping[str, str], containment: Containment
         result = run_bounded(argv, child_env, scratch / "work", VERSION_TIMEOUT_S, stdout_limit=VERSION_OUTPUT_LIMIT)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+        release(scratch)
     if not result.started:
         raise AgentBinaryError(f"cannot start {binary}")
     if result.timed_out or result.truncated or result.exit_code != 0:

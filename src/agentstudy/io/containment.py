@@ -47,6 +47,10 @@ ETC_FILES: tuple[str, ...] = (
 )
 """The only parts of ``/etc`` a sandbox sees (when present): name resolution, TLS roots, time zone, linker cache."""
 BWRAP_SEARCH_PATH = "/usr/bin:/bin:/usr/local/bin"
+SANDBOX_UID = 65534
+"""The uid (and gid) an agent runs as inside our bubblewrap sandbox: not root, so a bubblewrap nested in it
+(Codex's own sandbox, the MCP server's launcher) can map its user namespace (``SandboxView.uid``; measured,
+docs/codex.md)."""
 CHECK_TIMEOUT_S = 10.0
 
 
@@ -89,8 +93,11 @@ def _under(path: Path, parents: Iterable[Path]) -> bool:
     return any(path == parent or parent in path.parents for parent in parents)
 
 
-def bwrap_argv(bwrap: str, view: SandboxView, command: Sequence[str]) -> list[str]:
+def bwrap_argv(bwrap: str, view: SandboxView, command: Sequence[str], *, proc: bool = True) -> list[str]:
     """The bubblewrap command line running ``command`` in ``view`` (pure; reads no file).
+
+    ``proc`` False leaves ``/proc`` out: a sandbox nested in another cannot mount a fresh one, and
+    the outer one's would show every process's environment (the MCP server's launcher, issue 29).
 
     Binds are ordered parents first so a path bound inside another keeps its own mode; a path
     under ``/usr`` is not bound again. ``/etc`` entries use ``--ro-bind-try`` (absent ones are
@@ -113,7 +120,7 @@ def bwrap_argv(bwrap: str, view: SandboxView, command: Sequence[str]) -> list[st
         argv += _system_link(link)
     for entry in ETC_FILES:
         argv += ["--ro-bind-try", entry, entry]
-    argv += ["--proc", "/proc", "--dev", "/dev"]
+    argv += [*(["--proc", "/proc"] if proc else []), "--dev", "/dev"]
     binds: dict[Path, str] = {}
     read_only = set(view.read_only)
     for path in view.read_only:
@@ -144,8 +151,10 @@ def find_bwrap() -> str | None:
     return shutil.which("bwrap", path=BWRAP_SEARCH_PATH)
 
 
-def contain(mode: ContainmentMode, view: SandboxView, command: Sequence[str]) -> list[str]:
+def contain(mode: ContainmentMode, view: SandboxView, command: Sequence[str], *, proc: bool = True) -> list[str]:
     """``command`` wrapped for ``mode``: the bwrap command line, or ``command`` itself under ``restricted``.
+
+    ``proc``: whether the sandbox has a ``/proc`` (``bwrap_argv``).
 
     Raises:
         ContainmentError: ``bwrap`` was asked for and is not installed.
@@ -157,7 +166,7 @@ def contain(mode: ContainmentMode, view: SandboxView, command: Sequence[str]) ->
         raise ContainmentError(
             "bubblewrap (bwrap) is not installed: run scripts/setup.sh as root or `apt-get install bubblewrap`"
         )
-    return bwrap_argv(bwrap, view, command)
+    return bwrap_argv(bwrap, view, command, proc=proc)
 
 
 BROAD_DIRS: tuple[str, ...] = ("/", "/tmp", "/var/tmp", "/home", "/root", "/work", "/srv", "/opt",  # noqa: S108
@@ -182,36 +191,52 @@ def _is_install(prefix: Path, via: str) -> bool:
     return any(lib.is_dir() and (lib / "os.py").is_file() for lib in prefix.glob("lib/python3*"))
 
 
-def _install_of(candidate: Path, home: str | None) -> Path:
+def shows(path: Path, guarded: Path) -> bool:
+    """Whether binding ``path`` would show ``guarded``: it is ``guarded``, inside it, or an ancestor of it."""
+    return path == guarded or guarded in path.parents or path in guarded.parents
+
+
+def _install_of(candidate: Path, home: str | None, guarded: Sequence[Path]) -> Path:
+    """The directory to bind for ``candidate``, or the file alone when that directory is a shared root
+    or would show a ``guarded`` path (a studied checkout beside the command, issue 29)."""
     parent = candidate.parent
+
+    def fits(directory: Path) -> bool:
+        resolved = directory.resolve()
+        return not too_broad(directory, home) and not any(shows(resolved, g) for g in guarded)
+
     if parent.name in ("bin", ".bin"):
         prefix = parent.parent
-        if _is_install(prefix, parent.name) and not too_broad(prefix, home):
+        if _is_install(prefix, parent.name) and fits(prefix):
             return prefix
         return candidate
-    return candidate if too_broad(parent, home) else parent
+    return parent if fits(parent) else candidate
 
 
-def command_paths(executable: str, path_env: str | None = None, *, _depth_left: int = 2) -> tuple[Path, ...]:
+def command_paths(
+    executable: str, path_env: str | None = None, *, guarded: Sequence[Path] = (), _depth_left: int = 2
+) -> tuple[Path, ...]:
     """What must be bound read-only for ``executable`` to run in a sandbox.
 
     The executable as named and as resolved; for each, its installation when it lives in a
     ``bin`` or ``.bin`` directory whose parent is one (a virtualenv, a Python installation, an
     npm package or ``node_modules``), else the file alone; an executable outside ``bin`` binds
     its directory unless that is ``too_broad`` (then the file alone). Never HOME, ``/tmp`` or
-    another shared root. Then the same for the interpreter of a ``#!`` script (``/usr/bin/env
-    NAME`` resolves ``NAME`` on ``path_env``). A bare name not found on ``path_env`` gives ``()``.
+    another shared root, and never a directory that would show a ``guarded`` path (resolved
+    absolute paths: the live checkouts) — then the file alone. Then the same for the interpreter
+    of a ``#!`` script (``/usr/bin/env NAME`` resolves ``NAME`` on ``path_env``). A bare name
+    not found on ``path_env`` gives ``()``.
     """
     found = executable if os.sep in executable else shutil.which(executable, path=path_env or os.defpath)
     if found is None:
         return ()
     home = os.environ.get("HOME")
     named = Path(os.path.abspath(found))
-    paths = [_install_of(candidate, home) for candidate in (named, named.resolve())]
+    paths = [_install_of(candidate, home, guarded) for candidate in (named, named.resolve())]
     if _depth_left > 0:
         interpreter = _shebang(named)
         if interpreter:
-            paths += command_paths(interpreter, path_env, _depth_left=_depth_left - 1)
+            paths += command_paths(interpreter, path_env, guarded=guarded, _depth_left=_depth_left - 1)
     return tuple(dict.fromkeys(p for p in paths if p != Path("/")))
 
 
@@ -257,7 +282,11 @@ def server_read_only_paths(spec: McpServerSpec, paths: ServerPaths, path_env: st
     arguments = absolute_existing(argv[1:])
     for path in (*arguments, *binds):
         _refuse_broad_bind(path, paths, spec.reads_live_checkout)
-    found = [*command_paths(argv[0], path_env), *arguments, *binds, *_own_module_paths(argv)]
+    guarded = () if spec.reads_live_checkout or paths.live is None else (Path(paths.live).resolve(),)
+    command = [*command_paths(argv[0], path_env, guarded=guarded), *_own_module_paths(argv)]
+    for path in command:
+        _refuse_live_command(path, paths, spec.reads_live_checkout)
+    found = [*command, *arguments, *binds]
     return tuple(dict.fromkeys(found))
 
 
@@ -266,11 +295,24 @@ def _refuse_broad_bind(path: Path, paths: ServerPaths, live_allowed: bool) -> No
     if too_broad(path.resolve(), os.environ.get("HOME")):
         raise ContainmentError(f"the MCP server's argument or --sandbox-bind {path} is too broad to bind into "
                                "the sandbox (a shared root, HOME or an ancestor); name something narrower")
-    if paths.live is not None and not live_allowed:
-        live, target = Path(paths.live).resolve(), path.resolve()
-        if target == live or live in target.parents or target in live.parents:
-            raise ContainmentError(f"the MCP server's argument or --sandbox-bind {path} would show the live "
-                                   "checkout; write {checkout} to hand it over deliberately (recorded)")
+    if paths.live is not None and not live_allowed and shows(path.resolve(), Path(paths.live).resolve()):
+        raise ContainmentError(f"the MCP server's argument or --sandbox-bind {path} would show the live "
+                               "checkout; write {checkout} to hand it over deliberately (recorded)")
+
+
+def _refuse_live_command(path: Path, paths: ServerPaths, live_allowed: bool) -> None:
+    """Refuse a server whose command, interpreter or module would show the live checkout (issue 29, break 3).
+
+    ``command_paths`` already binds the file alone where its directory would show the checkout
+    (a script beside it); what is left is inside the checkout, or a shared root.
+    """
+    if too_broad(path.resolve(), os.environ.get("HOME")) and path.is_dir():
+        raise ContainmentError(f"the MCP server's command directory {path} is too broad to bind into the sandbox "
+                               "(a shared root, HOME or an ancestor); install the server somewhere narrower")
+    if paths.live is not None and not live_allowed and shows(path.resolve(), Path(paths.live).resolve()):
+        raise ContainmentError(f"the MCP server's command {path} lives inside the studied checkout {paths.live}: "
+                               "it would show the live checkout; install it elsewhere, or write {checkout} to "
+                               "hand the checkout over deliberately (recorded)")
 
 
 def _own_module_paths(argv: Sequence[str]) -> tuple[Path, ...]:

@@ -17,13 +17,13 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from agentstudy.io.environment import FORBIDDEN, allowlisted_environment
+from agentstudy.io.scratch import owned_mkdtemp, release
 from agentstudy.protocol.redaction import REDACTED
 
 STDERR_TAIL_BYTES = 2048
@@ -71,12 +71,13 @@ def mcp_child(extra: Mapping[str, str] | None = None, parent: Mapping[str, str] 
         parent: where allowlisted names are copied from (default ``os.environ``).
 
     Yields:
-        The :class:`McpChild`; the whole scratch directory is removed on exit.
+        The :class:`McpChild`; the whole scratch directory (``agentstudy-mcp-…``, owner-marked by
+        ``io.scratch``) is removed on exit, then its marker.
 
     Raises:
         OSError: the scratch directory cannot be created.
     """
-    scratch = Path(tempfile.mkdtemp(prefix="agentstudy-mcp-"))
+    scratch = owned_mkdtemp("mcp")  # owner-marked: swept after a SIGKILL (issue 29, break 10)
     try:
         home, tmpdir = scratch / "home", scratch / "tmp"
         home.mkdir()
@@ -92,6 +93,7 @@ def mcp_child(extra: Mapping[str, str] | None = None, parent: Mapping[str, str] 
         yield McpChild(env, home, tmpdir, scratch / "stderr.log", tuple(s for s in secrets if s))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+        release(scratch)
 
 
 def stderr_tail(path: Path, limit: int = STDERR_TAIL_BYTES) -> str:

@@ -10,8 +10,9 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-from agentstudy.io.containment import ContainmentMode, SandboxView, contain, server_read_only_paths
+from agentstudy.io.containment import ContainmentMode, contain
 from agentstudy.io.mcp_child import McpChild, mcp_child
+from agentstudy.io.server_launcher import server_view
 from agentstudy.protocol.mcp_spec import McpServerSpec, ServerPaths
 
 
@@ -22,7 +23,8 @@ def contained_server(
     """The MCP server's contained command line, its private surroundings and working directory for one corpus.
 
     The server runs as it does inside an attempt: in the sandbox (``containment``), seeing its
-    command, its filled arguments' paths and the snapshot read-only, with the allowlisted
+    command, its filled arguments' paths and the snapshot read-only (``io.server_launcher.server_view``,
+    no ``/proc``: the view an agent's launcher gives it), with the allowlisted
     environment and private HOME and TMPDIR of ``io.mcp_child`` (removed on exit) plus
     ``spec.env``; its working directory is the snapshot. Yields ``(argv, child, cwd)``.
 
@@ -30,7 +32,5 @@ def contained_server(
         ContainmentError: bubblewrap was asked for and is missing.
     """
     with mcp_child(spec.env, parent_env) as child:
-        snapshot = Path(paths.root)
-        read_only = (snapshot, *server_read_only_paths(spec, paths, child.env.get("PATH")))
-        view = SandboxView(cwd=snapshot, read_only=read_only, writable=(child.home, child.tmpdir))
-        yield contain(containment, view, spec.argv(paths)), child, snapshot
+        view = server_view(spec, paths, child.home, child.tmpdir, child.env.get("PATH"))
+        yield contain(containment, view, spec.argv(paths), proc=False), child, view.cwd

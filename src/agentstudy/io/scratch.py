@@ -62,7 +62,9 @@ def owned_mkdtemp(kind: str, parent: Path | None = None) -> Path:
     made = Path(tempfile.mkdtemp(prefix=f"agentstudy-{kind}-", dir=parent))
     try:
         _marker(made).write_text(owner_token(), encoding="ascii")
-    except OSError:
+    except BaseException:  # a full disk can leave the marker created but empty: neither is left behind
+        with contextlib.suppress(OSError):
+            _marker(made).unlink()
         made.rmdir()
         raise
     return made

@@ -10,8 +10,9 @@ made once per run in one private directory and removed when the run ends.
 from __future__ import annotations
 
 import dataclasses
+import os
 import shutil
-import tempfile
+import stat
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -20,6 +21,7 @@ from types import TracebackType
 from agentstudy.io.export import CorpusBlobs, CorpusExport, export_pinned_corpus, materialise_corpus, remove_export
 from agentstudy.io.git import GitError
 from agentstudy.io.pinned_clone import make_pinned_clone, remove_pinned_clone
+from agentstudy.io.scratch import owned_mkdtemp, release
 from agentstudy.io.server_config import resolve_server_config
 from agentstudy.protocol.mcp_spec import McpServerSpec, ServerPaths
 
@@ -59,7 +61,7 @@ class ServerCorpora(AbstractContextManager["ServerCorpora"]):
     def __enter__(self) -> ServerCorpora:
         if not self._corpora:
             return self
-        self._directory = Path(tempfile.mkdtemp(prefix="agentstudy-server-corpus-"))
+        self._directory = owned_mkdtemp("server-corpus")  # swept after a SIGKILL (issue 29, break 10)
         try:
             for name, (checkout, pin) in self._corpora.items():
                 self._paths[name] = self._prepare(name, checkout, pin)
@@ -112,7 +114,10 @@ class ServerCorpora(AbstractContextManager["ServerCorpora"]):
             remove_pinned_clone(clone)
         self._snapshots, self._clones = [], []
         if self._directory is not None:
+            for directory, _dirs, _files in os.walk(self._directory):
+                Path(directory).chmod(stat.S_IRWXU)  # a sealed snapshot left by an interrupted removal
             shutil.rmtree(self._directory, ignore_errors=True)
+            release(self._directory)
             self._directory = None
 
     def __exit__(

@@ -22,7 +22,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -71,6 +71,43 @@ class _State:
 
 
 _STATE = _State()
+
+
+_HOOKS: list[Callable[[], None]] = []
+"""Run once by ``run_stop_hooks`` at the coordinator's first safe point after a stop (never in the handler)."""
+
+
+def reclaim_stop_signals() -> None:
+    """Put our handler back on ``STOP_SIGNALS`` after a library replaced it (Ray's ``ray.init`` installs its own
+    SIGTERM handler, which aborted the driver: issue 29, break 7). Main thread, under ``stop_policy`` only."""
+    if _STATE.installed and threading.current_thread() is threading.main_thread():
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, _handle)
+
+
+def add_stop_hook(hook: Callable[[], None]) -> None:
+    """Have ``hook`` run once, at the coordinator's first safe point after a stop (``run_stop_hooks``): e.g.
+    cancel the remote attempts, whose processes no local handler can reach."""
+    _HOOKS.append(hook)
+
+
+def remove_stop_hook(hook: Callable[[], None]) -> None:
+    """Forget ``hook`` (nothing if it already ran or was never added)."""
+    with contextlib.suppress(ValueError):
+        _HOOKS.remove(hook)
+
+
+def run_stop_hooks() -> None:
+    """Once a stop was asked: run (and forget) every stop hook, in the calling thread; else nothing.
+
+    A hook that raises does not keep the others from running; its error is dropped (the stop goes on).
+    """
+    if _STATE.signum is None:
+        return
+    while _HOOKS:
+        hook = _HOOKS.pop(0)
+        with contextlib.suppress(Exception):
+            hook()
 
 
 def stop_signal() -> int | None:

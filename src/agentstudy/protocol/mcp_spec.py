@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agentstudy.protocol.read_only import ReadOnlyError, require_probe_allowed
+from agentstudy.protocol.tool_names import listing_problem
 
 
 class McpConfigError(ValueError):
@@ -209,7 +210,8 @@ def check_tool_choice(
 ) -> None:
     """Check the read-only tools, the probe and its arguments: the one check of the flags and the study file.
 
-    Rules: at least one tool, none named twice; the probe is one of them; the arguments are a JSON object whose
+    Rules: at least one tool, every name valid (``protocol.tool_names``, issue 29), none named twice; the
+    probe is one of them; the arguments are a JSON object whose
     strings name only known ``{placeholders}`` (issue 15, deliverable 4; issue 18).
 
     Raises:
@@ -217,6 +219,9 @@ def check_tool_choice(
     """
     if not tools:
         raise McpConfigError(f"{names.tools} names no tool")
+    problem = listing_problem(tools)
+    if problem is not None:
+        raise McpConfigError(f"{names.tools}: {problem}")
     twice = sorted({tool for tool in tools if list(tools).count(tool) > 1})
     if twice:
         raise McpConfigError(f"{names.tools} names {twice[0]} twice")

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from agentstudy.protocol.mcp_spec import ChoiceNames, McpConfigError, check_tool_choice, parse_mcp_config
 from agentstudy.protocol.task import plain_text
+from agentstudy.protocol.tool_names import listing_problem
 
 REPOSITORY_ONLY = "repository-only"
 """The ledger scenario of the control arm (the seed's name)."""
@@ -87,7 +88,15 @@ class TreatmentArm(Arm):
     server_config_candidates: list[str] | None = Field(default=None, alias="serverConfigCandidates")
     sandbox_binds: list[str] | None = Field(default=None, alias="sandboxBinds")
 
-    @field_validator("tools", "server_config_candidates")
+    @field_validator("tools")
+    @classmethod
+    def _tool_names(cls, value: list[str]) -> list[str]:
+        problem = listing_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
+
+    @field_validator("server_config_candidates")
     @classmethod
     def _names(cls, value: list[str] | None) -> list[str] | None:
         for name in value or []:

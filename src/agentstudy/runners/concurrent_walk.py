@@ -21,6 +21,12 @@ per transport: cli anything but ``completed``; http ``failed``, ``budget-exceede
 walk waits for running attempts to settle (their charges may free room) and ends when nothing
 is running and it still does not fit.
 
+An attempt whose body raised (the export or a private directory could not be made: a full TMPDIR)
+stops admission at once, the same stop rule as a stopping outcome (issue 29, break 6): its slot
+is not refilled, the attempts already running finish and are recorded, its own reservation stays
+open (charged in full: whether its child ran is not known), and the walk raises
+:class:`AttemptBodyError` naming the attempt and the error, which is also the ledger's ``stopReason``.
+
 A stop signal stops admission; the handler has already terminated every child (an http attempt
 stops at its next safe point: before a request or a tool call, or when its request in flight
 returns), so each running attempt ends as a non-completed one and ``port.settle`` charges it at
@@ -43,7 +49,7 @@ from typing import Generic, TypeVar
 from agentstudy.fsm.attempt import AttemptMachine
 from agentstudy.fsm.run import RunMachine
 from agentstudy.io.ledger_journal import JournaledLedger
-from agentstudy.io.signals import raise_if_stopped, stop_signal, terminate_children
+from agentstudy.io.signals import raise_if_stopped, run_stop_hooks, stop_signal, terminate_children
 from agentstudy.pricing.budget import Budget
 from agentstudy.pricing.strict_cap import ReservationRule
 from agentstudy.pricing.tally import Tally
@@ -114,6 +120,29 @@ class WalkResult(Generic[O]):
 
 
 
+REASON_CHARS = 300
+"""The most characters of an attempt body's error kept in the stop reason."""
+
+
+class AttemptBodyError(RuntimeError):
+    """An attempt's body raised: the walk stopped admission, recorded what was running, and ends with this.
+
+    ``str(error)`` is one line, ``attempt N (task, scenario, repetition R) could not run: Kind: message``
+    (also the ledger's ``stopReason``).
+    """
+
+
+def body_error_reason(index: int, entry: ScheduleEntry, error: BaseException) -> str:
+    """The one-line stop reason of attempt ``index`` whose body raised ``error`` (control characters removed)."""
+    message = " ".join("".join(c if c.isprintable() else " " for c in str(error)).split())
+    kind = type(error).__name__
+    text = f"{kind}: {message}" if message else kind
+    if len(text) > REASON_CHARS:
+        text = text[: REASON_CHARS - 1] + "…"
+    return (f"attempt {index} ({entry.task_id}, {entry.scenario}, repetition {entry.repetition}) could not run: "
+            f"{text}")
+
+
 class ConcurrentWalk(Generic[R, O]):
     """Walk ``schedule`` with at most ``concurrency`` attempts in flight (see the module docstring).
 
@@ -158,6 +187,10 @@ class ConcurrentWalk(Generic[R, O]):
         self._clock = threading.Lock()
         self._stopping_outcome_ended = False
         """Set by a worker, under ``_clock``, when its attempt ended with an outcome that stops the run."""
+        self._body_raised = False
+        """Set by a worker, under ``_clock``, when its attempt's body raised (no admission after it)."""
+        self._body_error: str | None = None
+        """The stop reason of the first attempt (in admission order) whose body raised."""
 
     def walk(self, schedule: tuple[ScheduleEntry, ...]) -> WalkResult[O]:
         """Run the walk to its end; the ledger's ``stopReason`` names why it ended early.
@@ -165,6 +198,8 @@ class ConcurrentWalk(Generic[R, O]):
         Raises:
             StopRequested: a stop signal arrived (every running attempt was recorded first).
             CheckpointError: a checkpoint failed (children terminated, reservations left open).
+            AttemptBodyError: an attempt's body raised (what was running was recorded first; its
+                reservation is left open).
         """
         pending = self._pending = deque(enumerate(schedule, start=1))
         try:
@@ -179,12 +214,16 @@ class ConcurrentWalk(Generic[R, O]):
                 terminate_children()
             raise
         raise_if_stopped()
+        if self._body_error is not None:
+            self.ledger.stop_reason = self._body_error
+            raise AttemptBodyError(self._body_error)
         self._stop_reason(pending)
         return WalkResult(self.budget, self.tally, self.observations)
 
     def _admit(self, pending: deque[tuple[int, ScheduleEntry]]) -> None:
+        run_stop_hooks()  # after a stop, the remote attempts (Ray) are cancelled here, never in the handler
         while pending and self._running() < self.concurrency:
-            if stop_signal() is not None:
+            if stop_signal() is not None or self._body_error is not None:
                 self.run.stop_admission()
             if not self.run.may_admit():
                 return
@@ -197,7 +236,8 @@ class ConcurrentWalk(Generic[R, O]):
                     return
                 self.gate.wait()
             with self._clock:  # no attempt starts after a stopping outcome has ended (ledger_integrity checks it)
-                if self._stopping_outcome_ended:
+                if self._stopping_outcome_ended or self._body_raised:
+                    self.run.stop_admission()
                     return
                 started = now_iso()
             index, entry = pending.popleft()
@@ -219,8 +259,13 @@ class ConcurrentWalk(Generic[R, O]):
 
     def _settled(self, done: Future[R], started: str) -> Outcome[R]:
         """When an attempt's result is in: settle it (pure), then stamp its end under ``_clock``."""
-        result = done.result()
-        status, charged = self.port.settle(result)
+        try:
+            result = done.result()
+            status, charged = self.port.settle(result)
+        except BaseException:
+            with self._clock:  # before this future is done: no slot is refilled after it (issue 29)
+                self._body_raised = True
+            raise
         with self._clock:
             ended = now_iso()
             if self.run.stops(status):
@@ -237,8 +282,15 @@ class ConcurrentWalk(Generic[R, O]):
         for flight in self.flights:
             if flight.future.done() and flight.future.exception() is None:
                 self.run.halt(flight.index, flight.future.result().status)
+            elif flight.future.done():
+                self.run.stop_admission()
         while self.flights and self.flights[0].future.done():
-            self._record(self.flights.popleft())
+            flight = self.flights.popleft()
+            error = flight.future.exception()
+            if error is None:
+                self._record(flight)
+            elif self._body_error is None:  # its reservation stays open, charged in full
+                self._body_error = body_error_reason(flight.index, flight.entry, error)
 
     def _record(self, flight: _Flight[R]) -> None:
         outcome = flight.future.result()
@@ -282,4 +334,4 @@ class ConcurrentWalk(Generic[R, O]):
             self.ledger.stop_reason = "the per-attempt limit does not fit under the remaining cap"
 
 
-__all__ = ["AttemptPort", "ConcurrentWalk", "Outcome", "WalkResult"]
+__all__ = ["AttemptBodyError", "AttemptPort", "ConcurrentWalk", "Outcome", "WalkResult", "body_error_reason"]

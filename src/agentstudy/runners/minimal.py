@@ -44,7 +44,7 @@ from agentstudy.protocol.run_records import AdjudicationDeclaration, CliRunSetti
 from agentstudy.protocol.schedule import Mode, PilotSize, ScheduleEntry
 from agentstudy.protocol.sequential_plan import SequentialPlan
 from agentstudy.runners.agent_runs import AgentRun, check_other_agents, expected_for, schedule_for, settings_for
-from agentstudy.runners.concurrent_walk import AttemptPort, ConcurrentWalk
+from agentstudy.runners.concurrent_walk import AttemptBodyError, AttemptPort, ConcurrentWalk, body_error_reason
 from agentstudy.runners.executor import AttemptExecutor, submit_cli_attempt
 from agentstudy.runners.executor_choice import open_executor
 from agentstudy.runners.ledger_steps import (
@@ -361,7 +361,11 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
             store.record(ledger)
             attempt.start(checkpointed=True)
             request.progress.attempt_started(where)
-            result = run_attempt(entry)
+            try:
+                result = run_attempt(entry)
+            except Exception as error:  # the same stop as the concurrent walk's (issue 29, break 6)
+                ledger.stop_reason = body_error_reason(index, entry, error)
+                raise AttemptBodyError(ledger.stop_reason) from error
             status, charged = port.settle(result)
             attempt.settle(status=status)
             budget = budget.settle(reservation, charged)

@@ -12,7 +12,8 @@ job an admission returned. The rules:
 - a finished job frees its slot at once, but it is recorded (``record``) only after every earlier
   one, so the records come out in admission order; ``seen(flight)`` is told of each finished
   job as soon as it is known, in any order (the stop rule's early ``halt``);
-- a job's exception reaches ``record`` (``flight.future.result()`` re-raises it); whatever
+- a job that raised stops admission at once (its slot is not refilled; issue 29, break 6), and its
+  exception reaches ``record`` (``flight.future.result()`` re-raises it) once it heads the queue; whatever
   ``admit`` or ``record`` raise ends the walk: ``abort`` is called (terminate the children), then
   the pool's exit waits for the jobs still running.
 """
@@ -24,6 +25,8 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Generic, TypeVar
+
+from agentstudy.io.signals import run_stop_hooks
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
@@ -85,7 +88,9 @@ def drive_in_order(items: list[Item], *, concurrency: int, admit: Callable[[int,
     with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix=thread_name_prefix) as pool:
         try:
             while True:
-                while pending and running() < concurrency:
+                run_stop_hooks()  # after a stop, the remote jobs (Ray) are cancelled here (issue 29, break 7)
+                while pending and running() < concurrency and not any(
+                        flight.future.done() and flight.future.exception() is not None for flight in flights):
                     job = admit(admitted + 1, pending[0])
                     if job is None:
                         break

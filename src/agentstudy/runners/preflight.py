@@ -37,6 +37,8 @@ from agentstudy.protocol.manifest import DOC_BRIDGE_MCP, StudyDefinition
 from agentstudy.protocol.mcp_spec import McpServerSpec
 from agentstudy.protocol.read_only import ReadOnlyError, read_only_evidence, require_probe_allowed
 from agentstudy.protocol.schedule import ScheduleEntry
+from agentstudy.protocol.tool_names import listing_problem
+from agentstudy.transports.cli_args import tool_lists_problem
 
 DEFAULT_MCP_SERVER = McpServerSpec(
     name="doc-bridge",
@@ -170,7 +172,11 @@ class McpPreflight:
 
 
 def _vet(spec: McpServerSpec, name: str, listing: McpListing) -> None:
-    """Refuse a listing without every read-only tool, or with one annotated otherwise (before the probe call)."""
+    """Refuse a listing with a tool name that breaks the rule or that the agent's argv cannot carry, without every
+    read-only tool, or with one annotated otherwise (before the probe call)."""
+    problem = listing_problem(listing.tools) or tool_lists_problem(spec, listing.tools)
+    if problem is not None:  # the same rules as init and the study-file loader (issue 29)
+        raise PreflightError(f"{name}: {problem}")
     missing = sorted(set(spec.read_only_tools) - set(listing.tools))
     if missing:
         raise PreflightError(f"{name}: MCP server does not list {missing}")

@@ -20,6 +20,7 @@ when the executor closes. Ray is imported here only, and only when this executor
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
@@ -33,6 +34,7 @@ from agentstudy.agents.registry import sweep_stale_scratch
 from agentstudy.io.containment import ContainmentError, check_containment
 from agentstudy.io.environment import allowlisted_environment
 from agentstudy.io.export import CorpusBlobs
+from agentstudy.io.signals import add_stop_hook, reclaim_stop_signals, remove_stop_hook
 from agentstudy.protocol.run_records import ExcludedWorker
 from agentstudy.runners.executor import WorkerDied, WorkerJob, WorkerRequirements, then, worker_binary
 from agentstudy.runners.preflight import PreflightError, check_cli_version
@@ -104,6 +106,7 @@ class RayExecutor:
             ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
         except (ConnectionError, RuntimeError, ValueError) as error:
             raise PreflightError(f"cannot connect to the Ray cluster at {address}: {error}") from None
+        reclaim_stop_signals()  # ray.init put its own SIGTERM handler in place of ours (issue 29, break 7)
         try:
             self._prove(needs)
             self._corpora = {name: ray.put(corpus) for name, corpus in corpora.items()}
@@ -112,6 +115,7 @@ class RayExecutor:
             raise
         self._lock = threading.Lock()
         self._refs: dict[int, Any] = {}
+        add_stop_hook(self.cancel_running)
 
     def _prove(self, needs: WorkerRequirements) -> None:
         ray = self._ray
@@ -161,8 +165,22 @@ class RayExecutor:
 
         return then(ref.future(), landed)
 
+    def cancel_running(self) -> None:
+        """Cancel every body still running (a stop signal's hook, run by the coordinator at its next safe point).
+
+        ``ray.cancel`` without ``force`` raises ``KeyboardInterrupt`` in the task: ``io.process.run_bounded``'s
+        cleanup ends the attempt's process group (and bubblewrap's pid namespace with it) and the task ends
+        cancelled, which its future reports as ``WorkerDied`` (settled ``failed``, its reservation charged).
+        """
+        with self._lock:
+            running = list(self._refs.values())
+        for ref in running:
+            with contextlib.suppress(Exception):
+                self._ray.cancel(ref, force=False, recursive=True)
+
     def close(self, *, cancel: bool) -> None:
         """With ``cancel`` end every body still running (``ray.cancel(force=True)``), then disconnect."""
+        remove_stop_hook(self.cancel_running)
         if cancel:
             with self._lock:
                 running = list(self._refs.values())

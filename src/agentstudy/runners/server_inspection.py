@@ -10,7 +10,7 @@ annotations, the starter study's tools and probe are chosen from that listing
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from agentstudy.io.containment import ContainmentError, ContainmentMode
@@ -20,6 +20,8 @@ from agentstudy.io.mcp_session import McpSession
 from agentstudy.io.server_corpus import ServerCorpora, ServerCorpusError
 from agentstudy.protocol.mcp_spec import McpServerSpec
 from agentstudy.protocol.starter_study import ListedTool, ToolChoice, choose_tools
+from agentstudy.protocol.tool_names import listing_problem
+from agentstudy.transports.cli_args import tool_lists_problem
 
 __all__ = ["InspectionError", "ServerInspection", "inspect_server"]
 
@@ -50,7 +52,9 @@ def inspect_server(
 
     Raises:
         InspectionError: the snapshot, the sandbox or the server failed (naming ``repository``),
-            or :func:`~agentstudy.protocol.starter_study.choose_tools` found nothing usable.
+            a listed tool name breaks ``protocol.tool_names``' rule, the agent's argv could not carry
+            the tool lists (``transports.cli_args.tool_lists_problem``), or
+            :func:`~agentstudy.protocol.starter_study.choose_tools` found nothing usable.
     """
     try:
         with ServerCorpora(spec, {repository: (checkout, pin)}) as corpora:
@@ -59,10 +63,17 @@ def inspect_server(
                     McpSession(argv[0], argv[1:], child, cwd) as session:
                 listed = tuple(ListedTool(t.name, t.description, t.input_schema, t.hints)
                                for t in session.list_tools())
+                names = [t.name for t in listed]
+                problem = listing_problem(names)  # the loader's and the run's rule (issue 29)
+                if problem is not None:
+                    raise InspectionError(f"{repository}: {problem}")
                 try:
                     choice = choose_tools(listed)
                 except ValueError as error:
                     raise InspectionError(f"{repository}: {error}") from None
+                problem = tool_lists_problem(replace(spec, read_only_tools=choice.read_only), names)
+                if problem is not None:
+                    raise InspectionError(f"{repository}: {problem}")
                 result = session.call_tool(choice.probe, choice.probe_arguments)
     except (McpProbeError, ContainmentError, ServerCorpusError) as error:
         raise InspectionError(f"{repository}: {error}") from None

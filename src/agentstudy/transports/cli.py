@@ -27,6 +27,7 @@ from typing import Any
 from agentstudy.agents.registry import DEFAULT_AGENT, agent_cli
 from agentstudy.io.containment import (
     NETWORK_NOT_ACHIEVED,
+    SANDBOX_UID,
     ContainmentMode,
     SandboxView,
     command_paths,
@@ -38,6 +39,7 @@ from agentstudy.io.git import GitError
 from agentstudy.io.process import STDOUT_LIMIT_BYTES, run_bounded
 from agentstudy.io.scratch import owned_mkdtemp, release
 from agentstudy.io.server_corpus import own_snapshot
+from agentstudy.io.server_launcher import SERVER_ACHIEVED_BWRAP, SERVER_ACHIEVED_RESTRICTED
 from agentstudy.io.signals import stop_signal
 from agentstudy.pricing.cost import AttemptCost
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP
@@ -334,16 +336,20 @@ def attempt_view(
     path_env: str | None,
     scenario: str,
     server: ServerPaths | None,
+    server_writable: tuple[Path, ...] = (),
 ) -> SandboxView:
     """What one attempt's child may see (issue 15, deliverable 2): the export (cwd), the agent's
-    install, in the MCP arm what the server needs, the private HOME and TMPDIR, and the login file."""
+    install, in the MCP arm what the server needs and its private HOME and TMPDIR (``server_writable``,
+    ``io.server_launcher``), the private HOME and TMPDIR, and the login file. The child runs as
+    ``SANDBOX_UID`` so that the server's launcher can nest its own sandbox."""
     read_only = [export, *command_paths(str(settings.binary), path_env)]
     if scenario == DOC_BRIDGE_MCP and server is not None:
         read_only += server_read_only_paths(settings.mcp, server, path_env)
     mounted: tuple[tuple[Path, Path], ...] = ()
     if settings.login_file is not None and settings.base_url is None:
         mounted = ((settings.login_file, home / LOGIN_TARGET),)
-    return SandboxView(cwd=export, read_only=tuple(read_only), writable=(home, tmp), mounted=mounted)
+    return SandboxView(cwd=export, read_only=tuple(read_only), writable=(home, tmp, *server_writable),
+                       mounted=mounted, uid=SANDBOX_UID)
 
 
 def link_login(settings: CliSettings, home: Path) -> None:
@@ -384,6 +390,8 @@ def isolation(
     """
     contained, missing_by_mode = containment_sentences(settings.containment)
     achieved = [*agent_achieved, *contained]
+    if scenario == DOC_BRIDGE_MCP:
+        achieved.append(SERVER_ACHIEVED_BWRAP if settings.containment == "bwrap" else SERVER_ACHIEVED_RESTRICTED)
     missing = [*agent_not_achieved, *missing_by_mode]
     if scenario == DOC_BRIDGE_MCP and settings.mcp.reads_live_checkout:
         missing.append(LIVE_CHECKOUT_NOTE)

@@ -67,8 +67,34 @@ def arm_tools(scenario: str, spec: McpServerSpec, extra_denied: Sequence[str]) -
     return ArmTools(BUILTIN_TOOLS, BUILTIN_TOOLS, denied, None)
 
 
-def mcp_config(scenario: str, spec: McpServerSpec, paths: ServerPaths | None) -> str:
+MAX_ARGUMENT_BYTES = 128 * 1024 - 1
+"""The longest single command-line argument Linux accepts (``MAX_ARG_STRLEN``, 128 KiB with its NUL)."""
+
+
+def tool_lists_problem(spec: McpServerSpec, listed: Sequence[str]) -> str | None:
+    """Why the agent's ``--allowedTools`` / ``--disallowedTools`` values for a server listing ``listed``
+    could not be passed (one of them longer than ``MAX_ARGUMENT_BYTES``, UTF-8), or ``None``.
+
+    Known before any spend: ``--dry-run --probe``, the run's preflight and ``init`` check it (issue 29,
+    break 13: a 10,000-tool server made a 260 KB ``--disallowedTools`` and attempt 1 failed to start).
+    """
+    tools = arm_tools(DOC_BRIDGE_MCP, spec, spec.denied_names(listed))
+    for flag, names in (("--allowedTools", tools.allowed), ("--disallowedTools", tools.denied)):
+        size = len(",".join(names).encode("utf-8"))
+        if size > MAX_ARGUMENT_BYTES:
+            return (f"the MCP server lists {len(listed)} tools: Claude Code's {flag} value would be {size:,} bytes, "
+                    f"more than one command-line argument can carry ({MAX_ARGUMENT_BYTES:,} bytes); study a server "
+                    "with fewer tools")
+    return None
+
+
+def mcp_config(
+    scenario: str, spec: McpServerSpec, paths: ServerPaths | None, launcher: Sequence[str] | None = None
+) -> str:
     """The ``--mcp-config`` JSON: no server in ``repository-only``, the one server (placeholders filled) otherwise.
+
+    ``launcher``: the command that starts the server with an environment of ours
+    (``io.server_launcher.launcher_command``); it replaces the server's argv and ``env`` (issue 29).
 
     Raises:
         ValueError: ``paths`` is ``None`` in the MCP arm (a programming error).
@@ -77,9 +103,9 @@ def mcp_config(scenario: str, spec: McpServerSpec, paths: ServerPaths | None) ->
         return json.dumps({"mcpServers": {}}, separators=(",", ":"))
     if paths is None:
         raise ValueError("the MCP arm needs the server's corpus paths")
-    command = spec.argv(paths)
+    command = spec.argv(paths) if launcher is None else list(launcher)
     server: dict[str, Any] = {"type": "stdio", "command": command[0], "args": command[1:]}
-    if spec.env:
+    if spec.env and launcher is None:
         server["env"] = dict(spec.env)
     return json.dumps({"mcpServers": {spec.name: server}}, separators=(",", ":"))
 

@@ -18,7 +18,7 @@ cost passes the per-attempt limit (``budget-exceeded``). Afterwards the pure che
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -27,12 +27,14 @@ from typing import Any
 from agentstudy.agents.base import Launch
 from agentstudy.io.containment import (
     NETWORK_NOT_ACHIEVED,
+    SANDBOX_UID,
     SandboxView,
     command_paths,
     contain,
     server_read_only_paths,
 )
 from agentstudy.io.process import STDOUT_LIMIT_BYTES
+from agentstudy.io.server_launcher import launcher_command, server_dirs
 from agentstudy.pricing.cost import AttemptCost, CostProblem
 from agentstudy.pricing.openai import OpenAiUsage, openai_cost
 from agentstudy.pricing.usd_json import usd_number
@@ -59,25 +61,27 @@ from agentstudy.transports.codex_args import (
     config_toml,
 )
 
-__all__ = ["STDERR_KEPT_BYTES", "UsageWatch", "charged_floor", "codex_config", "codex_isolation", "codex_launch",
-           "evaluate_codex_attempt"]
+__all__ = ["SANDBOX_UID", "STDERR_KEPT_BYTES", "UsageWatch", "charged_floor", "codex_config", "codex_isolation",
+           "codex_launch", "evaluate_codex_attempt"]
 
 STDERR_KEPT_BYTES = 64 * 1024
 """The tail of Codex's stderr kept for the checks (a failed required MCP server is reported only there)."""
 GATEWAY_PROVIDER = "gateway"
-SANDBOX_UID = 65534
-"""The uid (and gid) Codex runs as inside our bubblewrap sandbox: not root, so its own nested bubblewrap
-can map its user namespace (``io.containment.SandboxView.uid``; measured, docs/codex.md)."""
 
 
-def _mcp_table(body: CliAttemptBody) -> CodexMcpServer | None:
-    """The treatment arm's ``[mcp_servers.NAME]`` (the verified read-only tools enabled); ``None`` in control."""
+def _mcp_table(body: CliAttemptBody, launcher: Sequence[str] | None = None) -> CodexMcpServer | None:
+    """The treatment arm's ``[mcp_servers.NAME]`` (the verified read-only tools enabled); ``None`` in control.
+
+    ``launcher``: the command that starts the server (``io.server_launcher.launcher_command``, its
+    environment inside it); without it, the server's own argv and ``env`` (``codex_config``'s pure view).
+    """
     if body.scenario != DOC_BRIDGE_MCP:
         return None
     if body.server is None:
         raise ValueError("the MCP arm needs the server's corpus paths")
     spec = body.settings.mcp
-    return CodexMcpServer(name=spec.name, command=spec.argv(body.server), env=dict(spec.env),
+    command = spec.argv(body.server) if launcher is None else launcher
+    return CodexMcpServer(name=spec.name, command=command, env=dict(spec.env) if launcher is None else {},
                           enabled_tools=tuple(spec.read_only_tools))
 
 
@@ -91,9 +95,11 @@ def provider_for(settings: CliSettings) -> RehearsalProvider | None:
     return None
 
 
-def codex_config(body: CliAttemptBody) -> str:
-    """The attempt's ``config.toml`` text (pure): identical in both arms but for the MCP table."""
-    return config_toml(model=body.settings.model, provider=provider_for(body.settings), mcp=_mcp_table(body))
+def codex_config(body: CliAttemptBody, launcher: Sequence[str] | None = None) -> str:
+    """The attempt's ``config.toml`` text (pure): identical in both arms but for the MCP table
+    (whose command is ``launcher`` when given)."""
+    return config_toml(model=body.settings.model, provider=provider_for(body.settings),
+                       mcp=_mcp_table(body, launcher))
 
 
 def _provider_key(settings: CliSettings) -> tuple[str, str] | None:
@@ -118,7 +124,12 @@ def codex_launch(body: CliAttemptBody, export: Path, scratch: Path, env_source: 
     home, tmp, codex_home = scratch / "home", scratch / "tmp", scratch / "codex-home"
     for directory in (home, tmp, codex_home):
         directory.mkdir(mode=0o700)
-    (codex_home / "config.toml").write_text(codex_config(body), encoding="utf-8")
+    launcher: list[str] | None = None
+    server_writable: tuple[Path, ...] = ()
+    if body.scenario == DOC_BRIDGE_MCP and body.server is not None:
+        launcher = launcher_command(settings.mcp, body.server, settings.containment, env_source, scratch)
+        server_writable = server_dirs(scratch)
+    (codex_home / "config.toml").write_text(codex_config(body, launcher), encoding="utf-8")
     schema: str | None = None
     if body.output_schema is not None:
         schema = str(codex_home / "output-schema.json")
@@ -133,8 +144,8 @@ def codex_launch(body: CliAttemptBody, export: Path, scratch: Path, env_source: 
     mounted: tuple[tuple[Path, Path], ...] = ()
     if settings.login_file is not None and settings.base_url is None:
         mounted = ((settings.login_file, codex_home / "auth.json"),)
-    view = SandboxView(cwd=export, read_only=tuple(read_only), writable=(home, tmp, codex_home), mounted=mounted,
-                       uid=SANDBOX_UID)
+    view = SandboxView(cwd=export, read_only=tuple(read_only), writable=(home, tmp, codex_home, *server_writable),
+                       mounted=mounted, uid=SANDBOX_UID)
     argv = contain(settings.containment, view, command)
     return Launch(argv, env, watch=UsageWatch(settings.model, body.reservation_usd), keep_stderr=STDERR_KEPT_BYTES)
 

@@ -10,13 +10,13 @@ with the allowlisted environment like an attempt.
 from __future__ import annotations
 
 import shutil
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
 from agentstudy.io.agent_binary import AgentBinaryError
 from agentstudy.io.containment import ContainmentError, SandboxView, command_paths, contain
 from agentstudy.io.process import run_bounded
+from agentstudy.io.scratch import owned_mkdtemp, release
 from agentstudy.transports.cli import CliSettings
 from agentstudy.transports.codex import SANDBOX_UID, provider_for
 from agentstudy.transports.codex_args import codex_environment, config_toml
@@ -51,7 +51,7 @@ def codex_features(settings: CliSettings, parent_env: Mapping[str, str], home_ro
     Raises:
         AgentBinaryError: the child could not start, failed, timed out or printed an unreadable list.
     """
-    scratch = Path(tempfile.mkdtemp(prefix="agentstudy-codex-features-", dir=home_root))
+    scratch = owned_mkdtemp("codex-features", home_root)  # swept after a SIGKILL (issue 29)
     try:
         home, tmp, codex_home = scratch / "home", scratch / "tmp", scratch / "codex-home"
         for directory in (home, tmp, codex_home):
@@ -68,6 +68,7 @@ def codex_features(settings: CliSettings, parent_env: Mapping[str, str], home_ro
         result = run_bounded(argv, env, tmp, FEATURES_TIMEOUT_S, FEATURES_OUTPUT_LIMIT)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+        release(scratch)
     if not result.started or result.timed_out or result.truncated or result.exit_code != 0:
         raise AgentBinaryError(f"{settings.binary} features list failed (exit {result.exit_code})")
     return parse_features(result.stdout.decode("utf-8", "replace"))

@@ -1,0 +1,57 @@
+"""An attempt body that raises stops admission at once (issue 29, break 6).
+
+The break: TMPDIR filling up mid-run at ``--concurrency 4``; an attempt whose body raised (its export
+could not be written) was noticed only when it reached the head of the admission-ordered queue,
+while its slot was refilled at once, so every later attempt raised too: 35 open reservations charged
+for attempts that never ran, "the runner stopped on an internal error" with no reason, 7 orphan
+owner markers. Here TMPDIR is a real 2 MiB tmpfs that the fake ``claude`` fills; the run must stop
+admitting at the first raise, name the error on stderr and in the ledger, and leave no directory or
+owner marker behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from agentstudy.protocol.manifest import load_manifest
+from agentstudy.protocol.schedule import build_schedule
+from agentstudy.rehearsal.example_study import build_example_study
+from tmpfs import small_tmpfs
+
+from checkout_run import run_agentstudy
+from fakes import FakeClaude
+
+NO_SPACE = "No space left on device"
+
+
+def test_a_full_tmpdir_mid_run_stops_admission_at_the_first_raise(tmp_path: Path, fake_claude: FakeClaude) -> None:
+    study = build_example_study(tmp_path / "study")
+    schedule = build_schedule(load_manifest(study.manifest_path).manifest, "full")
+    output = tmp_path / "out" / "ledger.json"
+    output.parent.mkdir()
+    with small_tmpfs(tmp_path / "tmpdir", "2m") as tmpdir:
+        fake_claude.behave(mode="ok", fillDirectory=str(tmpdir))
+        done = run_agentstudy(
+            "minimal", "--manifest", str(study.manifest_path), "--run", "--transport", "cli", "--approve-budget",
+            *(f"--root={name}={path}" for name, path in study.roots.items()), "--output", str(output),
+            "--claude-bin", str(fake_claude.path), "--model", "claude-haiku-5-5", "--budget-usd", "10",
+            "--concurrency", "4", "--containment", "restricted",
+            env={**os.environ, "TMPDIR": str(tmpdir)},
+        )
+        left = sorted(p.name for p in tmpdir.iterdir())
+    assert done.returncode not in (0, 2), done.stderr[-2000:]
+    assert left == ["filler"], f"no scratch directory or owner marker is left: {left}"
+    ledger = json.loads(output.read_text(encoding="utf-8"))
+    reason = ledger["stopReason"]
+    assert ledger["status"] == "blocked"
+    assert "could not run" in reason and NO_SPACE in reason, reason
+    assert reason in done.stderr, done.stderr[-2000:]
+    opened = ledger["openReservations"]
+    admitted = len(ledger["observations"]) + len(opened)
+    assert 1 <= len(opened) <= 4, "only attempts already admitted when the first one raised stay open"
+    assert admitted < len(schedule), "admission stopped"
+    assert len(fake_claude.records) == len(ledger["observations"]), "no child ran for an unrecorded attempt"
+    first_open = min(int(reason.split()[1]), admitted)
+    assert admitted - first_open < 4, "the slot of the attempt that raised was not refilled"
