@@ -21,9 +21,10 @@ from agentstudy.protocol.run_records import (
     McpServerRecord,
     OpenReservation,
 )
+from agentstudy.protocol.treatment import TreatmentRecord
 
 RunStatus = Literal["running", "blocked", "awaiting-adjudication"]
-HttpAttemptStatus = Literal["completed", "failed", "timed-out", "budget-exceeded", "incomplete"]
+HttpAttemptStatus = Literal["completed", "failed", "timed-out", "budget-exceeded", "incomplete", "invalid-setup"]
 ContainmentMechanism = Literal["bwrap", "restricted"]
 """How an attempt was confined (issue 15): ``bwrap`` (bubblewrap namespaces, plus ``--restricted`` file
 tools for Claude Code) or ``restricted`` (the agent's own file-tool confinement only). ``None`` in
@@ -89,6 +90,7 @@ class CliObservation(BaseModel):
     answer: str
     correctness: None = None
     adjudication: Literal["pending"] = "pending"
+    treatment: TreatmentRecord | None = None
     observation_hash: str | None = Field(default=None, alias="observationHash")
 
     def to_json(self) -> dict[str, Any]:
@@ -104,7 +106,7 @@ class CliObservation(BaseModel):
         """
         data = self.model_dump(by_alias=True)
         for key in ("setupProblem", "costProblem", "statusReason", "observationHash", "startedAt", "endedAt",
-                    "workerNode", "agent", "exportFiles", "exportBytes", "exportTreeSha256"):
+                    "workerNode", "agent", "exportFiles", "exportBytes", "exportTreeSha256", "treatment"):
             if data[key] is None:
                 del data[key]
         return data
@@ -156,6 +158,7 @@ class HttpObservation(BaseModel):
     answer: str
     correctness: None = None
     adjudication: Literal["pending"] = "pending"
+    treatment: TreatmentRecord | None = None
     observation_hash: str | None = Field(default=None, alias="observationHash")
 
     def to_json(self) -> dict[str, Any]:
@@ -167,7 +170,7 @@ class HttpObservation(BaseModel):
         ``workerNode`` (issue 20) is the Ray node id that ran the agent loop (``--executor ray``).
         """
         data = self.model_dump(by_alias=True)
-        for key in ("statusReason", "observationHash", "startedAt", "endedAt", "workerNode"):
+        for key in ("statusReason", "observationHash", "startedAt", "endedAt", "workerNode", "treatment"):
             if data[key] is None:
                 del data[key]
         return data

@@ -49,6 +49,7 @@ def http_observation(entry: ScheduleEntry, model: str, result: HttpAttemptResult
         "statusReason": result.status_reason, "answer": result.answer if status == "completed" else "",
         **http_isolation(containment, entry.scenario, mcp_reads_checkout),
         **({"workerNode": result.worker_node} if result.worker_node is not None else {}),
+        **({"treatment": result.treatment.to_json()} if result.treatment is not None else {}),
     })
 
 

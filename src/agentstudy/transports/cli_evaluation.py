@@ -29,6 +29,7 @@ from agentstudy.pricing.usd_json import EXACT_SIGNIFICANT_DIGITS
 from agentstudy.stream.outcome import CliStatus, ProcessFacts, outcome
 from agentstudy.stream.setup import SetupExpectations, check_setup
 from agentstudy.stream.transcript import Transcript, parse_transcript
+from agentstudy.stream.treatment_facts import claude_treatment
 from agentstudy.transports.cli_args import ArmTools
 
 
@@ -131,7 +132,7 @@ def _price(transcript: Transcript) -> tuple[dict[str, ModelTokens] | None, Attem
     return totals, cost, None
 
 
-def _fields(transcript: Transcript, totals: Mapping[str, ModelTokens] | None) -> dict[str, Any]:
+def _fields(transcript: Transcript, totals: Mapping[str, ModelTokens] | None, server: str | None) -> dict[str, Any]:
     init, result = transcript.init or {}, transcript.result or {}
 
     def total(attr: str) -> int | None:
@@ -159,6 +160,7 @@ def _fields(transcript: Transcript, totals: Mapping[str, ModelTokens] | None) ->
         "is_error": result.get("is_error") if isinstance(result.get("is_error"), bool) else None,
         "usage_complete": totals is not None,
         "answer_text": result.get("result") if isinstance(result.get("result"), str) else "",
+        "treatment": claude_treatment(transcript, server),
     }
 
 
@@ -194,5 +196,5 @@ def evaluate_cli_attempt(stdout: bytes, process: ProcessFacts, *, model: str, to
         computed_cost=cost,
         setup_problems=tuple(setup_problems),
         cost_problem=cost_problem,
-        fields=_fields(transcript, totals),
+        fields=_fields(transcript, totals, tools.mcp_server),
     )

@@ -41,6 +41,7 @@ from agentstudy.protocol.mcp_spec import mcp_tool_name
 from agentstudy.rehearsal.responses_server import REHEARSAL_KEY, REHEARSAL_KEY_ENV
 from agentstudy.stream.codex import CodexExpectations, CodexTranscript, CodexUsage, codex_outcome, parse_codex_stream
 from agentstudy.stream.outcome import Outcome
+from agentstudy.stream.treatment_facts import codex_treatment
 from agentstudy.transports.cli import GATEWAY_TOKEN_ENV, CliAttemptBody, CliSettings, RawAttempt, isolation
 from agentstudy.transports.cli_evaluation import CliEvaluation
 from agentstudy.transports.codex_args import (
@@ -212,7 +213,7 @@ def _tool_counts(transcript: CodexTranscript) -> dict[str, int]:
     return counts
 
 
-def _fields(settings: CliSettings, transcript: CodexTranscript) -> dict[str, Any]:
+def _fields(settings: CliSettings, transcript: CodexTranscript, expected: CodexExpectations) -> dict[str, Any]:
     usage = transcript.usage
     terminal = transcript.terminal
     errors = dict(Counter(mcp_tool_name(str(c.get("server")), str(c.get("tool"))) for c in transcript.mcp_calls
@@ -237,6 +238,7 @@ def _fields(settings: CliSettings, transcript: CodexTranscript) -> dict[str, Any
         "is_error": None if terminal is None else terminal.get("type") != "turn.completed",
         "usage_complete": transcript.usage_complete,
         "answer_text": transcript.answer,
+        "treatment": codex_treatment(transcript, expected.mcp_server, expected.allowed_tools, settings.model),
     }
 
 
@@ -271,7 +273,7 @@ def evaluate_codex_attempt(body: CliAttemptBody, raw: RawAttempt) -> CliEvaluati
         computed_cost=cost,
         setup_problems=problems,
         cost_problem=cost_problem,
-        fields=_fields(settings, transcript),
+        fields=_fields(settings, transcript, expected),
     )
 
 

@@ -48,6 +48,7 @@ from agentstudy.pricing.http import (
 from agentstudy.pricing.tally import Tally
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP
 from agentstudy.protocol.mcp_spec import LIVE_CHECKOUT_NOTE, McpServerSpec, ServerPaths
+from agentstudy.protocol.treatment import TREATMENT_LOST, ServerCall, TreatmentRecord, treatment_record
 from agentstudy.transports.http_tools import ToolSetupError, agent_tools
 from agentstudy.transports.repo_tools import ToolResult
 
@@ -61,7 +62,10 @@ KNOWN_STOP_REASONS = frozenset({"end_turn", "tool_use", "max_tokens", "stop_sequ
 UNKNOWN_TOOL = "(not offered)"
 """The by-name key of a call to a tool that was not offered (model-chosen names stay out of the ledger)."""
 
-HttpStatus = Literal["completed", "failed", "timed-out", "budget-exceeded", "incomplete"]
+HttpStatus = Literal["completed", "failed", "timed-out", "budget-exceeded", "incomplete", "invalid-setup"]
+TREATMENT_CHECKED = frozenset({"completed", "incomplete"})
+"""Statuses of an attempt that ran to its own end, so its treatment is judged (as the cli judges a child that
+ended by itself; issue 28)."""
 
 
 class Sender(Protocol):
@@ -87,6 +91,10 @@ class ToolBox(Protocol):
 
     def call(self, name: str, arguments: Any) -> ToolResult:
         """Run one call."""
+        ...
+
+    def mcp_name(self, name: str) -> str | None:
+        """The MCP server's own name of an offered tool, ``None`` for a repository tool (issue 28)."""
         ...
 
 
@@ -129,6 +137,8 @@ class HttpAttemptResult:
     answer: str
     worker_node: str | None = None
     """The Ray node id that ran the attempt (``--executor ray``, issue 20); ``None`` in this process."""
+    treatment: TreatmentRecord | None = None
+    """Was the server offered and used (issue 28): from our own requests; ``None`` when no request was built."""
 
 
 def request_timeout_s(remaining_ms: float) -> float:
@@ -145,8 +155,12 @@ def request_body(model: str, messages: list[dict[str, Any]], tools: list[dict[st
 class _Attempt:
     """Running totals of one attempt (money through ``pricing`` only)."""
 
-    def __init__(self, budget: Budget, tools: ToolBox, clock: Callable[[], float], started: float | None) -> None:
-        self.budget, self.tools, self.clock = budget, tools, clock
+    def __init__(self, budget: Budget, tools: ToolBox, clock: Callable[[], float], started: float | None,
+                 server: str | None = None) -> None:
+        self.budget, self.tools, self.clock, self.server = budget, tools, clock, server
+        self.server_calls: list[ServerCall] = []
+        self.models: list[str] = []
+        self.first_prompt: int | None = None
         self.spend = Budget(cap=budget.cap)
         self.tally = Tally()
         self.input_tokens = self.output_tokens = self.turns = self.tool_calls = 0
@@ -164,19 +178,30 @@ class _Attempt:
         if settlement.usage is None:
             self.usage_complete = False
         else:
+            if self.first_prompt is None:
+                self.first_prompt = settlement.usage.input_tokens
             self.input_tokens += settlement.usage.input_tokens
             self.output_tokens += settlement.usage.output_tokens
             self.tally = self.tally.add_measured(settlement.charged_usd, None)
         ledger.settled(self.budget, settlement)
 
+    def treatment(self) -> TreatmentRecord:
+        offered = [exact for name in self.tools.names if (exact := self.tools.mcp_name(name)) is not None]
+        return treatment_record(server=self.server, offered_server_tools=offered, evidence="request",
+                                calls=self.server_calls, answering_models=self.models,
+                                first_request_input_tokens=self.first_prompt)
+
     def result(self, status: HttpStatus, reason: str | None, answer: str = "") -> HttpAttemptResult:
+        treatment = self.treatment()
+        if status in TREATMENT_CHECKED and self.server is not None and treatment.all_calls_failed:
+            status, reason = "invalid-setup", TREATMENT_LOST  # the cli rule, in the cli's words
         return HttpAttemptResult(
             status=status, status_reason=reason, budget=self.budget, input_tokens=self.input_tokens,
             output_tokens=self.output_tokens, usage_complete=self.usage_complete, turns=self.turns,
             tool_calls=self.tool_calls, tool_calls_by_name=dict(self.by_name), tool_errors_by_name=dict(self.errors),
             tools=self.tools.names, reserved_usd=self.tally.reserved, measured_usd=self.tally.measured,
             charged_usd=self.spend.spent, wall_time_ms=round(self.elapsed_ms()),
-            answer=answer if status == "completed" else "",
+            answer=answer if status == "completed" else "", treatment=treatment,
         )
 
 
@@ -196,17 +221,21 @@ def _answer(content: list[Any]) -> str:
 def agent_loop(
     *, sender: Sender, tools: ToolBox, model: str, prompt: str, prices: UpperPrices, budget: Budget,
     ledger: CallLedger, clock: Callable[[], float] = time.monotonic, started: float | None = None,
+    server: str | None = None,
 ) -> HttpAttemptResult:
     """Run the bounded loop of one attempt (digest 2.1) against ``sender`` and return its result.
 
     ``budget`` is the run's budget before the attempt; the result carries it after. The wall
     time and the deadline run from ``started`` (``clock`` seconds: the attempt's first action,
-    before its MCP server starts; issue 17 item 5), or from here when it is not given.
+    before its MCP server starts; issue 17 item 5), or from here when it is not given. ``server`` names the
+    arm's MCP server (``None`` in the control arm): a treatment attempt that ran to its own end
+    (``completed`` or ``incomplete``) with every server call errored is ``invalid-setup`` with the cli's
+    problem text (``protocol.treatment.TREATMENT_LOST``; issue 28).
 
     Raises:
         OSError: from ``ledger`` when a reservation cannot be persisted (then no request was sent).
     """
-    state = _Attempt(budget, tools, clock, started)
+    state = _Attempt(budget, tools, clock, started, server)
     messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
     definitions = tools.definitions
     offered = set(tools.names)
@@ -236,6 +265,9 @@ def agent_loop(
             status = f" (HTTP {error.status})" if error.status is not None else ""
             return state.result("failed", f"the response of turn {turn} was lost: {error.kind}{status}")
         content = response.get("content")
+        answered_by = response.get("model")
+        if isinstance(answered_by, str) and answered_by not in state.models:
+            state.models.append(answered_by)
         if isinstance(content, list):
             settlement = settle_response(state.budget, reservation, response.get("usage"))
         else:
@@ -268,6 +300,9 @@ def agent_loop(
             outcome = tools.call(name, call.get("input"))
             if outcome.is_error:
                 state.errors[key] += 1
+            exact = tools.mcp_name(name) if name in offered else None
+            if exact is not None:
+                state.server_calls.append(ServerCall(exact, outcome.is_error, outcome.server_bytes))
             results.append({"type": "tool_result", "tool_use_id": call["id"],
                             "content": outcome.content[:TOOL_RESULT_LIMIT], "is_error": outcome.is_error})
         messages.append({"role": "user", "content": results})
@@ -311,7 +346,7 @@ def run_http_attempt(
                          settings.parent_env, corpus) as tools:
             return agent_loop(sender=sender, tools=tools, model=settings.model, prompt=prompt,
                               prices=settings.prices, budget=budget, ledger=ledger, clock=settings.clock,
-                              started=started)
+                              started=started, server=settings.mcp.name if scenario == DOC_BRIDGE_MCP else None)
     except ToolSetupError as error:
         stopped = stop_reason()
         reason = str(error) if stopped is None else f"{stopped} while the tools were prepared"
