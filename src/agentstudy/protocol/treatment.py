@@ -132,3 +132,14 @@ def content_text(content: Any) -> str:
         return "\n".join(str(block.get("text")) for block in content
                          if isinstance(block, dict) and isinstance(block.get("text"), str))
     return ""
+
+
+def read_treatment(value: Any) -> TreatmentRecord | None:
+    """An observation's ``treatment`` as a record, or ``None`` when absent or not a valid record (a reader of
+    ledgers written before issue 28, or of a hand-edited one, shows the treatment as not recorded)."""
+    if not isinstance(value, dict):
+        return None
+    try:
+        return TreatmentRecord.model_validate(value)
+    except ValueError:
+        return None

@@ -13,7 +13,9 @@ Shape (camelCase; ``null`` with a ``reason`` where a value is not computable)::
      "power": [{"metric", "alpha", "power", "tasks", "repetitions", "components", "reason",
                 "minimumDetectableDifference", "simulatedPower", "effect", "needed": [...], ...}],
      "containment": [...], "attempts": [...], "spend": {...},
-     "tables": {key: {"caption", "header", "rows"}}}
+     "tables": {key: {"caption", "header", "rows"}},
+     "treatment": {"delivered", "treatmentAttempts", "attemptsUsingServer", "serverCalls", "serverCallErrors",
+                   "attemptsAllCallsFailed", "toolDefinitionTokens", ...}, "verdict": "one sentence"}
 
 ``tables`` holds every table of the text report as its display strings, so nothing the report
 shows is missing here. USD amounts recorded in the ledger are exact (``pricing.usd_json``);
@@ -34,6 +36,7 @@ from agentstudy.report.content import build_document
 from agentstudy.report.inference import design_label
 from agentstudy.report.model import BASELINE, TREATMENT, Attempt
 from agentstudy.report.power_section import plan_json, power_plans
+from agentstudy.report.treatment import summarize_treatment, treatment_json, verdict
 
 USD_STAT_PLACES = 12
 
@@ -131,6 +134,7 @@ def _spend(analysis: Analysis) -> dict[str, Any]:
 def report_json(analysis: Analysis) -> dict[str, Any]:
     """The whole JSON report of ``analysis`` (see the module docstring)."""
     study = analysis.study
+    fidelity = summarize_treatment(study)
     tables = {t.key: {"caption": t.caption, "header": list(t.header), "rows": [list(r) for r in t.rows]}
               for t in build_document(analysis).tables()}
     return {
@@ -142,6 +146,8 @@ def report_json(analysis: Analysis) -> dict[str, Any]:
         "power": [plan_json(plan) for plan in power_plans(analysis)],
         "containment": _containment(analysis), "attempts": [_attempt(a) for a in study.attempts],
         "spend": _spend(analysis), "status": study.status, "stopReason": study.stop_reason, "tables": tables,
+        "treatment": treatment_json(fidelity),
+        "verdict": verdict(analysis, fidelity),
     }
 
 

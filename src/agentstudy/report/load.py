@@ -25,6 +25,7 @@ from agentstudy.pricing.cost import CacheWrites, CostProblem, ModelTokens
 from agentstudy.pricing.sums import sum_usd, usd_from_json
 from agentstudy.protocol.ledger_integrity import verify_ledger_bytes
 from agentstudy.protocol.study_agents import observation_agent
+from agentstudy.protocol.treatment import read_treatment
 from agentstudy.report.containment import read_containment
 from agentstudy.report.input_bytes import json_document, read_input
 from agentstudy.report.load_adjudication import join_adjudication
@@ -181,6 +182,7 @@ def _attempt(index: int, obs: Any, default_transport: str | None, run_agent: str
         usage=_stored_usage(obs, fields),
         containment=read_containment(obs, fields["transport"], where),
         agent=observation_agent(obs) if run_agent is None or "agent" in obs else run_agent,
+        treatment=read_treatment(obs.get("treatment")),
         **fields,
     )
 

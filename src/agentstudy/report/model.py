@@ -11,6 +11,7 @@ from decimal import Decimal
 
 from agentstudy.pricing.cost import CacheWrites, ModelTokens
 from agentstudy.protocol.study_agents import DEFAULT_AGENT
+from agentstudy.protocol.treatment import TreatmentRecord
 
 BASELINE = "repository-only"
 TREATMENT = "doc-bridge-mcp"
@@ -96,6 +97,8 @@ class Attempt:
     pending_reason: str | None = None
     containment: AttemptContainment = AttemptContainment()
     agent: str = DEFAULT_AGENT
+    treatment: TreatmentRecord | None = None
+    """The observation's treatment record (issue 28); ``None`` in a ledger written before it (or unreadable)."""
 
     @property
     def completed(self) -> bool:
