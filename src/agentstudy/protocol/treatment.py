@@ -22,6 +22,10 @@ TREATMENT_LOST = "every MCP tool call returned an error (treatment lost)"
 """The setup problem of a treatment attempt whose every server call errored: the same words on every
 transport and agent (cli, Codex, http)."""
 
+DEFAULT_MINIMUM_USE = 0.5
+"""The study's minimum share of treatment attempts that must use the server (the study file's
+``analysis.minimumTreatmentUse``), when it declares none."""
+
 OfferEvidence = Literal["init", "config", "request", "none"]
 """Where ``serverOffered`` comes from: Claude Code's init event (``mcp_servers`` status and ``mcp__`` tools),
 Codex's ``[mcp_servers]`` configuration we wrote (Codex reports no tool set; a required server that
@@ -143,3 +147,23 @@ def read_treatment(value: Any) -> TreatmentRecord | None:
         return TreatmentRecord.model_validate(value)
     except ValueError:
         return None
+
+
+def used_server(record: TreatmentRecord) -> bool:
+    """An attempt used the server: at least one of its server calls did not error."""
+    return record.server_calls > record.server_call_errors
+
+
+def is_delivered(attempts_using_server: int, treatment_attempts: int, minimum_use: float) -> bool:
+    """The treatment was delivered: at least ``minimum_use`` (a fraction) of the treatment attempts used the
+    server, and there was at least one treatment attempt."""
+    return treatment_attempts > 0 and attempts_using_server >= minimum_use * treatment_attempts
+
+
+def not_delivered_sentence(server: str, attempts_using_server: int, treatment_attempts: int,
+                           minimum_use: float) -> str:
+    """The verdict of a study whose treatment was not delivered: the same words in every report format and
+    in the end-of-run summary."""
+    return (f"This study cannot answer whether {server} helps: the treatment was not delivered ({server} was used "
+            f"in {attempts_using_server} of {treatment_attempts} treatment attempts; the study requires at least "
+            f"{minimum_use:.0%}). No comparison is a finding.")

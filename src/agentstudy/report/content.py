@@ -27,7 +27,7 @@ from agentstudy.report.sentences import (
     UNVERIFIED_SENTENCE,
     fixed_sentences,
 )
-from agentstudy.report.treatment import not_delivered_sentence, summarize_treatment
+from agentstudy.report.treatment import not_delivered, summarize_treatment
 
 
 def provenance_section(analysis: Analysis) -> Section:
@@ -169,7 +169,7 @@ def _pairs(analysis: Analysis) -> Section:
                      header, rows, frozenset(range(2, 4 + len(metrics))))
     fidelity = summarize_treatment(analysis.study)
     warning: list[Block] = [] if fidelity.delivered else [WarningBox(
-        not_delivered_sentence(fidelity, analysis.study.server_name or "the server"))]
+        not_delivered(fidelity, analysis.study.server_name or "the server"))]
     blocks: list[Block] = [*warning, *inference_blocks(analysis), per_pair]
     if any(r.metric is CORRECTNESS for r in analysis.results):
         blocks.append(Paragraph(ADJUDICATED_SENTENCE + " " + REDUCTION_SENTENCE))

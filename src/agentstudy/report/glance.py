@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+from agentstudy.protocol.treatment import DEFAULT_MINIMUM_USE
 from agentstudy.report import fmt
 from agentstudy.report.analysis import CHARGED, CORRECTNESS, INPUT, TOOLS, WALL, Analysis, Metric
 from agentstudy.report.containment import containment_rows, containment_sentences
@@ -20,7 +21,7 @@ from agentstudy.report.document import Block, Paragraph, Section, Table
 from agentstudy.report.inference import TaskLevelSummary
 from agentstudy.report.model import BASELINE, TREATMENT
 from agentstudy.report.sentences import REHEARSAL_SENTENCE, UNVERIFIED_SENTENCE
-from agentstudy.report.treatment import DEFAULT_ALPHA, DEFAULT_MINIMUM_USE, first_screen_blocks, summarize_treatment
+from agentstudy.report.treatment import DEFAULT_ALPHA, first_screen_blocks, summarize_treatment
 
 TITLE = "Result at a glance"
 GLANCE_METRICS = (CORRECTNESS, INPUT, TOOLS, WALL, CHARGED)

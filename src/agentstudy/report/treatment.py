@@ -22,12 +22,11 @@ import statistics
 from dataclasses import dataclass, replace
 from typing import Any
 
+from agentstudy.protocol.treatment import DEFAULT_MINIMUM_USE, is_delivered, not_delivered_sentence, used_server
 from agentstudy.report.analysis import CORRECTNESS, INPUT, Analysis, MetricResult
 from agentstudy.report.document import Block, Paragraph, WarningBox
 from agentstudy.report.model import BASELINE, TREATMENT, Attempt, Study
 
-DEFAULT_MINIMUM_USE = 0.5
-"""The study's minimum share of treatment attempts that must use the server (``analysis.minimumTreatmentUse``)."""
 DEFAULT_ALPHA = 0.05
 """The significance level the verdict reads a p-value at (``analysis.alpha``)."""
 
@@ -60,7 +59,7 @@ class TreatmentSummary:
     @property
     def delivered(self) -> bool:
         """At least ``minimum_use`` of the treatment attempts used the server (never with none)."""
-        return self.treatment_attempts > 0 and self.attempts_using_server >= self.minimum_use * self.treatment_attempts
+        return is_delivered(self.attempts_using_server, self.treatment_attempts, self.minimum_use)
 
     @property
     def model_difference(self) -> str | None:
@@ -83,7 +82,7 @@ def _used(attempt: Attempt) -> bool:
     record = attempt.treatment
     if record is None:
         return _fallback_calls(attempt) > 0
-    return record.server_calls > record.server_call_errors
+    return used_server(record)
 
 
 def summarize_treatment(study: Study, minimum_use: float = DEFAULT_MINIMUM_USE) -> TreatmentSummary:
@@ -152,11 +151,10 @@ def primary_result(analysis: Analysis, primary: str | None = None) -> MetricResu
     return by_key.get(CORRECTNESS.key) or by_key.get(INPUT.key)
 
 
-def not_delivered_sentence(summary: TreatmentSummary, server: str) -> str:
-    """The verdict of a study whose treatment was not delivered."""
-    return (f"This study cannot answer whether {server} helps: the treatment was not delivered ({server} was used "
-            f"in {summary.attempts_using_server} of {summary.treatment_attempts} treatment attempts; the study "
-            f"requires at least {summary.minimum_use:.0%}). No comparison below is a finding.")
+def not_delivered(summary: TreatmentSummary, server: str) -> str:
+    """The verdict of a study whose treatment was not delivered (``protocol.treatment.not_delivered_sentence``)."""
+    return not_delivered_sentence(server, summary.attempts_using_server, summary.treatment_attempts,
+                                  summary.minimum_use)
 
 
 def verdict(analysis: Analysis, summary: TreatmentSummary, *, primary: str | None = None,
@@ -167,7 +165,7 @@ def verdict(analysis: Analysis, summary: TreatmentSummary, *, primary: str | Non
     study = analysis.study
     server = study.server_name or "the server"
     if not summary.delivered:
-        return not_delivered_sentence(summary, server)
+        return not_delivered(summary, server)
     result = primary_result(analysis, primary)
     if result is None or result.task_level.estimate is None:
         return f"The study cannot yet say whether {server} helps: its primary metric has no task with both arms."

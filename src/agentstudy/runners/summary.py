@@ -11,8 +11,10 @@ from typing import Any
 from agentstudy.pricing.budget import Budget
 from agentstudy.pricing.sums import exact_factor, scaled
 from agentstudy.pricing.usd_json import usd_number
+from agentstudy.protocol.manifest import DOC_BRIDGE_MCP
 from agentstudy.protocol.records import CliObservation, HttpObservation
 from agentstudy.protocol.run_records import BudgetRecord
+from agentstudy.protocol.treatment import DEFAULT_MINIMUM_USE, is_delivered, not_delivered_sentence, used_server
 
 SEED_FULL_ATTEMPTS = 36
 """The seed's full schedule; a pilot of ``n`` attempts extrapolates by ``full attempts / n`` (18 for 2)."""
@@ -41,6 +43,21 @@ def _cache_tokens(observations: Sequence[CliObservation] | Sequence[HttpObservat
     }
 
 
+def treatment_line(observations: Sequence[CliObservation] | Sequence[HttpObservation], server_name: str | None,
+                   minimum_use: float = DEFAULT_MINIMUM_USE) -> dict[str, Any]:
+    """The summary's ``treatment``: ``{"delivered", "treatmentAttempts", "attemptsUsingServer", "serverCalls"}``
+    from the treatment attempts' records (an attempt without one used no server), plus ``warning`` (the
+    report's not-delivered sentence) when the treatment was not delivered (issue 28)."""
+    treated = [o.treatment for o in observations if o.scenario == DOC_BRIDGE_MCP]
+    using = sum(1 for record in treated if record is not None and used_server(record))
+    delivered = is_delivered(using, len(treated), minimum_use)
+    line: dict[str, Any] = {"delivered": delivered, "treatmentAttempts": len(treated), "attemptsUsingServer": using,
+                            "serverCalls": sum(record.server_calls for record in treated if record is not None)}
+    if not delivered and treated:
+        line["warning"] = not_delivered_sentence(server_name or "the server", using, len(treated), minimum_use)
+    return line
+
+
 def summarize(
     status: str,
     mode: str,
@@ -54,6 +71,7 @@ def summarize(
     arm_labels: Mapping[str, str] | None = None,
     server_name: str | None = None,
     recorded: BudgetRecord | None = None,
+    minimum_use: float = DEFAULT_MINIMUM_USE,
 ) -> RunSummary:
     """Build the summary of a finished run (``transport`` ``cli`` or ``http``; HTTP has no cache tokens).
 
@@ -68,6 +86,7 @@ def summarize(
     label) and ``mcpServer`` (issue 18); a seed manifest's line has neither. ``recorded`` is the
     ledger's budget block: its ``reservationRule``, ``worstTurnUsd`` (strict) and
     ``largestOvershootUsd`` (USD, ``None`` when nothing overshot) go on the line (issue 19).
+    ``treatment`` (issue 28) says whether the server was delivered (:func:`treatment_line`).
     """
     usage_complete = all(o.usage_complete for o in observations)
     factor = exact_factor(full_attempts, planned)
@@ -100,6 +119,7 @@ def summarize(
         if recorded.worst_turn_usd is not None:
             line["worstTurnUsd"] = recorded.worst_turn_usd
         line["largestOvershootUsd"] = recorded.largest_overshoot_usd
+    line["treatment"] = treatment_line(observations, server_name, minimum_use)
     if arm_labels is not None:
         line["armLabels"] = dict(arm_labels)
         line["mcpServer"] = server_name
