@@ -59,7 +59,8 @@ def test_the_computed_cost_is_the_rehearsal_rate_times_the_tokens() -> None:
     ("treatment-all-calls-error", "every MCP tool call returned an error (treatment lost)"),
     ("treatment-cancelled-call", "MCP tool call doc-bridge/doc.write outside the allowed set; "
                                  "MCP tool call doc-bridge/doc.write was cancelled or denied: MCP tool call requires "
-                                 "approval, but approval policy is never; every MCP tool call returned an error (treatment lost)"),
+                                 "approval, but approval policy is never; "
+                                 "every MCP tool call returned an error (treatment lost)"),
 ])
 def test_treatment_setup_rules_are_invalid_setup_with_their_problem(name: str, problem: str) -> None:
     code, record, _ = run(name)

@@ -57,7 +57,7 @@ def answers_at_once(body: Mapping[str, Any]) -> ScriptedReply:
 
 
 def every_server_call_errors(body: Mapping[str, Any]) -> ScriptedReply:
-    """A model that calls the server's ``doc_get`` for a file it does not serve (an ``isError`` result), then answers."""
+    """A model that calls ``doc_get`` for a file the server does not serve (an ``isError`` result), then answers."""
     getter = next((name for name in _tool_names(body) if name.endswith("doc_get")), None)
     if getter is None or _turn(body) > 1:
         return _answer()
