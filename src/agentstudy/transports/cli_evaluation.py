@@ -160,7 +160,7 @@ def _fields(transcript: Transcript, totals: Mapping[str, ModelTokens] | None, se
         "is_error": result.get("is_error") if isinstance(result.get("is_error"), bool) else None,
         "usage_complete": totals is not None,
         "answer_text": result.get("result") if isinstance(result.get("result"), str) else "",
-        "treatment": claude_treatment(transcript, server),
+        "treatment": claude_treatment(transcript, server).to_json(),
     }
 
 

@@ -238,7 +238,7 @@ def _fields(settings: CliSettings, transcript: CodexTranscript, expected: CodexE
         "is_error": None if terminal is None else terminal.get("type") != "turn.completed",
         "usage_complete": transcript.usage_complete,
         "answer_text": transcript.answer,
-        "treatment": codex_treatment(transcript, expected.mcp_server, expected.allowed_tools, settings.model),
+        "treatment": codex_treatment(transcript, expected.mcp_server, expected.allowed_tools, settings.model).to_json(),
     }
 
 
