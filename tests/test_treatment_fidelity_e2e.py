@@ -8,9 +8,11 @@ for the HTML report's first screen.
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
 import re
+import stat
 import struct
 from collections.abc import Mapping
 from pathlib import Path
@@ -25,6 +27,7 @@ from agentstudy.protocol.treatment import TREATMENT_LOST
 from agentstudy.rehearsal.example_study import ExampleStudy, build_example_study
 from agentstudy.rehearsal.messages_server import RehearsalServer
 from agentstudy.rehearsal.policy import ScriptedReply
+from agentstudy.stream.transcript import parse_transcript
 
 SCREEN = (1280, 900)
 USAGE = {"input_tokens": 1200, "output_tokens": 30, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
@@ -152,6 +155,29 @@ def test_a_server_offered_but_never_called_is_not_delivered_on_every_screen(
     assert "treatment not delivered" in result.stderr and "cannot answer" in result.stderr
     line = json.loads(result.stdout.strip().splitlines()[-1])
     assert line["treatment"]["delivered"] is False and "warning" in line["treatment"]
+    _check_transcripts(ledger, result, [_report(ledger, f) for f in ("text", "md", "html", "json")])
+
+
+def _check_transcripts(ledger: Path, run: Result, reports: list[str]) -> None:
+    """Present, 0700/0600, hashes verify, `agentstudy transcript --ledger` shows one, no report or summary holds
+    their text."""
+    directory = ledger.with_name(ledger.name + ".transcripts")
+    assert stat.S_IMODE(directory.stat().st_mode) == 0o700
+    data = json.loads(ledger.read_text(encoding="utf-8"))
+    assert data["transcripts"] is True
+    for obs in data["observations"]:
+        kept = directory / obs["transcriptFile"]
+        assert stat.S_IMODE(kept.stat().st_mode) == 0o600
+        assert hashlib.sha256(kept.read_bytes()).hexdigest() == obs["transcriptSha256"]
+        shown = _run(["transcript", "--ledger", str(ledger), "--task", obs["taskId"], "--arm", obs["scenario"],
+                      "--repetition", str(obs["repetition"])])
+        assert shown.exit_code == 0, shown.output
+        assert shown.stdout_bytes == kept.read_bytes() and shown.stdout_bytes
+        first = json.loads(kept.read_bytes().splitlines()[0])
+        marker = json.dumps(first, ensure_ascii=False, separators=(",", ":"))[:60]
+        for text in [*reports, run.stdout, run.stderr]:
+            assert marker not in text and obs["transcriptFile"] not in text
+    assert sorted(p.name for p in directory.iterdir()) == sorted(o["transcriptFile"] for o in data["observations"])
 
 
 def test_http_treatment_whose_every_server_call_errors_is_invalid_setup_in_the_cli_words(
@@ -170,6 +196,49 @@ def test_http_treatment_whose_every_server_call_errors_is_invalid_setup_in_the_c
     assert result.exit_code == 1  # invalid-setup stops the http run, as it stops the cli one
     report = json.loads(_report(ledger, "json"))
     assert report["treatment"]["attemptsAllCallsFailed"] == 1 and report["treatment"]["delivered"] is False
+    kept = (ledger.with_name("ledger.json.transcripts") / treated["transcriptFile"]).read_text(encoding="utf-8")
+    lines = [json.loads(line) for line in kept.splitlines()]
+    assert [next(k for k in line if k != "turn") for line in lines] == ["request", "response", "request",
+                                                                          "response"]
+    assert "sk-ant-test-key-0123456789" not in kept
+    assert "verified" in _run(["ledger", str(ledger)]).output
+
+
+def test_no_transcripts_keeps_none_and_the_ledger_says_so(study: ExampleStudy, tmp_path: Path) -> None:
+    ledger = tmp_path / "ledger.json"
+    result = _run(_study_args(study, ledger, "--transport", "http", "--rehearsal", "--no-transcripts", *HTTP_PRICES))
+    assert result.exit_code == 0, result.output
+    data = json.loads(ledger.read_text(encoding="utf-8"))
+    assert data["transcripts"] is False and not ledger.with_name("ledger.json.transcripts").exists()
+    assert all("transcriptFile" not in o for o in data["observations"])
+    shown = _run(["transcript", "--ledger", str(ledger), "--task", data["observations"][0]["taskId"], "--arm",
+                  "repository-only", "--repetition", "1"])
+    assert shown.exit_code == 2 and "kept no transcripts" in shown.stderr
+
+
+def test_the_bundled_example_in_rehearsal_delivers_the_treatment_as_its_transcripts_show(tmp_path: Path) -> None:
+    directory = tmp_path / "demo"
+    result = _run(["demo", "--output-dir", str(directory)])
+    assert result.exit_code == 0, result.output
+    ledger = directory / "ledger.json"
+    report = json.loads(_report(ledger, "json"))
+    treatment = report["treatment"]
+    assert treatment["delivered"] is True and treatment["toolDefinitionTokens"] > 0
+    data = json.loads(ledger.read_text(encoding="utf-8"))
+    calls = errors = using = 0
+    for obs in data["observations"]:
+        stream = parse_transcript((ledger.with_name("ledger.json.transcripts") / obs["transcriptFile"])
+                                  .read_text(encoding="utf-8").split("\n"))
+        if obs["scenario"] != "doc-bridge-mcp":
+            assert not any(u.name.startswith("mcp__") for u in stream.tool_uses.values())
+            continue
+        ids = [i for i, u in stream.tool_uses.items() if u.name.startswith("mcp__doc-bridge__")]
+        calls += len(ids)
+        errors += sum(1 for i in ids if i in stream.tool_errors)
+        using += any(i not in stream.tool_errors for i in ids)
+    assert (treatment["serverCalls"], treatment["serverCallErrors"], treatment["attemptsUsingServer"]) == \
+        (calls, errors, using)
+    assert calls > 0
 
 
 def test_arms_answered_by_different_models_are_flagged_in_the_ledger_and_on_the_first_screen(

@@ -119,6 +119,10 @@ from agentstudy.transports.cli import CliSettings
               help="Where the attempts of --concurrency N run (issue 20): threads here, or never-retried tasks on "
                    "the Ray cluster at --ray-address (pip install 'agentstudy[ray]'; docs/ray.md).")
 @click.option("--ray-address", metavar="ADDR", help="With --executor ray: the running cluster's head (host:port).")
+@click.option("--no-transcripts", is_flag=True,
+              help="Do not keep each attempt's raw agent output in the private directory LEDGER.transcripts/ "
+                   "(0700, files 0600, credentials redacted; open one with `agentstudy transcript --ledger`). "
+                   "The ledger records that none were kept.")
 @containment_option
 @cli_base_url_option
 @agent_model_option
@@ -155,6 +159,7 @@ def minimal(
     strict_cap: bool,
     executor: str,
     ray_address: str | None,
+    no_transcripts: bool,
     mcp_config_file: Path | None,
     server_config_candidates: str,
     mcp_tools: str,
@@ -259,6 +264,7 @@ def minimal(
             loaded, mode, root_paths, output, chosen_model, money.cap, spec, rehearsal, base_url,
             money.prices, mode_of_containment, size, latency_ms=rehearsal_latency_ms,
             concurrency=concurrency, attempt_budget_usd=money.limit, executor=executor, ray_address=ray_address,
+            keep_transcripts=not no_transcripts,
         ))
     assert money.cap is not None and money.limit is not None
     check_new_output("--output", output, (*root_paths.values(), project_root()))
@@ -290,6 +296,7 @@ def minimal(
         executor="ray" if executor == "ray" else "local",
         ray_address=ray_address,
         other_agents=others,
+        keep_transcripts=not no_transcripts,
     )
     if not rehearsal:
         sys.exit(_run(lambda: run_cli_study(request)))
@@ -319,6 +326,7 @@ def _run_http(
     attempt_budget_usd: Decimal | None = None,
     executor: str = "local",
     ray_address: str | None = None,
+    keep_transcripts: bool = True,
 ) -> int:
     """Read the key from the environment, check the output and run (the base URL is checked); the exit code.
 
@@ -336,7 +344,7 @@ def _run_http(
         forbidden_output_roots=(project_root(),), progress=progress_for_terminal(),
         containment=containment, parent_env=dict(os.environ), pilot=size,
         concurrency=concurrency, attempt_budget_usd=attempt_budget_usd,
-        executor="ray" if executor == "ray" else "local", ray_address=ray_address,
+        executor="ray" if executor == "ray" else "local", ray_address=ray_address, keep_transcripts=keep_transcripts,
     )
     if not rehearsal:
         return _run(lambda: run_http_study(request))

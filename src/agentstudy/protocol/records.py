@@ -91,6 +91,8 @@ class CliObservation(BaseModel):
     correctness: None = None
     adjudication: Literal["pending"] = "pending"
     treatment: TreatmentRecord | None = None
+    transcript_file: str | None = Field(default=None, alias="transcriptFile")
+    transcript_sha256: str | None = Field(default=None, alias="transcriptSha256")
     observation_hash: str | None = Field(default=None, alias="observationHash")
 
     def to_json(self) -> dict[str, Any]:
@@ -106,7 +108,8 @@ class CliObservation(BaseModel):
         """
         data = self.model_dump(by_alias=True)
         for key in ("setupProblem", "costProblem", "statusReason", "observationHash", "startedAt", "endedAt",
-                    "workerNode", "agent", "exportFiles", "exportBytes", "exportTreeSha256", "treatment"):
+                    "workerNode", "agent", "exportFiles", "exportBytes", "exportTreeSha256", "treatment",
+                    "transcriptFile", "transcriptSha256"):
             if data[key] is None:
                 del data[key]
         return data
@@ -159,6 +162,8 @@ class HttpObservation(BaseModel):
     correctness: None = None
     adjudication: Literal["pending"] = "pending"
     treatment: TreatmentRecord | None = None
+    transcript_file: str | None = Field(default=None, alias="transcriptFile")
+    transcript_sha256: str | None = Field(default=None, alias="transcriptSha256")
     observation_hash: str | None = Field(default=None, alias="observationHash")
 
     def to_json(self) -> dict[str, Any]:
@@ -170,7 +175,8 @@ class HttpObservation(BaseModel):
         ``workerNode`` (issue 20) is the Ray node id that ran the agent loop (``--executor ray``).
         """
         data = self.model_dump(by_alias=True)
-        for key in ("statusReason", "observationHash", "startedAt", "endedAt", "workerNode", "treatment"):
+        for key in ("statusReason", "observationHash", "startedAt", "endedAt", "workerNode", "treatment",
+                    "transcriptFile", "transcriptSha256"):
             if data[key] is None:
                 del data[key]
         return data
@@ -236,6 +242,9 @@ class MinimalLedger(BaseModel):
     mcp_server: McpServerRecord = Field(alias="mcpServer")
     arms: list[ArmRecord] | None = None
     full_attempts: int | None = Field(default=None, alias="fullAttempts")
+    transcripts: bool | None = None
+    """Whether private transcripts are kept in ``LEDGER.transcripts/`` (issue 28; ``false`` with
+    ``--no-transcripts``; absent in ledgers written before)."""
     rehearsal: bool
     containment: str | None = None
     adjudication: AdjudicationDeclaration
@@ -276,7 +285,7 @@ def _drop_unset(data: dict[str, Any]) -> dict[str, Any]:
         data["prices"].pop("nominal", None)
     for key in ("openReservation", "stopReason", "finishedAt", "cli", "prices", "http", "containment",
                 "hashAlgo", "ledgerHash", "arms", "fullAttempts", "concurrency", "openReservations",
-                "executor", "excludedWorkers"):
+                "executor", "excludedWorkers", "transcripts"):
         if data[key] is None:
             del data[key]
     for arm in data.get("arms") or []:

@@ -120,6 +120,8 @@ class CliAttemptResult:
     wall_time_ms: int
     fields: dict[str, Any]
     status_reason: str | None = None
+    raw_output: bytes = b""
+    """The child's raw stdout (bounded), kept as the attempt's private transcript (issue 28); empty when none."""
 
 
 def run_cli_attempt(
@@ -258,6 +260,7 @@ def finish_cli_attempt(body: CliAttemptBody, raw: RawAttempt) -> CliAttemptResul
         exit_code=raw.facts.exit_code,
         wall_time_ms=raw.wall_time_ms,
         status_reason=evaluation.status_reason,
+        raw_output=raw.stdout,
         fields={
             **evaluation.fields,
             "export_files": raw.export_files,

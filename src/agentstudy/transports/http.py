@@ -20,6 +20,7 @@ answer, its whole reservation kept and ``usageComplete`` false.
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from collections import Counter
@@ -139,6 +140,9 @@ class HttpAttemptResult:
     """The Ray node id that ran the attempt (``--executor ray``, issue 20); ``None`` in this process."""
     treatment: TreatmentRecord | None = None
     """Was the server offered and used (issue 28): from our own requests; ``None`` when no request was built."""
+    exchange: bytes = b""
+    """Every request body and response of the attempt as JSON lines (``{"turn", "request"}`` /
+    ``{"turn", "response"}`` / ``{"turn", "lost"}``), its private transcript (issue 28)."""
 
 
 def request_timeout_s(remaining_ms: float) -> float:
@@ -161,6 +165,7 @@ class _Attempt:
         self.server_calls: list[ServerCall] = []
         self.models: list[str] = []
         self.first_prompt: int | None = None
+        self.exchange: list[bytes] = []
         self.spend = Budget(cap=budget.cap)
         self.tally = Tally()
         self.input_tokens = self.output_tokens = self.turns = self.tool_calls = 0
@@ -168,6 +173,11 @@ class _Attempt:
         self.by_name: Counter[str] = Counter()
         self.errors: Counter[str] = Counter()
         self.started = clock() if started is None else started
+
+    def log(self, turn: int, key: str, value: Any) -> None:
+        """Keep one request, response or loss of ``turn`` for the transcript."""
+        line = json.dumps({"turn": turn, key: value}, ensure_ascii=False, default=str)
+        self.exchange.append(line.encode("utf-8") + b"\n")
 
     def elapsed_ms(self) -> float:
         return (self.clock() - self.started) * 1000
@@ -201,7 +211,7 @@ class _Attempt:
             tool_calls=self.tool_calls, tool_calls_by_name=dict(self.by_name), tool_errors_by_name=dict(self.errors),
             tools=self.tools.names, reserved_usd=self.tally.reserved, measured_usd=self.tally.measured,
             charged_usd=self.spend.spent, wall_time_ms=round(self.elapsed_ms()),
-            answer=answer if status == "completed" else "", treatment=treatment,
+            answer=answer if status == "completed" else "", treatment=treatment, exchange=b"".join(self.exchange),
         )
 
 
@@ -245,7 +255,8 @@ def agent_loop(
             return state.result("failed", f"{stopped} before turn {turn}")
         if state.elapsed_ms() >= ATTEMPT_DEADLINE_MS:
             return state.result("timed-out", f"the five-minute deadline passed before turn {turn}")
-        encoded = encode_request_body(request_body(model, messages, definitions))
+        body = request_body(model, messages, definitions)
+        encoded = encode_request_body(body)
         reservation = call_reservation(encoded, DEFAULT_MAX_TOKENS, prices)
         reserved = reserve_call(state.budget, reservation)
         if reserved is None:
@@ -254,16 +265,20 @@ def agent_loop(
         state.tally = state.tally.add_reservation(reservation.usd)
         ledger.reserved(state.budget, reservation)
         state.turns += 1
+        state.log(turn, "request", body)
         try:
             with interruptible():
                 response = sender.post(encoded, request_timeout_s(ATTEMPT_DEADLINE_MS - state.elapsed_ms()))
         except StopRequested as interrupted:
+            state.log(turn, "lost", interrupted.reason)
             state.settle(ledger, settle_call(state.budget, reservation, None, interrupted.reason), reservation)
             return state.result("failed", f"{interrupted.reason} during the request of turn {turn}")
         except MessagesApiError as error:
+            state.log(turn, "lost", f"{error.kind} {error.status}")
             state.settle(ledger, settle_call(state.budget, reservation, None, "response lost"), reservation)
             status = f" (HTTP {error.status})" if error.status is not None else ""
             return state.result("failed", f"the response of turn {turn} was lost: {error.kind}{status}")
+        state.log(turn, "response", response)
         content = response.get("content")
         answered_by = response.get("model")
         if isinstance(answered_by, str) and answered_by not in state.models:
