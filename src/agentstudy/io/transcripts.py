@@ -72,6 +72,7 @@ class TranscriptStore:
     def _ensure_directory(self) -> None:
         with contextlib.suppress(FileExistsError):
             self.directory.mkdir(mode=0o700)
+            self.directory.chmod(0o700)  # whatever the umask
         info = self.directory.lstat()
         if not stat.S_ISDIR(info.st_mode) or stat.S_IMODE(info.st_mode) != 0o700 or info.st_uid != os.getuid():
             raise TranscriptError(f"{self.directory} is not a private directory (0700) of this user")
@@ -85,10 +86,16 @@ class TranscriptStore:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         except FileExistsError:
             raise TranscriptError(f"{path} already exists") from None
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(clean)
-            handle.flush()
-            os.fsync(handle.fileno())
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(clean)
+                handle.flush()
+                os.fsync(handle.fileno())
+        except OSError:  # a full disk: no partial file, and no empty directory, is left behind
+            path.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                self.directory.rmdir()
+            raise
         return hashlib.sha256(clean).hexdigest()
 
 

@@ -25,15 +25,21 @@ def transcript_store(keep: bool, ledger: Path, secrets: tuple[str, ...]) -> Tran
 def keep_transcript(store: TranscriptStore | None, entry: ScheduleEntry, data: bytes,
                     agent: str | None = None) -> dict[str, str]:
     """Write ``data`` as ``entry``'s transcript; the observation's ``transcript_file`` / ``transcript_sha256``
-    fields (empty without a store).
+    fields (empty without a store, or when the file could not be written: a full disk must not cost the
+    observation, whose checkpoint then says what failed; the observation then names no transcript).
 
     Raises:
-        TranscriptError: the file could not be written privately.
+        TranscriptError: the directory is not private or the file already exists (never overwritten).
     """
     if store is None:
         return {}
     name = transcript_name(entry.task_id, entry.scenario, entry.repetition, agent, "jsonl")
-    return {"transcript_file": name, "transcript_sha256": store.keep(name, data)}
+    try:
+        return {"transcript_file": name, "transcript_sha256": store.keep(name, data)}
+    except TranscriptError:
+        raise
+    except OSError:
+        return {}
 
 
 __all__ = ["TranscriptError", "keep_transcript", "transcript_store"]
