@@ -126,6 +126,8 @@ def test_a_server_offered_but_never_called_is_not_delivered_on_every_screen(
     assert treated["serverCalls"] == 0 and treated["serverCallsByTool"] == {} and treated["resultBytes"] == 0
     assert control["serverOffered"] is False and control["offeredServerTools"] == [] and control["server"] is None
     assert treated["answeringModels"] == control["answeringModels"] == ["claude-haiku-4-5"]
+    assert treated["promptSha256"] == control["promptSha256"] and len(treated["promptSha256"]) == 64
+    assert treated["builtinToolsSha256"] == control["builtinToolsSha256"] is not None
     assert _run(["ledger", str(ledger)]).exit_code == 0  # the record is covered by the ledger's hashes
 
     report = json.loads(_report(ledger, "json"))
@@ -253,3 +255,5 @@ def test_arms_answered_by_different_models_are_flagged_in_the_ledger_and_on_the_
     assert arms["doc-bridge-mcp"]["treatment"]["answeringModels"] == ["claude-haiku-4-5"]
     glance = _report(ledger, "md").split("## About this report")[0]
     assert "answered by different models" in glance and "claude-other-model-1" in glance
+    differences = json.loads(_report(ledger, "json"))["treatment"]["armDifferences"]
+    assert len(differences) == 1 and "different models" in differences[0]  # same prompts, same built-in tools

@@ -12,6 +12,8 @@ Pure: no IO, no clock.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -59,6 +61,10 @@ class TreatmentRecord(BaseModel):
         answering_models: the models that answered, from the stream (not the flag), in first-seen order.
         first_request_input_tokens: the prompt size of the attempt's first request (input + cache
             read + cache write tokens), the base of the tool-definition overhead; ``None`` when unknown.
+        prompt_sha256: SHA-256 of the prompt's UTF-8 bytes as given to the agent (arms must match per task).
+        builtin_tools_sha256: SHA-256 of the agent's tool set without the server's tools (canonical JSON of
+            the sorted names, or of the http transport's repository tool definitions); ``None`` when the agent
+            reports none (Codex).
     """
 
     model_config = ConfigDict(extra="forbid", validate_by_name=True, validate_by_alias=True)
@@ -75,6 +81,8 @@ class TreatmentRecord(BaseModel):
     all_calls_failed: bool = Field(alias="allCallsFailed")
     answering_models: list[str] = Field(default_factory=list, alias="answeringModels")
     first_request_input_tokens: int | None = Field(default=None, alias="firstRequestInputTokens")
+    prompt_sha256: str | None = Field(default=None, alias="promptSha256")
+    builtin_tools_sha256: str | None = Field(default=None, alias="builtinToolsSha256")
 
     def to_json(self) -> dict[str, Any]:
         """The record as written in the observation (camelCase, every key present)."""
@@ -119,6 +127,18 @@ def treatment_record(
         answering_models=list(dict.fromkeys(answering_models)),
         first_request_input_tokens=first_request_input_tokens,
     )
+
+
+def sha256_text(text: str) -> str:
+    """SHA-256 hex of ``text``'s UTF-8 bytes."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def tool_set_sha256(tools: Any) -> str:
+    """SHA-256 hex of a tool set: the canonical JSON (sorted keys, compact) of ``tools`` (sorted when a list of
+    names)."""
+    value = sorted(tools) if isinstance(tools, list) and all(isinstance(t, str) for t in tools) else tools
+    return sha256_text(json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
 
 
 def text_bytes(text: str) -> int:

@@ -55,6 +55,8 @@ class TreatmentSummary:
     models: dict[str, tuple[str, ...]]
     minimum_use: float
     per_protocol_tasks: tuple[str, ...]
+    prompt_mismatch_tasks: tuple[str, ...] = ()
+    builtin_tool_sets: int = 0
 
     @property
     def delivered(self) -> bool:
@@ -69,6 +71,18 @@ class TreatmentSummary:
             return None
         return (f"The arms were answered by different models (control: {', '.join(base)}; treatment: "
                 f"{', '.join(treat)}), so a difference may come from the model, not the server.")
+
+    @property
+    def differences(self) -> tuple[str, ...]:
+        """Every way the arms differed besides the server (models, prompts, built-in tool sets), one sentence each."""
+        found = [self.model_difference] if self.model_difference else []
+        if self.prompt_mismatch_tasks:
+            found.append(f"The arms were given different prompts in {len(self.prompt_mismatch_tasks)} tasks "
+                         f"({', '.join(self.prompt_mismatch_tasks[:5])}).")
+        if self.builtin_tool_sets > 1:
+            found.append(f"The agent's built-in tools differed between attempts ({self.builtin_tool_sets} "
+                         "different tool sets besides the server's).")
+        return tuple(found)
 
 
 def _fallback_calls(attempt: Attempt) -> int:
@@ -105,7 +119,17 @@ def summarize_treatment(study: Study, minimum_use: float = DEFAULT_MINIMUM_USE) 
         control_offered=sum(1 for a in control if a.treatment and a.treatment.server_offered),
         recorded=sum(1 for a in treated if a.treatment), models=models, minimum_use=minimum_use,
         per_protocol_tasks=per_protocol,
+        prompt_mismatch_tasks=tuple(t for t in dict.fromkeys(a.task_id for a in study.attempts)
+                                    if len(_hashes(study.attempts, t)) > 1),
+        builtin_tool_sets=len({a.treatment.builtin_tools_sha256 for a in study.attempts
+                               if a.treatment and a.treatment.builtin_tools_sha256}),
     )
+
+
+def _hashes(attempts: tuple[Attempt, ...], task: str) -> set[str]:
+    """The prompt hashes recorded for ``task``'s attempts (both arms)."""
+    return {a.treatment.prompt_sha256 for a in attempts
+            if a.task_id == task and a.treatment and a.treatment.prompt_sha256}
 
 
 def _first(attempts: list[Attempt], task: str) -> list[int]:
@@ -208,8 +232,7 @@ def first_screen_blocks(analysis: Analysis, summary: TreatmentSummary, *, primar
     sentence = verdict(analysis, summary, primary=primary, alpha=alpha)
     blocks: list[Block] = [WarningBox(sentence) if not summary.delivered else Paragraph(sentence),
                            Paragraph(fidelity_line(summary, server))]
-    if summary.model_difference:
-        blocks.append(WarningBox(summary.model_difference))
+    blocks.extend(WarningBox(difference) for difference in summary.differences)
     if summary.delivered:
         line = per_protocol_line(analysis, summary, primary)
         if line:
@@ -227,4 +250,5 @@ def treatment_json(summary: TreatmentSummary) -> dict[str, Any]:
         "controlAttemptsOffered": summary.control_offered,
         "answeringModels": {scenario: list(models) for scenario, models in summary.models.items()},
         "perProtocolTasks": list(summary.per_protocol_tasks),
+        "armDifferences": list(summary.differences),
     }

@@ -15,7 +15,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from agentstudy.protocol.treatment import ServerCall, TreatmentRecord, content_text, text_bytes, treatment_record
+from agentstudy.protocol.treatment import (
+    ServerCall,
+    TreatmentRecord,
+    content_text,
+    text_bytes,
+    tool_set_sha256,
+    treatment_record,
+)
 from agentstudy.stream.codex import CodexTranscript
 from agentstudy.stream.transcript import Transcript
 
@@ -63,8 +70,13 @@ def claude_treatment(transcript: Transcript, server: str | None) -> TreatmentRec
         for tool_id, use in transcript.tool_uses.items() if use.name.startswith(prefix)
     ]
     first = next(iter(transcript.message_prompts.values()), None)
-    return treatment_record(server=server, offered_server_tools=offered, evidence="init" if transcript.init else "none",
-                            calls=calls, answering_models=transcript.models, first_request_input_tokens=first)
+    record = treatment_record(server=server, offered_server_tools=offered,
+                              evidence="init" if transcript.init else "none", calls=calls,
+                              answering_models=transcript.models, first_request_input_tokens=first)
+    if isinstance(tools, list):
+        builtin = [t for t in tools if isinstance(t, str) and not t.startswith(MCP_PREFIX)]
+        record = record.model_copy(update={"builtin_tools_sha256": tool_set_sha256(builtin)})
+    return record
 
 
 def _codex_result_bytes(call: Mapping[str, Any]) -> int | None:

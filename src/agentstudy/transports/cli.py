@@ -42,6 +42,7 @@ from agentstudy.io.signals import stop_signal
 from agentstudy.pricing.cost import AttemptCost
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP
 from agentstudy.protocol.mcp_spec import LIVE_CHECKOUT_NOTE, ServerPaths
+from agentstudy.protocol.treatment import sha256_text
 from agentstudy.stream.outcome import CliStatus, ProcessFacts
 from agentstudy.transports.cli_args import REHEARSAL_TOKEN, ArmTools, McpServerSpec
 from agentstudy.transports.cli_evaluation import evaluate_cli_attempt
@@ -263,6 +264,8 @@ def finish_cli_attempt(body: CliAttemptBody, raw: RawAttempt) -> CliAttemptResul
         raw_output=raw.stdout,
         fields={
             **evaluation.fields,
+            **({"treatment": {**evaluation.fields["treatment"], "promptSha256": sha256_text(body.prompt)}}
+               if isinstance(evaluation.fields.get("treatment"), dict) else {}),
             "export_files": raw.export_files,
             "export_bytes": raw.export_bytes,
             "export_tree_sha256": raw.export_tree_sha256,

@@ -49,7 +49,14 @@ from agentstudy.pricing.http import (
 from agentstudy.pricing.tally import Tally
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP
 from agentstudy.protocol.mcp_spec import LIVE_CHECKOUT_NOTE, McpServerSpec, ServerPaths
-from agentstudy.protocol.treatment import TREATMENT_LOST, ServerCall, TreatmentRecord, treatment_record
+from agentstudy.protocol.treatment import (
+    TREATMENT_LOST,
+    ServerCall,
+    TreatmentRecord,
+    sha256_text,
+    tool_set_sha256,
+    treatment_record,
+)
 from agentstudy.transports.http_tools import ToolSetupError, agent_tools
 from agentstudy.transports.repo_tools import ToolResult
 
@@ -166,6 +173,7 @@ class _Attempt:
         self.models: list[str] = []
         self.first_prompt: int | None = None
         self.exchange: list[bytes] = []
+        self.prompt_sha256: str | None = None
         self.spend = Budget(cap=budget.cap)
         self.tally = Tally()
         self.input_tokens = self.output_tokens = self.turns = self.tool_calls = 0
@@ -197,9 +205,12 @@ class _Attempt:
 
     def treatment(self) -> TreatmentRecord:
         offered = [exact for name in self.tools.names if (exact := self.tools.mcp_name(name)) is not None]
-        return treatment_record(server=self.server, offered_server_tools=offered, evidence="request",
-                                calls=self.server_calls, answering_models=self.models,
-                                first_request_input_tokens=self.first_prompt)
+        builtin = [d for d in self.tools.definitions if self.tools.mcp_name(str(d.get("name"))) is None]
+        record = treatment_record(server=self.server, offered_server_tools=offered, evidence="request",
+                                  calls=self.server_calls, answering_models=self.models,
+                                  first_request_input_tokens=self.first_prompt)
+        return record.model_copy(update={"prompt_sha256": self.prompt_sha256,
+                                         "builtin_tools_sha256": tool_set_sha256(builtin)})
 
     def result(self, status: HttpStatus, reason: str | None, answer: str = "") -> HttpAttemptResult:
         treatment = self.treatment()
@@ -246,6 +257,7 @@ def agent_loop(
         OSError: from ``ledger`` when a reservation cannot be persisted (then no request was sent).
     """
     state = _Attempt(budget, tools, clock, started, server)
+    state.prompt_sha256 = sha256_text(prompt)
     messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
     definitions = tools.definitions
     offered = set(tools.names)
