@@ -112,6 +112,8 @@ class CliObservation(BaseModel):
                     "transcriptFile", "transcriptSha256"):
             if data[key] is None:
                 del data[key]
+        if self.treatment is not None:
+            data["treatment"] = self.treatment.to_json()
         return data
 
 
@@ -179,6 +181,8 @@ class HttpObservation(BaseModel):
                     "transcriptFile", "transcriptSha256"):
             if data[key] is None:
                 del data[key]
+        if self.treatment is not None:
+            data["treatment"] = self.treatment.to_json()
         return data
 
 

@@ -44,6 +44,10 @@ class ServerCall:
     result_bytes: int | None
 
 
+OPTIONAL_KEYS = ("firstRequestInputTokens", "promptSha256", "builtinToolsSha256")
+"""Keys of a treatment record omitted when unknown."""
+
+
 class TreatmentRecord(BaseModel):
     """An observation's ``treatment`` (issue 28 item 1; camelCase JSON).
 
@@ -85,8 +89,13 @@ class TreatmentRecord(BaseModel):
     builtin_tools_sha256: str | None = Field(default=None, alias="builtinToolsSha256")
 
     def to_json(self) -> dict[str, Any]:
-        """The record as written in the observation (camelCase, every key present)."""
-        return self.model_dump(by_alias=True)
+        """The record as written in the observation (camelCase; the optional keys omitted when unknown, never
+        null, as the ledger schema says)."""
+        data = self.model_dump(by_alias=True)
+        for key in OPTIONAL_KEYS:
+            if data[key] is None:
+                del data[key]
+        return data
 
 
 def treatment_record(
