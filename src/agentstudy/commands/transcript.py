@@ -223,8 +223,8 @@ def transcript(
     kept for that attempt in the private LEDGER.transcripts/ directory (checked against the SHA-256
     the ledger records; with several agents name one with --agent).
 
-    Exit codes: 0 the status is `completed` (or the kept transcript was printed); 1 any other status;
-    2 bad input (a missing or unreadable FILE, a bad option value).
+    Exit codes: 0 the status is `completed`; 1 any other status; 2 bad input (a missing or
+    unreadable FILE, a bad option value). With --ledger: 0 the transcript was printed, 2 it could not be.
     """
     if ledger is not None:
         show_kept_transcript(ledger, task, arm, repetition,
