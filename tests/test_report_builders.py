@@ -52,8 +52,19 @@ def cli_obs(task: str, scenario: str, rep: int, *, status: str = "completed", in
         "wallTimeMs": wall_ms, "status": status, "answer": ANSWER_MARKER if status == "completed" else "",
         "correctness": None, "adjudication": "pending",
     }
+    if scenario == "doc-bridge-mcp" and tool_calls:
+        obs["treatment"] = treatment(tool_calls)
     obs.update(extra)
     return obs
+
+
+def treatment(server_calls: int, errors: int = 0, *, first_request: int | None = None) -> dict[str, Any]:
+    """A treatment arm's record (issue 28): the server offered and called ``server_calls`` times."""
+    return {"server": "doc-bridge", "serverOffered": True, "offeredServerTools": ["doc_search", "doc_get"],
+            "evidence": "init", "serverCallsByTool": {"doc_search": server_calls} if server_calls else {},
+            "serverCalls": server_calls, "serverCallErrors": errors, "emptyResults": 0,
+            "resultBytes": 100 * server_calls, "allCallsFailed": bool(server_calls) and errors == server_calls,
+            "answeringModels": [MODEL], "firstRequestInputTokens": first_request}
 
 
 def http_obs(task: str, scenario: str, rep: int, *, status: str = "completed", input_tokens: int = 1000,

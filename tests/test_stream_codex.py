@@ -78,12 +78,12 @@ def test_real_cancelled_mcp_call_is_invalid_setup() -> None:
     assert status == "invalid-setup"
     assert problem is not None
     assert "MCP tool call doc-bridge/doc.write was cancelled or denied: MCP tool call requires approval" in problem
-    assert "every MCP tool call failed (treatment lost)" in problem
+    assert "every MCP tool call returned an error (treatment lost)" in problem
 
 
 def test_real_every_mcp_call_erroring_is_treatment_lost() -> None:
     status, problem = _judge("treatment-all-calls-error", TREATMENT)
-    assert (status, problem) == ("invalid-setup", "every MCP tool call failed (treatment lost)")
+    assert (status, problem) == ("invalid-setup", "every MCP tool call returned an error (treatment lost)")
 
 
 def test_real_turn_failed_is_failed_without_usage() -> None:

@@ -67,6 +67,8 @@ def test_clean_transcript_completes_with_the_seed_field_names() -> None:
         "wallTimeMs", "answer", "correctness", "adjudication",
         # A saved transcript has no export or child: provenance of a live attempt only.
         "exportFiles", "exportBytes", "exportTreeSha256", "isolationAchieved", "isolationNotAchieved",
+        # A run keeps the transcript it judged (issue 28); a saved one is already where it is.
+        "transcriptFile", "transcriptSha256",
         # Only a ledger seals its observations (issue 16), only a concurrent run times them (issue 19),
         # and only a Ray run names the node that ran the attempt (issue 20).
         "observationHash", "startedAt", "endedAt", "workerNode",

@@ -139,6 +139,10 @@ from agentstudy.transports.cli import CliSettings
                    "tokens decides (efficacy at an e-value of 1/alpha, futility, or maxTasks); nothing is reserved "
                    "after the stop. The study file's design.sequential sets maxTasks, alpha and futility (a file "
                    "with it always runs this way); without one: every task, alpha 0.05, futility 0.1.")
+@click.option("--no-transcripts", is_flag=True,
+              help="Do not keep each attempt's raw agent output in the private directory LEDGER.transcripts/ "
+                   "(0700, files 0600, credentials redacted; open one with `agentstudy transcript --ledger`). "
+                   "The ledger records that none were kept.")
 @containment_option
 @cli_base_url_option
 @agent_model_option
@@ -178,6 +182,7 @@ def minimal(
     executor: str,
     ray_address: str | None,
     sequential: bool,
+    no_transcripts: bool,
     mcp_config_file: Path | None,
     server_config_candidates: str,
     mcp_tools: str,
@@ -286,6 +291,7 @@ def minimal(
             retry=RetryPolicy(max_retries=api_max_retries),
             concurrency=concurrency, attempt_budget_usd=money.limit, executor=executor, ray_address=ray_address,
             sequential=plan,
+            keep_transcripts=not no_transcripts,
         ))
     assert money.cap is not None and money.limit is not None
     check_new_output("--output", output, (*root_paths.values(), project_root()))
@@ -318,6 +324,7 @@ def minimal(
         ray_address=ray_address,
         other_agents=others,
         sequential=plan,
+        keep_transcripts=not no_transcripts,
     )
     if not rehearsal:
         sys.exit(_run(lambda: run_cli_study(request)))
@@ -350,6 +357,7 @@ def _run_http(
     executor: str = "local",
     ray_address: str | None = None,
     sequential: SequentialPlan | None = None,
+    keep_transcripts: bool = True,
 ) -> int:
     """Read the key from the environment, check the output and run (the base URL is checked); the exit code.
 
@@ -371,6 +379,7 @@ def _run_http(
         concurrency=concurrency, attempt_budget_usd=attempt_budget_usd,
         executor="ray" if executor == "ray" else "local", ray_address=ray_address, sequential=sequential,
         retry=retry,
+        keep_transcripts=keep_transcripts,
     )
     if not rehearsal:
         return _run(lambda: run_http_study(request))

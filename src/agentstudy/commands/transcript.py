@@ -17,10 +17,12 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import click
+from click.core import ParameterSource
 
 from agentstudy.agents.registry import AGENT_NAMES, DEFAULT_AGENT, agent_cli
 from agentstudy.commands.common import EXIT_BLOCKED, EXIT_OK, fail, positive_usd
 from agentstudy.commands.mcp_options import mcp_options, study_mcp_spec
+from agentstudy.commands.transcript_open import show_kept_transcript
 from agentstudy.io.process import STDOUT_LIMIT_BYTES
 from agentstudy.pricing.budget import reservation_for, settle_attempt
 from agentstudy.pricing.usd_json import optional_usd_number, usd_number
@@ -134,10 +136,15 @@ def _study_arms(study: Path | None) -> StudyArms | None:
 
 
 @click.command()
-@click.argument("file", type=click.Path(path_type=Path))
+@click.argument("file", type=click.Path(path_type=Path), required=False)
+@click.option("--ledger", "ledger", type=click.Path(path_type=Path),
+              help="Open the transcript a run kept for one attempt of this ledger (with --task, --arm, --repetition) "
+                   "instead of judging FILE; its SHA-256 is checked against the ledger.")
+@click.option("--task", help="With --ledger: the attempt's task id.")
+@click.option("--arm", help="With --ledger: the attempt's arm (scenario, or a study file's arm id or label).")
+@click.option("--repetition", type=click.IntRange(1), help="With --ledger: the attempt's repetition.")
 @click.option(
     "--scenario",
-    required=True,
     help=f"The arm the attempt ran in: {REPOSITORY_ONLY} or {DOC_BRIDGE_MCP} (with --study also the arm's id); "
          "selects the expected tools and MCP server.",
 )
@@ -146,7 +153,7 @@ def _study_arms(study: Path | None) -> StudyArms | None:
                    "MCP flags typed beside it override it.")
 @click.option("--agent", type=click.Choice(AGENT_NAMES), default=DEFAULT_AGENT, show_default=True,
               help="The agent that wrote FILE: claude-code (stream-json) or codex (`codex exec --json`).")
-@click.option("--model", required=True,
+@click.option("--model",
               help="The configured --model: the init event must echo it (claude-code); it prices the usage (codex).")
 @click.option("--stderr", "stderr_file", type=click.Path(path_type=Path),
               help="codex only: the child's saved stderr (a required MCP server that failed to start is "
@@ -171,11 +178,15 @@ def _study_arms(study: Path | None) -> StudyArms | None:
 @click.pass_context
 def transcript(
     ctx: click.Context,
-    file: Path,
-    scenario: str,
+    file: Path | None,
+    ledger: Path | None,
+    task: str | None,
+    arm: str | None,
+    repetition: int | None,
+    scenario: str | None,
     study: Path | None,
     agent: str,
-    model: str,
+    model: str | None,
     stderr_file: Path | None,
     exit_code: int,
     timed_out: bool,
@@ -208,9 +219,22 @@ def transcript(
     --model's OpenAI price; Codex reports no cost): the MCP server of the treatment arm is the one
     [mcp_servers] table, its read-only tools the enabled tools (server names, e.g. doc.search).
 
+    With --ledger LEDGER --task T --arm A --repetition N it instead prints the raw agent output a run
+    kept for that attempt in the private LEDGER.transcripts/ directory (checked against the SHA-256
+    the ledger records; with several agents name one with --agent).
+
     Exit codes: 0 the status is `completed`; 1 any other status; 2 bad input (a missing or
-    unreadable FILE, a bad option value).
+    unreadable FILE, a bad option value). With --ledger: 0 the transcript was printed, 2 it could not be.
     """
+    if ledger is not None:
+        show_kept_transcript(ledger, task, arm, repetition,
+                             agent if ctx.get_parameter_source("agent") != ParameterSource.DEFAULT else None)
+    if file is None:
+        fail("Missing argument 'FILE' (or --ledger LEDGER --task T --arm A --repetition N)")
+    if scenario is None:
+        fail("Missing option '--scenario'")
+    if model is None:
+        fail("Missing option '--model'")
     arms = _study_arms(study)
     chosen = _scenario(scenario, arms)
     spec: McpServerSpec = study_mcp_spec(

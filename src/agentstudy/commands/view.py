@@ -19,6 +19,7 @@ from decimal import Decimal
 from typing import Any
 
 from rich.console import Console
+from rich.panel import Panel
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -170,8 +171,16 @@ def print_summary_table(summary: RunSummary, note: str = "") -> None:
                   "this is the full run" if line.get("mode") == "full" else projection)
     if line.get("reservationRule"):
         table.add_row("reservation rule", reservation_rule_text(line))
+    treatment = line.get("treatment")
+    if isinstance(treatment, dict) and treatment.get("treatmentAttempts"):
+        table.add_row("treatment", f"server used in {treatment['attemptsUsingServer']} of "
+                                   f"{treatment['treatmentAttempts']} treatment attempts "
+                                   f"({treatment['serverCalls']} calls)")
     table.add_row("ledger", line["ledger"])
-    Console(stderr=True).print(table)
+    console = Console(stderr=True)
+    console.print(table)
+    if isinstance(treatment, dict) and treatment.get("warning"):
+        console.print(Panel(str(treatment["warning"]), title="WARNING: treatment not delivered", style="bold red"))
 
 
 def reservation_rule_text(line: dict[str, Any]) -> str:

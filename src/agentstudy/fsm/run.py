@@ -21,8 +21,9 @@ from typing import Any, Literal
 from statemachine import State, StateMachine
 
 Transport = Literal["cli", "http"]
-HTTP_STOPPING_STATUSES = frozenset({"failed", "budget-exceeded"})
-"""HTTP stop rule (ARCHITECTURE decision 9): ``incomplete`` and ``timed-out`` let the run go on."""
+HTTP_STOPPING_STATUSES = frozenset({"failed", "budget-exceeded", "invalid-setup"})
+"""HTTP stop rule (ARCHITECTURE decision 9): ``incomplete`` and ``timed-out`` let the run go on; ``invalid-setup``
+(a treatment lost, issue 28) stops it as on the cli."""
 
 
 class RunMachine(StateMachine):

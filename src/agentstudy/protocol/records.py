@@ -24,9 +24,10 @@ from agentstudy.protocol.run_records import (
     OpenReservation,
 )
 from agentstudy.protocol.sequential_record import SequentialRecord
+from agentstudy.protocol.treatment import TreatmentRecord
 
 RunStatus = Literal["running", "blocked", "awaiting-adjudication"]
-HttpAttemptStatus = Literal["completed", "failed", "timed-out", "budget-exceeded", "incomplete"]
+HttpAttemptStatus = Literal["completed", "failed", "timed-out", "budget-exceeded", "incomplete", "invalid-setup"]
 FailureKind = Literal["rate-limited", "overloaded", "server-error", "network", "timeout", "agent"]
 """Why a failed attempt failed (issue 33): the API refused it (429, 529, another 5xx), the network, time, or
 the agent itself."""
@@ -113,6 +114,9 @@ class CliObservation(BaseModel):
     answer: str
     correctness: None = None
     adjudication: Literal["pending"] = "pending"
+    treatment: TreatmentRecord | None = None
+    transcript_file: str | None = Field(default=None, alias="transcriptFile")
+    transcript_sha256: str | None = Field(default=None, alias="transcriptSha256")
     observation_hash: str | None = Field(default=None, alias="observationHash")
 
     def to_json(self) -> dict[str, Any]:
@@ -130,9 +134,12 @@ class CliObservation(BaseModel):
         """
         data = self.model_dump(by_alias=True)
         for key in ("setupProblem", "costProblem", "statusReason", "observationHash", "startedAt", "endedAt",
-                    "workerNode", "agent", "exportFiles", "exportBytes", "exportTreeSha256", *RETRY_FIELDS):
+                    "workerNode", "agent", "exportFiles", "exportBytes", "exportTreeSha256", *RETRY_FIELDS, "treatment",
+                    "transcriptFile", "transcriptSha256"):
             if data[key] is None:
                 del data[key]
+        if self.treatment is not None:
+            data["treatment"] = self.treatment.to_json()
         return data
 
 
@@ -186,6 +193,9 @@ class HttpObservation(BaseModel):
     answer: str
     correctness: None = None
     adjudication: Literal["pending"] = "pending"
+    treatment: TreatmentRecord | None = None
+    transcript_file: str | None = Field(default=None, alias="transcriptFile")
+    transcript_sha256: str | None = Field(default=None, alias="transcriptSha256")
     observation_hash: str | None = Field(default=None, alias="observationHash")
 
     def to_json(self) -> dict[str, Any]:
@@ -200,9 +210,12 @@ class HttpObservation(BaseModel):
         and ``failureKind`` (why a failed attempt failed) are issue 33's.
         """
         data = self.model_dump(by_alias=True)
-        for key in ("statusReason", "observationHash", "startedAt", "endedAt", "workerNode", *RETRY_FIELDS):
+        for key in ("statusReason", "observationHash", "startedAt", "endedAt", "workerNode", *RETRY_FIELDS, "treatment",
+                    "transcriptFile", "transcriptSha256"):
             if data[key] is None:
                 del data[key]
+        if self.treatment is not None:
+            data["treatment"] = self.treatment.to_json()
         return data
 
 
@@ -287,6 +300,9 @@ class MinimalLedger(BaseModel):
     arms: list[ArmRecord] | None = None
     full_attempts: int | None = Field(default=None, alias="fullAttempts")
     analysis: AnalysisPlan | None = None
+    transcripts: bool | None = None
+    """Whether private transcripts are kept in ``LEDGER.transcripts/`` (issue 28; ``false`` with
+    ``--no-transcripts``; absent in ledgers written before)."""
     rehearsal: bool
     containment: str | None = None
     adjudication: AdjudicationDeclaration
@@ -333,7 +349,7 @@ def _drop_unset(data: dict[str, Any]) -> dict[str, Any]:
         data["prices"].pop("nominal", None)
     for key in ("openReservation", "stopReason", "finishedAt", "cli", "prices", "http", "containment",
                 "hashAlgo", "ledgerHash", "arms", "fullAttempts", "analysis", "concurrency", "openReservations",
-                "executor", "excludedWorkers", "sequential", "journal", "backoffPauses"):
+                "executor", "excludedWorkers", "sequential", "journal", "backoffPauses", "transcripts"):
         if data[key] is None:
             del data[key]
     if isinstance(data.get("analysis"), dict) and data["analysis"].get("secondary") is None:

@@ -298,7 +298,7 @@ class RehearsalServer:
 
     def _answer(self, body: dict[str, Any], reply: ScriptedReply) -> Response:
         """The HTTP answer carrying ``reply`` to the validated request ``body``."""
-        model, message_id = body["model"], f"msg_rehearsal_{uuid.uuid4().hex[:24]}"
+        model, message_id = reply.model or body["model"], f"msg_rehearsal_{uuid.uuid4().hex[:24]}"
         headers = {"request-id": f"req_rehearsal_{uuid.uuid4().hex[:24]}"}
         if body.get("stream") is not True:
             return JSONResponse(message_json(reply, model, message_id), headers=headers)

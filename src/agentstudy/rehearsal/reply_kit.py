@@ -60,6 +60,9 @@ class ScriptedReply:
     content: list[dict[str, Any]]
     stop_reason: StopReason
     usage: dict[str, Any]
+    model: str | None = None
+    """The model the reply says answered (``None``: the requested one); a test policy may answer as another
+    model (issue 28: arms that ran different models)."""
 
 
 def pick_term(prompt: str) -> str | None:

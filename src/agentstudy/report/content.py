@@ -17,7 +17,7 @@ from agentstudy.report.analysis import CORRECTNESS, REPRICED, Analysis, Metric, 
 from agentstudy.report.containment import LEGEND, containment_rows, containment_sentences
 from agentstudy.report.content_inference import inference_blocks
 from agentstudy.report.content_money import correctness_section, distribution_section, money_section
-from agentstudy.report.document import Block, Bullets, Document, Figure, Paragraph, Section, Table
+from agentstudy.report.document import Block, Bullets, Document, Figure, Paragraph, Section, Table, WarningBox
 from agentstudy.report.glance import glance_section
 from agentstudy.report.infrastructure import (
     any_recorded,
@@ -33,6 +33,7 @@ from agentstudy.report.sentences import (
     UNVERIFIED_SENTENCE,
     fixed_sentences,
 )
+from agentstudy.report.treatment import not_delivered, summarize_treatment
 
 
 def provenance_section(analysis: Analysis) -> Section:
@@ -184,7 +185,10 @@ def _pairs(analysis: Analysis) -> Section:
                               "(negative: the doc-bridge-mcp attempt used less; repetition numbers "
                               "pair attempts arbitrarily, so no statistic uses these pairs)",
                      header, rows, frozenset(range(2, 4 + len(metrics))))
-    blocks: list[Block] = [*inference_blocks(analysis), per_pair]
+    fidelity = summarize_treatment(analysis.study)
+    warning: list[Block] = [] if fidelity.delivered else [WarningBox(
+        not_delivered(fidelity, analysis.study.server_name or "the server"))]
+    blocks: list[Block] = [*warning, *inference_blocks(analysis), per_pair]
     if any(r.metric is CORRECTNESS for r in analysis.results):
         blocks.append(Paragraph(ADJUDICATED_SENTENCE + " " + REDUCTION_SENTENCE))
     if any(r.metric is REPRICED for r in analysis.results):

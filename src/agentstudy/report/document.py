@@ -17,6 +17,13 @@ class Paragraph:
 
 
 @dataclass(frozen=True)
+class WarningBox:
+    """A warning box (issue 28: the treatment was not delivered): plain text every format sets apart."""
+
+    text: str
+
+
+@dataclass(frozen=True)
 class Bullets:
     """A bullet list of plain-text items."""
 
@@ -48,7 +55,7 @@ class Figure:
     svg: str
 
 
-Block = Paragraph | Bullets | Table | Figure
+Block = Paragraph | WarningBox | Bullets | Table | Figure
 
 
 @dataclass(frozen=True)

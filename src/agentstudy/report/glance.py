@@ -22,6 +22,7 @@ from agentstudy.report.inference import TaskLevelSummary
 from agentstudy.report.model import BASELINE, TREATMENT
 from agentstudy.report.sentences import REHEARSAL_SENTENCE, UNVERIFIED_SENTENCE
 from agentstudy.report.sequential import sequential_sentences
+from agentstudy.report.treatment import first_screen_blocks, summarize_treatment
 
 TITLE = "Result at a glance"
 GLANCE_METRICS = (CORRECTNESS, INPUT, TOOLS, WALL, CHARGED)
@@ -29,6 +30,9 @@ GLANCE_METRICS = (CORRECTNESS, INPUT, TOOLS, WALL, CHARGED)
 CAVEATS = ("Caveats: only the primary endpoint answers the study's question, every other metric is secondary "
            "(Holm-adjusted in the task-level table); the task is the unit of analysis; small samples support no "
            "general claim; token or latency reductions alone do not establish correctness.")
+
+NO_FINDING = ("The comparison table is left out: with the treatment not delivered, a difference between the arms "
+              "says nothing about the server. The statistics below describe the attempts only.")
 
 _WORDS: dict[str, tuple[str, str, str]] = {
     # metric key: (what is counted, word when the treatment has more, word when less)
@@ -116,10 +120,15 @@ def _containment_line(analysis: Analysis) -> str:
     return line + (f" {confounded[0]}" if confounded else "")
 
 
-def glance_section(analysis: Analysis) -> Section:
-    """The first section of every minimal report: one row per metric of :data:`GLANCE_METRICS` the analysis
-    has (correctness only when adjudicated), from each result's ``task_level`` summary."""
+def glance_section(analysis: Analysis, *, primary: str | None = None, minimum_use: float | None = None,
+                   alpha: float | None = None) -> Section:
+    """The first section of every minimal report: the verdict for the ``primary`` metric and the treatment's
+    fidelity (:mod:`agentstudy.report.treatment`, issue 28), then one row per metric of :data:`GLANCE_METRICS`
+    the analysis has (correctness only when adjudicated), from each result's ``task_level`` summary. When the
+    treatment was not delivered (fewer than ``minimum_use`` of the treatment attempts used the server) the
+    verdict is a warning box and the comparison table is not shown."""
     study = analysis.study
+    fidelity = summarize_treatment(study, minimum_use)
     summaries = {r.metric.key: r.task_level for r in analysis.results}
     present = set(summaries)
     shown = [(m, summaries[m.key]) for m in GLANCE_METRICS if m.key in present]
@@ -132,6 +141,7 @@ def glance_section(analysis: Analysis) -> Section:
                    "better when"),
                   rows, frozenset({2, 3, 4}))
     blocks: list[Block] = [Paragraph(text) for text in sequential_sentences(study)]  # issue 35: the stop first
+    blocks.extend(first_screen_blocks(analysis, fidelity, primary=primary, alpha=alpha))
     if study.unverified:
         blocks.append(Paragraph(UNVERIFIED_SENTENCE + " First: " + study.unverified[0]))
     run = study.mode or "mode not recorded"
@@ -143,9 +153,12 @@ def glance_section(analysis: Analysis) -> Section:
     if study.status == "blocked" or study.stop_reason:
         blocks.append(Paragraph(f"The run ended {study.status or 'without a status'}: "
                                 f"{study.stop_reason or 'no stop reason recorded'}."))
-    blocks.append(primary_paragraph(analysis))
-    blocks.append(table)
-    why = _not_computable(shown)
+    if fidelity.delivered:
+        blocks.append(primary_paragraph(analysis))
+        blocks.append(table)
+    else:
+        blocks.append(Paragraph(NO_FINDING))
+    why = _not_computable(shown) if fidelity.delivered else None
     if why:
         blocks.append(Paragraph(why))
     if CORRECTNESS.key not in present:

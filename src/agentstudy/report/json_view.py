@@ -20,7 +20,9 @@ Shape (camelCase; ``null`` with a ``reason`` where a value is not computable)::
                 "minimumDetectableDifference", "simulatedPower", "effect", "needed": [...], ...}],
      "containment": [...], "attempts": [...], "spend": {...},
      "tables": {key: {"caption", "header", "rows"}},
-     "sequential"?: {the ledger's sequential block, "line", "plannedUsd", "notSpentUsd"}}
+     "sequential"?: {the ledger's sequential block, "line", "plannedUsd", "notSpentUsd"},
+     "treatment": {"delivered", "treatmentAttempts", "attemptsUsingServer", "serverCalls", "serverCallErrors",
+                   "attemptsAllCallsFailed", "toolDefinitionTokens", ...}, "verdict": "one sentence"}
 
 ``tables`` holds every table of the text report as its display strings, so nothing the report
 shows is missing here. Metrics are listed primary first (issue 30); ``role`` is ``primary``,
@@ -48,6 +50,7 @@ from agentstudy.report.inference_rates import ArmRate
 from agentstudy.report.model import BASELINE, TREATMENT, Attempt
 from agentstudy.report.power_section import plan_json, power_plans
 from agentstudy.report.sequential import money_not_spent, sequential_line
+from agentstudy.report.treatment import summarize_treatment, treatment_json, verdict
 
 USD_STAT_PLACES = 12
 
@@ -183,6 +186,7 @@ def _spend(analysis: Analysis) -> dict[str, Any]:
 def report_json(analysis: Analysis) -> dict[str, Any]:
     """The whole JSON report of ``analysis`` (see the module docstring)."""
     study = analysis.study
+    fidelity = summarize_treatment(study)
     tables = {t.key: {"caption": t.caption, "header": list(t.header), "rows": [list(r) for r in t.rows]}
               for t in build_document(analysis).tables()}
     return {
@@ -198,6 +202,8 @@ def report_json(analysis: Analysis) -> dict[str, Any]:
         "containment": _containment(analysis), "attempts": [_attempt(a) for a in study.attempts],
         "spend": _spend(analysis), "status": study.status, "stopReason": study.stop_reason, "tables": tables,
         **_sequential(analysis),
+        "treatment": treatment_json(fidelity),
+        "verdict": verdict(analysis, fidelity),
     }
 
 

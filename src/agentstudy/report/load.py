@@ -26,6 +26,7 @@ from agentstudy.pricing.sums import sum_usd, usd_from_json
 from agentstudy.protocol.analysis import analysis_from_json
 from agentstudy.protocol.ledger_integrity import parse_and_verify
 from agentstudy.protocol.study_agents import observation_agent
+from agentstudy.protocol.treatment import read_treatment
 from agentstudy.report.containment import read_containment
 from agentstudy.report.infrastructure import read_retries
 from agentstudy.report.input_bytes import json_document, read_input
@@ -185,6 +186,7 @@ def _attempt(index: int, obs: Any, default_transport: str | None, run_agent: str
         containment=read_containment(obs, fields["transport"], where),
         retries=read_retries(obs, where),
         agent=observation_agent(obs) if run_agent is None or "agent" in obs else run_agent,
+        treatment=read_treatment(obs.get("treatment")),
         **fields,
     )
 

@@ -13,6 +13,7 @@ from agentstudy.pricing.cost import CacheWrites, ModelTokens
 from agentstudy.protocol.analysis import AnalysisPlan
 from agentstudy.protocol.sequential_record import SequentialRecord
 from agentstudy.protocol.study_agents import DEFAULT_AGENT
+from agentstudy.protocol.treatment import TreatmentRecord
 
 BASELINE = "repository-only"
 TREATMENT = "doc-bridge-mcp"
@@ -109,6 +110,8 @@ class Attempt:
     containment: AttemptContainment = AttemptContainment()
     agent: str = DEFAULT_AGENT
     retries: AttemptRetries = AttemptRetries()
+    treatment: TreatmentRecord | None = None
+    """The observation's treatment record (issue 28); ``None`` in a ledger written before it (or unreadable)."""
 
     @property
     def completed(self) -> bool:

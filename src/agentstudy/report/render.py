@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import html
 
-from agentstudy.report.document import Bullets, Document, Paragraph, Table
+from agentstudy.report.document import Bullets, Document, Paragraph, Table, WarningBox
 
 FORMATS = ("text", "md", "html")
 _MD_SPECIAL = "\\`*_[]<>|"
@@ -30,6 +30,20 @@ def _text_table(table: Table) -> list[str]:
     return lines
 
 
+WARNING_WORD = "WARNING:"
+"""How every format opens a :class:`WarningBox` box."""
+TEXT_BOX_WIDTH = 76
+
+
+def _text_box(text: str) -> list[str]:
+    """A warning as a box of ``!`` lines, the text wrapped at :data:`TEXT_BOX_WIDTH` characters."""
+    import textwrap
+
+    inner = textwrap.wrap(f"{WARNING_WORD} {text}", TEXT_BOX_WIDTH - 4)
+    rule = "!" * TEXT_BOX_WIDTH
+    return [rule, *(f"! {line.ljust(TEXT_BOX_WIDTH - 4)} !" for line in inner), rule]
+
+
 def render_text(document: Document) -> str:
     """Plain text: underlined headings, aligned tables (numbers right-aligned), ``-`` bullets."""
     lines = [document.title, "=" * len(document.title)]
@@ -38,6 +52,8 @@ def render_text(document: Document) -> str:
         for block in section.blocks:
             if isinstance(block, Paragraph):
                 lines += ["", block.text]
+            elif isinstance(block, WarningBox):
+                lines += ["", *_text_box(block.text)]
             elif isinstance(block, Bullets):
                 lines += [""] + [f"- {item}" for item in block.items]
             elif isinstance(block, Table):
@@ -68,6 +84,8 @@ def render_markdown(document: Document) -> str:
         for block in section.blocks:
             if isinstance(block, Paragraph):
                 lines += ["", md_escape(block.text)]
+            elif isinstance(block, WarningBox):
+                lines += ["", f"> **{WARNING_WORD}** {md_escape(block.text)}"]
             elif isinstance(block, Bullets):
                 lines += [""] + [f"- {md_escape(item)}" for item in block.items]
             elif isinstance(block, Table):
@@ -84,6 +102,8 @@ caption{text-align:left;font-weight:600;padding:.3rem 0}
 th,td{border:1px solid #d0d0d0;padding:.25rem .5rem;vertical-align:top}
 th{background:#f2f2f2}td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 #glance td:nth-child(n+3){white-space:nowrap}
+.warning{border:3px solid #b00020;background:#fdecea;color:#5f0010;padding:.8rem 1rem;margin:1rem 0;
+font-size:1.05rem;border-radius:4px}
 figure{margin:1.5rem 0}figcaption{font-size:.9rem;color:#444}svg{max-width:100%;height:auto}
 """.strip()
 
@@ -112,6 +132,9 @@ def render_html(document: Document) -> str:
         for block in section.blocks:
             if isinstance(block, Paragraph):
                 parts.append(f"<p>{html.escape(block.text)}</p>")
+            elif isinstance(block, WarningBox):
+                parts.append(f'<div class="warning" role="alert"><strong>{WARNING_WORD}</strong> '
+                             f"{html.escape(block.text)}</div>")
             elif isinstance(block, Bullets):
                 parts.append("<ul>" + "".join(f"<li>{html.escape(item)}</li>" for item in block.items) + "</ul>")
             elif isinstance(block, Table):

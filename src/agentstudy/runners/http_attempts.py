@@ -35,9 +35,10 @@ from agentstudy.transports.http import CallLedger, HttpAttemptResult, http_isola
 
 def http_observation(entry: ScheduleEntry, model: str, result: HttpAttemptResult, status: str,
                      containment: ContainmentMode, mcp_reads_checkout: bool, *, charged: Decimal,
-                     cap_exceeded: bool) -> HttpObservation:
+                     cap_exceeded: bool, transcript: dict[str, str] | None = None) -> HttpObservation:
     """The ledger observation of one http attempt settled ``status``, charged ``charged`` USD, with the run's
-    ``cumulativeCapExceeded`` after it (``cap_exceeded``)."""
+    ``cumulativeCapExceeded`` after it (``cap_exceeded``); ``transcript`` holds its kept transcript's
+    ``transcript_file`` / ``transcript_sha256`` (issue 28)."""
     return HttpObservation.model_validate({
         "taskId": entry.task_id, "scenario": entry.scenario, "repetition": entry.repetition, "model": model,
         "tools": result.tools, "toolCallsByName": result.tool_calls_by_name,
@@ -53,6 +54,9 @@ def http_observation(entry: ScheduleEntry, model: str, result: HttpAttemptResult
         "apiRetryStatuses": list(result.api_retry_statuses),
         **({"failureKind": result.failure_kind} if status in ("failed", "timed-out")
            and result.failure_kind is not None else {}),
+        **({"treatment": result.treatment.to_json()} if result.treatment is not None else {}),
+        **({"transcriptFile": transcript["transcript_file"], "transcriptSha256": transcript["transcript_sha256"]}
+           if transcript else {}),
     })
 
 

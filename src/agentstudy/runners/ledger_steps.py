@@ -173,8 +173,10 @@ def study_arms(loaded: LoadedManifest, server_name: str) -> list[ArmRecord] | No
 
 def summary_names(loaded: LoadedManifest, server_name: str) -> dict[str, Any]:
     """``summarize``'s study keywords (issue 18): the study's full attempts, and for a study file its arm labels
-    (scenario → label) and the server's name."""
+    (scenario → label), the server's name and its declared ``analysis.minimumTreatmentUse`` (issues 28, 30)."""
     names: dict[str, Any] = {"full_attempts": loaded.full_attempts}
+    if loaded.analysis is not None:
+        names["minimum_use"] = loaded.analysis.minimum_treatment_use
     if loaded.arms is not None:
         names["arm_labels"] = loaded.arms.labels()
         names["server_name"] = server_name

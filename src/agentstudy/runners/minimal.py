@@ -16,6 +16,7 @@ reason, and ``StopRequested`` is raised.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from contextlib import ExitStack
@@ -32,6 +33,7 @@ from agentstudy.io.ledger_journal import JournaledLedger
 from agentstudy.io.ledger_store import OutputPathError, resolve_output
 from agentstudy.io.provenance import engine_revision, file_sha256, runner_hash
 from agentstudy.io.signals import StopRequested, raise_if_stopped, stop_signal
+from agentstudy.io.transcripts import environment_secrets
 from agentstudy.pricing.budget import Budget, settle_attempt
 from agentstudy.pricing.strict_cap import NoWorstTurn, ReservationRule
 from agentstudy.pricing.tally import Tally
@@ -74,6 +76,7 @@ from agentstudy.runners.progress import (
 )
 from agentstudy.runners.sequential_runs import start_sequential, study_schedule
 from agentstudy.runners.summary import RunSummary, summarize
+from agentstudy.runners.transcript_keeping import keep_transcript, transcript_store
 from agentstudy.transports.cli import CliAttemptBody, CliAttemptResult, CliSettings, run_cli_attempt
 from agentstudy.transports.cli_args import arm_tools
 from agentstudy.transports.cli_evaluation import cli_failure_kind, settled_reason
@@ -106,6 +109,8 @@ class CliRunRequest:
     ray_address: str | None = None
     """The Ray cluster's address (``--ray-address``); required with ``executor="ray"``."""
     strict_cap: bool = False
+    keep_transcripts: bool = True
+    """Keep every attempt's raw stream in ``LEDGER.transcripts/`` (issue 28; ``--no-transcripts`` turns it off)."""
     """``--strict-cap`` (issue 19): reserve the limit plus one worst-case turn (``pricing.strict_cap``)."""
     other_agents: Mapping[str, AgentRun] = field(default_factory=dict)
     """A several-agent study's agents besides ``settings.agent`` (issue 21 item 6; ``runners.agent_runs``)."""
@@ -147,8 +152,9 @@ def _observation(
     charged: Decimal,
     cap_exceeded: bool,
     exceeded_above: Decimal,
+    transcript: dict[str, str] | None = None,
 ) -> CliObservation:
-    fields = dict(result.fields)
+    fields = {**result.fields, **(transcript or {})}
     answer = str(fields.pop("answer_text"))
     failure = cli_failure_kind(status, fields.pop("api_error_status", None))
     return CliObservation(
@@ -209,6 +215,7 @@ def _ledger(
         arms=study_arms(request.loaded, request.settings.mcp.name),
         full_attempts=request.loaded.full_attempts if request.loaded.arms is not None else None,
         analysis=request.loaded.analysis,
+        transcripts=request.keep_transcripts,
         rehearsal=request.settings.rehearsal_base_url is not None,
         adjudication=AdjudicationDeclaration(),
         mode=request.mode,
@@ -275,6 +282,8 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
             executor = open_executor(stack, request, schedule)
             raise_if_stopped(NOTHING_WRITTEN)
         output = resolve_output(request.output, (*request.roots.values(), *request.forbidden_output_roots))
+        secrets = environment_secrets({**os.environ, **(request.parent_env or {})})
+        transcripts = transcript_store(request.keep_transcripts, output, secrets)
         ledger = _ledger(request, cli_version, mcp, len(schedule), now_iso(), rule)
         assert ledger.cli is not None
         ledger.cli.agent = agent_record
@@ -325,8 +334,10 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
 
     def observe(entry: ScheduleEntry, result: CliAttemptResult, status: str, reserved: Decimal, charged: Decimal,
                 cap_exceeded: bool) -> CliObservation:
+        kept = keep_transcript(transcripts, entry, result.raw_output,
+                               entry.agent if entry.agent != DEFAULT_AGENT or request.other_agents else None)
         return _observation(entry, request, versions[entry.agent], result, status, reserved, charged, cap_exceeded,
-                            base)
+                            base, kept)
 
     def submit(entry: ScheduleEntry) -> Future[CliAttemptResult]:
         assert executor is not None  # only the concurrent walk submits

@@ -23,6 +23,7 @@ its stop reason, and ``StopRequested`` is raised.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -33,7 +34,7 @@ from pathlib import Path
 from typing import Literal
 
 from agentstudy.fsm.attempt import AttemptMachine
-from agentstudy.fsm.run import RunMachine
+from agentstudy.fsm.run import HTTP_STOPPING_STATUSES, RunMachine
 from agentstudy.io.containment import ContainmentMode
 from agentstudy.io.ledger_journal import JournaledLedger
 from agentstudy.io.ledger_store import OutputPathError, resolve_output
@@ -47,6 +48,7 @@ from agentstudy.io.messages_api import (
 )
 from agentstudy.io.provenance import engine_revision, runner_hash
 from agentstudy.io.signals import StopRequested, raise_if_stopped, stop_reason, stop_signal
+from agentstudy.io.transcripts import environment_secrets
 from agentstudy.pricing.budget import Budget, reservation_for
 from agentstudy.pricing.http import DEFAULT_MAX_TOKENS, CallReservation, CallSettlement, UpperPrices
 from agentstudy.pricing.money import exact
@@ -81,6 +83,7 @@ from agentstudy.runners.preflight import NOTHING_WRITTEN, McpPreflight, Prefligh
 from agentstudy.runners.progress import AttemptProgress, RunProgress, SilentProgress, finish_progress
 from agentstudy.runners.sequential_runs import start_sequential, study_schedule
 from agentstudy.runners.summary import RunSummary, summarize
+from agentstudy.runners.transcript_keeping import keep_transcript, transcript_store
 from agentstudy.transports.api_retry import DEFAULT_RETRY, BackoffGate, RetryPolicy
 from agentstudy.transports.http import (
     ATTEMPT_DEADLINE_MS,
@@ -142,6 +145,8 @@ class HttpRunRequest:
     """A sequential design's plan (issue 35): task blocks in its order, stopped by its looks."""
     retry: RetryPolicy = DEFAULT_RETRY
     """How often a refused request is sent again (``--api-max-retries``; issue 33)."""
+    keep_transcripts: bool = True
+    """Keep every attempt's requests and responses in ``LEDGER.transcripts/`` (issue 28; ``--no-transcripts``)."""
 
 
 class _Checkpoints:
@@ -283,7 +288,10 @@ def _run_http_study(request: HttpRunRequest, stack: ExitStack) -> RunSummary:
             raise PreflightError("a rehearsal talks only to the local rehearsal server (an http loopback URL)")
         output = resolve_output(request.output, (*request.roots.values(), *request.forbidden_output_roots))
         remote = open_http_executor(stack, request, schedule) if request.executor == "ray" else None
+        transcripts = transcript_store(request.keep_transcripts, output,
+                                       environment_secrets({**os.environ, **request.parent_env}, [api_key]))
         ledger = _ledger(request, base_url, mcp, len(schedule))
+        ledger.transcripts = request.keep_transcripts
         ledger.containment = checked.containment
         looked = start_sequential(ledger, request.sequential)
         if remote is not None:
@@ -343,7 +351,8 @@ def _run_http_study(request: HttpRunRequest, stack: ExitStack) -> RunSummary:
                             cap_exceeded: bool) -> HttpObservation:
                     return http_observation(entry, request.model, result, status, request.containment,
                                             request.mcp.reads_live_checkout, charged=charged,
-                                            cap_exceeded=cap_exceeded)
+                                            cap_exceeded=cap_exceeded,
+                                            transcript=keep_transcript(transcripts, entry, result.exchange))
 
                 with ThreadPoolExecutor(max_workers=request.concurrency, thread_name_prefix="attempt") as pool:
                     start = (local_start(attempt_loop, reservation, pool) if remote is None
@@ -372,7 +381,8 @@ def _run_http_study(request: HttpRunRequest, stack: ExitStack) -> RunSummary:
                     attempt.settle(status=result.status)
                     observation = http_observation(entry, request.model, result, attempt.status,
                                                    request.containment, request.mcp.reads_live_checkout,
-                                                   charged=result.charged_usd, cap_exceeded=result.budget.cap_exceeded)
+                                                   charged=result.charged_usd, cap_exceeded=result.budget.cap_exceeded,
+                                                   transcript=keep_transcript(transcripts, entry, result.exchange))
                     observations.append(observation)
                     ledger.observations.append(observation)
                     ledger.open_reservation = None
@@ -386,7 +396,7 @@ def _run_http_study(request: HttpRunRequest, stack: ExitStack) -> RunSummary:
                     )
                     raise_if_stopped()
                     if run.should_stop():
-                        if attempt.status in ("failed", "budget-exceeded"):
+                        if attempt.status in HTTP_STOPPING_STATUSES:
                             ledger.stop_reason = f"attempt {index} ended {attempt.status}"
                         break
         if not run.every_attempt_completed() and ledger.stop_reason is None:

@@ -11,8 +11,10 @@ from typing import Any
 from agentstudy.pricing.budget import Budget
 from agentstudy.pricing.sums import exact_factor, scaled
 from agentstudy.pricing.usd_json import usd_number
+from agentstudy.protocol.manifest import DOC_BRIDGE_MCP
 from agentstudy.protocol.records import CliObservation, HttpObservation
 from agentstudy.protocol.run_records import BudgetRecord
+from agentstudy.protocol.treatment import DEFAULT_MINIMUM_USE, is_delivered, not_delivered_sentence, used_server
 
 SEED_FULL_ATTEMPTS = 36
 """The seed's full schedule; a pilot of ``n`` attempts extrapolates by ``full attempts / n`` (18 for 2)."""
@@ -41,6 +43,21 @@ def _cache_tokens(observations: Sequence[CliObservation] | Sequence[HttpObservat
     }
 
 
+def treatment_line(observations: Sequence[CliObservation] | Sequence[HttpObservation], server_name: str | None,
+                   minimum_use: float = DEFAULT_MINIMUM_USE) -> dict[str, Any]:
+    """The summary's ``treatment``: ``{"delivered", "treatmentAttempts", "attemptsUsingServer", "serverCalls"}``
+    from the treatment attempts' records (an attempt without one used no server), plus ``warning`` (the
+    report's not-delivered sentence) when the treatment was not delivered (issue 28)."""
+    treated = [o.treatment for o in observations if o.scenario == DOC_BRIDGE_MCP]
+    using = sum(1 for record in treated if record is not None and used_server(record))
+    delivered = is_delivered(using, len(treated), minimum_use)
+    line: dict[str, Any] = {"delivered": delivered, "treatmentAttempts": len(treated), "attemptsUsingServer": using,
+                            "serverCalls": sum(record.server_calls for record in treated if record is not None)}
+    if not delivered and treated:
+        line["warning"] = not_delivered_sentence(server_name or "the server", using, len(treated), minimum_use)
+    return line
+
+
 def summarize(
     status: str,
     mode: str,
@@ -55,6 +72,7 @@ def summarize(
     server_name: str | None = None,
     recorded: BudgetRecord | None = None,
     backoff_pauses: int = 0,
+    minimum_use: float = DEFAULT_MINIMUM_USE,
 ) -> RunSummary:
     """Build the summary of a finished run (``transport`` ``cli`` or ``http``; HTTP has no cache tokens).
 
@@ -72,6 +90,7 @@ def summarize(
     When any attempt had a request refused, or the run paused (``backoff_pauses``, the ledger's
     ``backoffPauses``), the line adds ``apiRetries``, ``apiRetryWaitMs`` and ``backoffPauses`` (a count;
     issue 33).
+    ``treatment`` (issue 28) says whether the server was delivered (:func:`treatment_line`).
     """
     usage_complete = all(o.usage_complete for o in observations)
     factor = exact_factor(full_attempts, planned)
@@ -109,6 +128,7 @@ def summarize(
         line["apiRetries"] = retries
         line["apiRetryWaitMs"] = sum(o.api_retry_wait_ms or 0 for o in observations)
         line["backoffPauses"] = backoff_pauses
+    line["treatment"] = treatment_line(observations, server_name, minimum_use)
     if arm_labels is not None:
         line["armLabels"] = dict(arm_labels)
         line["mcpServer"] = server_name

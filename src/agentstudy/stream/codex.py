@@ -31,6 +31,7 @@ from typing import Any
 
 from agentstudy.pricing.cost import MAX_TOKENS
 from agentstudy.protocol.json_input import load_json
+from agentstudy.protocol.treatment import TREATMENT_LOST
 from agentstudy.stream.outcome import Outcome, ProcessFacts, outcome
 
 __all__ = ["CODEX_EVENT_TYPES", "CODEX_ITEM_TYPES", "CodexExpectations", "CodexTranscript", "CodexUsage",
@@ -319,7 +320,7 @@ def check_codex_setup(transcript: CodexTranscript, expected: CodexExpectations, 
     mcp = [c for c in transcript.mcp_calls
            if expected.mcp_server is not None and c.get("server") == expected.mcp_server]
     if mcp and all(c.get("status") == "failed" for c in mcp):
-        problems.append("every MCP tool call failed (treatment lost)")
+        problems.append(TREATMENT_LOST)
     problems.extend(f"{what} in a read-only study" for what in transcript.forbidden)
     if transcript.agent_requests:
         problems.append("the agent asked for user input, which exec mode cannot give")

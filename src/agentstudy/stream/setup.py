@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from agentstudy.protocol.treatment import TREATMENT_LOST
 from agentstudy.stream.transcript import Transcript
 
 BUILTIN_READ_TOOLS: tuple[str, ...] = ("Read", "Grep", "Glob")
@@ -112,5 +113,5 @@ def check_setup(
         prefix = f"mcp__{expected.mcp_server}__"
         mcp_ids = [i for i, use in transcript.tool_uses.items() if use.name.startswith(prefix)]
         if mcp_ids and all(i in transcript.tool_errors for i in mcp_ids):
-            problems.append("every MCP tool call returned an error (treatment lost)")
+            problems.append(TREATMENT_LOST)
     return problems

@@ -22,6 +22,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentstudy.protocol.json_input import JsonInputError, load_json
+from agentstudy.protocol.treatment import content_text, text_bytes
+
+SYNTHETIC_MODEL = "<synthetic>"
+"""The ``message.model`` Claude Code gives messages it wrote itself (an API error's text): no model answered."""
 
 LINE_PROBLEMS_LISTED = 20
 """Line problems listed one by one; more are counted in one problem."""
@@ -49,7 +53,10 @@ class Transcript:
         tool_errors: ids of ``tool_use`` blocks whose ``tool_result`` had ``is_error: true``.
         answered_tool_ids: ids of ``tool_use`` blocks that received any ``tool_result``.
         message_prompts: prompt size (input + cache read + cache write tokens) per distinct
-            ``message.id`` of ``assistant`` events.
+            ``message.id`` of ``assistant`` events (in first-seen order: the first is the first request).
+        result_bytes: UTF-8 bytes of each ``tool_result``'s text by ``tool_use`` id (issue 28).
+        models: the ``message.model`` of ``assistant`` events, distinct, in first-seen order (issue 28:
+            the model that answered, from the stream).
         lines_not_listed: broken lines beyond the first ``LINE_PROBLEMS_LISTED`` (counted and said in
             one problem: a stream of junk lines cannot make a ledger of megabytes).
     """
@@ -71,6 +78,8 @@ class Transcript:
     """Their ``error_status`` in order (``network`` when the event names none)."""
     rate_limit_events: int = 0
     """``rate_limit_event`` lines (Claude Code 2.1.45 and later)."""
+    result_bytes: dict[str, int] = field(default_factory=dict)
+    models: list[str] = field(default_factory=list)
 
     def tool_calls_by_name(self) -> dict[str, int]:
         """Count of distinct ``tool_use`` ids per full tool name (refused calls included)."""
@@ -122,6 +131,9 @@ def _read_assistant(event: Mapping[str, Any], transcript: Transcript, number: in
         return
     message_id = message.get("id")
     usage = message.get("usage")
+    model = message.get("model")
+    if isinstance(model, str) and model != SYNTHETIC_MODEL and model not in transcript.models:
+        transcript.models.append(model)
     if isinstance(message_id, str) and isinstance(usage, Mapping):
         prompt = (
             _int(usage.get("input_tokens"))
@@ -154,6 +166,7 @@ def _read_user(event: Mapping[str, Any], transcript: Transcript) -> None:
             tool_id = block.get("tool_use_id")
             if isinstance(tool_id, str):
                 transcript.answered_tool_ids.add(tool_id)
+                transcript.result_bytes[tool_id] = text_bytes(content_text(block.get("content")))
                 if block.get("is_error") is True:
                     transcript.tool_errors.add(tool_id)
 

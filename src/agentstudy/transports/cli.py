@@ -44,6 +44,7 @@ from agentstudy.io.signals import stop_signal
 from agentstudy.pricing.cost import AttemptCost
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP
 from agentstudy.protocol.mcp_spec import LIVE_CHECKOUT_NOTE, ServerPaths
+from agentstudy.protocol.treatment import sha256_text
 from agentstudy.stream.outcome import CliStatus, ProcessFacts
 from agentstudy.transports.cli_args import CLI_MAX_RETRIES, REHEARSAL_TOKEN, ArmTools, McpServerSpec
 from agentstudy.transports.cli_evaluation import evaluate_cli_attempt
@@ -125,6 +126,8 @@ class CliAttemptResult:
     wall_time_ms: int
     fields: dict[str, Any]
     status_reason: str | None = None
+    raw_output: bytes = b""
+    """The child's raw stdout (bounded), kept as the attempt's private transcript (issue 28); empty when none."""
 
 
 def run_cli_attempt(
@@ -292,8 +295,11 @@ def finish_cli_attempt(body: CliAttemptBody, raw: RawAttempt) -> CliAttemptResul
         exit_code=raw.facts.exit_code,
         wall_time_ms=raw.wall_time_ms,
         status_reason=evaluation.status_reason,
+        raw_output=raw.stdout,
         fields={
             **evaluation.fields,
+            **({"treatment": {**evaluation.fields["treatment"], "promptSha256": sha256_text(body.prompt)}}
+               if isinstance(evaluation.fields.get("treatment"), dict) else {}),
             "export_files": raw.export_files,
             "export_bytes": raw.export_bytes,
             "export_tree_sha256": raw.export_tree_sha256,

@@ -30,6 +30,7 @@ from agentstudy.pricing.usd_json import EXACT_SIGNIFICANT_DIGITS
 from agentstudy.stream.outcome import CliStatus, ProcessFacts, outcome
 from agentstudy.stream.setup import SetupExpectations, check_setup
 from agentstudy.stream.transcript import Transcript, parse_transcript
+from agentstudy.stream.treatment_facts import claude_treatment
 from agentstudy.transports.cli_args import ArmTools
 
 
@@ -136,7 +137,7 @@ def _price(transcript: Transcript) -> tuple[dict[str, ModelTokens] | None, Attem
     return totals, cost, None
 
 
-def _fields(transcript: Transcript, totals: Mapping[str, ModelTokens] | None) -> dict[str, Any]:
+def _fields(transcript: Transcript, totals: Mapping[str, ModelTokens] | None, server: str | None) -> dict[str, Any]:
     init, result = transcript.init or {}, transcript.result or {}
 
     def total(attr: str) -> int | None:  # within the bound every ledger reader applies (issue 29), else unknown
@@ -171,6 +172,7 @@ def _fields(transcript: Transcript, totals: Mapping[str, ModelTokens] | None) ->
         "api_retry_wait_ms": transcript.api_retry_wait_ms,
         "api_retry_statuses": list(transcript.api_retry_statuses),
         "api_error_status": api_error_status(result),
+        "treatment": claude_treatment(transcript, server).to_json(),
     }
 
 
@@ -232,5 +234,5 @@ def evaluate_cli_attempt(stdout: bytes, process: ProcessFacts, *, model: str, to
         computed_cost=cost,
         setup_problems=tuple(setup_problems),
         cost_problem=cost_problem,
-        fields=_fields(transcript, totals),
+        fields=_fields(transcript, totals, tools.mcp_server),
     )

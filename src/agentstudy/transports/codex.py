@@ -51,6 +51,7 @@ from agentstudy.stream.codex import (
     parse_codex_stream,
 )
 from agentstudy.stream.outcome import Outcome
+from agentstudy.stream.treatment_facts import codex_treatment
 from agentstudy.transports.cli import GATEWAY_TOKEN_ENV, CliAttemptBody, CliSettings, RawAttempt, isolation
 from agentstudy.transports.cli_evaluation import CliEvaluation
 from agentstudy.transports.codex_args import (
@@ -266,7 +267,7 @@ def _tool_counts(transcript: CodexTranscript) -> dict[str, int]:
     return counts
 
 
-def _fields(settings: CliSettings, transcript: CodexTranscript) -> dict[str, Any]:
+def _fields(settings: CliSettings, transcript: CodexTranscript, expected: CodexExpectations) -> dict[str, Any]:
     usage = transcript.usage
     terminal = transcript.terminal
     errors = dict(Counter(mcp_tool_name(str(c.get("server")), str(c.get("tool"))) for c in transcript.mcp_calls
@@ -293,6 +294,7 @@ def _fields(settings: CliSettings, transcript: CodexTranscript) -> dict[str, Any
         "answer_text": transcript.answer,
         "api_retries": len(codex_retries(transcript.notices)),
         "api_retry_statuses": codex_retries(transcript.notices),
+        "treatment": codex_treatment(transcript, expected.mcp_server, expected.allowed_tools, settings.model).to_json(),
     }
 
 
@@ -329,7 +331,7 @@ running cost the stream or the watcher showed (:func:`charged_floor`). Never rai
         computed_cost=cost,
         setup_problems=problems,
         cost_problem=cost_problem,
-        fields=_fields(settings, transcript),
+        fields=_fields(settings, transcript, expected),
         measurements={} if transcript.usage is None else
         {"reasoningOutputTokens": transcript.usage.reasoning_output_tokens},
     )

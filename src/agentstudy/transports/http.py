@@ -26,6 +26,7 @@ answer, its whole reservation kept and ``usageComplete`` false.
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from collections import Counter
@@ -54,6 +55,14 @@ from agentstudy.pricing.http import (
 from agentstudy.pricing.tally import Tally
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP
 from agentstudy.protocol.mcp_spec import LIVE_CHECKOUT_NOTE, McpServerSpec, ServerPaths
+from agentstudy.protocol.treatment import (
+    TREATMENT_LOST,
+    ServerCall,
+    TreatmentRecord,
+    sha256_text,
+    tool_set_sha256,
+    treatment_record,
+)
 from agentstudy.transports.api_retry import (
     DEFAULT_RETRY,
     BackoffGate,
@@ -75,7 +84,10 @@ KNOWN_STOP_REASONS = frozenset({"end_turn", "tool_use", "max_tokens", "stop_sequ
 UNKNOWN_TOOL = "(not offered)"
 """The by-name key of a call to a tool that was not offered (model-chosen names stay out of the ledger)."""
 
-HttpStatus = Literal["completed", "failed", "timed-out", "budget-exceeded", "incomplete"]
+HttpStatus = Literal["completed", "failed", "timed-out", "budget-exceeded", "incomplete", "invalid-setup"]
+TREATMENT_CHECKED = frozenset({"completed", "incomplete"})
+"""Statuses of an attempt that ran to its own end, so its treatment is judged (as the cli judges a child that
+ended by itself; issue 28)."""
 
 
 class Sender(Protocol):
@@ -102,6 +114,10 @@ class ToolBox(Protocol):
 
     def call(self, name: str, arguments: Any) -> ToolResult:
         """Run one call."""
+        ...
+
+    def mcp_name(self, name: str) -> str | None:
+        """The MCP server's own name of an offered tool, ``None`` for a repository tool (issue 28)."""
         ...
 
 
@@ -153,6 +169,11 @@ class HttpAttemptResult:
     failure_kind: str | None = None
     """Why a ``failed`` / ``timed-out`` attempt ended: ``rate-limited``, ``overloaded``, ``server-error``,
     ``network``, ``timeout`` or ``agent``; ``None`` otherwise."""
+    treatment: TreatmentRecord | None = None
+    """Was the server offered and used (issue 28): from our own requests; ``None`` when no request was built."""
+    exchange: bytes = b""
+    """Every request body and response of the attempt as JSON lines (``{"turn", "request"}`` /
+    ``{"turn", "response"}`` / ``{"turn", "lost"}``), its private transcript (issue 28)."""
 
 
 def request_timeout_s(remaining_ms: float) -> float:
@@ -169,8 +190,14 @@ def request_body(model: str, messages: list[dict[str, Any]], tools: list[dict[st
 class _Attempt:
     """Running totals of one attempt (money through ``pricing`` only)."""
 
-    def __init__(self, budget: Budget, tools: ToolBox, clock: Callable[[], float], started: float | None) -> None:
-        self.budget, self.tools, self.clock = budget, tools, clock
+    def __init__(self, budget: Budget, tools: ToolBox, clock: Callable[[], float], started: float | None,
+                 server: str | None = None) -> None:
+        self.budget, self.tools, self.clock, self.server = budget, tools, clock, server
+        self.server_calls: list[ServerCall] = []
+        self.models: list[str] = []
+        self.first_prompt: int | None = None
+        self.exchange: list[bytes] = []
+        self.prompt_sha256: str | None = None
         self.spend = Budget(cap=budget.cap)
         self.tally = Tally()
         self.input_tokens = self.output_tokens = self.turns = self.tool_calls = 0
@@ -181,6 +208,11 @@ class _Attempt:
         self.retry = RetryTally()
         self.lost: MessagesApiError | None = None
 
+    def log(self, turn: int, key: str, value: Any) -> None:
+        """Keep one request, response or loss of ``turn`` for the transcript."""
+        line = json.dumps({"turn": turn, key: value}, ensure_ascii=False, default=str)
+        self.exchange.append(line.encode("utf-8") + b"\n")
+
     def elapsed_ms(self) -> float:
         return (self.clock() - self.started) * 1000
 
@@ -190,13 +222,27 @@ class _Attempt:
         if settlement.usage is None:
             self.usage_complete = False
         else:
+            if self.first_prompt is None:
+                self.first_prompt = settlement.usage.input_tokens
             self.input_tokens += settlement.usage.input_tokens
             self.output_tokens += settlement.usage.output_tokens
             self.tally = self.tally.add_measured(settlement.charged_usd, None)
         ledger.settled(self.budget, settlement)
 
+    def treatment(self) -> TreatmentRecord:
+        offered = [exact for name in self.tools.names if (exact := self.tools.mcp_name(name)) is not None]
+        builtin = [d for d in self.tools.definitions if self.tools.mcp_name(str(d.get("name"))) is None]
+        record = treatment_record(server=self.server, offered_server_tools=offered, evidence="request",
+                                  calls=self.server_calls, answering_models=self.models,
+                                  first_request_input_tokens=self.first_prompt)
+        return record.model_copy(update={"prompt_sha256": self.prompt_sha256,
+                                         "builtin_tools_sha256": tool_set_sha256(builtin)})
+
     def result(self, status: HttpStatus, reason: str | None, answer: str = "") -> HttpAttemptResult:
         kind = (failure_kind(self.lost, status == "timed-out") if status in ("failed", "timed-out") else None)
+        treatment = self.treatment()
+        if status in TREATMENT_CHECKED and self.server is not None and treatment.all_calls_failed:
+            status, reason = "invalid-setup", TREATMENT_LOST  # the cli rule, in the cli's words
         return HttpAttemptResult(
             api_retries=self.retry.retries, api_retry_wait_ms=self.retry.wait_ms,
             api_retry_statuses=tuple(self.retry.statuses), failure_kind=kind,
@@ -205,7 +251,7 @@ class _Attempt:
             tool_calls=self.tool_calls, tool_calls_by_name=dict(self.by_name), tool_errors_by_name=dict(self.errors),
             tools=self.tools.names, reserved_usd=self.tally.reserved, measured_usd=self.tally.measured,
             charged_usd=self.spend.spent, wall_time_ms=round(self.elapsed_ms()),
-            answer=answer if status == "completed" else "",
+            answer=answer if status == "completed" else "", treatment=treatment, exchange=b"".join(self.exchange),
         )
 
 
@@ -225,19 +271,23 @@ def _answer(content: list[Any]) -> str:
 def agent_loop(
     *, sender: Sender, tools: ToolBox, model: str, prompt: str, prices: UpperPrices, budget: Budget,
     ledger: CallLedger, clock: Callable[[], float] = time.monotonic, started: float | None = None,
-    retry: RetryPolicy = DEFAULT_RETRY, gate: BackoffGate | None = None,
+    retry: RetryPolicy = DEFAULT_RETRY, gate: BackoffGate | None = None, server: str | None = None,
 ) -> HttpAttemptResult:
     """Run the bounded loop of one attempt (digest 2.1) against ``sender`` and return its result.
 
     ``budget`` is the run's budget before the attempt; the result carries it after. The wall
     time and the deadline run from ``started`` (``clock`` seconds: the attempt's first action,
     before its MCP server starts; issue 17 item 5), or from here when it is not given. ``retry`` bounds
-    the retries of a refused request; ``gate`` is the run's one back-off (issue 33).
+    the retries of a refused request; ``gate`` is the run's one back-off (issue 33). ``server`` names the
+    arm's MCP server (``None`` in the control arm): a treatment attempt that ran to its own end
+    (``completed`` or ``incomplete``) with every server call errored is ``invalid-setup`` with the cli's
+    problem text (``protocol.treatment.TREATMENT_LOST``; issue 28).
 
     Raises:
         OSError: from ``ledger`` when a reservation cannot be persisted (then no request was sent).
     """
-    state = _Attempt(budget, tools, clock, started)
+    state = _Attempt(budget, tools, clock, started, server)
+    state.prompt_sha256 = sha256_text(prompt)
     messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
     definitions = tools.definitions
     offered = set(tools.names)
@@ -247,7 +297,8 @@ def agent_loop(
             return state.result("failed", f"{stopped} before turn {turn}")
         if state.elapsed_ms() >= ATTEMPT_DEADLINE_MS:
             return state.result("timed-out", f"the five-minute deadline passed before turn {turn}")
-        encoded = encode_request_body(request_body(model, messages, definitions))
+        body = request_body(model, messages, definitions)
+        encoded = encode_request_body(body)
         reservation = call_reservation(encoded, DEFAULT_MAX_TOKENS, prices)
         reserved = reserve_call(state.budget, reservation)
         if reserved is None:
@@ -256,20 +307,27 @@ def agent_loop(
         state.tally = state.tally.add_reservation(reservation.usd)
         ledger.reserved(state.budget, reservation)
         state.turns += 1
+        state.log(turn, "request", body)
         try:
             with interruptible():
                 response = send_with_retries(sender, encoded,
                                              request_timeout_s(ATTEMPT_DEADLINE_MS - state.elapsed_ms()),
                                              state.retry, policy=retry, gate=gate, clock=clock)
         except StopRequested as interrupted:
+            state.log(turn, "lost", interrupted.reason)
             state.settle(ledger, settle_call(state.budget, reservation, None, interrupted.reason), reservation)
             return state.result("failed", f"{interrupted.reason} during the request of turn {turn}")
         except MessagesApiError as error:
             state.lost = error
+            state.log(turn, "lost", f"{error.kind} {error.status}")
             state.settle(ledger, settle_call(state.budget, reservation, None, "response lost"), reservation)
             status = f" (HTTP {error.status})" if error.status is not None else ""
             return state.result("failed", f"the response of turn {turn} was lost: {error.kind}{status}")
+        state.log(turn, "response", response)
         content = response.get("content")
+        answered_by = response.get("model")
+        if isinstance(answered_by, str) and answered_by not in state.models:
+            state.models.append(answered_by)
         if isinstance(content, list):
             settlement = settle_response(state.budget, reservation, response.get("usage"))
         else:
@@ -302,6 +360,9 @@ def agent_loop(
             outcome = tools.call(name, call.get("input"))
             if outcome.is_error:
                 state.errors[key] += 1
+            exact = tools.mcp_name(name) if name in offered else None
+            if exact is not None:
+                state.server_calls.append(ServerCall(exact, outcome.is_error, outcome.server_bytes))
             results.append({"type": "tool_result", "tool_use_id": call["id"],
                             "content": outcome.content[:TOOL_RESULT_LIMIT], "is_error": outcome.is_error})
         messages.append({"role": "user", "content": results})
@@ -349,7 +410,8 @@ def run_http_attempt(
                          settings.parent_env, corpus) as tools:
             return agent_loop(sender=sender, tools=tools, model=settings.model, prompt=prompt,
                               prices=settings.prices, budget=budget, ledger=ledger, clock=settings.clock,
-                              started=started, retry=settings.retry, gate=gate)
+                              started=started, retry=settings.retry, gate=gate,
+                              server=settings.mcp.name if scenario == DOC_BRIDGE_MCP else None)
     except ToolSetupError as error:
         stopped = stop_reason()
         reason = str(error) if stopped is None else f"{stopped} while the tools were prepared"

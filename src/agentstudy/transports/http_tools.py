@@ -24,6 +24,7 @@ from agentstudy.io.mcp_sandbox import contained_server
 from agentstudy.io.mcp_session import McpSession
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP
 from agentstudy.protocol.mcp_spec import McpServerSpec, ServerPaths
+from agentstudy.protocol.treatment import text_bytes
 from agentstudy.transports.repo_tools import DEFINITIONS, TOOL_ERROR, RepositoryTools, ToolResult
 
 __all__ = ["AgentTools", "ToolSetupError", "agent_tools", "exposed_name"]
@@ -107,7 +108,7 @@ class AgentTools:
             result = self._mcp.call_tool(exact, arguments)
         except Exception:  # McpProbeError and anything the SDK raises: the same fixed text
             return ToolResult(TOOL_ERROR, True)
-        return ToolResult(json.dumps(result.text, ensure_ascii=False), result.is_error)
+        return ToolResult(json.dumps(result.text, ensure_ascii=False), result.is_error, text_bytes(result.text))
 
 
 @contextmanager

@@ -34,10 +34,13 @@ class ToolInputError(ValueError):
 
 @dataclass(frozen=True)
 class ToolResult:
-    """What a tool returned: ``content`` (text sent back to the model) and ``is_error``."""
+    """What a tool returned: ``content`` (text sent back to the model) and ``is_error``; ``server_bytes`` is the
+    UTF-8 bytes of the text an MCP server returned (``protocol.treatment.text_bytes``; issue 28), ``None`` for
+    a repository tool or a call the server never answered."""
 
     content: str
     is_error: bool
+    server_bytes: int | None = None
 
 
 DEFINITIONS: list[dict[str, Any]] = [

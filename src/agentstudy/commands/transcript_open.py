@@ -1,0 +1,75 @@
+"""``agentstudy transcript --ledger LEDGER --task T --arm A --repetition N``: open one kept transcript (issue 28).
+
+The observation is found by task, arm (its scenario, or a study file's arm id or label) and
+repetition (and ``--agent`` in a several-agent ledger); its file in ``LEDGER.transcripts/`` is
+checked against the ``transcriptSha256`` the ledger records, then written to stdout as it is.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+from agentstudy.commands.common import fail
+from agentstudy.io.ledger_journal import LedgerJournalError, read_ledger
+from agentstudy.io.transcripts import TranscriptError, open_transcript
+from agentstudy.protocol.study_agents import observation_agent
+
+
+def _arm_scenarios(ledger: dict[str, Any], arm: str) -> set[str]:
+    """The scenarios ``arm`` may name: itself, or the scenario of the ledger's arm with that id or label."""
+    names = {arm}
+    for record in ledger.get("arms") or []:
+        if isinstance(record, dict) and arm in (record.get("id"), record.get("label")):
+            names.add(str(record.get("scenario")))
+    return names
+
+
+def find_observation(ledger: dict[str, Any], task: str, arm: str, repetition: int,
+                     agent: str | None) -> dict[str, Any]:
+    """The one observation of ``task`` / ``arm`` / ``repetition`` (of ``agent`` when given).
+
+    Raises:
+        LookupError: none matches, or several do (then ``--agent`` is needed).
+    """
+    scenarios = _arm_scenarios(ledger, arm)
+    found = [o for o in ledger.get("observations") or [] if isinstance(o, dict) and o.get("taskId") == task
+             and o.get("scenario") in scenarios and o.get("repetition") == repetition
+             and (agent is None or observation_agent(o) == agent)]
+    if not found:
+        raise LookupError(f"no observation of task {task!r}, arm {arm!r}, repetition {repetition}")
+    if len(found) > 1:
+        raise LookupError("several agents ran that attempt; name one with --agent")
+    return found[0]
+
+
+def show_kept_transcript(ledger_path: Path, task: str | None, arm: str | None, repetition: int | None,
+                         agent: str | None) -> NoReturn:
+    """Print the kept transcript's bytes and exit 0; exit 2 with one line on any problem."""
+    if task is None or arm is None or repetition is None:
+        fail("--ledger needs --task, --arm and --repetition")
+    try:
+        raw = ledger_path.read_bytes()
+        data = json.loads(read_ledger(ledger_path, raw).data)
+    except (OSError, LedgerJournalError, ValueError) as error:
+        fail(f"cannot read the ledger {ledger_path}: {error}")
+    if not isinstance(data, dict):
+        fail(f"{ledger_path} is not a ledger")
+    if data.get("transcripts") is False:
+        fail("this run kept no transcripts (--no-transcripts)")
+    try:
+        observation = find_observation(data, task, arm, repetition, agent)
+    except LookupError as error:
+        fail(str(error))
+    name = observation.get("transcriptFile")
+    if not isinstance(name, str):
+        fail("the observation records no transcript (a ledger written before transcripts were kept)")
+    try:
+        text = open_transcript(ledger_path, name, observation.get("transcriptSha256"))
+    except TranscriptError as error:
+        fail(str(error))
+    sys.stdout.buffer.write(text)
+    sys.stdout.flush()
+    sys.exit(0)

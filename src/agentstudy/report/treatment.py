@@ -1,0 +1,258 @@
+"""Treatment fidelity on the report's first screen (issue 28 items 2-5): was the server delivered and used?
+
+From the observations' treatment records (``protocol.treatment``): how many treatment attempts
+used the server (at least one call that did not error), their calls, errored calls, attempts where
+every call failed; the control arm's proof that no server tool was offered; the models that
+answered each arm (arms must differ only in the server); and the server's tool-definition overhead
+(first request of a treatment attempt minus its task's control, per task, averaged over tasks).
+
+The study is *delivered* when at least ``minimum_use`` (a fraction, default
+:data:`DEFAULT_MINIMUM_USE`) of the treatment attempts used the server; otherwise the verdict says
+the study cannot answer whether the server helps, and no comparison is shown as a finding.
+
+The verdict sentence answers the study's question for its primary metric (a parameter:
+``None`` means correctness when adjudicated, else input tokens), intention to treat (every attempt
+as assigned); a per-protocol line (tasks whose every treatment attempt used the server) follows,
+labelled. Pure: no IO.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, replace
+from typing import Any
+
+from agentstudy.protocol.treatment import DEFAULT_MINIMUM_USE, is_delivered, not_delivered_sentence, used_server
+from agentstudy.report.analysis import CORRECTNESS, INPUT, Analysis, MetricResult
+from agentstudy.report.document import Block, Paragraph, WarningBox
+from agentstudy.report.model import BASELINE, TREATMENT, Attempt, Study
+
+
+@dataclass(frozen=True)
+class TreatmentSummary:
+    """The study's treatment fidelity (counts of attempts and calls; tokens per request).
+
+    ``recorded`` counts treatment attempts that carry a treatment record (older ledgers have none: their
+    calls are counted from ``toolCallsByName``, errors unknown). ``control_offered`` counts control attempts
+    that were offered a server tool (must be 0). ``models`` maps each arm's scenario to the models that
+    answered it (from the streams). ``tool_definition_tokens`` is the mean over tasks of the first request's
+    prompt tokens, treatment minus control (``None`` when no task has both).
+    """
+
+    treatment_attempts: int
+    attempts_using_server: int
+    server_calls: int
+    server_call_errors: int
+    attempts_all_calls_failed: int
+    median_calls: float | None
+    tool_definition_tokens: float | None
+    control_attempts: int
+    control_offered: int
+    recorded: int
+    models: dict[str, tuple[str, ...]]
+    minimum_use: float
+    per_protocol_tasks: tuple[str, ...]
+    prompt_mismatch_tasks: tuple[str, ...] = ()
+    builtin_tool_sets: int = 0
+
+    @property
+    def delivered(self) -> bool:
+        """At least ``minimum_use`` of the treatment attempts used the server (never with none)."""
+        return is_delivered(self.attempts_using_server, self.treatment_attempts, self.minimum_use)
+
+    @property
+    def model_difference(self) -> str | None:
+        """One sentence when the arms were answered by different models, else ``None``."""
+        base, treat = self.models.get(BASELINE, ()), self.models.get(TREATMENT, ())
+        if not base or not treat or set(base) == set(treat):
+            return None
+        return (f"The arms were answered by different models (control: {', '.join(base)}; treatment: "
+                f"{', '.join(treat)}), so a difference may come from the model, not the server.")
+
+    @property
+    def differences(self) -> tuple[str, ...]:
+        """Every way the arms differed besides the server (models, prompts, built-in tool sets), one sentence each."""
+        found = [self.model_difference] if self.model_difference else []
+        if self.prompt_mismatch_tasks:
+            found.append(f"The arms were given different prompts in {len(self.prompt_mismatch_tasks)} tasks "
+                         f"({', '.join(self.prompt_mismatch_tasks[:5])}).")
+        if self.builtin_tool_sets > 1:
+            found.append(f"The agent's built-in tools differed between attempts ({self.builtin_tool_sets} "
+                         "different tool sets besides the server's).")
+        return tuple(found)
+
+
+def _fallback_calls(attempt: Attempt) -> int:
+    """Server calls of an attempt without a record: ``mcp__`` names (cli) or names not ``repo_*`` (http)."""
+    if attempt.transport == "http":
+        return sum(n for name, n in attempt.tool_calls_by_name.items() if not name.startswith("repo_"))
+    return sum(n for name, n in attempt.tool_calls_by_name.items() if name.startswith("mcp__"))
+
+
+def _used(attempt: Attempt) -> bool:
+    record = attempt.treatment
+    if record is None:
+        return _fallback_calls(attempt) > 0
+    return used_server(record)
+
+
+def summarize_treatment(study: Study, minimum_use: float | None = None) -> TreatmentSummary:
+    """The treatment fidelity of ``study``'s attempts (see the module docstring); ``minimum_use`` defaults to the
+    study file's ``analysis.minimumTreatmentUse`` (:data:`DEFAULT_MINIMUM_USE` when none is declared)."""
+    if minimum_use is None:
+        minimum_use = study.analysis.minimum_treatment_use if study.analysis is not None else DEFAULT_MINIMUM_USE
+    treated = [a for a in study.attempts if a.scenario == TREATMENT]
+    control = [a for a in study.attempts if a.scenario == BASELINE]
+    calls = [a.treatment.server_calls if a.treatment else _fallback_calls(a) for a in treated]
+    using = [a for a in treated if _used(a)]
+    models: dict[str, tuple[str, ...]] = {}
+    for scenario, group in ((BASELINE, control), (TREATMENT, treated)):
+        models[scenario] = tuple(dict.fromkeys(m for a in group if a.treatment for m in a.treatment.answering_models))
+    tasks = dict.fromkeys(a.task_id for a in treated)
+    per_protocol = tuple(t for t in tasks if all(_used(a) for a in treated if a.task_id == t))
+    return TreatmentSummary(
+        treatment_attempts=len(treated), attempts_using_server=len(using), server_calls=sum(calls),
+        server_call_errors=sum(a.treatment.server_call_errors for a in treated if a.treatment),
+        attempts_all_calls_failed=sum(1 for a in treated if a.treatment and a.treatment.all_calls_failed),
+        median_calls=statistics.median(c for a, c in zip(treated, calls, strict=True) if _used(a)) if using else None,
+        tool_definition_tokens=_overhead(treated, control), control_attempts=len(control),
+        control_offered=sum(1 for a in control if a.treatment and a.treatment.server_offered),
+        recorded=sum(1 for a in treated if a.treatment), models=models, minimum_use=minimum_use,
+        per_protocol_tasks=per_protocol,
+        prompt_mismatch_tasks=tuple(t for t in dict.fromkeys(a.task_id for a in study.attempts)
+                                    if len(_hashes(study.attempts, t)) > 1),
+        builtin_tool_sets=len({a.treatment.builtin_tools_sha256 for a in study.attempts
+                               if a.treatment and a.treatment.builtin_tools_sha256}),
+    )
+
+
+def _hashes(attempts: tuple[Attempt, ...], task: str) -> set[str]:
+    """The prompt hashes recorded for ``task``'s attempts (both arms)."""
+    return {a.treatment.prompt_sha256 for a in attempts
+            if a.task_id == task and a.treatment and a.treatment.prompt_sha256}
+
+
+def _first(attempts: list[Attempt], task: str) -> list[int]:
+    return [a.treatment.first_request_input_tokens for a in attempts if a.task_id == task and a.treatment
+            and a.treatment.first_request_input_tokens is not None]
+
+
+def _overhead(treated: list[Attempt], control: list[Attempt]) -> float | None:
+    """Mean over tasks of (mean first-request prompt tokens, treatment − control); ``None`` without a pair."""
+    differences = []
+    for task in dict.fromkeys(a.task_id for a in treated):
+        with_server, without = _first(treated, task), _first(control, task)
+        if with_server and without:
+            differences.append(statistics.fmean(with_server) - statistics.fmean(without))
+    return statistics.fmean(differences) if differences else None
+
+
+def fidelity_line(summary: TreatmentSummary, server: str) -> str:
+    """"the server was used in 17 of 18 treatment attempts (median 3 calls; 2 calls errored; 0 attempts where
+    every call failed)", plus the control arm's proof and the tool-definition overhead."""
+    median = "no calls" if summary.median_calls is None else f"median {summary.median_calls:g} calls"
+    line = (f"Fidelity: {server} was used in {summary.attempts_using_server} of {summary.treatment_attempts} "
+            f"treatment attempts ({median}; {summary.server_call_errors} calls errored; "
+            f"{summary.attempts_all_calls_failed} attempts where every call failed).")
+    if summary.recorded < summary.treatment_attempts:
+        line += (f" {summary.treatment_attempts - summary.recorded} treatment attempts carry no treatment record "
+                 "(an older ledger): their calls are counted by tool name, their errors are unknown.")
+    if summary.control_offered:
+        line += f" In {summary.control_offered} control attempts a server tool WAS offered."
+    elif summary.control_attempts:
+        line += f" No server tool was offered in any of the {summary.control_attempts} control attempts."
+    if summary.tool_definition_tokens is not None:
+        line += f" The server's tools add ~{round(summary.tool_definition_tokens):,} input tokens to every request."
+    return line
+
+
+def primary_result(analysis: Analysis, primary: str | None = None) -> MetricResult | None:
+    """The result of the primary metric ``primary`` (a metric key); ``None`` means the study file's declared
+    ``analysis.primary``, or, when none is declared, correctness when adjudicated, else input tokens."""
+    by_key = {r.metric.key: r for r in analysis.results}
+    if primary is None and analysis.plan_declared:  # the study file's analysis.primary (issue 30)
+        primary = analysis.plan.primary.metric
+    if primary is not None:
+        return by_key.get(primary)
+    return by_key.get(CORRECTNESS.key) or by_key.get(INPUT.key)
+
+
+def not_delivered(summary: TreatmentSummary, server: str) -> str:
+    """The verdict of a study whose treatment was not delivered (``protocol.treatment.not_delivered_sentence``)."""
+    return not_delivered_sentence(server, summary.attempts_using_server, summary.treatment_attempts,
+                                  summary.minimum_use)
+
+
+def verdict(analysis: Analysis, summary: TreatmentSummary, *, primary: str | None = None,
+            alpha: float | None = None) -> str:
+    """One sentence answering "does the server help?" for the primary metric, intention to treat; ``alpha``
+    defaults to the study's (``analysis.alpha``)."""
+    alpha = analysis.alpha if alpha is None else alpha
+    from agentstudy.report.glance import direction
+
+    study = analysis.study
+    server = study.server_name or "the server"
+    if not summary.delivered:
+        return not_delivered(summary, server)
+    result = primary_result(analysis, primary)
+    if result is None or result.task_level.estimate is None:
+        return f"The study cannot yet say whether {server} helps: its primary metric has no task with both arms."
+    level = result.task_level
+    treatment = study.arm_labels.get(TREATMENT) or TREATMENT
+    words = direction(level, result.metric, treatment)
+    p = level.p_value
+    judged = ("not distinguishable from no difference" if p is None or p >= alpha
+              else f"a difference at α = {alpha:g}")
+    p_text = "p not computable" if p is None else f"p {p:.3g}"
+    return (f"Does {server} help? On the primary metric, {result.metric.label}: {words} "
+            f"({p_text}, {level.design}; intention to treat), {judged}; exploratory.")
+
+
+def per_protocol_line(analysis: Analysis, summary: TreatmentSummary, primary: str | None = None) -> str | None:
+    """The per-protocol reading (tasks whose every treatment attempt used the server), labelled; ``None`` when
+    it is the same set as intention to treat or no task qualifies."""
+    from agentstudy.report.analysis import analyse
+    from agentstudy.report.glance import direction
+
+    tasks = set(summary.per_protocol_tasks)
+    all_tasks = {a.task_id for a in analysis.study.attempts if a.scenario == TREATMENT}
+    if not tasks or tasks == all_tasks:
+        return None
+    study = replace(analysis.study, attempts=tuple(a for a in analysis.study.attempts if a.task_id in tasks))
+    result = primary_result(analyse(study, analysis.prices, seed=analysis.seed, resamples=analysis.resamples),
+                            primary)
+    if result is None:
+        return None
+    treatment = study.arm_labels.get(TREATMENT) or TREATMENT
+    return (f"Per protocol (secondary; only the {len(tasks)} of {len(all_tasks)} tasks whose every treatment attempt "
+            f"used the server): {direction(result.task_level, result.metric, treatment)}.")
+
+
+def first_screen_blocks(analysis: Analysis, summary: TreatmentSummary, *, primary: str | None = None,
+                        alpha: float | None = None) -> tuple[Block, ...]:
+    """The report's opening: the verdict (a warning box when not delivered), the fidelity line, a model difference
+    (a warning box), and the per-protocol line when it differs."""
+    server = analysis.study.server_name or "the server"
+    sentence = verdict(analysis, summary, primary=primary, alpha=alpha)
+    blocks: list[Block] = [WarningBox(sentence) if not summary.delivered else Paragraph(sentence),
+                           Paragraph(fidelity_line(summary, server))]
+    blocks.extend(WarningBox(difference) for difference in summary.differences)
+    if summary.delivered:
+        line = per_protocol_line(analysis, summary, primary)
+        if line:
+            blocks.append(Paragraph(line))
+    return tuple(blocks)
+
+
+def treatment_json(summary: TreatmentSummary) -> dict[str, Any]:
+    """``report --format json``'s ``treatment`` object (camelCase)."""
+    return {
+        "delivered": summary.delivered, "treatmentAttempts": summary.treatment_attempts,
+        "attemptsUsingServer": summary.attempts_using_server, "serverCalls": summary.server_calls,
+        "serverCallErrors": summary.server_call_errors, "attemptsAllCallsFailed": summary.attempts_all_calls_failed,
+        "toolDefinitionTokens": summary.tool_definition_tokens, "minimumTreatmentUse": summary.minimum_use,
+        "controlAttemptsOffered": summary.control_offered,
+        "answeringModels": {scenario: list(models) for scenario, models in summary.models.items()},
+        "perProtocolTasks": list(summary.per_protocol_tasks),
+        "armDifferences": list(summary.differences),
+    }

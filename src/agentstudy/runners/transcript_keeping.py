@@ -1,0 +1,45 @@
+"""Keeping an attempt's private transcript as its observation is made (issue 28 item 6; ``io.transcripts``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agentstudy.io.transcripts import TranscriptError, TranscriptStore, transcript_dir, transcript_name
+from agentstudy.protocol.schedule import ScheduleEntry
+from agentstudy.runners.preflight import PreflightError
+
+
+def transcript_store(keep: bool, ledger: Path, secrets: tuple[str, ...]) -> TranscriptStore | None:
+    """The run's store (``None`` with ``--no-transcripts``).
+
+    Raises:
+        PreflightError: ``LEDGER.transcripts`` already exists (nothing existing is ever overwritten).
+    """
+    if not keep:
+        return None
+    if transcript_dir(ledger).exists() or transcript_dir(ledger).is_symlink():
+        raise PreflightError(f"{transcript_dir(ledger)} already exists; choose another --output")
+    return TranscriptStore(ledger, secrets)
+
+
+def keep_transcript(store: TranscriptStore | None, entry: ScheduleEntry, data: bytes,
+                    agent: str | None = None) -> dict[str, str]:
+    """Write ``data`` as ``entry``'s transcript; the observation's ``transcript_file`` / ``transcript_sha256``
+    fields (empty without a store, or when the file could not be written: a full disk must not cost the
+    observation, whose checkpoint then says what failed; the observation then names no transcript).
+
+    Raises:
+        TranscriptError: the directory is not private or the file already exists (never overwritten).
+    """
+    if store is None:
+        return {}
+    name = transcript_name(entry.task_id, entry.scenario, entry.repetition, agent, "jsonl")
+    try:
+        return {"transcript_file": name, "transcript_sha256": store.keep(name, data)}
+    except TranscriptError:
+        raise
+    except OSError:
+        return {}
+
+
+__all__ = ["TranscriptError", "keep_transcript", "transcript_store"]
