@@ -77,7 +77,7 @@ def _drop_optional_null(node: Any) -> None:
 
 _ISSUE_REFERENCE = re.compile(
     r"\s*\(issues? \d+(?: item \d+)?\)"  # "(issue 18)"
-    r"|(?<=\()issues? \d+; |[;,] issues? \d+(?= ?\))")  # "(issue 21; omitted …)", "(…; issue 15)"
+    r"|(?<=\()issues? \d+(?: item \d+)?; |[;,] issues? \d+(?: item \d+)?(?= ?\))")  # "(issue 21; …)", "(…; issue 15)"
 _BEFORE_AGENTS = "written before issue 21"
 """Our issue tracker's numbers in a model's docstring: developers' notes, never in a schema a user reads."""
 

@@ -49,7 +49,7 @@ OPTIONAL_KEYS = ("firstRequestInputTokens", "promptSha256", "builtinToolsSha256"
 
 
 class TreatmentRecord(BaseModel):
-    """An observation's ``treatment`` (issue 28 item 1; camelCase JSON).
+    """An observation's ``treatment`` (camelCase JSON; issue 28 item 1).
 
     Attributes:
         server: the server under study in this arm (``None`` in the control arm).
@@ -169,7 +169,7 @@ def content_text(content: Any) -> str:
 
 def read_treatment(value: Any) -> TreatmentRecord | None:
     """An observation's ``treatment`` as a record, or ``None`` when absent or not a valid record (a reader of
-    ledgers written before issue 28, or of a hand-edited one, shows the treatment as not recorded)."""
+    ledgers written before treatment records, or of a hand-edited one, shows the treatment as not recorded)."""
     if not isinstance(value, dict):
         return None
     try:

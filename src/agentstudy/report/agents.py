@@ -19,7 +19,8 @@ from agentstudy.report import fmt
 from agentstudy.report.analysis import Analysis, analyse
 from agentstudy.report.content import PROVENANCE_TITLE, provenance_section
 from agentstudy.report.document import Block, Document, Figure, Paragraph, Section, Table
-from agentstudy.report.glance import GLANCE_METRICS, direction
+from agentstudy.report.glance import GLANCE_METRICS
+from agentstudy.report.in_words import direction
 from agentstudy.report.model import BASELINE, TREATMENT, Study
 from agentstudy.report.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 

@@ -25,6 +25,7 @@ from typing import Any
 from agentstudy.protocol.treatment import DEFAULT_MINIMUM_USE, is_delivered, not_delivered_sentence, used_server
 from agentstudy.report.analysis import CORRECTNESS, INPUT, Analysis, MetricResult
 from agentstudy.report.document import Block, Paragraph, WarningBox
+from agentstudy.report.in_words import direction
 from agentstudy.report.model import BASELINE, TREATMENT, Attempt, Study
 
 
@@ -188,8 +189,6 @@ def verdict(analysis: Analysis, summary: TreatmentSummary, *, primary: str | Non
     """One sentence answering "does the server help?" for the primary metric, intention to treat; ``alpha``
     defaults to the study's (``analysis.alpha``)."""
     alpha = analysis.alpha if alpha is None else alpha
-    from agentstudy.report.glance import direction
-
     study = analysis.study
     server = study.server_name or "the server"
     if not summary.delivered:
@@ -212,8 +211,6 @@ def per_protocol_line(analysis: Analysis, summary: TreatmentSummary, primary: st
     """The per-protocol reading (tasks whose every treatment attempt used the server), labelled; ``None`` when
     it is the same set as intention to treat or no task qualifies."""
     from agentstudy.report.analysis import analyse
-    from agentstudy.report.glance import direction
-
     tasks = set(summary.per_protocol_tasks)
     all_tasks = {a.task_id for a in analysis.study.attempts if a.scenario == TREATMENT}
     if not tasks or tasks == all_tasks:
