@@ -70,7 +70,7 @@ def test_a_record_round_trips_and_an_invalid_one_reads_as_not_recorded() -> None
     assert read_treatment({"serverCalls": "many"}) is None and read_treatment(None) is None
 
 
-def _study(tmp_path: Path, used: list[int], minimum: float = 0.5) -> tuple[str, str]:
+def _study(tmp_path: Path, used: list[int], minimum: float = 0.5) -> tuple[str, str, str]:
     tmp_path.mkdir(parents=True, exist_ok=True)
     observations = []
     for i, calls in enumerate(used):
@@ -84,23 +84,27 @@ def _study(tmp_path: Path, used: list[int], minimum: float = 0.5) -> tuple[str, 
     write(tmp_path / "ledger.json", ledger(observations, mode="full", planned=len(observations)))
     study = load_study(tmp_path / "ledger.json")
     summary = summarize_treatment(study, minimum)
-    return fidelity_line(summary, "doc-bridge"), verdict(analyse(study), summary)
+    return (fidelity_line(summary, "doc-bridge"), verdict(analyse(study), summary, primary="inputTokens"),
+            verdict(analyse(study), summary))
 
 
 def test_the_fidelity_line_counts_attempts_calls_and_the_tool_definition_overhead(tmp_path: Path) -> None:
-    line, sentence = _study(tmp_path, [3, 2, 4, 0, 3, 5])
+    line, sentence, default = _study(tmp_path, [3, 2, 4, 0, 3, 5])
     assert ("doc-bridge was used in 5 of 6 treatment attempts (median 3 calls; 0 calls errored; 0 attempts where "
             "every call failed)") in line
     assert "No server tool was offered in any of the 6 control attempts." in line
     assert "add ~400 input tokens to every request" in line
     assert sentence.startswith("Does doc-bridge help? On the primary metric, input tokens")
     assert "intention to treat" in sentence
+    # no analysis section: the primary endpoint is correctness, unknown before adjudication
+    assert default.endswith("its primary endpoint, correctness, is known only once the answers are adjudicated "
+                            "(agentstudy adjudicate).")
 
 
 def test_below_the_minimum_use_the_study_cannot_answer(tmp_path: Path) -> None:
-    _, sentence = _study(tmp_path / "a", [0, 0, 1, 0, 0, 0])
+    _, sentence, _ = _study(tmp_path / "a", [0, 0, 1, 0, 0, 0])
     assert sentence.startswith("This study cannot answer whether doc-bridge helps")
-    _, stricter = _study(tmp_path / "b", [3, 2, 4, 0, 3, 0], minimum=0.9)
+    _, stricter, _ = _study(tmp_path / "b", [3, 2, 4, 0, 3, 0], minimum=0.9)
     assert "requires at least 90%" in stricter
 
 

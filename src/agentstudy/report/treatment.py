@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from agentstudy.protocol.treatment import DEFAULT_MINIMUM_USE, is_delivered, not_delivered_sentence, used_server
-from agentstudy.report.analysis import CORRECTNESS, INPUT, Analysis, MetricResult
+from agentstudy.report.analysis import CORRECTNESS, Analysis, MetricResult
 from agentstudy.report.document import Block, Paragraph, WarningBox
 from agentstudy.report.in_words import direction
 from agentstudy.report.model import BASELINE, TREATMENT, Attempt, Study
@@ -168,14 +168,11 @@ def fidelity_line(summary: TreatmentSummary, server: str) -> str:
 
 
 def primary_result(analysis: Analysis, primary: str | None = None) -> MetricResult | None:
-    """The result of the primary metric ``primary`` (a metric key); ``None`` means the study file's declared
-    ``analysis.primary``, or, when none is declared, correctness when adjudicated, else input tokens."""
-    by_key = {r.metric.key: r for r in analysis.results}
-    if primary is None and analysis.plan_declared:  # the study file's analysis.primary (issue 30)
-        primary = analysis.plan.primary.metric
-    if primary is not None:
-        return by_key.get(primary)
-    return by_key.get(CORRECTNESS.key) or by_key.get(INPUT.key)
+    """The result of the primary metric ``primary`` (a metric key); ``None`` means the study's primary endpoint
+    (``analysis.primary`` as declared, or its default, correctness: issue 30). ``None`` when that metric is not
+    in the report (correctness before adjudication)."""
+    key = analysis.plan.primary.metric if primary is None else primary
+    return next((r for r in analysis.results if r.metric.key == key), None)
 
 
 def not_delivered(summary: TreatmentSummary, server: str) -> str:
@@ -194,6 +191,10 @@ def verdict(analysis: Analysis, summary: TreatmentSummary, *, primary: str | Non
     if not summary.delivered:
         return not_delivered(summary, server)
     result = primary_result(analysis, primary)
+    key = analysis.plan.primary.metric if primary is None else primary
+    if result is None and key == CORRECTNESS.key:
+        return (f"The study cannot yet say whether {server} helps: its primary endpoint, correctness, is known "
+                "only once the answers are adjudicated (agentstudy adjudicate).")
     if result is None or result.task_level.estimate is None:
         return f"The study cannot yet say whether {server} helps: its primary metric has no task with both arms."
     level = result.task_level
@@ -204,7 +205,8 @@ def verdict(analysis: Analysis, summary: TreatmentSummary, *, primary: str | Non
               else f"a difference at α = {alpha:g}")
     p_text = "p not computable" if p is None else f"p {p:.3g}"
     return (f"Does {server} help? On the primary metric, {result.metric.label}: {words} "
-            f"({p_text}, {level.design}; intention to treat), {judged}; exploratory.")
+            f"({p_text}, {level.design}; intention to treat), {judged}"
+            f"{'' if analysis.plan_declared else '; exploratory (the default primary endpoint)'}.")
 
 
 def per_protocol_line(analysis: Analysis, summary: TreatmentSummary, primary: str | None = None) -> str | None:
