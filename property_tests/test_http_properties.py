@@ -99,7 +99,7 @@ class Sender:
     sent: list[Answer] = field(default_factory=list)
     result_lengths: set[int] = field(default_factory=set)
 
-    def post(self, body: bytes, timeout_s: float) -> dict[str, Any]:
+    def post(self, body: bytes, timeout_s: float, retry_count: int = 0) -> dict[str, Any]:
         assert self.recorder.events and self.recorder.events[-1][0] == "reserved", "reserve, persist, then send"
         assert len(self.recorder.reservations) == len(self.sent) + 1
         assert 0 < timeout_s <= 60
@@ -135,6 +135,9 @@ class Tools:
         if name != "tool":
             return ToolResult("error", True)
         return ToolResult("x" * self.size, False)
+
+    def mcp_name(self, name: str) -> str | None:
+        return None  # a repository tool: no MCP server in this arm
 
 
 prices_st = st.builds(

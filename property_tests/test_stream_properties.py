@@ -355,7 +355,7 @@ def test_mutated_real_transcripts_are_judged_safely(
     # The last result event is always read for its cost, whatever the shape problems.
     assert evaluation.reported_cost_usd == reported_cost(last_result)
     # The runner can always record the attempt: the fields validate as a ledger observation.
-    fields = {k: v for k, v in evaluation.fields.items() if k != "answer_text"}
+    fields = {k: v for k, v in evaluation.fields.items() if k not in ("answer_text", "api_error_status")}
     CliObservation(
         task_id="t", scenario="repository-only", repetition=1, cli_version="2.1.296",
         expected_cli_version="2.1.296", attempt_budget_usd=0.1, **fields,
@@ -389,7 +389,7 @@ def test_flipped_fields_still_give_a_valid_record(name: str, data: st.DataObject
     assert evaluation.status in CLI_STATUSES
     if evaluation.status == "completed":
         assert _oracle(stdout)[0]
-    fields = {k: v for k, v in evaluation.fields.items() if k != "answer_text"}
+    fields = {k: v for k, v in evaluation.fields.items() if k not in ("answer_text", "api_error_status")}
     CliObservation.model_validate(
         {
             **fields, "task_id": "t", "scenario": "repository-only", "repetition": 1, "cli_version": "v",

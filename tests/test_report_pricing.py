@@ -103,7 +103,7 @@ def test_the_report_shows_repriced_beside_charged(tmp_path: Path) -> None:
     rows = markdown_tables(markdown)
     # 1000 x 3 + 100 x 15 = 4500 -> 0.0045; HTTP 2000 > 1500 -> tier 2: 2000 x 6 + 200 x 22.5 = 16500
     assert [r["re-priced USD"] for r in rows[ATTEMPTS]] == ["0.004500", "0.016500", "0.002850 (lower bound)"]
-    summary = {r["metric"]: r for r in rows["Task-level paired differences per metric (exploratory)"]}
+    summary = {r["metric"]: r for r in rows["Task-level paired differences per metric"]}
     assert (summary["re-priced USD"]["design"], summary["re-priced USD"]["mean task Δ"]) == \
         ("1 task × 1 repetition", "+0.012000")
     usage = {r["scenario"]: r for r in rows[

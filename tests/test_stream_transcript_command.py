@@ -72,6 +72,8 @@ def test_clean_transcript_completes_with_the_seed_field_names() -> None:
         # Only a ledger seals its observations (issue 16), only a concurrent run times them (issue 19),
         # and only a Ray run names the node that ran the attempt (issue 20).
         "observationHash", "startedAt", "endedAt", "workerNode",
+        # Only a failed or timed-out attempt says why (issue 33).
+        "failureKind",
     }
     assert ANSWER_WORD not in json.dumps(record)
 

@@ -34,7 +34,7 @@ from agentstudy.stream.denials import refused_out_of_export_reads
 from agentstudy.stream.outcome import ProcessFacts
 from agentstudy.transports.cli import CliAttemptBody, CliSettings, RawAttempt
 from agentstudy.transports.cli_args import arm_tools
-from agentstudy.transports.cli_evaluation import CliEvaluation, settled_reason
+from agentstudy.transports.cli_evaluation import CliEvaluation, cli_failure_kind, settled_reason
 from agentstudy.transports.codex import STDERR_KEPT_BYTES
 
 FIRST_KEYS = (
@@ -99,8 +99,11 @@ def attempt_record(
         "exitCode": exit_code,
     }
     for field, value in evaluation.fields.items():
-        if field != "answer_text":
+        if field not in ("answer_text", "api_error_status"):
             record[_json_name(field)] = value
+    kind = cli_failure_kind(status, evaluation.fields.get("api_error_status"))
+    if kind is not None:  # as the runner records it (issue 33)
+        record["failureKind"] = kind
     record["costBasis"] = evaluation.computed_cost.basis if evaluation.computed_cost is not None else None
     record["containment"] = containment
     record["refusedOutOfExportReads"] = refused_out_of_export_reads(evaluation.fields["permission_denials"])
