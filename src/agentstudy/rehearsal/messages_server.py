@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import socket
 import struct
 import threading
@@ -73,6 +74,18 @@ class RequestRecord:
     """The ``input_tokens`` the answer reported (0 for an error answer; issue 34: what a rehearsal served)."""
     served_output_tokens: int = 0
     """The ``output_tokens`` the answer reported (0 for an error answer)."""
+
+
+class _GoneClientWrites(logging.Filter):
+    """Drops asyncio's "socket.send() raised exception." warning: after 5 writes to a connection whose client
+    went away (an agent stopped by a signal mid-stream) asyncio logs it once per write, on the operator's
+    terminal, though the scripted server losing a killed client is expected and recorded elsewhere."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != "socket.send() raised exception."
+
+
+_ASYNCIO_FILTER = _GoneClientWrites()
 
 
 class _Server(uvicorn.Server):
@@ -172,6 +185,7 @@ class RehearsalServer:
         sock.listen(128)
         self._socket = sock
         self._bound_port = int(sock.getsockname()[1])
+        logging.getLogger("asyncio").addFilter(_ASYNCIO_FILTER)  # once: adding the same filter twice is a no-op
         config = uvicorn.Config(self.app, log_level="warning", lifespan="off", access_log=False,
                                 timeout_graceful_shutdown=5)
         self._server = _Server(config)
