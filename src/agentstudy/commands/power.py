@@ -5,15 +5,11 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
 from agentstudy.commands.common import fail
 from agentstudy.commands.power_ranged import ranged_json, ranged_paragraph, ranged_plan
-
-if TYPE_CHECKING:
-    from agentstudy.report.analysis import Analysis
 
 METRIC_KEYS = ("inputTokens", "outputTokens", "toolCalls", "wallTimeMs", "chargedUsd", "correctness")
 
@@ -28,10 +24,27 @@ def _share(name: str, raw: str) -> float:
     return value
 
 
+def _ratio(raw: str, metric: str) -> float:
+    from agentstudy.report.analysis import RATIO_METRICS
+
+    if metric not in RATIO_METRICS:
+        fail(f"--effect as a ratio is for tokens, wall time and USD, not {metric}: give a difference")
+    try:
+        value = float(raw.strip()[:-1])
+    except ValueError:
+        fail(f"--effect as a ratio must be a positive number other than 1 followed by x (e.g. 0.8x), got {raw!r}")
+    if not (math.isfinite(value) and value > 0 and value != 1):
+        fail(f"--effect as a ratio must be a positive number other than 1 followed by x (e.g. 0.8x), got {raw!r}")
+    return value
+
+
 @click.command()
 @click.argument("ledger", type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--metric", type=click.Choice(METRIC_KEYS), help="Plan only this metric (default: every metric).")
-@click.option("--effect", help="The smallest paired difference worth detecting, in the metric's unit (needs --metric).")
+@click.option("--effect", help="The smallest effect worth detecting (needs --metric): a paired difference in the "
+                               "metric's unit (e.g. 100), or for tokens, wall time and USD a ratio of treatment "
+                               "to baseline written with an x (e.g. 0.8x: 20 % less), planned on the log scale "
+                               "of the report's ratio.")
 @click.option("--alpha", help="Two-sided level (default: the study's alpha for its primary endpoint, Holm's "
                                "strictest level alpha / m for one of m secondary metrics).")
 @click.option("--repetitions", type=click.IntRange(1, 100),
@@ -71,7 +84,7 @@ def power(ledger: Path, metric: str | None, effect: str | None, alpha: str | Non
     from agentstudy.report.document import Document, Section
     from agentstudy.report.load import load_study
     from agentstudy.report.model import NotSupportedYet, ReportInputError
-    from agentstudy.report.power_section import plan_json, power_blocks, power_plans
+    from agentstudy.report.power_section import plan_json, power_blocks, power_plans, study_alpha
     from agentstudy.report.render import render_text
 
     power_value = _share("--power", target)
@@ -88,15 +101,19 @@ def power(ledger: Path, metric: str | None, effect: str | None, alpha: str | Non
     if max_tasks is not None:
         fail("--max-tasks goes with --sequential")
     effect_value: float | None = None
+    ratio: float | None = None
     if effect is not None:
         if metric is None:
             fail("--effect is in one metric's unit: give --metric too")
-        try:
-            effect_value = float(effect)
-        except ValueError:
-            fail(f"--effect must be a finite non-zero number, got {effect!r}")
-        if not math.isfinite(effect_value) or effect_value == 0:
-            fail(f"--effect must be a finite non-zero number, got {effect!r}")
+        if effect.strip().lower().endswith("x"):
+            ratio = _ratio(effect, metric)
+        else:
+            try:
+                effect_value = float(effect)
+            except ValueError:
+                fail(f"--effect must be a finite non-zero number or a ratio such as 0.8x, got {effect!r}")
+            if not math.isfinite(effect_value) or effect_value == 0:
+                fail(f"--effect must be a finite non-zero number or a ratio such as 0.8x, got {effect!r}")
     try:
         study = load_study(ledger, adjudication, allow_unverified=allow_unverified)
     except NotSupportedYet:
@@ -109,29 +126,22 @@ def power(ledger: Path, metric: str | None, effect: str | None, alpha: str | Non
         fail(f"{error}; power planning reads a one-agent ledger")
     if metric is not None and metric not in {m.key for m in analysis.metrics}:
         fail(f"--metric {metric} is not in this report (correctness needs --adjudication)")
-    alpha_value = _share("--alpha", alpha) if alpha is not None else _study_alpha(analysis, metric)
-    plans = power_plans(analysis, metric_key=metric, effect=effect_value, alpha=alpha_value, power=power_value,
-                        observed_effect=effect_value is None)
+    alpha_value = _share("--alpha", alpha) if alpha is not None else study_alpha(analysis, metric)
+    plans = power_plans(analysis, metric_key=metric, effect=effect_value,
+                        alpha=alpha_value if alpha is not None else None, power=power_value,
+                        observed_effect=effect_value is None and ratio is None)
     ranged = None
-    if metric is not None and effect_value is not None:
-        ranged = ranged_plan(analysis, metric, effect_value, repetitions, alpha_value, power_value)
+    if metric is not None and (effect_value is not None or ratio is not None):
+        ranged = ranged_plan(analysis, metric, effect_value, repetitions, alpha_value, power_value, ratio=ratio)
     if as_json:
         click.echo(json.dumps({"ledger": str(ledger), "unverified": list(study.unverified),
                                **(ranged_json(ranged) if ranged is not None else {}),
-                               "power": [plan_json(p, alpha_value, power_value) for p in plans]},
+                               "power": [plan_json(p, power_value) for p in plans]},
                               separators=(",", ":")))
         return
     title = f"Power planning: {study.file_name}" + (" (UNVERIFIED)" if study.unverified else "")
     blocks = (*((ranged_paragraph(ranged),) if ranged is not None else ()),
-              *power_blocks(plans, alpha_value, power_value))
+              *power_blocks(plans, power_value))
     section = Section("Design, components and needed designs", blocks)
     click.echo(render_text(Document(title, (section,))), nl=False)
-
-
-def _study_alpha(analysis: Analysis, metric: str | None) -> float:
-    from agentstudy.report.power_range import planning_alpha
-
-    role = next((r.role for r in analysis.results if r.metric.key == metric), "primary")
-    secondaries = sum(1 for r in analysis.results if r.role == "secondary")
-    return planning_alpha(analysis.alpha, role, secondaries)
 
