@@ -70,8 +70,11 @@ def power(ledger: Path, metric: str | None, effect: str | None, alpha: str | Non
     the task-level two-sided sign-flip test give the minimum detectable paired difference of the
     ledger's own design (k tasks x r repetitions) at --alpha and --power, and the fewest tasks for
     r = 1, 2, 3, 5 repetitions to detect --effect (default: a difference as large as the observed
-    estimate). With --metric and --effect (the smallest difference worth detecting; the observed
-    estimate is shown only as a reference) it also gives the tasks needed with a range from 90 %
+    estimate). Without --alpha each metric is planned at its own level: the declared primary at the
+    study's alpha, a secondary metric at Holm's strictest level alpha / m. With --metric and --effect
+    (the smallest difference worth detecting, or for tokens, wall time and USD a ratio such as 0.8x
+    planned on the log scale of the report's ratio; the observed estimate is shown only as a
+    reference) it also gives the tasks needed with a range from 90 %
     lower and upper bounds on each variance component, and says when the pilot is too small to
     plan from. Fewer than 2 tasks x 2 repetitions cannot estimate the components: the command says
     what the next pilot must hold. Exit codes: 0 printed; 2 bad input.
