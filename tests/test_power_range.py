@@ -118,6 +118,9 @@ def test_power_plans_a_ratio_on_the_log_scale(tmp_path: Path) -> None:
         assert refused.exit_code == 2 and reason in refused.stderr and refused.stdout == ""
     refused = CliRunner().invoke(main, ["power", str(path), "--metric", "toolCalls", "--effect", "0.8x"])
     assert refused.exit_code == 2 and "not toolCalls" in refused.stderr
+    refused = CliRunner().invoke(main, ["power", str(path), "--metric", "inputTokens", "--effect", "0.8x",
+                                        "--sequential"])
+    assert refused.exit_code == 2 and "not a ratio" in refused.stderr
 
 
 def test_the_reports_power_section_plans_the_primary_at_its_alpha_and_a_secondary_at_holms(tmp_path: Path) -> None:

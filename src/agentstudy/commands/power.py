@@ -96,6 +96,8 @@ def power(ledger: Path, metric: str | None, effect: str | None, alpha: str | Non
 
         if effect is None:
             fail("--sequential plans for a smallest effect: give --effect X (in --metric's unit)")
+        if effect.strip().lower().endswith("x"):
+            fail("--sequential plans a difference in --metric's unit, not a ratio: give --effect X without x")
         plan_sequential_power(ledger, adjudication, metric or "inputTokens", effect,
                               _share("--alpha", alpha) if alpha is not None else 0.05,
                               _share("--futility", futility), max_tasks, repetitions, as_json=as_json,
