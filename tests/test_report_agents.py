@@ -158,3 +158,14 @@ def test_the_ledger_command_counts_each_agents_observations(two_agent_ledger: Pa
     assert re.search(r"^Agents +claude-code 12, codex 12$", text.output, re.MULTILINE), text.output
     as_json = json.loads(CliRunner().invoke(main, ["ledger", str(two_agent_ledger), "--json"]).output)
     assert as_json["ledger"]["byAgent"] == {"claude-code": 12, "codex": 12}
+
+
+def test_the_side_by_side_header_follows_the_studys_alpha(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.json"
+    analysis = {"primary": {"metric": "inputTokens", "betterWhen": "lower"}, "alpha": 0.1}
+    write(path, ledger(two_agent_observations(), analysis=analysis))
+    tables = markdown_tables(build_report(path, output_format="md"))
+    caption = next(c for c in tables if c.startswith("doc-bridge-mcp compared with repository-only, task level"))
+    inputs = next(row for row in tables[caption] if row["metric"] == "input tokens")
+    assert "claude-code: Δ per task [90 % interval]" in inputs and "codex: Δ per task [90 % interval]" in inputs
+    assert not any("95 %" in header for header in inputs)

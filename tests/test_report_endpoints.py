@@ -233,3 +233,44 @@ def test_correctness_with_failed_attempts_is_intention_to_treat_beside_complete_
         (BASE, "intention to treat", "6 / 12"), (TREAT, "intention to treat", "10 / 12"),
         (BASE, "complete case", "6 / 12"), (TREAT, "complete case", "10 / 10")}
     assert "an attempt that did not complete counts as not correct" in markdown
+
+
+def test_the_json_report_carries_every_key_of_the_contract(tmp_path: Path) -> None:
+    observations = []
+    outcomes_by_key: dict[tuple[str, str, int], str] = {}
+    for index, task in enumerate(("t0", "t1", "t2")):
+        for rep in (1, 2):
+            observations.append(cli_obs(task, BASE, rep, input_tokens=1000 + rep, wall_ms=2000 + 5 * rep))
+            observations.append(cli_obs(task, TREAT, rep, input_tokens=900 + 10 * index, wall_ms=1900 + rep))
+            outcomes_by_key[(task, BASE, rep)] = "incorrect" if rep == 1 else "correct"
+            outcomes_by_key[(task, TREAT, rep)] = "correct"
+    path = tmp_path / "ledger.json"
+    data = write(path, ledger(observations))
+    outcomes: dict[int, str | None] = {i: outcomes_by_key[(o["taskId"], o["scenario"], o["repetition"])]
+                                       for i, o in enumerate(observations)}
+    adjudication = tmp_path / "ledger.json.adjudication.json"
+    adjudication.write_text(json.dumps(companion(data, outcomes)))
+    document = _json(path, adjudication)
+    assert document["primary"] == {"metric": "correctness", "betterWhen": "higher", "alpha": 0.05}
+    ratio_metrics = {"inputTokens", "outputTokens", "wallTimeMs", "chargedUsd", "repricedUsd"}
+    for entry in document["metrics"]:
+        assert {"metric", "estimate", "pValue", "ciLow", "ciHigh", "tasks", "repetitions", "role", "pValueAdjusted",
+                "smallestAttainableP", "variance"} <= set(entry), entry["metric"]
+        assert entry["role"] in ("primary", "secondary")
+        assert set(entry["variance"]) >= {"betweenTask", "taskByArm", "withinTask"}
+        assert set(entry["variance"]["withinTask"]) == {BASE, TREAT}
+        if entry["metric"] in ratio_metrics:
+            assert {"estimate", "ciLow", "ciHigh"} <= set(entry["ratio"]), entry["metric"]
+            # 3 tasks cannot reject at 0.05: the ends are null, never a number standing for infinity
+            assert entry["ratio"]["ciLow"] is None and entry["ratio"]["ciHigh"] is None
+        else:
+            assert "ratio" not in entry or entry["ratio"] is None
+        assert entry["ciLow"] is None and entry["ciHigh"] is None  # unbounded at 3 tasks
+        assert entry["smallestAttainableP"] is None or entry["smallestAttainableP"] >= 0.25
+    correctness = _metric(document, "correctness")
+    assert correctness["role"] == "primary" and correctness["pValueAdjusted"] == correctness["pValue"]
+    assert set(correctness["rates"]) == {BASE, TREAT}
+    assert all({"ciLow", "ciHigh"} <= set(rate) for rate in correctness["rates"].values())
+    inputs = _metric(document, "inputTokens")
+    assert inputs["variance"]["withinTask"][TREAT] == 0  # identical treatment repetitions give 0
+    assert inputs["variance"]["withinTask"][BASE] > 0

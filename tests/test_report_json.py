@@ -60,7 +60,12 @@ def test_a_full_study_as_json_carries_design_estimates_and_exact_usd(tmp_path: P
     power = {p["metric"]: p for p in document["power"]}
     assert set(power) == set(METRICS) and "powerReason" not in document
     assert (power["inputTokens"]["tasks"], power["inputTokens"]["repetitions"]) == (6, 3)
-    assert all(p["alpha"] == 0.05 and p["power"] == 0.8 and p["simulations"] == 1200 for p in power.values())
+    # no adjudication: the default primary (correctness) is absent and every metric is one of the secondaries,
+    # each planned at Holm's strictest level alpha / m
+    secondaries = sum(1 for m in metrics.values() if m["role"] == "secondary")
+    assert secondaries == len(METRICS)
+    assert all(p["alpha"] == 0.05 / secondaries and p["power"] == 0.8 and p["simulations"] == 1200
+               for p in power.values())
     assert [c["arm"] for c in document["containment"]] == ["repository-only", "doc-bridge-mcp"]
     assert len(document["attempts"]) == 36
 

@@ -5,15 +5,11 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
 from agentstudy.commands.common import fail
 from agentstudy.commands.power_ranged import ranged_json, ranged_paragraph, ranged_plan
-
-if TYPE_CHECKING:
-    from agentstudy.report.analysis import Analysis
 
 METRIC_KEYS = ("inputTokens", "outputTokens", "toolCalls", "wallTimeMs", "chargedUsd", "correctness")
 
@@ -28,10 +24,27 @@ def _share(name: str, raw: str) -> float:
     return value
 
 
+def _ratio(raw: str, metric: str) -> float:
+    from agentstudy.report.analysis import RATIO_METRICS
+
+    if metric not in RATIO_METRICS:
+        fail(f"--effect as a ratio is for tokens, wall time and USD, not {metric}: give a difference")
+    try:
+        value = float(raw.strip()[:-1])
+    except ValueError:
+        fail(f"--effect as a ratio must be a positive number other than 1 followed by x (e.g. 0.8x), got {raw!r}")
+    if not (math.isfinite(value) and value > 0 and value != 1):
+        fail(f"--effect as a ratio must be a positive number other than 1 followed by x (e.g. 0.8x), got {raw!r}")
+    return value
+
+
 @click.command()
 @click.argument("ledger", type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--metric", type=click.Choice(METRIC_KEYS), help="Plan only this metric (default: every metric).")
-@click.option("--effect", help="The smallest paired difference worth detecting, in the metric's unit (needs --metric).")
+@click.option("--effect", help="The smallest effect worth detecting (needs --metric): a paired difference in the "
+                               "metric's unit (e.g. 100), or for tokens, wall time and USD a ratio of treatment "
+                               "to baseline written with an x (e.g. 0.8x: 20 % less), planned on the log scale "
+                               "of the report's ratio.")
 @click.option("--alpha", help="Two-sided level (default: the study's alpha for its primary endpoint, Holm's "
                                "strictest level alpha / m for one of m secondary metrics).")
 @click.option("--repetitions", type=click.IntRange(1, 100),
@@ -57,8 +70,11 @@ def power(ledger: Path, metric: str | None, effect: str | None, alpha: str | Non
     the task-level two-sided sign-flip test give the minimum detectable paired difference of the
     ledger's own design (k tasks x r repetitions) at --alpha and --power, and the fewest tasks for
     r = 1, 2, 3, 5 repetitions to detect --effect (default: a difference as large as the observed
-    estimate). With --metric and --effect (the smallest difference worth detecting; the observed
-    estimate is shown only as a reference) it also gives the tasks needed with a range from 90 %
+    estimate). Without --alpha each metric is planned at its own level: the declared primary at the
+    study's alpha, a secondary metric at Holm's strictest level alpha / m. With --metric and --effect
+    (the smallest difference worth detecting, or for tokens, wall time and USD a ratio such as 0.8x
+    planned on the log scale of the report's ratio; the observed estimate is shown only as a
+    reference) it also gives the tasks needed with a range from 90 %
     lower and upper bounds on each variance component, and says when the pilot is too small to
     plan from. Fewer than 2 tasks x 2 repetitions cannot estimate the components: the command says
     what the next pilot must hold. Exit codes: 0 printed; 2 bad input.
@@ -71,7 +87,7 @@ def power(ledger: Path, metric: str | None, effect: str | None, alpha: str | Non
     from agentstudy.report.document import Document, Section
     from agentstudy.report.load import load_study
     from agentstudy.report.model import NotSupportedYet, ReportInputError
-    from agentstudy.report.power_section import plan_json, power_blocks, power_plans
+    from agentstudy.report.power_section import plan_json, power_blocks, power_plans, study_alpha
     from agentstudy.report.render import render_text
 
     power_value = _share("--power", target)
@@ -80,6 +96,8 @@ def power(ledger: Path, metric: str | None, effect: str | None, alpha: str | Non
 
         if effect is None:
             fail("--sequential plans for a smallest effect: give --effect X (in --metric's unit)")
+        if effect.strip().lower().endswith("x"):
+            fail("--sequential plans a difference in --metric's unit, not a ratio: give --effect X without x")
         plan_sequential_power(ledger, adjudication, metric or "inputTokens", effect,
                               _share("--alpha", alpha) if alpha is not None else 0.05,
                               _share("--futility", futility), max_tasks, repetitions, as_json=as_json,
@@ -88,15 +106,19 @@ def power(ledger: Path, metric: str | None, effect: str | None, alpha: str | Non
     if max_tasks is not None:
         fail("--max-tasks goes with --sequential")
     effect_value: float | None = None
+    ratio: float | None = None
     if effect is not None:
         if metric is None:
             fail("--effect is in one metric's unit: give --metric too")
-        try:
-            effect_value = float(effect)
-        except ValueError:
-            fail(f"--effect must be a finite non-zero number, got {effect!r}")
-        if not math.isfinite(effect_value) or effect_value == 0:
-            fail(f"--effect must be a finite non-zero number, got {effect!r}")
+        if effect.strip().lower().endswith("x"):
+            ratio = _ratio(effect, metric)
+        else:
+            try:
+                effect_value = float(effect)
+            except ValueError:
+                fail(f"--effect must be a finite non-zero number or a ratio such as 0.8x, got {effect!r}")
+            if not math.isfinite(effect_value) or effect_value == 0:
+                fail(f"--effect must be a finite non-zero number or a ratio such as 0.8x, got {effect!r}")
     try:
         study = load_study(ledger, adjudication, allow_unverified=allow_unverified)
     except NotSupportedYet:
@@ -109,29 +131,22 @@ def power(ledger: Path, metric: str | None, effect: str | None, alpha: str | Non
         fail(f"{error}; power planning reads a one-agent ledger")
     if metric is not None and metric not in {m.key for m in analysis.metrics}:
         fail(f"--metric {metric} is not in this report (correctness needs --adjudication)")
-    alpha_value = _share("--alpha", alpha) if alpha is not None else _study_alpha(analysis, metric)
-    plans = power_plans(analysis, metric_key=metric, effect=effect_value, alpha=alpha_value, power=power_value,
-                        observed_effect=effect_value is None)
+    alpha_value = _share("--alpha", alpha) if alpha is not None else study_alpha(analysis, metric)
+    plans = power_plans(analysis, metric_key=metric, effect=effect_value,
+                        alpha=alpha_value if alpha is not None else None, power=power_value,
+                        observed_effect=effect_value is None and ratio is None)
     ranged = None
-    if metric is not None and effect_value is not None:
-        ranged = ranged_plan(analysis, metric, effect_value, repetitions, alpha_value, power_value)
+    if metric is not None and (effect_value is not None or ratio is not None):
+        ranged = ranged_plan(analysis, metric, effect_value, repetitions, alpha_value, power_value, ratio=ratio)
     if as_json:
         click.echo(json.dumps({"ledger": str(ledger), "unverified": list(study.unverified),
                                **(ranged_json(ranged) if ranged is not None else {}),
-                               "power": [plan_json(p, alpha_value, power_value) for p in plans]},
+                               "power": [plan_json(p, power_value) for p in plans]},
                               separators=(",", ":")))
         return
     title = f"Power planning: {study.file_name}" + (" (UNVERIFIED)" if study.unverified else "")
     blocks = (*((ranged_paragraph(ranged),) if ranged is not None else ()),
-              *power_blocks(plans, alpha_value, power_value))
+              *power_blocks(plans, power_value))
     section = Section("Design, components and needed designs", blocks)
     click.echo(render_text(Document(title, (section,))), nl=False)
-
-
-def _study_alpha(analysis: Analysis, metric: str | None) -> float:
-    from agentstudy.report.power_range import planning_alpha
-
-    role = next((r.role for r in analysis.results if r.metric.key == metric), "primary")
-    secondaries = sum(1 for r in analysis.results if r.role == "secondary")
-    return planning_alpha(analysis.alpha, role, secondaries)
 

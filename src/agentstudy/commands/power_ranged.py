@@ -3,12 +3,15 @@
 :func:`ranged_plan` runs :func:`agentstudy.report.power_range.tasks_needed` on the ledger's task
 values; :func:`ranged_json` is the command's ``--json`` head (``metric``, ``effect``, ``alpha``,
 ``repetitions``, ``tasksNeeded`` = ``{"estimate", "low", "high"}`` with ``high`` ``null`` when the
-pilot cannot bound it, ``observedEffect`` as a reference, ``monteCarloSe`` labelled as such);
+pilot cannot bound it, ``effectScale`` (``difference`` in the metric's unit or ``ratio`` of treatment to
+baseline, then planned as ``logEffect`` on the log scale of the report's ratio), ``observedEffect`` as a
+reference (the observed ratio for a ratio), ``monteCarloSe`` labelled as such);
 :func:`ranged_paragraph` says the same in words.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -22,8 +25,9 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class RangedPlan:
-    """One metric's plan for ``effect`` (metric unit) at ``alpha``, ``power`` and ``repetitions``, the observed
-    estimate (a reference only, ``None`` when not computable) and the :class:`TasksNeeded`."""
+    """One metric's plan for ``effect`` (metric unit, or with ``scale`` ``"ratio"`` a ratio treatment/baseline)
+    at ``alpha``, ``power`` and ``repetitions``, the observed estimate on the same scale (a reference only,
+    ``None`` when not computable) and the :class:`TasksNeeded`."""
 
     metric: str
     effect: float
@@ -32,19 +36,28 @@ class RangedPlan:
     repetitions: int
     observed: float | None
     needed: TasksNeeded
+    scale: str = "difference"
 
 
-def ranged_plan(analysis: Analysis, metric: str, effect: float, repetitions: int | None, alpha: float,
-                power: float) -> RangedPlan:
-    """The ranged plan of ``metric``; a pilot too small for the components is a one-line error (exit 2)."""
+def ranged_plan(analysis: Analysis, metric: str, effect: float | None, repetitions: int | None, alpha: float,
+                power: float, *, ratio: float | None = None) -> RangedPlan:
+    """The ranged plan of ``metric`` for a difference ``effect`` (metric unit) or, when ``ratio`` is given, for
+    that ratio treatment/baseline on the log scale (:func:`report.power_range.log_scale_values`); a pilot too
+    small for the components is a one-line error (exit 2)."""
     from agentstudy.report.analysis import task_values
     from agentstudy.report.power import PilotTooSmall
-    from agentstudy.report.power_range import tasks_needed
+    from agentstudy.report.power_range import log_scale_values, tasks_needed
 
     result = next(r for r in analysis.results if r.metric.key == metric)
     values = task_values(analysis.study, result.metric, analysis.repriced)
     planned = repetitions if repetitions is not None else (result.task_level.repetitions or 1)
     try:
+        if ratio is not None:
+            observed = result.ratio.estimate if result.ratio is not None else None
+            needed = tasks_needed(log_scale_values(values), math.log(ratio), planned, alpha, power)
+            return RangedPlan(metric, ratio, alpha, power, planned, observed, needed, "ratio")
+        if effect is None:
+            raise ValueError("give a difference or a ratio")
         needed = tasks_needed(values, effect, planned, alpha, power)
     except PilotTooSmall as problem:
         fail(str(problem))
@@ -54,7 +67,9 @@ def ranged_plan(analysis: Analysis, metric: str, effect: float, repetitions: int
 def ranged_json(plan: RangedPlan) -> dict[str, Any]:
     """The ``--json`` head of a ranged plan (see the module docstring)."""
     needed = plan.needed
-    return {"metric": plan.metric, "effect": plan.effect, "alpha": plan.alpha, "power": plan.power,
+    scale = {"effectScale": plan.scale,
+             **({"logEffect": math.log(plan.effect)} if plan.scale == "ratio" else {})}
+    return {"metric": plan.metric, "effect": plan.effect, **scale, "alpha": plan.alpha, "power": plan.power,
             "repetitions": plan.repetitions,
             "tasksNeeded": {"estimate": needed.estimate, "low": needed.low, "high": needed.high,
                             "basis": "point estimates; 90 % lower and upper chi-square bounds on each variance "
@@ -72,8 +87,14 @@ def ranged_paragraph(plan: RangedPlan) -> Paragraph:
     def tasks(value: int | None) -> str:
         return "more than 400" if value is None else str(value)
 
-    observed = "not computable" if plan.observed is None else f"{plan.observed:+.4g}"
-    text = (f"To detect a difference of {plan.effect:g} in {plan.metric} with {plan.repetitions} repetition(s) per "
+    if plan.scale == "ratio":
+        observed = "not computable" if plan.observed is None else f"{plan.observed:.4g}x"
+        what = (f"a ratio of {plan.effect:g}x (treatment / baseline, planned as a log ratio of "
+                f"{math.log(plan.effect):+.4g} like the report's ratio)")
+    else:
+        observed = "not computable" if plan.observed is None else f"{plan.observed:+.4g}"
+        what = f"a difference of {plan.effect:g}"
+    text = (f"To detect {what} in {plan.metric} with {plan.repetitions} repetition(s) per "
             f"task and arm at alpha {plan.alpha:g} and power {plan.power:.0%}: {tasks(needed.estimate)} tasks from "
             f"the pilot's point estimates, range {tasks(needed.low)}–{tasks(needed.high)} from 90 % lower and upper "
             f"bounds on each variance component. Plan for the upper end. The observed estimate ({observed}) is a "

@@ -3,7 +3,8 @@
 :func:`agent_analyses` splits the study by the attempts' ``agent`` and analyses each part with
 :func:`agentstudy.report.analysis.analyse` (so a pair, a task-level difference and a p-value are
 always one agent's). :func:`agents_section` is the side-by-side table that opens a multi-agent
-report: one row per metric, per agent its task-level difference, 95 % interval, p and design.
+report: one row per metric, per agent its task-level difference, interval at the study's level (95 % at
+alpha 0.05), p and design.
 :func:`multi_agent_document` follows it with each agent's whole one-agent report, every section
 and table labelled with the agent, and one provenance appendix for the ledger. There is no
 overall line: a difference between agents is not a paired comparison. Pure: no IO.
@@ -18,6 +19,7 @@ from agentstudy.pricing.price_file import PriceFile
 from agentstudy.report import fmt
 from agentstudy.report.analysis import Analysis, analyse
 from agentstudy.report.content import PROVENANCE_TITLE, provenance_section
+from agentstudy.report.content_inference import level
 from agentstudy.report.document import Block, Document, Figure, Paragraph, Section, Table
 from agentstudy.report.glance import GLANCE_METRICS
 from agentstudy.report.in_words import direction
@@ -66,10 +68,12 @@ def _cell(analysis: Analysis, key: str) -> tuple[str, str, str]:
 
 def agents_section(analyses: Mapping[str, Analysis]) -> Section:
     """The side-by-side table: per metric of the glance (correctness when every agent is adjudicated),
-    per agent ``Δ per task [95 % interval]``, ``p; design`` and the difference in words."""
+    per agent ``Δ per task [<level> % interval]`` (the first agent's study level), ``p; design`` and the
+    difference in words."""
     agents = list(analyses)
     keys = [m for m in GLANCE_METRICS if all(any(r.metric.key == m.key for r in a.results) for a in analyses.values())]
-    header = ("metric", *(f"{agent}: {what}" for agent in agents for what in ("Δ per task [95 % interval]",
+    shown = level(next(iter(analyses.values())))
+    header = ("metric", *(f"{agent}: {what}" for agent in agents for what in (f"Δ per task [{shown} % interval]",
                                                                               "p (sign-flip); design", "in words")))
     rows = tuple((m.label, *(c for agent in agents for c in _cell(analyses[agent], m.key))) for m in keys)
     first = next(iter(analyses.values())).study

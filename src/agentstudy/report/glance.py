@@ -3,7 +3,7 @@
 Per metric — correctness first (when adjudicated), then input tokens, tool calls, wall time and
 charged USD — one row: the direction in words ("1,250 more input tokens per task with
 doc-bridge-mcp"), the task-level difference (mean over tasks of each task's arm-mean
-difference, :mod:`agentstudy.report.inference`), its 95 % interval, its p-value and the design
+difference, :mod:`agentstudy.report.inference`), its interval at the study's level, its p-value and the design
 "k tasks × r repetitions". Below the table: whether the ledger is a rehearsal (and unverified),
 the containment each arm achieved, and the caveats line. Provenance is in the appendix
 (:func:`agentstudy.report.content.provenance_section`). Pure: no IO.

@@ -11,8 +11,13 @@ sign-flip permutation test over the ``D_i`` at ``alpha``: exact over all ``2^k``
 ``k <= 16`` (``p`` = the share of sign vectors whose ``|mean|`` is at least the observed one), above
 that a seeded Monte Carlo over :data:`MONTE_CARLO_SIGNS` random sign vectors with ``p = (1 + hits) /
 (1 + M)``. Power is the share of :data:`SIMULATIONS` simulated studies that reject (Monte Carlo SE at
-most 1.44 points). The test is scale-free, so only ``delta / sd`` matters; simulations at one ``k``
-reuse the same standard-normal draws (common random numbers) so power rises smoothly with ``delta``.
+most 1.44 points; labelled Monte Carlo error wherever shown: the simulation's error only). The test is
+scale-free, so only ``delta / sd`` matters. Each point ``(k, r)`` of a curve or search draws from its
+own independent stream (:func:`point_stream`: ``numpy.random.SeedSequence(seed, spawn_key=(k, r))``, the
+stream ``SeedSequence(seed).spawn`` would give that point), so one unlucky stream cannot bias a whole
+curve; within a point the search over ``delta`` reuses that point's standard-normal draws (common random
+numbers), so the simulated power never falls as ``delta`` grows and the minimum-detectable bisection is
+monotone.
 
 With ``k`` tasks the smallest two-sided sign-flip p is ``2 / 2^k``, so below
 :func:`smallest_tasks` (6 at ``alpha`` 0.05) no difference is ever detectable; this module says so
@@ -195,15 +200,22 @@ def sign_flip_rejects(differences: np.ndarray, alpha: float, *, seed: int = SEED
     return rejected
 
 
-def _draws(k: int, seed: int, simulations: int) -> np.ndarray:
-    return np.random.default_rng([seed, k]).standard_normal((simulations, k))
+def point_stream(seed: int, tasks: int, repetitions: int) -> np.random.Generator:
+    """The independent random stream of one design point (``tasks`` x ``repetitions``) under ``seed``: the child
+    ``SeedSequence(seed, spawn_key=(tasks, repetitions))``, independent of every other point's."""
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(tasks, repetitions)))
+
+
+def _draws(k: int, r: int, seed: int, simulations: int) -> np.ndarray:
+    return point_stream(seed, k, r).standard_normal((simulations, k))
 
 
 def simulate_power(effect: float, sd: float, tasks: int, repetitions: int, alpha: float, *,
                    seed: int = SEED, simulations: int = SIMULATIONS) -> PowerEstimate:
     """Simulated power of ``tasks`` x ``repetitions`` at true mean difference ``effect`` (metric unit),
     ``sd`` being the SD of one task's observed difference at that ``repetitions``
-    (:meth:`Components.difference_sd`). Seeded: the same arguments give the same estimate.
+    (:meth:`Components.difference_sd`). Seeded: the same arguments give the same estimate; each
+    ``(tasks, repetitions)`` point has its own stream (:func:`point_stream`), shared across ``effect``.
 
     Raises:
         ValueError: ``tasks`` < 1, ``sd`` < 0 or non-finite input.
@@ -214,7 +226,7 @@ def simulate_power(effect: float, sd: float, tasks: int, repetitions: int, alpha
         data = np.full((1, tasks), effect)
         share = float(sign_flip_rejects(data, alpha, seed=seed)[0]) if effect != 0 else 0.0
         return PowerEstimate(tasks, repetitions, effect, share, 0.0, simulations)
-    data = effect / sd + _draws(tasks, seed, simulations)
+    data = effect / sd + _draws(tasks, repetitions, seed, simulations)
     share = float(sign_flip_rejects(data, alpha, seed=seed).mean())
     return PowerEstimate(tasks, repetitions, effect, share, math.sqrt(share * (1 - share) / simulations), simulations)
 

@@ -9,8 +9,9 @@ estimates of the variance components (``estimate``), and from their lower and up
 freedom). ``high`` is ``None`` when even :data:`report.power.MAX_TASKS` tasks do not reach the target
 at the upper bound: the pilot is then too small to plan from, and the note says so. The search is
 :func:`report.power.needed_tasks` (simulated sign-flip tests); its Monte Carlo error is stated
-separately and is not the planning uncertainty. The alpha to plan at is the primary endpoint's, or
-for a secondary metric Holm's first-step level ``alpha / m`` (:func:`planning_alpha`).
+separately and is not the planning uncertainty. A ratio effect (tokens, time, money) is planned on the log
+scale of the report's ratio (:func:`log_scale_values`, effect ``log ratio``). The alpha to plan at is the
+primary endpoint's, or for a secondary metric Holm's first-step level ``alpha / m`` (:func:`planning_alpha`).
 """
 
 from __future__ import annotations
@@ -81,6 +82,27 @@ def bounded_components(values: TaskValues) -> tuple[Components, Components, Comp
                        treatment_variance=treat, observed_variance=observed)
 
     return point, side(False), side(True)
+
+
+def log_scale_values(values: TaskValues) -> TaskValues:
+    """``values`` (task id -> (baseline, treatment) repetitions, positive metric unit) on the log scale of the
+    report's ratio (:mod:`report.inference_ratio`): each arm's mean ``m`` becomes ``log m`` exactly and each
+    repetition ``y`` becomes ``log m + (y - m) / m`` (the delta method: the repetition SD becomes the arm's
+    coefficient of variation), so each task's difference of arm means is its log ratio of arm means, the
+    quantity the ratio's sign-flip test uses. Tasks with an arm mean of 0 or below are left out, as the
+    ratio leaves them out.
+    """
+    logged: dict[str, tuple[list[float], list[float]]] = {}
+    for task, (baseline, treatment) in values.items():
+        arms = [list(map(float, baseline)), list(map(float, treatment))]
+        if not all(arms):
+            continue
+        means = [statistics.fmean(arm) for arm in arms]
+        if min(means) <= 0:
+            continue
+        base, treat = ([math.log(m) + (y - m) / m for y in arm] for arm, m in zip(arms, means, strict=True))
+        logged[task] = (base, treat)
+    return logged
 
 
 def tasks_needed(values: TaskValues, effect: float, repetitions: int, alpha: float, power: float) -> TasksNeeded:

@@ -29,7 +29,9 @@ from agentstudy.report.power import (
     estimate_components,
     minimum_detectable,
     needed_designs,
+    smallest_tasks,
 )
+from agentstudy.report.power_range import planning_alpha
 
 ALPHA = 0.05
 POWER = 0.8
@@ -39,7 +41,7 @@ POWER = 0.8
 class MetricPlan:
     """One metric's power plan: ``components`` (``None`` with ``too_small`` saying what the next pilot
     must hold), the study's ``detectable`` difference, and the ``needed`` designs for ``effect`` (metric
-    unit; ``None`` with ``effect_note`` when there is no difference to plan for)."""
+    unit; ``None`` with ``effect_note`` when there is no difference to plan for), planned at ``alpha``."""
 
     metric: Metric
     components: Components | None
@@ -49,6 +51,7 @@ class MetricPlan:
     effect_source: str
     effect_note: str | None
     needed: tuple[NeededDesign, ...]
+    alpha: float = ALPHA
 
 
 def plan_metric(metric: Metric, values: TaskValues, *, alpha: float = ALPHA, power: float = POWER,
@@ -62,7 +65,7 @@ def plan_metric(metric: Metric, values: TaskValues, *, alpha: float = ALPHA, pow
     try:
         components = estimate_components(values)
     except PilotTooSmall as problem:
-        return MetricPlan(metric, None, str(problem), None, effect, "", None, ())
+        return MetricPlan(metric, None, str(problem), None, effect, "", None, (), alpha)
     detectable = minimum_detectable(components, alpha, power, seed=seed)
     source, note = "--effect", None
     if effect is None and observed_effect:
@@ -71,14 +74,24 @@ def plan_metric(metric: Metric, values: TaskValues, *, alpha: float = ALPHA, pow
         source = "the observed estimate's size"
     if effect is None or effect == 0:
         note = "the observed estimate is 0: give agentstudy power --effect X" if effect == 0 else None
-        return MetricPlan(metric, components, None, detectable, None, source, note, ())
+        return MetricPlan(metric, components, None, detectable, None, source, note, (), alpha)
     return MetricPlan(metric, components, None, detectable, abs(effect), source, None,
-                      needed_designs(components, effect, alpha, power, seed=seed))
+                      needed_designs(components, effect, alpha, power, seed=seed), alpha)
+
+
+def study_alpha(analysis: Analysis, metric_key: str | None) -> float:
+    """The level to plan ``metric_key`` at: the study's alpha for its declared primary (or an exploratory metric,
+    or ``None``: the primary's), Holm's strictest level ``alpha / m`` for one of ``m`` secondary metrics."""
+    role = next((r.role for r in analysis.results if r.metric.key == metric_key), "primary")
+    secondaries = sum(1 for r in analysis.results if r.role == "secondary")
+    return planning_alpha(analysis.alpha, role, secondaries)
 
 
 def power_plans(analysis: Analysis, *, metric_key: str | None = None, effect: float | None = None,
-                alpha: float = ALPHA, power: float = POWER, observed_effect: bool = True) -> tuple[MetricPlan, ...]:
-    """The plans of every metric of ``analysis`` (or only ``metric_key``).
+                alpha: float | None = None, power: float = POWER,
+                observed_effect: bool = True) -> tuple[MetricPlan, ...]:
+    """The plans of every metric of ``analysis`` (or only ``metric_key``), each at ``alpha`` when given, else
+    at :func:`study_alpha` (the declared primary's alpha, Holm's strictest level for a secondary).
 
     Raises:
         KeyError: ``metric_key`` is not one of the analysis' metrics.
@@ -86,7 +99,8 @@ def power_plans(analysis: Analysis, *, metric_key: str | None = None, effect: fl
     metrics = [m for m in analysis.metrics if metric_key is None or m.key == metric_key]
     if not metrics:
         raise KeyError(metric_key)
-    return tuple(plan_metric(m, task_values(analysis.study, m, analysis.repriced), alpha=alpha, power=power,
+    return tuple(plan_metric(m, task_values(analysis.study, m, analysis.repriced),
+                             alpha=study_alpha(analysis, m.key) if alpha is None else alpha, power=power,
                              effect=effect, observed_effect=observed_effect) for m in metrics)
 
 
@@ -106,7 +120,7 @@ def _mde_cell(plan: MetricPlan) -> str:
         return detectable.note or fmt.MISSING
     text = fmt.plain(detectable.difference, plan.metric.kind)
     if detectable.estimate is not None:
-        text += f" (power {detectable.estimate.power:.1%} ± {detectable.estimate.mc_se:.1%})"
+        text += f" (power {detectable.estimate.power:.1%} ± {detectable.estimate.mc_se:.1%} Monte Carlo error)"
     return text if detectable.note is None else f"{text}: {detectable.note}"
 
 
@@ -116,43 +130,50 @@ def _needed_cell(design: NeededDesign) -> str:
     return f"{design.tasks} ({design.estimate.power:.0%})"
 
 
-def power_blocks(plans: tuple[MetricPlan, ...], alpha: float = ALPHA, power: float = POWER) -> tuple[Block, ...]:
-    """The section's blocks: components and MDE per metric, the needed designs, the method."""
+def power_blocks(plans: tuple[MetricPlan, ...], power: float = POWER) -> tuple[Block, ...]:
+    """The section's blocks: components and MDE per metric (each at its own two-sided alpha), the needed
+    designs, the method."""
     rows = []
     for plan in plans:
         c = plan.components
         kind = plan.metric.kind
-        rows.append((plan.metric.label, plan.metric.unit,
+        rows.append((plan.metric.label, plan.metric.unit, f"{plan.alpha:g}",
                      _design(c.tasks, c.repetitions) if c else fmt.MISSING,
                      _sd(c.task_variance, kind) if c else fmt.MISSING,
                      _sd(c.baseline_variance, kind) if c else fmt.MISSING,
                      _sd(c.treatment_variance, kind) if c else fmt.MISSING, _mde_cell(plan)))
     blocks: list[Block] = [Table(
-        "power-design", f"Minimum detectable paired difference of this design (two-sided alpha {alpha:g}, "
+        "power-design", f"Minimum detectable paired difference of this design (two-sided alpha per row, "
                         f"power {power:.0%}; exploratory)",
-        ("metric", "unit", "design", "task SD of Δ", f"repetition SD {BASELINE}", f"repetition SD {TREATMENT}",
-         "minimum detectable |Δ|"), tuple(rows), frozenset({3, 4, 5}))]
+        ("metric", "unit", "alpha", "design", "task SD of Δ", f"repetition SD {BASELINE}", f"repetition SD {TREATMENT}",
+         "minimum detectable |Δ|"), tuple(rows), frozenset({2, 4, 5, 6}))]
     planned = [p for p in plans if p.needed]
     if planned:
         counts = [d.repetitions for d in planned[0].needed]
         blocks.append(Table(
             "power-needed", f"Tasks needed to detect a difference at power {power:.0%} (simulated power in "
                             "brackets)",
-            ("metric", "difference", "from", *(f"r = {r}" for r in counts)),
-            tuple((p.metric.label, fmt.plain(p.effect, p.metric.kind), p.effect_source,
-                   *(_needed_cell(d) for d in p.needed)) for p in planned), frozenset({1, *range(3, 3 + len(counts))})))
+            ("metric", "alpha", "difference", "from", *(f"r = {r}" for r in counts)),
+            tuple((p.metric.label, f"{p.alpha:g}", fmt.plain(p.effect, p.metric.kind), p.effect_source,
+                   *(_needed_cell(d) for d in p.needed)) for p in planned),
+            frozenset({1, 2, *range(4, 4 + len(counts))})))
+    alphas = sorted({p.alpha for p in plans})
+    floors = ", ".join(f"{smallest_tasks(a)} at alpha {a:g}" for a in alphas)
     blocks.append(Paragraph(
         "Power is simulated: task differences ~ N(Δ, task SD²), each arm's repetitions ~ N(its task mean, "
         "repetition SD²), the per-task difference of arm means tested with the same two-sided sign-flip test as "
-        f"the paired analysis (exact up to 16 tasks), {SIMULATIONS} simulated studies per point (Monte Carlo SE at "
-        f"most 1.5 points), seed {SEED}. Components are method-of-moments estimates from this ledger (the task SD "
-        "floored at 0). With k tasks the smallest two-sided p is 2/2^k, so fewer than 6 tasks never reach 0.05. "
-        "A difference planned from the observed estimate plans the next study; it says nothing about this one."))
+        f"the paired analysis (exact up to 16 tasks), {SIMULATIONS} simulated studies per point, each point "
+        f"(tasks × repetitions) from its own random stream of seed {SEED}; the ± beside a power is its Monte Carlo "
+        "error (at most 1.5 points), the simulation's error only, not the uncertainty of the components. The "
+        "declared primary is planned at the study's alpha, a secondary metric at Holm's strictest level alpha / m. "
+        "Components are method-of-moments estimates from this ledger (the task SD floored at 0). With k tasks the "
+        f"smallest two-sided p is 2/2^k, so at least {floors} tasks are needed. A difference planned from the "
+        "observed estimate plans the next study; it says nothing about this one."))
     return tuple(blocks)
 
 
 def power_section(analysis: Analysis) -> Section:
-    """The report's power section (every format), at alpha 0.05 and power 80 %."""
+    """The report's power section (every format), at power 80 %, each metric at :func:`study_alpha`."""
     return Section("Power planning", power_blocks(power_plans(analysis)))
 
 
@@ -160,11 +181,12 @@ def _float(value: float | None) -> float | None:
     return None if value is None else float(value)
 
 
-def plan_json(plan: MetricPlan, alpha: float = ALPHA, power: float = POWER) -> dict[str, Any]:
-    """One plan as the JSON report's ``power`` entry (camelCase; variances in the metric unit squared)."""
+def plan_json(plan: MetricPlan, power: float = POWER) -> dict[str, Any]:
+    """One plan as the JSON report's ``power`` entry (camelCase; variances in the metric unit squared; ``alpha``
+    the plan's own level, ``monteCarloSe`` the simulation error of ``simulatedPower`` only)."""
     c, d = plan.components, plan.detectable
     return {
-        "metric": plan.metric.key, "alpha": alpha, "power": power,
+        "metric": plan.metric.key, "alpha": plan.alpha, "power": power,
         "tasks": c.tasks if c else None, "repetitions": c.repetitions if c else None,
         "components": None if c is None else {
             "taskVariance": c.task_variance, "baselineRepetitionVariance": c.baseline_variance,
@@ -174,6 +196,7 @@ def plan_json(plan: MetricPlan, alpha: float = ALPHA, power: float = POWER) -> d
         "minimumDetectableDifference": None if d is None else _float(d.difference),
         "minimumDetectableNote": None if d is None else d.note,
         "simulatedPower": None if d is None or d.estimate is None else d.estimate.power,
+        "monteCarloSe": None if d is None or d.estimate is None else d.estimate.mc_se,
         "effect": plan.effect, "effectSource": plan.effect_source or None, "effectNote": plan.effect_note,
         "needed": [{"repetitions": n.repetitions, "tasks": n.tasks,
                     "simulatedPower": None if n.estimate is None else n.estimate.power, "note": n.note}
