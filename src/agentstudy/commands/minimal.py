@@ -28,6 +28,7 @@ from agentstudy.commands.containment_options import (
     containment_option,
     gateway_from_options,
 )
+from agentstudy.commands.continue_option import continue_option, load_predecessor
 from agentstudy.commands.fault_option import checked_faults
 from agentstudy.commands.mcp_options import mcp_options, study_mcp_spec
 from agentstudy.commands.minimal_dry_run import DryRunRequest, print_dry_run
@@ -45,6 +46,7 @@ from agentstudy.io.messages_api import (
     check_base_url,
 )
 from agentstudy.pricing.http import UpperPrices
+from agentstudy.protocol.continuation import Predecessor
 from agentstudy.protocol.fault_schedule import parse_fault_schedule
 from agentstudy.protocol.manifest import LoadedManifest, ManifestError, load_manifest
 from agentstudy.protocol.mcp_spec import McpServerSpec
@@ -139,6 +141,7 @@ from agentstudy.transports.cli import CliSettings
                    "tokens decides (efficacy at an e-value of 1/alpha, futility, or maxTasks); nothing is reserved "
                    "after the stop. The study file's design.sequential sets maxTasks, alpha and futility (a file "
                    "with it always runs this way); without one: every task, alpha 0.05, futility 0.1.")
+@continue_option
 @containment_option
 @cli_base_url_option
 @agent_model_option
@@ -187,6 +190,7 @@ def minimal(
     agent_models: tuple[str, ...],
     containment: str,
     cli_base_url: str | None,
+    continue_from: Path | None,
 ) -> None:
     """Run a paired study from a study file or the seed's manifest (seed: minimal study runner v1).
 
@@ -236,6 +240,7 @@ def minimal(
     mode: Mode = "pilot" if pilot else "full"
     plan = sequential_plan(loaded, sequential, pilot)
     schedule = study_schedule(loaded, mode, size, plan)
+    predecessor = load_predecessor(continue_from, sequential=plan is not None)
     spec = study_mcp_spec(
         ctx, loaded.arms.treatment if loaded.arms else None,
         mcp_config_file, server_config_candidates, mcp_tools, mcp_probe, mcp_probe_arguments, sandbox_binds,
@@ -285,7 +290,7 @@ def minimal(
             money.prices, mode_of_containment, size, latency_ms=rehearsal_latency_ms, faults=rehearsal_faults,
             retry=RetryPolicy(max_retries=api_max_retries),
             concurrency=concurrency, attempt_budget_usd=money.limit, executor=executor, ray_address=ray_address,
-            sequential=plan,
+            sequential=plan, continuation=predecessor,
         ))
     assert money.cap is not None and money.limit is not None
     check_new_output("--output", output, (*root_paths.values(), project_root()))
@@ -318,6 +323,7 @@ def minimal(
         ray_address=ray_address,
         other_agents=others,
         sequential=plan,
+        continuation=predecessor,
     )
     if not rehearsal:
         sys.exit(_run(lambda: run_cli_study(request)))
@@ -350,6 +356,7 @@ def _run_http(
     executor: str = "local",
     ray_address: str | None = None,
     sequential: SequentialPlan | None = None,
+    continuation: Predecessor | None = None,
 ) -> int:
     """Read the key from the environment, check the output and run (the base URL is checked); the exit code.
 
@@ -370,7 +377,7 @@ def _run_http(
         containment=containment, parent_env=dict(os.environ), pilot=size,
         concurrency=concurrency, attempt_budget_usd=attempt_budget_usd,
         executor="ray" if executor == "ray" else "local", ray_address=ray_address, sequential=sequential,
-        retry=retry,
+        retry=retry, continuation=continuation,
     )
     if not rehearsal:
         return _run(lambda: run_http_study(request))
