@@ -236,7 +236,7 @@ class BackoffPause(BaseModel):
 
 
 class ContinuesRecord(BaseModel):
-    """The predecessor of a continuation run (``--continue-from``; issue 33 item 7): ``ledgerSha256``, the
+    """The predecessor of a continuation run (``--continue-from``): ``ledgerSha256``, the
     SHA-256 hex of the old ledger file's bytes as read, and its ``runId`` (``None`` for a ledger written before
     runs had ids)."""
 
@@ -317,9 +317,9 @@ class MinimalLedger(BaseModel):
     change since". Never in a closed ledger (``to_json`` drops it once the status is not ``running``)."""
     backoff_pauses: list[BackoffPause] | None = Field(default=None, alias="backoffPauses")
     run_id: str | None = Field(default=None, alias="runId")
-    """This run's id (issue 33 item 7): a random hex id every new ledger records; absent in older ledgers."""
+    """This run's id: a random hex id every new ledger records; absent in older ledgers."""
     continues: ContinuesRecord | None = None
-    """The run this one continues (``--continue-from``; issue 33 item 7); absent in a run of its own."""
+    """The run this one continues (``--continue-from``); absent in a run of its own."""
     stop_reason: str | None = Field(default=None, alias="stopReason")
     started_at: str = Field(alias="startedAt")
     finished_at: str | None = Field(default=None, alias="finishedAt")
