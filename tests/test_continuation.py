@@ -95,6 +95,15 @@ def test_report_over_the_chain_names_both_runs_and_keeps_the_failure_as_evidence
     assert _read(first_path)["runId"] in text.stdout and _read(second_path)["runId"] in text.stdout
 
 
+def test_power_plans_from_the_chain(chain: tuple[Path, Path, bytes]) -> None:
+    first_path, second_path, _ = chain
+    result = _invoke(["power", str(first_path), str(second_path), "--json", "--metric", "inputTokens"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["ledger"] == f"{first_path} + {second_path}"
+    result = _invoke(["power", str(second_path), str(first_path), "--json"])
+    assert result.exit_code == 2 and "continues another run" in result.output
+
+
 def test_a_chain_out_of_order_or_with_a_cell_completed_twice_is_refused(
         chain: tuple[Path, Path, bytes]) -> None:
     first_path, second_path, _ = chain
