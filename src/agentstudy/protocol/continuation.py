@@ -80,7 +80,8 @@ def _facts(ledger: MinimalLedger) -> dict[str, Any]:
                                                    None if cli.agent is None else cli.agent.model_dump(),
                                                    [a.model_dump() for a in cli.other_agents or []]),
         "prices": ledger.prices.model_dump() if ledger.prices is not None else (cli.prices if cli else None),
-        "per-attempt limit": None if cli is None else cli.attempt_budget_usd,
+        "per-attempt limit": cli.attempt_budget_usd if cli is not None else (
+            None if ledger.http is None else ledger.http.attempt_budget_usd),
         "arms": [arm.model_dump() for arm in ledger.arms or []],
         "MCP server": (ledger.mcp_server.name, ledger.mcp_server.command, ledger.mcp_server.listed_tools,
                        ledger.mcp_server.denied_tools),
@@ -99,8 +100,8 @@ def continuation_differences(old: MinimalLedger, new: MinimalLedger) -> list[str
 
 
 def continuation_problems(old: MinimalLedger) -> list[str]:
-    """Why ``old`` cannot be continued at all: a run still ``running`` (its process may be alive; a crashed
-    run's ledger is closed by reading it with its journal first) or a continuation of nothing to do."""
+    """Why ``old`` cannot be continued at all: a run still ``running`` (its process may be alive, or it
+    crashed and its ledger was never closed)."""
     problems = []
     if old.status == "running":
         problems.append("its status is running (a run still in progress, or one that crashed: close it first)")
