@@ -28,6 +28,7 @@ from agentstudy.commands.containment_options import (
     containment_option,
     gateway_from_options,
 )
+from agentstudy.commands.continue_option import continue_option, load_predecessor
 from agentstudy.commands.fault_option import checked_faults
 from agentstudy.commands.mcp_options import mcp_options, study_mcp_spec
 from agentstudy.commands.minimal_dry_run import DryRunRequest, print_dry_run
@@ -45,6 +46,7 @@ from agentstudy.io.messages_api import (
     check_base_url,
 )
 from agentstudy.pricing.http import UpperPrices
+from agentstudy.protocol.continuation import Predecessor
 from agentstudy.protocol.fault_schedule import parse_fault_schedule
 from agentstudy.protocol.manifest import LoadedManifest, ManifestError, load_manifest
 from agentstudy.protocol.mcp_spec import McpServerSpec
@@ -143,6 +145,7 @@ from agentstudy.transports.cli import CliSettings
               help="Do not keep each attempt's raw agent output in the private directory LEDGER.transcripts/ "
                    "(0700, files 0600, credentials redacted; open one with `agentstudy transcript --ledger`). "
                    "The ledger records that none were kept.")
+@continue_option
 @containment_option
 @cli_base_url_option
 @agent_model_option
@@ -192,6 +195,7 @@ def minimal(
     agent_models: tuple[str, ...],
     containment: str,
     cli_base_url: str | None,
+    continue_from: Path | None,
 ) -> None:
     """Run a paired study from a study file or the seed's manifest (seed: minimal study runner v1).
 
@@ -241,6 +245,7 @@ def minimal(
     mode: Mode = "pilot" if pilot else "full"
     plan = sequential_plan(loaded, sequential, pilot)
     schedule = study_schedule(loaded, mode, size, plan)
+    predecessor = load_predecessor(continue_from, sequential=plan is not None)
     spec = study_mcp_spec(
         ctx, loaded.arms.treatment if loaded.arms else None,
         mcp_config_file, server_config_candidates, mcp_tools, mcp_probe, mcp_probe_arguments, sandbox_binds,
@@ -292,6 +297,7 @@ def minimal(
             concurrency=concurrency, attempt_budget_usd=money.limit, executor=executor, ray_address=ray_address,
             sequential=plan,
             keep_transcripts=not no_transcripts,
+            continuation=predecessor,
         ))
     assert money.cap is not None and money.limit is not None
     check_new_output("--output", output, (*root_paths.values(), project_root()))
@@ -325,6 +331,7 @@ def minimal(
         other_agents=others,
         sequential=plan,
         keep_transcripts=not no_transcripts,
+        continuation=predecessor,
     )
     if not rehearsal:
         sys.exit(_run(lambda: run_cli_study(request)))
@@ -358,6 +365,7 @@ def _run_http(
     ray_address: str | None = None,
     sequential: SequentialPlan | None = None,
     keep_transcripts: bool = True,
+    continuation: Predecessor | None = None,
 ) -> int:
     """Read the key from the environment, check the output and run (the base URL is checked); the exit code.
 
@@ -380,6 +388,7 @@ def _run_http(
         executor="ray" if executor == "ray" else "local", ray_address=ray_address, sequential=sequential,
         retry=retry,
         keep_transcripts=keep_transcripts,
+        continuation=continuation,
     )
     if not rehearsal:
         return _run(lambda: run_http_study(request))

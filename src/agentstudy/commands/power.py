@@ -39,7 +39,7 @@ def _ratio(raw: str, metric: str) -> float:
 
 
 @click.command()
-@click.argument("ledger", type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("ledgers", nargs=-1, required=True, type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--metric", type=click.Choice(METRIC_KEYS), help="Plan only this metric (default: every metric).")
 @click.option("--effect", help="The smallest effect worth detecting (needs --metric): a paired difference in the "
                                "metric's unit (e.g. 100), or for tokens, wall time and USD a ratio of treatment "
@@ -60,7 +60,7 @@ def _ratio(raw: str, metric: str) -> float:
 @click.option("--max-tasks", type=click.IntRange(1, 1000), help="With --sequential: the design's maxTasks "
               "(default: the ledger's own maxTasks, else its number of tasks).")
 @click.option("--futility", default="0.1", show_default=True, help="With --sequential: the futility floor.")
-def power(ledger: Path, metric: str | None, effect: str | None, alpha: str | None, repetitions: int | None,
+def power(ledgers: tuple[Path, ...], metric: str | None, effect: str | None, alpha: str | None, repetitions: int | None,
           target: str, adjudication: Path | None, as_json: bool, allow_unverified: bool, sequential: bool,
           max_tasks: int | None, futility: str) -> None:
     """Plan a study's size from a pilot or full minimal-study LEDGER.
@@ -79,11 +79,16 @@ def power(ledger: Path, metric: str | None, effect: str | None, alpha: str | Non
     plan from. Fewer than 2 tasks x 2 repetitions cannot estimate the components: the command says
     what the next pilot must hold. Exit codes: 0 printed; 2 bad input.
 
+    Several ledgers are a chain of runs, oldest first (a run and its --continue-from continuations): each
+    must verify and continue the one before; the plan reads the whole study (without --adjudication and
+    --sequential, which take one ledger).
+
     With --sequential: the sequential design's operating characteristics for --effect (required, in
     --metric's unit, default input tokens; --alpha default 0.05): power, expected tasks and USD to the
     stop, and the fixed design of the same maximum size, by simulation under the same variance model.
     """
     from agentstudy.report.analysis import analyse
+    from agentstudy.report.chain import load_chain
     from agentstudy.report.document import Document, Section
     from agentstudy.report.load import load_study
     from agentstudy.report.model import NotSupportedYet, ReportInputError
@@ -91,6 +96,9 @@ def power(ledger: Path, metric: str | None, effect: str | None, alpha: str | Non
     from agentstudy.report.render import render_text
 
     power_value = _share("--power", target)
+    ledger = ledgers[-1]
+    if len(ledgers) > 1 and (adjudication is not None or sequential):
+        fail("a chain of runs is planned without --adjudication and --sequential (they take one ledger)")
     if sequential:
         from agentstudy.commands.power_sequential import plan_sequential_power
 
@@ -120,7 +128,8 @@ def power(ledger: Path, metric: str | None, effect: str | None, alpha: str | Non
             if not math.isfinite(effect_value) or effect_value == 0:
                 fail(f"--effect must be a finite non-zero number or a ratio such as 0.8x, got {effect!r}")
     try:
-        study = load_study(ledger, adjudication, allow_unverified=allow_unverified)
+        study = (load_study(ledger, adjudication, allow_unverified=allow_unverified) if len(ledgers) == 1
+                 else load_chain(ledgers, allow_unverified=allow_unverified))
     except NotSupportedYet:
         fail(f"{ledger} is a controlled-study ledger; power planning reads minimal-study ledgers")
     except ReportInputError as error:
@@ -139,7 +148,7 @@ def power(ledger: Path, metric: str | None, effect: str | None, alpha: str | Non
     if metric is not None and (effect_value is not None or ratio is not None):
         ranged = ranged_plan(analysis, metric, effect_value, repetitions, alpha_value, power_value, ratio=ratio)
     if as_json:
-        click.echo(json.dumps({"ledger": str(ledger), "unverified": list(study.unverified),
+        click.echo(json.dumps({"ledger": " + ".join(map(str, ledgers)), "unverified": list(study.unverified),
                                **(ranged_json(ranged) if ranged is not None else {}),
                                "power": [plan_json(p, power_value) for p in plans]},
                               separators=(",", ":")))

@@ -10,7 +10,7 @@ from agentstudy.commands.common import fail
 
 
 @click.command()
-@click.argument("ledger", type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("ledgers", nargs=-1, required=True, type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--adjudication", "adjudication", type=click.Path(path_type=Path, dir_okay=False),
               help="The adjudication companion; its ledgerSha256 must be the SHA-256 of LEDGER's bytes.")
 @click.option("--format", "output_format", type=click.Choice(["text", "md", "html", "json"]), default="text",
@@ -24,9 +24,14 @@ from agentstudy.commands.common import fail
 @click.option("--allow-unverified", is_flag=True,
               help="Report even when the ledger does not verify (its hashes or, for a minimal ledger, its "
                    "invariants); the problems are printed as a warning and the report says UNVERIFIED.")
-def report(ledger: Path, adjudication: Path | None, output_format: str, output: Path | None,
+def report(ledgers: tuple[Path, ...], adjudication: Path | None, output_format: str, output: Path | None,
            prices: Path | None, allow_unverified: bool) -> None:
     """Report a minimal-study LEDGER: every attempt's status, paired differences, spend.
+
+    Several ledgers are a chain of runs, oldest first (`report A.json B.json`, where B's run continued A's
+    with --continue-from): each must verify and name the one before it; the report covers the whole study,
+    says which attempts came from which run (json: `runs`) and keeps an attempt that failed in an earlier
+    run as evidence, its cell answered by the later run. --adjudication is for a single ledger.
 
     The task is the unit of analysis: per task, each arm's mean over its repetitions and their
     difference (doc-bridge-mcp minus repository-only) in input and output tokens, tool calls,
@@ -69,18 +74,23 @@ def report(ledger: Path, adjudication: Path | None, output_format: str, output: 
     """
     from agentstudy.io.ledger_store import journal_path
     from agentstudy.report.build import render_study, write_report
+    from agentstudy.report.chain import load_chain
     from agentstudy.report.load import load_study
     from agentstudy.report.model import NotSupportedYet, ReportInputError
 
+    ledger = ledgers[-1]
+    if len(ledgers) > 1 and adjudication is not None:
+        fail("--adjudication goes with a single ledger, not a chain of runs")
     if output is not None:
         target = output.expanduser().resolve()
-        inputs = [path.expanduser().resolve() for path in (ledger, adjudication, prices) if path is not None]
-        inputs.append(journal_path(ledger.expanduser().resolve()))  # read beside the ledger (issue 19)
+        inputs = [path.expanduser().resolve() for path in (*ledgers, adjudication, prices) if path is not None]
+        inputs.extend(journal_path(each.expanduser().resolve()) for each in ledgers)
         if target in inputs:
             fail(f"--output {output} is one of the inputs; the ledger, its journal and its companion are never "
                  "overwritten")
     try:
-        study = load_study(ledger, adjudication, allow_unverified=allow_unverified)
+        study = (load_study(ledger, adjudication, allow_unverified=allow_unverified) if len(ledgers) == 1
+                 else load_chain(ledgers, allow_unverified=allow_unverified))
         if study.unverified:
             click.echo(f"agentstudy: warning: unverified: {ledger}: {'; '.join(study.unverified)}", err=True)
         text = render_study(study, prices, output_format)

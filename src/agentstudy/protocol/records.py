@@ -248,6 +248,17 @@ class BackoffPause(BaseModel):
     cause: str
 
 
+class ContinuesRecord(BaseModel):
+    """The predecessor of a continuation run (``--continue-from``): ``ledgerSha256``, the
+    SHA-256 hex of the old ledger file's bytes as read, and its ``runId`` (``None`` for a ledger written before
+    runs had ids)."""
+
+    model_config = ConfigDict(extra="forbid", validate_by_name=True, validate_by_alias=True)
+
+    ledger_sha256: str = Field(alias="ledgerSha256", pattern=r"^[0-9a-f]{64}$")
+    run_id: str | None = Field(alias="runId")
+
+
 class MinimalLedger(BaseModel):
     """The private ledger of a minimal-study run (seed 000; digest section 4.1).
 
@@ -321,6 +332,10 @@ class MinimalLedger(BaseModel):
     the snapshot then says a journal must exist, so a deleted or emptied one is refused, never read as "no
     change since". Never in a closed ledger (``to_json`` drops it once the status is not ``running``)."""
     backoff_pauses: list[BackoffPause] | None = Field(default=None, alias="backoffPauses")
+    run_id: str | None = Field(default=None, alias="runId")
+    """This run's id: a random hex id every new ledger records; absent in older ledgers."""
+    continues: ContinuesRecord | None = None
+    """The run this one continues (``--continue-from``); absent in a run of its own."""
     stop_reason: str | None = Field(default=None, alias="stopReason")
     started_at: str = Field(alias="startedAt")
     finished_at: str | None = Field(default=None, alias="finishedAt")
@@ -349,7 +364,8 @@ def _drop_unset(data: dict[str, Any]) -> dict[str, Any]:
         data["prices"].pop("nominal", None)
     for key in ("openReservation", "stopReason", "finishedAt", "cli", "prices", "http", "containment",
                 "hashAlgo", "ledgerHash", "arms", "fullAttempts", "analysis", "concurrency", "openReservations",
-                "executor", "excludedWorkers", "sequential", "journal", "backoffPauses", "transcripts"):
+                "executor", "excludedWorkers", "sequential", "journal", "backoffPauses", "transcripts", "runId",
+                "continues"):
         if data[key] is None:
             del data[key]
     if isinstance(data.get("analysis"), dict) and data["analysis"].get("secondary") is None:

@@ -279,7 +279,7 @@ def itt_task_values(study: Study) -> dict[str, tuple[list[float], list[float]]]:
     that did not complete scoring 0; a completed attempt without a score (pending) is left out."""
     per_task: dict[str, tuple[list[float], list[float]]] = {}
     for attempt in study.attempts:
-        if attempt.scenario not in (BASELINE, TREATMENT):
+        if attempt.scenario not in (BASELINE, TREATMENT) or attempt.superseded:  # a chain's evidence (issue 33)
             continue
         arms = per_task.setdefault(attempt.task_id, ([], []))
         score = itt_score(attempt)

@@ -47,7 +47,7 @@ from agentstudy.report.content import build_document
 from agentstudy.report.content_inference import ordered
 from agentstudy.report.inference import design_label
 from agentstudy.report.inference_rates import ArmRate
-from agentstudy.report.model import BASELINE, TREATMENT, Attempt
+from agentstudy.report.model import BASELINE, TREATMENT, Attempt, Study
 from agentstudy.report.power_section import plan_json, power_plans
 from agentstudy.report.sequential import money_not_spent, sequential_line
 from agentstudy.report.treatment import summarize_treatment, treatment_json, verdict
@@ -147,7 +147,16 @@ def _attempt(attempt: Attempt) -> dict[str, Any]:
         "outputTokens": attempt.output_tokens, "toolCalls": attempt.tool_calls, "wallTimeMs": attempt.wall_time_ms,
         "chargedUsd": optional_usd_number(attempt.charged_usd), "usageComplete": attempt.usage_complete,
         "correctness": attempt.correctness, "adjudication": attempt.adjudication,
+        **({} if attempt.run_id is None else {"runId": attempt.run_id, "superseded": attempt.superseded}),
     }
+
+
+def _runs(study: Study) -> dict[str, Any]:
+    """A chain's ``runs`` (issue 33 item 7): per ledger its ``runId``, file, SHA-256, status and attempt indices."""
+    if not study.runs:
+        return {}
+    return {"runs": [{"runId": run.run_id, "ledger": run.file_name, "ledgerSha256": run.sha256,
+                      "status": run.status, "attempts": list(run.attempts)} for run in study.runs]}
 
 
 def _design(analysis: Analysis) -> dict[str, Any]:
@@ -201,7 +210,7 @@ def report_json(analysis: Analysis) -> dict[str, Any]:
         "power": [plan_json(plan) for plan in power_plans(analysis)],
         "containment": _containment(analysis), "attempts": [_attempt(a) for a in study.attempts],
         "spend": _spend(analysis), "status": study.status, "stopReason": study.stop_reason, "tables": tables,
-        **_sequential(analysis),
+        **_sequential(analysis), **_runs(study),
         "treatment": treatment_json(fidelity),
         "verdict": verdict(analysis, fidelity),
     }

@@ -112,11 +112,28 @@ class Attempt:
     retries: AttemptRetries = AttemptRetries()
     treatment: TreatmentRecord | None = None
     """The observation's treatment record (issue 28); ``None`` in a ledger written before it (or unreadable)."""
+    run_id: str | None = None
+    """The run (ledger ``runId``) the attempt came from, in a report over a chain of runs (issue 33 item 7)."""
+    superseded: bool = False
+    """In a chain: a later run observed this attempt's cell again (it stays as evidence, outside the ITT view)."""
 
     @property
     def completed(self) -> bool:
         """Whether the attempt's status is ``completed`` (an answer returned, not that it was correct)."""
         return self.status == COMPLETED
+
+
+@dataclass(frozen=True)
+class ChainRun:
+    """One ledger of a chain of runs (issue 33 item 7): its ``run_id`` (``runId``; ``None`` in a ledger written
+    before runs had ids), file name, SHA-256 hex of its bytes, status and the 1-based indices of its attempts
+    in the chain's report."""
+
+    run_id: str | None
+    file_name: str
+    sha256: str
+    status: str | None
+    attempts: tuple[int, ...]
 
 
 @dataclass(frozen=True)
@@ -177,6 +194,9 @@ class Study:
     analysis: AnalysisPlan | None = None
     sequential: SequentialRecord | None = None
     """A sequential run's ``sequential`` block (issue 35), ``None`` for a fixed design."""
+    runs: tuple[ChainRun, ...] = ()
+    """A report over a chain of runs (``--continue-from``; issue 33 item 7): one entry per ledger, in order;
+    ``()`` for one ledger."""
 
     @property
     def agents(self) -> tuple[str, ...]:

@@ -38,6 +38,7 @@ from agentstudy.pricing.budget import Budget, settle_attempt
 from agentstudy.pricing.strict_cap import NoWorstTurn, ReservationRule
 from agentstudy.pricing.tally import Tally
 from agentstudy.pricing.usd_json import optional_usd_number, usd_number
+from agentstudy.protocol.continuation import Predecessor
 from agentstudy.protocol.ledger_integrity import is_loopback_http, seal_ledger
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP, LoadedManifest
 from agentstudy.protocol.prompt import study_prompt
@@ -47,6 +48,7 @@ from agentstudy.protocol.schedule import Mode, PilotSize, ScheduleEntry
 from agentstudy.protocol.sequential_plan import SequentialPlan
 from agentstudy.runners.agent_runs import AgentRun, check_other_agents, expected_for, schedule_for, settings_for
 from agentstudy.runners.concurrent_walk import AttemptBodyError, AttemptPort, ConcurrentWalk, body_error_reason
+from agentstudy.runners.continuation_steps import continued_schedule, start_ledger
 from agentstudy.runners.executor import AttemptExecutor, submit_cli_attempt
 from agentstudy.runners.executor_choice import open_executor
 from agentstudy.runners.ledger_steps import (
@@ -116,6 +118,8 @@ class CliRunRequest:
     """A several-agent study's agents besides ``settings.agent`` (issue 21 item 6; ``runners.agent_runs``)."""
     sequential: SequentialPlan | None = None
     """A sequential design's plan (issue 35): task blocks in its order, stopped by its looks."""
+    continuation: Predecessor | None = None
+    """``--continue-from``'s verified old ledger (issue 33 item 7): plan only what it did not complete."""
 
 
 def cli_port(
@@ -248,8 +252,8 @@ def run_cli_study(request: CliRunRequest) -> RunSummary:
 def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
     manifest = request.loaded.manifest
     settings = request.settings
-    schedule = schedule_for(request.loaded, study_schedule(request.loaded, request.mode, request.pilot,
-                                                           request.sequential), settings.agent)
+    schedule = continued_schedule(schedule_for(request.loaded, study_schedule(
+        request.loaded, request.mode, request.pilot, request.sequential), settings.agent), request.continuation)
     run = RunMachine(len(schedule), "cli")
     try:
         if settings.rehearsal_base_url is not None and not is_loopback_http(settings.rehearsal_base_url):
@@ -289,6 +293,7 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
         ledger.cli.agent = agent_record
         ledger.cli.other_agents = [agent.record for agent in others.values()] or None
         ledger.containment = checked.containment
+        start_ledger(ledger, request.continuation)
         looked = start_sequential(ledger, request.sequential)
         if request.executor == "ray" and executor is not None:
             ledger.executor, ledger.excluded_workers = "ray", list(executor.excluded)

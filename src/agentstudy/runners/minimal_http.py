@@ -56,6 +56,7 @@ from agentstudy.pricing.strict_cap import HTTP_RULE
 from agentstudy.pricing.sums import usd_from_json
 from agentstudy.pricing.tally import Tally
 from agentstudy.pricing.usd_json import usd_number
+from agentstudy.protocol.continuation import Predecessor
 from agentstudy.protocol.ledger_integrity import is_loopback_http, seal_ledger
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP, LoadedManifest
 from agentstudy.protocol.mcp_spec import McpServerSpec
@@ -66,6 +67,7 @@ from agentstudy.protocol.run_records import AdjudicationDeclaration, HttpPrices,
 from agentstudy.protocol.schedule import Mode, PilotSize, ScheduleEntry
 from agentstudy.protocol.sequential_plan import SequentialPlan
 from agentstudy.runners.concurrent_walk import ConcurrentWalk
+from agentstudy.runners.continuation_steps import continued_schedule, start_ledger
 from agentstudy.runners.executor_choice import ray_ledger_fields
 from agentstudy.runners.http_attempts import http_observation, http_port, local_start
 from agentstudy.runners.http_remote import HttpJob, open_http_executor, remote_start
@@ -141,6 +143,8 @@ class HttpRunRequest:
     """Where a concurrent run's agent loops run (issue 20; ``runners.http_remote``): threads here, or Ray tasks."""
     ray_address: str | None = None
     """The Ray cluster's address (``--ray-address``); required with ``executor="ray"``."""
+    continuation: Predecessor | None = None
+    """``--continue-from``'s verified old ledger (issue 33 item 7): plan only what it did not complete."""
     sequential: SequentialPlan | None = None
     """A sequential design's plan (issue 35): task blocks in its order, stopped by its looks."""
     retry: RetryPolicy = DEFAULT_RETRY
@@ -270,7 +274,8 @@ def run_http_study(request: HttpRunRequest) -> RunSummary:
 
 def _run_http_study(request: HttpRunRequest, stack: ExitStack) -> RunSummary:
     manifest = request.loaded.manifest
-    schedule = study_schedule(request.loaded, request.mode, request.pilot, request.sequential)
+    schedule = continued_schedule(study_schedule(request.loaded, request.mode, request.pilot, request.sequential),
+                                  request.continuation)
     run = RunMachine(len(schedule), "http")
     try:
         if request.concurrency > 1 and (request.attempt_budget_usd is None
@@ -293,6 +298,7 @@ def _run_http_study(request: HttpRunRequest, stack: ExitStack) -> RunSummary:
         ledger = _ledger(request, base_url, mcp, len(schedule))
         ledger.transcripts = request.keep_transcripts
         ledger.containment = checked.containment
+        start_ledger(ledger, request.continuation)
         looked = start_sequential(ledger, request.sequential)
         if remote is not None:
             ray_ledger_fields(ledger, remote, request.progress)

@@ -1,0 +1,94 @@
+"""A report over a chain of runs (issue 33 item 7): ``report A.json B.json`` where B continues A.
+
+Each ledger is read and verified on its own (``report.load.load_study``, the shared verifier); the chain is
+checked link by link (``protocol.continuation.chain_problems``: each names the one before it by the SHA-256
+of its bytes and its ``runId``, and no cell is ``completed`` twice). The chain is then one :class:`Study`:
+every attempt of every run in order, each with its run id; an attempt whose cell a later run observed again
+is ``superseded`` (a failure kept as evidence: counted in statuses and spend, left out of the intention-to-
+treat view, and the later attempt is the one the paired analysis uses). Money adds up over the runs; the
+status, stop reason and header are the last run's.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import replace
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from agentstudy.io.ledger_journal import LedgerJournalError, read_ledger
+from agentstudy.pricing.sums import sum_usd
+from agentstudy.protocol.continuation import chain_problems
+from agentstudy.report.input_bytes import read_input
+from agentstudy.report.load import load_study
+from agentstudy.report.model import Attempt, ChainRun, ReportInputError, Study
+
+
+def _document(path: Path) -> dict[str, Any]:
+    try:
+        data = read_ledger(path, read_input(path, "ledger")).data
+    except LedgerJournalError as error:
+        raise ReportInputError(str(error)) from None
+    document: dict[str, Any] = json.loads(data)
+    return document
+
+
+def _total(values: Sequence[Decimal | None]) -> Decimal | None:
+    return None if any(v is None for v in values) else sum_usd([v for v in values if v is not None])
+
+
+def _run_line(run: ChainRun) -> str:
+    span = f"attempts {run.attempts[0]}-{run.attempts[-1]}" if run.attempts else "no attempts"
+    return f"run {run.run_id or 'without id'} ({run.file_name}, {run.status}): {span}"
+
+
+def load_chain(ledgers: Sequence[Path], *, allow_unverified: bool = False) -> Study:
+    """One :class:`Study` of the runs in ``ledgers`` (oldest first; one path: that ledger's study, unchanged).
+
+    Raises:
+        ReportInputError: a ledger that cannot be read or does not verify (as :func:`load_study`), or a chain
+            whose links do not hold (the message names the first problem).
+    """
+    studies = [load_study(path, allow_unverified=allow_unverified) for path in ledgers]
+    if len(studies) == 1:
+        return studies[0]
+    documents = [_document(path) for path in ledgers]
+    problems = chain_problems([(s.file_name, s.sha256, d) for s, d in zip(studies, documents, strict=True)])
+    if problems:
+        raise ReportInputError(f"the ledgers are not one chain of runs: {problems[0]}")
+    later: set[tuple[str, str, int, str]] = set()
+    merged: list[list[Any]] = []
+    for study, document in reversed(list(zip(studies, documents, strict=True))):
+        run_id = document.get("runId") if isinstance(document.get("runId"), str) else None
+        attempts = []
+        for attempt in study.attempts:
+            cell = (attempt.task_id, attempt.scenario, attempt.repetition, attempt.agent)
+            attempts.append(replace(attempt, run_id=run_id or study.sha256[:16], superseded=cell in later))
+        later.update((a.task_id, a.scenario, a.repetition, a.agent) for a in study.attempts)
+        merged.insert(0, attempts)
+    everything: list[Attempt] = []
+    runs = []
+    for study, document, attempts in zip(studies, documents, merged, strict=True):
+        start = len(everything)
+        everything.extend(replace(a, index=start + i) for i, a in enumerate(attempts))
+        run_id = document.get("runId") if isinstance(document.get("runId"), str) else None
+        runs.append(ChainRun(run_id=run_id, file_name=study.file_name, sha256=study.sha256, status=study.status,
+                             attempts=tuple(range(start + 1, len(everything) + 1))))
+    last = studies[-1]
+    planned = [s.planned for s in studies]
+    return replace(
+        last,
+        file_name=" + ".join(s.file_name for s in studies),
+        attempts=tuple(everything),
+        planned=None if any(p is None for p in planned) else sum(p for p in planned if p is not None),
+        cap_usd=_total([s.cap_usd for s in studies]),
+        spent_usd=_total([s.spent_usd for s in studies]),
+        reserved_usd=_total([s.reserved_usd for s in studies]),
+        measured_usd=_total([s.measured_usd for s in studies]),
+        cumulative_cap_exceeded=any(s.cumulative_cap_exceeded for s in studies),
+        unverified=tuple(p for s in studies for p in s.unverified),
+        header={**last.header, "runs": "; ".join(_run_line(run) for run in runs)},
+        runs=tuple(runs),
+    )

@@ -1,0 +1,149 @@
+"""`--continue-from`: an explicit continuation of a blocked run into a second ledger (real HTTP on 127.0.0.1,
+the scripted Messages API server with a fault schedule), and `report` over the chain."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from agentstudy.cli import main
+from agentstudy.protocol.continuation import chain_problems
+from agentstudy.protocol.ledger_integrity import seal_ledger, verify_ledger_bytes
+from agentstudy.rehearsal.example_study import ExampleStudy, build_example_study
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory: pytest.TempPathFactory) -> ExampleStudy:
+    return build_example_study(tmp_path_factory.mktemp("continuation") / "study")
+
+
+def _invoke(args: list[str]) -> Result:
+    env: dict[str, str | None] = {"ANTHROPIC_API_KEY": None, "STUDY_INPUT_USD_PER_MILLION": None,
+                                  "STUDY_OUTPUT_USD_PER_MILLION": None}
+    return CliRunner().invoke(main, args, env=env, catch_exceptions=False)
+
+
+def _args(study: ExampleStudy, output: Path, *extra: str, model: str = "claude-haiku-5-5") -> list[str]:
+    roots = [f"--root={name}={path}" for name, path in study.roots.items()]
+    return ["minimal", "--manifest", str(study.manifest_path), "--pilot", "--pilot-tasks", "2", "--transport",
+            "http", "--rehearsal", *roots, "--output", str(output), "--model", model, "--budget-usd", "1", *extra]
+
+
+def _read(path: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(path.read_bytes())
+    return data
+
+
+def _unsealed(document: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in document.items() if k not in ("hashAlgo", "ledgerHash")}
+
+
+@pytest.fixture(scope="module")
+def chain(study: ExampleStudy, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, bytes]:
+    """A run whose second attempt meets a 529 on every request (blocked), and its continuation."""
+    directory = tmp_path_factory.mktemp("chain")
+    first, second = directory / "first.json", directory / "second.json"
+    result = _invoke(_args(study, first, "--rehearsal-faults", "attempt=2:529"))
+    assert result.exit_code == 1, result.output
+    before = first.read_bytes()
+    result = _invoke(_args(study, second, "--continue-from", str(first)))
+    assert result.exit_code == 0, result.output
+    return first, second, before
+
+
+def test_a_persistent_529_blocks_the_run_and_the_continuation_finishes_it(
+        chain: tuple[Path, Path, bytes]) -> None:
+    first_path, second_path, before = chain
+    assert first_path.read_bytes() == before, "the old ledger is only read"
+    first, second = _read(first_path), _read(second_path)
+    assert first["status"] == "blocked"
+    assert [o["status"] for o in first["observations"]] == ["completed", "failed"]
+    assert first["observations"][1]["failureKind"] == "overloaded"
+    assert second["continues"] == {"ledgerSha256": hashlib.sha256(before).hexdigest(), "runId": first["runId"]}
+    assert second["runId"] != first["runId"]
+    assert second["plannedAttempts"] == 3 and all(o["status"] == "completed" for o in second["observations"])
+    cells = {(o["taskId"], o["scenario"], o["repetition"]) for o in second["observations"]}
+    done = first["observations"][0]
+    assert (done["taskId"], done["scenario"], done["repetition"]) not in cells
+    failed = first["observations"][1]
+    assert (failed["taskId"], failed["scenario"], failed["repetition"]) in cells
+    assert verify_ledger_bytes(second_path.read_bytes()).problems == ()
+    names = [("first.json", hashlib.sha256(before).hexdigest(), first),
+             ("second.json", hashlib.sha256(second_path.read_bytes()).hexdigest(), second)]
+    assert chain_problems(names) == []
+    assert chain_problems(list(reversed(names)))  # the wrong order is no chain
+
+
+def test_report_over_the_chain_names_both_runs_and_keeps_the_failure_as_evidence(
+        chain: tuple[Path, Path, bytes]) -> None:
+    first_path, second_path, _ = chain
+    result = _invoke(["report", str(first_path), str(second_path), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    runs = report["runs"]
+    assert [run["runId"] for run in runs] == [_read(first_path)["runId"], _read(second_path)["runId"]]
+    assert [len(run["attempts"]) for run in runs] == [2, 3]
+    statuses = [a["status"] for a in report["attempts"]]
+    assert sorted(statuses) == ["completed"] * 4 + ["failed"]
+    text = _invoke(["report", str(first_path), str(second_path)])
+    assert text.exit_code == 0, text.output
+    assert _read(first_path)["runId"] in text.stdout and _read(second_path)["runId"] in text.stdout
+
+
+def test_power_plans_from_the_chain(chain: tuple[Path, Path, bytes]) -> None:
+    first_path, second_path, _ = chain
+    result = _invoke(["power", str(first_path), str(second_path), "--json", "--metric", "inputTokens"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["ledger"] == f"{first_path} + {second_path}"
+    result = _invoke(["power", str(second_path), str(first_path), "--json"])
+    assert result.exit_code == 2 and "continues another run" in result.output
+
+
+def test_a_chain_out_of_order_or_with_a_cell_completed_twice_is_refused(
+        chain: tuple[Path, Path, bytes]) -> None:
+    first_path, second_path, _ = chain
+    result = _invoke(["report", str(second_path), str(first_path)])
+    assert result.exit_code == 2 and "continues another run" in result.output
+    result = _invoke(["report", str(first_path), str(first_path)])
+    assert result.exit_code == 2 and "does not continue" in result.output
+
+
+def test_a_cell_completed_in_both_runs_is_refused(chain: tuple[Path, Path, bytes], tmp_path: Path) -> None:
+    first_path, second_path, _ = chain
+    first, forged = _read(first_path), _read(second_path)
+    done = first["observations"][0]
+    repeat = next(o for o in forged["observations"] if o["scenario"] == done["scenario"])
+    repeat["taskId"], repeat["repetition"] = done["taskId"], done["repetition"]
+    altered = tmp_path / "second.json"
+    altered.write_text(json.dumps(seal_ledger(_unsealed(forged))), encoding="utf-8")
+    assert verify_ledger_bytes(altered.read_bytes()).problems == (), "each ledger verifies on its own"
+    result = _invoke(["report", str(first_path), str(altered)])
+    assert result.exit_code == 2 and "completed in both first.json and second.json" in result.output
+
+
+def test_a_continuation_with_another_model_is_refused(
+        study: ExampleStudy, chain: tuple[Path, Path, bytes], tmp_path: Path) -> None:
+    first_path, _, before = chain
+    output = tmp_path / "other.json"
+    result = _invoke(_args(study, output, "--continue-from", str(first_path), model="claude-sonnet-5-5"))
+    assert result.exit_code == 2 and "model" in result.output and "claude-haiku-5-5" in result.output
+    assert not output.exists() and first_path.read_bytes() == before
+
+
+def test_a_continuation_at_another_pin_is_refused(study: ExampleStudy, chain: tuple[Path, Path, bytes],
+                                                  tmp_path: Path) -> None:
+    first_path = chain[0]
+    forged = _read(first_path)
+    name = next(iter(forged["repositories"]))
+    forged["repositories"][name] = "0" * 40
+    altered = tmp_path / "altered.json"
+    altered.write_text(json.dumps(seal_ledger(_unsealed(forged))), encoding="utf-8")
+    output = tmp_path / "next.json"
+    result = _invoke(_args(study, output, "--continue-from", str(altered)))
+    assert result.exit_code == 2, result.output
+    assert "repository pins" in result.output and not output.exists()
