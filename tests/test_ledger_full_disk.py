@@ -222,7 +222,7 @@ def test_http_a_full_disk_mid_run_records_the_reason_when_a_smaller_write_still_
 def test_http_a_full_disk_mid_run_keeps_the_last_good_ledger_and_exits_1(
     tmp_path: Path, study: ExampleStudy, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from agentstudy.commands.minimal import _run
+    from agentstudy.commands.minimal_outcome import run_and_summarise
 
     with small_tmpfs(tmp_path / "disk", "64k") as disk:
         output = disk / "ledger.json"
@@ -232,7 +232,7 @@ def test_http_a_full_disk_mid_run_keeps_the_last_good_ledger_and_exits_1(
             return next_reply(body)
 
         with RehearsalServer(policy=fill_then_answer) as server, pytest.raises(SystemExit) as exited:
-            _run(lambda: run_http_study(_http_request(study, output, server.base_url)))
+            run_and_summarise(lambda: run_http_study(_http_request(study, output, server.base_url)))
         names = _names(disk)
         ledger = json.loads(read_ledger(output, output.read_bytes()).data)
     assert exited.value.code == 1

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
 from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
@@ -14,9 +13,7 @@ import click
 from agentstudy.agents.registry import AGENT_NAMES, DEFAULT_AGENT
 from agentstudy.commands.agent_options import agent_binary, agent_flags, require_agent_price
 from agentstudy.commands.common import (
-    EXIT_BLOCKED,
     check_new_output,
-    emit_summary,
     fail,
     parse_roots,
     stops_on_signals,
@@ -33,11 +30,11 @@ from agentstudy.commands.fault_option import checked_faults
 from agentstudy.commands.mcp_options import mcp_options, study_mcp_spec
 from agentstudy.commands.minimal_dry_run import DryRunRequest, print_dry_run
 from agentstudy.commands.minimal_inputs import money_flags, require_model, reservation_rule
+from agentstudy.commands.minimal_outcome import run_and_summarise, sequential_plan
 from agentstudy.commands.study_agents_options import agent_model_option, other_agent_runs, rehearsal_endpoints
-from agentstudy.commands.view import print_summary_table, progress_for_terminal
+from agentstudy.commands.view import progress_for_terminal
 from agentstudy.io.claude_cli import project_root
 from agentstudy.io.containment import ContainmentMode
-from agentstudy.io.ledger_store import CheckpointError, OutputPathError
 from agentstudy.io.messages_api import (
     DEFAULT_BASE_URL,
     ApiKeyError,
@@ -51,14 +48,11 @@ from agentstudy.protocol.fault_schedule import parse_fault_schedule
 from agentstudy.protocol.manifest import LoadedManifest, ManifestError, load_manifest
 from agentstudy.protocol.mcp_spec import McpServerSpec
 from agentstudy.protocol.schedule import Mode, PilotSize, pilot_size
-from agentstudy.protocol.sequential_plan import SequentialPlan, plan_sequential
+from agentstudy.protocol.sequential_plan import SequentialPlan
 from agentstudy.rehearsal.messages_server import RehearsalServer
-from agentstudy.runners.concurrent_walk import AttemptBodyError
 from agentstudy.runners.minimal import CliRunRequest, run_cli_study
 from agentstudy.runners.minimal_http import REHEARSAL_KEY, HttpRunRequest, run_http_study
-from agentstudy.runners.preflight import PreflightError
 from agentstudy.runners.sequential_runs import study_schedule
-from agentstudy.runners.summary import RunSummary
 from agentstudy.transports.api_retry import DEFAULT_RETRY, RetryPolicy
 from agentstudy.transports.cli import CliSettings
 
@@ -334,11 +328,11 @@ def minimal(
         continuation=predecessor,
     )
     if not rehearsal:
-        sys.exit(_run(lambda: run_cli_study(request)))
+        sys.exit(run_and_summarise(lambda: run_cli_study(request)))
     with chosen_agent.rehearsal_endpoint(rehearsal_latency_ms, rehearsal_faults) as rehearsal_url, \
             rehearsal_endpoints(others, rehearsal_latency_ms, rehearsal_faults) as ready:
         settings = replace(request.settings, rehearsal_base_url=rehearsal_url)
-        code = _run(lambda: run_cli_study(replace(request, settings=settings, other_agents=ready)))
+        code = run_and_summarise(lambda: run_cli_study(replace(request, settings=settings, other_agents=ready)))
     sys.exit(code)
 
 
@@ -391,46 +385,7 @@ def _run_http(
         continuation=continuation,
     )
     if not rehearsal:
-        return _run(lambda: run_http_study(request))
+        return run_and_summarise(lambda: run_http_study(request))
     schedule = None if faults is None else parse_fault_schedule(faults)
     with RehearsalServer(latency_ms=latency_ms, faults=schedule) as server:
-        return _run(lambda: run_http_study(replace(request, base_url=server.base_url)))
-
-
-def sequential_plan(loaded: LoadedManifest, flag: bool, pilot: bool) -> SequentialPlan | None:
-    """The run's sequential plan (issue 35): with ``--sequential`` or a study file's ``design.sequential``; ``None``
-    otherwise. It decides on the study's declared primary endpoint (``analysis.primary``); a study that declares
-    none decides on input tokens, lower is better. Exits 2 (one line) with ``--pilot`` or a study it cannot run
-    sequentially (a primary endpoint only known after adjudication, several agents, too few tasks)."""
-    if not flag and getattr(loaded.manifest, "design", None) is None:
-        return None
-    if pilot:
-        fail("a sequential design runs the study itself, not a pilot (drop --pilot or --sequential)")
-    declared = loaded.analysis
-    try:
-        if declared is None:
-            return plan_sequential(loaded.manifest, loaded.protocol_hash)
-        return plan_sequential(loaded.manifest, loaded.protocol_hash, metric=declared.primary.metric,
-                               better_when=declared.primary.better_when)
-    except ValueError as error:
-        fail(f"--sequential: {error}")
-
-
-def _run(study: Callable[[], RunSummary]) -> int:
-    try:
-        summary = study()
-    except (PreflightError, OutputPathError) as error:
-        fail(f"run refused, nothing reserved: {error}")
-    except CheckpointError as error:
-        fail(f"the run stopped because a checkpoint failed: {error}; the ledger on disk is the last one written, "
-             "review the budget before any rerun", EXIT_BLOCKED)
-    except AttemptBodyError as error:
-        fail(f"the run stopped: {error}; the attempts already running were recorded, see the ledger and review "
-             "the budget before any rerun", EXIT_BLOCKED)
-    except Exception:
-        fail("the run stopped on an internal error; see the ledger, do not retry without a budget review",
-             EXIT_BLOCKED)
-    print_summary_table(summary)
-    return emit_summary(summary)
-
-
+        return run_and_summarise(lambda: run_http_study(replace(request, base_url=server.base_url)))
