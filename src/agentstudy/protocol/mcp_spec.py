@@ -38,7 +38,7 @@ DOC_BRIDGE_CONFIG_CANDIDATES: tuple[str, ...] = (
 """doc-bridge's own config-file order; ``package.json#docBridge`` means package.json with that key."""
 
 
-PLACEHOLDERS: tuple[str, ...] = ("{root}", "{pin}", "{config}", "{git}", "{checkout}")
+PLACEHOLDERS: tuple[str, ...] = ("{root}", "{pin}", "{config}", "{git}", "{checkout}", "{cwd}")
 """What ``command``, ``args`` and the probe arguments may name (issue 15, deliverable 4)."""
 _PLACEHOLDER_LIKE = re.compile(r"\{[A-Za-z][A-Za-z0-9_-]*\}")
 """What reads as a placeholder: ``{word}`` (a JSON text such as ``{"a": 1}`` does not)."""
@@ -77,7 +77,8 @@ class ServerPaths:
     """The placeholder values of the MCP server for one corpus (issue 15, deliverable 4).
 
     Attributes:
-        root: ``{root}``, the run's read-only snapshot of the pinned corpus (the export's filtered tree).
+        root: ``{root}``, the run's read-only snapshot of the pinned corpus (the export's filtered tree);
+            also ``{cwd}``, the server's working directory, which is that snapshot (issue 32).
         pin: ``{pin}``, the 40-hex commit.
         config: ``{config}``, the server config file resolved inside the snapshot, if needed.
         git: ``{git}``, a private read-only clone with history up to the pin, if needed.
@@ -95,8 +96,8 @@ class ServerPaths:
 
     def fill(self, text: str) -> str:
         """``text`` with every placeholder that has a value replaced."""
-        values = {"{root}": self.root, "{pin}": self.pin, "{config}": self.config, "{git}": self.git,
-                  "{checkout}": self.checkout}
+        values = {"{root}": self.root, "{cwd}": self.root, "{pin}": self.pin, "{config}": self.config,
+                  "{git}": self.git, "{checkout}": self.checkout}
         for placeholder, value in values.items():
             if value is not None:
                 text = text.replace(placeholder, value)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 ANNOTATED_BY_SERVER = "annotated read-only by the server"
 """Evidence for a tool the server annotates ``readOnlyHint: true`` (and not ``destructiveHint: true``)."""
@@ -29,10 +30,20 @@ class ToolHints:
     Attributes:
         read_only: the tool's ``readOnlyHint``.
         destructive: the tool's ``destructiveHint``.
+        open_world: the tool's ``openWorldHint`` (``True``: it may reach outside the pinned corpus).
     """
 
     read_only: bool | None = None
     destructive: bool | None = None
+    open_world: bool | None = None
+
+    @classmethod
+    def of(cls, annotations: Any) -> ToolHints:
+        """The hints of an MCP SDK ``ToolAnnotations`` object (``None``: nothing annotated)."""
+        if annotations is None:
+            return cls()
+        return cls(getattr(annotations, "read_only_hint", None), getattr(annotations, "destructive_hint", None),
+                   getattr(annotations, "open_world_hint", None))
 
 
 def read_only_evidence(named: Sequence[str], hints: Mapping[str, ToolHints]) -> dict[str, str]:
