@@ -15,6 +15,7 @@ import os
 import sys
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
 
@@ -24,10 +25,10 @@ def main() -> int:
 
     def checked(path: str) -> str:
         if not os.path.isabs(path):
-            raise ValueError("Error: Path must be absolute")
+            raise ToolError("Error: Path must be absolute")
         real = os.path.realpath(path)
         if real != root and not real.startswith(root + os.sep):
-            raise ValueError(f"Error: {path} is outside the allowed directory")
+            raise ToolError(f"Error: {path} is outside the allowed directory")
         return real
 
     @server.tool(name="read_directory", structured_output=False)

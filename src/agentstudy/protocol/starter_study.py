@@ -104,7 +104,7 @@ def choose_tools(
     unannotated = tuple(r.name for r in roles if not r.allowed and hints[r.name].read_only is None
                         and hints[r.name].destructive is not True and hints[r.name].open_world is not True)
     denied = tuple(r.name for r in roles if not r.allowed and r.name not in unannotated)
-    schemas = {t.name: t.input_schema for t in listed}
+    schemas = {t.name: (t.description, t.input_schema) for t in listed}
     undecided: list[Decision] = []
     decision = tools_decision(roles)
     if decision is not None:

@@ -154,13 +154,13 @@ def tool_roles(
     return roles
 
 
-def _fill(schema: Mapping[str, Any], word: str) -> dict[str, Any] | None:
+def _fill(schema: Mapping[str, Any], description: str, word: str) -> dict[str, Any] | None:
     props, required = _schema(schema)
     arguments: dict[str, Any] = {}
     for key in required:
         spec = props.get(key)
         if _query_like(key, spec):
-            glob = "glob" in json.dumps(spec).lower()
+            glob = "glob" in (json.dumps(spec) + description).lower()
             arguments[key] = f"**/*{word}*" if glob else word
         elif _path_like(key, spec):
             arguments[key] = "{root}"
@@ -170,15 +170,16 @@ def _fill(schema: Mapping[str, Any], word: str) -> dict[str, Any] | None:
 
 
 def propose_probe(
-    roles: Sequence[ToolRole], schemas: Mapping[str, Mapping[str, Any]], word: str
+    roles: Sequence[ToolRole], tools: Mapping[str, tuple[str, Mapping[str, Any]]], word: str
 ) -> tuple[str, dict[str, Any]] | None:
-    """The probe among the allowed tools: the first ``search`` one, else ``list``, else ``read``,
-    whose every required argument can be filled (path-like → ``{root}``, query-like → ``word``);
-    ``None`` when no allowed tool can be called that way."""
+    """The probe among the allowed tools (``tools``: name -> ``(description, input schema)``):
+    the first ``search`` one, else ``list``, else ``read``, whose every required argument can be
+    filled (path-like → ``{root}``, query-like → ``word``, as ``**/*word*`` when the tool speaks
+    of glob patterns); ``None`` when no allowed tool can be called that way."""
     for wanted in ROLES[:3]:
         for role in roles:
             if role.allowed and role.role == wanted:
-                arguments = _fill(schemas[role.name], word)
+                arguments = _fill(tools[role.name][1], tools[role.name][0], word)
                 if arguments is not None:
                     return role.name, arguments
     return None
@@ -205,7 +206,7 @@ def probe_decision(allowed: Sequence[str], failed: tuple[str, Mapping[str, Any],
     tool = failed[0] if failed else (allowed[0] if allowed else "NAME")
     question = ("no allowed tool can be called with arguments read from its schema; which call shows the "
                 "server answers?" if failed is None else
-                f"the proposed probe {failed[0]} {json.dumps(dict(failed[1]))} answered an error: "
+                f"the probe {failed[0]} {json.dumps(dict(failed[1]))} answered an error: "
                 f"{failed[2][:160]!r}; which call shows the server answers?")
     example = '{"path": "{root}"}'
     return Decision(

@@ -1,0 +1,126 @@
+"""``agentstudy init`` always writes a draft (issue 32 item 1, item 3's open-world default).
+
+Against a real stdio MCP server written with the official SDK (tests/data/plain_server.py)
+that annotates none of its useful tools, needs absolute paths, and lists one
+``openWorldHint: true`` tool, over a real git repository: the draft lists every tool with its
+annotations, input schema, role and reason; its open decisions block a run (exit 2, naming the
+field) until settled with ``--tool``/``--probe``/``--probe-arguments``, after which
+``--dry-run --probe`` passes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from checkout_run import run_agentstudy
+
+SERVER = Path(__file__).parent / "data" / "plain_server.py"
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("corpus") / "repo"
+    root.mkdir()
+    (root / "README.md").write_text("# Demo\nRetention policies keep data for thirty days.\n", encoding="utf-8")
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}
+    for argv in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "corpus"]):
+        subprocess.run(["git", "-C", str(root), *argv], check=True, env=env, capture_output=True)
+    return root
+
+
+def _init(directory: Path, repo: Path, *flags: str) -> subprocess.CompletedProcess[str]:
+    return run_agentstudy("init", str(directory), f"--repo=r={repo}", "--containment", "restricted",
+                          "--mcp-command", f"{sys.executable} {SERVER} {{root}}", *flags)
+
+
+def _load(directory: Path, name: str = "study.json") -> dict[str, object]:
+    loaded: dict[str, object] = json.loads((directory / name).read_text(encoding="utf-8"))
+    return loaded
+
+
+def test_an_unannotated_server_gets_a_draft_whose_open_decision_blocks_a_run(tmp_path: Path, repo: Path) -> None:
+    done = _init(tmp_path / "draft", repo)
+    assert done.returncode == 0, done.stderr
+    treatment = _load(tmp_path / "draft")["arms"]["treatment"]  # type: ignore[index]
+    assert treatment["tools"] == [] and treatment["probe"] is None
+    [decision] = treatment["undecided"]
+    assert decision["field"] == "arms.treatment.tools"
+    assert decision["settleWith"].startswith("--tool read_directory --tool search_text")
+    assert '"tools": ["read_directory", "search_text"]' in decision["edit"]
+    assert "open decisions (1;" in done.stdout and "--tool read_directory --tool search_text" in done.stdout
+    listing = {row["name"]: row for row in _load(tmp_path / "draft", "server-tools.json")["tools"]}  # type: ignore[attr-defined]
+    assert {name: row["role"] for name, row in listing.items()} == {
+        "read_directory": "list", "search_text": "search", "build_index": "prepare", "clone_remote": "denied"}
+    assert listing["search_text"]["inputSchema"]["required"] == ["query", "path"]
+    assert listing["clone_remote"]["openWorldHint"] is True and "openWorldHint: true" in listing["clone_remote"]["reason"]
+    assert all(row["choice"] != "read-only (chosen)" for row in listing.values())
+
+    for mode in ("--dry-run", "--run"):
+        refused = run_agentstudy("minimal", "--manifest", str(tmp_path / "draft" / "study.json"), mode,
+                                 f"--root=r={repo}", "--output", str(tmp_path / "ledger.json"))
+        assert refused.returncode == 2, refused.stderr
+        assert "arms.treatment.undecided holds 1 open decision" in refused.stderr
+        assert len(refused.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "ledger.json").exists()
+
+
+def test_declared_tools_give_a_study_whose_probe_passes(tmp_path: Path, repo: Path) -> None:
+    done = _init(tmp_path / "study", repo, "--tool", "read_directory", "--tool", "search_text")
+    assert done.returncode == 0, done.stderr
+    treatment = _load(tmp_path / "study")["arms"]["treatment"]  # type: ignore[index]
+    assert treatment["tools"] == ["read_directory", "search_text"] and "undecided" not in treatment
+    # the probe is proposed from the schema: the query a word of the corpus, the path the snapshot
+    assert treatment["probe"] == {"tool": "search_text", "arguments": {"query": "Retention", "path": "{root}"}}
+    assert "answered 'README.md:2: Retention policies keep data for thirty days.'" in done.stdout
+    checked = run_agentstudy("minimal", "--manifest", str(tmp_path / "study" / "study.json"), "--dry-run",
+                             "--probe", f"--root=r={repo}", "--containment", "restricted")
+    assert checked.returncode == 0, checked.stderr
+    plan = json.loads(checked.stdout.strip().splitlines()[-1])
+    tools = {t["name"]: t for t in plan["mcpProbe"]["tools"]}
+    assert plan["mcpProbe"]["probe"] == {"tool": "search_text", "ok": True}
+    assert tools["search_text"]["readOnlyEvidence"] == "declared read-only by the operator"
+    assert not tools["clone_remote"]["allowed"] and not tools["build_index"]["allowed"]
+
+
+def test_a_given_probe_is_called_once_and_its_failure_is_an_open_decision(tmp_path: Path, repo: Path) -> None:
+    good = _init(tmp_path / "good", repo, "--tool", "read_directory", "--probe", "read_directory",
+                 "--probe-arguments", '{"path": "{cwd}"}')
+    assert good.returncode == 0, good.stderr
+    assert "probe: read_directory {\"path\": \"{cwd}\"} answered 'README.md'" in good.stdout
+    assert _load(tmp_path / "good")["arms"]["treatment"]["probe"]["arguments"] == {"path": "{cwd}"}  # type: ignore[index]
+
+    bad = _init(tmp_path / "bad", repo, "--tool", "read_directory", "--probe", "read_directory",
+                "--probe-arguments", '{"path": "docs"}')
+    assert bad.returncode == 0, bad.stderr
+    assert "failed with" in bad.stdout and "Path must be absolute" in bad.stdout  # the server's own words
+    [decision] = _load(tmp_path / "bad")["arms"]["treatment"]["undecided"]  # type: ignore[index]
+    assert decision["field"] == "arms.treatment.probe" and "Path must be absolute" in decision["decision"]
+    assert decision["settleWith"].startswith("--probe read_directory --probe-arguments")
+
+    for flags, says in [
+        (["--probe-arguments", "{}"], "--probe-arguments needs --probe NAME"),
+        (["--probe", "search_text", "--probe-arguments", "[]"], "must be a JSON object"),
+        (["--probe", "search_text", "--probe-arguments", '{"path": "{home}"}'], "unknown placeholders {home}"),
+        (["--probe", "search_text"], "--probe search_text is not one of the allowed tools"),
+        (["--tool", "nope"], "--tool names nope, which the server does not list"),
+        (["--allow-open-world", "search_text"], "does not annotate openWorldHint: true"),
+    ]:
+        refused = _init(tmp_path / "refused", repo, *flags)
+        assert refused.returncode == 2 and says in refused.stderr, (flags, refused.stderr)
+        assert len(refused.stderr.strip().splitlines()) == 1
+        assert not (tmp_path / "refused").exists()
+
+
+def test_an_open_world_tool_is_let_through_only_when_named(tmp_path: Path, repo: Path) -> None:
+    done = _init(tmp_path / "open", repo, "--tool", "search_text", "--allow-open-world", "clone_remote")
+    assert done.returncode == 0, done.stderr
+    treatment = _load(tmp_path / "open")["arms"]["treatment"]  # type: ignore[index]
+    assert treatment["tools"] == ["search_text", "clone_remote"]
+    assert treatment["allowOpenWorld"] == ["clone_remote"]
