@@ -59,7 +59,8 @@ def test_an_unannotated_server_gets_a_draft_whose_open_decision_blocks_a_run(tmp
     assert {name: row["role"] for name, row in listing.items()} == {
         "read_directory": "list", "search_text": "search", "build_index": "prepare", "clone_remote": "denied"}
     assert listing["search_text"]["inputSchema"]["required"] == ["query", "path"]
-    assert listing["clone_remote"]["openWorldHint"] is True and "openWorldHint: true" in listing["clone_remote"]["reason"]
+    assert listing["clone_remote"]["openWorldHint"] is True
+    assert "openWorldHint: true" in listing["clone_remote"]["reason"]
     assert all(row["choice"] != "read-only (chosen)" for row in listing.values())
 
     for mode in ("--dry-run", "--run"):
