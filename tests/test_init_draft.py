@@ -125,3 +125,25 @@ def test_an_open_world_tool_is_let_through_only_when_named(tmp_path: Path, repo:
     treatment = _load(tmp_path / "open")["arms"]["treatment"]  # type: ignore[index]
     assert treatment["tools"] == ["search_text", "clone_remote"]
     assert treatment["allowOpenWorld"] == ["clone_remote"]
+    study_path = tmp_path / "open" / "study.json"
+    ledger_path = tmp_path / "open" / "ledger.json"
+    ran = run_agentstudy("minimal", "--manifest", str(study_path), "--pilot", "--rehearsal", "--transport", "http",
+                         f"--root=r={repo}", "--containment", "restricted", "--output", str(ledger_path),
+                         "--model", "claude-haiku-5-5", "--budget-usd", "1")
+    assert ran.returncode == 0, ran.stderr
+    notes = {o["scenario"]: o["isolationNotAchieved"] for o in json.loads(ledger_path.read_text())["observations"]}
+    assert any("clone_remote is annotated openWorldHint: true" in n for n in notes["doc-bridge-mcp"])
+    assert not any("openWorldHint" in n for n in notes["repository-only"])
+    reported = run_agentstudy("report", str(ledger_path))
+    assert reported.returncode == 0 and "clone_remote is annotated openWorldHint: true" in reported.stdout
+
+    study = json.loads(study_path.read_text(encoding="utf-8"))
+    del study["arms"]["treatment"]["allowOpenWorld"]  # named as a tool, but not let through: refused
+    study_path.write_text(json.dumps(study), encoding="utf-8")
+    refused = run_agentstudy("minimal", "--manifest", str(study_path), "--dry-run", "--probe", f"--root=r={repo}",
+                             "--containment", "restricted")
+    assert refused.returncode == 2 and "clone_remote, which the server annotates openWorldHint: true" in refused.stderr
+    study["arms"]["treatment"]["allowOpenWorld"] = ["read_directory"]  # not among the tools
+    study_path.write_text(json.dumps(study), encoding="utf-8")
+    refused = run_agentstudy("minimal", "--manifest", str(study_path), "--dry-run", f"--root=r={repo}")
+    assert refused.returncode == 2 and "allowOpenWorld names read_directory, not among" in refused.stderr

@@ -72,6 +72,12 @@ LIVE_CHECKOUT_NOTE = "the MCP server read the live checkout ({checkout} in its c
 """The ``isolationNotAchieved`` sentence of every attempt whose server was handed the live checkout."""
 
 
+def open_world_note(tool: str) -> str:
+    """The ``isolationNotAchieved`` sentence of an ``openWorldHint: true`` tool the operator let through (issue 32)."""
+    return (f"the MCP server's tool {tool} is annotated openWorldHint: true and was let through (allowOpenWorld): "
+            "it may reach outside the pinned corpus over the shared network")
+
+
 @dataclass(frozen=True)
 class ServerPaths:
     """The placeholder values of the MCP server for one corpus (issue 15, deliverable 4).
@@ -130,6 +136,8 @@ class McpServerSpec:
         sandbox_binds: absolute paths the server needs read-only inside the sandbox beyond its
             command, interpreter and the existing absolute paths among its filled arguments
             (``--sandbox-bind``; the bundled server's own package).
+        open_world_tools: tools annotated ``openWorldHint: true`` the operator let through
+            (a study file's ``allowOpenWorld``; issue 32); every other open-world tool is refused.
     """
 
     name: str
@@ -140,6 +148,7 @@ class McpServerSpec:
     probe_arguments: Mapping[str, Any] = field(default_factory=lambda: {"query": "the"})
     config_candidates: tuple[str, ...] = DOC_BRIDGE_CONFIG_CANDIDATES
     sandbox_binds: tuple[str, ...] = ()
+    open_world_tools: tuple[str, ...] = ()
 
     def _names(self, placeholder: str) -> bool:
         texts = [*self.command, json.dumps(dict(self.probe_arguments))]
@@ -159,6 +168,12 @@ class McpServerSpec:
     def reads_live_checkout(self) -> bool:
         """Whether the operator handed the server the live checkout (``{checkout}``)."""
         return self._names("{checkout}")
+
+    def isolation_notes(self) -> tuple[str, ...]:
+        """The treatment attempts' ``isolationNotAchieved`` sentences owed to this server: the live
+        checkout (``{checkout}``) and each open-world tool let through."""
+        live = (LIVE_CHECKOUT_NOTE,) if self.reads_live_checkout else ()
+        return (*live, *(open_world_note(tool) for tool in self.open_world_tools))
 
     def argv(self, paths: ServerPaths) -> list[str]:
         """The server's command for one corpus, placeholders filled."""

@@ -46,19 +46,23 @@ class ToolHints:
                    getattr(annotations, "open_world_hint", None))
 
 
-def read_only_evidence(named: Sequence[str], hints: Mapping[str, ToolHints]) -> dict[str, str]:
+def read_only_evidence(
+    named: Sequence[str], hints: Mapping[str, ToolHints], open_world: Sequence[str] = ()
+) -> dict[str, str]:
     """Why each tool in ``named`` counts as read-only, in ``named`` order.
 
     Args:
         named: the operator's read-only tools (``--mcp-tools``), as the server lists them.
         hints: every listed tool's annotations (the live ``tools/list``).
+        open_world: the tools annotated ``openWorldHint: true`` the operator let through (issue 32).
 
     Returns:
         ``{tool: ANNOTATED_BY_SERVER | DECLARED_BY_OPERATOR}`` for every named tool.
 
     Raises:
         ReadOnlyError: naming the first tool of ``named`` that the server does not list, or
-            annotates ``destructiveHint: true`` or ``readOnlyHint: false``.
+            annotates ``destructiveHint: true`` or ``readOnlyHint: false``, or annotates
+            ``openWorldHint: true`` without being in ``open_world``.
     """
     evidence: dict[str, str] = {}
     for tool in named:
@@ -69,6 +73,10 @@ def read_only_evidence(named: Sequence[str], hints: Mapping[str, ToolHints]) -> 
             raise ReadOnlyError(f"--mcp-tools names {tool}, which the server annotates destructiveHint: true")
         if hint.read_only is False:
             raise ReadOnlyError(f"--mcp-tools names {tool}, which the server annotates readOnlyHint: false")
+        if hint.open_world is True and tool not in open_world:
+            raise ReadOnlyError(f"--mcp-tools names {tool}, which the server annotates openWorldHint: true (it may "
+                                "reach outside the pinned corpus); let it through with the study file's "
+                                f"arms.treatment.allowOpenWorld (agentstudy init --allow-open-world {tool})")
         evidence[tool] = ANNOTATED_BY_SERVER if hint.read_only is True else DECLARED_BY_OPERATOR
     return evidence
 

@@ -133,6 +133,10 @@ class TreatmentArm(Arm):
     def _server(self) -> TreatmentArm:
         try:
             check_tool_choice(self.tools, self.probe.tool, self.probe.arguments, STUDY_NAMES)
+            strays = [tool for tool in self.allow_open_world if tool not in self.tools]
+            if strays:
+                raise McpConfigError(f"arms.treatment.allowOpenWorld names {', '.join(strays)}, not among "
+                                     "arms.treatment.tools")
             if self.mcp_config is not None:
                 self.server_name()
         except McpConfigError as error:
