@@ -112,5 +112,7 @@ def check_setup(
         prefix = f"mcp__{expected.mcp_server}__"
         mcp_ids = [i for i, use in transcript.tool_uses.items() if use.name.startswith(prefix)]
         if mcp_ids and all(i in transcript.tool_errors for i in mcp_ids):
-            problems.append("every MCP tool call returned an error (treatment lost)")
+            said = transcript.tool_error_texts.get(mcp_ids[0], "")
+            problems.append("every MCP tool call returned an error (treatment lost)"
+                            + (f"; the server answered {said!r}" if said else ""))
     return problems
