@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from agentstudy.commands.view import stopped_line
+
 from checkout_run import run_agentstudy
 
 SERVER = Path(__file__).parent / "data" / "plain_server.py"
@@ -147,3 +149,34 @@ def test_an_open_world_tool_is_let_through_only_when_named(tmp_path: Path, repo:
     study_path.write_text(json.dumps(study), encoding="utf-8")
     refused = run_agentstudy("minimal", "--manifest", str(study_path), "--dry-run", f"--root=r={repo}")
     assert refused.returncode == 2 and "allowOpenWorld names read_directory, not among" in refused.stderr
+
+
+def test_a_blocked_rehearsal_prints_the_servers_refusal_on_the_terminal(
+    tmp_path: Path, repo: Path, claude_bin: Path
+) -> None:
+    made = _init(tmp_path / "study", repo, "--tool", "search_text", "--tool", "read_directory")
+    assert made.returncode == 0, made.stderr
+    # the scripted agent passes a relative directory, which this server refuses: every call fails
+    ledger_path = tmp_path / "ledger.json"
+    planted = "sk-ant-planted-" + "x" * 20
+    ran = run_agentstudy("minimal", "--manifest", str(tmp_path / "study" / "study.json"), "--pilot", "--rehearsal",
+                         "--transport", "cli", f"--root=r={repo}", "--containment", "restricted",
+                         "--output", str(ledger_path), "--claude-bin", str(claude_bin), "--model", "claude-haiku-5-5",
+                         "--budget-usd", "1", env={**os.environ, "ANTHROPIC_API_KEY": planted})
+    assert ran.returncode != 0, ran.stderr
+    [why] = [line for line in ran.stderr.splitlines() if line.startswith("why: ")]
+    assert why.startswith("why: invalid-setup in task example-r (doc-bridge-mcp, repetition 1): every MCP tool "
+                          "call returned an error"), why
+    assert "the server answered 'Error executing tool search_text: Error: Path must be absolute'" in why
+    summary = json.loads(ran.stdout.strip().splitlines()[-1])
+    stopped = summary["stoppedBy"]
+    assert stopped["status"] == "invalid-setup" and "Path must be absolute" in stopped["reason"]
+    assert planted not in ran.stdout + ran.stderr
+
+
+def test_the_why_line_redacts_every_credential_of_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-planted-openai")
+    line = stopped_line({"taskId": "t", "scenario": "doc-bridge-mcp", "repetition": 2, "status": "invalid-setup",
+                         "reason": "the server answered 'bad key sk-planted-openai'"})
+    assert line == ("why: invalid-setup in task t (doc-bridge-mcp, repetition 2): the server answered "
+                    "'bad key [redacted]'")

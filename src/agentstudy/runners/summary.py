@@ -49,13 +49,16 @@ def _stopped_by(
     status: str, observations: Sequence[CliObservation] | Sequence[HttpObservation]
 ) -> dict[str, Any] | None:
     """The first attempt that did not complete, when the run did not end ``awaiting-adjudication``:
-    ``{taskId, scenario, repetition, status, reason}`` (``reason``: its ``statusReason`` on one
-    line, at most :data:`STOP_REASON_CHARS` characters); ``None`` otherwise (issue 32)."""
+    ``{taskId, scenario, repetition, status, reason}`` (``reason``: its ``setupProblem`` — the
+    setup checks' problems, first first, with a failed server call's own words — else its
+    ``statusReason``, on one line, at most :data:`STOP_REASON_CHARS` characters); ``None``
+    otherwise (issue 32)."""
     if status == "awaiting-adjudication":
         return None
     for o in observations:
         if o.status != "completed":
-            reason = " ".join((o.status_reason or "no reason recorded").split())
+            problem = o.setup_problem if isinstance(o, CliObservation) else None
+            reason = " ".join((problem or o.status_reason or "no reason recorded").split())
             if len(reason) > STOP_REASON_CHARS:
                 reason = reason[: STOP_REASON_CHARS - 1] + "…"
             return {"taskId": o.task_id, "scenario": o.scenario, "repetition": o.repetition, "status": o.status,
