@@ -331,7 +331,7 @@ def check_codex_setup(transcript: CodexTranscript, expected: CodexExpectations, 
     if mcp and all(c.get("status") == "failed" for c in mcp):
         said = _call_error(mcp[0])
         problems.append("every MCP tool call failed (treatment lost)"
-                        + (f"; the server answered {said!r}" if said else ""))
+                        + (f": the first call answered {said!r}" if said else ""))
     problems.extend(f"{what} in a read-only study" for what in transcript.forbidden)
     if transcript.agent_requests:
         problems.append("the agent asked for user input, which exec mode cannot give")

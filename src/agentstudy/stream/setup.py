@@ -114,5 +114,5 @@ def check_setup(
         if mcp_ids and all(i in transcript.tool_errors for i in mcp_ids):
             said = transcript.tool_error_texts.get(mcp_ids[0], "")
             problems.append("every MCP tool call returned an error (treatment lost)"
-                            + (f"; the server answered {said!r}" if said else ""))
+                            + (f": the server answered {said!r}" if said else ""))
     return problems
