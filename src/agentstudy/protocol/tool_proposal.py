@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentstudy.protocol.read_only import ToolHints
+from agentstudy.protocol.tool_roles import BROAD_GLOB
 
 __all__ = ["ROLES", "Decision", "ProposalError", "ToolRole", "probe_decision", "propose_probe", "tool_roles",
            "tools_decision"]
@@ -161,7 +162,7 @@ def _fill(schema: Mapping[str, Any], description: str, word: str) -> dict[str, A
         spec = props.get(key)
         if _query_like(key, spec):
             glob = "glob" in (json.dumps(spec) + description).lower()
-            arguments[key] = f"**/*{word}*" if glob else word
+            arguments[key] = BROAD_GLOB if glob else word  # a glob matches names: every file answers
         elif _path_like(key, spec):
             arguments[key] = "{root}"
         else:
@@ -174,8 +175,8 @@ def propose_probe(
 ) -> tuple[str, dict[str, Any]] | None:
     """The probe among the allowed tools (``tools``: name -> ``(description, input schema)``):
     the first ``search`` one, else ``list``, else ``read``, whose every required argument can be
-    filled (path-like → ``{root}``, query-like → ``word``, as ``**/*word*`` when the tool speaks
-    of glob patterns); ``None`` when no allowed tool can be called that way."""
+    filled (path-like → ``{root}``, query-like → ``word``, or ``**/*`` when the tool speaks of
+    glob patterns, which match file names); ``None`` when no allowed tool can be called that way."""
     for wanted in ROLES[:3]:
         for role in roles:
             if role.allowed and role.role == wanted:
