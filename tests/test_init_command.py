@@ -50,22 +50,60 @@ def _repository(root: Path) -> Path:
 
 
 def test_read_only_tools_and_the_probe_come_from_the_annotations() -> None:
-    choice = choose_tools(_listed())
+    choice = choose_tools(_listed(), word="retention")
     assert set(choice.denied) == {"write_file", "edit_file", "create_directory", "move_file"}
     assert len(choice.read_only) == 10 and "search_files" in choice.read_only and choice.unannotated == ()
-    assert (choice.probe, dict(choice.probe_arguments)) == ("search_files", {"path": ".", "pattern": "**/*"})
+    # a path-like argument gets the snapshot the server reads, a glob query the corpus word
+    assert (choice.probe, dict(choice.probe_arguments)) == ("search_files",
+                                                           {"path": "{root}", "pattern": "**/*"})
+    assert choice.undecided == ()
+    roles = {r.name: r for r in choice.roles}
+    assert (roles["search_files"].role, roles["write_file"].role) == ("search", "denied")
+    assert "destructiveHint: true" in roles["write_file"].reason or "readOnlyHint: false" in roles["write_file"].reason
 
 
-def test_unannotated_tools_are_listed_but_not_chosen() -> None:
+def test_unannotated_tools_are_open_decisions_until_declared() -> None:
     schema = {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}
     listed = [ListedTool("find", "search", schema, ToolHints()),
               ListedTool("ping", "", {"type": "object"}, ToolHints(read_only=True))]
     choice = choose_tools(listed)
     assert (choice.read_only, choice.unannotated, choice.probe) == (("ping",), ("find",), "ping")
-    with pytest.raises(StarterError, match="annotates no tool readOnlyHint: true"):
-        choose_tools(listed[:1])
-    with pytest.raises(StarterError, match="probed with safe arguments"):
-        choose_tools([ListedTool("get", "", {"type": "object", "required": ["limit"]}, ToolHints(read_only=True))])
+    draft = choose_tools(listed[:1], word="alpha")  # nothing annotated: a draft, not a refusal
+    assert (draft.read_only, draft.probe) == ((), None)
+    assert [d.field for d in draft.undecided] == ["arms.treatment.tools"]
+    assert draft.undecided[0].flag.startswith("--tool find")
+    declared = choose_tools(listed[:1], declared=["find"], word="alpha")
+    assert (declared.read_only, declared.declared, declared.probe, dict(declared.probe_arguments)) == (
+        ("find",), ("find",), "find", {"query": "alpha"})
+    assert "declared read-only by the operator" in declared.roles[0].reason
+    unprobed = choose_tools([ListedTool("get", "", {"type": "object", "required": ["limit"],
+                                                    "properties": {"limit": {"type": "integer"}}},
+                                        ToolHints(read_only=True))])
+    assert unprobed.probe is None and [d.field for d in unprobed.undecided] == ["arms.treatment.probe"]
+    given = choose_tools(listed, declared=["find"], probe="find", probe_arguments={"query": "{cwd}"})
+    assert (given.probe, dict(given.probe_arguments)) == ("find", {"query": "{cwd}"})
+    with pytest.raises(StarterError, match="--probe find is not one of the allowed tools"):
+        choose_tools(listed[:1], probe="find")
+    with pytest.raises(StarterError, match="--tool names nope, which the server does not list"):
+        choose_tools(listed, declared=["nope"])
+    with pytest.raises(StarterError, match="--tool names edit, which the server annotates readOnlyHint: false"):
+        choose_tools([ListedTool("edit", "", {}, ToolHints(read_only=False))], declared=["edit"])
+
+
+def test_open_world_tools_are_denied_unless_let_through() -> None:
+    schema = {"type": "object", "properties": {"url": {"type": "string"}}, "required": ["url"]}
+    listed = [ListedTool("clone", "", schema, ToolHints(read_only=True, open_world=True)),
+              ListedTool("ping", "", {"type": "object"}, ToolHints(read_only=True))]
+    choice = choose_tools(listed)
+    assert choice.read_only == ("ping",) and choice.denied == ("clone",)
+    assert "openWorldHint: true" in choice.roles[0].reason and "--allow-open-world clone" in choice.roles[0].reason
+    allowed = choose_tools(listed, allow_open_world=["clone"])
+    assert allowed.read_only == ("clone", "ping") and allowed.open_world == ("clone",)
+    with pytest.raises(StarterError, match="does not annotate openWorldHint: true"):
+        choose_tools(listed, allow_open_world=["ping"])
+    unannotated_open = [ListedTool("clone", "", schema, ToolHints(open_world=True))]
+    with pytest.raises(StarterError, match="--allow-open-world clone as well"):
+        choose_tools(unannotated_open, declared=["clone"])
 
 
 def test_the_starter_study_loads_as_a_study_file_with_marked_examples() -> None:

@@ -83,7 +83,10 @@ def test_real_cancelled_mcp_call_is_invalid_setup() -> None:
 
 def test_real_every_mcp_call_erroring_is_treatment_lost() -> None:
     status, problem = _judge("treatment-all-calls-error", TREATMENT)
-    assert (status, problem) == ("invalid-setup", "every MCP tool call returned an error (treatment lost)")
+    assert (status, problem) == ("invalid-setup", "every MCP tool call returned an error (treatment lost): "
+                                 "the first call answered "
+                                 "\"Error executing tool doc.get: unknown path: 'no/such/file.md' is not a servable "
+                                 "file at 000000000000\"")
 
 
 def test_real_turn_failed_is_failed_without_usage() -> None:

@@ -277,7 +277,9 @@ def test_every_mcp_call_erroring_is_invalid_and_partial_errors_are_counted(
     run = run_real_cli(claude_bin, corpus, tmp_path / "all", [[missing]], scenario=DOC_BRIDGE_MCP, tools=D_TOOLS)
     record = judge(run.path, DOC_BRIDGE_MCP, run.exit_code)
     assert record["status"] == "invalid-setup"
-    assert problems(record) == ["every MCP tool call returned an error (treatment lost)"]
+    [problem] = problems(record)
+    assert problem.startswith("every MCP tool call returned an error (treatment lost): the server answered "), problem
+    assert "no/such/file.md" in problem  # the server's own words
     assert record["toolErrorsByName"] == {GET: 1}
     turns = [[missing], [call(SEARCH, query="handoff")]]
     run = run_real_cli(claude_bin, corpus, tmp_path / "partial", turns, scenario=DOC_BRIDGE_MCP, tools=D_TOOLS)

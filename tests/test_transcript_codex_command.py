@@ -56,11 +56,14 @@ def test_the_computed_cost_is_the_rehearsal_rate_times_the_tokens() -> None:
 
 
 @pytest.mark.parametrize(("name", "problem"), [
-    ("treatment-all-calls-error", "every MCP tool call returned an error (treatment lost)"),
+    ("treatment-all-calls-error", "every MCP tool call returned an error (treatment lost): the first call "
+                                  "answered \"Error executing tool doc.get: unknown path: 'no/such/file.md' is not "
+                                  "a servable file at 000000000000\""),
     ("treatment-cancelled-call", "MCP tool call doc-bridge/doc.write outside the allowed set; "
                                  "MCP tool call doc-bridge/doc.write was cancelled or denied: MCP tool call requires "
-                                 "approval, but approval policy is never; "
-                                 "every MCP tool call returned an error (treatment lost)"),
+                                 "approval, but approval policy is never; every MCP tool call returned an error "
+                                 "(treatment lost): the first call answered 'MCP tool call requires approval, but "
+                                 "approval policy is never'"),
 ])
 def test_treatment_setup_rules_are_invalid_setup_with_their_problem(name: str, problem: str) -> None:
     code, record, _ = run(name)
@@ -123,8 +126,8 @@ def test_text_output_is_aligned_lines_naming_the_agent() -> None:
     code, out, _ = run("treatment-all-calls-error", as_json=False)
     assert code == 1
     assert out.splitlines()[0].split() == ["status", "invalid-setup"]
-    assert ["setupProblem", "every MCP tool call returned an error (treatment lost)"] in \
-        [line.split(None, 1) for line in out.splitlines()]
+    assert any(line.split(None, 1)[:1] == ["setupProblem"] and line.split(None, 1)[1].startswith(
+        "every MCP tool call returned an error (treatment lost): the first call answered") for line in out.splitlines())
     assert "statusReason" not in out  # the same words as setupProblem, shown once
     assert any(line.split()[:2] == ["agent", "codex"] for line in out.splitlines())
 

@@ -18,7 +18,13 @@ from agentstudy.io.ledger_store import OutputExistsError, OutputPathError, creat
 from agentstudy.io.signals import raise_if_stopped
 from agentstudy.protocol.corpus_filter import is_public_blob
 from agentstudy.protocol.json_input import describe_os_error
-from agentstudy.protocol.mcp_spec import McpConfigError, parse_mcp_config
+from agentstudy.protocol.mcp_spec import (
+    PLACEHOLDERS,
+    McpConfigError,
+    json_strings,
+    parse_mcp_config,
+    unknown_placeholders,
+)
 from agentstudy.protocol.starter_study import server_name_for, starter_study
 from agentstudy.protocol.task import is_safe_source_path
 from agentstudy.rehearsal.policy import pick_term
@@ -117,15 +123,38 @@ def _refuse_inside_checkout(directory: Path, roots: dict[str, Path]) -> None:
 
 
 def _tool_rows(inspection: ServerInspection) -> list[dict[str, object]]:
+    """server-tools.json's rows: every listed tool with its annotations, input schema and proposed role."""
     choice = inspection.choice
+    roles = {role.name: role for role in choice.roles}
     rows: list[dict[str, object]] = []
     for tool in inspection.listed:
         chosen = ("read-only (chosen)" if tool.name in choice.read_only else
                   "unannotated (not chosen)" if tool.name in choice.unannotated else "denied")
+        role = roles[tool.name]
         rows.append({"name": tool.name, "readOnlyHint": tool.hints.read_only,
-                     "destructiveHint": tool.hints.destructive, "choice": chosen,
-                     "description": tool.description.split("\n", 1)[0][:200]})
+                     "destructiveHint": tool.hints.destructive, "openWorldHint": tool.hints.open_world,
+                     "choice": chosen, "role": role.role, "reason": role.reason,
+                     "description": tool.description.split("\n", 1)[0][:200],
+                     "inputSchema": dict(tool.input_schema)})
     return rows
+
+
+def _probe_arguments(raw: str | None, probe: str | None) -> dict[str, object] | None:
+    """``--probe-arguments`` as a JSON object (exit 2 when malformed or given without ``--probe``)."""
+    if raw is None:
+        return None
+    if probe is None:
+        fail("--probe-arguments needs --probe NAME")
+    try:
+        value = json.loads(raw)
+    except ValueError as error:
+        fail(f"--probe-arguments is not JSON: {error}")
+    if not isinstance(value, dict):
+        fail("--probe-arguments must be a JSON object")
+    unknown = unknown_placeholders(json_strings(value))
+    if unknown:
+        fail(f"--probe-arguments: unknown placeholders {' '.join(unknown)} (known: {' '.join(PLACEHOLDERS)})")
+    return value
 
 
 @click.command()
@@ -141,17 +170,32 @@ def _tool_rows(inspection: ServerInspection) -> list[dict[str, object]]:
               help="Repetitions of every task in each arm.")
 @click.option("--sandbox-bind", "sandbox_binds", multiple=True, metavar="PATH",
               help="An absolute path the server needs read-only inside its sandbox (repeatable).")
+@click.option("--tool", "declared", multiple=True, metavar="NAME",
+              help="Declare a tool the server does not annotate readOnlyHint read-only, on your word (repeatable; "
+                   "recorded as declared by the operator).")
+@click.option("--probe", metavar="NAME", help="The freshness probe: one of the allowed tools, called once now and "
+                                              "before every run.")
+@click.option("--probe-arguments", metavar="JSON",
+              help='The probe\'s arguments, a JSON object; strings may use {root} (the snapshot the server reads) '
+                   'and {cwd} (its working directory), e.g. \'{"path": "{root}"}\'.')
+@click.option("--allow-open-world", "open_world", multiple=True, metavar="NAME",
+              help="Let through a tool annotated openWorldHint: true (denied by default: it may reach outside the "
+                   "pinned corpus); recorded as isolation not achieved (repeatable).")
 @containment_option
 @stops_on_signals
 def init(directory: Path, repos: tuple[str, ...], mcp_command: str, server_name: str | None, repetitions: int,
-         sandbox_binds: tuple[str, ...], containment: str) -> None:
-    """Write DIRECTORY/study.json, a starter agentstudy-study-v1 file for your MCP server.
+         sandbox_binds: tuple[str, ...], declared: tuple[str, ...], probe: str | None, probe_arguments: str | None,
+         open_world: tuple[str, ...], containment: str) -> None:
+    """Write DIRECTORY/study.json, a draft agentstudy-study-v1 file for your MCP server.
 
     Pins every --repo at its HEAD, starts the server once (contained, over a read-only snapshot
-    of the first repository) to list its tools with their annotations, chooses the tools
-    annotated readOnlyHint: true (unannotated ones are listed, not chosen) and a probe, tries the
-    probe, and writes one example task per repository to edit. DIRECTORY/server-tools.json keeps
-    the listing. Never overwrites either file; bad input is one line and exit 2.
+    of the first repository) to list its tools with their annotations, proposes a role for each
+    (search, read, list, prepare, denied), allows the tools annotated readOnlyHint: true and those
+    you declare with --tool, proposes a probe from their schemas and calls it once, and writes one
+    example task per repository to edit. DIRECTORY/server-tools.json keeps the listing. What it
+    cannot decide is listed under arms.treatment.undecided and here, each with the flag that
+    settles it; a run refuses the study until none is left. Never overwrites either file; bad
+    input is one line and exit 2.
     """
     study_path, tools_path = directory / STUDY_NAME, directory / TOOLS_NAME
     for path in (study_path, tools_path):
@@ -161,6 +205,7 @@ def init(directory: Path, repos: tuple[str, ...], mcp_command: str, server_name:
     roots = _repositories(repos)
     _refuse_inside_checkout(directory, roots)
     command = _command(mcp_command)
+    probe_values = _probe_arguments(probe_arguments, probe)
     name = server_name or server_name_for(command)
     if not _SERVER_NAME.match(name):
         fail(f"--server-name must be [a-z0-9][a-z0-9-]* (at most 41 characters), got {name!r}")
@@ -189,12 +234,11 @@ def init(directory: Path, repos: tuple[str, ...], mcp_command: str, server_name:
     first = next(iter(roots))
     try:
         inspection = inspect_server(replace(spec, sandbox_binds=sandbox_binds), first, roots[first],
-                                    pinned[first][0], containment_mode(containment), os.environ)
+                                    pinned[first][0], containment_mode(containment), os.environ,
+                                    declared=declared, allow_open_world=open_world, probe=probe,
+                                    probe_arguments=probe_values, word=pinned[first][2] or "the")
     except InspectionError as error:
         fail(str(error))
-    if not inspection.probe_ok:
-        fail(f"{first}: the chosen probe {inspection.choice.probe} failed: {inspection.probe_text!r}; "
-             "nothing written")
     study = starter_study(pinned, name, command, inspection.choice, repetitions=repetitions,
                           sandbox_binds=sandbox_binds)
     listing = {"server": name, "command": command, "tools": _tool_rows(inspection),
@@ -225,11 +269,19 @@ def _print_result(study_path: Path, tools_path: Path, inspection: ServerInspecti
     click.echo(f"wrote {study_path} (server {name}, {repositories} pinned at HEAD, {tasks}) and {tools_path}")
     click.echo(f"tools of {name}:")
     for row in _tool_rows(inspection):
-        click.echo(f"  {row['name']:<28} readOnlyHint={row['readOnlyHint']!s:<5} "
-                   f"destructiveHint={row['destructiveHint']!s:<5} {row['choice']}")
+        allowed = "allowed" if row["choice"] == "read-only (chosen)" else "not allowed"
+        click.echo(f"  {row['name']:<28} {row['role']:<8} {allowed:<12} {row['reason']}")
     choice = inspection.choice
-    click.echo(f"probe: {choice.probe} {json.dumps(dict(choice.probe_arguments))} answered "
-               f"{inspection.probe_text[:80]!r}")
+    if choice.probe is not None:
+        verdict = "answered" if inspection.probe_ok else "failed with"
+        click.echo(f"probe: {choice.probe} {json.dumps(dict(choice.probe_arguments))} {verdict} "
+                   f"{inspection.probe_text[:200]!r}")
+    if choice.undecided:
+        click.echo(f"open decisions ({len(choice.undecided)}; a run refuses the study until each is settled):")
+        for decision in choice.undecided:
+            click.echo(f"  {decision.field}: {decision.question}")
+            click.echo(f"    settle: rerun init (into a new DIRECTORY) with {decision.flag}")
+            click.echo(f"    or edit study.json: {decision.edit}")
     root_flags = " ".join(f"--root {shlex.quote(f'{n}={p}')}" for n, p in roots.items())
     click.echo("next: replace the example tasks in study.json (question, sources, expected; ids example-…), "
                "then check and rehearse:")

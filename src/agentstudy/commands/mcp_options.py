@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -107,6 +107,7 @@ class McpChoice:
         probe_tool: the freshness probe, one of ``tools``.
         probe_arguments: the probe's arguments (parsed JSON).
         sandbox_binds: extra absolute read-only paths inside the server's sandbox.
+        open_world: ``openWorldHint: true`` tools let through (a study file's ``allowOpenWorld``).
     """
 
     config: Path | dict[str, Any] | None
@@ -115,6 +116,7 @@ class McpChoice:
     probe_tool: str
     probe_arguments: Any
     sandbox_binds: tuple[str, ...] = ()
+    open_world: tuple[str, ...] = ()
 
 
 def build_mcp_spec(choice: McpChoice) -> McpServerSpec:
@@ -148,7 +150,7 @@ def build_mcp_spec(choice: McpChoice) -> McpServerSpec:
                                     choice.candidates)
     except McpConfigError as error:
         fail(str(error))
-    return spec.with_sandbox_binds(choice.sandbox_binds)
+    return replace(spec.with_sandbox_binds(choice.sandbox_binds), open_world_tools=choice.open_world)
 
 
 def _given(ctx: click.Context, name: str) -> bool:
@@ -194,4 +196,5 @@ def study_mcp_spec(
         probe_tool=mcp_probe if _given(ctx, "mcp_probe") else arm.probe.tool,
         probe_arguments=arguments,
         sandbox_binds=sandbox_binds if _given(ctx, "sandbox_binds") else tuple(arm.sandbox_binds or ()),
+        open_world=tuple(arm.allow_open_world),
     ))

@@ -13,6 +13,7 @@ starts, one when it settles. Neither view ever shows an answer or a credential.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from decimal import Decimal
@@ -31,7 +32,9 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from agentstudy.io.environment import FORBIDDEN as CREDENTIAL_VARIABLES
 from agentstudy.pricing.sums import display_usd, usd_from_json
+from agentstudy.protocol.redaction import redact
 from agentstudy.runners.progress import AttemptProgress, RunProgress, SilentProgress
 from agentstudy.runners.summary import RunSummary
 
@@ -181,6 +184,22 @@ def print_summary_table(summary: RunSummary, note: str = "") -> None:
     console.print(table)
     if isinstance(treatment, dict) and treatment.get("warning"):
         console.print(Panel(str(treatment["warning"]), title="WARNING: treatment not delivered", style="bold red"))
+    stopped = line.get("stoppedBy")
+    if isinstance(stopped, dict):
+        console.print(stopped_line(stopped), markup=False, highlight=False, soft_wrap=True)
+
+
+def stopped_line(stopped: dict[str, Any]) -> str:
+    """The one line under a blocked run's summary table (issue 32): which attempt stopped the run and the first
+    problem it met, in the server's own words when a server call failed; every credential of the environment
+    (``ANTHROPIC_API_KEY``, ``OPENAI_API_KEY``) redacted (``protocol.redaction``)."""
+    text = (f"why: {stopped.get('status')} in task {stopped.get('taskId')} ({stopped.get('scenario')}, repetition "
+            f"{stopped.get('repetition')}): {stopped.get('reason')}")
+    for name in CREDENTIAL_VARIABLES:
+        secret = os.environ.get(name)
+        if secret:
+            text = redact(text, secret)
+    return str(text)
 
 
 def reservation_rule_text(line: dict[str, Any]) -> str:

@@ -74,10 +74,7 @@ class _Refused:
 
 
 def _hints(tool: Any) -> ToolHints:
-    annotations = tool.annotations
-    if annotations is None:
-        return ToolHints()
-    return ToolHints(annotations.read_only_hint, annotations.destructive_hint)
+    return ToolHints.of(tool.annotations)
 
 
 def leaf_error(error: BaseException) -> BaseException:

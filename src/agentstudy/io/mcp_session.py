@@ -107,8 +107,7 @@ class McpSession(AbstractContextManager["McpSession"]):
         listed = portal.call(client.list_tools)
         return [
             McpTool(tool.name, tool.description or "", dict(tool.input_schema or {"type": "object"}),
-                    ToolHints(tool.annotations.read_only_hint, tool.annotations.destructive_hint)
-                    if tool.annotations is not None else ToolHints())
+                    ToolHints.of(tool.annotations))
             for tool in listed.tools
         ]
 

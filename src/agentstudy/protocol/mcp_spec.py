@@ -38,7 +38,7 @@ DOC_BRIDGE_CONFIG_CANDIDATES: tuple[str, ...] = (
 """doc-bridge's own config-file order; ``package.json#docBridge`` means package.json with that key."""
 
 
-PLACEHOLDERS: tuple[str, ...] = ("{root}", "{pin}", "{config}", "{git}", "{checkout}")
+PLACEHOLDERS: tuple[str, ...] = ("{root}", "{pin}", "{config}", "{git}", "{checkout}", "{cwd}")
 """What ``command``, ``args`` and the probe arguments may name (issue 15, deliverable 4)."""
 _PLACEHOLDER_LIKE = re.compile(r"\{[A-Za-z][A-Za-z0-9_-]*\}")
 """What reads as a placeholder: ``{word}`` (a JSON text such as ``{"a": 1}`` does not)."""
@@ -72,12 +72,19 @@ LIVE_CHECKOUT_NOTE = "the MCP server read the live checkout ({checkout} in its c
 """The ``isolationNotAchieved`` sentence of every attempt whose server was handed the live checkout."""
 
 
+def open_world_note(tool: str) -> str:
+    """The ``isolationNotAchieved`` sentence of an ``openWorldHint: true`` tool the operator let through (issue 32)."""
+    return (f"the MCP server's tool {tool} is annotated openWorldHint: true and was let through (allowOpenWorld): "
+            "it may reach outside the pinned corpus over the shared network")
+
+
 @dataclass(frozen=True)
 class ServerPaths:
     """The placeholder values of the MCP server for one corpus (issue 15, deliverable 4).
 
     Attributes:
-        root: ``{root}``, the run's read-only snapshot of the pinned corpus (the export's filtered tree).
+        root: ``{root}``, the run's read-only snapshot of the pinned corpus (the export's filtered tree);
+            also ``{cwd}``, the server's working directory, which is that snapshot (issue 32).
         pin: ``{pin}``, the 40-hex commit.
         config: ``{config}``, the server config file resolved inside the snapshot, if needed.
         git: ``{git}``, a private read-only clone with history up to the pin, if needed.
@@ -95,8 +102,8 @@ class ServerPaths:
 
     def fill(self, text: str) -> str:
         """``text`` with every placeholder that has a value replaced."""
-        values = {"{root}": self.root, "{pin}": self.pin, "{config}": self.config, "{git}": self.git,
-                  "{checkout}": self.checkout}
+        values = {"{root}": self.root, "{cwd}": self.root, "{pin}": self.pin, "{config}": self.config,
+                  "{git}": self.git, "{checkout}": self.checkout}
         for placeholder, value in values.items():
             if value is not None:
                 text = text.replace(placeholder, value)
@@ -129,6 +136,8 @@ class McpServerSpec:
         sandbox_binds: absolute paths the server needs read-only inside the sandbox beyond its
             command, interpreter and the existing absolute paths among its filled arguments
             (``--sandbox-bind``; the bundled server's own package).
+        open_world_tools: tools annotated ``openWorldHint: true`` the operator let through
+            (a study file's ``allowOpenWorld``; issue 32); every other open-world tool is refused.
     """
 
     name: str
@@ -139,6 +148,7 @@ class McpServerSpec:
     probe_arguments: Mapping[str, Any] = field(default_factory=lambda: {"query": "the"})
     config_candidates: tuple[str, ...] = DOC_BRIDGE_CONFIG_CANDIDATES
     sandbox_binds: tuple[str, ...] = ()
+    open_world_tools: tuple[str, ...] = ()
 
     def _names(self, placeholder: str) -> bool:
         texts = [*self.command, json.dumps(dict(self.probe_arguments))]
@@ -158,6 +168,12 @@ class McpServerSpec:
     def reads_live_checkout(self) -> bool:
         """Whether the operator handed the server the live checkout (``{checkout}``)."""
         return self._names("{checkout}")
+
+    def isolation_notes(self) -> tuple[str, ...]:
+        """The treatment attempts' ``isolationNotAchieved`` sentences owed to this server: the live
+        checkout (``{checkout}``) and each open-world tool let through."""
+        live = (LIVE_CHECKOUT_NOTE,) if self.reads_live_checkout else ()
+        return (*live, *(open_world_note(tool) for tool in self.open_world_tools))
 
     def argv(self, paths: ServerPaths) -> list[str]:
         """The server's command for one corpus, placeholders filled."""

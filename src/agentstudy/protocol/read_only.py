@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 ANNOTATED_BY_SERVER = "annotated read-only by the server"
 """Evidence for a tool the server annotates ``readOnlyHint: true`` (and not ``destructiveHint: true``)."""
@@ -29,25 +30,39 @@ class ToolHints:
     Attributes:
         read_only: the tool's ``readOnlyHint``.
         destructive: the tool's ``destructiveHint``.
+        open_world: the tool's ``openWorldHint`` (``True``: it may reach outside the pinned corpus).
     """
 
     read_only: bool | None = None
     destructive: bool | None = None
+    open_world: bool | None = None
+
+    @classmethod
+    def of(cls, annotations: Any) -> ToolHints:
+        """The hints of an MCP SDK ``ToolAnnotations`` object (``None``: nothing annotated)."""
+        if annotations is None:
+            return cls()
+        return cls(getattr(annotations, "read_only_hint", None), getattr(annotations, "destructive_hint", None),
+                   getattr(annotations, "open_world_hint", None))
 
 
-def read_only_evidence(named: Sequence[str], hints: Mapping[str, ToolHints]) -> dict[str, str]:
+def read_only_evidence(
+    named: Sequence[str], hints: Mapping[str, ToolHints], open_world: Sequence[str] = ()
+) -> dict[str, str]:
     """Why each tool in ``named`` counts as read-only, in ``named`` order.
 
     Args:
         named: the operator's read-only tools (``--mcp-tools``), as the server lists them.
         hints: every listed tool's annotations (the live ``tools/list``).
+        open_world: the tools annotated ``openWorldHint: true`` the operator let through (issue 32).
 
     Returns:
         ``{tool: ANNOTATED_BY_SERVER | DECLARED_BY_OPERATOR}`` for every named tool.
 
     Raises:
         ReadOnlyError: naming the first tool of ``named`` that the server does not list, or
-            annotates ``destructiveHint: true`` or ``readOnlyHint: false``.
+            annotates ``destructiveHint: true`` or ``readOnlyHint: false``, or annotates
+            ``openWorldHint: true`` without being in ``open_world``.
     """
     evidence: dict[str, str] = {}
     for tool in named:
@@ -58,6 +73,10 @@ def read_only_evidence(named: Sequence[str], hints: Mapping[str, ToolHints]) -> 
             raise ReadOnlyError(f"--mcp-tools names {tool}, which the server annotates destructiveHint: true")
         if hint.read_only is False:
             raise ReadOnlyError(f"--mcp-tools names {tool}, which the server annotates readOnlyHint: false")
+        if hint.open_world is True and tool not in open_world:
+            raise ReadOnlyError(f"--mcp-tools names {tool}, which the server annotates openWorldHint: true (it may "
+                                "reach outside the pinned corpus); let it through with the study file's "
+                                f"arms.treatment.allowOpenWorld (agentstudy init --allow-open-world {tool})")
         evidence[tool] = ANNOTATED_BY_SERVER if hint.read_only is True else DECLARED_BY_OPERATOR
     return evidence
 

@@ -1,23 +1,31 @@
 """The starter ``agentstudy-study-v1`` file ``agentstudy init`` writes (issue 18 item 2). Pure.
 
 From the repositories' pins and example sources and the server's live ``tools/list`` (names,
-descriptions, input schemas, annotations) it decides which tools the treatment arm may call —
-exactly those the server annotates ``readOnlyHint: true`` and not ``destructiveHint: true``;
-unannotated tools are listed but not chosen — and the freshness probe: the search-like
-read-only tool of :mod:`agentstudy.protocol.tool_roles` with a broad term, else a read-only tool
-without required arguments. The example tasks (one per repository, ids ``example-…``) are
-clearly marked for editing.
+descriptions, input schemas, annotations) it proposes which tools the treatment arm may call —
+those the server annotates ``readOnlyHint: true`` (not ``destructiveHint: true``, not
+``openWorldHint: true`` unless let through) and those the operator declares read-only — and the
+freshness probe (:mod:`agentstudy.protocol.tool_proposal`, issue 32). It always gives a draft:
+what it cannot decide is listed in ``arms.treatment.undecided``, which a run refuses until it
+is settled. The example tasks (one per repository, ids ``example-…``) are clearly marked for editing.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from agentstudy.protocol.read_only import ToolHints
-from agentstudy.protocol.tool_roles import choose_server_tools
+from agentstudy.protocol.tool_proposal import (
+    Decision,
+    ProposalError,
+    ToolRole,
+    probe_decision,
+    propose_probe,
+    tool_roles,
+    tools_decision,
+)
 
 __all__ = ["ListedTool", "StarterError", "ToolChoice", "choose_tools", "server_name_for", "starter_study"]
 
@@ -28,7 +36,7 @@ _NAME_CLEAN = re.compile(r"[^a-z0-9-]+")
 
 
 class StarterError(ValueError):
-    """No starter study can be made (the server offers no usable read-only tool); one line."""
+    """An operator's choice (``--tool``, ``--probe``, ``--allow-open-world``) contradicts the listing; one line."""
 
 
 @dataclass(frozen=True)
@@ -43,40 +51,78 @@ class ListedTool:
 
 @dataclass(frozen=True)
 class ToolChoice:
-    """What init chose: ``read_only`` (annotated read-only, in listed order), ``unannotated``
-    (listed without ``readOnlyHint``: not chosen), ``denied`` (everything else listed), the
-    ``probe`` tool and its ``probe_arguments``."""
+    """What init chose: ``read_only`` (the allowed tools, in listed order), ``unannotated``
+    (listed without ``readOnlyHint`` and not declared: not chosen), ``denied`` (everything else
+    listed), the ``probe`` tool (``None``: undecided) and its ``probe_arguments``, every tool's
+    proposed ``roles`` and the decisions left open (``undecided``), plus the operator's
+    ``declared`` tools and the open-world tools let through (``open_world``)."""
 
     read_only: tuple[str, ...]
     unannotated: tuple[str, ...]
     denied: tuple[str, ...]
-    probe: str
+    probe: str | None
     probe_arguments: Mapping[str, Any]
+    roles: tuple[ToolRole, ...] = ()
+    undecided: tuple[Decision, ...] = ()
+    declared: tuple[str, ...] = ()
+    open_world: tuple[str, ...] = ()
+
+    def with_failed_probe(self, answer: str) -> ToolChoice:
+        """This choice with the probe's failure (its answer ``answer``) as an open decision."""
+        if self.probe is None:
+            return self
+        decision = probe_decision(self.read_only, (self.probe, self.probe_arguments, answer))
+        return replace(self, undecided=(*self.undecided, decision))
 
 
-def choose_tools(listed: Sequence[ListedTool]) -> ToolChoice:
-    """Choose the read-only tools and the probe from the live listing.
+def choose_tools(
+    listed: Sequence[ListedTool],
+    *,
+    declared: Sequence[str] = (),
+    allow_open_world: Sequence[str] = (),
+    probe: str | None = None,
+    probe_arguments: Mapping[str, Any] | None = None,
+    word: str = "the",
+) -> ToolChoice:
+    """Propose the draft's tools and probe from the live listing (``protocol.tool_proposal``).
+
+    Never refuses for want of a usable tool: what cannot be decided is an open decision. The
+    operator's ``probe`` (with ``probe_arguments``, else arguments proposed from its schema)
+    replaces the proposal; ``word`` (a word of the corpus) fills a proposed query.
 
     Raises:
-        StarterError: no tool is annotated read-only, or none of them can be probed with safe
-            arguments (no search-like tool, none without required arguments).
+        StarterError: ``declared`` or ``allow_open_world`` contradict the listing
+            (:func:`~agentstudy.protocol.tool_proposal.tool_roles`), or ``probe`` is not an allowed tool.
     """
-    read_only = tuple(t.name for t in listed if t.hints.read_only is True and t.hints.destructive is not True)
-    unannotated = tuple(t.name for t in listed if t.hints.read_only is None and t.name not in read_only)
-    denied = tuple(t.name for t in listed if t.name not in read_only and t.name not in unannotated)
-    if not read_only:
-        raise StarterError("the MCP server annotates no tool readOnlyHint: true; name its read-only tools in "
-                           "study.json by hand (arms.treatment.tools)")
-    definitions = {t.name: {"description": t.description, "input_schema": t.input_schema} for t in listed}
-    search = choose_server_tools(definitions, read_only).search
-    if search is not None:
-        return ToolChoice(read_only, unannotated, denied, search.name, search.arguments("the", broad=True))
-    for tool in listed:
-        required = tool.input_schema.get("required")
-        if tool.name in read_only and not required:
-            return ToolChoice(read_only, unannotated, denied, tool.name, {})
-    raise StarterError("no read-only tool of the MCP server can be probed with safe arguments; set "
-                       "arms.treatment.probe in study.json by hand")
+    try:
+        roles = tuple(tool_roles([(t.name, t.description, t.input_schema, t.hints) for t in listed],
+                                 declared, allow_open_world))
+    except ProposalError as error:
+        raise StarterError(str(error)) from None
+    read_only = tuple(r.name for r in roles if r.allowed)
+    hints = {t.name: t.hints for t in listed}
+    unannotated = tuple(r.name for r in roles if not r.allowed and hints[r.name].read_only is None
+                        and hints[r.name].destructive is not True and hints[r.name].open_world is not True)
+    denied = tuple(r.name for r in roles if not r.allowed and r.name not in unannotated)
+    schemas = {t.name: (t.description, t.input_schema) for t in listed}
+    undecided: list[Decision] = []
+    decision = tools_decision(roles)
+    if decision is not None:
+        undecided.append(decision)
+    chosen: tuple[str, dict[str, Any]] | None
+    if probe is not None:
+        if probe not in read_only:
+            raise StarterError(f"--probe {probe} is not one of the allowed tools ({', '.join(read_only) or 'none'}); "
+                               "declare it read-only with --tool if the server does not annotate it")
+        proposed = propose_probe([r for r in roles if r.name == probe], schemas, word)
+        chosen = (probe, dict(probe_arguments) if probe_arguments is not None else
+                  proposed[1] if proposed else {})
+    else:
+        chosen = propose_probe(roles, schemas, word)
+        if chosen is None and read_only:
+            undecided.append(probe_decision(read_only, None))
+    return ToolChoice(read_only, unannotated, denied, chosen[0] if chosen else None, chosen[1] if chosen else {},
+                      roles, tuple(undecided), tuple(d for d in declared if d in read_only), tuple(allow_open_world))
 
 
 def server_name_for(command: Sequence[str]) -> str:
@@ -135,9 +181,12 @@ def starter_study(
                 "label": f"Repository tools + the {server} MCP server",
                 "mcpConfig": {"mcpServers": {server: {"command": command[0], "args": list(command[1:])}}},
                 "tools": list(choice.read_only),
-                "probe": {"tool": choice.probe, "arguments": dict(choice.probe_arguments)},
+                "probe": ({"tool": choice.probe, "arguments": dict(choice.probe_arguments)}
+                          if choice.probe is not None else None),
                 "serverConfigCandidates": [],
                 "sandboxBinds": list(sandbox_binds),
+                **({"allowOpenWorld": list(choice.open_world)} if choice.open_world else {}),
+                **({"undecided": [d.record() for d in choice.undecided]} if choice.undecided else {}),
             },
         },
         "tasks": [_example_task(name, source, topic) for name, (_, source, topic) in repositories.items()],

@@ -80,6 +80,9 @@ class TreatmentArm(Arm):
             (``NAME#KEY`` needs that JSON key); ``[]`` means no config file; absent means
             doc-bridge's own list.
         sandboxBinds: absolute paths the server needs read-only inside its sandbox.
+        allowOpenWorld: tools annotated ``openWorldHint: true`` the operator lets through (issue 32).
+        undecided: the decisions ``agentstudy init`` left open; a study with any is refused,
+            naming this field (issue 32).
     """
 
     mcp_config: dict[str, Any] | None = Field(default=None, alias="mcpConfig")
@@ -87,6 +90,20 @@ class TreatmentArm(Arm):
     probe: Probe
     server_config_candidates: list[str] | None = Field(default=None, alias="serverConfigCandidates")
     sandbox_binds: list[str] | None = Field(default=None, alias="sandboxBinds")
+    allow_open_world: list[str] = Field(default_factory=list, alias="allowOpenWorld")
+    undecided: list[dict[str, Any]] = Field(default_factory=list, max_length=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _settled(cls, data: Any) -> Any:
+        open_decisions = data.get("undecided") if isinstance(data, dict) else None
+        if isinstance(open_decisions, list) and open_decisions:
+            first = open_decisions[0]
+            field = first.get("field", "?") if isinstance(first, dict) else "?"
+            settle = first.get("settleWith", "") if isinstance(first, dict) else ""
+            raise ValueError(f"arms.treatment.undecided holds {len(open_decisions)} open decision(s) of the draft "
+                             f"(first: {field}, settled by agentstudy init {settle}); settle each and remove it")
+        return data
 
     @field_validator("tools")
     @classmethod
@@ -116,6 +133,10 @@ class TreatmentArm(Arm):
     def _server(self) -> TreatmentArm:
         try:
             check_tool_choice(self.tools, self.probe.tool, self.probe.arguments, STUDY_NAMES)
+            strays = [tool for tool in self.allow_open_world if tool not in self.tools]
+            if strays:
+                raise McpConfigError(f"arms.treatment.allowOpenWorld names {', '.join(strays)}, not among "
+                                     "arms.treatment.tools")
             if self.mcp_config is not None:
                 self.server_name()
         except McpConfigError as error:

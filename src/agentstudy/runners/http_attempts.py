@@ -17,7 +17,7 @@ signal an attempt that did not complete is charged at least its whole reservatio
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future
 from decimal import Decimal
 
@@ -34,11 +34,12 @@ from agentstudy.transports.http import CallLedger, HttpAttemptResult, http_isola
 
 
 def http_observation(entry: ScheduleEntry, model: str, result: HttpAttemptResult, status: str,
-                     containment: ContainmentMode, mcp_reads_checkout: bool, *, charged: Decimal,
+                     containment: ContainmentMode, server_notes: Sequence[str], *, charged: Decimal,
                      cap_exceeded: bool, transcript: dict[str, str] | None = None) -> HttpObservation:
     """The ledger observation of one http attempt settled ``status``, charged ``charged`` USD, with the run's
-    ``cumulativeCapExceeded`` after it (``cap_exceeded``); ``transcript`` holds its kept transcript's
-    ``transcript_file`` / ``transcript_sha256`` (issue 28)."""
+    ``cumulativeCapExceeded`` after it (``cap_exceeded``); ``server_notes``: the MCP server's own
+    ``isolationNotAchieved`` sentences (``McpServerSpec.isolation_notes``); ``transcript`` holds its kept
+    transcript's ``transcript_file`` / ``transcript_sha256`` (issue 28)."""
     return HttpObservation.model_validate({
         "taskId": entry.task_id, "scenario": entry.scenario, "repetition": entry.repetition, "model": model,
         "tools": result.tools, "toolCallsByName": result.tool_calls_by_name,
@@ -48,7 +49,7 @@ def http_observation(entry: ScheduleEntry, model: str, result: HttpAttemptResult
         "measuredUsd": usd_number(result.measured_usd), "chargedUsd": usd_number(charged),
         "cumulativeCapExceeded": cap_exceeded, "wallTimeMs": result.wall_time_ms, "status": status,
         "statusReason": result.status_reason, "answer": result.answer if status == "completed" else "",
-        **http_isolation(containment, entry.scenario, mcp_reads_checkout),
+        **http_isolation(containment, entry.scenario, server_notes),
         **({"workerNode": result.worker_node} if result.worker_node is not None else {}),
         "apiRetries": result.api_retries, "apiRetryWaitMs": result.api_retry_wait_ms,
         "apiRetryStatuses": list(result.api_retry_statuses),

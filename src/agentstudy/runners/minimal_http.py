@@ -199,7 +199,7 @@ def _settle_interrupted(ledger: MinimalLedger, request: HttpRunRequest) -> None:
         "chargedUsd": usd_number(reserved + charged),
         "cumulativeCapExceeded": ledger.budget.cumulative_cap_exceeded, "wallTimeMs": 0, "status": "failed",
         "statusReason": f"{stop_reason()} before the attempt's result was recorded", "answer": "",
-        **http_isolation(request.containment, entry.scenario, request.mcp.reads_live_checkout),
+        **http_isolation(request.containment, entry.scenario, request.mcp.isolation_notes()),
     }))
     ledger.open_reservation = None
 
@@ -356,7 +356,7 @@ def _run_http_study(request: HttpRunRequest, stack: ExitStack) -> RunSummary:
                 def observe(entry: ScheduleEntry, result: HttpAttemptResult, status: str, charged: Decimal,
                             cap_exceeded: bool) -> HttpObservation:
                     return http_observation(entry, request.model, result, status, request.containment,
-                                            request.mcp.reads_live_checkout, charged=charged,
+                                            request.mcp.isolation_notes(), charged=charged,
                                             cap_exceeded=cap_exceeded,
                                             transcript=keep_transcript(transcripts, entry, result.exchange))
 
@@ -386,7 +386,7 @@ def _run_http_study(request: HttpRunRequest, stack: ExitStack) -> RunSummary:
                     budget, tally = result.budget, checkpoints.tally
                     attempt.settle(status=result.status)
                     observation = http_observation(entry, request.model, result, attempt.status,
-                                                   request.containment, request.mcp.reads_live_checkout,
+                                                   request.containment, request.mcp.isolation_notes(),
                                                    charged=result.charged_usd, cap_exceeded=result.budget.cap_exceeded,
                                                    transcript=keep_transcript(transcripts, entry, result.exchange))
                     observations.append(observation)

@@ -181,7 +181,7 @@ def _vet(spec: McpServerSpec, name: str, listing: McpListing) -> None:
     if missing:
         raise PreflightError(f"{name}: MCP server does not list {missing}")
     try:
-        read_only_evidence(spec.read_only_tools, listing.hints)
+        read_only_evidence(spec.read_only_tools, listing.hints, spec.open_world_tools)
     except ReadOnlyError as error:
         raise PreflightError(f"{name}: {error}") from None
 
@@ -246,7 +246,7 @@ def check_mcp_servers(
     annotations: Mapping[str, Mapping[str, Any]] = {}
     for future in futures:
         probe = future.result()  # re-raises the first failure in name order
-        seen = read_only_evidence(spec.read_only_tools, probe.hints)  # vetted: cannot raise
+        seen = read_only_evidence(spec.read_only_tools, probe.hints, spec.open_world_tools)  # vetted: cannot raise
         tools = tuple(sorted(probe.tools))
         if listed is not None and tools != listed:
             raise PreflightError("MCP servers of different corpora list different tools")

@@ -9,9 +9,10 @@ annotations, the starter study's tools and probe are chosen from that listing
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from agentstudy.io.containment import ContainmentError, ContainmentMode
 from agentstudy.io.mcp_client import McpProbeError
@@ -34,9 +35,10 @@ class InspectionError(RuntimeError):
 
 @dataclass(frozen=True)
 class ServerInspection:
-    """What the server showed: every ``listed`` tool, the ``choice`` made from them, whether the
-    probe call succeeded (``probe_ok``) and the start of its answer (``probe_text``, at most
-    ``PROBE_TEXT_CHARS`` characters)."""
+    """What the server showed: every ``listed`` tool, the ``choice`` made from them (a failed
+    probe is one of its open decisions), whether the probe call succeeded (``probe_ok``; False
+    when no probe was called) and the start of its answer (``probe_text``, at most
+    ``PROBE_TEXT_CHARS`` characters; ``""`` when no probe was called)."""
 
     listed: tuple[ListedTool, ...]
     choice: ToolChoice
@@ -46,9 +48,14 @@ class ServerInspection:
 
 def inspect_server(
     spec: McpServerSpec, repository: str, checkout: Path, pin: str, containment: ContainmentMode,
-    parent_env: Mapping[str, str],
+    parent_env: Mapping[str, str], *, declared: Sequence[str] = (), allow_open_world: Sequence[str] = (),
+    probe: str | None = None, probe_arguments: Mapping[str, Any] | None = None, word: str = "the",
 ) -> ServerInspection:
     """Start ``spec``'s server once over ``checkout`` at ``pin``, list its tools, choose, probe.
+
+    ``declared``, ``allow_open_world``, ``probe``, ``probe_arguments`` and ``word`` go to
+    :func:`~agentstudy.protocol.starter_study.choose_tools`; the probe's arguments are filled
+    (``{root}``, ``{cwd}``) as a run's preflight fills them, and it is called once when chosen.
 
     Raises:
         InspectionError: the snapshot, the sandbox or the server failed (naming ``repository``),
@@ -68,13 +75,21 @@ def inspect_server(
                 if problem is not None:
                     raise InspectionError(f"{repository}: {problem}")
                 try:
-                    choice = choose_tools(listed)
+                    choice = choose_tools(listed, declared=declared, allow_open_world=allow_open_world,
+                                          probe=probe, probe_arguments=probe_arguments, word=word)
                 except ValueError as error:
-                    raise InspectionError(f"{repository}: {error}") from None
-                problem = tool_lists_problem(replace(spec, read_only_tools=choice.read_only), names)
-                if problem is not None:
-                    raise InspectionError(f"{repository}: {problem}")
-                result = session.call_tool(choice.probe, choice.probe_arguments)
+                    raise InspectionError(str(error)) from None
+                if choice.read_only:
+                    problem = tool_lists_problem(replace(spec, read_only_tools=choice.read_only), names)
+                    if problem is not None:
+                        raise InspectionError(f"{repository}: {problem}")
+                if choice.probe is None:
+                    return ServerInspection(listed, choice, False, "")
+                arguments = replace(spec, probe_arguments=choice.probe_arguments).probe_arguments_for(paths)
+                result = session.call_tool(choice.probe, arguments)
     except (McpProbeError, ContainmentError, ServerCorpusError) as error:
         raise InspectionError(f"{repository}: {error}") from None
-    return ServerInspection(listed, choice, not result.is_error, result.text[:PROBE_TEXT_CHARS])
+    text = result.text[:PROBE_TEXT_CHARS]
+    if result.is_error:
+        choice = choice.with_failed_probe(text)
+    return ServerInspection(listed, choice, not result.is_error, text)

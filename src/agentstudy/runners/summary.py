@@ -56,6 +56,29 @@ def treatment_line(observations: Sequence[CliObservation] | Sequence[HttpObserva
     if not delivered and treated:
         line["warning"] = not_delivered_sentence(server_name or "the server", using, len(treated), minimum_use)
     return line
+STOP_REASON_CHARS = 400
+"""How much of the stopping attempt's ``statusReason`` the summary carries (one line)."""
+
+
+def _stopped_by(
+    status: str, observations: Sequence[CliObservation] | Sequence[HttpObservation]
+) -> dict[str, Any] | None:
+    """The first attempt that did not complete, when the run did not end ``awaiting-adjudication``:
+    ``{taskId, scenario, repetition, status, reason}`` (``reason``: its ``setupProblem`` — the
+    setup checks' problems, first first, with a failed server call's own words — else its
+    ``statusReason``, on one line, at most :data:`STOP_REASON_CHARS` characters); ``None``
+    otherwise (issue 32)."""
+    if status == "awaiting-adjudication":
+        return None
+    for o in observations:
+        if o.status != "completed":
+            problem = o.setup_problem if isinstance(o, CliObservation) else None
+            reason = " ".join((problem or o.status_reason or "no reason recorded").split())
+            if len(reason) > STOP_REASON_CHARS:
+                reason = reason[: STOP_REASON_CHARS - 1] + "…"
+            return {"taskId": o.task_id, "scenario": o.scenario, "repetition": o.repetition, "status": o.status,
+                    "reason": reason}
+    return None
 
 
 def summarize(
@@ -87,7 +110,9 @@ def summarize(
     label) and ``mcpServer`` (issue 18); a seed manifest's line has neither. ``recorded`` is the
     ledger's budget block: its ``reservationRule``, ``worstTurnUsd`` (strict) and
     ``largestOvershootUsd`` (USD, ``None`` when nothing overshot) go on the line (issue 19).
-    When any attempt had a request refused, or the run paused (``backoff_pauses``, the ledger's
+    A run that did not end ``awaiting-adjudication`` names the first attempt that did not
+    complete and why (``stoppedBy``; issue 32). When any attempt had a request refused, or the run
+    paused (``backoff_pauses``, the ledger's
     ``backoffPauses``), the line adds ``apiRetries``, ``apiRetryWaitMs`` and ``backoffPauses`` (a count;
     issue 33).
     ``treatment`` (issue 28) says whether the server was delivered (:func:`treatment_line`).
@@ -129,6 +154,9 @@ def summarize(
         line["apiRetryWaitMs"] = sum(o.api_retry_wait_ms or 0 for o in observations)
         line["backoffPauses"] = backoff_pauses
     line["treatment"] = treatment_line(observations, server_name, minimum_use)
+    stopped = _stopped_by(status, observations)
+    if stopped is not None:
+        line["stoppedBy"] = stopped
     if arm_labels is not None:
         line["armLabels"] = dict(arm_labels)
         line["mcpServer"] = server_name

@@ -33,6 +33,7 @@ from agentstudy.pricing.cost import MAX_TOKENS
 from agentstudy.protocol.json_input import load_json
 from agentstudy.protocol.treatment import TREATMENT_LOST
 from agentstudy.stream.outcome import Outcome, ProcessFacts, outcome
+from agentstudy.stream.transcript import one_line, result_text
 
 __all__ = ["CODEX_EVENT_TYPES", "CODEX_ITEM_TYPES", "CodexExpectations", "CodexTranscript", "CodexUsage",
            "check_codex_setup", "codex_outcome", "parse_codex_stream", "usage_problem", "went_backwards"]
@@ -295,6 +296,15 @@ def _check_grammar(kinds: list[str], transcript: CodexTranscript) -> None:
         problems.append("turn.completed without readable usage")
 
 
+def _call_error(call: Mapping[str, Any]) -> str:
+    """A failed ``mcp_tool_call``'s own words, one line and bounded: its error message, else its result's text."""
+    error = call.get("error")
+    if isinstance(error, Mapping) and error.get("message"):
+        return one_line(str(error["message"]))
+    result = call.get("result")
+    return one_line(result_text(result.get("content")) if isinstance(result, Mapping) else "")
+
+
 def check_codex_setup(transcript: CodexTranscript, expected: CodexExpectations, stderr: str = "") -> list[str]:
     """Every setup problem of a Codex attempt, grammar problems first (one line each; never raises).
 
@@ -320,7 +330,8 @@ def check_codex_setup(transcript: CodexTranscript, expected: CodexExpectations, 
     mcp = [c for c in transcript.mcp_calls
            if expected.mcp_server is not None and c.get("server") == expected.mcp_server]
     if mcp and all(c.get("status") == "failed" for c in mcp):
-        problems.append(TREATMENT_LOST)
+        said = _call_error(mcp[0])
+        problems.append(TREATMENT_LOST + (f": the first call answered {said!r}" if said else ""))
     problems.extend(f"{what} in a read-only study" for what in transcript.forbidden)
     if transcript.agent_requests:
         problems.append("the agent asked for user input, which exec mode cannot give")

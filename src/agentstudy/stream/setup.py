@@ -113,5 +113,6 @@ def check_setup(
         prefix = f"mcp__{expected.mcp_server}__"
         mcp_ids = [i for i, use in transcript.tool_uses.items() if use.name.startswith(prefix)]
         if mcp_ids and all(i in transcript.tool_errors for i in mcp_ids):
-            problems.append(TREATMENT_LOST)
+            said = transcript.tool_error_texts.get(mcp_ids[0], "")
+            problems.append(TREATMENT_LOST + (f": the server answered {said!r}" if said else ""))
     return problems

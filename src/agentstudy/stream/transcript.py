@@ -51,6 +51,8 @@ class Transcript:
         result: the last ``result`` event, if any.
         tool_uses: distinct ``tool_use`` blocks by id, in first-seen order.
         tool_errors: ids of ``tool_use`` blocks whose ``tool_result`` had ``is_error: true``.
+        tool_error_texts: the start of each such result's text by id (at most
+            ``ERROR_TEXT_CHARS`` characters, one line): the server's own words (issue 32).
         answered_tool_ids: ids of ``tool_use`` blocks that received any ``tool_result``.
         message_prompts: prompt size (input + cache read + cache write tokens) per distinct
             ``message.id`` of ``assistant`` events (in first-seen order: the first is the first request).
@@ -68,6 +70,7 @@ class Transcript:
     result: dict[str, Any] | None = None
     tool_uses: dict[str, ToolUse] = field(default_factory=dict)
     tool_errors: set[str] = field(default_factory=set)
+    tool_error_texts: dict[str, str] = field(default_factory=dict)
     answered_tool_ids: set[str] = field(default_factory=set)
     message_prompts: dict[str, int] = field(default_factory=dict)
     api_retries: int = 0
@@ -156,6 +159,25 @@ def _read_assistant(event: Mapping[str, Any], transcript: Transcript, number: in
         _line_problem(transcript, f"line {number} has a tool_use block without a string id and name")
 
 
+ERROR_TEXT_CHARS = 200
+"""How much of a failed tool call's answer a setup problem quotes."""
+
+
+def one_line(text: str, limit: int = ERROR_TEXT_CHARS) -> str:
+    """``text`` on one line (whitespace runs as one space), at most ``limit`` characters (``…`` when cut)."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def result_text(content: Any) -> str:
+    """The text blocks of a tool result's ``content`` (a string, or a list of ``{type: text}`` blocks) joined."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(str(b.get("text", "")) for b in content if isinstance(b, Mapping) and b.get("type") == "text")
+    return ""
+
+
 def _read_user(event: Mapping[str, Any], transcript: Transcript) -> None:
     message = event.get("message")
     content = message.get("content") if isinstance(message, Mapping) else None
@@ -169,6 +191,7 @@ def _read_user(event: Mapping[str, Any], transcript: Transcript) -> None:
                 transcript.result_bytes[tool_id] = text_bytes(content_text(block.get("content")))
                 if block.get("is_error") is True:
                     transcript.tool_errors.add(tool_id)
+                    transcript.tool_error_texts.setdefault(tool_id, one_line(result_text(block.get("content"))))
 
 
 def _read_api_retry(event: Mapping[str, Any], transcript: Transcript) -> None:

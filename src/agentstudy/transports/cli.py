@@ -43,7 +43,7 @@ from agentstudy.io.server_launcher import SERVER_ACHIEVED_BWRAP, SERVER_ACHIEVED
 from agentstudy.io.signals import stop_signal
 from agentstudy.pricing.cost import AttemptCost
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP
-from agentstudy.protocol.mcp_spec import LIVE_CHECKOUT_NOTE, ServerPaths
+from agentstudy.protocol.mcp_spec import ServerPaths
 from agentstudy.protocol.treatment import sha256_text
 from agentstudy.stream.outcome import CliStatus, ProcessFacts
 from agentstudy.transports.cli_args import CLI_MAX_RETRIES, REHEARSAL_TOKEN, ArmTools, McpServerSpec
@@ -399,6 +399,6 @@ def isolation(
     if scenario == DOC_BRIDGE_MCP:
         achieved.append(SERVER_ACHIEVED_BWRAP if settings.containment == "bwrap" else SERVER_ACHIEVED_RESTRICTED)
     missing = [*agent_not_achieved, *missing_by_mode]
-    if scenario == DOC_BRIDGE_MCP and settings.mcp.reads_live_checkout:
-        missing.append(LIVE_CHECKOUT_NOTE)
+    if scenario == DOC_BRIDGE_MCP:
+        missing.extend(settings.mcp.isolation_notes())
     return {"containment": settings.containment, "isolation_achieved": achieved, "isolation_not_achieved": missing}

@@ -30,7 +30,7 @@ import json
 import math
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -54,7 +54,7 @@ from agentstudy.pricing.http import (
 )
 from agentstudy.pricing.tally import Tally
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP
-from agentstudy.protocol.mcp_spec import LIVE_CHECKOUT_NOTE, McpServerSpec, ServerPaths
+from agentstudy.protocol.mcp_spec import McpServerSpec, ServerPaths
 from agentstudy.protocol.treatment import (
     TREATMENT_LOST,
     ServerCall,
@@ -436,11 +436,13 @@ HTTP_ISOLATION_ACHIEVED: tuple[str, ...] = (
 )
 
 
-def http_isolation(containment: ContainmentMode, scenario: str, reads_live_checkout: bool) -> dict[str, Any]:
-    """The containment record fields of an http attempt (issue 15): only the MCP server is a child process."""
+def http_isolation(containment: ContainmentMode, scenario: str, server_notes: Sequence[str]) -> dict[str, Any]:
+    """The containment record fields of an http attempt (issue 15): only the MCP server is a child process;
+    ``server_notes`` are the server's own ``isolationNotAchieved`` sentences
+    (:meth:`~agentstudy.protocol.mcp_spec.McpServerSpec.isolation_notes`)."""
     contained, missing = containment_sentences(containment)
     achieved = [*HTTP_ISOLATION_ACHIEVED, *(f"MCP server: {line}" for line in contained)]
     not_achieved = [f"MCP server: {line}" for line in (*missing, NETWORK_NOT_ACHIEVED)]
-    if scenario == DOC_BRIDGE_MCP and reads_live_checkout:
-        not_achieved.append(LIVE_CHECKOUT_NOTE)
+    if scenario == DOC_BRIDGE_MCP:
+        not_achieved.extend(server_notes)
     return {"containment": containment, "isolationAchieved": achieved, "isolationNotAchieved": not_achieved}
