@@ -66,7 +66,7 @@ LABELLED_TASKS = 60
 """Above this many tasks the forest panels drop the task labels and keep a fixed height (issue 29, scale)."""
 LETTERED_ATTEMPTS = 200
 """Above this many attempts the status strip is one image, unlettered (issue 29, scale)."""
-RASTER_POINTS = 1000
+RASTER_POINTS = 500
 """Scatters with more points than this are embedded as one image, not one SVG element per point."""
 
 
