@@ -192,6 +192,16 @@ def _layout(indent: int | None, depth: int, colon: str) -> tuple[str, str, str]:
     return "\n" + " " * (indent * (depth + 1)), "\n" + " " * (indent * depth), colon + (" " if colon else "")
 
 
+def canonical_object(members: Mapping[str, str]) -> str:
+    """The canonical text of an object from its members' canonical value texts (``key -> text``):
+    what :func:`canonical_json` gives for the object, so a caller can reuse members it already wrote.
+
+    Raises:
+        TypeError: a key that is not a string.
+    """
+    return "{" + ",".join(js_string(key) + ":" + members[key] for key in _sorted_keys(list(members))) + "}"
+
+
 def canonical_json(value: Any) -> str:
     """The normalized text of ``sha256-normalized-v1``: compact, keys sorted recursively."""
     return js_json(value, sort_keys=True)
