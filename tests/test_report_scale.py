@@ -19,7 +19,7 @@ from agentstudy.report import power as power_module
 from agentstudy.report.power import simulate_power
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.large_ledger import write_large_ledger  # noqa: E402
+from bench.large_ledger import write_large_ledger
 
 OBSERVATIONS = 2_000
 
