@@ -54,6 +54,7 @@ Everything here is pure.
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 import math
 from collections.abc import Iterator, Mapping
@@ -69,6 +70,8 @@ from agentstudy.protocol.controlled.contracts import describe_validation_error
 from agentstudy.protocol.controlled.hashing import (
     CONTENT_HASH_ALGO,
     JsonDocumentError,
+    canonical_json,
+    canonical_object,
     parse_json_text,
     sha256_normalized_v1,
 )
@@ -217,16 +220,31 @@ def _hash_problems(document: Mapping[str, Any]) -> Iterator[str]:
         return
     if document.get(HASH_ALGO_KEY) != HASH_ALGO:
         yield f"hashAlgo is {document.get(HASH_ALGO_KEY)!r}, not {HASH_ALGO!r}"
+    texts: list[str] = []
     for index, observation in enumerate(observations):
-        if OBSERVATION_HASH_KEY not in observation:
+        members = {key: canonical_json(value) for key, value in observation.items()}
+        written = members.pop(OBSERVATION_HASH_KEY, None)
+        if written is None:
             yield f"{_name(index, observation)}: no observationHash"
-        elif observation[OBSERVATION_HASH_KEY] != observation_hash(observation):
+        elif observation[OBSERVATION_HASH_KEY] != _sha256(canonical_object(members)):
             yield (f"{_name(index, observation)}: observationHash does not match the observation "
                    f"(changed after it was written)")
+        if written is not None:
+            members[OBSERVATION_HASH_KEY] = written
+        texts.append(canonical_object(members))
     if LEDGER_HASH_KEY not in document:
         yield "no ledgerHash"
-    elif document[LEDGER_HASH_KEY] != ledger_hash(document):
+        return
+    # The ledger hash reuses each observation's canonical text (one walk over the observations, not two).
+    top = {key: canonical_json(value) for key, value in document.items()
+           if key not in (LEDGER_HASH_KEY, "observations")}
+    top["observations"] = "[" + ",".join(texts) + "]"
+    if document[LEDGER_HASH_KEY] != _sha256(canonical_object(top)):
         yield "ledgerHash does not match the document (changed after it was written)"
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _exact(value: float) -> Decimal:

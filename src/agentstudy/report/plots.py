@@ -18,8 +18,10 @@ import statistics
 from collections.abc import Mapping, Sequence
 
 import matplotlib
+import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_svg import FigureCanvasSVG
+from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure as MplFigure
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
@@ -58,6 +60,14 @@ def _jitter(count: int) -> list[float]:
     if count <= 1:
         return [0.0] * count
     return [-0.2 + 0.4 * i / (count - 1) for i in range(count)]
+
+
+LABELLED_TASKS = 60
+"""Above this many tasks the forest panels drop the task labels and keep a fixed height (issue 29, scale)."""
+LETTERED_ATTEMPTS = 200
+"""Above this many attempts the status strip is one image, unlettered (issue 29, scale)."""
+RASTER_POINTS = 500
+"""Scatters with more points than this are embedded as one image, not one SVG element per point."""
 
 
 def spread_identical(values: Sequence[float], width: float = 0.25) -> list[float]:
@@ -107,7 +117,10 @@ def _difference_axes(ax: Axes, result: MetricResult, tasks: Sequence[str], show_
     rows = len(tasks)
     ax.axvline(0, color="#888888", linestyle="--", linewidth=0.8)
     ax.set_ylim(rows + 0.7, -0.7)
-    ax.set_yticks(range(rows + 1), [*tasks, "mean"] if show_tasks else [""] * (rows + 1), fontsize=TEXT_PT)
+    if rows > LABELLED_TASKS:
+        ax.set_yticks([rows], ["mean"] if show_tasks else [""], fontsize=TEXT_PT)
+    else:
+        ax.set_yticks(range(rows + 1), [*tasks, "mean"] if show_tasks else [""] * (rows + 1), fontsize=TEXT_PT)
     ax.set_title(f"{metric.label}, {summary.design}", fontsize=TEXT_PT, loc="left")
     ax.set_xlabel(f"{names[TREATMENT]} − {names[BASELINE]} ({metric.unit})\n{direction_label(metric, names)}",
                   fontsize=TEXT_PT)
@@ -123,7 +136,8 @@ def _difference_axes(ax: Axes, result: MetricResult, tasks: Sequence[str], show_
         return
     by_task = {e.task_id: e.difference for e in summary.task_effects}
     shown = [(row, by_task[t]) for row, t in enumerate(tasks) if t in by_task]
-    ax.scatter([d for _, d in shown], [row for row, _ in shown], s=22, color=SCENARIO_COLOURS[TREATMENT], zorder=3,
+    ax.scatter([d for _, d in shown], [row for row, _ in shown], s=22 if rows <= LABELLED_TASKS else 6,
+               color=SCENARIO_COLOURS[TREATMENT], zorder=3, rasterized=len(shown) > RASTER_POINTS,
                label="one task: mean over its repetitions, per arm, then the difference")
     mean = summary.estimate
     if summary.ci_low is not None and summary.ci_high is not None:
@@ -156,7 +170,7 @@ def differences_figure(analysis: Analysis) -> Figure:
     tasks = _task_order(analysis)
     columns = min(2, max(len(results), 1))
     lines = -(-len(results) // columns)
-    height = lines * (0.22 * (len(tasks) + 1) + 1.45) + 0.5
+    height = lines * (0.22 * (min(len(tasks), LABELLED_TASKS) + 1) + 1.45) + 0.5
     figure = MplFigure(figsize=(11, height), layout="constrained")
     grid = figure.subplots(lines, columns, squeeze=False)
     axes = [ax for row in grid for ax in row]
@@ -187,7 +201,7 @@ def _distribution_axes(ax: Axes, analysis: Analysis, metric: Metric) -> None:
         points = [float(v) for v in values.get(scenario, [])]
         offsets = spread_identical(points)
         ax.scatter([position + o for o in offsets], points, s=16, color=SCENARIO_COLOURS[scenario], alpha=0.8,
-                   zorder=3)
+                   zorder=3, rasterized=len(points) > RASTER_POINTS)
         if points:
             ax.hlines(statistics.median(points), position - 0.32, position + 0.32, color="black", linewidth=1.2,
                       zorder=4)
@@ -225,12 +239,17 @@ def status_figure(analysis: Analysis) -> Figure:
     figure = MplFigure(figsize=(width, 2.0), layout="constrained")
     ax = figure.subplots()
     seen: dict[str, str] = {}
-    for position, attempt in enumerate(attempts):
-        colour = STATUS_COLOURS.get(attempt.status, OTHER_STATUS_COLOUR)
+    colours = [STATUS_COLOURS.get(attempt.status, OTHER_STATUS_COLOUR) for attempt in attempts]
+    for attempt, colour in zip(attempts, colours, strict=True):
         seen.setdefault(attempt.status, colour)
-        ax.bar(position, 1, width=0.9, color=colour, edgecolor="white")
-        letter = {BASELINE: "R", TREATMENT: "D"}.get(attempt.scenario, "?")
-        ax.text(position, 0.5, letter, ha="center", va="center", fontsize=TEXT_PT, color="white")
+    if len(attempts) > LETTERED_ATTEMPTS:
+        cells = np.array([[to_rgb(colour) for colour in colours]])
+        ax.imshow(cells, aspect="auto", interpolation="nearest", extent=(-0.5, len(attempts) - 0.5, 0, 1))
+    else:
+        for position, (attempt, colour) in enumerate(zip(attempts, colours, strict=True)):
+            ax.bar(position, 1, width=0.9, color=colour, edgecolor="white")
+            letter = {BASELINE: "R", TREATMENT: "D"}.get(attempt.scenario, "?")
+            ax.text(position, 0.5, letter, ha="center", va="center", fontsize=TEXT_PT, color="white")
     ax.set_xlim(-0.6, max(len(attempts), 1) - 0.4)
     ax.set_yticks([])
     step = max(1, -(-len(attempts) // 40))
@@ -242,6 +261,8 @@ def status_figure(analysis: Analysis) -> Figure:
         figure.legend(handles=handles, loc="outside upper center", ncol=min(len(handles), 7), fontsize=TEXT_PT,
                       frameon=False)
     caption = "Status strip: every attempt in execution order, blocked and failed ones included."
+    if len(attempts) > LETTERED_ATTEMPTS:
+        caption += f" With more than {LETTERED_ATTEMPTS} attempts the cells are not lettered by arm."
     return Figure("plot-status", caption, svg_of(figure, "plot-status"))
 
 

@@ -10,6 +10,7 @@ distribution (the same distribution as drawing every repetition), and tested wit
 sign-flip permutation test over the ``D_i`` at ``alpha``: exact over all ``2^k`` sign vectors for
 ``k <= 16`` (``p`` = the share of sign vectors whose ``|mean|`` is at least the observed one), above
 that a seeded Monte Carlo over :data:`MONTE_CARLO_SIGNS` random sign vectors with ``p = (1 + hits) /
+<<<<<<< HEAD
 (1 + M)``. Power is the share of :data:`SIMULATIONS` simulated studies that reject (Monte Carlo SE at
 most 1.44 points; labelled Monte Carlo error wherever shown: the simulation's error only). The test is
 scale-free, so only ``delta / sd`` matters. Each point ``(k, r)`` of a curve or search draws from its
@@ -18,6 +19,13 @@ stream ``SeedSequence(seed).spawn`` would give that point), so one unlucky strea
 curve; within a point the search over ``delta`` reuses that point's standard-normal draws (common random
 numbers), so the simulated power never falls as ``delta`` grows and the minimum-detectable bisection is
 monotone.
+=======
+(1 + M)``, and from :data:`NORMAL_MIN_TASKS` tasks on the normal approximation of that null (so a
+50,000-observation ledger plans in linear time). Power is the share of :data:`SIMULATIONS` simulated
+studies that reject (Monte Carlo SE at
+most 1.44 points). The test is scale-free, so only ``delta / sd`` matters; simulations at one ``k``
+reuse the same standard-normal draws (common random numbers) so power rises smoothly with ``delta``.
+>>>>>>> scale
 
 With ``k`` tasks the smallest two-sided sign-flip p is ``2 / 2^k``, so below
 :func:`smallest_tasks` (6 at ``alpha`` 0.05) no difference is ever detectable; this module says so
@@ -43,6 +51,9 @@ SIMULATIONS = 1200
 EXACT_MAX_TASKS = 16
 MONTE_CARLO_SIGNS = 1999
 MAX_TASKS = 400
+NORMAL_MIN_TASKS = 101
+"""From this many tasks on, the simulated sign-flip test uses the normal approximation of its null
+(linear in ``k``; the Monte Carlo over sign vectors costs ``k x M`` per study: issue 29, scale)."""
 """The largest number of tasks the needed-design search tries."""
 PLAN_REPETITIONS = (1, 2, 3, 5)
 _CHUNK_CELLS = 4_000_000
@@ -184,9 +195,12 @@ def sign_flip_rejects(differences: np.ndarray, alpha: float, *, seed: int = SEED
     (shape (studies, k), k task differences per simulated study): a boolean array of shape (studies,).
 
     Exact for ``k <= 16`` (the half enumeration with the first sign fixed is enough: ``s`` and ``-s``
-    give the same ``|mean|``), else a seeded Monte Carlo over :data:`MONTE_CARLO_SIGNS` sign vectors.
+    give the same ``|mean|``), else a seeded Monte Carlo over :data:`MONTE_CARLO_SIGNS` sign vectors, and
+    from :data:`NORMAL_MIN_TASKS` tasks on the normal approximation of the null (linear in ``k``).
     """
     studies, k = differences.shape
+    if k >= NORMAL_MIN_TASKS:
+        return _normal_rejects(differences, alpha)
     signs, exact = _signs(k, seed)
     observed = np.abs(differences.sum(axis=1))
     hits = np.empty(studies)
@@ -208,6 +222,16 @@ def point_stream(seed: int, tasks: int, repetitions: int) -> np.random.Generator
 
 def _draws(k: int, r: int, seed: int, simulations: int) -> np.ndarray:
     return point_stream(seed, k, r).standard_normal((simulations, k))
+
+
+def _normal_rejects(differences: np.ndarray, alpha: float) -> np.ndarray:
+    """The sign-flip test by the normal approximation of its null: given the data, ``sum(s_i d_i)`` over
+    random signs has mean 0 and variance ``sum(d_i^2)``, so ``p = 2 * (1 - Phi(|sum d| / sqrt(sum d^2)))``."""
+    total = np.abs(differences.sum(axis=1))
+    spread = np.sqrt(np.square(differences).sum(axis=1))
+    z = np.divide(total, spread, out=np.zeros_like(total), where=spread > 0)
+    rejected: np.ndarray = 2.0 * scipy_stats.norm.sf(z) <= alpha * (1 + _TIE)
+    return rejected
 
 
 def simulate_power(effect: float, sd: float, tasks: int, repetitions: int, alpha: float, *,

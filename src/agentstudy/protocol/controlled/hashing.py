@@ -34,6 +34,9 @@ CONTENT_HASH_ALGO_KEY = "contentHashAlgo"
 
 _MAX_SAFE_INTEGER = 2**53
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_PLAIN = re.compile('[^"\\\\\x00-\x1f\ud800-\udfff]*')
+_SORTED_KEYS: dict[tuple[str, ...], list[str]] = {}
+"""Sorted key orders by key tuple: a ledger's observations share a few key sets (issue 29, scale)."""
 
 
 def js_number(value: int | float) -> str:
@@ -86,6 +89,8 @@ def _utf16(value: str) -> str:
 
 def js_string(value: str) -> str:
     """Quote a string as ``JSON.stringify`` does (well-formed: lone surrogates escaped)."""
+    if _PLAIN.fullmatch(value):  # nothing to escape: the common case, without json.dumps
+        return f'"{value}"'
     text = json.dumps(_utf16(value), ensure_ascii=False)
     return _LONE_SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
@@ -117,6 +122,10 @@ def _write(value: Any, out: list[str], sort_keys: bool, indent: int | None, dept
         out.append("true")
     elif value is False:
         out.append("false")
+    elif type(value) is str:
+        out.append(f'"{value}"' if _PLAIN.fullmatch(value) else js_string(value))
+    elif type(value) is int and -_MAX_SAFE_INTEGER <= value <= _MAX_SAFE_INTEGER:
+        out.append(str(value))
     elif isinstance(value, str):
         out.append(js_string(value))
     elif isinstance(value, int | float):
@@ -131,10 +140,10 @@ def _write(value: Any, out: list[str], sort_keys: bool, indent: int | None, dept
 
 def _write_object(value: Mapping[Any, Any], out: list[str], sort_keys: bool, indent: int | None, depth: int) -> None:
     keys = list(value)
-    if any(not isinstance(key, str) for key in keys):
-        raise TypeError("JSON object keys must be strings")
     if sort_keys:
-        keys.sort(key=_utf16_key)
+        keys = _sorted_keys(keys)
+    elif any(not isinstance(key, str) for key in keys):
+        raise TypeError("JSON object keys must be strings")
     if not keys:
         out.append("{}")
         return
@@ -144,6 +153,24 @@ def _write_object(value: Mapping[Any, Any], out: list[str], sort_keys: bool, ind
         out.append(("," if position else "") + inner + js_string(key) + colon)
         _write(value[key], out, sort_keys, indent, depth + 1)
     out.append(outer + "}")
+
+
+def _sorted_keys(keys: list[Any]) -> list[str]:
+    """``keys`` sorted by UTF-16 code units, remembered per key tuple (at most 1,024 tuples kept).
+
+    Raises:
+        TypeError: a key that is not a string.
+    """
+    shape = tuple(keys)
+    cached = _SORTED_KEYS.get(shape)
+    if cached is not None:
+        return cached
+    if any(not isinstance(key, str) for key in keys):
+        raise TypeError("JSON object keys must be strings")
+    ordered = sorted(keys, key=_utf16_key)
+    if len(_SORTED_KEYS) < 1024:
+        _SORTED_KEYS[shape] = ordered
+    return ordered
 
 
 def _write_array(value: list[Any] | tuple[Any, ...], out: list[str], sort_keys: bool, indent: int | None,
@@ -163,6 +190,16 @@ def _layout(indent: int | None, depth: int, colon: str) -> tuple[str, str, str]:
     if indent is None:
         return "", "", colon
     return "\n" + " " * (indent * (depth + 1)), "\n" + " " * (indent * depth), colon + (" " if colon else "")
+
+
+def canonical_object(members: Mapping[str, str]) -> str:
+    """The canonical text of an object from its members' canonical value texts (``key -> text``):
+    what :func:`canonical_json` gives for the object, so a caller can reuse members it already wrote.
+
+    Raises:
+        TypeError: a key that is not a string.
+    """
+    return "{" + ",".join(js_string(key) + ":" + members[key] for key in _sorted_keys(list(members))) + "}"
 
 
 def canonical_json(value: Any) -> str:
