@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from agentstudy.commands.common import fail
-from agentstudy.commands.power_ranged import ranged_json, ranged_paragraph, ranged_plan
+from agentstudy.commands.power_ranged import parse_difference, ranged_json, ranged_paragraph, ranged_plan
 
 METRIC_KEYS = ("inputTokens", "outputTokens", "toolCalls", "wallTimeMs", "chargedUsd", "correctness")
 
@@ -121,12 +121,7 @@ def power(ledgers: tuple[Path, ...], metric: str | None, effect: str | None, alp
         if effect.strip().lower().endswith("x"):
             ratio = _ratio(effect, metric)
         else:
-            try:
-                effect_value = float(effect)
-            except ValueError:
-                fail(f"--effect must be a finite non-zero number or a ratio such as 0.8x, got {effect!r}")
-            if not math.isfinite(effect_value) or effect_value == 0:
-                fail(f"--effect must be a finite non-zero number or a ratio such as 0.8x, got {effect!r}")
+            effect_value = parse_difference(effect, "a finite non-zero number or a ratio such as 0.8x")
     try:
         study = (load_study(ledger, adjudication, allow_unverified=allow_unverified) if len(ledgers) == 1
                  else load_chain(ledgers, allow_unverified=allow_unverified))

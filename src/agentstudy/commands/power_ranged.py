@@ -39,6 +39,18 @@ class RangedPlan:
     scale: str = "difference"
 
 
+def parse_difference(text: str, accepted: str = "a finite non-zero number") -> float:
+    """``--effect`` as a difference in the metric's unit: a finite, non-zero number; else one line naming what
+    is ``accepted``, exit 2."""
+    try:
+        value = float(text)
+    except ValueError:
+        fail(f"--effect must be {accepted}, got {text!r}")
+    if not math.isfinite(value) or value == 0:
+        fail(f"--effect must be {accepted}, got {text!r}")
+    return value
+
+
 def ranged_plan(analysis: Analysis, metric: str, effect: float | None, repetitions: int | None, alpha: float,
                 power: float, *, ratio: float | None = None) -> RangedPlan:
     """The ranged plan of ``metric`` for a difference ``effect`` (metric unit) or, when ``ratio`` is given, for

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import math
 from decimal import Decimal
 from pathlib import Path
 
 import click
 
 from agentstudy.commands.common import fail
+from agentstudy.commands.power_ranged import parse_difference
 
 
 def plan_sequential_power(ledger: Path, adjudication: Path | None, metric_key: str, effect_text: str, alpha: float,
@@ -27,12 +27,7 @@ def plan_sequential_power(ledger: Path, adjudication: Path | None, metric_key: s
     from agentstudy.report.model import NotSupportedYet, ReportInputError
     from agentstudy.report.sequential_power import plan_from_ledger
 
-    try:
-        effect = float(effect_text)
-    except ValueError:
-        fail(f"--effect must be a finite non-zero number, got {effect_text!r}")
-    if not math.isfinite(effect) or effect == 0:
-        fail(f"--effect must be a finite non-zero number, got {effect_text!r}")
+    effect = parse_difference(effect_text)
     try:
         study = load_study(ledger, adjudication, allow_unverified=allow_unverified)
         analysis = analyse(study)

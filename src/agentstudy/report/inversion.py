@@ -20,7 +20,7 @@ comparison of subset sums (a tolerance of 1e-12 of the data's scale decides ties
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -76,32 +76,31 @@ def sign_flip_null(differences: Sequence[float], *, seed: int, max_exact: int = 
     rng = np.random.default_rng(seed)
     if k >= PACKED_MIN_TASKS:
         return _packed_null(data, rng, draws, tolerance)
-    chunks: list[np.ndarray] = []
-    empty = 0
-    remaining = draws
-    while remaining > 0:
-        size = min(_BATCH, remaining)
-        bits = (rng.random((size, k)) < 0.5).astype(float)
-        counts = bits.sum(axis=1)
-        empty += int(np.sum(counts == 0))
-        keep = counts > 0
-        chunks.append((bits[keep] @ data) / counts[keep])
-        remaining -= size
-    return SignFlipNull(np.sort(np.concatenate(chunks)), 1 + empty, draws + 1, False, draws, tolerance)
+    return _sampled_null(data, draws, tolerance, _BATCH, lambda size: rng.random((size, k)) < 0.5)
 
 
 def _packed_null(data: np.ndarray, rng: np.random.Generator, draws: int, tolerance: float) -> SignFlipNull:
     """The Monte Carlo null for many tasks: each draw's subset from random bytes (8 tasks per byte), in
     batches of about 4 million cells, so time and memory stay linear in ``k``."""
     k = int(data.size)
-    batch = max(64, 4_000_000 // k)
+
+    def subsets(size: int) -> np.ndarray:
+        packed = rng.integers(0, 256, size=(size, (k + 7) // 8), dtype=np.uint8)
+        return np.unpackbits(packed, axis=1, count=k)
+
+    return _sampled_null(data, draws, tolerance, max(64, 4_000_000 // k), subsets)
+
+
+def _sampled_null(data: np.ndarray, draws: int, tolerance: float, batch: int,
+                  subsets: Callable[[int], np.ndarray]) -> SignFlipNull:
+    """The Monte Carlo null from ``draws`` random subsets (``subsets(n)``: an ``n x k`` 0/1 array), ``batch`` at a
+    time: each subset's mean difference, the empty ones counted apart."""
     chunks: list[np.ndarray] = []
     empty = 0
     remaining = draws
     while remaining > 0:
         size = min(batch, remaining)
-        packed = rng.integers(0, 256, size=(size, (k + 7) // 8), dtype=np.uint8)
-        bits = np.unpackbits(packed, axis=1, count=k).astype(float)
+        bits = subsets(size).astype(float)
         counts = bits.sum(axis=1)
         empty += int(np.sum(counts == 0))
         keep = counts > 0
