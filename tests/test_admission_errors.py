@@ -52,6 +52,9 @@ def test_a_full_tmpdir_mid_run_stops_admission_at_the_first_raise(tmp_path: Path
     admitted = len(ledger["observations"]) + len(opened)
     assert 1 <= len(opened) <= 4, "only attempts already admitted when the first one raised stay open"
     assert admitted < len(schedule), "admission stopped"
-    assert len(fake_claude.records) == len(ledger["observations"]), "no child ran for an unrecorded attempt"
+    # every recorded attempt had its child: a completed one wrote the fake's record; a child that the full
+    # TMPDIR broke before it could write one is recorded as not completed (seen under load)
+    completed = [o for o in ledger["observations"] if o["status"] == "completed"]
+    assert len(completed) <= len(fake_claude.records) <= len(ledger["observations"]), "a child ran unrecorded"
     first_open = min(int(reason.split()[1]), admitted)
     assert admitted - first_open < 4, "the slot of the attempt that raised was not refilled"
