@@ -53,7 +53,7 @@ def test_every_call_erroring_is_the_one_treatment_lost_problem_on_claude_and_cod
     assert claude_treatment(transcript, "doc-bridge").all_calls_failed
     problems = check_setup(transcript, SetupExpectations("claude-haiku-4-5", ("Read", SEARCH), "doc-bridge"),
                            ("Read", SEARCH))
-    assert problems == [TREATMENT_LOST]
+    assert problems == [f"{TREATMENT_LOST}: the server answered 'no'"]  # the one text, with the server's words
     events = [{"type": "thread.started", "thread_id": "t"}, {"type": "turn.started"},
               {"type": "item.completed", "item": {"id": "i1", "type": "mcp_tool_call", "server": "doc-bridge",
                                                   "tool": "doc.get", "status": "failed", "result": None}},
