@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from agentstudy.cli import COMMANDS
+from claude_versions import CLAUDE_CODE_VERSIONS, ClaudeCode, installed_claude_code
 
 from fakes import FakeClaude
 
@@ -27,6 +28,16 @@ def claude_bin() -> Path:
     if not binary.exists():
         pytest.fail(f"Claude Code binary missing at {binary}: run scripts/setup.sh")
     return binary
+
+
+@pytest.fixture(params=sorted(CLAUDE_CODE_VERSIONS), ids=lambda version: f"claude-{version}")
+def claude_code(request: pytest.FixtureRequest) -> ClaudeCode:
+    """Each pinned Claude Code in turn (2.1.296, then 2.1.328): a test taking this fixture runs once per
+    version (issue 33 item 8); fail if one is absent or reports another version."""
+    try:
+        return installed_claude_code(str(request.param))
+    except LookupError as error:
+        pytest.fail(str(error))
 
 
 @pytest.fixture
