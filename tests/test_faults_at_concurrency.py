@@ -20,7 +20,8 @@ from agentstudy.rehearsal.example_study import ExampleStudy, build_example_study
 from agentstudy.rehearsal.messages_server import RehearsalServer, RequestRecord
 
 SCHEDULE = "15%:429,18%:529,seed=5"
-"""A 429 (retry-after 1 s) on 15 % of requests, else a 529 on 18 % of the rest: about 30 % refused (30 % of the first 20 and 30 requests with this seed)."""
+"""A 429 (retry-after 1 s) on 15 % of requests, else a 529 on 18 % of the rest: about 30 % refused (with this
+seed 30 % of the first 20 and of the first 30 requests)."""
 CONCURRENCY = 4
 
 
