@@ -198,3 +198,14 @@ def test_demo_with_adjudication_scores_both_attempts_and_reports_them(tmp_path: 
     markdown = (directory / "report.md").read_text(encoding="utf-8")
     assert "Adjudication was by an agent with no human review." in markdown
     assert "bound to this ledger's SHA-256 (verified)" in markdown
+
+
+def test_the_demo_refuses_an_agent_version_without_an_agent_binary(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from agentstudy.cli import main
+
+    result = CliRunner().invoke(main, ["demo", "--transport", "http", "--agent-version", "2.1.328", "--output-dir",
+                                       str(tmp_path / "demo")])
+    assert result.exit_code == 2 and "--agent-version is the cli agent's" in result.output
+    assert not (tmp_path / "demo").exists()
