@@ -1,12 +1,13 @@
 """Codex attempts name their infrastructure failures (issue 33 items 5 and 6): the real pinned ``codex`` against the
 scripted Responses server with fault schedules (429, 529, 500, 503, a reset connection, an overloaded error inside
 an HTTP 200 stream), its ``exec --json`` events mapped to ``failureKind`` and its retries counted with the refusal
-they name; and the demo's ledger records it."""
+they name; the demo's ledger records it; and an attempt whose answer never comes is ``timed-out`` (``timeout``)."""
 
 from __future__ import annotations
 
 import json
 import os
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -16,12 +17,19 @@ from click.testing import CliRunner
 from agentstudy.cli import main
 from agentstudy.protocol.fault_schedule import parse_fault_schedule
 from agentstudy.protocol.ledger_integrity import verify_ledger_bytes
+from agentstudy.protocol.manifest import REPOSITORY_ONLY
 from agentstudy.rehearsal.codex_run import run_codex_rehearsal
+from agentstudy.rehearsal.example_study import build_corpus_repository
+from agentstudy.rehearsal.responses_server import ResponsesRehearsalServer
+from agentstudy.runners.preflight import DEFAULT_MCP_SERVER
 from agentstudy.stream.codex import codex_retries, parse_codex_stream
 from agentstudy.stream.codex_failures import codex_error_status, codex_failure_status, codex_retry_wait_ms
+from agentstudy.transports.cli import CliSettings, run_cli_attempt
+from agentstudy.transports.cli_args import arm_tools
 from agentstudy.transports.cli_evaluation import cli_failure_kind
 
-from codex_attempts import SENTINELS, codex_binary
+from codex_attempts import HOMES, MODEL, SENTINELS, codex_binary
+from codex_attempts import PROMPT as CORPUS_PROMPT
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRATCH = ROOT / ".codex-scratch" / "failure-kinds"  # not under /tmp: see rehearsal.codex_run
@@ -107,3 +115,20 @@ def test_the_codex_demo_records_an_overloaded_failure_and_its_retries(tmp_path: 
     assert verify_ledger_bytes(ledger_bytes).problems == ()
     summary = json.loads(result.stdout.strip().splitlines()[-1])
     assert summary["apiRetries"] == observation["apiRetries"]
+
+
+def test_a_codex_attempt_whose_answer_never_comes_is_timed_out_with_failure_kind_timeout(
+        tmp_path: Path) -> None:
+    """The scripted server holds every first byte for 60 s; the attempt's 5 s limit stops the real Codex child."""
+    root = tmp_path / "harbor-playbook"
+    pin = build_corpus_repository("harbor-playbook", root)
+    HOMES.mkdir(parents=True, exist_ok=True)
+    with ResponsesRehearsalServer(faults=parse_fault_schedule("*:slow=60000")) as server:
+        settings = CliSettings(binary=codex_binary(), model=MODEL, mcp=DEFAULT_MCP_SERVER,
+                               rehearsal_base_url=server.provider_base_url, containment="bwrap", agent="codex",
+                               agent_home_root=HOMES, timeout_s=5.0)
+        result = run_cli_attempt(settings, scenario=REPOSITORY_ONLY, tools=arm_tools(REPOSITORY_ONLY,
+                                 DEFAULT_MCP_SERVER, ()), root=root, pin=pin, prompt=CORPUS_PROMPT,
+                                 reservation_usd=Decimal("0.10"), parent_env={**os.environ, **SENTINELS})
+    assert result.status == "timed-out"
+    assert cli_failure_kind(result.status, result.fields.get("api_error_status")) == "timeout"
