@@ -191,3 +191,7 @@ def test_the_chain_is_adjudicated_and_its_report_shows_correctness_over_every_ce
     assert text.exit_code == 0, text.output
     assert "correctness" in text.stdout and first_id in text.stdout and second_id in text.stdout
     assert "each bound to its run's ledger SHA-256" in text.stdout
+    plan = _invoke(["power", *args[1:], "--json", "--metric", "correctness"])
+    assert plan.exit_code == 0, plan.output
+    planned = json.loads(plan.stdout)
+    assert planned["ledger"] == f"{first_path} + {second_path}" and "correctness" in json.dumps(planned)
