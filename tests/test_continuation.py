@@ -114,7 +114,8 @@ def test_a_chain_out_of_order_or_with_a_cell_completed_twice_is_refused(
     assert result.exit_code == 2 and "does not continue" in result.output
 
 
-def test_a_cell_completed_in_both_runs_is_refused(chain: tuple[Path, Path, bytes], tmp_path: Path) -> None:
+def test_a_cell_completed_in_both_runs_is_refused(study: ExampleStudy, chain: tuple[Path, Path, bytes],
+                                                  tmp_path: Path) -> None:
     first_path, second_path, _ = chain
     first, forged = _read(first_path), _read(second_path)
     done = first["observations"][0]
@@ -125,6 +126,11 @@ def test_a_cell_completed_in_both_runs_is_refused(chain: tuple[Path, Path, bytes
     assert verify_ledger_bytes(altered.read_bytes()).problems == (), "each ledger verifies on its own"
     result = _invoke(["report", str(first_path), str(altered)])
     assert result.exit_code == 2 and "completed in both first.json and second.json" in result.output
+    roots = [f"--root={name}={path}" for name, path in study.roots.items()]
+    result = _invoke(["adjudicate", str(first_path), str(altered), "--manifest", str(study.manifest_path), *roots,
+                      "--rehearsal", "--model", "claude-haiku-5-5", "--budget-usd", "1"])
+    assert result.exit_code == 2 and "completed in both first.json and second.json" in result.output
+    assert not altered.with_suffix(".adjudication.json").exists()
 
 
 def test_a_continuation_with_another_model_is_refused(
