@@ -25,12 +25,13 @@ def contained_server(
     The server runs as it does inside an attempt: in the sandbox (``containment``), seeing its
     command, its filled arguments' paths and the snapshot read-only (``io.server_launcher.server_view``,
     no ``/proc``: the view an agent's launcher gives it), with the allowlisted
-    environment and private HOME and TMPDIR of ``io.mcp_child`` (removed on exit) plus
-    ``spec.env``; its working directory is the snapshot. Yields ``(argv, child, cwd)``.
+    environment and private HOME and TMPDIR of ``io.mcp_child`` (removed on exit; a fresh copy of the
+    checkout's prepared state when ``paths.state`` is set, issue 32) plus ``spec.env``; its working
+    directory is the snapshot. Yields ``(argv, child, cwd)``.
 
     Raises:
         ContainmentError: bubblewrap was asked for and is missing.
     """
-    with mcp_child(spec.env, parent_env) as child:
+    with mcp_child(spec.env, parent_env, paths.state) as child:
         view = server_view(spec, paths, child.home, child.tmpdir, child.env.get("PATH"))
         yield contain(containment, view, spec.argv(paths), proc=False), child, view.cwd

@@ -101,6 +101,23 @@ class ServerCorpora(AbstractContextManager["ServerCorpora"]):
         """
         return self._paths[name]
 
+    def state_directory(self, name: str) -> Path:
+        """A new empty private directory for repository ``name``'s prepared state (issue 32), removed with the
+        run's other corpus views.
+
+        Raises:
+            KeyError: the repository was not prepared; OSError: it cannot be made.
+        """
+        if self._directory is None or name not in self._paths:
+            raise KeyError(name)
+        state = self._directory / f"prepared-{list(self._paths).index(name)}"
+        state.mkdir(mode=0o700)
+        return state
+
+    def set_state(self, name: str, state: Path) -> None:
+        """From now on, every server of repository ``name`` starts with a fresh copy of ``state``."""
+        self._paths[name] = dataclasses.replace(self._paths[name], state=str(state))
+
     @property
     def names(self) -> tuple[str, ...]:
         """The prepared repositories, in preparation order."""

@@ -30,6 +30,7 @@ from agentstudy.io.containment import (
     server_read_only_paths,
 )
 from agentstudy.io.environment import allowlisted_environment
+from agentstudy.io.mcp_child import seed_state
 from agentstudy.protocol.mcp_spec import McpServerSpec, ServerPaths
 
 ENV_PROGRAM = "/usr/bin/env"
@@ -80,7 +81,8 @@ def launcher_command(
     scratch: Path,
 ) -> list[str]:
     """The argv an agent CLI is told to run as the MCP server (program first); makes ``scratch/server-home``
-    and ``scratch/server-tmp`` (mode 0700), which the attempt's sandbox must bind writable.
+    and ``scratch/server-tmp`` (mode 0700), which the attempt's sandbox must bind writable, holding a fresh
+    copy of the checkout's prepared state when ``paths.state`` is set (issue 32).
 
     Raises:
         ContainmentError: ``bwrap`` was asked for and is missing, or the server's view is refused
@@ -89,6 +91,10 @@ def launcher_command(
     home, tmp = scratch / SERVER_HOME, scratch / SERVER_TMP
     for directory in (home, tmp):
         directory.mkdir(mode=0o700, exist_ok=True)
+    try:
+        seed_state(paths.state, home, tmp)
+    except OSError as error:
+        raise ContainmentError(f"the MCP server's prepared state could not be copied: {error}") from None
     env = server_environment(spec, parent_env, home, tmp)
     argv = spec.argv(paths)
     inner = [ENV_PROGRAM, "-i", "--", *(f"{name}={value}" for name, value in sorted(env.items())),
