@@ -21,6 +21,9 @@ from agentstudy.protocol.tool_proposal import (
     Decision,
     ProposalError,
     ToolRole,
+    prepare_candidates,
+    prepare_decision,
+    prepare_step,
     probe_decision,
     propose_probe,
     tool_roles,
@@ -55,7 +58,8 @@ class ToolChoice:
     (listed without ``readOnlyHint`` and not declared: not chosen), ``denied`` (everything else
     listed), the ``probe`` tool (``None``: undecided) and its ``probe_arguments``, every tool's
     proposed ``roles`` and the decisions left open (``undecided``), plus the operator's
-    ``declared`` tools and the open-world tools let through (``open_world``)."""
+    ``declared`` tools, the open-world tools let through (``open_world``) and the preparation steps
+    (``prepare``: ``{"tool", "arguments"}`` objects, issue 32)."""
 
     read_only: tuple[str, ...]
     unannotated: tuple[str, ...]
@@ -66,12 +70,22 @@ class ToolChoice:
     undecided: tuple[Decision, ...] = ()
     declared: tuple[str, ...] = ()
     open_world: tuple[str, ...] = ()
+    prepare: tuple[Mapping[str, Any], ...] = ()
 
     def with_failed_probe(self, answer: str) -> ToolChoice:
-        """This choice with the probe's failure (its answer ``answer``) as an open decision."""
+        """This choice with the probe's failure (its answer ``answer``) as an open decision, and, when no step
+        was declared and the server lists tools that build its own state, the preparation as another."""
         if self.probe is None:
             return self
-        decision = probe_decision(self.read_only, (self.probe, self.probe_arguments, answer))
+        decisions = [probe_decision(self.read_only, (self.probe, self.probe_arguments, answer))]
+        candidates = prepare_candidates(self.roles)
+        if candidates and not self.prepare:
+            decisions.append(prepare_decision(candidates, None))
+        return replace(self, undecided=(*self.undecided, *decisions))
+
+    def with_failed_prepare(self, answer: str) -> ToolChoice:
+        """This choice with a failed preparation step (the server's words ``answer``) as an open decision."""
+        decision = prepare_decision([str(step["tool"]) for step in self.prepare], answer)
         return replace(self, undecided=(*self.undecided, decision))
 
 
@@ -83,16 +97,20 @@ def choose_tools(
     probe: str | None = None,
     probe_arguments: Mapping[str, Any] | None = None,
     word: str = "the",
+    prepare: Sequence[str] = (),
 ) -> ToolChoice:
     """Propose the draft's tools and probe from the live listing (``protocol.tool_proposal``).
 
     Never refuses for want of a usable tool: what cannot be decided is an open decision. The
     operator's ``probe`` (with ``probe_arguments``, else arguments proposed from its schema)
-    replaces the proposal; ``word`` (a word of the corpus) fills a proposed query.
+    replaces the proposal; ``word`` (a word of the corpus) fills a proposed query. ``prepare``
+    names the tools to call once per checkout before any reservation (issue 32), arguments proposed
+    from their schemas.
 
     Raises:
         StarterError: ``declared`` or ``allow_open_world`` contradict the listing
-            (:func:`~agentstudy.protocol.tool_proposal.tool_roles`), or ``probe`` is not an allowed tool.
+            (:func:`~agentstudy.protocol.tool_proposal.tool_roles`), ``probe`` is not an allowed tool, or
+            ``prepare`` names a tool the server does not list.
     """
     try:
         roles = tuple(tool_roles([(t.name, t.description, t.input_schema, t.hints) for t in listed],
@@ -105,6 +123,10 @@ def choose_tools(
                         and hints[r.name].destructive is not True and hints[r.name].open_world is not True)
     denied = tuple(r.name for r in roles if not r.allowed and r.name not in unannotated)
     schemas = {t.name: (t.description, t.input_schema) for t in listed}
+    for name in prepare:
+        if name not in schemas:
+            raise StarterError(f"--prepare names {name}, which the server does not list")
+    steps = tuple(prepare_step(name, schemas, word) for name in prepare)
     undecided: list[Decision] = []
     decision = tools_decision(roles)
     if decision is not None:
@@ -122,7 +144,8 @@ def choose_tools(
         if chosen is None and read_only:
             undecided.append(probe_decision(read_only, None))
     return ToolChoice(read_only, unannotated, denied, chosen[0] if chosen else None, chosen[1] if chosen else {},
-                      roles, tuple(undecided), tuple(d for d in declared if d in read_only), tuple(allow_open_world))
+                      roles, tuple(undecided), tuple(d for d in declared if d in read_only), tuple(allow_open_world),
+                      steps)
 
 
 def server_name_for(command: Sequence[str]) -> str:
@@ -186,6 +209,7 @@ def starter_study(
                 "serverConfigCandidates": [],
                 "sandboxBinds": list(sandbox_binds),
                 **({"allowOpenWorld": list(choice.open_world)} if choice.open_world else {}),
+                **({"prepare": [dict(step) for step in choice.prepare]} if choice.prepare else {}),
                 **({"undecided": [d.record() for d in choice.undecided]} if choice.undecided else {}),
             },
         },
