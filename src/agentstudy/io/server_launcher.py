@@ -19,7 +19,10 @@ The same view (``server_view``) is the one the preflight and the http transport 
 
 from __future__ import annotations
 
+import json
+import sys
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 from agentstudy.io.containment import (
@@ -66,6 +69,31 @@ def server_view(spec: McpServerSpec, paths: ServerPaths, home: Path, tmp: Path, 
     return SandboxView(cwd=snapshot, read_only=read_only, writable=(home, tmp))
 
 
+WARM_UP_MODULE = "agentstudy.io.warm_up"
+"""The stdio relay that replays a study's ``"scope": "server"`` preparation calls in each server (issue 32)."""
+
+
+def served(spec: McpServerSpec, paths: ServerPaths, home: Path, tmp: Path, path_env: str | None
+           ) -> tuple[list[str], SandboxView]:
+    """The server's argv and sandbox view for one corpus: ``spec.argv(paths)`` in ``server_view``, or, when the
+    study has preparation steps of ``"scope": "server"``, that argv behind the ``io.warm_up`` relay (run by this
+    interpreter, ``-I -m``), which replays them before the client's first call; the view then also shows the
+    interpreter and our package, read-only.
+
+    Raises:
+        ContainmentError: as :func:`server_view`.
+    """
+    view = server_view(spec, paths, home, tmp, path_env)
+    steps = [spec.prepare_step_for(step, paths) for step in spec.prepare if step.scope == "server"]
+    if not steps:
+        return spec.argv(paths), view
+    encoded = json.dumps([{"tool": step.tool, "arguments": step.arguments} for step in steps])
+    relay = (sys.executable, "-I", "-m", WARM_UP_MODULE, encoded, "--")
+    extra = server_read_only_paths(replace(spec, command=(*relay, *spec.command)), paths, path_env)
+    view = replace(view, read_only=tuple(dict.fromkeys((*view.read_only, *extra))))
+    return [*relay, *spec.argv(paths)], view
+
+
 def server_environment(spec: McpServerSpec, parent_env: Mapping[str, str], home: Path, tmp: Path) -> dict[str, str]:
     """The server's complete environment: ``io.environment``'s allowlist from ``parent_env`` (ours, never
     the agent's), ``HOME``/``TMPDIR`` = ``home``/``tmp``, ``SHELL``, then ``spec.env``; never an API key."""
@@ -96,12 +124,12 @@ def launcher_command(
     except OSError as error:
         raise ContainmentError(f"the MCP server's prepared state could not be copied: {error}") from None
     env = server_environment(spec, parent_env, home, tmp)
-    argv = spec.argv(paths)
+    argv, view = served(spec, paths, home, tmp, env.get("PATH"))
     inner = [ENV_PROGRAM, "-i", "--", *(f"{name}={value}" for name, value in sorted(env.items())),
              *_program(argv[0]), *argv[1:]]
     if containment == "restricted":
         return inner
-    return contain(containment, server_view(spec, paths, home, tmp, env.get("PATH")), inner, proc=False)
+    return contain(containment, view, inner, proc=False)
 
 
 def server_dirs(scratch: Path) -> tuple[Path, Path]:

@@ -14,7 +14,7 @@ the step's shape, its outcome as the ledger records it, and the report's one lin
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -27,7 +27,9 @@ MAX_STEPS = 20
 
 class PrepareStep(BaseModel):
     """One preparation step: exactly one of ``tool`` (a tool of the server, called with ``arguments``, a JSON
-    object) or ``command`` (a program and its arguments, run in the server's sandbox with its environment).
+    object) or ``command`` (a program and its arguments, run in the server's sandbox with its environment);
+    ``scope`` ``"server"`` (tool steps only) also replays the call in every server the study starts
+    (``io.warm_up``).
 
     Placeholders in strings are checked by the caller (``protocol.mcp_spec.unknown_placeholders``).
     """
@@ -38,11 +40,18 @@ class PrepareStep(BaseModel):
     arguments: dict[str, Any] = Field(default_factory=dict, description="The tool's arguments (JSON object).")
     command: list[str] | None = Field(default=None, min_length=1,
                                       description="A program and its arguments, run in the server's sandbox.")
+    scope: Literal["checkout", "server"] = Field(
+        default="checkout",
+        description="checkout: run once per checkout, its written state copied into every later server; server: "
+                    "also replayed in every server the study starts, before the agent's first call (a tool step of "
+                    "a server that keeps what it built in memory only).")
 
     @model_validator(mode="after")
     def _one_kind(self) -> PrepareStep:
         if (self.tool is None) == (self.command is None):
             raise ValueError("a preparation step names exactly one of \"tool\" or \"command\"")
+        if self.command is not None and self.scope == "server":
+            raise ValueError("only a tool step can have \"scope\": \"server\"")
         if self.command is not None and self.arguments:
             raise ValueError("a command step takes no \"arguments\" (put them in \"command\")")
         if self.command is not None and any(not part or "\0" in part for part in self.command):
