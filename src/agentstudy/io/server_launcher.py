@@ -22,10 +22,10 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Mapping
-from dataclasses import replace
 from pathlib import Path
 
 from agentstudy.io.containment import (
+    WARM_UP_MODULE,
     ContainmentError,
     ContainmentMode,
     SandboxView,
@@ -69,16 +69,12 @@ def server_view(spec: McpServerSpec, paths: ServerPaths, home: Path, tmp: Path, 
     return SandboxView(cwd=snapshot, read_only=read_only, writable=(home, tmp))
 
 
-WARM_UP_MODULE = "agentstudy.io.warm_up"
-"""The stdio relay that replays a study's ``"scope": "server"`` preparation calls in each server (issue 32)."""
-
-
 def served(spec: McpServerSpec, paths: ServerPaths, home: Path, tmp: Path, path_env: str | None
            ) -> tuple[list[str], SandboxView]:
     """The server's argv and sandbox view for one corpus: ``spec.argv(paths)`` in ``server_view``, or, when the
     study has preparation steps of ``"scope": "server"``, that argv behind the ``io.warm_up`` relay (run by this
-    interpreter, ``-I -m``), which replays them before the client's first call; the view then also shows the
-    interpreter and our package, read-only.
+    interpreter, ``-I -m``), which replays them before the client's first call (the view shows the interpreter
+    and our package then: ``io.containment.server_read_only_paths``).
 
     Raises:
         ContainmentError: as :func:`server_view`.
@@ -88,10 +84,7 @@ def served(spec: McpServerSpec, paths: ServerPaths, home: Path, tmp: Path, path_
     if not steps:
         return spec.argv(paths), view
     encoded = json.dumps([{"tool": step.tool, "arguments": step.arguments} for step in steps])
-    relay = (sys.executable, "-I", "-m", WARM_UP_MODULE, encoded, "--")
-    extra = server_read_only_paths(replace(spec, command=(*relay, *spec.command)), paths, path_env)
-    view = replace(view, read_only=tuple(dict.fromkeys((*view.read_only, *extra))))
-    return [*relay, *spec.argv(paths)], view
+    return [sys.executable, "-I", "-m", WARM_UP_MODULE, encoded, "--", *spec.argv(paths)], view
 
 
 def server_environment(spec: McpServerSpec, parent_env: Mapping[str, str], home: Path, tmp: Path) -> dict[str, str]:

@@ -6,13 +6,13 @@ in the next process. A step with ``"scope": "server"`` is therefore also replaye
 server the study starts (the preflight probe, every treatment attempt's server), by a small
 stdio relay that sits between the client (the agent, or our SDK client) and the server:
 
-1. it relays the client's ``initialize`` request and the server's answer;
-2. it relays the client's ``notifications/initialized``;
-3. it sends each step as a ``tools/call`` of its own (ids ``agentstudy-warm-up-N``), waits for
-   each answer and keeps it from the client (an error answer is written to its stderr, which is
-   the server's stderr), relaying whatever else the server says; the client's further messages
-   wait until the steps are done;
-4. then it relays both ways until either side ends, and exits with the server's status.
+1. it relays every message both ways as it comes (``initialize``, ``tools/list``…: the client
+   sees the server connected at once);
+2. once the client's ``notifications/initialized`` has reached the server, it sends each step as
+   a ``tools/call`` of its own (ids ``agentstudy-warm-up-N``), one after the other, and keeps
+   their answers from the client (an error answer is written to its stderr, the server's stderr);
+3. a ``tools/call`` of the client waits until the last step has answered;
+4. it exits with the server's status when the server's output ends.
 
 Run as ``python -I -m agentstudy.io.warm_up STEPS_JSON -- SERVER ARGS…`` inside the server's
 own sandbox; standard library only (it runs before anything else of ours is importable there).
@@ -45,36 +45,64 @@ def _send(stream: IO[bytes], line: bytes) -> None:
     stream.flush()
 
 
-def _until(source: IO[bytes], sink: IO[bytes], done: Any) -> bool:
-    """Relay lines from ``source`` to ``sink`` until one satisfies ``done`` (relayed too unless it is ours);
-    False when ``source`` ended first."""
-    while True:
-        line = source.readline()
-        if not line:
-            return False
-        message = _message(line)
-        ours = str(message.get("id", "")).startswith(WARM_UP_ID)
-        if ours:
-            if "error" in message or (message.get("result") or {}).get("isError"):
-                sys.stderr.write(f"agentstudy warm-up call {message.get('id')} answered an error: "
-                                 f"{json.dumps(message)[:500]}\n")
-                sys.stderr.flush()
-        else:
-            _send(sink, line)
-        if done(message):
-            return True
+class _Relay:
+    """The relay's state: the server, the steps still to send, and whether the warm-up is done."""
 
+    def __init__(self, server: subprocess.Popen[bytes], steps: list[dict[str, Any]]) -> None:
+        self.server = server
+        self.pending = list(enumerate(steps))
+        self.ready = threading.Event()
+        self.lock = threading.Lock()
+        if not steps:
+            self.ready.set()
 
-def _pump(source: IO[bytes], sink: IO[bytes]) -> None:
-    """Copy lines from ``source`` to ``sink`` until ``source`` ends, then close ``sink``."""
-    try:
-        for line in iter(source.readline, b""):
-            _send(sink, line)
-    except (BrokenPipeError, ValueError, OSError):
-        pass
-    finally:
-        with contextlib.suppress(OSError):
-            sink.close()
+    def to_server(self, line: bytes) -> None:
+        """Write one line to the server (the client's pump and the warm-up both write)."""
+        assert self.server.stdin is not None
+        with self.lock:
+            _send(self.server.stdin, line)
+
+    def next_step(self) -> None:
+        """Send the next warm-up call, or mark the warm-up done when none is left."""
+        if not self.pending:
+            self.ready.set()
+            return
+        number, step = self.pending.pop(0)
+        request = {"jsonrpc": "2.0", "id": f"{WARM_UP_ID}{number}", "method": "tools/call",
+                   "params": {"name": step["tool"], "arguments": step.get("arguments") or {}}}
+        self.to_server(json.dumps(request).encode("utf-8"))
+
+    def pump_client(self, client_in: IO[bytes]) -> None:
+        """Client -> server: every line as it comes, except that a ``tools/call`` waits for the warm-up; the
+        client's ``notifications/initialized`` starts it. Closes the server's stdin when the client ends."""
+        try:
+            for line in iter(client_in.readline, b""):
+                method = _message(line).get("method")
+                if method == "tools/call":
+                    self.ready.wait()
+                self.to_server(line)
+                if method == "notifications/initialized" and not self.ready.is_set():
+                    self.next_step()
+        except (BrokenPipeError, ValueError, OSError):
+            pass
+        finally:
+            assert self.server.stdin is not None
+            with contextlib.suppress(OSError), self.lock:
+                self.server.stdin.close()
+
+    def pump_server(self, client_out: IO[bytes]) -> None:
+        """Server -> client: every line, except the answers to the warm-up calls (an error one goes to stderr)."""
+        assert self.server.stdout is not None
+        for line in iter(self.server.stdout.readline, b""):
+            message = _message(line)
+            if str(message.get("id", "")).startswith(WARM_UP_ID):
+                if "error" in message or (message.get("result") or {}).get("isError"):
+                    sys.stderr.write(f"agentstudy warm-up call {message.get('id')} answered an error: "
+                                     f"{json.dumps(message)[:500]}\n")
+                    sys.stderr.flush()
+                self.next_step()
+                continue
+            _send(client_out, line)
 
 
 def main(argv: list[str]) -> int:
@@ -82,29 +110,12 @@ def main(argv: list[str]) -> int:
     if len(argv) < 3 or argv[1] != "--":
         sys.stderr.write("usage: python -m agentstudy.io.warm_up STEPS_JSON -- SERVER ARGS...\n")
         return 2
-    steps = json.loads(argv[0])
     server = subprocess.Popen(argv[2:], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    assert server.stdin is not None and server.stdout is not None
     signal.signal(signal.SIGTERM, lambda *_: server.terminate())
-    client_in, client_out = sys.stdin.buffer, sys.stdout.buffer
+    relay = _Relay(server, json.loads(argv[0]))
+    threading.Thread(target=relay.pump_client, args=(sys.stdin.buffer,), daemon=True).start()
     try:
-        first = client_in.readline()
-        if first:
-            _send(server.stdin, first)
-            asked = _message(first).get("id")
-            if _until(server.stdout, client_out, lambda m: m.get("id") == asked and ("result" in m or "error" in m)):
-                for line in iter(client_in.readline, b""):
-                    _send(server.stdin, line)
-                    if _message(line).get("method") == "notifications/initialized":
-                        break
-                for number, step in enumerate(steps):
-                    request = {"jsonrpc": "2.0", "id": f"{WARM_UP_ID}{number}", "method": "tools/call",
-                               "params": {"name": step["tool"], "arguments": step.get("arguments") or {}}}
-                    _send(server.stdin, json.dumps(request).encode("utf-8"))
-                    if not _until(server.stdout, client_out, lambda m, n=number: m.get("id") == f"{WARM_UP_ID}{n}"):
-                        break
-        threading.Thread(target=_pump, args=(client_in, server.stdin), daemon=True).start()
-        _pump(server.stdout, client_out)
+        relay.pump_server(sys.stdout.buffer)
     except (BrokenPipeError, OSError):
         server.terminate()
     return server.wait()
