@@ -13,6 +13,7 @@ import dataclasses
 import os
 import shutil
 import stat
+import tempfile
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -110,9 +111,7 @@ class ServerCorpora(AbstractContextManager["ServerCorpora"]):
         """
         if self._directory is None or name not in self._paths:
             raise KeyError(name)
-        state = self._directory / f"prepared-{list(self._paths).index(name)}"
-        state.mkdir(mode=0o700)
-        return state
+        return Path(tempfile.mkdtemp(prefix=f"prepared-{list(self._paths).index(name)}-", dir=self._directory))
 
     def set_state(self, name: str, state: Path) -> None:
         """From now on, every server of repository ``name`` starts with a fresh copy of ``state``."""

@@ -224,11 +224,13 @@ def prepare_candidates(roles: Sequence[ToolRole]) -> list[str]:
 
 
 def prepare_step(name: str, tools: Mapping[str, tuple[str, Mapping[str, Any]]], word: str) -> dict[str, Any]:
-    """A draft's preparation step calling tool ``name`` (issue 32): ``{"tool": name, "arguments": {...}}`` with
-    its required arguments filled as a probe's are (path-like → ``{root}``, query-like → ``word``), or none
-    when they cannot be filled (the operator edits them)."""
+    """A draft's preparation step calling tool ``name`` (issue 32): ``{"tool": name, "arguments": {...}, "scope":
+    "server"}`` with its required arguments filled as a probe's are (path-like → ``{root}``, query-like →
+    ``word``), or none when they cannot be filled (the operator edits them). ``"server"``: the call is also
+    replayed in every server the study starts, which works whether the server keeps what it built on disk or
+    in memory only (``"checkout"`` is the cheaper choice for a server that reloads its state from disk)."""
     description, schema = tools[name]
-    return {"tool": name, "arguments": _fill(schema, description, word) or {}}
+    return {"tool": name, "arguments": _fill(schema, description, word) or {}, "scope": "server"}
 
 
 def prepare_decision(candidates: Sequence[str], failed: str | None) -> Decision:
@@ -244,5 +246,5 @@ def prepare_decision(candidates: Sequence[str], failed: str | None) -> Decision:
         question,
         f"--prepare {tool} (runs once per checkout before any reservation, in the server's sandbox; what it "
         "writes stays in the server's private state)",
-        f"set \"prepare\": [{{\"tool\": \"{tool}\", \"arguments\": {{}}}}] in arms.treatment and remove this entry "
-        "from arms.treatment.undecided")
+        f"set \"prepare\": [{{\"tool\": \"{tool}\", \"arguments\": {{}}, \"scope\": \"server\"}}] in arms.treatment "
+        "and remove this entry from arms.treatment.undecided")

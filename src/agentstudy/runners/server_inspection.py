@@ -98,12 +98,11 @@ def inspect_server(
                     result = session.call_tool(choice.probe, arguments)
             if choice.prepare:
                 steps = tuple(PrepareStep.model_validate(dict(step)) for step in choice.prepare)
-                prepared = _prepared_paths(replace(spec, prepare=steps), repository, corpora, containment,
-                                           parent_env)
+                probing = replace(spec, prepare=steps, probe_arguments=choice.probe_arguments)
+                prepared = _prepared_paths(probing, repository, corpora, containment, parent_env)
                 if isinstance(prepared, str):
                     return ServerInspection(listed, choice.with_failed_prepare(prepared), False, "")
-                probing = replace(spec, probe_arguments=choice.probe_arguments)
-                with contained_server(spec, prepared, containment, parent_env) as (argv, child, cwd), \
+                with contained_server(probing, prepared, containment, parent_env) as (argv, child, cwd), \
                         McpSession(argv[0], argv[1:], child, cwd) as session:
                     result = session.call_tool(choice.probe, probing.probe_arguments_for(prepared))
     except (McpProbeError, ContainmentError, ServerCorpusError, OSError) as error:
