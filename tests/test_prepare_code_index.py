@@ -106,6 +106,9 @@ def test_the_read_tool_answers_only_after_the_preparation_step(tmp_path: Path, r
     bare = _init(tmp_path / "bare", repo, "--tool", "get_symbol_body", *SYMBOL_PROBE)
     assert bare.returncode == 0, bare.stderr
     assert "deep index not built" in bare.stdout and "def reserve_budget" not in bare.stdout  # the server's refusal
+    [decision] = _study(tmp_path / "bare")["arms"]["treatment"]["undecided"]  # its answer says: not ready
+    assert decision["field"] == "arms.treatment.prepare"
+    assert decision["settleWith"].startswith("--prepare refresh_index") and "build_deep_index" in decision["decision"]
 
     prepared = (settled / "study.json").read_text(encoding="utf-8")
     assert '"prepare": [' in prepared

@@ -21,6 +21,7 @@ from agentstudy.protocol.tool_proposal import (
     Decision,
     ProposalError,
     ToolRole,
+    needs_preparation,
     prepare_candidates,
     prepare_decision,
     prepare_step,
@@ -73,15 +74,22 @@ class ToolChoice:
     prepare: tuple[Mapping[str, Any], ...] = ()
 
     def with_failed_probe(self, answer: str) -> ToolChoice:
-        """This choice with the probe's failure (its answer ``answer``) as an open decision, and, when no step
-        was declared and the server lists tools that build its own state, the preparation as another."""
+        """This choice with the probe's failure (its answer ``answer``) as an open decision (and the preparation
+        as another when the answer says the server is not ready: :meth:`with_probe_answer`)."""
         if self.probe is None:
             return self
-        decisions = [probe_decision(self.read_only, (self.probe, self.probe_arguments, answer))]
+        decision = probe_decision(self.read_only, (self.probe, self.probe_arguments, answer))
+        return replace(self, undecided=(*self.undecided, decision)).with_probe_answer(answer)
+
+    def with_probe_answer(self, answer: str) -> ToolChoice:
+        """This choice with ``arms.treatment.prepare`` as an open decision when no step was declared and the
+        probe's ``answer`` (an error or not) says the server is not ready while it lists tools that build its
+        own state (``protocol.tool_proposal.needs_preparation``; issue 32)."""
         candidates = prepare_candidates(self.roles)
-        if candidates and not self.prepare:
-            decisions.append(prepare_decision(candidates, None))
-        return replace(self, undecided=(*self.undecided, *decisions))
+        if self.prepare or not needs_preparation(answer, candidates):
+            return self
+        named = [name for name in candidates if name in answer] + [name for name in candidates if name not in answer]
+        return replace(self, undecided=(*self.undecided, prepare_decision(named, None)))
 
     def with_failed_prepare(self, answer: str) -> ToolChoice:
         """This choice with a failed preparation step (the server's words ``answer``) as an open decision."""

@@ -26,8 +26,8 @@ from typing import Any
 from agentstudy.protocol.read_only import ToolHints
 from agentstudy.protocol.tool_roles import BROAD_GLOB
 
-__all__ = ["ROLES", "Decision", "ProposalError", "ToolRole", "prepare_candidates", "prepare_decision",
-           "prepare_step", "probe_decision", "propose_probe", "tool_roles", "tools_decision"]
+__all__ = ["ROLES", "Decision", "ProposalError", "ToolRole", "needs_preparation", "prepare_candidates",
+           "prepare_decision", "prepare_step", "probe_decision", "propose_probe", "tool_roles", "tools_decision"]
 
 ROLES = ("search", "read", "list", "prepare", "denied")
 """The roles a draft proposes, in the order the probe prefers them (search first)."""
@@ -233,14 +233,25 @@ def prepare_step(name: str, tools: Mapping[str, tuple[str, Mapping[str, Any]]], 
     return {"tool": name, "arguments": _fill(schema, description, word) or {}, "scope": "server"}
 
 
+_NOT_READY = re.compile(r"not (?:yet )?(?:built|ready|indexed|initiali[sz]ed|loaded)|no index|index (?:is )?missing|"
+                        r"needs?[_ ]\w*index", re.IGNORECASE)
+
+
+def needs_preparation(answer: str, candidates: Sequence[str]) -> bool:
+    """Whether a probe's ``answer`` says the server is not ready: it names one of the ``candidates`` (tools that
+    build the server's own state) or says its index is not built / not ready (issue 32). Only asked when the
+    server lists such tools."""
+    return bool(candidates) and (any(name in answer for name in candidates) or bool(_NOT_READY.search(answer)))
+
+
 def prepare_decision(candidates: Sequence[str], failed: str | None) -> Decision:
     """The open decision about ``arms.treatment.prepare`` (issue 32): the server lists tools that build its own
     state (``candidates``) and the probe answered an error, or a declared step ``failed`` (its answer)."""
     tool = candidates[0] if candidates else "NAME"
     question = (f"the preparation step answered an error: {failed[:160]!r}; which step builds the server's state?"
                 if failed is not None else
-                f"the probe failed and the server lists tools that build its own state ({', '.join(candidates)}); "
-                "must one run before its read tools answer?")
+                f"the probe's answer says the server is not ready and it lists tools that build its own state "
+                f"({', '.join(candidates)}); must one run before its read tools answer?")
     return Decision(
         "arms.treatment.prepare",
         question,

@@ -108,8 +108,7 @@ def inspect_server(
     except (McpProbeError, ContainmentError, ServerCorpusError, OSError) as error:
         raise InspectionError(f"{repository}: {error}") from None
     text = result.text[:PROBE_TEXT_CHARS]
-    if result.is_error:
-        choice = choice.with_failed_probe(text)
+    choice = choice.with_failed_probe(text) if result.is_error else choice.with_probe_answer(result.text)
     return ServerInspection(listed, choice, not result.is_error, text)
 
 
