@@ -7,7 +7,8 @@
 # 2.1.328, in .tools/claude-code-next: tests/test_claude_code_next.py runs the pilot with it),
 # and the third-party MCP server @modelcontextprotocol/server-filesystem pinned to 2026.8.31 in
 # .tools/mcp-server-filesystem (the README's "Study your own MCP server" walkthrough and its
-# end-to-end test study it).
+# end-to-end test study it), and the third-party Python MCP server code-index-mcp pinned to 2.17.1 in
+# its own virtualenv .tools/code-index-mcp (unannotated, needs a preparation step: tests/test_prepare_code_index.py).
 # Idempotent: re-running it only checks what is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
