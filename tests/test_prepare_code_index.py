@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,7 @@ REPO = Path(__file__).resolve().parents[1]
 TOOL_DIR = REPO / ".tools" / "code-index-mcp"
 SERVER = TOOL_DIR / "bin" / "code-index-mcp"
 COMMAND = f"{SERVER} --project-path {{root}}"
+PLAIN_SERVER = Path(__file__).parent / "data" / "plain_server.py"
 READ_TOOLS = ("search_code_advanced", "find_files", "get_file_summary", "get_symbol_body")
 SYMBOL_PROBE = ["--probe", "get_symbol_body", "--probe-arguments",
                 '{"file_path": "src/ledger.py", "symbol_name": "reserve_budget"}']
@@ -167,6 +169,19 @@ def test_a_command_step_writes_the_servers_home_and_a_failing_one_quotes_it(tmp_
                         corpora.state_directory("ledger"))
 
 
+def test_a_step_the_server_does_not_list_or_that_reaches_the_network_is_refused(repo: Path) -> None:
+    unlisted = McpServerSpec(name="code-index", command=(str(SERVER), "--project-path", "{root}"),
+                             prepare=(PrepareStep(tool="build_the_index"),))
+    plain = McpServerSpec(name="plain", command=(sys.executable, str(PLAIN_SERVER), "{root}"),
+                          prepare=(PrepareStep(tool="clone_remote", arguments={"url": "https://example.invalid/r"}),))
+    for spec, says in [(unlisted, "build_the_index {} is not a tool the server lists"),
+                       (plain, 'clone_remote {"url": "https://example.invalid/r"} is annotated openWorldHint: true')]:
+        pattern = "preparation step " + says.replace("{", r"\{").replace("}", r"\}")
+        with ServerCorpora(spec, {"ledger": (repo, head(repo))}) as corpora, pytest.raises(PrepareError, match=pattern):
+            run_prepare(spec, "ledger", corpora.paths("ledger"), "restricted", os.environ,
+                        corpora.state_directory("ledger"))
+
+
 def test_a_failing_step_refuses_the_run_with_the_servers_words_before_any_spend(
     tmp_path: Path, repo: Path, settled: Path, claude_bin: Path
 ) -> None:
@@ -211,7 +226,8 @@ def test_a_pilot_rehearsal_on_claude_code_calls_the_prepared_server(
     assert state["steps"] == [{"step": "build_deep_index", "ok": True}]
     reported = run_agentstudy("report", str(ledger))
     assert reported.returncode == 0, reported.stderr
-    assert prepare_line(document["mcpServer"]["prepared"]) in reported.stdout
+    line = prepare_line(document["mcpServer"]["prepared"])
+    assert line is not None and line in reported.stdout
     _untouched(repo)
 
 

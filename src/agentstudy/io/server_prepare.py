@@ -44,31 +44,42 @@ class PrepareError(RuntimeError):
 
 
 async def _call_tools(params: StdioServerParameters, errlog_path: str, steps: Sequence[PrepareStep],
-                      secrets: Sequence[str]) -> tuple[int, str] | None:
-    """Call each tool step in one session; ``(index, server's words)`` of the first ``isError`` answer, else None."""
+                      secrets: Sequence[str], open_world: Sequence[str]) -> tuple[int, str] | None:
+    """Call each tool step in one session; ``(index, why)`` of the first step the server does not list, that is
+    annotated ``openWorldHint: true`` and not let through (``open_world``), or whose answer is an error
+    (``answered an error: `` and the server's words), else None."""
     with anyio.fail_after(PREPARE_TIMEOUT_S):
         with open(errlog_path, "w", encoding="utf-8") as errlog:
             async with Client(stdio_client(params, errlog=errlog), mode="legacy", cache=None) as client:
+                listed = {tool.name: tool for tool in (await client.list_tools()).tools}
                 for index, step in enumerate(steps):
                     assert step.tool is not None
+                    tool = listed.get(step.tool)
+                    if tool is None:
+                        return index, "is not a tool the server lists"
+                    if tool.annotations is not None and tool.annotations.open_world_hint is True \
+                            and step.tool not in open_world:
+                        return index, ("is annotated openWorldHint: true: it may reach outside the pinned corpus "
+                                       "over the shared network (arms.treatment.allowOpenWorld lets it through)")
                     result = await client.call_tool(step.tool, dict(step.arguments))
                     if result.is_error:
                         texts = [getattr(block, "text", "") for block in result.content]
-                        return index, server_text(" ".join(t for t in texts if t), secrets)
+                        said = server_text(" ".join(t for t in texts if t), secrets)
+                        return index, f"answered an error: {said or '(no text)'}"
     return None
 
 
-def _tool_steps(steps: Sequence[PrepareStep], argv: list[str], child: McpChild, cwd: Path) -> None:
+def _tool_steps(steps: Sequence[PrepareStep], argv: list[str], child: McpChild, cwd: Path,
+                open_world: Sequence[str]) -> None:
     params = StdioServerParameters(command=argv[0], args=argv[1:], env=child.env, cwd=cwd)
     try:
-        failed = anyio.run(_call_tools, params, str(child.stderr_path), steps, child.secrets)
+        failed = anyio.run(_call_tools, params, str(child.stderr_path), steps, child.secrets, open_world)
     except Exception as raised:  # the SDK raises many kinds; the operator needs one line
         raise PrepareError(f"preparation step {step_label(steps[0]) if len(steps) == 1 else 'call'} failed: "
                            f"{failure_text(raised, child)}") from None
     if failed is not None:
-        index, said = failed
-        raise PrepareError(f"preparation step {step_label(steps[index])} {_arguments(steps[index])} "
-                           f"answered an error: {said or '(no text)'}")
+        index, why = failed
+        raise PrepareError(f"preparation step {step_label(steps[index])} {_arguments(steps[index])} {why}")
 
 
 def _arguments(step: PrepareStep) -> str:
@@ -150,7 +161,7 @@ def run_prepare(
                 run.append(run[-1] + 1)
             view = server_view(spec, paths, child.home, child.tmpdir, child.env.get("PATH"))
             _tool_steps([steps[i] for i in run], contain(containment, view, spec.argv(paths), proc=False), child,
-                        view.cwd)
+                        view.cwd, spec.open_world_tools)
             index = run[-1] + 1
         try:
             for part, source in (("home", child.home), ("tmp", child.tmpdir)):
