@@ -7,7 +7,8 @@
 # 2.1.328, in .tools/claude-code-next: tests/test_claude_code_next.py runs the pilot with it),
 # and the third-party MCP server @modelcontextprotocol/server-filesystem pinned to 2026.8.31 in
 # .tools/mcp-server-filesystem (the README's "Study your own MCP server" walkthrough and its
-# end-to-end test study it).
+# end-to-end test study it), and the third-party Python MCP server code-index-mcp pinned to 2.17.1 in
+# its own virtualenv .tools/code-index-mcp (unannotated, needs a preparation step: tests/test_prepare_code_index.py).
 # Idempotent: re-running it only checks what is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -76,6 +77,18 @@ if [ ! -f "$filesystem_pkg" ] \
   (cd "$filesystem_dir" && npm install --no-audit --no-fund --loglevel=error \
       "@modelcontextprotocol/server-filesystem@${SERVER_FILESYSTEM_VERSION}")
 fi
+# --- code-index-mcp (issue 32): a third-party Python MCP server whose tools are unannotated (no readOnlyHint)
+# and whose deep-index read tools answer "run build_deep_index" until a preparation step ran; pinned,
+# in its own virtualenv .tools/code-index-mcp (idempotent: skipped when the pinned version is installed).
+CODE_INDEX_MCP_VERSION="2.17.1"
+code_index_dir=.tools/code-index-mcp
+if [ ! -x "$code_index_dir/bin/code-index-mcp" ] \
+    || [ "$("$code_index_dir/bin/python" -c 'import importlib.metadata as m; print(m.version("code-index-mcp"))' 2>/dev/null)" \
+         != "$CODE_INDEX_MCP_VERSION" ]; then
+  "$PYTHON" -m venv "$code_index_dir"
+  "$code_index_dir/bin/python" -m pip install --quiet --disable-pip-version-check \
+      "code-index-mcp==${CODE_INDEX_MCP_VERSION}"
+fi
 # --- OpenAI Codex CLI (issue 21): pinned by the committed lockfile scripts/codex/package-lock.json,
 # installed with `npm ci` into .tools/codex (idempotent: skipped when the pinned version answers).
 CODEX_VERSION="0.171.0"
@@ -91,4 +104,5 @@ if [ "$("$codex" --version 2>/dev/null)" != "codex-cli ${CODEX_VERSION}" ]; then
 fi
 # --- end Codex block
 echo "setup: $(.venv/bin/python --version), claude $("$claude" --version), $(bwrap --version 2>/dev/null || echo 'no bubblewrap')," \
-  "$(chromium --version 2>/dev/null | head -n 1 || echo 'no chromium'), server-filesystem $(node -p "require('./$filesystem_pkg').version"), $("$codex" --version)"
+  "$(chromium --version 2>/dev/null | head -n 1 || echo 'no chromium'), server-filesystem $(node -p "require('./$filesystem_pkg').version"), $("$codex" --version)," \
+  "code-index-mcp $CODE_INDEX_MCP_VERSION"

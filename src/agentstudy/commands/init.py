@@ -178,6 +178,10 @@ def _probe_arguments(raw: str | None, probe: str | None) -> dict[str, object] | 
 @click.option("--probe-arguments", metavar="JSON",
               help='The probe\'s arguments, a JSON object; strings may use {root} (the snapshot the server reads) '
                    'and {cwd} (its working directory), e.g. \'{"path": "{root}"}\'.')
+@click.option("--prepare", "prepare", multiple=True, metavar="NAME",
+              help="A tool that builds the server's own state (an index) before its read tools answer: called once "
+                   "per checkout before any reservation, in the server's sandbox; what it writes stays in the "
+                   "server's private state, never in the repository (repeatable, in order).")
 @click.option("--allow-open-world", "open_world", multiple=True, metavar="NAME",
               help="Let through a tool annotated openWorldHint: true (denied by default: it may reach outside the "
                    "pinned corpus); recorded as isolation not achieved (repeatable).")
@@ -185,7 +189,7 @@ def _probe_arguments(raw: str | None, probe: str | None) -> dict[str, object] | 
 @stops_on_signals
 def init(directory: Path, repos: tuple[str, ...], mcp_command: str, server_name: str | None, repetitions: int,
          sandbox_binds: tuple[str, ...], declared: tuple[str, ...], probe: str | None, probe_arguments: str | None,
-         open_world: tuple[str, ...], containment: str) -> None:
+         open_world: tuple[str, ...], prepare: tuple[str, ...], containment: str) -> None:
     """Write DIRECTORY/study.json, a draft agentstudy-study-v1 file for your MCP server.
 
     Pins every --repo at its HEAD, starts the server once (contained, over a read-only snapshot
@@ -236,7 +240,8 @@ def init(directory: Path, repos: tuple[str, ...], mcp_command: str, server_name:
         inspection = inspect_server(replace(spec, sandbox_binds=sandbox_binds), first, roots[first],
                                     pinned[first][0], containment_mode(containment), os.environ,
                                     declared=declared, allow_open_world=open_world, probe=probe,
-                                    probe_arguments=probe_values, word=pinned[first][2] or "the")
+                                    probe_arguments=probe_values, word=pinned[first][2] or "the",
+                                    prepare=prepare)
     except InspectionError as error:
         fail(str(error))
     study = starter_study(pinned, name, command, inspection.choice, repetitions=repetitions,
@@ -272,6 +277,13 @@ def _print_result(study_path: Path, tools_path: Path, inspection: ServerInspecti
         allowed = "allowed" if row["choice"] == "read-only (chosen)" else "not allowed"
         click.echo(f"  {row['name']:<28} {row['role']:<8} {allowed:<12} {row['reason']}")
     choice = inspection.choice
+    candidates = [role.name for role in choice.roles if role.role == "prepare"]
+    if choice.prepare:
+        click.echo(f"prepare: {', '.join(str(step['tool']) for step in choice.prepare)} runs once per checkout "
+                   "before any reservation (arms.treatment.prepare)")
+    elif candidates:
+        click.echo(f"prepare: {', '.join(candidates)} may build the server's own state; if its read tools answer "
+                   "only after one ran, rerun init with --prepare NAME")
     if choice.probe is not None:
         verdict = "answered" if inspection.probe_ok else "failed with"
         click.echo(f"probe: {choice.probe} {json.dumps(dict(choice.probe_arguments))} {verdict} "

@@ -25,6 +25,7 @@ from agentstudy.protocol.mcp_spec import (
     check_tool_choice,
     parse_mcp_config,
 )
+from agentstudy.protocol.prepare_steps import PrepareStep
 from agentstudy.protocol.study_arms import TreatmentArm
 from agentstudy.runners.preflight import DEFAULT_MCP_SERVER
 
@@ -108,6 +109,7 @@ class McpChoice:
         probe_arguments: the probe's arguments (parsed JSON).
         sandbox_binds: extra absolute read-only paths inside the server's sandbox.
         open_world: ``openWorldHint: true`` tools let through (a study file's ``allowOpenWorld``).
+        prepare: the preparation steps (a study file's ``prepare``; issue 32).
     """
 
     config: Path | dict[str, Any] | None
@@ -117,6 +119,7 @@ class McpChoice:
     probe_arguments: Any
     sandbox_binds: tuple[str, ...] = ()
     open_world: tuple[str, ...] = ()
+    prepare: tuple[PrepareStep, ...] = ()
 
 
 def build_mcp_spec(choice: McpChoice) -> McpServerSpec:
@@ -141,6 +144,7 @@ def build_mcp_spec(choice: McpChoice) -> McpServerSpec:
                 probe_arguments=choice.probe_arguments,
                 config_candidates=choice.candidates,
                 sandbox_binds=(*DEFAULT_MCP_SERVER.sandbox_binds, *choice.sandbox_binds),
+                prepare=choice.prepare,
             )
         if isinstance(choice.config, Path):
             spec = load_mcp_config(choice.config, choice.tools, choice.probe_tool, choice.probe_arguments,
@@ -150,7 +154,8 @@ def build_mcp_spec(choice: McpChoice) -> McpServerSpec:
                                     choice.candidates)
     except McpConfigError as error:
         fail(str(error))
-    return replace(spec.with_sandbox_binds(choice.sandbox_binds), open_world_tools=choice.open_world)
+    return replace(spec.with_sandbox_binds(choice.sandbox_binds), open_world_tools=choice.open_world,
+                   prepare=choice.prepare)
 
 
 def _given(ctx: click.Context, name: str) -> bool:
@@ -197,4 +202,5 @@ def study_mcp_spec(
         probe_arguments=arguments,
         sandbox_binds=sandbox_binds if _given(ctx, "sandbox_binds") else tuple(arm.sandbox_binds or ()),
         open_world=tuple(arm.allow_open_world),
+        prepare=tuple(arm.prepare),
     ))

@@ -266,12 +266,17 @@ def absolute_existing(arguments: Iterable[str]) -> tuple[Path, ...]:
     return tuple(dict.fromkeys(paths))
 
 
+WARM_UP_MODULE = "agentstudy.io.warm_up"
+"""The stdio relay that replays a study's ``"scope": "server"`` preparation calls in each server (issue 32)."""
+
+
 def server_read_only_paths(spec: McpServerSpec, paths: ServerPaths, path_env: str | None) -> tuple[Path, ...]:
     """What the MCP server under study needs read-only in a sandbox (issue 15, deliverable 2).
 
     Its command and the interpreter's prefix (``command_paths``), every existing absolute path
     among its filled arguments (the snapshot, the private clone, the config file, the live
-    checkout when ``{checkout}`` was written), and ``spec.sandbox_binds`` that exist.
+    checkout when ``{checkout}`` was written), and ``spec.sandbox_binds`` that exist; with preparation steps of
+    ``"scope": "server"``, also this interpreter and our package, which run the ``io.warm_up`` relay.
 
     Raises:
         ContainmentError: an argument path or sandbox bind is ``too_broad``, or shows the live
@@ -284,6 +289,9 @@ def server_read_only_paths(spec: McpServerSpec, paths: ServerPaths, path_env: st
         _refuse_broad_bind(path, paths, spec.reads_live_checkout)
     guarded = () if spec.reads_live_checkout or paths.live is None else (Path(paths.live).resolve(),)
     command = [*command_paths(argv[0], path_env, guarded=guarded), *_own_module_paths(argv)]
+    if any(step.scope == "server" for step in spec.prepare):  # the io.warm_up relay runs first (issue 32)
+        relay = [sys.executable, "-I", "-m", WARM_UP_MODULE]
+        command += [*command_paths(sys.executable, path_env, guarded=guarded), *_own_module_paths(relay)]
     for path in command:
         _refuse_live_command(path, paths, spec.reads_live_checkout)
     found = [*command, *arguments, *binds]

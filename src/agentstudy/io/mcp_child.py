@@ -62,13 +62,30 @@ class McpChild:
     secrets: tuple[str, ...] = ()
 
 
+def seed_state(state: str | None, home: Path, tmpdir: Path) -> None:
+    """Copy a checkout's prepared state (``state/home`` and ``state/tmp``, issue 32) into a server's fresh
+    private ``home`` and ``tmpdir``; nothing when ``state`` is ``None``. Symbolic links are copied as links.
+
+    Raises:
+        OSError: the state cannot be copied.
+    """
+    if state is None:
+        return
+    for part, target in (("home", home), ("tmp", tmpdir)):
+        source = Path(state) / part
+        if source.is_dir():
+            shutil.copytree(source, target, symlinks=True, dirs_exist_ok=True)
+
+
 @contextmanager
-def mcp_child(extra: Mapping[str, str] | None = None, parent: Mapping[str, str] | None = None) -> Iterator[McpChild]:
+def mcp_child(extra: Mapping[str, str] | None = None, parent: Mapping[str, str] | None = None,
+              state: str | None = None) -> Iterator[McpChild]:
     """A scratch directory with ``home/``, ``tmp/`` and ``stderr.log``, and the child's environment.
 
     Args:
         extra: the server's configured ``env`` (set last; the API keys are dropped whatever it says).
         parent: where allowlisted names are copied from (default ``os.environ``).
+        state: a checkout's prepared state, copied into ``home/`` and ``tmp/`` (:func:`seed_state`).
 
     Yields:
         The :class:`McpChild`; the whole scratch directory (``agentstudy-mcp-…``, owner-marked by
@@ -82,6 +99,7 @@ def mcp_child(extra: Mapping[str, str] | None = None, parent: Mapping[str, str] 
         home, tmpdir = scratch / "home", scratch / "tmp"
         home.mkdir()
         tmpdir.mkdir()
+        seed_state(state, home, tmpdir)
         source = os.environ if parent is None else parent
         env = allowlisted_environment(
             source,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from agentstudy.io.containment import ContainmentMode, contain
 from agentstudy.io.mcp_child import McpChild, mcp_child
-from agentstudy.io.server_launcher import server_view
+from agentstudy.io.server_launcher import served
 from agentstudy.protocol.mcp_spec import McpServerSpec, ServerPaths
 
 
@@ -25,12 +25,14 @@ def contained_server(
     The server runs as it does inside an attempt: in the sandbox (``containment``), seeing its
     command, its filled arguments' paths and the snapshot read-only (``io.server_launcher.server_view``,
     no ``/proc``: the view an agent's launcher gives it), with the allowlisted
-    environment and private HOME and TMPDIR of ``io.mcp_child`` (removed on exit) plus
-    ``spec.env``; its working directory is the snapshot. Yields ``(argv, child, cwd)``.
+    environment and private HOME and TMPDIR of ``io.mcp_child`` (removed on exit; a fresh copy of the
+    checkout's prepared state when ``paths.state`` is set, issue 32) plus ``spec.env``, behind the
+    ``io.warm_up`` relay when the study has ``"scope": "server"`` steps (``io.server_launcher.served``);
+    its working directory is the snapshot. Yields ``(argv, child, cwd)``.
 
     Raises:
         ContainmentError: bubblewrap was asked for and is missing.
     """
-    with mcp_child(spec.env, parent_env) as child:
-        view = server_view(spec, paths, child.home, child.tmpdir, child.env.get("PATH"))
-        yield contain(containment, view, spec.argv(paths), proc=False), child, view.cwd
+    with mcp_child(spec.env, parent_env, paths.state) as child:
+        argv, view = served(spec, paths, child.home, child.tmpdir, child.env.get("PATH"))
+        yield contain(containment, view, argv, proc=False), child, view.cwd

@@ -13,6 +13,7 @@ import dataclasses
 import os
 import shutil
 import stat
+import tempfile
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -100,6 +101,21 @@ class ServerCorpora(AbstractContextManager["ServerCorpora"]):
             KeyError: the repository was not prepared (no MCP attempt uses it).
         """
         return self._paths[name]
+
+    def state_directory(self, name: str) -> Path:
+        """A new empty private directory for repository ``name``'s prepared state (issue 32), removed with the
+        run's other corpus views.
+
+        Raises:
+            KeyError: the repository was not prepared; OSError: it cannot be made.
+        """
+        if self._directory is None or name not in self._paths:
+            raise KeyError(name)
+        return Path(tempfile.mkdtemp(prefix=f"prepared-{list(self._paths).index(name)}-", dir=self._directory))
+
+    def set_state(self, name: str, state: Path) -> None:
+        """From now on, every server of repository ``name`` starts with a fresh copy of ``state``."""
+        self._paths[name] = dataclasses.replace(self._paths[name], state=str(state))
 
     @property
     def names(self) -> tuple[str, ...]:

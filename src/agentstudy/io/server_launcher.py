@@ -19,10 +19,13 @@ The same view (``server_view``) is the one the preflight and the http transport 
 
 from __future__ import annotations
 
+import json
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 
 from agentstudy.io.containment import (
+    WARM_UP_MODULE,
     ContainmentError,
     ContainmentMode,
     SandboxView,
@@ -30,6 +33,7 @@ from agentstudy.io.containment import (
     server_read_only_paths,
 )
 from agentstudy.io.environment import allowlisted_environment
+from agentstudy.io.mcp_child import seed_state
 from agentstudy.protocol.mcp_spec import McpServerSpec, ServerPaths
 
 ENV_PROGRAM = "/usr/bin/env"
@@ -65,6 +69,24 @@ def server_view(spec: McpServerSpec, paths: ServerPaths, home: Path, tmp: Path, 
     return SandboxView(cwd=snapshot, read_only=read_only, writable=(home, tmp))
 
 
+def served(spec: McpServerSpec, paths: ServerPaths, home: Path, tmp: Path, path_env: str | None
+           ) -> tuple[list[str], SandboxView]:
+    """The server's argv and sandbox view for one corpus: ``spec.argv(paths)`` in ``server_view``, or, when the
+    study has preparation steps of ``"scope": "server"``, that argv behind the ``io.warm_up`` relay (run by this
+    interpreter, ``-I -m``), which replays them before the client's first call (the view shows the interpreter
+    and our package then: ``io.containment.server_read_only_paths``).
+
+    Raises:
+        ContainmentError: as :func:`server_view`.
+    """
+    view = server_view(spec, paths, home, tmp, path_env)
+    steps = [spec.prepare_step_for(step, paths) for step in spec.prepare if step.scope == "server"]
+    if not steps:
+        return spec.argv(paths), view
+    encoded = json.dumps([{"tool": step.tool, "arguments": step.arguments} for step in steps])
+    return [sys.executable, "-I", "-m", WARM_UP_MODULE, encoded, "--", *spec.argv(paths)], view
+
+
 def server_environment(spec: McpServerSpec, parent_env: Mapping[str, str], home: Path, tmp: Path) -> dict[str, str]:
     """The server's complete environment: ``io.environment``'s allowlist from ``parent_env`` (ours, never
     the agent's), ``HOME``/``TMPDIR`` = ``home``/``tmp``, ``SHELL``, then ``spec.env``; never an API key."""
@@ -80,7 +102,8 @@ def launcher_command(
     scratch: Path,
 ) -> list[str]:
     """The argv an agent CLI is told to run as the MCP server (program first); makes ``scratch/server-home``
-    and ``scratch/server-tmp`` (mode 0700), which the attempt's sandbox must bind writable.
+    and ``scratch/server-tmp`` (mode 0700), which the attempt's sandbox must bind writable, holding a fresh
+    copy of the checkout's prepared state when ``paths.state`` is set (issue 32).
 
     Raises:
         ContainmentError: ``bwrap`` was asked for and is missing, or the server's view is refused
@@ -89,13 +112,17 @@ def launcher_command(
     home, tmp = scratch / SERVER_HOME, scratch / SERVER_TMP
     for directory in (home, tmp):
         directory.mkdir(mode=0o700, exist_ok=True)
+    try:
+        seed_state(paths.state, home, tmp)
+    except OSError as error:
+        raise ContainmentError(f"the MCP server's prepared state could not be copied: {error}") from None
     env = server_environment(spec, parent_env, home, tmp)
-    argv = spec.argv(paths)
+    argv, view = served(spec, paths, home, tmp, env.get("PATH"))
     inner = [ENV_PROGRAM, "-i", "--", *(f"{name}={value}" for name, value in sorted(env.items())),
              *_program(argv[0]), *argv[1:]]
     if containment == "restricted":
         return inner
-    return contain(containment, server_view(spec, paths, home, tmp, env.get("PATH")), inner, proc=False)
+    return contain(containment, view, inner, proc=False)
 
 
 def server_dirs(scratch: Path) -> tuple[Path, Path]:

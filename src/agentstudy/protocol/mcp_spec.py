@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from agentstudy.protocol.prepare_steps import PrepareStep
 from agentstudy.protocol.read_only import ReadOnlyError, require_probe_allowed
 from agentstudy.protocol.tool_names import listing_problem
 
@@ -91,6 +92,8 @@ class ServerPaths:
         checkout: ``{checkout}``, the live checkout, only when the operator wrote that placeholder.
         live: where the live checkout is, never a placeholder value: the sandbox refuses to bind
             it (or an ancestor, or anything inside it) unless ``{checkout}`` was written.
+        state: the checkout's prepared state (``home/`` and ``tmp/``, issue 32), copied afresh into every
+            server's private HOME and TMPDIR; ``None`` when the study declares no preparation step.
     """
 
     root: str
@@ -99,6 +102,7 @@ class ServerPaths:
     git: str | None = None
     checkout: str | None = None
     live: str | None = None
+    state: str | None = None
 
     def fill(self, text: str) -> str:
         """``text`` with every placeholder that has a value replaced."""
@@ -138,6 +142,8 @@ class McpServerSpec:
             (``--sandbox-bind``; the bundled server's own package).
         open_world_tools: tools annotated ``openWorldHint: true`` the operator let through
             (a study file's ``allowOpenWorld``; issue 32); every other open-world tool is refused.
+        prepare: the preparation steps run once per checkout before any reservation (a study file's
+            ``prepare``; issue 32, ``protocol.prepare_steps``).
     """
 
     name: str
@@ -149,9 +155,11 @@ class McpServerSpec:
     config_candidates: tuple[str, ...] = DOC_BRIDGE_CONFIG_CANDIDATES
     sandbox_binds: tuple[str, ...] = ()
     open_world_tools: tuple[str, ...] = ()
+    prepare: tuple[PrepareStep, ...] = ()
 
     def _names(self, placeholder: str) -> bool:
-        texts = [*self.command, json.dumps(dict(self.probe_arguments))]
+        texts = [*self.command, json.dumps(dict(self.probe_arguments)),
+                 *(text for step in self.prepare for text in step.strings())]
         return any(placeholder in part for part in texts)
 
     @property
@@ -183,6 +191,12 @@ class McpServerSpec:
         """The probe's arguments for one corpus, placeholders filled in every string."""
         filled: dict[str, Any] = _fill_json(dict(self.probe_arguments), paths)
         return filled
+
+    def prepare_step_for(self, step: PrepareStep, paths: ServerPaths) -> PrepareStep:
+        """``step`` with the placeholders of one corpus filled in its arguments and command."""
+        return step.model_copy(update={
+            "arguments": _fill_json(dict(step.arguments), paths),
+            "command": None if step.command is None else [paths.fill(part) for part in step.command]})
 
     def config_problem(self) -> str | None:
         """Why ``{config}`` cannot be resolved whatever the corpus holds, or ``None`` (issue 18).

@@ -82,7 +82,9 @@ class McpServerRecord(BaseModel):
     ``readOnlyEvidence`` maps each tool the agent may call to why it counts as read-only:
     ``"annotated read-only by the server"`` (``readOnlyHint: true`` in the live ``tools/list``) or
     ``"declared read-only by the operator"`` (no ``readOnlyHint``; only ``--mcp-tools`` says so).
-    Ledgers written before it was recorded load with ``{}``.
+    Ledgers written before it was recorded load with ``{}``. ``prepared`` (issue 32) lists, per checkout,
+    the preparation steps that ran before any reservation, their outcome and the prepared state's hash
+    (``protocol.prepare_steps.PrepareOutcome``); absent when the study declares no step.
     """
 
     model_config = ConfigDict(extra="forbid", validate_by_name=True, validate_by_alias=True)
@@ -92,6 +94,7 @@ class McpServerRecord(BaseModel):
     listed_tools: list[str] = Field(alias="listedTools")
     denied_tools: list[str] = Field(alias="deniedTools")
     read_only_evidence: dict[str, str] = Field(default_factory=dict, alias="readOnlyEvidence")
+    prepared: list[dict[str, Any]] | None = None
 
 
 class ArmRecord(BaseModel):

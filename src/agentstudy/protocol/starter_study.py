@@ -21,6 +21,10 @@ from agentstudy.protocol.tool_proposal import (
     Decision,
     ProposalError,
     ToolRole,
+    needs_preparation,
+    prepare_candidates,
+    prepare_decision,
+    prepare_step,
     probe_decision,
     propose_probe,
     tool_roles,
@@ -55,7 +59,8 @@ class ToolChoice:
     (listed without ``readOnlyHint`` and not declared: not chosen), ``denied`` (everything else
     listed), the ``probe`` tool (``None``: undecided) and its ``probe_arguments``, every tool's
     proposed ``roles`` and the decisions left open (``undecided``), plus the operator's
-    ``declared`` tools and the open-world tools let through (``open_world``)."""
+    ``declared`` tools, the open-world tools let through (``open_world``) and the preparation steps
+    (``prepare``: ``{"tool", "arguments"}`` objects, issue 32)."""
 
     read_only: tuple[str, ...]
     unannotated: tuple[str, ...]
@@ -66,12 +71,29 @@ class ToolChoice:
     undecided: tuple[Decision, ...] = ()
     declared: tuple[str, ...] = ()
     open_world: tuple[str, ...] = ()
+    prepare: tuple[Mapping[str, Any], ...] = ()
 
     def with_failed_probe(self, answer: str) -> ToolChoice:
-        """This choice with the probe's failure (its answer ``answer``) as an open decision."""
+        """This choice with the probe's failure (its answer ``answer``) as an open decision (and the preparation
+        as another when the answer says the server is not ready: :meth:`with_probe_answer`)."""
         if self.probe is None:
             return self
         decision = probe_decision(self.read_only, (self.probe, self.probe_arguments, answer))
+        return replace(self, undecided=(*self.undecided, decision)).with_probe_answer(answer)
+
+    def with_probe_answer(self, answer: str) -> ToolChoice:
+        """This choice with ``arms.treatment.prepare`` as an open decision when no step was declared and the
+        probe's ``answer`` (an error or not) says the server is not ready while it lists tools that build its
+        own state (``protocol.tool_proposal.needs_preparation``; issue 32)."""
+        candidates = prepare_candidates(self.roles)
+        if self.prepare or not needs_preparation(answer, candidates):
+            return self
+        named = [name for name in candidates if name in answer] + [name for name in candidates if name not in answer]
+        return replace(self, undecided=(*self.undecided, prepare_decision(named, None)))
+
+    def with_failed_prepare(self, answer: str) -> ToolChoice:
+        """This choice with a failed preparation step (the server's words ``answer``) as an open decision."""
+        decision = prepare_decision([str(step["tool"]) for step in self.prepare], answer)
         return replace(self, undecided=(*self.undecided, decision))
 
 
@@ -83,16 +105,20 @@ def choose_tools(
     probe: str | None = None,
     probe_arguments: Mapping[str, Any] | None = None,
     word: str = "the",
+    prepare: Sequence[str] = (),
 ) -> ToolChoice:
     """Propose the draft's tools and probe from the live listing (``protocol.tool_proposal``).
 
     Never refuses for want of a usable tool: what cannot be decided is an open decision. The
     operator's ``probe`` (with ``probe_arguments``, else arguments proposed from its schema)
-    replaces the proposal; ``word`` (a word of the corpus) fills a proposed query.
+    replaces the proposal; ``word`` (a word of the corpus) fills a proposed query. ``prepare``
+    names the tools to call once per checkout before any reservation (issue 32), arguments proposed
+    from their schemas.
 
     Raises:
         StarterError: ``declared`` or ``allow_open_world`` contradict the listing
-            (:func:`~agentstudy.protocol.tool_proposal.tool_roles`), or ``probe`` is not an allowed tool.
+            (:func:`~agentstudy.protocol.tool_proposal.tool_roles`), ``probe`` is not an allowed tool, or
+            ``prepare`` names a tool the server does not list.
     """
     try:
         roles = tuple(tool_roles([(t.name, t.description, t.input_schema, t.hints) for t in listed],
@@ -105,6 +131,10 @@ def choose_tools(
                         and hints[r.name].destructive is not True and hints[r.name].open_world is not True)
     denied = tuple(r.name for r in roles if not r.allowed and r.name not in unannotated)
     schemas = {t.name: (t.description, t.input_schema) for t in listed}
+    for name in prepare:
+        if name not in schemas:
+            raise StarterError(f"--prepare names {name}, which the server does not list")
+    steps = tuple(prepare_step(name, schemas, word) for name in prepare)
     undecided: list[Decision] = []
     decision = tools_decision(roles)
     if decision is not None:
@@ -122,7 +152,8 @@ def choose_tools(
         if chosen is None and read_only:
             undecided.append(probe_decision(read_only, None))
     return ToolChoice(read_only, unannotated, denied, chosen[0] if chosen else None, chosen[1] if chosen else {},
-                      roles, tuple(undecided), tuple(d for d in declared if d in read_only), tuple(allow_open_world))
+                      roles, tuple(undecided), tuple(d for d in declared if d in read_only), tuple(allow_open_world),
+                      steps)
 
 
 def server_name_for(command: Sequence[str]) -> str:
@@ -186,6 +217,7 @@ def starter_study(
                 "serverConfigCandidates": [],
                 "sandboxBinds": list(sandbox_binds),
                 **({"allowOpenWorld": list(choice.open_world)} if choice.open_world else {}),
+                **({"prepare": [dict(step) for step in choice.prepare]} if choice.prepare else {}),
                 **({"undecided": [d.record() for d in choice.undecided]} if choice.undecided else {}),
             },
         },

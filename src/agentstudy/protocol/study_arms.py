@@ -17,7 +17,15 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from agentstudy.protocol.mcp_spec import ChoiceNames, McpConfigError, check_tool_choice, parse_mcp_config
+from agentstudy.protocol.mcp_spec import (
+    PLACEHOLDERS,
+    ChoiceNames,
+    McpConfigError,
+    check_tool_choice,
+    parse_mcp_config,
+    unknown_placeholders,
+)
+from agentstudy.protocol.prepare_steps import MAX_STEPS, PrepareStep
 from agentstudy.protocol.task import plain_text
 from agentstudy.protocol.tool_names import listing_problem
 
@@ -81,6 +89,9 @@ class TreatmentArm(Arm):
             doc-bridge's own list.
         sandboxBinds: absolute paths the server needs read-only inside its sandbox.
         allowOpenWorld: tools annotated ``openWorldHint: true`` the operator lets through (issue 32).
+        prepare: preparation steps (``protocol.prepare_steps``: a tool call or a command) run once per
+            checkout in the server's sandbox before any reservation; what they write is the server's
+            private prepared state, copied afresh into every treatment attempt's server (issue 32).
         undecided: the decisions ``agentstudy init`` left open; a study with any is refused,
             naming this field (issue 32).
     """
@@ -91,6 +102,7 @@ class TreatmentArm(Arm):
     server_config_candidates: list[str] | None = Field(default=None, alias="serverConfigCandidates")
     sandbox_binds: list[str] | None = Field(default=None, alias="sandboxBinds")
     allow_open_world: list[str] = Field(default_factory=list, alias="allowOpenWorld")
+    prepare: list[PrepareStep] = Field(default_factory=list, max_length=MAX_STEPS)
     undecided: list[dict[str, Any]] = Field(default_factory=list, max_length=0)
 
     @model_validator(mode="before")
@@ -137,6 +149,10 @@ class TreatmentArm(Arm):
             if strays:
                 raise McpConfigError(f"arms.treatment.allowOpenWorld names {', '.join(strays)}, not among "
                                      "arms.treatment.tools")
+            unknown = unknown_placeholders([text for step in self.prepare for text in step.strings()])
+            if unknown:
+                raise McpConfigError(f"arms.treatment.prepare names unknown placeholders {unknown} "
+                                     f"(known: {' '.join(PLACEHOLDERS)})")
             if self.mcp_config is not None:
                 self.server_name()
         except McpConfigError as error:

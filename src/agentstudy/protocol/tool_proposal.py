@@ -26,8 +26,8 @@ from typing import Any
 from agentstudy.protocol.read_only import ToolHints
 from agentstudy.protocol.tool_roles import BROAD_GLOB
 
-__all__ = ["ROLES", "Decision", "ProposalError", "ToolRole", "probe_decision", "propose_probe", "tool_roles",
-           "tools_decision"]
+__all__ = ["ROLES", "Decision", "ProposalError", "ToolRole", "needs_preparation", "prepare_candidates",
+           "prepare_decision", "prepare_step", "probe_decision", "propose_probe", "tool_roles", "tools_decision"]
 
 ROLES = ("search", "read", "list", "prepare", "denied")
 """The roles a draft proposes, in the order the probe prefers them (search first)."""
@@ -216,3 +216,46 @@ def probe_decision(allowed: Sequence[str], failed: tuple[str, Mapping[str, Any],
         f"--probe {tool} --probe-arguments '{example}' (arguments may use {{root}} and {{cwd}})",
         f"set \"probe\": {{\"tool\": \"{tool}\", \"arguments\": {example}}} in arms.treatment and remove this "
         "entry from arms.treatment.undecided")
+
+
+def prepare_candidates(roles: Sequence[ToolRole]) -> list[str]:
+    """The listed tools whose proposed role is ``prepare`` (they build the server's own state), in listed order."""
+    return [role.name for role in roles if role.role == "prepare"]
+
+
+def prepare_step(name: str, tools: Mapping[str, tuple[str, Mapping[str, Any]]], word: str) -> dict[str, Any]:
+    """A draft's preparation step calling tool ``name`` (issue 32): ``{"tool": name, "arguments": {...}, "scope":
+    "server"}`` with its required arguments filled as a probe's are (path-like → ``{root}``, query-like →
+    ``word``), or none when they cannot be filled (the operator edits them). ``"server"``: the call is also
+    replayed in every server the study starts, which works whether the server keeps what it built on disk or
+    in memory only (``"checkout"`` is the cheaper choice for a server that reloads its state from disk)."""
+    description, schema = tools[name]
+    return {"tool": name, "arguments": _fill(schema, description, word) or {}, "scope": "server"}
+
+
+_NOT_READY = re.compile(r"not (?:yet )?(?:built|ready|indexed|initiali[sz]ed|loaded)|no index|index (?:is )?missing|"
+                        r"needs?[_ ]\w*index", re.IGNORECASE)
+
+
+def needs_preparation(answer: str, candidates: Sequence[str]) -> bool:
+    """Whether a probe's ``answer`` says the server is not ready: it names one of the ``candidates`` (tools that
+    build the server's own state) or says its index is not built / not ready (issue 32). Only asked when the
+    server lists such tools."""
+    return bool(candidates) and (any(name in answer for name in candidates) or bool(_NOT_READY.search(answer)))
+
+
+def prepare_decision(candidates: Sequence[str], failed: str | None) -> Decision:
+    """The open decision about ``arms.treatment.prepare`` (issue 32): the server lists tools that build its own
+    state (``candidates``) and the probe answered an error, or a declared step ``failed`` (its answer)."""
+    tool = candidates[0] if candidates else "NAME"
+    question = (f"the preparation step answered an error: {failed[:160]!r}; which step builds the server's state?"
+                if failed is not None else
+                f"the probe's answer says the server is not ready and it lists tools that build its own state "
+                f"({', '.join(candidates)}); must one run before its read tools answer?")
+    return Decision(
+        "arms.treatment.prepare",
+        question,
+        f"--prepare {tool} (runs once per checkout before any reservation, in the server's sandbox; what it "
+        "writes stays in the server's private state)",
+        f"set \"prepare\": [{{\"tool\": \"{tool}\", \"arguments\": {{}}, \"scope\": \"server\"}}] in arms.treatment "
+        "and remove this entry from arms.treatment.undecided")

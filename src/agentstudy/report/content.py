@@ -52,8 +52,8 @@ def provenance_section(analysis: Analysis) -> Section:
     rows.append(("MCP server", study.server_name or fmt.MISSING))
     if study.arm_labels:
         rows.append(("arms", "; ".join(study.scenario_name(s) for s in study.arm_labels)))
-    for key in ("cliVersion", "upperPrices", "repositories", "protocolHash", "manifestSha256", "runnerHash",
-                "engineRevision", "engineBundleHash", "startedAt", "finishedAt", "runs"):
+    for key in ("cliVersion", "upperPrices", "repositories", "mcpPreparation", "protocolHash", "manifestSha256",
+                "runnerHash", "engineRevision", "engineBundleHash", "startedAt", "finishedAt", "runs"):
         if key in head:
             rows.append((key, head[key]))
     adjudication = study.adjudication

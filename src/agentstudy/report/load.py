@@ -25,6 +25,7 @@ from agentstudy.pricing.cost import MAX_TOKENS, CacheWrites, CostProblem, ModelT
 from agentstudy.pricing.sums import sum_usd, usd_from_json
 from agentstudy.protocol.analysis import analysis_from_json
 from agentstudy.protocol.ledger_integrity import parse_and_verify
+from agentstudy.protocol.prepare_steps import prepare_line
 from agentstudy.protocol.study_agents import observation_agent
 from agentstudy.protocol.treatment import read_treatment
 from agentstudy.report.containment import read_containment
@@ -202,6 +203,10 @@ def _header(data: dict[str, Any]) -> dict[str, str]:
     repositories = data.get("repositories")
     if isinstance(repositories, dict) and repositories:
         header["repositories"] = ", ".join(f"{name}@{str(pin)[:12]}" for name, pin in repositories.items())
+    server = data.get("mcpServer")
+    prepared = prepare_line(server.get("prepared")) if isinstance(server, dict) else None
+    if prepared is not None:
+        header["mcpPreparation"] = prepared  # issue 32: the server's preparation steps, one line
     return header
 
 

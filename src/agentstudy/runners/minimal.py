@@ -41,6 +41,7 @@ from agentstudy.pricing.usd_json import optional_usd_number, usd_number
 from agentstudy.protocol.continuation import Predecessor
 from agentstudy.protocol.ledger_integrity import is_loopback_http, seal_ledger
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP, LoadedManifest
+from agentstudy.protocol.prepare_steps import prepare_outcomes
 from agentstudy.protocol.prompt import study_prompt
 from agentstudy.protocol.records import CliObservation, MinimalLedger
 from agentstudy.protocol.run_records import AdjudicationDeclaration, CliRunSettings, McpServerRecord
@@ -215,6 +216,7 @@ def _ledger(
             listed_tools=list(mcp.listed_tools),
             denied_tools=list(mcp.extra_denied),
             read_only_evidence=dict(mcp.read_only_evidence),
+            prepared=prepare_outcomes(mcp.prepared),
         ),
         arms=study_arms(request.loaded, request.settings.mcp.name),
         full_attempts=request.loaded.full_attempts if request.loaded.arms is not None else None,

@@ -60,6 +60,7 @@ from agentstudy.protocol.continuation import Predecessor
 from agentstudy.protocol.ledger_integrity import is_loopback_http, seal_ledger
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP, LoadedManifest
 from agentstudy.protocol.mcp_spec import McpServerSpec
+from agentstudy.protocol.prepare_steps import prepare_outcomes
 from agentstudy.protocol.prompt import study_prompt
 from agentstudy.protocol.records import BackoffPause, HttpObservation, MinimalLedger
 from agentstudy.protocol.redaction import redact
@@ -231,6 +232,7 @@ def _ledger(request: HttpRunRequest, base_url: str, mcp: McpPreflight, planned: 
             listed_tools=list(mcp.listed_tools),
             denied_tools=[t for t in mcp.listed_tools if t not in request.mcp.read_only_tools],
             read_only_evidence=dict(mcp.read_only_evidence),
+            prepared=prepare_outcomes(mcp.prepared),
         ),
         arms=study_arms(request.loaded, request.mcp.name),
         full_attempts=request.loaded.full_attempts if request.loaded.arms is not None else None,

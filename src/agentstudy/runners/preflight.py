@@ -4,7 +4,8 @@ Corpus checks (also run by ``--dry-run`` with roots): each root is the top level
 checkout (not a directory inside one, so no ledger can land in its work tree) whose HEAD is
 the manifest's pin and every task's ``sources`` exist at the pin. CLI checks: the
 binary's version equals the expected one; the MCP server of every checkout used by a
-``doc-bridge-mcp`` attempt starts, lists the same tools, none of the operator's read-only
+``doc-bridge-mcp`` attempt runs the study's preparation steps (issue 32, ``io.server_prepare``), starts
+with their prepared state, lists the same tools, none of the operator's read-only
 tools is annotated otherwise (``protocol.read_only``; checked before the probe is called), and
 it answers its freshness probe; the extra deny list is derived from the listing. Any failure
 raises ``PreflightError`` and nothing has been charged or written. A stop signal
@@ -32,9 +33,11 @@ from agentstudy.io.git import GitError, head, is_clean, path_exists_at, toplevel
 from agentstudy.io.mcp_client import McpListing, McpProbe, McpProbeError, probe_mcp_server
 from agentstudy.io.mcp_sandbox import contained_server
 from agentstudy.io.server_corpus import ServerCorpora, ServerCorpusError
+from agentstudy.io.server_prepare import PrepareError, run_prepare
 from agentstudy.io.signals import StopRequested, raise_if_stopped, stop_signal
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP, StudyDefinition
 from agentstudy.protocol.mcp_spec import McpServerSpec
+from agentstudy.protocol.prepare_steps import PrepareOutcome
 from agentstudy.protocol.read_only import ReadOnlyError, read_only_evidence, require_probe_allowed
 from agentstudy.protocol.schedule import ScheduleEntry
 from agentstudy.protocol.tool_names import listing_problem
@@ -162,6 +165,7 @@ class McpPreflight:
         annotations: every listed tool's annotations as the server sent them (camelCase keys,
             ``io.mcp_client.McpProbe.annotations``); shown by ``--dry-run --probe``.
         servers_started: how many servers were started (one per corpus of the MCP arm).
+        prepared: per repository, its preparation's outcome (issue 32); empty when the study declares no step.
     """
 
     listed_tools: tuple[str, ...]
@@ -169,6 +173,7 @@ class McpPreflight:
     read_only_evidence: Mapping[str, str]
     annotations: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     servers_started: int = 0
+    prepared: Mapping[str, PrepareOutcome] = field(default_factory=dict)
 
 
 def _vet(spec: McpServerSpec, name: str, listing: McpListing) -> None:
@@ -186,15 +191,38 @@ def _vet(spec: McpServerSpec, name: str, listing: McpListing) -> None:
         raise PreflightError(f"{name}: {error}") from None
 
 
-def _probe_corpus(
+def _prepare_corpus(
     spec: McpServerSpec, corpora: ServerCorpora, containment: ContainmentMode, parent_env: Mapping[str, str], name: str
-) -> McpProbe:
-    """Start the contained server on corpus ``name``, vet its listing, call its probe (never after a stop signal).
+) -> PrepareOutcome | None:
+    """Run the study's preparation steps for corpus ``name`` and hand their state to its later servers (issue 32).
 
     Raises:
-        PreflightError: the server fails to start, a tool is missing or mis-annotated, or the probe fails.
+        PreflightError: a step failed (the server's bounded, redacted words) or the state could not be kept.
+    """
+    if not spec.prepare:
+        return None
+    try:
+        state = corpora.state_directory(name)
+        outcome = run_prepare(spec, name, corpora.paths(name), containment, parent_env, state)
+    except (PrepareError, ContainmentError, OSError) as error:
+        raise PreflightError(f"{name}: {error}") from None
+    corpora.set_state(name, state)
+    return outcome
+
+
+def _probe_corpus(
+    spec: McpServerSpec, corpora: ServerCorpora, containment: ContainmentMode, parent_env: Mapping[str, str], name: str
+) -> tuple[McpProbe, PrepareOutcome | None]:
+    """Run corpus ``name``'s preparation steps, then start the contained server on it (with the prepared state),
+    vet its listing and call its probe (never after a stop signal).
+
+    Raises:
+        PreflightError: a preparation step fails, the server fails to start, a tool is missing or mis-annotated,
+            or the probe fails.
         StopRequested: a stop signal arrived before the server was started.
     """
+    raise_if_stopped(NOTHING_WRITTEN)
+    prepared = _prepare_corpus(spec, corpora, containment, parent_env, name)
     raise_if_stopped(NOTHING_WRITTEN)
     paths = corpora.paths(name)
     try:
@@ -208,7 +236,7 @@ def _probe_corpus(
     if not probe.probe_ok:
         said = f": {probe.probe_error}" if probe.probe_error else ""
         raise PreflightError(f"{name}: MCP freshness probe {spec.probe_tool} failed at the pin{said}")
-    return probe
+    return probe, prepared
 
 
 def check_mcp_servers(
@@ -226,7 +254,8 @@ def check_mcp_servers(
     the same as in a serial preflight.
 
     Raises:
-        PreflightError: the probe tool is not a read-only tool, a server fails to start, a
+        PreflightError: the probe tool is not a read-only tool, a preparation step fails (issue 32: the
+            server's own words, bounded and redacted), a server fails to start, a
             read-only tool is missing or annotated ``readOnlyHint: false`` / ``destructiveHint:
             true`` (named; the probe is then never called), its probe fails (the server's own
             error text quoted, bounded and scrubbed: ``io.mcp_child.server_text``), or two
@@ -244,8 +273,11 @@ def check_mcp_servers(
     listed: tuple[str, ...] | None = None
     evidence: dict[str, str] = {}
     annotations: Mapping[str, Mapping[str, Any]] = {}
-    for future in futures:
-        probe = future.result()  # re-raises the first failure in name order
+    prepared: dict[str, PrepareOutcome] = {}
+    for name, future in zip(names, futures, strict=True):
+        probe, outcome = future.result()  # re-raises the first failure in name order
+        if outcome is not None:
+            prepared[name] = outcome
         seen = read_only_evidence(spec.read_only_tools, probe.hints, spec.open_world_tools)  # vetted: cannot raise
         tools = tuple(sorted(probe.tools))
         if listed is not None and tools != listed:
@@ -255,7 +287,7 @@ def check_mcp_servers(
         listed, evidence, annotations = tools, seen, probe.annotations
     if listed is None:
         return McpPreflight((), (), {})
-    return McpPreflight(listed, spec.denied_names(listed), evidence, annotations, len(names))
+    return McpPreflight(listed, spec.denied_names(listed), evidence, annotations, len(names), prepared)
 
 
 def mcp_corpora(

@@ -17,6 +17,7 @@ from typing import Any
 from agentstudy.io.containment import ContainmentMode
 from agentstudy.protocol.manifest import StudyDefinition
 from agentstudy.protocol.mcp_spec import McpServerSpec, mcp_tool_name
+from agentstudy.protocol.prepare_steps import prepare_outcomes
 from agentstudy.protocol.schedule import ScheduleEntry
 from agentstudy.runners.preflight import prepare_study
 
@@ -34,8 +35,9 @@ def probe_servers(
     Returns:
         ``{"name", "serversStarted", "checkouts": [repository…], "containment",
         "probe": {"tool", "ok": true}, "tools": [{"name", "cliName", "allowed",
-        "readOnlyEvidence" (str or None), "annotations": {camelCase: value}}…]}``, tools in
-        the server's sorted order.
+        "readOnlyEvidence" (str or None), "annotations": {camelCase: value}}…], "prepared": [...]}``, tools
+        in the server's sorted order; ``prepared`` (issue 32) only when the study declares preparation steps
+        (``protocol.prepare_steps.prepare_outcomes``, the ledger's ``mcpServer.prepared``).
 
     Raises:
         PreflightError: as ``prepare_study`` (a missing ``--root``, a failed corpus check, a
@@ -63,4 +65,5 @@ def probe_servers(
         "containment": prepared.containment,
         "probe": {"tool": spec.probe_tool, "ok": True},
         "tools": tools,
+        **({"prepared": prepare_outcomes(mcp.prepared)} if mcp.prepared else {}),
     }
