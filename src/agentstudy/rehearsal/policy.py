@@ -52,6 +52,7 @@ from agentstudy.rehearsal.server_moves import (
     is_id_key,
     needs_absolute,
     next_untried,
+    search_arguments,
     server_base,
     server_path,
 )
@@ -66,13 +67,7 @@ MAX_SEARCH_TERMS = 3
 def _server_arguments(other: SearchTool, term: str, kit: ToolKit, steps: list[ToolStep], cwd: str | None,
                       *, broad: bool = False) -> dict[str, Any]:
     """The search's arguments, its directory arguments absolute when the server needs them (issue 32)."""
-    arguments: dict[str, Any] = other.arguments(term, broad=broad)
-    names = server_tool_names(kit.tools)
-    base = server_base(steps, names, cwd)
-    for key in other.fixed:
-        arguments[key] = server_path(str(arguments[key]), needs_absolute(kit.tools[other.name], key, steps, names),
-                                     base)
-    return arguments
+    return search_arguments(other, term, kit.tools, steps, cwd, broad=broad)
 
 
 def _broad_search(term: str, kit: ToolKit, steps: list[ToolStep], cwd: str | None = None

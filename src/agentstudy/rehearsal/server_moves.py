@@ -27,11 +27,11 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from agentstudy.protocol.tool_roles import schema_properties
+from agentstudy.protocol.tool_roles import SearchTool, schema_properties, server_tool_names
 from agentstudy.rehearsal.conversation import ToolStep
 
 __all__ = ["content_words", "fill_arguments", "id_keys", "ids_in", "is_id_key", "needs_absolute", "next_untried",
-           "server_base", "server_path"]
+           "search_arguments", "server_base", "server_path"]
 
 _WORD_RE = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 _ABSOLUTE_REFUSAL = re.compile(r"must be (?:an )?absolute|outside (?:the )?allowed director|not an absolute",
@@ -210,3 +210,15 @@ def next_untried(tools: Mapping[str, Mapping[str, Any]], server: Sequence[str], 
         if arguments is not None:
             return name, arguments
     return None
+
+
+def search_arguments(search: SearchTool, term: str, tools: Mapping[str, Mapping[str, Any]], steps: Sequence[ToolStep],
+                     cwd: str | None, *, broad: bool = False) -> dict[str, Any]:
+    """A chosen search tool's arguments for ``term`` (``broad``: every file), its directory arguments
+    absolute under :func:`server_base` when :func:`needs_absolute` says so."""
+    arguments: dict[str, Any] = search.arguments(term, broad=broad)
+    names = server_tool_names(tools)
+    base = server_base(steps, names, cwd)
+    for key in search.fixed:
+        arguments[key] = server_path(str(arguments[key]), needs_absolute(tools[search.name], key, steps, names), base)
+    return arguments
