@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agentstudy.rehearsal.conversation import ToolStep
+from agentstudy.rehearsal.conversation import ToolStep, tool_steps
 from agentstudy.rehearsal.policy import next_reply
 from agentstudy.rehearsal.reply_kit import search_terms
 from agentstudy.rehearsal.responses_wire import messages_view
@@ -155,3 +155,7 @@ def test_codex_names_its_working_directory_and_its_mcp_header_is_dropped() -> No
     view = messages_view(body)
     assert view["workingDirectory"] == "/x/repo"
     assert view["messages"][-1]["content"][0]["content"] == "found it"
+    body["input"][-1]["output"] = 'Wall time: 0.0029 seconds\nOutput:\n{"content":"# Alpha\\nkeeps pages"}'
+    assert messages_view(body)["messages"][-1]["content"][0]["content"] == '{"content":"# Alpha\\nkeeps pages"}'
+    [step] = tool_steps(messages_view(body)["messages"])  # the structured content read as the server's text
+    assert (step.name, step.result) == ("mcp__notes__search_notes", "# Alpha\nkeeps pages")

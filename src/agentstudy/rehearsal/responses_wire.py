@@ -143,10 +143,17 @@ def _without_duplicates(texts: list[str]) -> list[str]:
     return kept
 
 
+_MCP_PREFIX_RE = re.compile(r"^Wall time: [\d.]+ seconds\nOutput:\n")
+
+
 def _output_text(output: Any) -> str:
+    """A function call's output text; an MCP call's without Codex's ``Wall time ... Output:`` header (a
+    server's structured content then stays one JSON text the conversation unwraps)."""
     if isinstance(output, Mapping):
         output = output.get("content", output.get("output", ""))
-    return "\n".join(_without_duplicates(_texts(output))) if not isinstance(output, str) else output
+    if isinstance(output, str):
+        return _MCP_PREFIX_RE.sub("", output, count=1)
+    return "\n".join(_without_duplicates(_texts(output)))
 
 
 def _working_directory(items: list[Any]) -> str | None:
