@@ -159,3 +159,17 @@ def test_codex_names_its_working_directory_and_its_mcp_header_is_dropped() -> No
     assert messages_view(body)["messages"][-1]["content"][0]["content"] == '{"content":"# Alpha\\nkeeps pages"}'
     [step] = tool_steps(messages_view(body)["messages"])  # the structured content read as the server's text
     assert (step.name, step.result) == ("mcp__notes__search_notes", "# Alpha\nkeeps pages")
+
+
+def test_a_search_that_needs_an_id_waits_for_the_call_that_returns_it() -> None:
+    tools = [*BUILTINS,
+             _tool("mcp__code__list_projects", "List the indexed projects."),
+             _tool("mcp__code__search_code", "Search a project's code.", query="string", project_id="string"),
+             _tool("mcp__code__get_file", "Read a file's content.", path="string")]
+    messages, call = _step(_first(), tools, json.dumps([{"id": "p1", "name": "alpha"}]))
+    assert (call["name"], call["input"]) == ("mcp__code__list_projects", {})
+    messages, call = _step(messages, tools, "docs/retention.md:3: The retention window is 30 days.")
+    assert (call["name"], call["input"]) == ("mcp__code__search_code", {"query": "retention", "project_id": "p1"})
+    messages, call = _step(messages, tools, "1\t# R\n2\t\n3\tThe retention window is 30 days.")
+    assert (call["name"], call["input"]) == ("mcp__code__get_file", {"path": "docs/retention.md"})
+    assert _answer(messages, tools).endswith("(docs/retention.md:3).")

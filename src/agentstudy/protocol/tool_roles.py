@@ -6,7 +6,8 @@ but the request's tool list (names, descriptions, input schemas), and ``agentstu
 
 - a *search-like* tool: one with a required string parameter named like a query (``query``,
   ``pattern``, ``q``, ``text``, ``search``, ``term``, ``keyword(s)``), every other required
-  parameter fillable (a string naming a path/directory gets ``"."``);
+  parameter fillable (a string naming a path/directory gets ``"."``; an id or handle, the agent
+  fills from an earlier call's answer);
 - a *read-like* tool: one with a required string parameter naming a path, uri, id (``*_id``) or file
   and no other required parameter, preferring names that read (``read``, ``get``, ``fetch``, ``open``,
   ``show``, ``cat``) and descriptions that speak of text, avoiding deprecated and media tools and
@@ -50,6 +51,8 @@ class SearchTool:
     term_key: str
     fixed: Mapping[str, str]
     glob: bool
+    needs: tuple[str, ...] = ()
+    """Required id-like arguments (``*_id``, ``id``, ``handle``, ``cursor``) an earlier call must return (issue 32)."""
 
     def arguments(self, term: str, *, broad: bool = False) -> dict[str, str]:
         """The call's input for ``term`` (``broad``: the :data:`BROAD_GLOB` pattern instead)."""
@@ -108,18 +111,22 @@ def _search_tool(name: str, tool: Mapping[str, Any]) -> tuple[int, SearchTool] |
         return None
     term_key = keys[0]
     fixed: dict[str, str] = {}
+    needs: list[str] = []
     for other in required:
         if other == term_key:
             continue
         if other.lower() in _DIRECTORY_KEYS and _is_string(props, other):
             fixed[other] = "."
+        elif (_ID_KEY.search(other) or other.lower() in ("id", "handle", "cursor")) and _is_string(props, other):
+            needs.append(other)  # filled from an earlier answer by the agent
         else:
             return None
     spec = props.get(term_key)
     described = _text(tool.get("description")) + " " + _text(spec.get("description") if isinstance(spec, Mapping)
                                                                else None)
     glob = "glob" in described or "wildcard" in described
-    return _QUERY_KEYS.index(term_key) + len(fixed), SearchTool(name, term_key, fixed, glob)
+    return _QUERY_KEYS.index(term_key) + len(fixed) + 2 * len(needs), SearchTool(name, term_key, fixed, glob,
+                                                                               tuple(needs))
 
 
 def _read_tool(name: str, tool: Mapping[str, Any]) -> tuple[int, tuple[str, str]] | None:

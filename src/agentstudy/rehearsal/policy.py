@@ -50,6 +50,7 @@ from agentstudy.rehearsal.reply_kit import (
 from agentstudy.rehearsal.server_moves import (
     ids_in,
     is_id_key,
+    known_id,
     needs_absolute,
     next_untried,
     search_arguments,
@@ -86,6 +87,14 @@ def _search_call(term: str, cwd: str | None, kit: ToolKit, steps: list[ToolStep]
                  terms: list[str] | None = None, server_cwd: str | None = None) -> tuple[str, dict[str, Any]] | None:
     tools, tried = kit.tools, {s.name for s in steps}
     other = kit.server.search
+    names = server_tool_names(tools)
+    if other is not None and any(known_id(key, steps, names) is None for key in other.needs):
+        # the search needs an id no call returned yet: another of the server's tools first (issue 32)
+        opener = next_untried(tools, [n for n in names if n != other.name], steps, term=term, found=None,
+                              cwd=server_cwd)
+        if opener is not None:
+            return opener
+        other = None  # no way to the id: the repository tools search instead
     if other is not None:
         words = [term] if other.glob else (terms or [term])[:MAX_SEARCH_TERMS]  # a glob search goes broad instead
         done = [s for s in steps if s.name == other.name]
@@ -289,7 +298,9 @@ def next_reply(body: Mapping[str, Any]) -> ScriptedReply:
     if term and turn < max_turns:
         other_search = kit.server.search.name if kit.server.search else None
         if last is None or (last.name in kit.searches and last.is_error) \
-                or (last.name == other_search and not result_paths(last.result)):
+                or (last.name == other_search and not result_paths(last.result)) \
+                or (other_search is not None and last.name not in kit.searches and last.name not in kit.reads
+                    and all(s.name != other_search for s in steps)):  # after the call that gave the search its id
             call = _search_call(term, cwd, kit, steps, terms, server_cwd)
             searched = call[1].get(kit.server.search.term_key, term) if call and kit.server.search \
                 and call[0] == kit.server.search.name else term

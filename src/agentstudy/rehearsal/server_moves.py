@@ -30,8 +30,8 @@ from typing import Any
 from agentstudy.protocol.tool_roles import SearchTool, schema_properties, server_tool_names
 from agentstudy.rehearsal.conversation import ToolStep
 
-__all__ = ["content_words", "fill_arguments", "id_keys", "ids_in", "is_id_key", "needs_absolute", "next_untried",
-           "search_arguments", "server_base", "server_path"]
+__all__ = ["content_words", "fill_arguments", "id_keys", "ids_in", "is_id_key", "known_id", "needs_absolute",
+           "next_untried", "search_arguments", "server_base", "server_path"]
 
 _WORD_RE = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 _ABSOLUTE_REFUSAL = re.compile(r"must be (?:an )?absolute|outside (?:the )?allowed director|not an absolute",
@@ -143,12 +143,17 @@ def ids_in(result: str, key: str) -> list[tuple[str, str | None]]:
     return list(dict.fromkeys(found))
 
 
-def _known_id(key: str, steps: Sequence[ToolStep], server: Iterable[str]) -> str | None:
-    for step in _server_steps(steps, server):
-        if not step.is_error:
-            values = ids_in(step.result, key)
-            if values:
-                return values[0][0]
+def known_id(key: str, steps: Sequence[ToolStep], server: Iterable[str]) -> str | None:
+    """The first value of ``key`` a successful earlier answer of the server returned (for ``*_id``, a plain
+    ``id`` too: a listing of projects answers ``{"id": ...}`` for a search's ``project_id``); else None."""
+    names = list(server)
+    plain = ("id",) if key != "id" and (key.endswith("_id") or key.endswith("Id")) else ()
+    for wanted in (key, *plain):
+        for step in _server_steps(steps, names):
+            if not step.is_error:
+                values = ids_in(step.result, wanted)
+                if values:
+                    return values[0][0]
     return None
 
 
@@ -167,7 +172,7 @@ def fill_arguments(tool: Mapping[str, Any], *, term: str, found: str | None, ste
         kind = spec.get("type")
         lowered = key.lower()
         if is_id_key(key):
-            value = _known_id(key, steps, server)
+            value = known_id(key, steps, server)
             if value is None:
                 return None
             arguments[key] = value
@@ -219,6 +224,10 @@ def search_arguments(search: SearchTool, term: str, tools: Mapping[str, Mapping[
     arguments: dict[str, Any] = search.arguments(term, broad=broad)
     names = server_tool_names(tools)
     base = server_base(steps, names, cwd)
+    for key in search.needs:
+        known = known_id(key, steps, names)
+        if known is not None:
+            arguments[key] = known
     for key in search.fixed:
         arguments[key] = server_path(str(arguments[key]), needs_absolute(tools[search.name], key, steps, names), base)
     return arguments
