@@ -49,7 +49,9 @@ def test_the_arms_argv_env_and_config_differ_only_by_the_mcp_table(corpus: tuple
         assert table == {"doc-bridge": {"command": DEFAULT_MCP_SERVER.command[0],
                                         "args": DEFAULT_MCP_SERVER.argv(paths)[1:], "required": True,
                                         "startup_timeout_sec": 20,
-                                        "enabled_tools": list(DEFAULT_MCP_SERVER.read_only_tools)}}
+                                        "enabled_tools": list(DEFAULT_MCP_SERVER.read_only_tools),
+                                        "tools": {tool: {"approval_mode": "approve"}  # each enabled tool approved
+                                                  for tool in DEFAULT_MCP_SERVER.read_only_tools}}}
         assert treatment_toml["model_providers"]["rehearsal"]["env_key"] == "AGENTSTUDY_REHEARSAL_KEY"
         assert not any(feature for feature in treatment_toml["features"].values())
         launches = []

@@ -137,7 +137,7 @@ def test_arms_differ_only_by_the_mcp_table_and_no_api_key_passes() -> None:
     treatment = tomllib.loads(config_toml(model="m", provider=provider, mcp=server))
     assert treatment.pop("mcp_servers") == {"doc-bridge": {
         "command": "python", "args": ["-m", "srv"], "required": True, "startup_timeout_sec": 20,
-        "enabled_tools": ["doc.search"]}}
+        "enabled_tools": ["doc.search"], "tools": {"doc.search": {"approval_mode": "approve"}}}}
     assert control == treatment
     assert codex_arguments(export_dir="/e", prompt="p")[-3:] == ["/e", "--", "p"]
     env = codex_environment({"OPENAI_API_KEY": "sk-x", "ANTHROPIC_API_KEY": "a", "PATH": "/usr/bin"},

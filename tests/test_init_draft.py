@@ -80,7 +80,7 @@ def test_declared_tools_give_a_study_whose_probe_passes(tmp_path: Path, repo: Pa
     treatment = _load(tmp_path / "study")["arms"]["treatment"]  # type: ignore[index]
     assert treatment["tools"] == ["read_directory", "search_text"] and "undecided" not in treatment
     # the probe is proposed from the schema: the query a word of the corpus, the path the snapshot
-    assert treatment["probe"] == {"tool": "search_text", "arguments": {"query": "Retention", "path": "{root}"}}
+    assert treatment["probe"] == {"tool": "search_text", "arguments": {"query": "policies", "path": "{root}"}}
     assert "answered 'README.md:2: Retention policies keep data for thirty days.'" in done.stdout
     checked = run_agentstudy("minimal", "--manifest", str(tmp_path / "study" / "study.json"), "--dry-run",
                              "--probe", f"--root=r={repo}", "--containment", "restricted")
@@ -156,7 +156,8 @@ def test_a_blocked_rehearsal_prints_the_servers_refusal_on_the_terminal(
 ) -> None:
     made = _init(tmp_path / "study", repo, "--tool", "search_text", "--tool", "read_directory")
     assert made.returncode == 0, made.stderr
-    # the scripted agent passes a relative directory, which this server refuses: every call fails
+    # the schema asks for absolute paths, but Claude Code names no working directory in its requests and the
+    # server never names its own: the scripted agent's paths stay relative, which this server refuses
     ledger_path = tmp_path / "ledger.json"
     planted = "sk-ant-planted-" + "x" * 20
     ran = run_agentstudy("minimal", "--manifest", str(tmp_path / "study" / "study.json"), "--pilot", "--rehearsal",

@@ -92,10 +92,21 @@ def test_a_filesystem_conversation_globs_then_reads_until_the_term_and_cites_the
     assert call["input"] == {"path": f"{ROOT}/README.md"}
     messages, call = _answer_call(messages, tools, _structured("# Ops\n\nThe retention window is 30 days.\n"))
     assert call["input"] == {"path": f"{ROOT}/docs/ops.md"}
-    answer = _reply(messages, tools)
-    assert answer.stop_reason == "end_turn"
+    answer, explored = _finish(messages, tools)
+    assert set(explored) == {t["name"] for t in _filesystem()} - {  # every other allowed tool, once
+        "mcp__filesystem__search_files", "mcp__filesystem__read_text_file"}
+    assert len(explored) == len(set(explored))
     expected = f"Based on the repository, The retention window is 30 days. ({ROOT}/docs/ops.md:3)."
     assert answer.content[0]["text"] == expected
+
+
+def _finish(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> tuple[Any, list[str]]:
+    """Answer every further tool call with a plain text until the policy answers; the answer and the tools tried."""
+    tried: list[str] = []
+    while (reply := _reply(messages, tools)).stop_reason == "tool_use":
+        tried.append(reply.content[-1]["name"])
+        messages, _ = _answer_call(messages, tools, "ok")
+    return reply, tried
 
 
 def test_a_term_naming_a_file_is_read_straight_away_and_the_reply_is_deterministic() -> None:
@@ -118,6 +129,9 @@ def test_a_query_server_over_http_falls_back_to_the_repository_search_when_empty
     tools = [*DEFINITIONS, *server]
     messages, call = _answer_call([{"role": "user", "content": PROMPT}], tools, json.dumps("no results"))
     assert (call["name"], call["input"]) == ("lookup", {"q": "retention"})
+    for word in ("window", "configured"):  # the question's next content words, then the repository search
+        messages, call = _answer_call(messages, tools, json.dumps("no results"))
+        assert (call["name"], call["input"]) == ("lookup", {"q": word})
     messages, call = _answer_call(messages, tools, json.dumps({"matches": ["docs/ops.md:3: The retention window"]}))
     assert (call["name"], call["input"]) == ("repo_search", {"term": "retention"})
     _, call = _answer_call(messages, tools, "x")
@@ -148,5 +162,5 @@ def test_hits_without_the_term_lead_to_one_look_at_every_file() -> None:
     assert (call["name"], call["input"]) == ("mcp__filesystem__search_files", {"path": ".", "pattern": "**/*"})
     messages, call = _answer_call(messages, tools, _structured("Nothing.\nKeep retention short.\n"))
     assert call["input"] == {"path": f"{ROOT}/README.md"}
-    answer = _reply(messages, tools).content[0]["text"]
+    answer = _finish(messages, tools)[0].content[0]["text"]
     assert answer == f"Based on the repository, Keep retention short. ({ROOT}/README.md:2)."

@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from agentstudy.io.containment import ContainmentMode
+    from agentstudy.protocol.mcp_spec import McpServerSpec
     from agentstudy.protocol.run_records import AgentRecord
     from agentstudy.rehearsal.messages_server import RehearsalServer
     from agentstudy.transports.cli import CliAttemptBody, CliSettings, RawAttempt
@@ -135,6 +137,17 @@ class AgentCli(Protocol):
 
     def price_entry(self, model: str) -> dict[str, Any] | None:
         """The ledger's ``cli.prices`` entry for ``model`` (USD per million tokens), ``None`` if unpriced."""
+        ...
+
+    def tool_set_problems(self, binary: Path, containment: ContainmentMode, spec: McpServerSpec,
+                          annotations: Mapping[str, Mapping[str, Any]], parent_env: Mapping[str, str]) -> list[str]:
+        """The agent's own check of the treatment arm's tool set (``--dry-run --probe``; issue 32 item 5): the
+        tools of ``spec.read_only_tools`` the agent would deny at run time, each as ``"TOOL: why"`` (``[]``:
+        none, or the agent has no such check). ``annotations``: the probe's annotations by tool.
+
+        Raises:
+            agentstudy.io.agent_binary.AgentBinaryError: the agent's check could not run.
+        """
         ...
 
     def agent_record(self, settings: CliSettings, version_line: str, parent_env: Mapping[str, str]) -> AgentRecord:

@@ -16,12 +16,13 @@ from typing import Any
 from agentstudy.agents.base import Launch
 from agentstudy.io.agent_binary import find_agent_binary
 from agentstudy.io.claude_cli import CLAUDE_LOOKUP, find_login_file, version_token
-from agentstudy.io.containment import contain
+from agentstudy.io.containment import ContainmentMode, contain
 from agentstudy.io.server_launcher import launcher_command, server_dirs
 from agentstudy.pricing.budget import format_max_budget
 from agentstudy.pricing.table import price_entry
 from agentstudy.protocol.fault_schedule import parse_fault_schedule
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP
+from agentstudy.protocol.mcp_spec import McpServerSpec
 from agentstudy.protocol.run_records import AgentRecord
 from agentstudy.rehearsal.messages_server import RehearsalServer
 from agentstudy.transports.cli import CliAttemptBody, CliSettings, RawAttempt, attempt_view, isolation, link_login
@@ -121,6 +122,12 @@ class ClaudeCodeAgent:
     def price_entry(self, model: str) -> dict[str, Any] | None:
         """``pricing.table.price_entry`` (the Claude rows)."""
         return price_entry(model)
+
+    def tool_set_problems(self, binary: Path, containment: ContainmentMode, spec: McpServerSpec,
+                          annotations: Mapping[str, Mapping[str, Any]], parent_env: Mapping[str, str]) -> list[str]:
+        """None: Claude Code runs every tool named in ``--allowedTools`` with or without annotations, and has no
+        check of its own to run."""
+        return []
 
     def agent_record(self, settings: CliSettings, version_line: str, parent_env: Mapping[str, str]) -> AgentRecord:
         """Name and version only."""

@@ -16,15 +16,18 @@ from typing import Any
 
 from agentstudy.agents.base import Launch
 from agentstudy.io.agent_binary import BinaryLookup, find_agent_binary
+from agentstudy.io.containment import ContainmentMode
 from agentstudy.pricing.openai import openai_price_entry
 from agentstudy.protocol.fault_schedule import parse_fault_schedule
+from agentstudy.protocol.mcp_spec import McpServerSpec
 from agentstudy.protocol.run_records import AgentRecord
 from agentstudy.rehearsal.responses_server import ResponsesRehearsalServer
 from agentstudy.transports import codex as transport
 from agentstudy.transports.cli import CliAttemptBody, CliSettings, RawAttempt
 from agentstudy.transports.cli_evaluation import CliEvaluation
-from agentstudy.transports.codex_args import CODEX_VERSION, REHEARSAL_MODEL, version_problem
+from agentstudy.transports.codex_args import CODEX_VERSION, REHEARSAL_MODEL, CodexMcpServer, version_problem
 from agentstudy.transports.codex_features import codex_features
+from agentstudy.transports.codex_tool_check import check_codex_tool_set
 
 PINNED_INSTALL = Path(".tools") / "codex" / "node_modules" / ".bin" / "codex"
 """Where ``scripts/setup.sh`` installs the pinned Codex CLI, relative to the project root."""
@@ -107,6 +110,15 @@ class CodexAgent:
     def price_entry(self, model: str) -> dict[str, Any] | None:
         """``pricing.openai.openai_price_entry`` (genai-prices' snapshot, or our rehearsal row)."""
         return openai_price_entry(model)
+
+    def tool_set_problems(self, binary: Path, containment: ContainmentMode, spec: McpServerSpec,
+                          annotations: Mapping[str, Mapping[str, Any]], parent_env: Mapping[str, str]) -> list[str]:
+        """``transports.codex_tool_check.check_codex_tool_set``: the pinned binary reads the treatment arm's
+        ``config.toml`` back; a tool it does not enable or would not approve is a problem (AgentBinaryError)."""
+        server = CodexMcpServer(name=spec.name, command=spec.command, env={}, enabled_tools=spec.read_only_tools)
+        root = default_home_root(parent_env)
+        root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        return check_codex_tool_set(binary, containment, server, annotations, parent_env, root)
 
     def agent_record(self, settings: CliSettings, version_line: str, parent_env: Mapping[str, str]) -> AgentRecord:
         """Name, version and ``codex features list`` under the run's configuration (AgentBinaryError)."""

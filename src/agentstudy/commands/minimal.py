@@ -80,7 +80,8 @@ from agentstudy.transports.cli import CliSettings
               help="Top level of a clean checkout of a manifest repository at its pin (repeatable).")
 @click.option("--output", type=click.Path(path_type=Path),
               help="New private ledger file (never overwritten), outside every checkout holding a --root.")
-@click.option("--model", envvar="STUDY_MODEL", help="Model id. [env: STUDY_MODEL]")
+@click.option("--model", envvar="STUDY_MODEL",
+              help="Model id (a cli --rehearsal: the agent's scripted model by default). [env: STUDY_MODEL]")
 @click.option("--budget-usd", envvar="STUDY_BUDGET_USD", help="Cumulative cap in USD. [env: STUDY_BUDGET_USD]")
 @click.option("--claude-bin", help="Claude Code executable (default: AGENTSTUDY_CLAUDE_BIN, pinned install, PATH).")
 @click.option("--attempt-budget-usd", default="0.10", show_default=True,
@@ -275,7 +276,7 @@ def minimal(
         fail("choose --pilot or --run (or --dry-run)")
     if not approve_budget and not rehearsal:
         fail("--approve-budget is required to run a paid study (or --rehearsal to rehearse it for free)")
-    chosen_model = require_model(model)
+    chosen_model = require_model(model or (chosen_agent.rehearsal_model if rehearsal and transport == "cli" else None))
     money = money_flags(loaded, mode, transport, chosen_model, budget_usd, attempt_budget_usd,
                         input_usd_per_million, output_usd_per_million, required=True, rehearsal=rehearsal,
                         concurrency=concurrency)

@@ -20,6 +20,7 @@ from agentstudy.commands.agent_options import agent_binary, require_agent_price
 from agentstudy.commands.common import check_new_output, fail
 from agentstudy.commands.minimal_inputs import money_flags, require_model, reservation_rule, rule_json
 from agentstudy.commands.view import print_server_tools
+from agentstudy.io.agent_binary import AgentBinaryError
 from agentstudy.io.claude_cli import project_root
 from agentstudy.io.containment import ContainmentMode
 from agentstudy.protocol.manifest import LoadedManifest
@@ -121,4 +122,15 @@ def _probe(request: DryRunRequest) -> dict[str, Any]:
     except PreflightError as error:
         fail(f"MCP probe failed, nothing reserved or written: {error}")
     print_server_tools(server)
+    if request.transport == "cli":
+        annotations = {str(tool["name"]): tool["annotations"] for tool in server["tools"]}
+        try:
+            problems = request.agent.tool_set_problems(agent_binary(request.agent, request.agent_explicit),
+                                                       request.containment, request.spec, annotations, os.environ)
+        except AgentBinaryError as error:
+            fail(f"{request.agent.label} could not check the MCP tools, nothing reserved or written: {error}")
+        if problems:
+            fail(f"{request.agent.label} would deny {len(problems)} MCP tool(s) at run time, nothing reserved or "
+                 f"written: {'; '.join(problems)}")
+        server["agentCheck"] = {"agent": request.agent.name, "denied": []}
     return server

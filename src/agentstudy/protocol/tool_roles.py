@@ -6,10 +6,12 @@ but the request's tool list (names, descriptions, input schemas), and ``agentstu
 
 - a *search-like* tool: one with a required string parameter named like a query (``query``,
   ``pattern``, ``q``, ``text``, ``search``, ``term``, ``keyword(s)``), every other required
-  parameter fillable (a string naming a path/directory gets ``"."``);
-- a *read-like* tool: one with a required string parameter naming a path, uri, id or file and no
-  other required parameter, preferring names that read (``read``, ``get``, ``fetch``, ``open``,
-  ``show``, ``cat``) and descriptions that speak of text, avoiding deprecated and media tools.
+  parameter fillable (a string naming a path/directory gets ``"."``; an id or handle, the agent
+  fills from an earlier call's answer);
+- a *read-like* tool: one with a required string parameter naming a path, uri, id (``*_id``) or file
+  and no other required parameter, preferring names that read (``read``, ``get``, ``fetch``, ``open``,
+  ``show``, ``cat``) and descriptions that speak of text, avoiding deprecated and media tools and
+  tools whose description says they list a directory (issue 32).
 
 Which names are the server's: the Claude Code CLI sends them as ``mcp__SERVER__TOOL``; the http
 transport sends the repository tools (``repo_list``, ``repo_read``, ``repo_search``) and the
@@ -32,6 +34,8 @@ _PATH_KEYS = ("path", "file_path", "filepath", "file", "uri", "url", "id", "name
 _DIRECTORY_KEYS = ("path", "directory", "dir", "root", "folder", "base", "cwd")
 _READ_WORDS = re.compile(r"read|get|fetch|open|show|cat|view")
 _AVOID_WORDS = re.compile(r"media|image|binary|multiple|info|stat|list|tree|write|edit|delete|move|create")
+_ID_KEY = re.compile(r"(?:_id|Id|_handle|Handle)$")
+_LISTING = re.compile(r"^\s*(?:get a |a )?(?:detailed )?list(?:s|ing)?\b|\bentries of a director")
 BROAD_GLOB = "**/*"
 """The pattern a glob-style search tool is retried with when the question's term named no file."""
 
@@ -47,6 +51,8 @@ class SearchTool:
     term_key: str
     fixed: Mapping[str, str]
     glob: bool
+    needs: tuple[str, ...] = ()
+    """Required id-like arguments (``*_id``, ``id``, ``handle``, ``cursor``) an earlier call must return (issue 32)."""
 
     def arguments(self, term: str, *, broad: bool = False) -> dict[str, str]:
         """The call's input for ``term`` (``broad``: the :data:`BROAD_GLOB` pattern instead)."""
@@ -105,25 +111,30 @@ def _search_tool(name: str, tool: Mapping[str, Any]) -> tuple[int, SearchTool] |
         return None
     term_key = keys[0]
     fixed: dict[str, str] = {}
+    needs: list[str] = []
     for other in required:
         if other == term_key:
             continue
         if other.lower() in _DIRECTORY_KEYS and _is_string(props, other):
             fixed[other] = "."
+        elif (_ID_KEY.search(other) or other.lower() in ("id", "handle", "cursor")) and _is_string(props, other):
+            needs.append(other)  # filled from an earlier answer by the agent
         else:
             return None
     spec = props.get(term_key)
     described = _text(tool.get("description")) + " " + _text(spec.get("description") if isinstance(spec, Mapping)
                                                                else None)
     glob = "glob" in described or "wildcard" in described
-    return _QUERY_KEYS.index(term_key) + len(fixed), SearchTool(name, term_key, fixed, glob)
+    return _QUERY_KEYS.index(term_key) + len(fixed) + 2 * len(needs), SearchTool(name, term_key, fixed, glob,
+                                                                               tuple(needs))
 
 
 def _read_tool(name: str, tool: Mapping[str, Any]) -> tuple[int, tuple[str, str]] | None:
     props, required = schema_properties(tool)
-    if len(required) != 1 or required[0].lower() not in _PATH_KEYS or not _is_string(props, required[0]):
-        return None
     short, description = _short(name), _text(tool.get("description"))
+    if len(required) != 1 or not (required[0].lower() in _PATH_KEYS or _ID_KEY.search(required[0])) \
+            or not _is_string(props, required[0]) or _LISTING.search(description):
+        return None  # a listing is no read, whatever its name (issue 32)
     score = 2 * bool(_READ_WORDS.search(short)) + ("text" in description or "content" in description)
     score -= 3 * ("deprecated" in description) + 2 * bool(_AVOID_WORDS.search(short))
     return -score, (name, required[0])

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -37,11 +38,30 @@ failed to start is a setup problem), the http transport's own request, or nothin
 @dataclass(frozen=True)
 class ServerCall:
     """One call to the server under study: the server's own tool name, whether its result was an error
-    (``is_error`` / Codex ``failed``), and the bytes of its result's text (UTF-8; ``None`` when unknown)."""
+    (``is_error`` / Codex ``failed``), the bytes of its result's text (UTF-8; ``None`` when unknown), and
+    whether its answer says the server is not ready (``not_ready``, :func:`server_not_ready`; issue 32)."""
 
     tool: str
     is_error: bool
     result_bytes: int | None
+    not_ready: bool = False
+
+
+_NOT_READY = re.compile(
+    r"\b(?:index(?:es)? (?:is |are |was |has )?(?:not|never) (?:yet )?(?:built|ready|created|available|found)"
+    r"|no index|missing index|index (?:is )?missing|not (?:yet )?indexed|(?:server|service) (?:is )?not ready"
+    r"|not initiali[sz]ed|run `?[\w.-]+`? first|(?:build|create) (?:the |an )?index first)\b",
+    re.IGNORECASE)
+NOT_READY_CHARS = 400
+"""How much of an answer's start :func:`server_not_ready` reads (a refusal says so at once; a long answer
+that merely mentions an index is content)."""
+
+
+def server_not_ready(text: str) -> bool:
+    """Whether a server's answer says it is not ready to answer (pure): a missing or unbuilt index,
+    "not initialized", "run X first" — a refusal, not content, although the call itself succeeded
+    (issue 32). Only the first :data:`NOT_READY_CHARS` characters are read."""
+    return bool(_NOT_READY.search(text[:NOT_READY_CHARS]))
 
 
 OPTIONAL_KEYS = ("firstRequestInputTokens", "promptSha256", "builtinToolsSha256")
@@ -58,7 +78,8 @@ class TreatmentRecord(BaseModel):
         evidence: where ``server_offered`` comes from (:data:`OfferEvidence`).
         server_calls_by_tool: calls by the server's tool name (refused and failed calls included).
         server_calls: every call to the server.
-        server_call_errors: calls whose result was an error.
+        server_call_errors: calls whose result was an error or said the server was not ready
+            (:func:`server_not_ready`: a missing index, "run X first"; issue 32).
         empty_results: calls whose result carried no text (whitespace only counts as empty).
         result_bytes: UTF-8 bytes of the server's result texts, summed.
         all_calls_failed: at least one call, and every one errored (the treatment was lost).
@@ -121,7 +142,7 @@ def treatment_record(
     by_tool: dict[str, int] = {}
     for call in listed:
         by_tool[call.tool] = by_tool.get(call.tool, 0) + 1
-    errors = sum(1 for call in listed if call.is_error)
+    errors = sum(1 for call in listed if call.is_error or call.not_ready)  # not ready: a failed call (issue 32)
     return TreatmentRecord(
         server=server,
         server_offered=bool(offered_server_tools),

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from agentstudy.protocol.controlled.agent_prompt import REQUEST_MARKER, request_in_prompt
-from agentstudy.protocol.tool_roles import ServerTools, schema_properties
+from agentstudy.protocol.tool_roles import SearchTool, ServerTools, schema_properties, server_tool_names
 from agentstudy.rehearsal.conversation import (
     ToolStep,
     find_cwd,
@@ -42,33 +42,74 @@ from agentstudy.rehearsal.reply_kit import (
     ToolKit,
     pick_term,
     scripted_usage,
+    search_terms,
     tool_call_id,
     tool_kit,
     tools_by_name,
+)
+from agentstudy.rehearsal.server_moves import (
+    ids_in,
+    is_id_key,
+    known_id,
+    needs_absolute,
+    next_untried,
+    search_arguments,
+    server_base,
+    server_path,
 )
 
 __all__ = ["HTTP_MCP_GET_TOOL", "HTTP_MCP_SEARCH_TOOL", "MCP_GET_TOOL", "MCP_SEARCH_TOOL", "ScriptedReply",
            "StopReason", "find_cwd", "find_prompt", "next_reply", "pick_term"]
 
-def _broad_search(term: str, kit: ToolKit, steps: list[ToolStep]) -> tuple[str, dict[str, Any]] | None:
+MAX_SEARCH_TERMS = 3
+"""How many of the question's content words another server's search is tried with before a broad search."""
+
+
+def _server_arguments(other: SearchTool, term: str, kit: ToolKit, steps: list[ToolStep], cwd: str | None,
+                      *, broad: bool = False) -> dict[str, Any]:
+    """The search's arguments, its directory arguments absolute when the server needs them (issue 32)."""
+    return search_arguments(other, term, kit.tools, steps, cwd, broad=broad)
+
+
+def _broad_search(term: str, kit: ToolKit, steps: list[ToolStep], cwd: str | None = None
+                  ) -> tuple[str, dict[str, Any]] | None:
     """The other server's glob search over every file (``**/*``), unless it is no glob search or ran already."""
     other = kit.server.search
     if other is None or not other.glob:
         return None
-    broad = other.arguments(term, broad=True)
+    broad = _server_arguments(other, term, kit, steps, cwd, broad=True)
     if any(s.name == other.name and dict(s.input) == broad for s in steps):
         return None
     return other.name, broad
 
 
-def _search_call(term: str, cwd: str | None, kit: ToolKit, steps: list[ToolStep]) -> tuple[str, dict[str, Any]] | None:
+def _search_call(term: str, cwd: str | None, kit: ToolKit, steps: list[ToolStep],
+                 terms: list[str] | None = None, server_cwd: str | None = None) -> tuple[str, dict[str, Any]] | None:
     tools, tried = kit.tools, {s.name for s in steps}
     other = kit.server.search
+    names = server_tool_names(tools)
+    if other is not None and any(known_id(key, steps, names) is None for key in other.needs):
+        # the search needs an id no call returned yet: another of the server's tools first (issue 32)
+        opener = next_untried(tools, [n for n in names if n != other.name], steps, term=term, found=None,
+                              cwd=server_cwd)
+        if opener is not None:
+            return opener
+        other = None  # no way to the id: the repository tools search instead
     if other is not None:
-        if other.name not in tried:
-            return other.name, other.arguments(term)
+        words = [term] if other.glob else (terms or [term])[:MAX_SEARCH_TERMS]  # a glob search goes broad instead
+        done = [s for s in steps if s.name == other.name]
+        last_failed = bool(done) and steps[-1].name == other.name and (steps[-1].is_error
+                                                                       or not result_paths(steps[-1].result))
+        if not done or last_failed:
+            # a search that failed or found nothing is tried again: with the arguments the server's answer
+            # corrected (an absolute path), else with the question's next content word (issue 32)
+            asked = [dict(s.input) for s in done]
+            for word in words:
+                arguments = _server_arguments(other, word, kit, steps, server_cwd)
+                if arguments not in asked:
+                    return other.name, arguments
         if steps and steps[-1].name == other.name and not steps[-1].is_error:
-            broad = _broad_search(term, kit, steps)  # the term named no file: look at every file instead
+            broad = _broad_search(term, kit, steps, server_cwd)  # the term named no file: look at every file instead
             if broad is not None:
                 return broad
     for search in BUNDLED_SEARCH_TOOLS:
@@ -88,19 +129,23 @@ def _search_call(term: str, cwd: str | None, kit: ToolKit, steps: list[ToolStep]
     return None
 
 
-def _read_call(path: str, cwd: str | None, kit: ToolKit) -> tuple[str, dict[str, Any]] | None:
+def _read_call(path: str, cwd: str | None, kit: ToolKit, steps: list[ToolStep] | None = None,
+               server_cwd: str | None = None) -> tuple[str, dict[str, Any]] | None:
     tools = kit.tools
     if kit.server.read is not None:
         name, key = kit.server.read
-        return name, {key: relative_path(path, cwd)}
+        if is_id_key(key):  # an id an earlier answer returned, as it was returned
+            return name, {key: path}
+        names, done = server_tool_names(tools), steps or []
+        absolute = needs_absolute(tools[name], key, done, names)
+        return name, {key: server_path(relative_path(path, cwd), absolute, server_base(done, names, server_cwd))}
     for get in BUNDLED_GET_TOOLS:
         if get in tools:
             props, required = schema_properties(tools[get])
             key = "path" if "path" in props or not required else required[0]
             return get, {key: relative_path(path, cwd)}
     if "Read" in tools:
-        absolute = path if path.startswith("/") or not cwd else f"{cwd}/{path}"
-        return "Read", {"file_path": absolute}
+        return "Read", {"file_path": path if path.startswith("/") or not cwd else f"{cwd}/{path}"}
     if "repo_read" in tools:
         return "repo_read", {"path": relative_path(path, cwd)}
     return None
@@ -124,13 +169,60 @@ def _citation(term: str, step: ToolStep, kit: ToolKit) -> tuple[int, str] | None
     return ranked[0] if ranked else None
 
 
-def _answer(term: str | None, steps: list[ToolStep], cwd: str | None, kit: ToolKit) -> str:
+def _cited(terms: list[str], step: ToolStep, kit: ToolKit) -> tuple[int, str] | None:
+    """The first of ``terms`` (search order) that :func:`_citation` finds in ``step``'s result."""
+    for term in terms[:MAX_SEARCH_TERMS]:
+        found = _citation(term, step, kit)
+        if found:
+            return found
+    return None
+
+
+def _target(step: ToolStep, cwd: str | None, steps: list[ToolStep], kit: ToolKit) -> str:
+    """The repository-relative path a read step read: an id's path (or title) beside it in the search
+    result that returned it, else the path asked for, without the server's own base directory."""
+    if kit.server.read is not None and step.name == kit.server.read[0] and is_id_key(kit.server.read[1]):
+        wanted = str(step.input.get(kit.server.read[1]))
+        for earlier in steps:
+            for value, beside in ids_in(earlier.result, kit.server.read[1]) if earlier.name in kit.searches else []:
+                if value == wanted and beside:
+                    return beside
+        return wanted
+    base = server_base(steps, server_tool_names(kit.tools), None)
+    return relative_path(_read_target(step, cwd), base)
+
+
+def _search_line(terms: list[str], steps: list[ToolStep], kit: ToolKit) -> str | None:
+    """A ``path:line: text`` line of another server's search result naming a term, as a citation
+    (a server whose search answers with the lines themselves needs no read)."""
     for step in steps:
-        if term and step.name in kit.reads and not step.is_error:
-            found = _citation(term, step, kit)
+        if kit.server.search is not None and step.name == kit.server.search.name and not step.is_error:
+            for line in step.result.splitlines():
+                parts = line.strip().split(":", 2)
+                if len(parts) == 3 and parts[1].isdigit() and any(t.lower() in parts[2].lower() for t in terms):
+                    return f"Based on the repository, {parts[2].strip()} ({parts[0]}:{parts[1]})."
+    return None
+
+
+def _found(steps: list[ToolStep], cwd: str | None, kit: ToolKit) -> str | None:
+    """The file the conversation read last (repository-relative), else the first hit of a search."""
+    reads = [s for s in steps if s.name in kit.reads and not s.is_error]
+    if reads:
+        return _target(reads[-1], cwd, steps, kit)
+    searches = [s for s in steps if s.name in kit.searches and not s.is_error and result_paths(s.result)]
+    return relative_path(result_paths(searches[0].result)[0], cwd) if searches else None
+
+
+def _answer(terms: list[str], steps: list[ToolStep], cwd: str | None, kit: ToolKit) -> str:
+    for step in steps:
+        if terms and step.name in kit.reads and not step.is_error:
+            found = _cited(terms, step, kit)
             if found:
-                return f"Based on the repository, {found[1]} ({_read_target(step, cwd)}:{found[0]})."
-    subject = f'"{term}"' if term else "the question"
+                return f"Based on the repository, {found[1]} ({_target(step, cwd, steps, kit)}:{found[0]})."
+    from_search = _search_line(terms, steps, kit) if terms else None
+    if from_search is not None:
+        return from_search
+    subject = f'"{terms[0]}"' if terms else "the question"
     return (f"I found no evidence in the repository about {subject}: the available tools returned no "
             "matching file or line, so I cannot give a sourced answer.")
 
@@ -140,7 +232,13 @@ def _next_hit(steps: list[ToolStep], cwd: str | None, kit: ToolKit) -> str | Non
     searches = [i for i, s in enumerate(steps) if s.name in kit.searches and not s.is_error]
     if not searches:
         return None
-    read = {_read_target(s, cwd) for s in steps[searches[-1] + 1:] if s.name in kit.reads}
+    later = steps[searches[-1] + 1:]
+    if kit.server.read is not None and is_id_key(kit.server.read[1]):  # follow the ids the search returned
+        name, key = kit.server.read
+        asked = {str(s.input.get(key)) for s in later if s.name == name}
+        ids = [value for value, _ in ids_in(steps[searches[-1]].result, key)]
+        return next((value for value in ids if value not in asked), None)
+    read = {_read_target(s, cwd) for s in later if s.name in kit.reads}
     hits = result_paths(steps[searches[-1]].result)
     return next((hit for hit in hits if relative_path(hit, cwd) not in read), None)
 
@@ -184,7 +282,10 @@ def next_reply(body: Mapping[str, Any]) -> ScriptedReply:
             return study_reply(body, request)
     tools = tools_by_name(body.get("tools"))
     cwd = find_cwd(messages)
-    term = pick_term(prompt)
+    given_cwd = body.get("workingDirectory")  # the Responses view's cwd (Codex names it only in its context)
+    server_cwd = cwd or (given_cwd if isinstance(given_cwd, str) and given_cwd.startswith("/") else None)
+    terms = search_terms(prompt)
+    term = terms[0] if terms else None
     steps = tool_steps(messages)
     turn = 1 + sum(1 for m in messages if isinstance(m, Mapping) and m.get("role") == "assistant")
 
@@ -192,23 +293,33 @@ def next_reply(body: Mapping[str, Any]) -> ScriptedReply:
     call: tuple[str, dict[str, Any]] | None = None
     intro = ""
     last = steps[-1] if steps else None
-    max_turns = MAX_TURNS if kit.server == ServerTools(None, None) else MAX_TURNS_OTHER_SERVER
+    other_server = kit.server != ServerTools(None, None)
+    max_turns = MAX_TURNS_OTHER_SERVER if other_server else MAX_TURNS
     if term and turn < max_turns:
         other_search = kit.server.search.name if kit.server.search else None
         if last is None or (last.name in kit.searches and last.is_error) \
-                or (last.name == other_search and not result_paths(last.result)):
-            call = _search_call(term, cwd, kit, steps)
-            intro = f'I will search the repository for "{term}".'
-        elif last.name in kit.searches or (last.name in kit.reads and _citation(term, last, kit) is None):
+                or (last.name == other_search and not result_paths(last.result)) \
+                or (other_search is not None and last.name not in kit.searches and last.name not in kit.reads
+                    and all(s.name != other_search for s in steps)):  # after the call that gave the search its id
+            call = _search_call(term, cwd, kit, steps, terms, server_cwd)
+            searched = call[1].get(kit.server.search.term_key, term) if call and kit.server.search \
+                and call[0] == kit.server.search.name else term
+            intro = f'I will search the repository for "{searched}".'
+        elif last.name in kit.searches or (last.name in kit.reads and _cited(terms, last, kit) is None):
             hit = _next_hit(steps, cwd, kit)
-            call = _read_call(hit, cwd, kit) if hit else None
+            call = _read_call(hit, cwd, kit, steps, server_cwd) if hit else None
             intro = f"I will read {relative_path(hit, cwd)} to check the exact wording." if hit else ""
-            if call is None and (broad := _broad_search(term, kit, steps)) is not None:
+            if call is None and (broad := _broad_search(term, kit, steps, server_cwd)) is not None:
                 call, intro = broad, f'No file named "{term}" says it; I will look at every file.'
+    if call is None and other_server and term and turn < max_turns + len(server_tool_names(tools)):
+        # every allowed tool of the server once, after the answer is found (issue 32)
+        call = next_untried(tools, server_tool_names(tools), steps, term=term, found=_found(steps, cwd, kit),
+                            cwd=server_cwd)
+        intro = f"I will also try {call[0]}." if call else ""
 
     content: list[dict[str, Any]]
     if call is None:
-        content = [{"type": "text", "text": _answer(term, steps, cwd, kit)}]
+        content = [{"type": "text", "text": _answer(terms, steps, cwd, kit)}]
         return ScriptedReply(content, "end_turn", _usage(body, content))
     name, tool_input = call
     content = [{"type": "text", "text": intro},

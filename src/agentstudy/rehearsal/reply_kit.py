@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from agentstudy.protocol.tool_roles import ServerTools, choose_server_tools
+from agentstudy.rehearsal.server_moves import content_words
 
 MCP_SEARCH_TOOL = "mcp__doc-bridge__doc_search"
 MCP_GET_TOOL = "mcp__doc-bridge__doc_get"
@@ -38,7 +39,10 @@ _STOPWORDS = frozenset({
     "please", "project", "question", "quote", "repository", "should", "since", "some", "something",
     "state", "stated", "states", "their", "them", "then", "there", "these", "they", "thing", "things",
     "this", "those", "through", "under", "until", "using", "what", "when", "where", "whether", "which",
-    "while", "within", "without", "would", "your"
+    "while", "within", "without", "would", "your",
+    # short words that carry no content (issue 32: the search uses the question's content words)
+    "all", "and", "any", "are", "can", "did", "edit", "file", "files", "for", "has", "have", "its", "line",
+    "lines", "not", "number", "numbers", "our", "said", "says", "the", "was", "who", "why", "with", "you",
 })
 
 
@@ -65,15 +69,22 @@ class ScriptedReply:
     model (issue 28: arms that ran different models)."""
 
 
+def search_terms(prompt: str) -> list[str]:
+    """The words the agent searches for, best first (issue 32): the question's content words
+    (``rehearsal.server_moves.content_words``: no stop words, not the first word, names last), those of at
+    least 5 letters first; else the longest word of at least 3 letters; else none."""
+    words = content_words(prompt, _STOPWORDS)
+    ranked = [w for w in words if len(w) >= 5] + [w for w in words if len(w) < 5]
+    if ranked:
+        return ranked
+    longest = max(_WORD_RE.findall(prompt), key=len, default="")
+    return [longest] if len(longest) >= 3 else []
+
+
 def pick_term(prompt: str) -> str | None:
-    """Return the search term for ``prompt``: its first word of at least 5 letters that is not a
-    stopword (original case kept), else its longest word of at least 3 letters, else None."""
-    words: list[str] = _WORD_RE.findall(prompt)
-    for word in words:
-        if len(word) >= 5 and word.lower() not in _STOPWORDS:
-            return word
-    longest = max(words, key=len, default="")
-    return longest if len(longest) >= 3 else None
+    """Return the search term for ``prompt``: the first of :func:`search_terms` (original case kept), else None."""
+    terms = search_terms(prompt)
+    return terms[0] if terms else None
 
 
 def tool_call_id(message_count: int, name: str, tool_input: Mapping[str, Any]) -> str:

@@ -123,10 +123,48 @@ def _shell_output(text: str) -> tuple[str, bool]:
     return body, bool(exit_match and exit_match.group(1) != "0")
 
 
+_MCP_HEADER_RE = re.compile(r"^Wall time: [\d.]+ seconds\nOutput:$")
+_CWD_RE = re.compile(r"<cwd>([^<\n]+)</cwd>")
+
+
+def _without_duplicates(texts: list[str]) -> list[str]:
+    """An MCP output's text blocks without Codex's ``Wall time ... Output:`` header block and without a
+    ``{"content": TEXT}`` block repeating another block's TEXT (a server's structured content; issue 32)."""
+    texts = [t for t in texts if not _MCP_HEADER_RE.match(t)]
+    kept: list[str] = []
+    for text in texts:
+        try:
+            decoded = json.loads(text)
+        except ValueError:
+            decoded = None
+        if isinstance(decoded, dict) and list(decoded) == ["content"] and decoded["content"] in texts:
+            continue
+        kept.append(text)
+    return kept
+
+
+_MCP_PREFIX_RE = re.compile(r"^Wall time: [\d.]+ seconds\nOutput:\n")
+
+
 def _output_text(output: Any) -> str:
+    """A function call's output text; an MCP call's without Codex's ``Wall time ... Output:`` header (a
+    server's structured content then stays one JSON text the conversation unwraps)."""
     if isinstance(output, Mapping):
         output = output.get("content", output.get("output", ""))
-    return "\n".join(_texts(output)) if not isinstance(output, str) else output
+    if isinstance(output, str):
+        return _MCP_PREFIX_RE.sub("", output, count=1)
+    return "\n".join(_without_duplicates(_texts(output)))
+
+
+def _working_directory(items: list[Any]) -> str | None:
+    """The ``<cwd>`` Codex names in its ``<environment_context>`` message, if any."""
+    for item in items:
+        if isinstance(item, Mapping) and item.get("type") == "message":
+            for text in _texts(item.get("content")):
+                found = _CWD_RE.search(text)
+                if found:
+                    return found.group(1).strip()
+    return None
 
 
 def messages_view(body: Mapping[str, Any]) -> dict[str, Any]:
@@ -137,7 +175,8 @@ def messages_view(body: Mapping[str, Any]) -> dict[str, Any]:
     and no working directory, so every path the agent uses is relative to the ``-C`` directory;
     every ``function_call`` becomes an assistant ``tool_use`` and every
     ``function_call_output`` a user ``tool_result``. Offered tools: ``Grep`` and ``Read`` when a
-    shell tool is offered, plus each MCP tool as ``mcp__<server>__<tool>``.
+    shell tool is offered, plus each MCP tool as ``mcp__<server>__<tool>``. ``workingDirectory`` (when
+    Codex names its ``<cwd>``) is where the policy puts a server's absolute paths (issue 32).
 
     Raises:
         ValueError: ``body["input"]`` is not a non-empty list.
@@ -185,7 +224,11 @@ def messages_view(body: Mapping[str, Any]) -> dict[str, Any]:
     offered = [GREP_TOOL, READ_TOOL] if _shell_name(tools) else []
     offered += [{"name": name, "description": str(defn.get("description", "")),
                  "input_schema": defn.get("parameters", {})} for name, (_, _, defn) in mcp.items()]
-    return {"model": body.get("model"), "messages": messages, "tools": offered}
+    view: dict[str, Any] = {"model": body.get("model"), "messages": messages, "tools": offered}
+    cwd = _working_directory(items)
+    if cwd is not None:  # for the server's absolute paths only: repository tools stay relative to -C
+        view["workingDirectory"] = cwd
+    return view
 
 
 def _function_call(block: Mapping[str, Any], tools: Sequence[Any]) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from agentstudy.rehearsal.reply_kit import (
     tool_kit,
     tools_by_name,
 )
+from agentstudy.rehearsal.server_moves import search_arguments
 
 __all__ = ["study_reply"]
 
@@ -83,14 +84,15 @@ def _answer(request: Mapping[str, Any], texts: Mapping[str, str]) -> dict[str, A
 
 
 def _search_call(request: Mapping[str, Any], tools: dict[str, Mapping[str, Any]],
-                 steps: list[ToolStep]) -> tuple[str, dict[str, Any]] | None:
-    """The MCP server's search (the bundled ``doc_search`` or another server's search-like tool), once."""
+                 steps: list[ToolStep], cwd: str | None = None) -> tuple[str, dict[str, Any]] | None:
+    """The MCP server's search (the bundled ``doc_search`` or another server's search-like tool, with the
+    objective's content words and absolute paths where it needs them; issue 32), once."""
     term = pick_term(str(request.get("objective", ""))) or "the"
     other = tool_kit(tools).server.search
     if MCP_SEARCH_TOOL in tools:
         call: tuple[str, dict[str, Any]] = (MCP_SEARCH_TOOL, {"query": term})
     elif other is not None:
-        call = (other.name, other.arguments(term))
+        call = (other.name, search_arguments(other, term, tools, steps, cwd))
     else:
         return None
     return None if any(step.name == call[0] for step in steps) else call
@@ -109,7 +111,7 @@ def study_reply(body: Mapping[str, Any], request: Mapping[str, Any]) -> Scripted
     tools = tools_by_name(body.get("tools"))
     cwd = find_cwd(messages)
     steps = tool_steps(messages)
-    call = _search_call(request, tools, steps)
+    call = _search_call(request, tools, steps, cwd)
     if call is None and "Read" in tools and len(steps) < MAX_READS:
         tried = {relative_path(str(step.input.get("file_path", "")), cwd) for step in steps if step.name == "Read"}
         target = next((name for name in _targets(request) if name not in tried), None)

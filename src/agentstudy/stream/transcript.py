@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentstudy.protocol.json_input import JsonInputError, load_json
-from agentstudy.protocol.treatment import content_text, text_bytes
+from agentstudy.protocol.treatment import content_text, server_not_ready, text_bytes
 
 SYNTHETIC_MODEL = "<synthetic>"
 """The ``message.model`` Claude Code gives messages it wrote itself (an API error's text): no model answered."""
@@ -82,6 +82,8 @@ class Transcript:
     rate_limit_events: int = 0
     """``rate_limit_event`` lines (Claude Code 2.1.45 and later)."""
     result_bytes: dict[str, int] = field(default_factory=dict)
+    not_ready: set[str] = field(default_factory=set)
+    """``tool_use`` ids whose result says the server is not ready (``protocol.treatment.server_not_ready``)."""
     models: list[str] = field(default_factory=list)
 
     def tool_calls_by_name(self) -> dict[str, int]:
@@ -189,6 +191,8 @@ def _read_user(event: Mapping[str, Any], transcript: Transcript) -> None:
             if isinstance(tool_id, str):
                 transcript.answered_tool_ids.add(tool_id)
                 transcript.result_bytes[tool_id] = text_bytes(content_text(block.get("content")))
+                if server_not_ready(content_text(block.get("content"))):
+                    transcript.not_ready.add(tool_id)
                 if block.get("is_error") is True:
                     transcript.tool_errors.add(tool_id)
                     transcript.tool_error_texts.setdefault(tool_id, one_line(result_text(block.get("content"))))

@@ -19,6 +19,7 @@ from agentstudy.protocol.treatment import (
     ServerCall,
     TreatmentRecord,
     content_text,
+    server_not_ready,
     text_bytes,
     tool_set_sha256,
     treatment_record,
@@ -66,7 +67,8 @@ def claude_treatment(transcript: Transcript, server: str | None) -> TreatmentRec
     elif server is None and _connected(init, None) and not offered:
         offered = [str(s.get("name")) for s in init.get("mcp_servers", []) if isinstance(s, Mapping)]
     calls = [
-        ServerCall(_short(use.name, server), tool_id in transcript.tool_errors, transcript.result_bytes.get(tool_id))
+        ServerCall(_short(use.name, server), tool_id in transcript.tool_errors, transcript.result_bytes.get(tool_id),
+                   tool_id in transcript.not_ready)
         for tool_id, use in transcript.tool_uses.items() if use.name.startswith(prefix)
     ]
     first = next(iter(transcript.message_prompts.values()), None)
@@ -86,6 +88,11 @@ def _codex_result_bytes(call: Mapping[str, Any]) -> int | None:
     return text_bytes(content_text(result.get("content")))
 
 
+def _codex_not_ready(call: Mapping[str, Any]) -> bool:
+    result = call.get("result")
+    return isinstance(result, Mapping) and server_not_ready(content_text(result.get("content")))
+
+
 def codex_treatment(transcript: CodexTranscript, server: str | None, allowed_tools: Sequence[str],
                     model: str) -> TreatmentRecord:
     """The treatment record of a Codex attempt whose arm's server is ``server`` (``None``: control).
@@ -96,7 +103,7 @@ def codex_treatment(transcript: CodexTranscript, server: str | None, allowed_too
     """
     calls = [
         ServerCall(str(c.get("tool")) if server is not None else f"{MCP_PREFIX}{c.get('server')}__{c.get('tool')}",
-                   c.get("status") == "failed", _codex_result_bytes(c))
+                   c.get("status") == "failed", _codex_result_bytes(c), _codex_not_ready(c))
         for c in transcript.mcp_calls if server is None or c.get("server") == server
     ]
     offered = list(allowed_tools) if server is not None else []

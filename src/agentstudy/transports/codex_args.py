@@ -2,7 +2,8 @@
 
 One attempt is ``codex exec --json`` with a private ``CODEX_HOME`` holding :func:`config_toml`'s
 text. The arms' argv and config are identical except the ``[mcp_servers.NAME]`` table (the
-treatment arm's server, ``required = true``, ``enabled_tools`` = the verified read-only tools).
+treatment arm's server, ``required = true``, ``enabled_tools`` = the verified read-only tools, each approved in
+its own ``[mcp_servers.NAME.tools.TOOL]`` table).
 Every default-on feature outside read-only repository work is switched off
 (:data:`DISABLED_FEATURES`, each accepted by 0.171.0 under ``--strict-config`` — docs/codex.md),
 as are analytics, web search and update checks. The environment is rebuilt from the allowlist of
@@ -23,6 +24,7 @@ __all__ = [
     "DISABLED_FEATURES",
     "REHEARSAL_MODEL",
     "REHEARSAL_PROVIDER",
+    "TOOL_APPROVAL_MODE",
     "CodexMcpServer",
     "RehearsalProvider",
     "codex_arguments",
@@ -45,6 +47,14 @@ DISABLED_FEATURES = (
 )
 """Default-on features of 0.171.0 switched off in every attempt (``[features] NAME = false``);
 sub-agents are off by ``[agents] enabled = false`` (``[features].multi_agent`` is deprecated in 0.171.0)."""
+
+
+TOOL_APPROVAL_MODE = "approve"
+"""Each enabled tool's ``[mcp_servers.NAME.tools.TOOL] approval_mode`` (issue 32 item 5). ``codex exec`` runs
+with the approval policy ``never``, under which 0.171.0 cancels every MCP call it would ask about ("MCP tool
+call requires approval, but approval policy is never") unless the server annotates the tool ``readOnlyHint:
+true`` or the tool's own table approves it; the enabled tools are exactly the verified read-only ones
+(annotated, or declared by the operator with ``--tool``), so every one is approved the same way."""
 
 
 def version_problem(line: str, expected: str = CODEX_VERSION) -> str | None:
@@ -101,7 +111,9 @@ def config_toml(*, model: str, provider: RehearsalProvider | None, mcp: CodexMcp
     if mcp is not None:
         table: dict[str, object] = {"command": mcp.command[0], "args": list(mcp.command[1:]), "required": True,
                                     "startup_timeout_sec": mcp.startup_timeout_sec,
-                                    "enabled_tools": list(mcp.enabled_tools)}
+                                    "enabled_tools": list(mcp.enabled_tools),
+                                    "tools": {tool: {"approval_mode": TOOL_APPROVAL_MODE}
+                                              for tool in mcp.enabled_tools}}
         if mcp.env:
             table["env"] = dict(mcp.env)
         config["mcp_servers"] = {mcp.name: table}

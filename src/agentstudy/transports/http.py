@@ -59,6 +59,7 @@ from agentstudy.protocol.treatment import (
     TREATMENT_LOST,
     ServerCall,
     TreatmentRecord,
+    server_not_ready,
     sha256_text,
     tool_set_sha256,
     treatment_record,
@@ -362,7 +363,8 @@ def agent_loop(
                 state.errors[key] += 1
             exact = tools.mcp_name(name) if name in offered else None
             if exact is not None:
-                state.server_calls.append(ServerCall(exact, outcome.is_error, outcome.server_bytes))
+                state.server_calls.append(ServerCall(exact, outcome.is_error, outcome.server_bytes,
+                                                     server_not_ready(str(outcome.content))))
             results.append({"type": "tool_result", "tool_use_id": call["id"],
                             "content": outcome.content[:TOOL_RESULT_LIMIT], "is_error": outcome.is_error})
         messages.append({"role": "user", "content": results})
