@@ -22,7 +22,8 @@ from agentstudy.pricing.sums import display_usd, usd_from_json
 from agentstudy.pricing.tally import Tally
 from agentstudy.pricing.usd_json import optional_usd_number, usd_number
 from agentstudy.protocol.controlled.hashing import js_json
-from agentstudy.protocol.ledger_integrity import seal_ledger, spent_matches
+from agentstudy.protocol.ledger_integrity import seal_ledger
+from agentstudy.protocol.ledger_invariants import spent_matches
 from agentstudy.runners.ledger_steps import budget_record
 from agentstudy.runners.summary import summarize
 from agentstudy.transports.cli_evaluation import reported_cost

@@ -24,14 +24,13 @@ from agentstudy.io.ledger_journal import JournaledLedger, read_ledger
 from agentstudy.io.ledger_store import LedgerFile, _encode, journal_path
 from agentstudy.protocol.controlled.hashing import sha256_normalized_v1
 from agentstudy.protocol.ledger_integrity import (
-    is_loopback_http,
     ledger_hash,
     observation_hash,
     seal_ledger,
-    spent_matches,
     verify_ledger,
     verify_ledger_bytes,
 )
+from agentstudy.protocol.ledger_invariants import is_loopback_http, spent_matches
 from agentstudy.protocol.ledger_journal import start_record
 from agentstudy.protocol.records import MinimalLedger
 from agentstudy.rehearsal.messages_server import RehearsalServer

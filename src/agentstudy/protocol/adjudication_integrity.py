@@ -14,7 +14,7 @@ from datetime import datetime
 
 from agentstudy.protocol.adjudication import MinimalAdjudication
 from agentstudy.protocol.ledger_concurrency import most_at_once, parse_span
-from agentstudy.protocol.ledger_integrity import spent_matches
+from agentstudy.protocol.ledger_invariants import spent_matches
 
 
 def companion_problems(companion: MinimalAdjudication) -> list[str]:

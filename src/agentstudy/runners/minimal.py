@@ -39,7 +39,8 @@ from agentstudy.pricing.strict_cap import NoWorstTurn, ReservationRule
 from agentstudy.pricing.tally import Tally
 from agentstudy.pricing.usd_json import optional_usd_number, usd_number
 from agentstudy.protocol.continuation import Predecessor
-from agentstudy.protocol.ledger_integrity import is_loopback_http, seal_ledger
+from agentstudy.protocol.ledger_integrity import seal_ledger
+from agentstudy.protocol.ledger_invariants import is_loopback_http
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP, LoadedManifest
 from agentstudy.protocol.prepare_steps import prepare_outcomes
 from agentstudy.protocol.prompt import study_prompt

@@ -57,7 +57,8 @@ from agentstudy.pricing.sums import usd_from_json
 from agentstudy.pricing.tally import Tally
 from agentstudy.pricing.usd_json import usd_number
 from agentstudy.protocol.continuation import Predecessor
-from agentstudy.protocol.ledger_integrity import is_loopback_http, seal_ledger
+from agentstudy.protocol.ledger_integrity import seal_ledger
+from agentstudy.protocol.ledger_invariants import is_loopback_http
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP, LoadedManifest
 from agentstudy.protocol.mcp_spec import McpServerSpec
 from agentstudy.protocol.prepare_steps import prepare_outcomes
