@@ -28,8 +28,9 @@ from agentstudy.protocol.mcp_spec import ServerPaths
 from agentstudy.protocol.schedule import ScheduleEntry, build_schedule
 from agentstudy.rehearsal.example_study import ExampleStudy, build_example_study
 from agentstudy.rehearsal.messages_server import RehearsalServer
+from agentstudy.runners.cli_request import CliRunRequest
 from agentstudy.runners.demo import DEMO_ATTEMPT_BUDGET_USD, DEMO_CAP_USD, DEMO_CLI_VERSION, DEMO_MODEL
-from agentstudy.runners.minimal import CliRunRequest, run_cli_study
+from agentstudy.runners.minimal import run_cli_study
 from agentstudy.runners.preflight import DEFAULT_MCP_SERVER, check_mcp_servers, mcp_corpora
 from agentstudy.transports.cli import CliSettings
 from bench.common import Skipped

@@ -29,8 +29,9 @@ from agentstudy.rehearsal.adjudicator_policy import adjudicator_reply
 from agentstudy.rehearsal.example_study import ExampleStudy, build_example_study
 from agentstudy.rehearsal.messages_server import RehearsalServer
 from agentstudy.rehearsal.policy import ScriptedReply, next_reply
+from agentstudy.runners.cli_request import CliRunRequest
 from agentstudy.runners.demo import run_demo
-from agentstudy.runners.minimal import CliRunRequest, run_cli_study
+from agentstudy.runners.minimal import run_cli_study
 from agentstudy.runners.preflight import DEFAULT_MCP_SERVER
 from agentstudy.runners.progress import SilentProgress
 from agentstudy.transports.cli import CliSettings

@@ -22,7 +22,8 @@ import pytest
 from agentstudy.protocol.manifest import load_manifest
 from agentstudy.protocol.records import CliObservation
 from agentstudy.rehearsal.example_study import ExampleStudy, build_example_study
-from agentstudy.runners.minimal import CliRunRequest, run_cli_study
+from agentstudy.runners.cli_request import CliRunRequest
+from agentstudy.runners.minimal import run_cli_study
 from agentstudy.runners.preflight import DEFAULT_MCP_SERVER
 from agentstudy.transports.cli import CliSettings
 

@@ -21,7 +21,8 @@ from agentstudy.protocol.ledger_integrity import verify_ledger_bytes
 from agentstudy.protocol.manifest import load_manifest
 from agentstudy.rehearsal.example_study import build_example_study
 from agentstudy.rehearsal.messages_server import RehearsalServer
-from agentstudy.runners.minimal import CliRunRequest, run_cli_study
+from agentstudy.runners.cli_request import CliRunRequest
+from agentstudy.runners.minimal import run_cli_study
 from agentstudy.runners.preflight import DEFAULT_MCP_SERVER
 from agentstudy.transports.cli import CliSettings
 

@@ -27,7 +27,8 @@ from agentstudy.protocol.prompt import study_prompt
 from agentstudy.rehearsal.example_study import ExampleStudy, build_example_study
 from agentstudy.rehearsal.messages_server import RehearsalServer
 from agentstudy.rehearsal.policy import ScriptedReply, StopReason, next_reply
-from agentstudy.runners.minimal_http import HttpRunRequest, run_http_study
+from agentstudy.runners.http_request import HttpRunRequest
+from agentstudy.runners.minimal_http import run_http_study
 from agentstudy.runners.preflight import DEFAULT_MCP_SERVER, PreflightError
 
 PLANTED_KEY = "sk-ant-planted-http-key-0123456789"

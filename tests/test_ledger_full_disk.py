@@ -28,7 +28,8 @@ from agentstudy.protocol.manifest import load_manifest
 from agentstudy.rehearsal.example_study import ExampleStudy, build_example_study
 from agentstudy.rehearsal.messages_server import RehearsalServer
 from agentstudy.rehearsal.policy import ScriptedReply, next_reply
-from agentstudy.runners.minimal_http import REHEARSAL_KEY, HttpRunRequest, run_http_study
+from agentstudy.runners.http_request import REHEARSAL_KEY, HttpRunRequest
+from agentstudy.runners.minimal_http import run_http_study
 from agentstudy.runners.preflight import DEFAULT_MCP_SERVER
 from test_adjudication_support import fake_adjudicator_events, observation, request_for, valid_judgement, write_ledger
 from tmpfs import fill, remount_read_only, small_tmpfs

@@ -22,7 +22,8 @@ from agentstudy.protocol.manifest import load_manifest
 from agentstudy.rehearsal.example_study import ExampleStudy, build_example_study
 from agentstudy.rehearsal.messages_server import RehearsalServer
 from agentstudy.runners.demo import DEMO_CAP_USD, DEMO_MODEL, DEMO_PRICES
-from agentstudy.runners.minimal_http import REHEARSAL_KEY, HttpRunRequest, run_http_study
+from agentstudy.runners.http_request import REHEARSAL_KEY, HttpRunRequest
+from agentstudy.runners.minimal_http import run_http_study
 from agentstudy.runners.preflight import DEFAULT_MCP_SERVER
 
 Edit = Callable[[dict[str, Any]], None]

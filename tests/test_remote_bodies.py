@@ -32,7 +32,7 @@ from agentstudy.rehearsal.example_study import ExampleStudy, build_example_study
 from agentstudy.rehearsal.messages_server import RehearsalServer
 from agentstudy.runners.http_attempts import WITHIN_THE_ATTEMPT
 from agentstudy.runners.http_remote import HttpJob, recheck, remote_start
-from agentstudy.runners.minimal_http import REHEARSAL_KEY
+from agentstudy.runners.http_request import REHEARSAL_KEY
 from agentstudy.runners.preflight import DEFAULT_MCP_SERVER
 from agentstudy.transports.cli import WORKER_DIED
 from agentstudy.transports.http import HttpAttemptResult, HttpSettings, run_http_attempt

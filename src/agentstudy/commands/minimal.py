@@ -50,8 +50,10 @@ from agentstudy.protocol.mcp_spec import McpServerSpec
 from agentstudy.protocol.schedule import Mode, PilotSize, pilot_size
 from agentstudy.protocol.sequential_plan import SequentialPlan
 from agentstudy.rehearsal.messages_server import RehearsalServer
-from agentstudy.runners.minimal import CliRunRequest, run_cli_study
-from agentstudy.runners.minimal_http import REHEARSAL_KEY, HttpRunRequest, run_http_study
+from agentstudy.runners.cli_request import CliRunRequest
+from agentstudy.runners.http_request import REHEARSAL_KEY, HttpRunRequest
+from agentstudy.runners.minimal import run_cli_study
+from agentstudy.runners.minimal_http import run_http_study
 from agentstudy.runners.sequential_runs import study_schedule
 from agentstudy.transports.api_retry import DEFAULT_RETRY, RetryPolicy
 from agentstudy.transports.cli import CliSettings

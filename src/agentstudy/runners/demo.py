@@ -20,8 +20,10 @@ from agentstudy.protocol.fault_schedule import parse_fault_schedule
 from agentstudy.protocol.manifest import load_manifest
 from agentstudy.rehearsal.example_study import build_example_study
 from agentstudy.rehearsal.messages_server import RehearsalServer
-from agentstudy.runners.minimal import CliRunRequest, run_cli_study
-from agentstudy.runners.minimal_http import REHEARSAL_KEY, HttpRunRequest, run_http_study
+from agentstudy.runners.cli_request import CliRunRequest
+from agentstudy.runners.http_request import REHEARSAL_KEY, HttpRunRequest
+from agentstudy.runners.minimal import run_cli_study
+from agentstudy.runners.minimal_http import run_http_study
 from agentstudy.runners.preflight import DEFAULT_MCP_SERVER
 from agentstudy.runners.progress import RunProgress
 from agentstudy.runners.summary import RunSummary

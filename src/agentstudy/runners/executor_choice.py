@@ -24,7 +24,7 @@ from agentstudy.runners.preflight import PreflightError
 from agentstudy.runners.progress import RunProgress, report_excluded
 
 if TYPE_CHECKING:
-    from agentstudy.runners.minimal import CliRunRequest
+    from agentstudy.runners.cli_request import CliRunRequest
 
 
 def read_corpora(roots: Mapping[str, Path], pins: Mapping[str, str], names: Iterable[str]) -> dict[str, CorpusBlobs]:

@@ -53,7 +53,7 @@ from agentstudy.transports.cli import WORKER_DIED
 from agentstudy.transports.http import HttpAttemptResult, HttpSettings, run_http_attempt
 
 if TYPE_CHECKING:
-    from agentstudy.runners.minimal_http import HttpRunRequest
+    from agentstudy.runners.http_request import HttpRunRequest
 
 
 @dataclass(frozen=True)

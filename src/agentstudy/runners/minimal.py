@@ -17,13 +17,9 @@ reason, and ``StopRequested`` is raised.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from contextlib import ExitStack
-from dataclasses import dataclass, field
 from decimal import Decimal
-from pathlib import Path
-from typing import Literal
 
 from agentstudy.agents.registry import DEFAULT_AGENT, agent_cli
 from agentstudy.fsm.attempt import AttemptMachine
@@ -31,25 +27,20 @@ from agentstudy.fsm.run import RunMachine
 from agentstudy.io.agent_binary import AgentBinaryError
 from agentstudy.io.ledger_journal import JournaledLedger
 from agentstudy.io.ledger_store import OutputPathError, resolve_output
-from agentstudy.io.provenance import engine_revision, file_sha256, runner_hash
 from agentstudy.io.signals import StopRequested, raise_if_stopped, stop_signal
 from agentstudy.io.transcripts import environment_secrets
-from agentstudy.pricing.budget import Budget, settle_attempt
+from agentstudy.pricing.budget import Budget
 from agentstudy.pricing.strict_cap import NoWorstTurn, ReservationRule
 from agentstudy.pricing.tally import Tally
-from agentstudy.pricing.usd_json import optional_usd_number, usd_number
-from agentstudy.protocol.continuation import Predecessor
 from agentstudy.protocol.ledger_integrity import seal_ledger
 from agentstudy.protocol.ledger_invariants import is_loopback_http
-from agentstudy.protocol.manifest import DOC_BRIDGE_MCP, LoadedManifest
-from agentstudy.protocol.prepare_steps import prepare_outcomes
+from agentstudy.protocol.manifest import DOC_BRIDGE_MCP
 from agentstudy.protocol.prompt import study_prompt
-from agentstudy.protocol.records import CliObservation, MinimalLedger
-from agentstudy.protocol.run_records import AdjudicationDeclaration, CliRunSettings, McpServerRecord
-from agentstudy.protocol.schedule import Mode, PilotSize, ScheduleEntry
-from agentstudy.protocol.sequential_plan import SequentialPlan
-from agentstudy.runners.agent_runs import AgentRun, check_other_agents, expected_for, schedule_for, settings_for
-from agentstudy.runners.concurrent_walk import AttemptBodyError, AttemptPort, ConcurrentWalk, body_error_reason
+from agentstudy.protocol.records import CliObservation
+from agentstudy.protocol.schedule import ScheduleEntry
+from agentstudy.runners.agent_runs import check_other_agents, schedule_for, settings_for
+from agentstudy.runners.cli_request import CliRunRequest, cli_ledger, cli_observation, cli_port
+from agentstudy.runners.concurrent_walk import AttemptBodyError, ConcurrentWalk, body_error_reason
 from agentstudy.runners.continuation_steps import continued_schedule, start_ledger
 from agentstudy.runners.executor import AttemptExecutor, submit_cli_attempt
 from agentstudy.runners.executor_choice import open_executor
@@ -60,12 +51,10 @@ from agentstudy.runners.ledger_steps import (
     now_iso,
     open_reservation,
     stopped_detail,
-    study_arms,
     summary_names,
 )
 from agentstudy.runners.preflight import (
     NOTHING_WRITTEN,
-    McpPreflight,
     PreflightError,
     check_cli_version,
     prepare_study,
@@ -73,167 +62,14 @@ from agentstudy.runners.preflight import (
 )
 from agentstudy.runners.progress import (
     AttemptProgress,
-    RunProgress,
-    SilentProgress,
     finish_progress,
     report_excluded,
 )
 from agentstudy.runners.sequential_runs import start_sequential, study_schedule
 from agentstudy.runners.summary import RunSummary, summarize
 from agentstudy.runners.transcript_keeping import keep_transcript, transcript_store
-from agentstudy.transports.cli import CliAttemptBody, CliAttemptResult, CliSettings, run_cli_attempt
+from agentstudy.transports.cli import CliAttemptBody, CliAttemptResult, run_cli_attempt
 from agentstudy.transports.cli_args import arm_tools
-from agentstudy.transports.cli_evaluation import cli_failure_kind, settled_reason
-
-
-@dataclass(frozen=True)
-class CliRunRequest:
-    """Everything a CLI run needs; built by the command line or by ``demo``.
-
-    Money is ``Decimal`` USD. ``forbidden_output_roots`` are extra directories the ledger
-    must stay out of (agentstudy's own checkout); corpus roots are always forbidden.
-    """
-
-    loaded: LoadedManifest
-    mode: Mode
-    roots: Mapping[str, Path]
-    output: Path
-    settings: CliSettings
-    cap_usd: Decimal
-    attempt_budget_usd: Decimal
-    expected_cli_version: str
-    parent_env: Mapping[str, str]
-    forbidden_output_roots: tuple[Path, ...] = ()
-    progress: RunProgress = field(default_factory=SilentProgress)
-    pilot: PilotSize = field(default_factory=PilotSize)
-    concurrency: int = 1
-    """Attempts in flight at most (issue 19); 1 is the seed's sequential walk."""
-    executor: Literal["local", "ray"] = "local"
-    """Where a concurrent walk runs the attempts' bodies (issue 20): threads here, or Ray tasks."""
-    ray_address: str | None = None
-    """The Ray cluster's address (``--ray-address``); required with ``executor="ray"``."""
-    strict_cap: bool = False
-    keep_transcripts: bool = True
-    """Keep every attempt's raw stream in ``LEDGER.transcripts/`` (issue 28; ``--no-transcripts`` turns it off)."""
-    """``--strict-cap`` (issue 19): reserve the limit plus one worst-case turn (``pricing.strict_cap``)."""
-    other_agents: Mapping[str, AgentRun] = field(default_factory=dict)
-    """A several-agent study's agents besides ``settings.agent`` (issue 21 item 6; ``runners.agent_runs``)."""
-    sequential: SequentialPlan | None = None
-    """A sequential design's plan (issue 35): task blocks in its order, stopped by its looks."""
-    continuation: Predecessor | None = None
-    """``--continue-from``'s verified old ledger (issue 33 item 7): plan only what it did not complete."""
-
-
-def cli_port(
-    submit: Callable[[ScheduleEntry], Future[CliAttemptResult]],
-    observe: Callable[[ScheduleEntry, CliAttemptResult, str, Decimal, Decimal, bool], CliObservation],
-    rule: ReservationRule,
-) -> AttemptPort[CliAttemptResult, CliObservation]:
-    """The cli port (issue 19; its settle, measure and observe serve the sequential walk too): ``submit`` a
-    child on the run's executor (issue 20), settle it with ``settle_attempt`` against the
-    rule's reservation (USD; the ``max`` rules; a completed attempt charged above the limit Claude Code was
-    given is ``budget-exceeded``), count ``max(reported, computed)`` as measured with its overshoot above
-    the per-attempt limit, ``observe``."""
-
-    def computed(result: CliAttemptResult) -> Decimal | None:
-        return result.computed_cost.usd if result.computed_cost else None
-
-    def settle(result: CliAttemptResult) -> tuple[str, Decimal]:
-        return settle_attempt(result.status, rule.reservation_usd, result.reported_cost_usd, computed(result),
-                              exceeded_above=rule.base_usd)
-
-    def measure(tally: Tally, result: CliAttemptResult) -> Tally:
-        return tally.add_measured(result.reported_cost_usd, computed(result), rule.limit_usd)
-
-    return AttemptPort(submit=submit, settle=settle, measure=measure, observe=observe)
-
-
-def _observation(
-    entry: ScheduleEntry,
-    request: CliRunRequest,
-    cli_version: str,
-    result: CliAttemptResult,
-    status: str,
-    reservation: Decimal,
-    charged: Decimal,
-    cap_exceeded: bool,
-    exceeded_above: Decimal,
-    transcript: dict[str, str] | None = None,
-) -> CliObservation:
-    fields = {**result.fields, **(transcript or {})}
-    answer = str(fields.pop("answer_text"))
-    failure = cli_failure_kind(status, fields.pop("api_error_status", None))
-    return CliObservation(
-        task_id=entry.task_id,
-        scenario=entry.scenario,
-        repetition=entry.repetition,
-        agent=entry.agent if entry.agent != DEFAULT_AGENT or request.other_agents else None,  # issue 21
-        cli_version=cli_version,
-        expected_cli_version=expected_for(request.expected_cli_version, request.settings, request.other_agents,
-                                          entry.agent),
-        attempt_budget_usd=usd_number(request.attempt_budget_usd),
-        **fields,
-        cli_reported_cost_usd=optional_usd_number(result.reported_cost_usd),
-        computed_cost_usd=optional_usd_number(result.computed_cost.usd if result.computed_cost else None),
-        cost_basis=result.computed_cost.basis if result.computed_cost is not None else None,
-        setup_problem="; ".join(result.setup_problems) or None,
-        cost_problem=result.cost_problem,
-        reserved_usd=usd_number(reservation),
-        charged_usd=usd_number(charged),
-        cumulative_cap_exceeded=cap_exceeded,
-        exit_code=result.exit_code,
-        wall_time_ms=result.wall_time_ms,
-        status=status,
-        status_reason=settled_reason(result.status, result.status_reason, status, charged, exceeded_above),
-        answer=answer if status == "completed" else "",
-        failure_kind=failure,
-    )
-
-
-def _ledger(
-    request: CliRunRequest, cli_version: str, mcp: McpPreflight, planned: int, started_at: str, rule: ReservationRule
-) -> MinimalLedger:
-    manifest = request.loaded.manifest
-    return MinimalLedger(
-        version=manifest.version,
-        protocol_hash=request.loaded.protocol_hash,
-        manifest_sha256=request.loaded.manifest_sha256,
-        runner_hash=runner_hash(),
-        engine_revision=engine_revision(),
-        engine_bundle_hash=file_sha256(request.settings.binary),
-        repositories=dict(manifest.repositories),
-        transport="cli",
-        model=request.settings.model,
-        cli=CliRunSettings(
-            cli_version=cli_version,
-            expected_cli_version=request.expected_cli_version,
-            attempt_budget_usd=usd_number(request.attempt_budget_usd),
-            prices=agent_cli(request.settings.agent).price_entry(request.settings.model),
-            base_url=request.settings.base_url,
-        ),
-        mcp_server=McpServerRecord(
-            name=request.settings.mcp.name,
-            command=list(request.settings.mcp.command),
-            listed_tools=list(mcp.listed_tools),
-            denied_tools=list(mcp.extra_denied),
-            read_only_evidence=dict(mcp.read_only_evidence),
-            prepared=prepare_outcomes(mcp.prepared),
-        ),
-        arms=study_arms(request.loaded, request.settings.mcp.name),
-        full_attempts=request.loaded.full_attempts if request.loaded.arms is not None else None,
-        analysis=request.loaded.analysis,
-        transcripts=request.keep_transcripts,
-        rehearsal=request.settings.rehearsal_base_url is not None,
-        adjudication=AdjudicationDeclaration(),
-        mode=request.mode,
-        planned_attempts=planned,
-        budget=budget_record(Budget(cap=request.cap_usd), Tally(), rule),
-        observations=[],
-        concurrency=request.concurrency if request.concurrency > 1 else None,
-        open_reservations=[] if request.concurrency > 1 else None,
-        started_at=started_at,
-        status="running",
-    )
 
 
 def run_cli_study(request: CliRunRequest) -> RunSummary:
@@ -291,7 +127,7 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
         output = resolve_output(request.output, (*request.roots.values(), *request.forbidden_output_roots))
         secrets = environment_secrets({**os.environ, **(request.parent_env or {})})
         transcripts = transcript_store(request.keep_transcripts, output, secrets)
-        ledger = _ledger(request, cli_version, mcp, len(schedule), now_iso(), rule)
+        ledger = cli_ledger(request, cli_version, mcp, len(schedule), now_iso(), rule)
         assert ledger.cli is not None
         ledger.cli.agent = agent_record
         ledger.cli.other_agents = [agent.record for agent in others.values()] or None
@@ -344,7 +180,7 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
                 cap_exceeded: bool) -> CliObservation:
         kept = keep_transcript(transcripts, entry, result.raw_output,
                                entry.agent if entry.agent != DEFAULT_AGENT or request.other_agents else None)
-        return _observation(entry, request, versions[entry.agent], result, status, reserved, charged, cap_exceeded,
+        return cli_observation(entry, request, versions[entry.agent], result, status, reserved, charged, cap_exceeded,
                             base, kept)
 
     def submit(entry: ScheduleEntry) -> Future[CliAttemptResult]:
