@@ -16,6 +16,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -34,6 +35,7 @@ from rich.table import Table
 
 from agentstudy.io.environment import FORBIDDEN as CREDENTIAL_VARIABLES
 from agentstudy.pricing.sums import display_usd, usd_from_json
+from agentstudy.protocol.arm_names import arm_label, server_label
 from agentstudy.protocol.redaction import redact
 from agentstudy.runners.progress import AttemptProgress, RunProgress, SilentProgress
 from agentstudy.runners.summary import RunSummary
@@ -157,9 +159,10 @@ def print_summary_table(summary: RunSummary, note: str = "") -> None:
     table.add_column("value")
     table.add_row("attempts", f"{line['attempts']} of {line['plannedAttempts']} planned ({line['mode']})")
     table.add_row("by status", ", ".join(f"{k}: {v}" for k, v in line["byStatus"].items()) or "none")
-    labels = line.get("armLabels") or {}
-    table.add_row("by scenario", ", ".join(
-        f"{labels[k]} ({k}): {v}" if k in labels else f"{k}: {v}" for k, v in line["byScenario"].items()) or "none")
+    server = line.get("mcpServer") if isinstance(line.get("mcpServer"), str) else None
+    def name(scenario: str) -> str:
+        return arm_label(scenario, line.get("armLabels"), server)
+    table.add_row("by arm", ", ".join(f"{name(k)}: {v}" for k, v in line["byScenario"].items()) or "none")
     if line.get("mcpServer"):
         table.add_row("server studied", str(line["mcpServer"]))
     table.add_row("tokens", f"input {line['inputTokens']}, output {line['outputTokens']}")
@@ -176,7 +179,7 @@ def print_summary_table(summary: RunSummary, note: str = "") -> None:
         table.add_row("reservation rule", reservation_rule_text(line))
     treatment = line.get("treatment")
     if isinstance(treatment, dict) and treatment.get("treatmentAttempts"):
-        table.add_row("treatment", f"server used in {treatment['attemptsUsingServer']} of "
+        table.add_row("treatment", f"{server_label(server)} used in {treatment['attemptsUsingServer']} of "
                                    f"{treatment['treatmentAttempts']} treatment attempts "
                                    f"({treatment['serverCalls']} calls)")
     table.add_row("ledger", line["ledger"])
@@ -186,17 +189,17 @@ def print_summary_table(summary: RunSummary, note: str = "") -> None:
         console.print(Panel(str(treatment["warning"]), title="WARNING: treatment not delivered", style="bold red"))
     stopped = line.get("stoppedBy")
     if isinstance(stopped, dict):
-        console.print(stopped_line(stopped), markup=False, highlight=False, soft_wrap=True)
+        console.print(stopped_line(stopped, name), markup=False, highlight=False, soft_wrap=True)
 
 
-def stopped_line(stopped: dict[str, Any]) -> str:
+def stopped_line(stopped: dict[str, Any], name: Callable[[str], str] = arm_label) -> str:
     """The one line under a blocked run's summary table (issue 32): which attempt stopped the run and the first
     problem it met, in the server's own words when a server call failed; every credential of the environment
-    (``ANTHROPIC_API_KEY``, ``OPENAI_API_KEY``) redacted (``protocol.redaction``)."""
-    text = (f"why: {stopped.get('status')} in task {stopped.get('taskId')} ({stopped.get('scenario')}, repetition "
-            f"{stopped.get('repetition')}): {stopped.get('reason')}")
-    for name in CREDENTIAL_VARIABLES:
-        secret = os.environ.get(name)
+    (``ANTHROPIC_API_KEY``, ``OPENAI_API_KEY``) redacted (``protocol.redaction``); ``name`` labels the arm."""
+    text = (f"why: {stopped.get('status')} in task {stopped.get('taskId')} ({name(str(stopped.get('scenario')))}, "
+            f"repetition {stopped.get('repetition')}): {stopped.get('reason')}")
+    for variable in CREDENTIAL_VARIABLES:
+        secret = os.environ.get(variable)
         if secret:
             text = redact(text, secret)
     return str(text)

@@ -187,7 +187,7 @@ def verdict(analysis: Analysis, summary: TreatmentSummary, *, primary: str | Non
     defaults to the study's (``analysis.alpha``)."""
     alpha = analysis.alpha if alpha is None else alpha
     study = analysis.study
-    server = study.server_name or "the server"
+    server = study.server
     if not summary.delivered:
         return not_delivered(summary, server)
     result = primary_result(analysis, primary)
@@ -198,7 +198,7 @@ def verdict(analysis: Analysis, summary: TreatmentSummary, *, primary: str | Non
     if result is None or result.task_level.estimate is None:
         return f"The study cannot yet say whether {server} helps: its primary metric has no task with both arms."
     level = result.task_level
-    treatment = study.arm_labels.get(TREATMENT) or TREATMENT
+    treatment = study.arm_name(TREATMENT)
     words = direction(level, result.metric, treatment)
     p = level.p_value
     judged = ("not distinguishable from no difference" if p is None or p >= alpha
@@ -222,7 +222,7 @@ def per_protocol_line(analysis: Analysis, summary: TreatmentSummary, primary: st
                             primary)
     if result is None:
         return None
-    treatment = study.arm_labels.get(TREATMENT) or TREATMENT
+    treatment = study.arm_name(TREATMENT)
     return (f"Per protocol (secondary; only the {len(tasks)} of {len(all_tasks)} tasks whose every treatment attempt "
             f"used the server): {direction(result.task_level, result.metric, treatment)}.")
 
@@ -231,7 +231,7 @@ def first_screen_blocks(analysis: Analysis, summary: TreatmentSummary, *, primar
                         alpha: float | None = None) -> tuple[Block, ...]:
     """The report's opening: the verdict (a warning box when not delivered), the fidelity line, a model difference
     (a warning box), and the per-protocol line when it differs."""
-    server = analysis.study.server_name or "the server"
+    server = analysis.study.server
     sentence = verdict(analysis, summary, primary=primary, alpha=alpha)
     blocks: list[Block] = [WarningBox(sentence) if not summary.delivered else Paragraph(sentence),
                            Paragraph(fidelity_line(summary, server))]
