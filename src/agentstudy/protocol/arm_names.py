@@ -10,8 +10,9 @@ One function, :func:`arm_label`, so no renderer keeps its own copy.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
-from agentstudy.protocol.study_arms import DOC_BRIDGE_MCP, REPOSITORY_ONLY, SCENARIOS
+from agentstudy.protocol.study_arms import DOC_BRIDGE_MCP, MAX_LABEL_CHARS, REPOSITORY_ONLY, SCENARIOS
 
 CONTROL_LABEL = "Repository tools"
 """The control arm's label when the ledger records none (a seed manifest's run)."""
@@ -49,3 +50,25 @@ def arm_label(scenario: str, labels: Mapping[str, str] | None = None, server: st
 def arm_labels(labels: Mapping[str, str] | None = None, server: str | None = None) -> dict[str, str]:
     """Both arms' labels, control first: ``{scenario: arm_label(scenario, labels, server)}``."""
     return {scenario: arm_label(scenario, labels, server) for scenario in SCENARIOS}
+
+
+def _plain(value: Any) -> str | None:
+    return " ".join(value.split())[:MAX_LABEL_CHARS] if isinstance(value, str) and value.strip() else None
+
+
+def ledger_arm_labels(document: Mapping[str, Any]) -> dict[str, str]:
+    """Scenario → label from a ledger's ``arms`` (issue 18); ``{}`` when absent or malformed (read tolerantly)."""
+    arms = document.get("arms")
+    labels: dict[str, str] = {}
+    for arm in arms if isinstance(arms, list) else []:
+        if isinstance(arm, dict) and isinstance(arm.get("scenario"), str):
+            label = _plain(arm.get("label"))
+            if label is not None:
+                labels[arm["scenario"]] = label
+    return labels
+
+
+def ledger_server_name(document: Mapping[str, Any]) -> str | None:
+    """The server studied (a ledger's ``mcpServer.name``), ``None`` when not recorded (read tolerantly)."""
+    server = document.get("mcpServer")
+    return _plain(server.get("name")) if isinstance(server, dict) else None

@@ -113,6 +113,8 @@ class Attempt:
     retries: AttemptRetries = AttemptRetries()
     treatment: TreatmentRecord | None = None
     """The observation's treatment record (issue 28); ``None`` in a ledger written before it (or unreadable)."""
+    agent_version: str | None = None
+    """The agent's version (``protocol.arm_differences.observed_agent_version``; issue 28 item 2)."""
     run_id: str | None = None
     """The run (ledger ``runId``) the attempt came from, in a report over a chain of runs (issue 33 item 7)."""
     superseded: bool = False

@@ -22,6 +22,7 @@ import statistics
 from dataclasses import dataclass, replace
 from typing import Any
 
+from agentstudy.protocol.arm_differences import arm_differences, arm_facts
 from agentstudy.protocol.treatment import DEFAULT_MINIMUM_USE, is_delivered, not_delivered_sentence, used_server
 from agentstudy.report.analysis import CORRECTNESS, Analysis, MetricResult
 from agentstudy.report.document import Block, Paragraph, WarningBox
@@ -53,34 +54,13 @@ class TreatmentSummary:
     models: dict[str, tuple[str, ...]]
     minimum_use: float
     per_protocol_tasks: tuple[str, ...]
-    prompt_mismatch_tasks: tuple[str, ...] = ()
-    builtin_tool_sets: int = 0
+    differences: tuple[str, ...] = ()
+    """Every way the arms differed besides the server, one sentence each (``protocol.arm_differences``)."""
 
     @property
     def delivered(self) -> bool:
         """At least ``minimum_use`` of the treatment attempts used the server (never with none)."""
         return is_delivered(self.attempts_using_server, self.treatment_attempts, self.minimum_use)
-
-    @property
-    def model_difference(self) -> str | None:
-        """One sentence when the arms were answered by different models, else ``None``."""
-        base, treat = self.models.get(BASELINE, ()), self.models.get(TREATMENT, ())
-        if not base or not treat or set(base) == set(treat):
-            return None
-        return (f"The arms were answered by different models (control: {', '.join(base)}; treatment: "
-                f"{', '.join(treat)}), so a difference may come from the model, not the server.")
-
-    @property
-    def differences(self) -> tuple[str, ...]:
-        """Every way the arms differed besides the server (models, prompts, built-in tool sets), one sentence each."""
-        found = [self.model_difference] if self.model_difference else []
-        if self.prompt_mismatch_tasks:
-            found.append(f"The arms were given different prompts in {len(self.prompt_mismatch_tasks)} tasks "
-                         f"({', '.join(self.prompt_mismatch_tasks[:5])}).")
-        if self.builtin_tool_sets > 1:
-            found.append(f"The agent's built-in tools differed between attempts ({self.builtin_tool_sets} "
-                         "different tool sets besides the server's).")
-        return tuple(found)
 
 
 def _fallback_calls(attempt: Attempt) -> int:
@@ -120,17 +100,9 @@ def summarize_treatment(study: Study, minimum_use: float | None = None) -> Treat
         control_offered=sum(1 for a in control if a.treatment and a.treatment.server_offered),
         recorded=sum(1 for a in treated if a.treatment), models=models, minimum_use=minimum_use,
         per_protocol_tasks=per_protocol,
-        prompt_mismatch_tasks=tuple(t for t in dict.fromkeys(a.task_id for a in study.attempts)
-                                    if len(_hashes(study.attempts, t)) > 1),
-        builtin_tool_sets=len({a.treatment.builtin_tools_sha256 for a in study.attempts
-                               if a.treatment and a.treatment.builtin_tools_sha256}),
+        differences=arm_differences([arm_facts(a.scenario, a.task_id, a.agent, a.treatment, a.agent_version)
+                                     for a in study.attempts], study.arm_name),
     )
-
-
-def _hashes(attempts: tuple[Attempt, ...], task: str) -> set[str]:
-    """The prompt hashes recorded for ``task``'s attempts (both arms)."""
-    return {a.treatment.prompt_sha256 for a in attempts
-            if a.task_id == task and a.treatment and a.treatment.prompt_sha256}
 
 
 def _first(attempts: list[Attempt], task: str) -> list[int]:
