@@ -16,8 +16,8 @@ from agentstudy.commands.common import fail
 from agentstudy.io.ledger_journal import LedgerJournalError, read_ledger
 from agentstudy.io.transcripts import TranscriptError, open_transcript
 from agentstudy.protocol.arm_names import arm_label, ledger_arm_labels, ledger_server_name
-from agentstudy.protocol.study_arms import SCENARIOS
 from agentstudy.protocol.study_agents import observation_agent
+from agentstudy.protocol.study_arms import SCENARIOS
 
 
 def _arm_scenarios(ledger: dict[str, Any], arm: str) -> set[str]:
