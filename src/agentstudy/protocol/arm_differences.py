@@ -99,8 +99,9 @@ def arm_differences(facts: Sequence[ArmFacts], name: Callable[[str], str] = arm_
         mine = [f for f in facts if f.agent == agent]
         control, treatment = _per_arm(mine, lambda f: [f.agent_version] if f.agent_version else [])
         if control and treatment and set(control) != set(treatment):
-            found.append(f"The arms ran different versions of {agent} ({_arms_text(control, treatment, name)}), so "
-                         "a difference may come from the agent, not the server.")
+            whose = f" of {agent}" if len(agents) > 1 else ""
+            found.append(f"The arms ran different agent versions{whose} ({_arms_text(control, treatment, name)}), "
+                         "so a difference may come from the agent, not the server.")
     tasks = [t for t in dict.fromkeys(f.task_id for f in facts)
              if len({f.prompt_sha256 for f in facts if f.task_id == t and f.prompt_sha256}) > 1]
     if tasks:
