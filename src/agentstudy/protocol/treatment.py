@@ -67,8 +67,8 @@ class TreatmentRecord(BaseModel):
             read + cache write tokens), the base of the tool-definition overhead; ``None`` when unknown.
         prompt_sha256: SHA-256 of the prompt's UTF-8 bytes as given to the agent (arms must match per task).
         builtin_tools_sha256: SHA-256 of the agent's tool set without the server's tools (canonical JSON of
-            the sorted names, or of the http transport's repository tool definitions); ``None`` when the agent
-            reports none (Codex).
+            the sorted names, or of the http transport's repository tool definitions; Codex, which lists no tool
+            set, of what decides its built-in tools: ``transports.codex_args.builtin_tool_basis``).
         agent_version: the agent's version as it reported itself while it ran (Claude Code's init event
             ``claude_code_version``; the http transport: ``agentstudy VERSION``, its own loop); ``None`` when the
             agent reports none (Codex: the observation's probed ``cliVersion`` stands for it).

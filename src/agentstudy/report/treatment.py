@@ -56,6 +56,8 @@ class TreatmentSummary:
     per_protocol_tasks: tuple[str, ...]
     differences: tuple[str, ...] = ()
     """Every way the arms differed besides the server, one sentence each (``protocol.arm_differences``)."""
+    overhead_note: str | None = None
+    """Why ``tool_definition_tokens`` is ``None`` (one clause), ``None`` when it was measured."""
 
     @property
     def delivered(self) -> bool:
@@ -96,7 +98,8 @@ def summarize_treatment(study: Study, minimum_use: float | None = None) -> Treat
         server_call_errors=sum(a.treatment.server_call_errors for a in treated if a.treatment),
         attempts_all_calls_failed=sum(1 for a in treated if a.treatment and a.treatment.all_calls_failed),
         median_calls=statistics.median(c for a, c in zip(treated, calls, strict=True) if _used(a)) if using else None,
-        tool_definition_tokens=_overhead(treated, control), control_attempts=len(control),
+        tool_definition_tokens=_overhead(treated, control), overhead_note=_overhead_note(treated, control),
+        control_attempts=len(control),
         control_offered=sum(1 for a in control if a.treatment and a.treatment.server_offered),
         recorded=sum(1 for a in treated if a.treatment), models=models, minimum_use=minimum_use,
         per_protocol_tasks=per_protocol,
@@ -120,6 +123,19 @@ def _overhead(treated: list[Attempt], control: list[Attempt]) -> float | None:
     return statistics.fmean(differences) if differences else None
 
 
+def _overhead_note(treated: list[Attempt], control: list[Attempt]) -> str | None:
+    """Why no tool-definition overhead is shown: the agent reports no per-request usage (its records carry no
+    first request's prompt size), or no task has that size in both arms; ``None`` when it is measured."""
+    if _overhead(treated, control) is not None:
+        return None
+    recorded = [a for a in (*treated, *control) if a.treatment is not None]
+    if recorded and all(a.treatment is not None and a.treatment.first_request_input_tokens is None
+                        for a in recorded):
+        return ("not measurable for this agent (its output reports no request's own usage, so the first "
+                "request's prompt size is unknown)")
+    return "not measured (no task has the first request's prompt size in both arms)"
+
+
 def fidelity_line(summary: TreatmentSummary, server: str) -> str:
     """"the server was used in 17 of 18 treatment attempts (median 3 calls; 2 calls errored; 0 attempts where
     every call failed)", plus the control arm's proof and the tool-definition overhead."""
@@ -136,6 +152,8 @@ def fidelity_line(summary: TreatmentSummary, server: str) -> str:
         line += f" No server tool was offered in any of the {summary.control_attempts} control attempts."
     if summary.tool_definition_tokens is not None:
         line += f" The server's tools add ~{round(summary.tool_definition_tokens):,} input tokens to every request."
+    elif summary.overhead_note is not None:
+        line += f" The input tokens the server's tools add to every request: {summary.overhead_note}."
     return line
 
 
@@ -221,7 +239,8 @@ def treatment_json(summary: TreatmentSummary) -> dict[str, Any]:
         "delivered": summary.delivered, "treatmentAttempts": summary.treatment_attempts,
         "attemptsUsingServer": summary.attempts_using_server, "serverCalls": summary.server_calls,
         "serverCallErrors": summary.server_call_errors, "attemptsAllCallsFailed": summary.attempts_all_calls_failed,
-        "toolDefinitionTokens": summary.tool_definition_tokens, "minimumTreatmentUse": summary.minimum_use,
+        "toolDefinitionTokens": summary.tool_definition_tokens, "toolDefinitionTokensNote": summary.overhead_note,
+        "minimumTreatmentUse": summary.minimum_use,
         "controlAttemptsOffered": summary.control_offered,
         "answeringModels": {scenario: list(models) for scenario, models in summary.models.items()},
         "perProtocolTasks": list(summary.per_protocol_tasks),
