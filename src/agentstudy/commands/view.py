@@ -42,10 +42,12 @@ from agentstudy.runners.summary import RunSummary
 
 
 class ConsoleProgress:
-    """Prints one line when an attempt starts and one when it settles: index, scenario, elapsed, spend vs cap."""
+    """Prints one line when an attempt starts and one when it settles: index, arm (``name``: its label), elapsed,
+    spend vs cap."""
 
-    def __init__(self, console: Console) -> None:
+    def __init__(self, console: Console, name: Callable[[str], str] = arm_label) -> None:
         self._console = console
+        self._name = name
         self._started: dict[int, float] = {}  # by attempt index: several may run at once (--concurrency)
 
     def worker_excluded(self, node: str, reason: str) -> None:
@@ -57,7 +59,7 @@ class ConsoleProgress:
         self._started[attempt.index] = time.monotonic()
         self._console.print(
             f"[bold][{attempt.index}/{attempt.total}][/bold] {attempt.task_id} rep {attempt.repetition} "
-            f"[cyan]{attempt.scenario}[/cyan] running…",
+            f"[cyan]{self._name(attempt.scenario)}[/cyan] running…",
             highlight=False,
         )
 
@@ -94,7 +96,8 @@ class BarProgress:
     is over). Attempts are tracked by index, so several may be running at once.
     """
 
-    def __init__(self, console: Console) -> None:
+    def __init__(self, console: Console, name: Callable[[str], str] = arm_label) -> None:
+        self._name = name  # an arm's label (protocol.arm_names)
         self.progress = Progress(
             TextColumn("[bold]attempts[/bold]"), BarColumn(), MofNCompleteColumn(),
             TextColumn("{task.fields[running]}"), TextColumn("{task.fields[spend]}"),
@@ -106,7 +109,7 @@ class BarProgress:
         self._spend = "spent 0.000000 USD"
 
     def _running_text(self) -> str:
-        now = [f"{a.task_id} rep {a.repetition} {a.scenario}" for a, _ in self._running.values()]
+        now = [f"{a.task_id} rep {a.repetition} {self._name(a.scenario)}" for a, _ in self._running.values()]
         return f"running {len(now)}" + (f": {', '.join(now)}" if now else "")
 
     def worker_excluded(self, node: str, reason: str) -> None:
@@ -140,13 +143,14 @@ class BarProgress:
             self._task = None
 
 
-def progress_for_terminal() -> RunProgress:
-    """Silence unless stdout is a terminal; then the live bar when stderr is a terminal too, else plain lines."""
+def progress_for_terminal(name: Callable[[str], str] = arm_label) -> RunProgress:
+    """Silence unless stdout is a terminal; then the live bar when stderr is a terminal too, else plain lines;
+    ``name`` labels an attempt's arm (``protocol.arm_names.arm_label`` with the run's labels and server)."""
     if not sys.stdout.isatty():
         return SilentProgress()
     if sys.stderr.isatty():
-        return BarProgress(Console(stderr=True))
-    return ConsoleProgress(Console(stderr=True))
+        return BarProgress(Console(stderr=True), name)
+    return ConsoleProgress(Console(stderr=True), name)
 
 
 def print_summary_table(summary: RunSummary, note: str = "") -> None:

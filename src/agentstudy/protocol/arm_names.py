@@ -9,7 +9,7 @@ One function, :func:`arm_label`, so no renderer keeps its own copy.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from agentstudy.protocol.study_arms import DOC_BRIDGE_MCP, MAX_LABEL_CHARS, REPOSITORY_ONLY, SCENARIOS
@@ -45,6 +45,11 @@ def arm_label(scenario: str, labels: Mapping[str, str] | None = None, server: st
     if scenario == DOC_BRIDGE_MCP:
         return f"{CONTROL_LABEL} + {server_label(server)}"
     return scenario
+
+
+def namer(labels: Mapping[str, str] | None = None, server: str | None = None) -> Callable[[str], str]:
+    """:func:`arm_label` bound to a run's labels and server: scenario → label."""
+    return lambda scenario: arm_label(scenario, labels, server)
 
 
 def arm_labels(labels: Mapping[str, str] | None = None, server: str | None = None) -> dict[str, str]:
