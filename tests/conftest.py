@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from agentstudy.cli import COMMANDS
+from claude_versions import CLAUDE_CODE_VERSIONS, ClaudeCode, installed_claude_code
 
 from fakes import FakeClaude
 
@@ -27,6 +28,16 @@ def claude_bin() -> Path:
     if not binary.exists():
         pytest.fail(f"Claude Code binary missing at {binary}: run scripts/setup.sh")
     return binary
+
+
+@pytest.fixture(params=sorted(CLAUDE_CODE_VERSIONS), ids=lambda version: f"claude-{version}")
+def claude_code(request: pytest.FixtureRequest) -> ClaudeCode:
+    """Each pinned Claude Code in turn (2.1.296, then 2.1.328): a test taking this fixture runs once per
+    version (issue 33 item 8); fail if one is absent or reports another version."""
+    try:
+        return installed_claude_code(str(request.param))
+    except LookupError as error:
+        pytest.fail(str(error))
 
 
 @pytest.fixture
@@ -69,7 +80,7 @@ def no_processes_no_sockets(monkeypatch: pytest.MonkeyPatch) -> None:
 
 HEAVY_FIRST = ("test_signals", "test_ray_executor", "test_concurrency", "test_report_screen", "test_power_command",
                "test_init_command", "test_ledger_home", "test_attack_codex", "test_report_containment",
-               "test_http_transport", "test_attempt_reasons", "test_ledger_full_disk")
+               "test_http_transport", "test_attempt_reasons", "test_ledger_full_disk", "test_demo_e2e")
 """The test files that took longest (``--durations``, a measured parallel run): under ``pytest -n`` a file runs
 on one worker (``--dist loadfile``, scripts/check.sh) and files are handed out in collection order, so these go
 first and the run does not end waiting for one of them."""

@@ -34,6 +34,7 @@ from agentstudy.runners.minimal import CliRunRequest, run_cli_study
 from agentstudy.runners.preflight import DEFAULT_MCP_SERVER
 from agentstudy.runners.progress import SilentProgress
 from agentstudy.transports.cli import CliSettings
+from claude_versions import ClaudeCode
 from test_adjudication_support import BLINDING_TERMS, MODEL, PLANTED_KEY, RecordingPolicy, request_for
 
 REVEALING = " (found with mcp__doc-bridge__doc_search and doc.get of the doc-bridge MCP server, doc-bridge-mcp arm)"
@@ -184,15 +185,18 @@ def test_demo_adjudication_runs_for_free_next_to_the_ledger(tmp_path: Path, clau
     assert isinstance(companion["blinding"]["seed"], int)
 
 
-def test_adjudicate_command_rehearses_end_to_end(tmp_path: Path, claude_bin: Path) -> None:
+def test_adjudicate_command_rehearses_end_to_end(tmp_path: Path, claude_code: ClaudeCode) -> None:
+    """The adjudicate command over a demo pilot, each with each pinned Claude Code (2.1.296 and 2.1.328)."""
     directory = tmp_path / "demo"
     directory.mkdir()
-    run_demo(directory, claude_bin, progress=SilentProgress())
+    demo = run_demo(directory, claude_code.binary, progress=SilentProgress(), version=claude_code.version)
+    assert demo.status == "awaiting-adjudication"
     study, ledger = _demo_study(directory), directory / "ledger.json"
-    env = {**os.environ, "ANTHROPIC_API_KEY": PLANTED_KEY, "AGENTSTUDY_CLAUDE_BIN": str(claude_bin),
+    env = {**os.environ, "ANTHROPIC_API_KEY": PLANTED_KEY, "AGENTSTUDY_CLAUDE_BIN": str(claude_code.binary),
            "ADJUDICATOR_MODEL": MODEL, "ADJUDICATOR_BUDGET_USD": "1"}
     argv = [sys.executable, "-m", "agentstudy", "adjudicate", str(ledger), "--manifest", str(study.manifest_path),
-            *[f"--root={name}={root}" for name, root in study.roots.items()], "--rehearsal"]
+            *[f"--root={name}={root}" for name, root in study.roots.items()], "--rehearsal",
+            "--cli-version", claude_code.version]
     completed = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300, check=False)
     assert completed.returncode == 0, completed.stderr
     line = json.loads(completed.stdout.strip().splitlines()[-1])

@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from claude_versions import ClaudeCode
+
 KB_SERVER = Path(__file__).resolve().parent / "data" / "kb_server.py"
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false"]
 
@@ -103,11 +105,13 @@ def tmpdir_for_runner(tmp_path: Path) -> Path:
 
 
 def test_foreign_study_rehearses_both_arms_and_leaves_nothing_behind(
-    tmp_path: Path, claude_bin: Path, tmpdir_for_runner: Path
+    tmp_path: Path, claude_code: ClaudeCode, tmpdir_for_runner: Path
 ) -> None:
+    """A third-party MCP server's study, both arms, with each pinned Claude Code (2.1.296 and 2.1.328)."""
     manifest, roots, mcp_config = _study(tmp_path)
     output = tmp_path / "ledger.json"
-    result = _minimal(manifest, roots, output, claude_bin, tmpdir_for_runner, *_kb_args(mcp_config))
+    result = _minimal(manifest, roots, output, claude_code.binary, tmpdir_for_runner, *_kb_args(mcp_config),
+                      "--cli-version", claude_code.version)
     assert result.returncode == 0, result.stderr
     ledger: dict[str, Any] = json.loads(output.read_text(encoding="utf-8"))
     assert ledger["rehearsal"] is True
@@ -116,6 +120,7 @@ def test_foreign_study_rehearses_both_arms_and_leaves_nothing_behind(
     assert ledger["mcpServer"]["deniedTools"] == ["mcp__kb__kb_erase"]
     first, second = ledger["observations"]
     assert [first["scenario"], second["scenario"]] == ["repository-only", "doc-bridge-mcp"]
+    assert first["cliVersion"].split()[0] == second["cliVersion"].split()[0] == claude_code.version
     assert second["mcp_servers"] == [{"name": "kb", "status": "connected", "source": "dynamic"}]
     assert sorted(second["tools"]) == ["Glob", "Grep", "Read", "mcp__kb__kb_find", "mcp__kb__kb_read"]
     assert first["tools"] == ["Glob", "Grep", "Read"]

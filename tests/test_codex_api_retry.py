@@ -42,10 +42,11 @@ def test_real_codex_rides_out_a_429_and_stops_after_its_budget() -> None:
     assert failing.exit_code != 0
     # bounded: (1 + request retries) x (1 + stream retries) requests, each layer at most max_retries
     assert [r.status for r in failing.requests] == [500] * 4
-    assert codex_retries(parse_codex_stream(failing.stdout.splitlines()).notices) == ["unknown"]
+    # "Reconnecting... 1/1 (We're currently experiencing high demand, …)": Codex's words for an HTTP 500
+    assert codex_retries(parse_codex_stream(failing.stdout.splitlines()).notices) == [500]
 
 
 def test_codex_retry_notices_are_counted_with_the_status_they_name() -> None:
     assert codex_retries(["Reconnecting... 1/5 (exceeded retry limit, last status: 529 Overloaded)",
-                          "Reconnecting... 2/5 (stream disconnected)", "Skill descriptions were shortened"]) == \
-        [529, "unknown"]
+                          "Reconnecting... 2/5 (stream disconnected)", "Reconnecting... 3/5 (something new)",
+                          "Skill descriptions were shortened"]) == [529, "network", "unknown"]

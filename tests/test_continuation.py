@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -113,7 +114,8 @@ def test_a_chain_out_of_order_or_with_a_cell_completed_twice_is_refused(
     assert result.exit_code == 2 and "does not continue" in result.output
 
 
-def test_a_cell_completed_in_both_runs_is_refused(chain: tuple[Path, Path, bytes], tmp_path: Path) -> None:
+def test_a_cell_completed_in_both_runs_is_refused(study: ExampleStudy, chain: tuple[Path, Path, bytes],
+                                                  tmp_path: Path) -> None:
     first_path, second_path, _ = chain
     first, forged = _read(first_path), _read(second_path)
     done = first["observations"][0]
@@ -124,6 +126,11 @@ def test_a_cell_completed_in_both_runs_is_refused(chain: tuple[Path, Path, bytes
     assert verify_ledger_bytes(altered.read_bytes()).problems == (), "each ledger verifies on its own"
     result = _invoke(["report", str(first_path), str(altered)])
     assert result.exit_code == 2 and "completed in both first.json and second.json" in result.output
+    roots = [f"--root={name}={path}" for name, path in study.roots.items()]
+    result = _invoke(["adjudicate", str(first_path), str(altered), "--manifest", str(study.manifest_path), *roots,
+                      "--rehearsal", "--model", "claude-haiku-5-5", "--budget-usd", "1"])
+    assert result.exit_code == 2 and "completed in both first.json and second.json" in result.output
+    assert not altered.with_suffix(".adjudication.json").exists()
 
 
 def test_a_continuation_with_another_model_is_refused(
@@ -147,3 +154,50 @@ def test_a_continuation_at_another_pin_is_refused(study: ExampleStudy, chain: tu
     result = _invoke(_args(study, output, "--continue-from", str(altered)))
     assert result.exit_code == 2, result.output
     assert "repository pins" in result.output and not output.exists()
+
+
+def test_the_chain_is_adjudicated_and_its_report_shows_correctness_over_every_cell(
+        study: ExampleStudy, chain: tuple[Path, Path, bytes], claude_bin: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``adjudicate A.json B.json`` (real Claude Code as the adjudicator, rehearsal): one companion per run, each
+    bound to its ledger; ``report`` with both companions scores every completed cell and names both runs."""
+    first_path, second_path, _ = chain
+    monkeypatch.setenv("AGENTSTUDY_CLAUDE_BIN", str(claude_bin))
+    roots = [f"--root={name}={path}" for name, path in study.roots.items()]
+    base = ["adjudicate", "--manifest", str(study.manifest_path), *roots, "--rehearsal", "--model", "claude-haiku-5-5",
+            "--budget-usd", "1", "--seed", "7"]
+    backwards = _invoke([*base[:1], str(second_path), str(first_path), *base[1:]])
+    assert backwards.exit_code == 2 and "not one chain of runs" in backwards.output
+    one_output = _invoke([*base[:1], str(first_path), str(second_path), *base[1:], "--output",
+                          str(first_path.with_name("both.adjudication.json"))])
+    assert one_output.exit_code == 2 and "a chain of runs writes one beside each ledger" in one_output.output
+    result = _invoke([*base[:1], str(first_path), str(second_path), *base[1:]])
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(line) for line in result.stdout.strip().splitlines()]
+    assert [(line["status"], line["scored"], line["missing"]) for line in lines] == [("adjudicated", 1, 1),
+                                                                                     ("adjudicated", 3, 0)]
+    assert sum(Decimal(str(line["spentUsd"])) for line in lines) <= Decimal("1")
+    companions = [first_path.with_suffix(".adjudication.json"), second_path.with_suffix(".adjudication.json")]
+    for companion, ledger in zip(companions, (first_path, second_path), strict=True):
+        assert _read(companion)["ledgerSha256"] == hashlib.sha256(ledger.read_bytes()).hexdigest()
+    again = _invoke([*base[:1], str(first_path), str(second_path), *base[1:]])
+    assert again.exit_code == 2 and "already exists" in again.output
+    args = ["report", str(first_path), str(second_path), "--adjudication", str(companions[0]), "--adjudication",
+            str(companions[1])]
+    one = _invoke([*args[:-2], "--format", "json"])
+    assert one.exit_code == 2 and "one per ledger" in one.output
+    report = json.loads(_invoke([*args, "--format", "json"]).stdout)
+    assert [run["runId"] for run in report["runs"]] == [_read(first_path)["runId"], _read(second_path)["runId"]]
+    by_status = sorted((a["status"], a["adjudication"], a["runId"]) for a in report["attempts"])
+    first_id, second_id = report["runs"][0]["runId"], report["runs"][1]["runId"]
+    assert by_status == sorted([("completed", "scored", first_id), ("failed", "missing", first_id),
+                                *[("completed", "scored", second_id)] * 3])
+    assert all(isinstance(a["correctness"], float) for a in report["attempts"] if a["status"] == "completed")
+    text = _invoke(args)
+    assert text.exit_code == 0, text.output
+    assert "correctness" in text.stdout and first_id in text.stdout and second_id in text.stdout
+    assert "each bound to its run's ledger SHA-256" in text.stdout
+    plan = _invoke(["power", *args[1:], "--json", "--metric", "correctness"])
+    assert plan.exit_code == 0, plan.output
+    planned = json.loads(plan.stdout)
+    assert planned["ledger"] == f"{first_path} + {second_path}" and "correctness" in json.dumps(planned)

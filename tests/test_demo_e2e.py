@@ -31,11 +31,13 @@ from agentstudy.report.build import build_report
 from agentstudy.runners.minimal import CliRunRequest, run_cli_study
 from agentstudy.runners.preflight import DEFAULT_MCP_SERVER
 from agentstudy.transports.cli import CliSettings
+from claude_versions import ClaudeCode
 
 PLANTED_KEY = "sk-ant-planted-test-key-0123456789"
 
 
-def _request(tmp_path: Path, server: RehearsalServer, output: Path, binary: Path) -> CliRunRequest:
+def _request(tmp_path: Path, server: RehearsalServer, output: Path, binary: Path,
+             version: str = "2.1.296") -> CliRunRequest:
     study = build_example_study(tmp_path / "study")
     return CliRunRequest(
         loaded=load_manifest(study.manifest_path),
@@ -50,7 +52,7 @@ def _request(tmp_path: Path, server: RehearsalServer, output: Path, binary: Path
         ),
         cap_usd=Decimal("1"),
         attempt_budget_usd=Decimal("0.10"),
-        expected_cli_version="2.1.296",
+        expected_cli_version=version,
         parent_env={**os.environ, "ANTHROPIC_API_KEY": PLANTED_KEY},
     )
 
@@ -61,13 +63,14 @@ def _ledger(path: Path) -> dict[str, Any]:
 
 
 def test_pilot_runs_both_arms_and_keeps_the_key_away(
-    tmp_path: Path, claude_bin: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, claude_code: ClaudeCode, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """Each pinned Claude Code (2.1.296 and 2.1.328): its stream is accepted and both arms complete."""
     output = tmp_path / "out" / "ledger.json"
     output.parent.mkdir()
     progress = io.StringIO()
     with RehearsalServer() as server:
-        request = replace(_request(tmp_path, server, output, claude_bin),
+        request = replace(_request(tmp_path, server, output, claude_code.binary, claude_code.version),
                           progress=ConsoleProgress(Console(file=progress, width=400)))
         summary = run_cli_study(request)
         requests = server.requests
@@ -78,6 +81,7 @@ def test_pilot_runs_both_arms_and_keeps_the_key_away(
     assert ledger["adjudication"] == {"method": "agent", "humanReview": False}
     observations = ledger["observations"]
     assert [o["scenario"] for o in observations] == ["repository-only", "doc-bridge-mcp"]
+    assert all(o["cliVersion"].split()[0] == o["expectedCliVersion"] == claude_code.version for o in observations)
     assert all(o["status"] == "completed" for o in observations)
     assert all(o["correctness"] is None and o["adjudication"] == "pending" for o in observations)
     repository_only, doc_bridge = observations
@@ -174,16 +178,19 @@ def test_demo_command_end_to_end(tmp_path: Path, claude_bin: Path) -> None:
     assert "not empty" in again.stderr
 
 
-def test_demo_with_adjudication_scores_both_attempts_and_reports_them(tmp_path: Path, claude_bin: Path) -> None:
+def test_demo_with_adjudication_scores_both_attempts_and_reports_them(tmp_path: Path,
+                                                                     claude_code: ClaudeCode) -> None:
+    """The demo command, pilot and adjudication, with each pinned Claude Code (2.1.296 and 2.1.328)."""
     directory = tmp_path / "demo"
     completed = subprocess.run(
         [sys.executable, "-m", "agentstudy", "demo", "--adjudicate", "--output-dir", str(directory),
-         "--claude-bin", str(claude_bin)],
+         "--claude-bin", str(claude_code.binary), "--agent-version", claude_code.version],
         capture_output=True, text=True, timeout=300, check=False,
     )
     assert completed.returncode == 0, completed.stderr
     companion = json.loads((directory / "ledger.adjudication.json").read_text(encoding="utf-8"))
     ledger_bytes = (directory / "ledger.json").read_bytes()
+    assert {o["expectedCliVersion"] for o in json.loads(ledger_bytes)["observations"]} == {claude_code.version}
     assert companion["ledgerSha256"] == hashlib.sha256(ledger_bytes).hexdigest()
     assert companion["status"] == "adjudicated"
     assert [item["status"] for item in companion["items"]] == ["scored", "scored"]
@@ -191,3 +198,14 @@ def test_demo_with_adjudication_scores_both_attempts_and_reports_them(tmp_path: 
     markdown = (directory / "report.md").read_text(encoding="utf-8")
     assert "Adjudication was by an agent with no human review." in markdown
     assert "bound to this ledger's SHA-256 (verified)" in markdown
+
+
+def test_the_demo_refuses_an_agent_version_without_an_agent_binary(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from agentstudy.cli import main
+
+    result = CliRunner().invoke(main, ["demo", "--transport", "http", "--agent-version", "2.1.328", "--output-dir",
+                                       str(tmp_path / "demo")])
+    assert result.exit_code == 2 and "--agent-version is the cli agent's" in result.output
+    assert not (tmp_path / "demo").exists()

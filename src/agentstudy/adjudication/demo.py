@@ -41,7 +41,7 @@ def default_companion_path(ledger: Path) -> Path:
 
 def run_demo_adjudication(
     directory: Path, binary: Path, ledger: Path, progress: AdjudicationProgress | None = None,
-    seed: int | None = None, containment: ContainmentMode = "bwrap",
+    seed: int | None = None, containment: ContainmentMode = "bwrap", cli_version: str | None = None,
 ) -> AdjudicationSummary:
     """Adjudicate the demo ledger at zero spend; the companion is ``default_companion_path(ledger)``.
 
@@ -52,6 +52,7 @@ def run_demo_adjudication(
         progress: a watcher (default silent).
         seed: the blinding seed (default fresh, recorded in the companion).
         containment: how the adjudicator attempts are contained (issue 15).
+        cli_version: the Claude Code version ``binary`` must report (default ``DEMO_CLI_VERSION``, the pin).
 
     Raises:
         LedgerError, AdjudicationRefused, OutputPathError: refused before anything was written.
@@ -80,7 +81,7 @@ def run_demo_adjudication(
             ),
             cap_usd=DEMO_ADJUDICATION_CAP_USD,
             item_budget_usd=DEMO_ITEM_BUDGET_USD,
-            expected_cli_version=DEMO_CLI_VERSION,
+            expected_cli_version=cli_version or DEMO_CLI_VERSION,
             seed=new_seed() if seed is None else seed,
             parent_env=dict(os.environ),
             forbidden_output_roots=(project_root(),),

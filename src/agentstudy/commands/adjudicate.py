@@ -4,7 +4,10 @@ One command for every ledger kind, dispatching on the ledger's ``type``: a minim
 (no ``type``, version ``minimal-study-v1``) is adjudicated; a controlled-study ledger
 (``controlled-study-observation-ledger``) goes to the controlled runner's adjudicator (SUITE,
 ``--adjudicator``, ``--output``; the same as ``agentstudy adjudicate-controlled``). The ledger
-is never modified. Exit codes: 0 every completed observation scored (``adjudicated``); 1 some
+is never modified. Several minimal-study ledgers are a chain of runs (``adjudicate A.json B.json``, B
+continuing A with ``--continue-from``): each link is verified, then each run's completed attempts are
+blinded and scored into a companion beside its ledger, under one cap. Exit codes: 0 every completed
+observation scored (``adjudicated``); 1 some
 item stayed pending (``awaiting-adjudication``, the companion says why); 2 bad input or refused
 before anything was reserved or written; 128 + n stopped by signal n (the companion names it).
 """
@@ -27,6 +30,7 @@ from agentstudy.adjudication.companion import AdjudicationSummary, SilentAdjudic
 from agentstudy.adjudication.demo import NO_MCP_SERVER, default_companion_path
 from agentstudy.adjudication.ledger_view import LedgerError, minimal_view, read_ledger_bytes
 from agentstudy.adjudication.run import AdjudicationRefused, AdjudicationRequest, run_adjudication
+from agentstudy.commands.adjudicate_chain import read_chain, run_chain
 from agentstudy.commands.adjudicate_controlled import run_and_print
 from agentstudy.commands.common import (
     EXIT_BLOCKED,
@@ -92,8 +96,8 @@ def print_adjudication_table(summary: AdjudicationSummary, note: str = "") -> No
 
 
 @click.command()
-@click.argument("ledger_path", metavar="LEDGER", type=click.Path(path_type=Path, dir_okay=False))
-@click.argument("suite_path", metavar="[SUITE]", required=False, type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("paths", metavar="LEDGER... [SUITE]", nargs=-1, required=True,
+                type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--manifest", "manifest_path", type=click.Path(path_type=Path),
               help="Minimal study: the manifest the run used (questions, expected propositions, sources).")
 @click.option("--adjudicator", "adjudicator_path", type=click.Path(path_type=Path, dir_okay=False),
@@ -131,8 +135,7 @@ def print_adjudication_table(summary: AdjudicationSummary, note: str = "") -> No
 @containment_option
 @stops_on_signals
 def adjudicate(
-    ledger_path: Path,
-    suite_path: Path | None,
+    paths: tuple[Path, ...],
     manifest_path: Path | None,
     adjudicator_path: Path | None,
     run_id: str | None,
@@ -173,13 +176,22 @@ def adjudicate(
     A minimal-study ledger must verify as for `agentstudy report` (its hashes and invariants);
     one that does not is refused naming the first problem (exit 2) unless --allow-unverified,
     which goes on with a warning and records the problems in the companion.
+
+    Several minimal-study ledgers are a chain of runs, oldest first (`adjudicate A.json B.json`, where B's
+    run continued A's with --continue-from): each must verify and name the one before it, and no cell may be
+    completed in two of them. Each run's completed attempts are then blinded and scored into a companion
+    beside its ledger (--output is for a single ledger), in order, each run getting what the earlier ones
+    left of the one cap; the first that does not finish stops the chain. `agentstudy report A.json B.json
+    --adjudication A.adjudication.json --adjudication B.adjudication.json` reports the whole study.
     """
     chosen = executor_choice(executor, ray_address, concurrency)
+    ledger_path = paths[0]
     try:
         data, document, kind = read_ledger_bytes(ledger_path)
     except LedgerError as error:
         fail(str(error))
     if kind != "minimal-study":
+        suite_path = paths[1] if len(paths) == 2 else None
         if suite_path is None or adjudicator_path is None or output is None:
             fail("a controlled-study ledger needs SUITE, --adjudicator FILE and --output FILE")
         sys.exit(run_and_print(
@@ -188,12 +200,15 @@ def adjudicate(
         ))
     if manifest_path is None:
         fail("a minimal-study ledger needs --manifest FILE")
+    if len(paths) > 1 and output is not None:
+        fail("--output names one companion; a chain of runs writes one beside each ledger")
     if transport == "http":
         fail("the http adjudicator is not implemented yet; use --transport cli")
     if rehearsal_latency_ms and not rehearsal:
         fail("--rehearsal-latency-ms needs --rehearsal (it delays the scripted adjudicator's answers)")
     try:
-        view = minimal_view(ledger_path.resolve(), data, document)
+        views = read_chain(paths, (data, document)) if len(paths) > 1 else [
+            (minimal_view(ledger_path.resolve(), data, document), data)]
         loaded = load_manifest(manifest_path)
     except (LedgerError, ManifestError) as error:
         fail(str(error))
@@ -204,15 +219,20 @@ def adjudicate(
     cap_name = "the adjudication cap (ADJUDICATOR_BUDGET_USD or --budget-usd)"
     cap = positive_usd(cap_name, budget_usd)
     limit = attempt_limit("--item-budget-usd", item_budget_usd, cap, cap_name)
-    companion_path = output if output is not None else default_companion_path(ledger_path)
-    check_new_output("--output", companion_path, (*parse_roots(roots).values(), project_root()))
-    verification = verify_ledger_bytes(data)
-    if not verification.verified:
-        if not allow_unverified:
-            fail(f"the ledger {ledger_path} does not verify: {verification.first()}; --allow-unverified reads it "
-                 f"anyway")
-        click.echo(f"agentstudy: warning: unverified: {ledger_path}: {'; '.join(verification.problems)}", err=True)
-        view = replace(view, unverified=verification.problems)
+    checked = []
+    for view, view_data in views:
+        companion_path = output if output is not None else default_companion_path(view.path)
+        check_new_output("--output", companion_path, (*parse_roots(roots).values(), project_root()))
+        verification = verify_ledger_bytes(view_data)
+        if not verification.verified:
+            if not allow_unverified:
+                fail(f"the ledger {view.path} does not verify: {verification.first()}; --allow-unverified reads "
+                     f"it anyway")
+            click.echo(f"agentstudy: warning: unverified: {view.path}: {'; '.join(verification.problems)}",
+                       err=True)
+            view = replace(view, unverified=verification.problems)
+        checked.append((view, companion_path))
+    view, companion_path = checked[0]
     try:
         binary = find_claude_binary(claude_bin, os.environ)
     except ClaudeBinaryError as error:
@@ -237,17 +257,18 @@ def adjudicate(
         progress=ConsoleAdjudicationProgress(Console(stderr=True)) if sys.stdout.isatty()
         else SilentAdjudicationProgress(),
     )
-    unverified = "UNVERIFIED ledger" if view.unverified else ""
+    requests = [replace(request, ledger=each, output=path, seed=request.seed + index)
+                for index, (each, path) in enumerate(checked)]
     if not rehearsal:
-        sys.exit(_run(request, note=unverified))
+        sys.exit(run_chain(requests, _run, rehearsal_note=""))
     with RehearsalServer(policy=adjudicator_reply, latency_ms=rehearsal_latency_ms) as server:
-        settings = replace(request.settings, rehearsal_base_url=server.base_url)
-        code = _run(replace(request, settings=settings),
-                    note=", ".join(filter(None, ("rehearsal: no real money", unverified))))
+        requests = [replace(each, settings=replace(each.settings, rehearsal_base_url=server.base_url))
+                    for each in requests]
+        code = run_chain(requests, _run, rehearsal_note="rehearsal: no real money")
     sys.exit(code)
 
 
-def _run(request: AdjudicationRequest, note: str) -> int:
+def _run(request: AdjudicationRequest, note: str) -> tuple[int, Decimal]:
     try:
         summary = run_adjudication(request)
     except (AdjudicationRefused, OutputPathError) as error:
@@ -263,4 +284,4 @@ def _run(request: AdjudicationRequest, note: str) -> int:
     if request.ledger.unverified:
         line = {**line, "ledgerUnverified": list(request.ledger.unverified)}
     click.echo(json.dumps(line, separators=(",", ":")))
-    return EXIT_OK if summary.status == "adjudicated" else EXIT_BLOCKED
+    return (EXIT_OK if summary.status == "adjudicated" else EXIT_BLOCKED), usd_from_json(line["spentUsd"])

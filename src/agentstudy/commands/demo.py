@@ -33,6 +33,8 @@ from agentstudy.runners.summary import REHEARSAL_NOTE
                    "against the scripted Responses server.")
 @click.option("--agent-bin", help="The agent's executable (default: AGENTSTUDY_CLAUDE_BIN / AGENTSTUDY_CODEX_BIN, "
                                   "the pinned install, PATH).")
+@click.option("--agent-version", help="The agent's expected version (default: its pin, 2.1.296 / 0.171.0); the demo "
+                                      "refuses another binary before it starts.")
 @click.option("--adjudicate", is_flag=True,
               help="Then adjudicate the pilot blind with Claude Code against a scripted adjudicator (zero spend).")
 @click.option("--rehearsal-latency-ms", type=click.IntRange(0, 600_000), default=0, show_default=True,
@@ -42,7 +44,8 @@ from agentstudy.runners.summary import REHEARSAL_NOTE
 @containment_option
 @stops_on_signals
 def demo(output_dir: Path | None, transport: str, claude_bin: str | None, agent: str, agent_bin: str | None,
-         adjudicate: bool, rehearsal_latency_ms: int, rehearsal_faults: str | None, containment: str) -> None:
+         agent_version: str | None, adjudicate: bool, rehearsal_latency_ms: int, rehearsal_faults: str | None,
+         containment: str) -> None:
     """Run the pilot of the bundled example study for free.
 
     The agent (the real Claude Code binary, or with --transport http the Messages API loop)
@@ -57,7 +60,9 @@ def demo(output_dir: Path | None, transport: str, claude_bin: str | None, agent:
     from agentstudy.runners.demo import run_demo, run_http_demo
 
     faults = checked_faults(rehearsal_faults, None, True)
-    chosen, _version, explicit = agent_flags(transport, agent, None, None, agent_bin, claude_bin, False)
+    chosen, version, explicit = agent_flags(transport, agent, agent_version, None, agent_bin, claude_bin, False)
+    if agent_version is not None and transport != "cli":
+        fail("--agent-version is the cli agent's; the http demo starts no agent binary")
     binary: Path | None = None
     agent_binary_path: Path | None = None
     if adjudicate and agent != DEFAULT_AGENT:
@@ -85,7 +90,7 @@ def demo(output_dir: Path | None, transport: str, claude_bin: str | None, agent:
         else:
             assert agent_binary_path is not None
             summary = run_demo(directory, agent_binary_path, progress=progress, containment=mode,
-                               latency_ms=rehearsal_latency_ms, agent=chosen.name, faults=faults)
+                               latency_ms=rehearsal_latency_ms, agent=chosen.name, faults=faults, version=version)
     except (PreflightError, OutputPathError) as error:
         fail(f"demo refused: {error}")
     except CheckpointError as error:
@@ -93,7 +98,8 @@ def demo(output_dir: Path | None, transport: str, claude_bin: str | None, agent:
     print_summary_table(summary)
     companion = None
     if adjudicate and binary is not None and summary.status == "awaiting-adjudication":
-        adjudication = run_demo_adjudication(directory, binary, summary.ledger, containment=mode)
+        adjudication = run_demo_adjudication(directory, binary, summary.ledger, containment=mode,
+                                             cli_version=version if agent == DEFAULT_AGENT else None)
         print_adjudication_table(adjudication, note=REHEARSAL_NOTE)
         companion = adjudication.companion
     for path in write_demo_reports(directory, summary.ledger, companion):

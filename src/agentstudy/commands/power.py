@@ -50,8 +50,9 @@ def _ratio(raw: str, metric: str) -> float:
 @click.option("--repetitions", type=click.IntRange(1, 100),
               help="Repetitions per task and arm to plan for (with --effect; default: the ledger's).")
 @click.option("--power", "target", default="0.8", show_default=True, help="Target power (share 0-1).")
-@click.option("--adjudication", type=click.Path(path_type=Path, dir_okay=False),
-              help="The adjudication companion (adds correctness).")
+@click.option("--adjudication", "adjudications", multiple=True, type=click.Path(path_type=Path, dir_okay=False),
+              help="The adjudication companion (adds correctness; a chain of runs: one per ledger, in the same "
+                   "order).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the tables.")
 @click.option("--allow-unverified", is_flag=True, help="Plan even when the ledger does not verify (says so).")
 @click.option("--sequential", is_flag=True,
@@ -61,7 +62,7 @@ def _ratio(raw: str, metric: str) -> float:
               "(default: the ledger's own maxTasks, else its number of tasks).")
 @click.option("--futility", default="0.1", show_default=True, help="With --sequential: the futility floor.")
 def power(ledgers: tuple[Path, ...], metric: str | None, effect: str | None, alpha: str | None, repetitions: int | None,
-          target: str, adjudication: Path | None, as_json: bool, allow_unverified: bool, sequential: bool,
+          target: str, adjudications: tuple[Path, ...], as_json: bool, allow_unverified: bool, sequential: bool,
           max_tasks: int | None, futility: str) -> None:
     """Plan a study's size from a pilot or full minimal-study LEDGER.
 
@@ -80,8 +81,9 @@ def power(ledgers: tuple[Path, ...], metric: str | None, effect: str | None, alp
     what the next pilot must hold. Exit codes: 0 printed; 2 bad input.
 
     Several ledgers are a chain of runs, oldest first (a run and its --continue-from continuations): each
-    must verify and continue the one before; the plan reads the whole study (without --adjudication and
-    --sequential, which take one ledger).
+    must verify and continue the one before; the plan reads the whole study, with correctness when
+    --adjudication is given once per ledger in the same order (as `agentstudy adjudicate A.json B.json`
+    writes them); --sequential takes one ledger.
 
     With --sequential: the sequential design's operating characteristics for --effect (required, in
     --metric's unit, default input tokens; --alpha default 0.05): power, expected tasks and USD to the
@@ -97,8 +99,12 @@ def power(ledgers: tuple[Path, ...], metric: str | None, effect: str | None, alp
 
     power_value = _share("--power", target)
     ledger = ledgers[-1]
-    if len(ledgers) > 1 and (adjudication is not None or sequential):
-        fail("a chain of runs is planned without --adjudication and --sequential (they take one ledger)")
+    if len(ledgers) > 1 and sequential:
+        fail("a chain of runs is planned without --sequential (it takes one ledger)")
+    if adjudications and len(adjudications) != len(ledgers):
+        fail(f"{len(ledgers)} ledgers take {len(ledgers)} --adjudication companions, one per ledger in the same "
+             f"order (got {len(adjudications)})")
+    adjudication = adjudications[0] if len(ledgers) == 1 and adjudications else None
     if sequential:
         from agentstudy.commands.power_sequential import plan_sequential_power
 
@@ -124,7 +130,7 @@ def power(ledgers: tuple[Path, ...], metric: str | None, effect: str | None, alp
             effect_value = parse_difference(effect, "a finite non-zero number or a ratio such as 0.8x")
     try:
         study = (load_study(ledger, adjudication, allow_unverified=allow_unverified) if len(ledgers) == 1
-                 else load_chain(ledgers, allow_unverified=allow_unverified))
+                 else load_chain(ledgers, allow_unverified=allow_unverified, adjudications=adjudications))
     except NotSupportedYet:
         fail(f"{ledger} is a controlled-study ledger; power planning reads minimal-study ledgers")
     except ReportInputError as error:

@@ -11,8 +11,9 @@ from agentstudy.commands.common import fail
 
 @click.command()
 @click.argument("ledgers", nargs=-1, required=True, type=click.Path(path_type=Path, dir_okay=False))
-@click.option("--adjudication", "adjudication", type=click.Path(path_type=Path, dir_okay=False),
-              help="The adjudication companion; its ledgerSha256 must be the SHA-256 of LEDGER's bytes.")
+@click.option("--adjudication", "adjudications", multiple=True, type=click.Path(path_type=Path, dir_okay=False),
+              help="The adjudication companion; its ledgerSha256 must be the SHA-256 of LEDGER's bytes (a chain "
+                   "of runs: one per ledger, in the same order).")
 @click.option("--format", "output_format", type=click.Choice(["text", "md", "html", "json"]), default="text",
               show_default=True, help="text and md carry the tables; html adds inline SVG plots; json holds every "
                                       "number of the report, machine-readable.")
@@ -24,14 +25,15 @@ from agentstudy.commands.common import fail
 @click.option("--allow-unverified", is_flag=True,
               help="Report even when the ledger does not verify (its hashes or, for a minimal ledger, its "
                    "invariants); the problems are printed as a warning and the report says UNVERIFIED.")
-def report(ledgers: tuple[Path, ...], adjudication: Path | None, output_format: str, output: Path | None,
+def report(ledgers: tuple[Path, ...], adjudications: tuple[Path, ...], output_format: str, output: Path | None,
            prices: Path | None, allow_unverified: bool) -> None:
     """Report a minimal-study LEDGER: every attempt's status, paired differences, spend.
 
     Several ledgers are a chain of runs, oldest first (`report A.json B.json`, where B's run continued A's
     with --continue-from): each must verify and name the one before it; the report covers the whole study,
     says which attempts came from which run (json: `runs`) and keeps an attempt that failed in an earlier
-    run as evidence, its cell answered by the later run. --adjudication is for a single ledger.
+    run as evidence, its cell answered by the later run. With a chain, --adjudication is given once per
+    ledger in the same order (as `agentstudy adjudicate A.json B.json` writes them), or not at all.
 
     The task is the unit of analysis: per task, each arm's mean over its repetitions and their
     difference (doc-bridge-mcp minus repository-only) in input and output tokens, tool calls,
@@ -79,18 +81,20 @@ def report(ledgers: tuple[Path, ...], adjudication: Path | None, output_format: 
     from agentstudy.report.model import NotSupportedYet, ReportInputError
 
     ledger = ledgers[-1]
-    if len(ledgers) > 1 and adjudication is not None:
-        fail("--adjudication goes with a single ledger, not a chain of runs")
+    if adjudications and len(adjudications) != len(ledgers):
+        fail(f"{len(ledgers)} ledgers take {len(ledgers)} --adjudication companions, one per ledger in the same "
+             f"order (got {len(adjudications)})")
+    adjudication = adjudications[0] if len(ledgers) == 1 and adjudications else None
     if output is not None:
         target = output.expanduser().resolve()
-        inputs = [path.expanduser().resolve() for path in (*ledgers, adjudication, prices) if path is not None]
+        inputs = [path.expanduser().resolve() for path in (*ledgers, *adjudications, prices) if path is not None]
         inputs.extend(journal_path(each.expanduser().resolve()) for each in ledgers)
         if target in inputs:
             fail(f"--output {output} is one of the inputs; the ledger, its journal and its companion are never "
                  "overwritten")
     try:
         study = (load_study(ledger, adjudication, allow_unverified=allow_unverified) if len(ledgers) == 1
-                 else load_chain(ledgers, allow_unverified=allow_unverified))
+                 else load_chain(ledgers, allow_unverified=allow_unverified, adjudications=adjudications))
         if study.unverified:
             click.echo(f"agentstudy: warning: unverified: {ledger}: {'; '.join(study.unverified)}", err=True)
         text = render_study(study, prices, output_format)

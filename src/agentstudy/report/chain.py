@@ -7,6 +7,10 @@ every attempt of every run in order, each with its run id; an attempt whose cell
 is ``superseded`` (a failure kept as evidence: counted in statuses and spend, left out of the intention-to-
 treat view, and the later attempt is the one the paired analysis uses). Money adds up over the runs; the
 status, stop reason and header are the last run's.
+
+With companions (``report A.json B.json --adjudication A.adjudication.json --adjudication B.adjudication.json``,
+as ``agentstudy adjudicate A.json B.json`` writes them) each is joined to its own ledger first (bound to that
+ledger's SHA-256), and the chain's adjudication is their sum (:func:`chain_adjudication`).
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from agentstudy.pricing.sums import sum_usd
 from agentstudy.protocol.continuation import chain_problems
 from agentstudy.report.input_bytes import read_input
 from agentstudy.report.load import load_study
-from agentstudy.report.model import Attempt, ChainRun, ReportInputError, Study
+from agentstudy.report.model import AdjudicationInfo, Attempt, ChainRun, ReportInputError, Study
 
 
 def _document(path: Path) -> dict[str, Any]:
@@ -44,14 +48,49 @@ def _run_line(run: ChainRun) -> str:
     return f"run {run.run_id or 'without id'} ({run.file_name}, {run.status}): {span}"
 
 
-def load_chain(ledgers: Sequence[Path], *, allow_unverified: bool = False) -> Study:
+def chain_adjudication(infos: Sequence[AdjudicationInfo]) -> AdjudicationInfo:
+    """The adjudication of a chain: one companion per run, in the runs' order (at least one).
+
+    Status ``adjudicated`` only when every companion is, else the first other status; spend and the scored
+    and pending counts add up; the cap is the largest sum of a companion's cap and what the ones before it
+    spent (``agentstudy adjudicate A.json B.json`` gives each run what the earlier runs left of one cap, so
+    this is that one cap; never below the spend).
+    """
+    status = next((info.status for info in infos if info.status != "adjudicated"), "adjudicated")
+    spent_before = Decimal(0)
+    cap = Decimal(0)
+    for info in infos:
+        cap = max(cap, info.cap_usd + spent_before)
+        spent_before += info.spent_usd
+    return AdjudicationInfo(
+        file_name=" + ".join(info.file_name for info in infos),
+        ledger_sha256=" + ".join(info.ledger_sha256 for info in infos),
+        status=status,
+        adjudicator_models=tuple(sorted({m for info in infos for m in info.adjudicator_models})),
+        spent_usd=spent_before,
+        cap_usd=cap,
+        scored=sum(info.scored for info in infos),
+        pending=sum(info.pending for info in infos),
+    )
+
+
+def load_chain(ledgers: Sequence[Path], *, allow_unverified: bool = False,
+               adjudications: Sequence[Path] = ()) -> Study:
     """One :class:`Study` of the runs in ``ledgers`` (oldest first; one path: that ledger's study, unchanged).
 
+    ``adjudications`` is empty or one companion per ledger, in the same order, each joined to its own ledger.
+
     Raises:
-        ReportInputError: a ledger that cannot be read or does not verify (as :func:`load_study`), or a chain
-            whose links do not hold (the message names the first problem).
+        ReportInputError: a ledger that cannot be read or does not verify (as :func:`load_study`), a chain
+            whose links do not hold (the message names the first problem), as many companions as ledgers
+            not given, or a companion not bound to its ledger (as :func:`load_study`).
     """
-    studies = [load_study(path, allow_unverified=allow_unverified) for path in ledgers]
+    if adjudications and len(adjudications) != len(ledgers):
+        raise ReportInputError(f"a chain of {len(ledgers)} runs takes one --adjudication per ledger, in the same "
+                               f"order (got {len(adjudications)})")
+    companions: Sequence[Path | None] = adjudications or [None] * len(ledgers)
+    studies = [load_study(path, companion, allow_unverified=allow_unverified)
+               for path, companion in zip(ledgers, companions, strict=True)]
     if len(studies) == 1:
         return studies[0]
     documents = [_document(path) for path in ledgers]
@@ -91,4 +130,6 @@ def load_chain(ledgers: Sequence[Path], *, allow_unverified: bool = False) -> St
         unverified=tuple(p for s in studies for p in s.unverified),
         header={**last.header, "runs": "; ".join(_run_line(run) for run in runs)},
         runs=tuple(runs),
+        adjudication=chain_adjudication([s.adjudication for s in studies if s.adjudication is not None])
+        if adjudications else None,
     )

@@ -60,7 +60,8 @@ def provenance_section(analysis: Analysis) -> Section:
         rows.append(("adjudication", "none given"))
     else:
         models = ", ".join(adjudication.adjudicator_models) or fmt.MISSING
-        rows.append(("adjudication", f"{adjudication.file_name}: bound to this ledger's SHA-256 (verified); "
+        binding = "each bound to its run's ledger SHA-256" if study.runs else "bound to this ledger's SHA-256"
+        rows.append(("adjudication", f"{adjudication.file_name}: {binding} (verified); "
                                      f"status {adjudication.status}; adjudicator {models}; method agent, "
                                      f"no human review"))
     rows.append(("interval", f"the exact sign-flip test inverted at alpha {analysis.alpha:g} (Monte Carlo "

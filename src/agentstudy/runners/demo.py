@@ -37,9 +37,10 @@ DEMO_PRICES = rehearsal_prices(DEMO_MODEL)
 
 def run_demo(
     directory: Path, binary: Path, progress: RunProgress, containment: ContainmentMode = "bwrap", latency_ms: int = 0,
-    agent: str = DEFAULT_AGENT, faults: str | None = None,
+    agent: str = DEFAULT_AGENT, faults: str | None = None, version: str | None = None,
 ) -> RunSummary:
-    """Build the example study under ``directory`` and run its pilot with the real ``binary`` of ``agent``.
+    """Build the example study under ``directory`` and run its pilot with the real ``binary`` of ``agent``
+    (whose ``--version`` must be ``version``, default the agent's pin; e.g. Claude Code 2.1.328 beside 2.1.296).
 
     The ledger is ``directory/ledger.json``; the agent's scripted server (``AgentCli.rehearsal_endpoint``:
     Messages for Claude Code, Responses for Codex; issue 21) answers after ``latency_ms`` ms, refuses
@@ -67,7 +68,7 @@ def run_demo(
             ),
             cap_usd=DEMO_CAP_USD,
             attempt_budget_usd=DEMO_ATTEMPT_BUDGET_USD,
-            expected_cli_version=chosen.pinned_version,
+            expected_cli_version=version or chosen.pinned_version,
             parent_env=dict(os.environ),
             forbidden_output_roots=(project_root(),),
             progress=progress,

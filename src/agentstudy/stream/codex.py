@@ -32,6 +32,7 @@ from typing import Any
 from agentstudy.pricing.cost import MAX_TOKENS
 from agentstudy.protocol.json_input import load_json
 from agentstudy.protocol.treatment import TREATMENT_LOST
+from agentstudy.stream.codex_failures import codex_error_status
 from agentstudy.stream.outcome import Outcome, ProcessFacts, outcome
 from agentstudy.stream.transcript import one_line, result_text
 
@@ -263,17 +264,17 @@ def _note_usage(value: Any, number: int, transcript: CodexTranscript) -> None:
                                 f"shrinks; the largest one is charged)")
     transcript.usages.append(usage)
 _RECONNECTING = re.compile(r"^Reconnecting\.\.\. \d+/\d+")
-_LAST_STATUS = re.compile(r"last status: (\d{3})\b")
 
 
 def codex_retries(notices: list[str]) -> list[int | str]:
-    """The retries Codex reports (issue 33): one per ``error`` event ``Reconnecting... n/m (…)``, each the HTTP
-    status it names (``last status: 429``) or ``unknown``. Codex gives no retry delay."""
+    """The retries Codex reports (issue 33): one per ``error`` event ``Reconnecting... n/m (<cause>)``, each the
+    refusal its cause names (``stream.codex_failures.codex_error_status``: an HTTP status such as 429, 529 or
+    500, ``network``, ``timeout``) or ``unknown``. The stream gives no retry delay (stderr does)."""
     statuses: list[int | str] = []
     for notice in notices:
         if _RECONNECTING.match(notice):
-            found = _LAST_STATUS.search(notice)
-            statuses.append(int(found.group(1)) if found else "unknown")
+            found = codex_error_status(notice.split("(", 1)[1] if "(" in notice else "")
+            statuses.append("unknown" if found is None else found)
     return statuses
 
 

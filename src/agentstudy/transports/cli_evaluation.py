@@ -185,14 +185,19 @@ def api_error_status(result: Mapping[str, Any]) -> int | None:
     return None
 
 
-def cli_failure_kind(status: str, api_status: int | None) -> str | None:
+def cli_failure_kind(status: str, api_status: int | str | None) -> str | None:
     """The ``failureKind`` of a cli attempt settled ``status``: ``timeout`` for ``timed-out``; for ``failed``,
     ``rate-limited`` (429), ``overloaded`` (529), ``server-error`` (other 5xx) by the status the API gave last,
-    else ``agent``; ``None`` for any other status (issue 33)."""
+    ``network`` / ``timeout`` when the agent named those instead of a status (Codex:
+    ``stream.codex_failures``), else ``agent``; ``None`` for any other status (issue 33)."""
     if status == "timed-out":
         return "timeout"
     if status != "failed":
         return None
+    if api_status in ("network", "timeout"):
+        return str(api_status)
+    if not isinstance(api_status, int):
+        return "agent"
     if api_status == 429:
         return "rate-limited"
     if api_status == 529:

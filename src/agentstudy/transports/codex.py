@@ -51,6 +51,7 @@ from agentstudy.stream.codex import (
     codex_retries,
     parse_codex_stream,
 )
+from agentstudy.stream.codex_failures import codex_failure_status, codex_retry_wait_ms
 from agentstudy.stream.outcome import Outcome
 from agentstudy.stream.treatment_facts import codex_treatment
 from agentstudy.transports.cli import GATEWAY_TOKEN_ENV, CliAttemptBody, CliSettings, RawAttempt, isolation
@@ -270,7 +271,7 @@ def _tool_counts(transcript: CodexTranscript) -> dict[str, int]:
 
 
 def _fields(settings: CliSettings, transcript: CodexTranscript, expected: CodexExpectations,
-            output_schema: bool) -> dict[str, Any]:
+            stderr: str, output_schema: bool) -> dict[str, Any]:
     usage = transcript.usage
     terminal = transcript.terminal
     errors = dict(Counter(mcp_tool_name(str(c.get("server")), str(c.get("tool"))) for c in transcript.mcp_calls
@@ -296,7 +297,9 @@ def _fields(settings: CliSettings, transcript: CodexTranscript, expected: CodexE
         "usage_complete": transcript.usage_complete,
         "answer_text": transcript.answer,
         "api_retries": len(codex_retries(transcript.notices)),
+        "api_retry_wait_ms": codex_retry_wait_ms(stderr, len(codex_retries(transcript.notices))),
         "api_retry_statuses": codex_retries(transcript.notices),
+        "api_error_status": codex_failure_status(terminal),
         "treatment": codex_treatment(transcript, expected.mcp_server, expected.allowed_tools, settings.model)
         .model_copy(update={"builtin_tools_sha256": tool_set_sha256(
             builtin_tool_basis(model=settings.model, output_schema=output_schema))}).to_json(),
@@ -336,7 +339,7 @@ running cost the stream or the watcher showed (:func:`charged_floor`). Never rai
         computed_cost=cost,
         setup_problems=problems,
         cost_problem=cost_problem,
-        fields=_fields(settings, transcript, expected, body.output_schema is not None),
+        fields=_fields(settings, transcript, expected, stderr, body.output_schema is not None),
         measurements={} if transcript.usage is None else
         {"reasoningOutputTokens": transcript.usage.reasoning_output_tokens},
     )
