@@ -166,7 +166,8 @@ def test_a_blocked_rehearsal_prints_the_servers_refusal_on_the_terminal(
                          "--budget-usd", "1", env={**os.environ, "ANTHROPIC_API_KEY": planted})
     assert ran.returncode != 0, ran.stderr
     [why] = [line for line in ran.stderr.splitlines() if line.startswith("why: ")]
-    assert why.startswith("why: invalid-setup in task example-r (doc-bridge-mcp, repetition 1): every MCP tool "
+    assert why.startswith("why: invalid-setup in task example-r (Repository tools + the plain-server MCP server, "
+                          "repetition 1): every MCP tool "
                           "call returned an error"), why
     assert "the server answered 'Error executing tool search_text: Error: Path must be absolute'" in why
     summary = json.loads(ran.stdout.strip().splitlines()[-1])
@@ -179,5 +180,5 @@ def test_the_why_line_redacts_every_credential_of_the_environment(monkeypatch: p
     monkeypatch.setenv("OPENAI_API_KEY", "sk-planted-openai")
     line = stopped_line({"taskId": "t", "scenario": "doc-bridge-mcp", "repetition": 2, "status": "invalid-setup",
                          "reason": "the server answered 'bad key sk-planted-openai'"})
-    assert line == ("why: invalid-setup in task t (doc-bridge-mcp, repetition 2): the server answered "
-                    "'bad key [redacted]'")
+    assert line == ("why: invalid-setup in task t (Repository tools + the MCP server, repetition 2): the server "
+                    "answered 'bad key [redacted]'")

@@ -41,7 +41,7 @@ def test_the_bar_counts_done_running_and_spend_and_ends_at_finish() -> None:
     bar.attempt_started(FIRST)
     [task] = bar.progress.tasks
     assert (task.completed, task.total) == (0, 2)
-    assert task.fields["running"] == "running 1: lantern-discovery rep 1 repository-only"
+    assert task.fields["running"] == "running 1: lantern-discovery rep 1 Repository tools"
     bar.attempt_settled(FIRST, "completed", 3, Decimal("0.001"), Decimal("0.001"), Decimal("1"))
     bar.attempt_started(SECOND)
     bar.attempt_settled(SECOND, "completed", 2, Decimal("0.002"), Decimal("0.003"), Decimal("1"))
@@ -60,7 +60,7 @@ def test_the_plain_lines_are_unchanged() -> None:
     plain.attempt_started(FIRST)
     plain.attempt_settled(FIRST, "failed", 0, Decimal("0.1"), Decimal("0.1"), Decimal("1"))
     lines = console.export_text().splitlines()
-    assert lines[0] == "[1/2] lantern-discovery rep 1 repository-only running…"
+    assert lines[0] == "[1/2] lantern-discovery rep 1 Repository tools running…"
     assert re.fullmatch(r"\[1/2\] failed in \d+\.\d s, 0 tool calls, charged 0\.100000 USD; "
                         r"spent 0\.100000 of 1\.00 USD", lines[1])
     finish_progress(plain)  # no finish(): nothing happens

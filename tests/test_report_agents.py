@@ -71,22 +71,22 @@ def test_markdown_report_shows_two_paired_results_side_by_side(two_agent_ledger:
     text = build_report(two_agent_ledger, output_format="md")
     assert text.startswith("# Paired report by agent")
     tables = markdown_tables(text)
-    caption = next(c for c in tables if c.startswith("doc-bridge-mcp compared with repository-only, task level, "
-                                                      "each agent alone"))
+    caption = next(c for c in tables if c.startswith("Repository tools + doc-bridge compared with Repository tools, "
+                                                      "task level, each agent alone"))
     rows = {row["metric"]: row for row in tables[caption]}
     inputs = rows["input tokens"]
     # 3 tasks: the sign-flip test cannot reject anything at 0.05, so the interval is unbounded ("—")
     assert inputs["claude-code: Δ per task [95 % interval]"] == "+100.0 —"
     assert inputs["codex: Δ per task [95 % interval]"] == "-300.0 —"
-    assert inputs["claude-code: in words"] == "100 more input tokens per task with doc-bridge-mcp"
-    assert inputs["codex: in words"] == "300 fewer input tokens per task with doc-bridge-mcp"
+    assert inputs["claude-code: in words"] == "100 more input tokens per task with Repository tools + doc-bridge"
+    assert inputs["codex: in words"] == "300 fewer input tokens per task with Repository tools + doc-bridge"
     assert "3 tasks × 2 repetitions" in inputs["codex: p (sign-flip); design"]
     assert "No number in this report pools agents, and there is no overall line" in text
     # Each agent's one-agent report follows, every section and table labelled with the agent.
     for agent in AGENTS:
         assert f"## Agent {agent}: Result at a glance" in text
         assert f"## Agent {agent}: Paired differences" in text
-        glance = next(c for c in tables if c.startswith(f"{agent}: doc-bridge-mcp compared with"))
+        glance = next(c for c in tables if c.startswith(f"{agent}: Repository tools + doc-bridge compared with"))
         assert {row["metric"] for row in tables[glance]} >= {"input tokens", "tool calls"}
     assert text.count("## Appendix: provenance") == 1
     assert "claude-code (12 attempts); codex (12 attempts)" in text
@@ -165,7 +165,8 @@ def test_the_side_by_side_header_follows_the_studys_alpha(tmp_path: Path) -> Non
     analysis = {"primary": {"metric": "inputTokens", "betterWhen": "lower"}, "alpha": 0.1}
     write(path, ledger(two_agent_observations(), analysis=analysis))
     tables = markdown_tables(build_report(path, output_format="md"))
-    caption = next(c for c in tables if c.startswith("doc-bridge-mcp compared with repository-only, task level"))
+    caption = next(c for c in tables
+                   if c.startswith("Repository tools + doc-bridge compared with Repository tools, task level"))
     inputs = next(row for row in tables[caption] if row["metric"] == "input tokens")
     assert "claude-code: Δ per task [90 % interval]" in inputs and "codex: Δ per task [90 % interval]" in inputs
     assert not any("95 %" in header for header in inputs)

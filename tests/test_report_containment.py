@@ -20,10 +20,10 @@ CAPTION = "Containment by arm"
 HEADER = ["arm", "attempts", "mechanism", "not achieved", "refused out-of-export reads"]
 NETWORK = "the network is not sandboxed"
 ABSOLUTE = "Read accepts absolute paths: files outside the export can be read"
-RESTRICTED_WARNING = f"Arm doc-bridge-mcp was not contained by bubblewrap: {NETWORK}; {ABSOLUTE}."
-CONFOUNDED = ("The arms were contained differently (repository-only: bwrap (18); doc-bridge-mcp: restricted (18)), "
-              "so the comparison is confounded")
-OLD_WARNING = ("Arm repository-only: containment was not recorded (the ledger predates containment records), "
+RESTRICTED_WARNING = f"Arm Repository tools + doc-bridge was not contained by bubblewrap: {NETWORK}; {ABSOLUTE}."
+CONFOUNDED = ("The arms were contained differently (Repository tools: bwrap (18); Repository tools + doc-bridge: "
+              "restricted (18)), so the comparison is confounded")
+OLD_WARNING = ("Arm Repository tools: containment was not recorded (the ledger predates containment records), "
                "so this report cannot say how its attempts were confined.")
 
 
@@ -81,8 +81,8 @@ def _text_rows(text: str) -> list[list[str]]:
 
 
 BWRAP_ROWS = [
-    ["repository-only", "18", "bwrap (18)", NETWORK, "3"],
-    ["doc-bridge-mcp", "18", "bwrap (18)", NETWORK, "1"],
+    ["Repository tools", "18", "bwrap (18)", NETWORK, "3"],
+    ["Repository tools + doc-bridge", "18", "bwrap (18)", NETWORK, "1"],
 ]
 
 
@@ -114,12 +114,12 @@ def test_an_arm_in_restricted_only_is_named_with_what_was_not_achieved(tmp_path:
         flat = flat.replace("\\", "")
     assert RESTRICTED_WARNING in flat
     assert CONFOUNDED in flat
-    assert "Arm repository-only was not contained" not in flat
+    assert "Arm Repository tools was not contained" not in flat
 
 
 def test_the_restricted_arms_row_lists_both_sentences(tmp_path: Path) -> None:
     rows = markdown_tables(_report(tmp_path, _contained("restricted"), "md"))[CAPTION]
-    assert rows[1] == {"arm": "doc-bridge-mcp", "attempts": "18", "mechanism": "restricted (18)",
+    assert rows[1] == {"arm": "Repository tools + doc-bridge", "attempts": "18", "mechanism": "restricted (18)",
                        "not achieved": f"{NETWORK}; {ABSOLUTE}", "refused out-of-export reads": "1"}
     page = _report(tmp_path, _contained("restricted"), "html")
     assert _html_table(page)[2][2:] == ["restricted (18)", f"{NETWORK}; {ABSOLUTE}", "1"]
@@ -129,8 +129,8 @@ def test_an_old_ledger_without_containment_says_not_recorded(tmp_path: Path) -> 
     markdown = _report(tmp_path, full_study(), "md")
     rows = markdown_tables(markdown)[CAPTION]
     assert [list(row.values()) for row in rows] == [
-        ["repository-only", "18", "not recorded (18)", "not recorded", "0"],
-        ["doc-bridge-mcp", "18", "not recorded (18)", "not recorded", "0"],
+        ["Repository tools", "18", "not recorded (18)", "not recorded", "0"],
+        ["Repository tools + doc-bridge", "18", "not recorded (18)", "not recorded", "0"],
     ]
     flat = " ".join(markdown.replace("\\", "").split())
     assert OLD_WARNING in flat
@@ -143,13 +143,14 @@ def test_a_mixed_arm_shows_every_mechanism() -> None:
     treated = [o for o in observations if o["scenario"] == "doc-bridge-mcp"]
     treated[3]["containment"] = "restricted"
     del treated[4]["containment"]
-    rows = containment_rows(parse_ledger(write_bytes(ledger(observations)), "l.json").attempts)
+    study = parse_ledger(write_bytes(ledger(observations)), "l.json")
+    rows = containment_rows(study.attempts, study.arm_name)
     assert [r.mechanism_cell() for r in rows] == ["bwrap (18)", "bwrap (16), restricted (1), not recorded (1)"]
     sentences = containment_sentences(rows)
-    assert sentences[0] == (f"Arm doc-bridge-mcp was not contained by bubblewrap in every attempt "
+    assert sentences[0] == (f"Arm Repository tools + doc-bridge was not contained by bubblewrap in every attempt "
                             f"(bwrap (16), restricted (1), not recorded (1)): {NETWORK}.")
-    assert sentences[1].startswith("The arms were contained differently (repository-only: bwrap (18); "
-                                   "doc-bridge-mcp: bwrap (16), restricted (1), not recorded (1))")
+    assert sentences[1].startswith("The arms were contained differently (Repository tools: bwrap (18); "
+                                   "Repository tools + doc-bridge: bwrap (16), restricted (1), not recorded (1))")
     assert len(sentences) == 2
 
 
@@ -159,8 +160,8 @@ def test_http_attempts_show_refused_reads_as_not_applicable(tmp_path: Path) -> N
         obs.update(containment="bwrap", isolationNotAchieved=[])
     rows = markdown_tables(_report(tmp_path, observations, "md", transport="http"))[CAPTION]
     assert [list(row.values()) for row in rows] == [
-        ["repository-only", "1", "bwrap (1)", "none recorded", "n/a"],
-        ["doc-bridge-mcp", "1", "bwrap (1)", "none recorded", "n/a"],
+        ["Repository tools", "1", "bwrap (1)", "none recorded", "n/a"],
+        ["Repository tools + doc-bridge", "1", "bwrap (1)", "none recorded", "n/a"],
     ]
 
 
@@ -188,7 +189,8 @@ def test_the_demo_reports_carry_the_containment_table(tmp_path: Path) -> None:
     path = tmp_path / "ledger.json"
     write(path, ledger(_contained("restricted")))
     html_path, md_path = write_demo_reports(tmp_path, path, None)
-    expected = [BWRAP_ROWS[0], ["doc-bridge-mcp", "18", "restricted (18)", f"{NETWORK}; {ABSOLUTE}", "1"]]
+    expected = [BWRAP_ROWS[0],
+                ["Repository tools + doc-bridge", "18", "restricted (18)", f"{NETWORK}; {ABSOLUTE}", "1"]]
     assert _html_table(html_path.read_text()) == [HEADER, *expected]
     markdown = md_path.read_text()
     assert [list(row.values()) for row in markdown_tables(markdown)[CAPTION]] == expected

@@ -29,11 +29,12 @@ from test_report_builders import (
 
 SUMMARY = "Task-level paired differences per metric"
 INTERVAL = "95 % interval (inverted sign-flip test)"
-PER_TASK = ("Per task: mean of doc-bridge-mcp − mean of repository-only over repetitions (— : not in both arms for "
-            "that metric)")
+PER_TASK = ("Per task: mean of Repository tools + doc-bridge − mean of Repository tools over repetitions "
+            "(— : not in both arms for that metric)")
 VARIANCE = "Variance components per metric (method of moments)"
-PAIRS = ("Per task and repetition, descriptive only: doc-bridge-mcp − repository-only (negative: the doc-bridge-mcp "
-         "attempt used less; repetition numbers pair attempts arbitrarily, so no statistic uses these pairs)")
+PAIRS = ("Per task and repetition, descriptive only: Repository tools + doc-bridge − Repository tools (negative: the "
+         "Repository tools + doc-bridge attempt used less; repetition numbers pair attempts arbitrarily, so no "
+         "statistic uses these pairs)")
 NOT_COMPLETED = "Attempts that did not complete (kept, never dropped)"
 EXTRAPOLATION = "What the full study might cost, from this pilot (USD)"
 INPUT_DIFFS = [-400, -300, -300, -200, -200, -200, -100, -100, 0, 0, 100, 100, 200, 300, 400, 500, -1000, -800]
@@ -108,11 +109,11 @@ def test_correctness_differences_and_distribution(tmp_path: Path) -> None:
     # leaves the interval and p not computable.
     assert (correctness["design"], correctness["mean task Δ"]) == ("1 task × 3 repetitions", "+0.500")
     assert correctness[INTERVAL] == "not computable with 1 task (needs at least 2)"
-    table = {row["scenario"]: row for row in markdown_tables(markdown)[
-        "Correctness by scenario (rubric: correct 1, partial 0.5, incorrect 0, incomplete 0)"]}
-    assert [table["doc-bridge-mcp"][k] for k in ("correct", "partial", "incorrect", "incomplete", "pending")] == \
-        ["1", "2", "0", "0", "15"]
-    assert table["repository-only"]["mean score"] == "0.167 (n = 3)"
+    table = {row["arm"]: row for row in markdown_tables(markdown)[
+        "Correctness by arm (rubric: correct 1, partial 0.5, incorrect 0, incomplete 0)"]}
+    assert [table["Repository tools + doc-bridge"][k]
+            for k in ("correct", "partial", "incorrect", "incomplete", "pending")] == ["1", "2", "0", "0", "15"]
+    assert table["Repository tools"]["mean score"] == "0.167 (n = 3)"
     assert ADJUDICATED_SENTENCE in markdown
     assert ANSWER_MARKER not in markdown
 
@@ -132,13 +133,13 @@ def test_a_ledger_with_blocked_attempts_lists_them(tmp_path: Path, output_format
     assert "tool Bash outside the allowed set" in report
     assert "31 of 36 planned attempts were not run." in report
     assert "The run ended blocked: attempt 5 ended invalid-setup." in report
-    assert "all metrics: repository-only invalid-setup; doc-bridge-mcp not observed" in report
+    assert "all metrics: Repository tools invalid-setup; Repository tools + doc-bridge not observed" in report
 
 
 def test_blocked_attempts_are_rows_of_their_own_table(tmp_path: Path) -> None:
     markdown = build_report(_blocked_ledger(tmp_path), output_format="md")
     rows = markdown_tables(markdown)[NOT_COMPLETED]
-    assert rows == [{"#": "5", "task": TASKS[2], "rep": "1", "scenario": "repository-only", "status": "invalid-setup",
+    assert rows == [{"#": "5", "task": TASKS[2], "rep": "1", "arm": "Repository tools", "status": "invalid-setup",
                      "charged USD": "0.100000",
                      "reasons": "setup problem: tool Bash outside the allowed set; exit code 1"}]
     attempts = markdown_tables(markdown)["Every attempt in execution order (— : not recorded)"]
@@ -213,9 +214,9 @@ def test_http_observations_without_a_charge_stay_missing_never_zero(tmp_path: Pa
     assert [row["charged USD"] for row in attempts] == ["0.002000", "—", "—", "—"]
     pairs = markdown_tables(markdown)[PAIRS]
     assert pairs[0]["Δ input tokens"] == "-500" and pairs[0]["Δ charged USD"] == "—"
-    assert pairs[0]["left out"] == "charged USD: doc-bridge-mcp charged USD not recorded"
-    assert pairs[1]["left out"].startswith("all metrics: repository-only incomplete")
-    usage = {row["scenario"]: row for row in markdown_tables(markdown)[
+    assert pairs[0]["left out"] == "charged USD: Repository tools + doc-bridge charged USD not recorded"
+    assert pairs[1]["left out"].startswith("all metrics: Repository tools incomplete")
+    usage = {row["arm"]: row for row in markdown_tables(markdown)[
         "Priced usage and spend, all attempts (tokens as recorded, incomplete usage included)"]}
     assert usage["all"]["charged USD"] == "0.002000 (3 not recorded)"
     assert usage["all"]["input tokens"] == "11000"

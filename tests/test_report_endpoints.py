@@ -230,8 +230,9 @@ def test_correctness_with_failed_attempts_is_intention_to_treat_beside_complete_
     rates = [row for table, rows in markdown_tables(markdown).items() if table.startswith("Correctness per arm")
              for row in rows]
     assert {(r["arm"], r["view"], r["correct / attempts"]) for r in rates} == {
-        (BASE, "intention to treat", "6 / 12"), (TREAT, "intention to treat", "10 / 12"),
-        (BASE, "complete case", "6 / 12"), (TREAT, "complete case", "10 / 10")}
+        ("Repository tools", "intention to treat", "6 / 12"),
+        ("Repository tools + doc-bridge", "intention to treat", "10 / 12"),
+        ("Repository tools", "complete case", "6 / 12"), ("Repository tools + doc-bridge", "complete case", "10 / 10")}
     assert "an attempt that did not complete counts as not correct" in markdown
 
 

@@ -14,7 +14,7 @@ from agentstudy.report.glance import direction
 from agentstudy.report.inference import TaskLevelSummary
 from test_report_builders import TASKS, cli_obs, companion, full_study, ledger, markdown_tables, write
 
-CAPTION = "doc-bridge-mcp compared with repository-only, task level (exploratory)"
+CAPTION = "Repository tools + doc-bridge compared with Repository tools, task level (exploratory)"
 
 
 def _summary(estimate: float | None) -> TaskLevelSummary:
@@ -52,10 +52,11 @@ def test_the_glance_comes_first_with_correctness_first_and_provenance_last(tmp_p
     assert [r["metric"] for r in table] == ["correctness", "input tokens", "tool calls", "wall time", "charged USD"]
     by_metric = {r["metric"]: r for r in table}
     # Every task: D uses 100 fewer input tokens, 2 fewer tool calls, 500 ms less; D correct (1), R partial (0.5).
-    assert by_metric["input tokens"]["in words"] == "100 fewer input tokens per task with doc-bridge-mcp"
-    assert by_metric["tool calls"]["in words"] == "2 fewer tool calls per task with doc-bridge-mcp"
-    assert by_metric["wall time"]["in words"] == "500 ms less wall time per task with doc-bridge-mcp"
-    assert by_metric["correctness"]["in words"] == "0.500 higher correctness score per task with doc-bridge-mcp"
+    assert by_metric["input tokens"]["in words"] == "100 fewer input tokens per task with Repository tools + doc-bridge"
+    assert by_metric["tool calls"]["in words"] == "2 fewer tool calls per task with Repository tools + doc-bridge"
+    assert by_metric["wall time"]["in words"] == "500 ms less wall time per task with Repository tools + doc-bridge"
+    assert by_metric["correctness"]["in words"] == \
+        "0.500 higher correctness score per task with Repository tools + doc-bridge"
     assert by_metric["correctness"]["better when"] == "higher" and by_metric["input tokens"]["better when"] == "lower"
     for row in table:
         assert row["design"] == "6 tasks × 3 repetitions"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from agentstudy.protocol.arm_names import arm_label
 from agentstudy.report.infrastructure import (
     ArmInfrastructure,
     infrastructure_sentences,
@@ -14,7 +15,8 @@ from agentstudy.report.model import AttemptRetries, ReportInputError
 
 
 def _arm(scenario: str, retries: int, failures: tuple[tuple[str, int], ...] = ()) -> ArmInfrastructure:
-    return ArmInfrastructure(scenario=scenario, attempts=4, recorded=4, retries=retries, wait_ms=1500 * retries,
+    return ArmInfrastructure(scenario=scenario, label=arm_label(scenario, server="kb"), attempts=4, recorded=4,
+                             retries=retries, wait_ms=1500 * retries,
                              failures=failures, wall_ms=40_000, wall_without_wait_ms=40_000 - 1500 * retries)
 
 
@@ -29,11 +31,11 @@ def test_retry_fields_are_read_and_checked() -> None:
 
 def test_an_imbalance_between_arms_is_flagged_and_balance_is_not() -> None:
     flagged = infrastructure_sentences([_arm("repository-only", 1), _arm("doc-bridge-mcp", 6, (("overloaded", 1),))])
-    assert flagged[0].startswith("Imbalance between arms: doc-bridge-mcp had 6 retries, repository-only 1")
+    assert flagged[0].startswith("Imbalance between arms: Repository tools + kb had 6 retries, Repository tools 1")
     assert any("never counted incorrect" in s for s in flagged)
     assert infrastructure_sentences([_arm("repository-only", 3), _arm("doc-bridge-mcp", 4)]) == []
 
 
 def test_the_table_shows_wall_time_with_and_without_the_retry_wait() -> None:
     [row] = infrastructure_table_rows([_arm("doc-bridge-mcp", 2, (("rate-limited", 1), ("network", 2)))])
-    assert row == ("doc-bridge-mcp", "4", "2", "3.0", "rate-limited 1, network 2", "40.0", "37.0")
+    assert row == ("Repository tools + kb", "4", "2", "3.0", "rate-limited 1, network 2", "40.0", "37.0")

@@ -106,7 +106,7 @@ def test_the_report_shows_repriced_beside_charged(tmp_path: Path) -> None:
     summary = {r["metric"]: r for r in rows["Task-level paired differences per metric"]}
     assert (summary["re-priced USD"]["design"], summary["re-priced USD"]["mean task Δ"]) == \
         ("1 task × 1 repetition", "+0.012000")
-    usage = {r["scenario"]: r for r in rows[
+    usage = {r["arm"]: r for r in rows[
         "Priced usage and spend, all attempts (tokens as recorded, incomplete usage included)"]}
     assert usage["all"]["re-priced USD"] == "0.023850 (includes 1 lower bound(s))"
     table = {r["field"]: r["value"] for r in rows["The --prices table"]}

@@ -167,7 +167,7 @@ def test_a_rehearsal_from_the_example_study_file_names_arms_and_server(rehearsal
     assert summary["armLabels"] == {"repository-only": "Repository tools only",
                                     "doc-bridge-mcp": "Repository tools + doc-bridge MCP"}
     assert summary["mcpServer"] == "doc-bridge" and summary["fullRunFactor"] == "18"
-    assert "Repository tools + doc-bridge MCP (doc-bridge-mcp): 1" in result.stderr
+    assert "Repository tools + doc-bridge MCP: 1" in result.stderr and "doc-bridge-mcp" not in result.stderr
     ledger = json.loads(output.read_text(encoding="utf-8"))
     assert ledger["version"] == "agentstudy-study-v1"
     assert ledger["protocolHash"] == load_manifest(EXAMPLE_STUDY).protocol_hash
@@ -223,12 +223,12 @@ def test_a_study_file_ledger_is_adjudicated_and_reported_with_its_labels(
     assert "Repository tools only" in scrubbed and "Repository tools + doc-bridge MCP" in scrubbed
     report = _invoke(["report", str(output), "--adjudication", line["companion"], "--format", "md"])
     assert report.exit_code == 0, report.output
-    assert "Repository tools only (repository-only)" in report.stdout
-    assert "Repository tools + doc-bridge MCP (doc-bridge-mcp)" in report.stdout
+    assert ("Repository tools only (ledger scenario repository-only); Repository tools + doc-bridge MCP (ledger "
+            "scenario doc-bridge-mcp)") in report.stdout  # the provenance maps each label to its ledger id
     glance = report.stdout.split("## ")[1]  # the first section names the arms by their labels
     assert glance.startswith("Result at a glance")
-    assert ("Repository tools + doc-bridge MCP (doc-bridge-mcp) compared with Repository tools only "
-            "(repository-only)") in glance
+    assert "Repository tools + doc-bridge MCP compared with Repository tools only" in glance
+    assert "repository-only" not in glance and "doc-bridge-mcp" not in glance
     assert "per task with Repository tools + doc-bridge MCP" in glance
 
 

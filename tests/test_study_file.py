@@ -159,7 +159,7 @@ def test_seed_runs_name_no_arms_and_a_study_extrapolates_by_its_own_factor(
 
     seed = load_manifest(original_manifest)
     assert study_arms(seed, "doc-bridge") is None  # the seed's ledger gains no key
-    assert summary_names(seed, "doc-bridge") == {"full_attempts": 36}
+    assert summary_names(seed, "doc-bridge") == {"full_attempts": 36, "server_name": "doc-bridge"}
     study = parse_manifest(json.dumps(study_document({"big": 10}, 5)))
     names = summary_names(study, "kb")
     assert names == {"full_attempts": 100, "server_name": "kb",
@@ -176,7 +176,7 @@ def test_seed_runs_name_no_arms_and_a_study_extrapolates_by_its_own_factor(
     seed_line = summarize("awaiting-adjudication", "pilot", 2, [], budget, tmp_path / "l.json",
                           **summary_names(seed, "doc-bridge")).line
     assert seed_line["fullRunFactor"] == "18" and seed_line["extrapolatedFullRunUsd"] == 0.18
-    assert "armLabels" not in seed_line and "mcpServer" not in seed_line
+    assert "armLabels" not in seed_line and seed_line["mcpServer"] == "doc-bridge"  # the summary names the server
 
 
 def test_a_misspelt_key_is_named_before_the_key_it_leaves_missing() -> None:

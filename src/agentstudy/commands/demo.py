@@ -17,7 +17,8 @@ from agentstudy.commands.fault_option import checked_faults
 from agentstudy.commands.view import print_summary_table, progress_for_terminal
 from agentstudy.io.claude_cli import ClaudeBinaryError, find_claude_binary
 from agentstudy.io.ledger_store import CheckpointError, OutputPathError
-from agentstudy.runners.preflight import PreflightError
+from agentstudy.protocol.arm_names import namer
+from agentstudy.runners.preflight import DEFAULT_MCP_SERVER, PreflightError
 from agentstudy.runners.summary import REHEARSAL_NOTE
 
 
@@ -80,7 +81,7 @@ def demo(output_dir: Path | None, transport: str, claude_bin: str | None, agent:
             fail(f"--output-dir {directory} is not empty")
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     click.echo(f"demo directory: {directory}", err=True)
-    progress = progress_for_terminal()
+    progress = progress_for_terminal(namer(server=DEFAULT_MCP_SERVER.name))  # the bundled server
     mode = containment_mode(containment)
     try:
         if transport == "http":

@@ -25,11 +25,14 @@ from agentstudy.commands.contract_files import (
 from agentstudy.commands.view import reservation_rule_text
 from agentstudy.io.ledger_journal import LedgerJournalError, describe_journal, read_ledger
 from agentstudy.pricing.usd_json import usd_number
+from agentstudy.protocol.arm_differences import arm_differences, observation_facts
+from agentstudy.protocol.arm_names import arm_label, ledger_arm_labels, ledger_server_name
 from agentstudy.protocol.controlled.ledger import ControlledStudyObservationLedgerV1
 from agentstudy.protocol.controlled.summary import summarize_ledger
 from agentstudy.protocol.json_input import load_json
 from agentstudy.protocol.ledger_integrity import verify_ledger_bytes
 from agentstudy.protocol.records import is_minimal_ledger_version
+from agentstudy.protocol.study_arms import SCENARIOS
 
 OPEN_LISTED = 10
 """Open reservations named one by one in the text summary; more are counted."""
@@ -155,6 +158,8 @@ def summarize_minimal(document: dict[str, Any], problems: tuple[str, ...]) -> di
     charges = [_usd(o.get("chargedUsd")) for o in observations]
     block = document.get("http") if document.get("transport") == "http" else document.get("cli")
     agents = Counter(str(o.get("agent", "claude-code")) for o in observations)  # absent: Claude Code's
+    labels, server = ledger_arm_labels(document), ledger_server_name(document)
+    by_scenario = dict(Counter(str(o.get("scenario")) for o in observations))
     return {
         "type": "minimal-study-ledger",
         "version": document.get("version"),
@@ -167,7 +172,11 @@ def summarize_minimal(document: dict[str, Any], problems: tuple[str, ...]) -> di
         "plannedAttempts": document.get("plannedAttempts"),
         "observations": len(observations),
         "byStatus": dict(Counter(str(o.get("status")) for o in observations)),
-        "byScenario": dict(Counter(str(o.get("scenario")) for o in observations)),
+        "byScenario": by_scenario,
+        "arms": {scenario: arm_label(scenario, labels, server) for scenario in [*SCENARIOS, *by_scenario]},
+        "mcpServer": server,
+        "armDifferences": list(arm_differences([observation_facts(o) for o in observations],
+                                               lambda scenario: arm_label(scenario, labels, server))),
         **({"byAgent": dict(agents)} if len(agents) > 1 else {}),  # a several-agent study (issue 21)
         "budget": {key: budget.get(key) for key in ("cap", "spent", "reserved", "measured", "cumulativeCapExceeded")}
         | {key: budget[key] for key in ("reservationRule", "worstTurnUsd", "largestOvershootUsd") if key in budget},
@@ -188,7 +197,10 @@ def render_minimal(summary: dict[str, Any]) -> list[str]:
     """Aligned text lines of ``summarize_minimal``'s output."""
     budget = summary["budget"]
     held = [*([summary["openReservation"]] if summary["openReservation"] else []), *summary["openReservations"]]
-    open_text = "; ".join(f"{each.get('taskId')} {each.get('scenario')} repetition {each.get('repetition')}: "
+    arms = summary["arms"]
+    def arm(scenario: Any) -> str:
+        return str(arms.get(scenario, scenario))
+    open_text = "; ".join(f"{each.get('taskId')} {arm(each.get('scenario'))} repetition {each.get('repetition')}: "
                           f"reserved {each.get('reservedUsd')}, charged {each.get('chargedUsd', 0)} USD (never settled)"
                           for each in held[:OPEN_LISTED]) or "none"
     if len(held) > OPEN_LISTED:
@@ -202,6 +214,10 @@ def render_minimal(summary: dict[str, Any]) -> list[str]:
          + ("" if summary["closed"] else " — crashed (not closed)")),
         ("Rehearsal", f"{'yes' if summary['rehearsal'] is True else 'no'} (base URL {summary['baseUrl']})"),
         ("Observations", counts(summary["byStatus"])),
+        ("Arms", counts({arms.get(scenario, scenario): n for scenario, n in summary["byScenario"].items()})),
+        *([("Arm differences" if number == 0 else "", sentence)
+           for number, sentence in enumerate(summary["armDifferences"])]
+          or [("Arm differences", "none besides the server (models, agent versions, prompts, built-in tools)")]),
         *([("Agents", counts(summary["byAgent"]))] if summary.get("byAgent") else []),
         ("Budget", f"spent {budget['spent']} of a {budget['cap']} USD cap (charges {summary['chargedUsd']}); "
                    f"reserved {budget['reserved']}, measured {budget['measured']}"),

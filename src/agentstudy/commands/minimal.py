@@ -43,6 +43,7 @@ from agentstudy.io.messages_api import (
     check_base_url,
 )
 from agentstudy.pricing.http import UpperPrices
+from agentstudy.protocol.arm_names import namer
 from agentstudy.protocol.continuation import Predecessor
 from agentstudy.protocol.fault_schedule import parse_fault_schedule
 from agentstudy.protocol.manifest import LoadedManifest, ManifestError, load_manifest
@@ -319,7 +320,7 @@ def minimal(
         expected_cli_version=expected_version,
         parent_env=dict(os.environ),
         forbidden_output_roots=(project_root(),),
-        progress=progress_for_terminal(),
+        progress=progress_for_terminal(namer(loaded.arms.labels() if loaded.arms else None, spec.name)),
         pilot=size,
         concurrency=concurrency,
         strict_cap=strict_cap,
@@ -379,7 +380,8 @@ def _run_http(
     request = HttpRunRequest(
         loaded=loaded, mode=mode, roots=roots, output=output, model=model, prices=prices, cap_usd=cap,
         api_key=key, base_url=base_url, mcp=spec, rehearsal=rehearsal, nominal_prices=rehearsal,
-        forbidden_output_roots=(project_root(),), progress=progress_for_terminal(),
+        forbidden_output_roots=(project_root(),),
+        progress=progress_for_terminal(namer(loaded.arms.labels() if loaded.arms else None, spec.name)),
         containment=containment, parent_env=dict(os.environ), pilot=size,
         concurrency=concurrency, attempt_budget_usd=attempt_budget_usd,
         executor="ray" if executor == "ray" else "local", ray_address=ray_address, sequential=sequential,

@@ -94,7 +94,7 @@ def power(ledgers: tuple[Path, ...], metric: str | None, effect: str | None, alp
     from agentstudy.report.document import Document, Section
     from agentstudy.report.load import load_study
     from agentstudy.report.model import NotSupportedYet, ReportInputError
-    from agentstudy.report.power_section import plan_json, power_blocks, power_plans, study_alpha
+    from agentstudy.report.power_section import arm_pair, plan_json, power_blocks, power_plans, study_alpha
     from agentstudy.report.render import render_text
 
     power_value = _share("--power", target)
@@ -156,7 +156,7 @@ def power(ledgers: tuple[Path, ...], metric: str | None, effect: str | None, alp
         return
     title = f"Power planning: {study.file_name}" + (" (UNVERIFIED)" if study.unverified else "")
     blocks = (*((ranged_paragraph(ranged),) if ranged is not None else ()),
-              *power_blocks(plans, power_value))
+              *power_blocks(plans, power_value, arm_pair(study)))
     section = Section("Design, components and needed designs", blocks)
     click.echo(render_text(Document(title, (section,))), nl=False)
 

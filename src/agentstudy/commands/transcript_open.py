@@ -15,15 +15,20 @@ from typing import Any, NoReturn
 from agentstudy.commands.common import fail
 from agentstudy.io.ledger_journal import LedgerJournalError, read_ledger
 from agentstudy.io.transcripts import TranscriptError, open_transcript
+from agentstudy.protocol.arm_names import arm_label, ledger_arm_labels, ledger_server_name
 from agentstudy.protocol.study_agents import observation_agent
+from agentstudy.protocol.study_arms import SCENARIOS
 
 
 def _arm_scenarios(ledger: dict[str, Any], arm: str) -> set[str]:
-    """The scenarios ``arm`` may name: itself, or the scenario of the ledger's arm with that id or label."""
+    """The scenarios ``arm`` may name: itself, the scenario of the ledger's arm with that id or label, or the
+    scenario whose label (as reports show it, ``protocol.arm_names.arm_label``) is ``arm``."""
     names = {arm}
     for record in ledger.get("arms") or []:
         if isinstance(record, dict) and arm in (record.get("id"), record.get("label")):
             names.add(str(record.get("scenario")))
+    labels, server = ledger_arm_labels(ledger), ledger_server_name(ledger)
+    names.update(scenario for scenario in SCENARIOS if arm_label(scenario, labels, server) == arm)
     return names
 
 

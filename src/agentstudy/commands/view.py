@@ -16,6 +16,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -34,16 +35,19 @@ from rich.table import Table
 
 from agentstudy.io.environment import FORBIDDEN as CREDENTIAL_VARIABLES
 from agentstudy.pricing.sums import display_usd, usd_from_json
+from agentstudy.protocol.arm_names import arm_label, server_label
 from agentstudy.protocol.redaction import redact
 from agentstudy.runners.progress import AttemptProgress, RunProgress, SilentProgress
 from agentstudy.runners.summary import RunSummary
 
 
 class ConsoleProgress:
-    """Prints one line when an attempt starts and one when it settles: index, scenario, elapsed, spend vs cap."""
+    """Prints one line when an attempt starts and one when it settles: index, arm (``name``: its label), elapsed,
+    spend vs cap."""
 
-    def __init__(self, console: Console) -> None:
+    def __init__(self, console: Console, name: Callable[[str], str] = arm_label) -> None:
         self._console = console
+        self._name = name
         self._started: dict[int, float] = {}  # by attempt index: several may run at once (--concurrency)
 
     def worker_excluded(self, node: str, reason: str) -> None:
@@ -55,7 +59,7 @@ class ConsoleProgress:
         self._started[attempt.index] = time.monotonic()
         self._console.print(
             f"[bold][{attempt.index}/{attempt.total}][/bold] {attempt.task_id} rep {attempt.repetition} "
-            f"[cyan]{attempt.scenario}[/cyan] running…",
+            f"[cyan]{self._name(attempt.scenario)}[/cyan] running…",
             highlight=False,
         )
 
@@ -92,7 +96,8 @@ class BarProgress:
     is over). Attempts are tracked by index, so several may be running at once.
     """
 
-    def __init__(self, console: Console) -> None:
+    def __init__(self, console: Console, name: Callable[[str], str] = arm_label) -> None:
+        self._name = name  # an arm's label (protocol.arm_names)
         self.progress = Progress(
             TextColumn("[bold]attempts[/bold]"), BarColumn(), MofNCompleteColumn(),
             TextColumn("{task.fields[running]}"), TextColumn("{task.fields[spend]}"),
@@ -104,7 +109,7 @@ class BarProgress:
         self._spend = "spent 0.000000 USD"
 
     def _running_text(self) -> str:
-        now = [f"{a.task_id} rep {a.repetition} {a.scenario}" for a, _ in self._running.values()]
+        now = [f"{a.task_id} rep {a.repetition} {self._name(a.scenario)}" for a, _ in self._running.values()]
         return f"running {len(now)}" + (f": {', '.join(now)}" if now else "")
 
     def worker_excluded(self, node: str, reason: str) -> None:
@@ -138,13 +143,14 @@ class BarProgress:
             self._task = None
 
 
-def progress_for_terminal() -> RunProgress:
-    """Silence unless stdout is a terminal; then the live bar when stderr is a terminal too, else plain lines."""
+def progress_for_terminal(name: Callable[[str], str] = arm_label) -> RunProgress:
+    """Silence unless stdout is a terminal; then the live bar when stderr is a terminal too, else plain lines;
+    ``name`` labels an attempt's arm (``protocol.arm_names.arm_label`` with the run's labels and server)."""
     if not sys.stdout.isatty():
         return SilentProgress()
     if sys.stderr.isatty():
-        return BarProgress(Console(stderr=True))
-    return ConsoleProgress(Console(stderr=True))
+        return BarProgress(Console(stderr=True), name)
+    return ConsoleProgress(Console(stderr=True), name)
 
 
 def print_summary_table(summary: RunSummary, note: str = "") -> None:
@@ -157,9 +163,10 @@ def print_summary_table(summary: RunSummary, note: str = "") -> None:
     table.add_column("value")
     table.add_row("attempts", f"{line['attempts']} of {line['plannedAttempts']} planned ({line['mode']})")
     table.add_row("by status", ", ".join(f"{k}: {v}" for k, v in line["byStatus"].items()) or "none")
-    labels = line.get("armLabels") or {}
-    table.add_row("by scenario", ", ".join(
-        f"{labels[k]} ({k}): {v}" if k in labels else f"{k}: {v}" for k, v in line["byScenario"].items()) or "none")
+    server = line.get("mcpServer") if isinstance(line.get("mcpServer"), str) else None
+    def name(scenario: str) -> str:
+        return arm_label(scenario, line.get("armLabels"), server)
+    table.add_row("by arm", ", ".join(f"{name(k)}: {v}" for k, v in line["byScenario"].items()) or "none")
     if line.get("mcpServer"):
         table.add_row("server studied", str(line["mcpServer"]))
     table.add_row("tokens", f"input {line['inputTokens']}, output {line['outputTokens']}")
@@ -176,7 +183,7 @@ def print_summary_table(summary: RunSummary, note: str = "") -> None:
         table.add_row("reservation rule", reservation_rule_text(line))
     treatment = line.get("treatment")
     if isinstance(treatment, dict) and treatment.get("treatmentAttempts"):
-        table.add_row("treatment", f"server used in {treatment['attemptsUsingServer']} of "
+        table.add_row("treatment", f"{server_label(server)} used in {treatment['attemptsUsingServer']} of "
                                    f"{treatment['treatmentAttempts']} treatment attempts "
                                    f"({treatment['serverCalls']} calls)")
     table.add_row("ledger", line["ledger"])
@@ -186,17 +193,17 @@ def print_summary_table(summary: RunSummary, note: str = "") -> None:
         console.print(Panel(str(treatment["warning"]), title="WARNING: treatment not delivered", style="bold red"))
     stopped = line.get("stoppedBy")
     if isinstance(stopped, dict):
-        console.print(stopped_line(stopped), markup=False, highlight=False, soft_wrap=True)
+        console.print(stopped_line(stopped, name), markup=False, highlight=False, soft_wrap=True)
 
 
-def stopped_line(stopped: dict[str, Any]) -> str:
+def stopped_line(stopped: dict[str, Any], name: Callable[[str], str] = arm_label) -> str:
     """The one line under a blocked run's summary table (issue 32): which attempt stopped the run and the first
     problem it met, in the server's own words when a server call failed; every credential of the environment
-    (``ANTHROPIC_API_KEY``, ``OPENAI_API_KEY``) redacted (``protocol.redaction``)."""
-    text = (f"why: {stopped.get('status')} in task {stopped.get('taskId')} ({stopped.get('scenario')}, repetition "
-            f"{stopped.get('repetition')}): {stopped.get('reason')}")
-    for name in CREDENTIAL_VARIABLES:
-        secret = os.environ.get(name)
+    (``ANTHROPIC_API_KEY``, ``OPENAI_API_KEY``) redacted (``protocol.redaction``); ``name`` labels the arm."""
+    text = (f"why: {stopped.get('status')} in task {stopped.get('taskId')} ({name(str(stopped.get('scenario')))}, "
+            f"repetition {stopped.get('repetition')}): {stopped.get('reason')}")
+    for variable in CREDENTIAL_VARIABLES:
+        secret = os.environ.get(variable)
         if secret:
             text = redact(text, secret)
     return str(text)

@@ -64,7 +64,7 @@ def server_not_ready(text: str) -> bool:
     return bool(_NOT_READY.search(text[:NOT_READY_CHARS]))
 
 
-OPTIONAL_KEYS = ("firstRequestInputTokens", "promptSha256", "builtinToolsSha256")
+OPTIONAL_KEYS = ("firstRequestInputTokens", "promptSha256", "builtinToolsSha256", "agentVersion")
 """Keys of a treatment record omitted when unknown."""
 
 
@@ -88,8 +88,11 @@ class TreatmentRecord(BaseModel):
             read + cache write tokens), the base of the tool-definition overhead; ``None`` when unknown.
         prompt_sha256: SHA-256 of the prompt's UTF-8 bytes as given to the agent (arms must match per task).
         builtin_tools_sha256: SHA-256 of the agent's tool set without the server's tools (canonical JSON of
-            the sorted names, or of the http transport's repository tool definitions); ``None`` when the agent
-            reports none (Codex).
+            the sorted names, or of the http transport's repository tool definitions; Codex, which lists no tool
+            set, of what decides its built-in tools: ``transports.codex_args.builtin_tool_basis``).
+        agent_version: the agent's version as it reported itself while it ran (Claude Code's init event
+            ``claude_code_version``; the http transport: ``agentstudy VERSION``, its own loop); ``None`` when the
+            agent reports none (Codex: the observation's probed ``cliVersion`` stands for it).
     """
 
     model_config = ConfigDict(extra="forbid", validate_by_name=True, validate_by_alias=True)
@@ -108,6 +111,7 @@ class TreatmentRecord(BaseModel):
     first_request_input_tokens: int | None = Field(default=None, alias="firstRequestInputTokens")
     prompt_sha256: str | None = Field(default=None, alias="promptSha256")
     builtin_tools_sha256: str | None = Field(default=None, alias="builtinToolsSha256")
+    agent_version: str | None = Field(default=None, alias="agentVersion")
 
     def to_json(self) -> dict[str, Any]:
         """The record as written in the observation (camelCase; the optional keys omitted when unknown, never

@@ -59,7 +59,7 @@ def _cell(analysis: Analysis, key: str) -> tuple[str, str, str]:
     if result is None:
         return (fmt.MISSING, fmt.MISSING, "not computed")
     summary, metric = result.task_level, result.metric
-    treatment = analysis.study.arm_labels.get(TREATMENT) or TREATMENT
+    treatment = analysis.study.arm_name(TREATMENT)
     estimate = f"{fmt.statistic(summary.estimate, metric.kind)} " \
                f"{fmt.interval(summary.ci_low, summary.ci_high, None, metric.kind)}"
     return (estimate, f"{fmt.p_value(summary.p_value, None)}; {summary.design}",
@@ -77,7 +77,7 @@ def agents_section(analyses: Mapping[str, Analysis]) -> Section:
                                                                               "p (sign-flip); design", "in words")))
     rows = tuple((m.label, *(c for agent in agents for c in _cell(analyses[agent], m.key))) for m in keys)
     first = next(iter(analyses.values())).study
-    caption = (f"{first.scenario_name(TREATMENT)} compared with {first.scenario_name(BASELINE)}, task level, "
+    caption = (f"{first.arm_name(TREATMENT)} compared with {first.arm_name(BASELINE)}, task level, "
                f"each agent alone (exploratory)")
     right = frozenset(i for i in range(1, len(header)) if (i - 1) % 3 == 0)
     counts = "; ".join(f"{agent}: {_plural(len(a.study.attempts), 'attempt')}, {_plural(len(a.pairs), 'pair')}"

@@ -201,16 +201,16 @@ def build_pairs(study: Study, metrics: tuple[Metric, ...], repriced: Mapping[int
         if key not in order and attempt.scenario in (BASELINE, TREATMENT):
             order.append(key)
         by_key[(*key, attempt.scenario)] = attempt
-    pairs = []
+    pairs, names = [], (study.arm_name(BASELINE), study.arm_name(TREATMENT))  # reasons name the arms' labels
     for agent, task_id, repetition in order:
         base = by_key.get((agent, task_id, repetition, BASELINE))
         treat = by_key.get((agent, task_id, repetition, TREATMENT))
         differences: dict[str, Number] = {}
-        unusable = "; ".join(r for r in (_unusable(base, BASELINE), _unusable(treat, TREATMENT)) if r) or None
+        unusable = "; ".join(r for r in (_unusable(base, names[0]), _unusable(treat, names[1])) if r) or None
         excluded: dict[str, str] = dict.fromkeys((m.key for m in metrics), unusable) if unusable else {}
         for metric in metrics if unusable is None else ():
-            reasons = [r for r in (_why_not(base, BASELINE, metric, repriced),
-                                   _why_not(treat, TREATMENT, metric, repriced)) if r]
+            reasons = [r for r in (_why_not(base, names[0], metric, repriced),
+                                   _why_not(treat, names[1], metric, repriced)) if r]
             if reasons or base is None or treat is None:
                 excluded[metric.key] = "; ".join(reasons)
                 continue

@@ -17,10 +17,11 @@ Everything here is pure: no IO, no clock.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from agentstudy.protocol.arm_names import arm_label
 from agentstudy.report.model import SCENARIOS, Attempt, AttemptContainment, ReportInputError
 from agentstudy.stream.denials import refused_out_of_export_reads
 
@@ -80,6 +81,7 @@ class ArmContainment:
     """
 
     scenario: str
+    label: str
     attempts: int
     mechanisms: tuple[tuple[str | None, int], ...]
     not_achieved: tuple[str, ...] | None
@@ -123,7 +125,7 @@ def _mechanism_key(item: tuple[str | None, int]) -> tuple[int, str]:
     return (3, "") if name is None else (_ORDER.get(name, 2), name)
 
 
-def _arm(scenario: str, attempts: Sequence[Attempt]) -> ArmContainment:
+def _arm(scenario: str, label: str, attempts: Sequence[Attempt]) -> ArmContainment:
     counts: dict[str | None, int] = {}
     sentences: dict[str, None] = {}
     any_list = False
@@ -141,6 +143,7 @@ def _arm(scenario: str, attempts: Sequence[Attempt]) -> ArmContainment:
             unrecorded += 1
     return ArmContainment(
         scenario=scenario,
+        label=label,
         attempts=len(attempts),
         mechanisms=tuple(sorted(counts.items(), key=_mechanism_key)),
         not_achieved=tuple(sentences) if any_list else None,
@@ -150,22 +153,23 @@ def _arm(scenario: str, attempts: Sequence[Attempt]) -> ArmContainment:
     )
 
 
-def containment_rows(attempts: Sequence[Attempt]) -> tuple[ArmContainment, ...]:
-    """One row per arm with attempts: ``repository-only``, ``doc-bridge-mcp``, then others by first appearance."""
+def containment_rows(attempts: Sequence[Attempt], name: Callable[[str], str] = arm_label) -> tuple[ArmContainment, ...]:
+    """One row per arm with attempts: ``repository-only``, ``doc-bridge-mcp``, then others by first appearance;
+    ``name`` gives each row's label (``Study.arm_name``; the default labels without one)."""
     order = [s for s in SCENARIOS if any(a.scenario == s for a in attempts)]
     order += list(dict.fromkeys(a.scenario for a in attempts if a.scenario not in SCENARIOS))
-    return tuple(_arm(s, [a for a in attempts if a.scenario == s]) for s in order)
+    return tuple(_arm(s, name(s), [a for a in attempts if a.scenario == s]) for s in order)
 
 
 def _warning(row: ArmContainment) -> str | None:
     if row.bubblewrapped:
         return None
     if not row.recorded:
-        return (f"Arm {row.scenario}: containment was not recorded (the ledger predates containment records), "
+        return (f"Arm {row.label}: containment was not recorded (the ledger predates containment records), "
                 "so this report cannot say how its attempts were confined.")
     mixed = f" in every attempt ({row.mechanism_cell()})" if len(row.mechanisms) > 1 else ""
     missing = "; ".join(row.not_achieved) if row.not_achieved else "what was not achieved is not recorded"
-    return f"Arm {row.scenario} was not contained by bubblewrap{mixed}: {missing}."
+    return f"Arm {row.label} was not contained by bubblewrap{mixed}: {missing}."
 
 
 def containment_sentences(rows: Sequence[ArmContainment]) -> tuple[str, ...]:
@@ -173,7 +177,7 @@ def containment_sentences(rows: Sequence[ArmContainment]) -> tuple[str, ...]:
     the arms were contained differently (the comparison is then confounded)."""
     sentences = [warning for warning in map(_warning, rows) if warning is not None]
     if len({tuple(name for name, _ in row.mechanisms) for row in rows}) > 1:
-        arms = "; ".join(f"{row.scenario}: {row.mechanism_cell()}" for row in rows)
+        arms = "; ".join(f"{row.label}: {row.mechanism_cell()}" for row in rows)
         sentences.append(f"The arms were contained differently ({arms}), so the comparison is confounded: a "
                          "difference between them may come from their containment, not from the MCP server.")
     return tuple(sentences)

@@ -25,7 +25,7 @@ from agentstudy.report.infrastructure import (
     infrastructure_sentences,
     infrastructure_table_rows,
 )
-from agentstudy.report.model import BASELINE, TREATMENT, Attempt
+from agentstudy.report.model import BASELINE, SCENARIOS, TREATMENT, Attempt
 from agentstudy.report.power_section import power_section
 from agentstudy.report.sentences import (
     ADJUDICATED_SENTENCE,
@@ -50,8 +50,7 @@ def provenance_section(analysis: Analysis) -> Section:
                  "verified: ledgerHash and every observationHash match; the invariants hold"))
     rows.append(("rehearsal", "yes" if study.rehearsal else "no"))
     rows.append(("MCP server", study.server_name or fmt.MISSING))
-    if study.arm_labels:
-        rows.append(("arms", "; ".join(study.scenario_name(s) for s in study.arm_labels)))
+    rows.append(("arms", "; ".join(f"{study.arm_name(s)} (ledger scenario {s})" for s in SCENARIOS)))
     for key in ("cliVersion", "upperPrices", "repositories", "mcpPreparation", "protocolHash", "manifestSha256",
                 "runnerHash", "engineRevision", "engineBundleHash", "startedAt", "finishedAt", "runs"):
         if key in head:
@@ -79,10 +78,10 @@ def _about(analysis: Analysis) -> Section:
 
 
 def _containment(analysis: Analysis) -> Section:
-    rows = containment_rows(analysis.study.attempts)
+    rows = containment_rows(analysis.study.attempts, analysis.study.arm_name)
     table = Table("containment", "Containment by arm",
                   ("arm", "attempts", "mechanism", "not achieved", "refused out-of-export reads"),
-                  tuple((r.scenario, str(r.attempts), r.mechanism_cell(), r.not_achieved_cell(), r.refused_cell())
+                  tuple((r.label, str(r.attempts), r.mechanism_cell(), r.not_achieved_cell(), r.refused_cell())
                         for r in rows), frozenset({1, 4}))
     blocks: list[Block] = [table, *(Paragraph(s) for s in containment_sentences(rows)), Paragraph(LEGEND)]
     return Section("Containment", tuple(blocks))
@@ -90,7 +89,7 @@ def _containment(analysis: Analysis) -> Section:
 
 def _infrastructure(analysis: Analysis) -> Section | None:
     """Retries and infrastructure failures by arm (issue 33); ``None`` when no attempt records its retries."""
-    rows = infrastructure_rows(analysis.study.attempts)
+    rows = infrastructure_rows(analysis.study.attempts, analysis.study.arm_name)
     if not any_recorded(rows):
         return None
     table = Table("infrastructure", "Retries and infrastructure failures by arm",
@@ -122,7 +121,7 @@ def _notes(attempt: Attempt) -> str:
 
 def _attempts(analysis: Analysis) -> Section:
     study = analysis.study
-    header = ["#", "task", "rep", "scenario", "status", "input tokens", "output tokens", "tool calls", "wall ms",
+    header = ["#", "task", "rep", "arm", "status", "input tokens", "output tokens", "tool calls", "wall ms",
               "charged USD"]
     if analysis.prices is not None:
         header.append("re-priced USD")
@@ -131,8 +130,9 @@ def _attempts(analysis: Analysis) -> Section:
     header.append("notes")
     rows = []
     for a in study.attempts:
-        row = [str(a.index + 1), a.task_id, str(a.repetition), a.scenario, a.status, fmt.count(a.input_tokens),
-               fmt.count(a.output_tokens), fmt.count(a.tool_calls), fmt.count(a.wall_time_ms), fmt.usd(a.charged_usd)]
+        row = [str(a.index + 1), a.task_id, str(a.repetition), study.arm_name(a.scenario), a.status,
+               fmt.count(a.input_tokens), fmt.count(a.output_tokens), fmt.count(a.tool_calls),
+               fmt.count(a.wall_time_ms), fmt.usd(a.charged_usd)]
         if analysis.prices is not None:
             row.append(_repriced_cell(analysis, a))
         if study.adjudication is not None:
@@ -145,9 +145,10 @@ def _attempts(analysis: Analysis) -> Section:
     if failed:
         blocks.append(Table(
             "not-completed", "Attempts that did not complete (kept, never dropped)",
-            ("#", "task", "rep", "scenario", "status", "charged USD", "reasons"),
-            tuple((str(a.index + 1), a.task_id, str(a.repetition), a.scenario, a.status, fmt.usd(a.charged_usd),
-                   "; ".join(a.reasons + a.notes) or "no further reason recorded") for a in failed),
+            ("#", "task", "rep", "arm", "status", "charged USD", "reasons"),
+            tuple((str(a.index + 1), a.task_id, str(a.repetition), study.arm_name(a.scenario), a.status,
+                   fmt.usd(a.charged_usd), "; ".join(a.reasons + a.notes) or "no further reason recorded")
+                  for a in failed),
             frozenset({5}),
         ))
     else:
@@ -175,27 +176,28 @@ def _attempt_number(attempt: Attempt | None) -> str:
 
 
 def _pairs(analysis: Analysis) -> Section:
-    metrics = analysis.metrics
-    header = ("task", "rep", f"{BASELINE} #", f"{TREATMENT} #", *(f"Δ {m.label}" for m in metrics), "left out")
+    metrics, study = analysis.metrics, analysis.study
+    base, treat = study.arm_name(BASELINE), study.arm_name(TREATMENT)
+    header = ("task", "rep", f"{base} #", f"{treat} #", *(f"Δ {m.label}" for m in metrics), "left out")
     rows = tuple(
         (p.task_id, str(p.repetition), _attempt_number(p.baseline), _attempt_number(p.treatment),
          *(fmt.signed(p.differences.get(m.key), m.kind) for m in metrics), _left_out(p, metrics))
         for p in analysis.pairs
     )
-    per_pair = Table("pairs", f"Per task and repetition, descriptive only: {TREATMENT} − {BASELINE} "
-                              "(negative: the doc-bridge-mcp attempt used less; repetition numbers "
+    per_pair = Table("pairs", f"Per task and repetition, descriptive only: {treat} − {base} "
+                              f"(negative: the {treat} attempt used less; repetition numbers "
                               "pair attempts arbitrarily, so no statistic uses these pairs)",
                      header, rows, frozenset(range(2, 4 + len(metrics))))
     fidelity = summarize_treatment(analysis.study)
     warning: list[Block] = [] if fidelity.delivered else [WarningBox(
-        not_delivered(fidelity, analysis.study.server_name or "the server"))]
+        not_delivered(fidelity, study.server))]
     blocks: list[Block] = [*warning, *inference_blocks(analysis), per_pair]
     if any(r.metric is CORRECTNESS for r in analysis.results):
         blocks.append(Paragraph(ADJUDICATED_SENTENCE + " " + REDUCTION_SENTENCE))
     if any(r.metric is REPRICED for r in analysis.results):
         blocks.append(Paragraph("Re-priced USD prices each attempt's recorded usage under the --prices table; "
                                 "it is what the study would have cost there, not what was charged."))
-    return Section(f"Paired differences ({TREATMENT} − {BASELINE})", tuple(blocks))
+    return Section(f"Paired differences ({treat} − {base})", tuple(blocks))
 
 
 

@@ -138,15 +138,17 @@ def task_table(analysis: Analysis) -> Table:
             order.append(attempt.task_id)
     header = ("task", *(f"Δ {r.metric.label}" for r in analysis.results))
     rows = tuple((task_id, *(_task_cell(r, task_id) for r in analysis.results)) for task_id in order)
-    return Table("per-task", f"Per task: mean of {TREATMENT} − mean of {BASELINE} over repetitions "
+    study = analysis.study
+    return Table("per-task", f"Per task: mean of {study.arm_name(TREATMENT)} − mean of {study.arm_name(BASELINE)} "
+                             "over repetitions "
                              "(— : not in both arms for that metric)",
                  header, rows, frozenset(range(1, 1 + len(analysis.results))))
 
 
 def _rate_row(view: str, rate: ArmRate, analysis: Analysis) -> tuple[str, ...]:
     if rate.rate is None:
-        return (analysis.study.scenario_name(rate.arm), view, "0", fmt.MISSING, fmt.MISSING)
-    return (analysis.study.scenario_name(rate.arm), view, f"{rate.correct:g} / {rate.attempts}", f"{rate.rate:.3f}",
+        return (analysis.study.arm_name(rate.arm), view, "0", fmt.MISSING, fmt.MISSING)
+    return (analysis.study.arm_name(rate.arm), view, f"{rate.correct:g} / {rate.attempts}", f"{rate.rate:.3f}",
             f"[{rate.ci_low:.3f}, {rate.ci_high:.3f}]")
 
 
@@ -188,16 +190,17 @@ def _variance_row(result: MetricResult) -> tuple[str, ...]:
 def variance_table(analysis: Analysis) -> Table:
     """One row per metric: between-task, task × arm and per-arm within-task variance, ICC, variance of task Δ."""
     return Table("variance-components", "Variance components per metric (method of moments)",
-                 ("metric", "unit", "between-task", "task × arm", f"within-task {BASELINE}",
-                  f"within-task {TREATMENT}", "ICC", "variance of task Δ", "method"),
+                 ("metric", "unit", "between-task", "task × arm", f"within-task {analysis.study.arm_name(BASELINE)}",
+                  f"within-task {analysis.study.arm_name(TREATMENT)}", "ICC", "variance of task Δ", "method"),
                  tuple(_variance_row(r) for r in analysis.results), frozenset({2, 3, 4, 5, 6, 7}))
 
 
 def method_paragraph(analysis: Analysis) -> Paragraph:
     """What the task-level numbers are and how they were computed."""
+    base, treat = analysis.study.arm_name(BASELINE), analysis.study.arm_name(TREATMENT)
     return Paragraph(
         f"The task is the unit of analysis: for each task, each arm's mean over its included repetitions, and Δ = "
-        f"{TREATMENT} mean − {BASELINE} mean; the estimate is the mean of the task Δs. An attempt's value counts "
+        f"{treat} mean − {base} mean; the estimate is the mean of the task Δs. An attempt's value counts "
         "when it completed with the value recorded (and, for tokens and USD, complete usage); a task counts for a "
         "metric when both arms have at least one such value. Correctness is intention to treat: every attempt "
         "counts and one that did not complete counts as not correct (the complete-case row beside it drops them). "

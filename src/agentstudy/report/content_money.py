@@ -40,11 +40,12 @@ def correctness_section(analysis: Analysis) -> Section:
         rubric = Counter(a.rubric for a in attempts if a.adjudication == "scored")
         scores = [a.correctness for a in attempts if a.correctness is not None]
         mean = f"{statistics.fmean(scores):.3f} (n = {len(scores)})" if scores else f"{fmt.MISSING} (n = 0)"
-        rows.append((name, str(len(attempts)), *(str(rubric[r]) for r in RUBRICS),
+        rows.append((study.arm_name(name) if name != "all" else name, str(len(attempts)),
+                     *(str(rubric[r]) for r in RUBRICS),
                      str(sum(a.adjudication == "pending" for a in attempts)),
                      str(sum(a.adjudication == "missing" for a in attempts)), mean))
-    table = Table("correctness", "Correctness by scenario (rubric: correct 1, partial 0.5, incorrect 0, incomplete 0)",
-                  ("scenario", "attempts", *RUBRICS, "pending", "missing (did not complete)", "mean score"),
+    table = Table("correctness", "Correctness by arm (rubric: correct 1, partial 0.5, incorrect 0, incomplete 0)",
+                  ("arm", "attempts", *RUBRICS, "pending", "missing (did not complete)", "mean score"),
                   tuple(rows), frozenset(range(1, 9)))
     blocks: list[Block] = [table, Paragraph(ADJUDICATED_SENTENCE + " " + REDUCTION_SENTENCE)]
     if study.adjudication.status != "adjudicated":
@@ -68,22 +69,23 @@ def _describe(values: Sequence[Number], kind: str) -> tuple[str, str, str, str]:
 
 
 def distribution_section(analysis: Analysis) -> Section:
-    """Token, tool, time and charge distributions per scenario, and tool calls by name."""
+    """Token, tool, time and charge distributions per arm, and tool calls by name."""
     metrics: list[Metric] = [INPUT, OUTPUT, TOOLS, WALL, CHARGED]
+    name = analysis.study.arm_name
     rows = []
     for metric in metrics:
         for scenario, values in scenario_values(analysis, metric).items():
-            rows.append((metric.label, scenario, str(len(values)), *_describe(values, metric.kind)))
-    table = Table("distributions", "Per scenario, over completed attempts with the value recorded",
-                  ("metric", "scenario", "n", "min", "median", "mean", "max"), tuple(rows), frozenset(range(2, 7)))
+            rows.append((metric.label, name(scenario), str(len(values)), *_describe(values, metric.kind)))
+    table = Table("distributions", "Per arm, over completed attempts with the value recorded",
+                  ("metric", "arm", "n", "min", "median", "mean", "max"), tuple(rows), frozenset(range(2, 7)))
     by_name: Counter[tuple[str, str]] = Counter()
     for attempt in analysis.study.attempts:
         for tool, calls in attempt.tool_calls_by_name.items():
             by_name[(attempt.scenario, tool)] += calls
     tools = Table("tools-by-name", "Tool calls by name, all attempts",
-                  ("scenario", "tool", "calls"),
-                  tuple((s, t, str(n)) for (s, t), n in sorted(by_name.items())), frozenset({2}))
-    return Section("Distributions per scenario", (table, tools))
+                  ("arm", "tool", "calls"),
+                  tuple((name(s), t, str(n)) for (s, t), n in sorted(by_name.items())), frozenset({2}))
+    return Section("Distributions per arm", (table, tools))
 
 
 def _token_total(attempts: Sequence[Attempt], field: str) -> str:
@@ -104,14 +106,14 @@ def _usd_cell(total: Decimal, unknown: int) -> str:
 
 def _usage_table(analysis: Analysis) -> Table:
     study = analysis.study
-    header = ["scenario", "attempts", "input tokens", "output tokens", "cache read tokens", "cache write tokens",
+    header = ["arm", "attempts", "input tokens", "output tokens", "cache read tokens", "cache write tokens",
               "charged USD"]
     if analysis.prices is not None:
         header.append("re-priced USD")
     rows = []
     groups = [(s, [a for a in study.attempts if a.scenario == s]) for s in _scenarios(study.attempts)]
     for name, attempts in [*groups, ("all", list(study.attempts))]:
-        row = [name, str(len(attempts))] + [
+        row = [study.arm_name(name) if name != "all" else name, str(len(attempts))] + [
             _token_total(attempts, f) for f in ("input_tokens", "output_tokens", "cache_read_tokens",
                                                 "cache_creation_tokens")]
         row.append(_usd_cell(*_usd_total([a.charged_usd for a in attempts])))

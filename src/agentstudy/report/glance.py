@@ -70,10 +70,10 @@ def _plural(attempts: int) -> str:
 
 
 def _containment_line(analysis: Analysis) -> str:
-    rows = containment_rows(analysis.study.attempts)
+    rows = containment_rows(analysis.study.attempts, analysis.study.arm_name)
     if not rows:
         return "Containment: no attempt was observed."
-    arms = "; ".join(f"{row.scenario} {row.mechanism_cell()}" for row in rows)
+    arms = "; ".join(f"{row.label} {row.mechanism_cell()}" for row in rows)
     if all(row.bubblewrapped for row in rows):
         return f"Containment achieved: {arms}; every attempt ran in bubblewrap."
     line = f"Containment achieved: {arms}; not every attempt ran in bubblewrap (the Containment section says what " \
@@ -94,10 +94,10 @@ def glance_section(analysis: Analysis, *, primary: str | None = None, minimum_us
     summaries = {r.metric.key: r.task_level for r in analysis.results}
     present = set(summaries)
     shown = [(m, summaries[m.key]) for m in GLANCE_METRICS if m.key in present]
-    treatment = study.arm_labels.get(TREATMENT) or TREATMENT  # a study file's own label (issue 18)
+    treatment = study.arm_name(TREATMENT)  # a study file's own label (issue 18), else the default one
     rows = tuple(_row(m, summary, treatment) for m, summary in shown)
     fixed = "; fixed design, not the stopping rule" if study.sequential is not None else ""
-    table = Table("glance", f"{study.scenario_name(TREATMENT)} compared with {study.scenario_name(BASELINE)}, "
+    table = Table("glance", f"{study.arm_name(TREATMENT)} compared with {study.arm_name(BASELINE)}, "
                   f"task level (exploratory{fixed})",
                   ("metric", "in words", "Δ per task", f"{level(analysis)} % interval", "p (sign-flip)", "design",
                    "better when"),

@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from agentstudy.protocol.arm_names import arm_label
 from agentstudy.report.model import SCENARIOS, Attempt, AttemptRetries, ReportInputError
 
 INFRASTRUCTURE_KINDS = ("rate-limited", "overloaded", "server-error", "network", "timeout")
@@ -58,6 +59,7 @@ class ArmInfrastructure:
     wall time) and ``wall_without_wait_ms`` (the same less each attempt's retry wait)."""
 
     scenario: str
+    label: str
     attempts: int
     recorded: int
     retries: int
@@ -76,8 +78,9 @@ class ArmInfrastructure:
         return ", ".join(f"{kind} {count}" for kind, count in self.failures) or "none"
 
 
-def infrastructure_rows(attempts: Sequence[Attempt]) -> list[ArmInfrastructure]:
-    """One row per scenario with attempts (``SCENARIOS`` order first, others by first appearance)."""
+def infrastructure_rows(attempts: Sequence[Attempt], name: Callable[[str], str] = arm_label) -> list[ArmInfrastructure]:
+    """One row per scenario with attempts (``SCENARIOS`` order first, others by first appearance), labelled by
+    ``name`` (``Study.arm_name``; the default labels without one)."""
     order = [s for s in SCENARIOS if any(a.scenario == s for a in attempts)]
     order += [s for s in dict.fromkeys(a.scenario for a in attempts) if s not in order]
     rows: list[ArmInfrastructure] = []
@@ -88,7 +91,8 @@ def infrastructure_rows(attempts: Sequence[Attempt]) -> list[ArmInfrastructure]:
         wall = sum(a.wall_time_ms or 0 for a in mine)
         without = sum(max((a.wall_time_ms or 0) - (a.retries.wait_ms or 0), 0) for a in mine)
         rows.append(ArmInfrastructure(
-            scenario=scenario, attempts=len(mine), recorded=sum(a.retries.retries is not None for a in mine),
+            scenario=scenario, label=name(scenario), attempts=len(mine),
+            recorded=sum(a.retries.retries is not None for a in mine),
             retries=sum(a.retries.retries or 0 for a in mine), wait_ms=sum(a.retries.wait_ms or 0 for a in mine),
             failures=tuple((k, kinds[k]) for k in INFRASTRUCTURE_KINDS if kinds[k]),
             wall_ms=wall, wall_without_wait_ms=without))
@@ -111,8 +115,8 @@ def infrastructure_sentences(rows: Sequence[ArmInfrastructure]) -> list[str]:
             ranked = sorted(rows, key=value, reverse=True)
             high, low = ranked[0], ranked[-1]
             if value(high) >= 2 and value(high) >= IMBALANCE_RATIO * value(low):
-                sentences.append(f"Imbalance between arms: {high.scenario} had {value(high)} {label}, "
-                                 f"{low.scenario} {value(low)}; the API treated the arms differently, so time "
+                sentences.append(f"Imbalance between arms: {high.label} had {value(high)} {label}, "
+                                 f"{low.label} {value(low)}; the API treated the arms differently, so time "
                                  "and completion rates are not comparable without care.")
     if any(row.infrastructure_failures for row in rows):
         sentences.append("An attempt that failed for the infrastructure (rate-limited, overloaded, server-error, "
@@ -123,5 +127,5 @@ def infrastructure_sentences(rows: Sequence[ArmInfrastructure]) -> list[str]:
 def infrastructure_table_rows(rows: Sequence[ArmInfrastructure]) -> tuple[tuple[str, ...], ...]:
     """The report table's rows: arm, attempts, retries, retry wait (s), infrastructure failures, wall time (s)
     with and without the retry wait."""
-    return tuple((r.scenario, str(r.attempts), str(r.retries), f"{r.wait_ms / 1000:.1f}", r.failures_cell(),
+    return tuple((r.label, str(r.attempts), str(r.retries), f"{r.wait_ms / 1000:.1f}", r.failures_cell(),
                   f"{r.wall_ms / 1000:.1f}", f"{r.wall_without_wait_ms / 1000:.1f}") for r in rows)

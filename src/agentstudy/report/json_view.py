@@ -171,12 +171,12 @@ def _design(analysis: Analysis) -> dict[str, Any]:
 
 def _containment(analysis: Analysis) -> list[dict[str, Any]]:
     return [
-        {"arm": row.scenario, "attempts": row.attempts,
+        {"arm": row.scenario, "label": row.label, "attempts": row.attempts,
          "mechanisms": [{"mechanism": name, "attempts": count} for name, count in row.mechanisms],
          "notAchieved": None if row.not_achieved is None else list(row.not_achieved),
          "refusedReads": row.refused_reads, "unrecordedReads": row.unrecorded_reads,
          "applicable": row.applicable, "bubblewrapped": row.bubblewrapped}
-        for row in containment_rows(analysis.study.attempts)
+        for row in containment_rows(analysis.study.attempts, analysis.study.arm_name)
     ]
 
 
@@ -211,6 +211,7 @@ def report_json(analysis: Analysis) -> dict[str, Any]:
         "containment": _containment(analysis), "attempts": [_attempt(a) for a in study.attempts],
         "spend": _spend(analysis), "status": study.status, "stopReason": study.stop_reason, "tables": tables,
         **_sequential(analysis), **_runs(study),
+        "arms": {scenario: study.arm_name(scenario) for scenario in (BASELINE, TREATMENT)},
         "treatment": treatment_json(fidelity),
         "verdict": verdict(analysis, fidelity),
     }

@@ -24,6 +24,8 @@ from agentstudy.io.ledger_journal import LedgerJournalError, read_ledger
 from agentstudy.pricing.cost import MAX_TOKENS, CacheWrites, CostProblem, ModelTokens
 from agentstudy.pricing.sums import sum_usd, usd_from_json
 from agentstudy.protocol.analysis import analysis_from_json
+from agentstudy.protocol.arm_differences import observed_agent_version
+from agentstudy.protocol.arm_names import ledger_arm_labels, ledger_server_name
 from agentstudy.protocol.ledger_integrity import parse_and_verify
 from agentstudy.protocol.prepare_steps import prepare_line
 from agentstudy.protocol.study_agents import observation_agent
@@ -188,6 +190,7 @@ def _attempt(index: int, obs: Any, default_transport: str | None, run_agent: str
         retries=read_retries(obs, where),
         agent=observation_agent(obs) if run_agent is None or "agent" in obs else run_agent,
         treatment=read_treatment(obs.get("treatment")),
+        agent_version=observed_agent_version(obs),
         **fields,
     )
 
@@ -274,8 +277,8 @@ def parse_ledger(data: bytes, file_name: str, document: Any = None) -> Study:
         stop_reason=" ".join(stop.split())[:300] if isinstance(stop, str) else None,
         open_reservation_usd=_open_usd(opened),
         attempts=attempts,
-        arm_labels=_arm_labels(document.get("arms")),
-        server_name=_server_name(document.get("mcpServer")),
+        arm_labels=ledger_arm_labels(document),
+        server_name=ledger_server_name(document),
         full_attempts=_full_attempts(document.get("fullAttempts")),
         reservation_rule=rule if isinstance(rule := budget.get("reservationRule"), str) else None,
         worst_turn_usd=_money(budget, "worstTurnUsd", "budget"),
@@ -288,25 +291,6 @@ def parse_ledger(data: bytes, file_name: str, document: Any = None) -> Study:
 def _full_attempts(value: Any) -> int:
     """The ledger's ``fullAttempts`` (issue 18), 36 (the seed's) when absent or not a whole number >= 2."""
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 2 else 36
-
-
-def _plain_label(value: Any) -> str | None:
-    return " ".join(value.split())[:200] if isinstance(value, str) and value.strip() else None
-
-
-def _arm_labels(arms: Any) -> dict[str, str]:
-    """Scenario → label from the ledger's ``arms`` (issue 18); ``{}`` when absent or malformed (tolerant)."""
-    labels: dict[str, str] = {}
-    for arm in arms if isinstance(arms, list) else []:
-        if isinstance(arm, dict) and isinstance(arm.get("scenario"), str):
-            label = _plain_label(arm.get("label"))
-            if label is not None:
-                labels[arm["scenario"]] = label
-    return labels
-
-
-def _server_name(server: Any) -> str | None:
-    return _plain_label(server.get("name")) if isinstance(server, dict) else None
 
 
 def load_study(ledger: Path, adjudication: Path | None = None, *, allow_unverified: bool = False) -> Study:

@@ -11,6 +11,7 @@ from decimal import Decimal
 
 from agentstudy.pricing.cost import CacheWrites, ModelTokens
 from agentstudy.protocol.analysis import AnalysisPlan
+from agentstudy.protocol.arm_names import arm_label, server_label
 from agentstudy.protocol.sequential_record import SequentialRecord
 from agentstudy.protocol.study_agents import DEFAULT_AGENT
 from agentstudy.protocol.treatment import TreatmentRecord
@@ -112,6 +113,8 @@ class Attempt:
     retries: AttemptRetries = AttemptRetries()
     treatment: TreatmentRecord | None = None
     """The observation's treatment record (issue 28); ``None`` in a ledger written before it (or unreadable)."""
+    agent_version: str | None = None
+    """The agent's version (``protocol.arm_differences.observed_agent_version``; issue 28 item 2)."""
     run_id: str | None = None
     """The run (ledger ``runId``) the attempt came from, in a report over a chain of runs (issue 33 item 7)."""
     superseded: bool = False
@@ -204,10 +207,10 @@ class Study:
         return tuple(dict.fromkeys(a.agent for a in self.attempts))
 
     def arm_name(self, scenario: str) -> str:
-        """The short name of ``scenario``'s arm for plots: its study-file label, else the scenario."""
-        return self.arm_labels.get(scenario) or scenario
+        """How every report names ``scenario``'s arm: its label (``protocol.arm_names.arm_label``; issue 28 item 7)."""
+        return arm_label(scenario, self.arm_labels, self.server_name)
 
-    def scenario_name(self, scenario: str) -> str:
-        """How a report names ``scenario``: ``"label (scenario)"`` when the arm has a label, else the scenario."""
-        label = self.arm_labels.get(scenario)
-        return f"{label} ({scenario})" if label else scenario
+    @property
+    def server(self) -> str:
+        """How every report names the server under study (``protocol.arm_names.server_label``)."""
+        return server_label(self.server_name)

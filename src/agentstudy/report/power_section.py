@@ -14,11 +14,12 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from agentstudy.protocol.arm_names import arm_label
 from agentstudy.report import fmt
 from agentstudy.report.analysis import Analysis, Metric, task_values
 from agentstudy.report.document import Block, Paragraph, Section, Table
 from agentstudy.report.inference import TaskValues, task_effects
-from agentstudy.report.model import BASELINE, TREATMENT
+from agentstudy.report.model import BASELINE, TREATMENT, Study
 from agentstudy.report.power import (
     SEED,
     SIMULATIONS,
@@ -130,7 +131,16 @@ def _needed_cell(design: NeededDesign) -> str:
     return f"{design.tasks} ({design.estimate.power:.0%})"
 
 
-def power_blocks(plans: tuple[MetricPlan, ...], power: float = POWER) -> tuple[Block, ...]:
+BASELINE_LABEL, TREATMENT_LABEL = arm_label(BASELINE), arm_label(TREATMENT)
+
+
+def arm_pair(study: Study) -> tuple[str, str]:
+    """The two arms' labels, control first (``Study.arm_name``), as the power tables name them."""
+    return study.arm_name(BASELINE), study.arm_name(TREATMENT)
+
+
+def power_blocks(plans: tuple[MetricPlan, ...], power: float = POWER,
+                 arms: tuple[str, str] = (BASELINE_LABEL, TREATMENT_LABEL)) -> tuple[Block, ...]:
     """The section's blocks: components and MDE per metric (each at its own two-sided alpha), the needed
     designs, the method."""
     rows = []
@@ -145,7 +155,7 @@ def power_blocks(plans: tuple[MetricPlan, ...], power: float = POWER) -> tuple[B
     blocks: list[Block] = [Table(
         "power-design", f"Minimum detectable paired difference of this design (two-sided alpha per row, "
                         f"power {power:.0%}; exploratory)",
-        ("metric", "unit", "alpha", "design", "task SD of Δ", f"repetition SD {BASELINE}", f"repetition SD {TREATMENT}",
+        ("metric", "unit", "alpha", "design", "task SD of Δ", f"repetition SD {arms[0]}", f"repetition SD {arms[1]}",
          "minimum detectable |Δ|"), tuple(rows), frozenset({2, 4, 5, 6}))]
     planned = [p for p in plans if p.needed]
     if planned:
@@ -174,7 +184,7 @@ def power_blocks(plans: tuple[MetricPlan, ...], power: float = POWER) -> tuple[B
 
 def power_section(analysis: Analysis) -> Section:
     """The report's power section (every format), at power 80 %, each metric at :func:`study_alpha`."""
-    return Section("Power planning", power_blocks(power_plans(analysis)))
+    return Section("Power planning", power_blocks(power_plans(analysis), POWER, arm_pair(analysis.study)))
 
 
 def _float(value: float | None) -> float | None:

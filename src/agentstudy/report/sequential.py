@@ -87,7 +87,7 @@ def sequential_line(study: Study) -> str | None:
     record = study.sequential
     if record is None:
         return None
-    treatment = study.arm_labels.get(TREATMENT) or TREATMENT
+    treatment = study.arm_name(TREATMENT)
     done = record.tasks_completed
     if record.stop_reason is None:
         head = f"ran {done} of {record.max_tasks} tasks, stopped before a decision ({study.stop_reason or 'running'})"

@@ -22,6 +22,7 @@ import statistics
 from dataclasses import dataclass, replace
 from typing import Any
 
+from agentstudy.protocol.arm_differences import arm_differences, arm_facts
 from agentstudy.protocol.treatment import DEFAULT_MINIMUM_USE, is_delivered, not_delivered_sentence, used_server
 from agentstudy.report.analysis import CORRECTNESS, Analysis, MetricResult
 from agentstudy.report.document import Block, Paragraph, WarningBox
@@ -53,34 +54,15 @@ class TreatmentSummary:
     models: dict[str, tuple[str, ...]]
     minimum_use: float
     per_protocol_tasks: tuple[str, ...]
-    prompt_mismatch_tasks: tuple[str, ...] = ()
-    builtin_tool_sets: int = 0
+    differences: tuple[str, ...] = ()
+    """Every way the arms differed besides the server, one sentence each (``protocol.arm_differences``)."""
+    overhead_note: str | None = None
+    """Why ``tool_definition_tokens`` is ``None`` (one clause), ``None`` when it was measured."""
 
     @property
     def delivered(self) -> bool:
         """At least ``minimum_use`` of the treatment attempts used the server (never with none)."""
         return is_delivered(self.attempts_using_server, self.treatment_attempts, self.minimum_use)
-
-    @property
-    def model_difference(self) -> str | None:
-        """One sentence when the arms were answered by different models, else ``None``."""
-        base, treat = self.models.get(BASELINE, ()), self.models.get(TREATMENT, ())
-        if not base or not treat or set(base) == set(treat):
-            return None
-        return (f"The arms were answered by different models (control: {', '.join(base)}; treatment: "
-                f"{', '.join(treat)}), so a difference may come from the model, not the server.")
-
-    @property
-    def differences(self) -> tuple[str, ...]:
-        """Every way the arms differed besides the server (models, prompts, built-in tool sets), one sentence each."""
-        found = [self.model_difference] if self.model_difference else []
-        if self.prompt_mismatch_tasks:
-            found.append(f"The arms were given different prompts in {len(self.prompt_mismatch_tasks)} tasks "
-                         f"({', '.join(self.prompt_mismatch_tasks[:5])}).")
-        if self.builtin_tool_sets > 1:
-            found.append(f"The agent's built-in tools differed between attempts ({self.builtin_tool_sets} "
-                         "different tool sets besides the server's).")
-        return tuple(found)
 
 
 def _fallback_calls(attempt: Attempt) -> int:
@@ -116,21 +98,14 @@ def summarize_treatment(study: Study, minimum_use: float | None = None) -> Treat
         server_call_errors=sum(a.treatment.server_call_errors for a in treated if a.treatment),
         attempts_all_calls_failed=sum(1 for a in treated if a.treatment and a.treatment.all_calls_failed),
         median_calls=statistics.median(c for a, c in zip(treated, calls, strict=True) if _used(a)) if using else None,
-        tool_definition_tokens=_overhead(treated, control), control_attempts=len(control),
+        tool_definition_tokens=_overhead(treated, control), overhead_note=_overhead_note(treated, control),
+        control_attempts=len(control),
         control_offered=sum(1 for a in control if a.treatment and a.treatment.server_offered),
         recorded=sum(1 for a in treated if a.treatment), models=models, minimum_use=minimum_use,
         per_protocol_tasks=per_protocol,
-        prompt_mismatch_tasks=tuple(t for t in dict.fromkeys(a.task_id for a in study.attempts)
-                                    if len(_hashes(study.attempts, t)) > 1),
-        builtin_tool_sets=len({a.treatment.builtin_tools_sha256 for a in study.attempts
-                               if a.treatment and a.treatment.builtin_tools_sha256}),
+        differences=arm_differences([arm_facts(a.scenario, a.task_id, a.agent, a.treatment, a.agent_version)
+                                     for a in study.attempts], study.arm_name),
     )
-
-
-def _hashes(attempts: tuple[Attempt, ...], task: str) -> set[str]:
-    """The prompt hashes recorded for ``task``'s attempts (both arms)."""
-    return {a.treatment.prompt_sha256 for a in attempts
-            if a.task_id == task and a.treatment and a.treatment.prompt_sha256}
 
 
 def _first(attempts: list[Attempt], task: str) -> list[int]:
@@ -146,6 +121,19 @@ def _overhead(treated: list[Attempt], control: list[Attempt]) -> float | None:
         if with_server and without:
             differences.append(statistics.fmean(with_server) - statistics.fmean(without))
     return statistics.fmean(differences) if differences else None
+
+
+def _overhead_note(treated: list[Attempt], control: list[Attempt]) -> str | None:
+    """Why no tool-definition overhead is shown: the agent reports no per-request usage (its records carry no
+    first request's prompt size), or no task has that size in both arms; ``None`` when it is measured."""
+    if _overhead(treated, control) is not None:
+        return None
+    recorded = [a for a in (*treated, *control) if a.treatment is not None]
+    if recorded and all(a.treatment is not None and a.treatment.first_request_input_tokens is None
+                        for a in recorded):
+        return ("not measurable for this agent (its output reports no request's own usage, so the first "
+                "request's prompt size is unknown)")
+    return "not measured (no task has the first request's prompt size in both arms)"
 
 
 def fidelity_line(summary: TreatmentSummary, server: str) -> str:
@@ -164,6 +152,8 @@ def fidelity_line(summary: TreatmentSummary, server: str) -> str:
         line += f" No server tool was offered in any of the {summary.control_attempts} control attempts."
     if summary.tool_definition_tokens is not None:
         line += f" The server's tools add ~{round(summary.tool_definition_tokens):,} input tokens to every request."
+    elif summary.overhead_note is not None:
+        line += f" The input tokens the server's tools add to every request: {summary.overhead_note}."
     return line
 
 
@@ -187,7 +177,7 @@ def verdict(analysis: Analysis, summary: TreatmentSummary, *, primary: str | Non
     defaults to the study's (``analysis.alpha``)."""
     alpha = analysis.alpha if alpha is None else alpha
     study = analysis.study
-    server = study.server_name or "the server"
+    server = study.server
     if not summary.delivered:
         return not_delivered(summary, server)
     result = primary_result(analysis, primary)
@@ -198,7 +188,7 @@ def verdict(analysis: Analysis, summary: TreatmentSummary, *, primary: str | Non
     if result is None or result.task_level.estimate is None:
         return f"The study cannot yet say whether {server} helps: its primary metric has no task with both arms."
     level = result.task_level
-    treatment = study.arm_labels.get(TREATMENT) or TREATMENT
+    treatment = study.arm_name(TREATMENT)
     words = direction(level, result.metric, treatment)
     p = level.p_value
     judged = ("not distinguishable from no difference" if p is None or p >= alpha
@@ -222,7 +212,7 @@ def per_protocol_line(analysis: Analysis, summary: TreatmentSummary, primary: st
                             primary)
     if result is None:
         return None
-    treatment = study.arm_labels.get(TREATMENT) or TREATMENT
+    treatment = study.arm_name(TREATMENT)
     return (f"Per protocol (secondary; only the {len(tasks)} of {len(all_tasks)} tasks whose every treatment attempt "
             f"used the server): {direction(result.task_level, result.metric, treatment)}.")
 
@@ -231,7 +221,7 @@ def first_screen_blocks(analysis: Analysis, summary: TreatmentSummary, *, primar
                         alpha: float | None = None) -> tuple[Block, ...]:
     """The report's opening: the verdict (a warning box when not delivered), the fidelity line, a model difference
     (a warning box), and the per-protocol line when it differs."""
-    server = analysis.study.server_name or "the server"
+    server = analysis.study.server
     sentence = verdict(analysis, summary, primary=primary, alpha=alpha)
     blocks: list[Block] = [WarningBox(sentence) if not summary.delivered else Paragraph(sentence),
                            Paragraph(fidelity_line(summary, server))]
@@ -249,7 +239,8 @@ def treatment_json(summary: TreatmentSummary) -> dict[str, Any]:
         "delivered": summary.delivered, "treatmentAttempts": summary.treatment_attempts,
         "attemptsUsingServer": summary.attempts_using_server, "serverCalls": summary.server_calls,
         "serverCallErrors": summary.server_call_errors, "attemptsAllCallsFailed": summary.attempts_all_calls_failed,
-        "toolDefinitionTokens": summary.tool_definition_tokens, "minimumTreatmentUse": summary.minimum_use,
+        "toolDefinitionTokens": summary.tool_definition_tokens, "toolDefinitionTokensNote": summary.overhead_note,
+        "minimumTreatmentUse": summary.minimum_use,
         "controlAttemptsOffered": summary.control_offered,
         "answeringModels": {scenario: list(models) for scenario, models in summary.models.items()},
         "perProtocolTasks": list(summary.per_protocol_tasks),

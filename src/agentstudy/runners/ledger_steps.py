@@ -173,11 +173,11 @@ def study_arms(loaded: LoadedManifest, server_name: str) -> list[ArmRecord] | No
 
 def summary_names(loaded: LoadedManifest, server_name: str) -> dict[str, Any]:
     """``summarize``'s study keywords (issue 18): the study's full attempts, and for a study file its arm labels
-    (scenario → label), the server's name and its declared ``analysis.minimumTreatmentUse`` (issues 28, 30)."""
-    names: dict[str, Any] = {"full_attempts": loaded.full_attempts}
+    (scenario → label) and its declared ``analysis.minimumTreatmentUse`` (issues 28, 30); the server's name for
+    every run (the summary names the arms and the server by it; issue 28 item 7)."""
+    names: dict[str, Any] = {"full_attempts": loaded.full_attempts, "server_name": server_name}
     if loaded.analysis is not None:
         names["minimum_use"] = loaded.analysis.minimum_treatment_use
     if loaded.arms is not None:
         names["arm_labels"] = loaded.arms.labels()
-        names["server_name"] = server_name
     return names

@@ -107,8 +107,8 @@ def summarize(
     only for a pilot that ended ``awaiting-adjudication`` with complete usage and a factor that is an exact
     decimal (``fullRunFactor``, decimal text such as "4.5"); it is
     not an upper bound. A study file's run also names its arms (``armLabels``: scenario →
-    label) and ``mcpServer`` (issue 18); a seed manifest's line has neither. ``recorded`` is the
-    ledger's budget block: its ``reservationRule``, ``worstTurnUsd`` (strict) and
+    label; issue 18); a seed manifest's line has none. ``mcpServer`` is the server's name when known.
+    ``recorded`` is the ledger's budget block: its ``reservationRule``, ``worstTurnUsd`` (strict) and
     ``largestOvershootUsd`` (USD, ``None`` when nothing overshot) go on the line (issue 19).
     A run that did not end ``awaiting-adjudication`` names the first attempt that did not
     complete and why (``stoppedBy``; issue 32). When any attempt had a request refused, or the run
@@ -159,5 +159,6 @@ def summarize(
         line["stoppedBy"] = stopped
     if arm_labels is not None:
         line["armLabels"] = dict(arm_labels)
+    if arm_labels is not None or server_name is not None:
         line["mcpServer"] = server_name
     return RunSummary(status=status, ledger=ledger, line=line)

@@ -54,8 +54,8 @@ def claude_treatment(transcript: Transcript, server: str | None) -> TreatmentRec
     """The treatment record of a Claude Code attempt whose arm's server is ``server`` (``None``: control).
 
     The first request's prompt tokens are those of the first ``message.id`` (input + cache read + cache
-    write); the answering models are the ``assistant`` messages' ``model`` (Claude Code's own
-    ``<synthetic>`` messages left out).
+    write); the agent's version is the init event's ``claude_code_version``; the answering models are the
+    ``assistant`` messages' ``model`` (Claude Code's own ``<synthetic>`` messages left out).
     """
     init = transcript.init or {}
     prefix = _prefix(server)
@@ -78,6 +78,9 @@ def claude_treatment(transcript: Transcript, server: str | None) -> TreatmentRec
     if isinstance(tools, list):
         builtin = [t for t in tools if isinstance(t, str) and not t.startswith(MCP_PREFIX)]
         record = record.model_copy(update={"builtin_tools_sha256": tool_set_sha256(builtin)})
+    version = init.get("claude_code_version")
+    if isinstance(version, str) and version:
+        record = record.model_copy(update={"agent_version": version})
     return record
 
 

@@ -41,6 +41,7 @@ from agentstudy.pricing.usd_json import usd_number
 from agentstudy.protocol.json_input import load_json
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP
 from agentstudy.protocol.mcp_spec import mcp_tool_name
+from agentstudy.protocol.treatment import tool_set_sha256
 from agentstudy.rehearsal.responses_server import REHEARSAL_KEY, REHEARSAL_KEY_ENV
 from agentstudy.stream.codex import (
     CodexExpectations,
@@ -58,6 +59,7 @@ from agentstudy.transports.cli_evaluation import CliEvaluation
 from agentstudy.transports.codex_args import (
     CodexMcpServer,
     RehearsalProvider,
+    builtin_tool_basis,
     codex_arguments,
     codex_environment,
     config_toml,
@@ -269,7 +271,7 @@ def _tool_counts(transcript: CodexTranscript) -> dict[str, int]:
 
 
 def _fields(settings: CliSettings, transcript: CodexTranscript, expected: CodexExpectations,
-            stderr: str) -> dict[str, Any]:
+            stderr: str, output_schema: bool) -> dict[str, Any]:
     usage = transcript.usage
     terminal = transcript.terminal
     errors = dict(Counter(mcp_tool_name(str(c.get("server")), str(c.get("tool"))) for c in transcript.mcp_calls
@@ -298,7 +300,9 @@ def _fields(settings: CliSettings, transcript: CodexTranscript, expected: CodexE
         "api_retry_wait_ms": codex_retry_wait_ms(stderr, len(codex_retries(transcript.notices))),
         "api_retry_statuses": codex_retries(transcript.notices),
         "api_error_status": codex_failure_status(terminal),
-        "treatment": codex_treatment(transcript, expected.mcp_server, expected.allowed_tools, settings.model).to_json(),
+        "treatment": codex_treatment(transcript, expected.mcp_server, expected.allowed_tools, settings.model)
+        .model_copy(update={"builtin_tools_sha256": tool_set_sha256(
+            builtin_tool_basis(model=settings.model, output_schema=output_schema))}).to_json(),
     }
 
 
@@ -335,7 +339,7 @@ running cost the stream or the watcher showed (:func:`charged_floor`). Never rai
         computed_cost=cost,
         setup_problems=problems,
         cost_problem=cost_problem,
-        fields=_fields(settings, transcript, expected, stderr),
+        fields=_fields(settings, transcript, expected, stderr, body.output_schema is not None),
         measurements={} if transcript.usage is None else
         {"reasoningOutputTokens": transcript.usage.reasoning_output_tokens},
     )

@@ -93,6 +93,27 @@ class RehearsalProvider:
 def config_toml(*, model: str, provider: RehearsalProvider | None, mcp: CodexMcpServer | None) -> str:
     """The ``$CODEX_HOME/config.toml`` text of one attempt (TOML; keys accepted by 0.171.0's
     ``--strict-config``). ``mcp`` None is the control arm."""
+    return tomli_w.dumps(_config(model=model, provider=provider, mcp=mcp))
+
+
+PROVIDER_KEYS = ("model_provider", "model_providers")
+"""The configuration's provider keys: where requests go, not which tools the agent has."""
+
+
+def builtin_tool_basis(*, model: str, output_schema: bool) -> dict[str, object]:
+    """What decides Codex's built-in tools in an attempt, the same in both arms (issue 28 item 2): the
+    ``config.toml`` without the MCP table and the provider (the model, the switched-off features, web search,
+    sub-agents) and the ``codex exec`` flags (``-s read-only``, the approval policy it implies, rules, strict
+    config), with the attempt's own paths and prompt as placeholders. Codex lists no tool set in its events, so
+    the treatment record's ``builtinToolsSha256`` hashes this (``protocol.treatment.tool_set_sha256``)."""
+    config = {key: value for key, value in _config(model=model, provider=None, mcp=None).items()
+              if key not in PROVIDER_KEYS}
+    arguments = codex_arguments(export_dir="{export}", prompt="{prompt}",
+                                output_schema="{schema}" if output_schema else None)
+    return {"config": config, "arguments": arguments}
+
+
+def _config(*, model: str, provider: RehearsalProvider | None, mcp: CodexMcpServer | None) -> dict[str, object]:
     config: dict[str, object] = {
         "model": model,
         "check_for_update_on_startup": False,
@@ -117,7 +138,7 @@ def config_toml(*, model: str, provider: RehearsalProvider | None, mcp: CodexMcp
         if mcp.env:
             table["env"] = dict(mcp.env)
         config["mcp_servers"] = {mcp.name: table}
-    return tomli_w.dumps(config)
+    return config
 
 
 def codex_arguments(*, export_dir: str, prompt: str, output_schema: str | None = None) -> list[str]:

@@ -36,6 +36,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from agentstudy import __version__
 from agentstudy.io.containment import NETWORK_NOT_ACHIEVED, ContainmentMode, containment_sentences
 from agentstudy.io.export import CorpusBlobs
 from agentstudy.io.messages_api import MessagesApiError
@@ -83,6 +84,7 @@ TOOL_RESULT_LIMIT = 16_000
 TEMPERATURE = 0
 KNOWN_STOP_REASONS = frozenset({"end_turn", "tool_use", "max_tokens", "stop_sequence", "pause_turn", "refusal"})
 UNKNOWN_TOOL = "(not offered)"
+HTTP_AGENT_VERSION = f"agentstudy {__version__}"  # the agent is our own loop (issue 28 item 2)
 """The by-name key of a call to a tool that was not offered (model-chosen names stay out of the ledger)."""
 
 HttpStatus = Literal["completed", "failed", "timed-out", "budget-exceeded", "incomplete", "invalid-setup"]
@@ -236,7 +238,7 @@ class _Attempt:
         record = treatment_record(server=self.server, offered_server_tools=offered, evidence="request",
                                   calls=self.server_calls, answering_models=self.models,
                                   first_request_input_tokens=self.first_prompt)
-        return record.model_copy(update={"prompt_sha256": self.prompt_sha256,
+        return record.model_copy(update={"prompt_sha256": self.prompt_sha256, "agent_version": HTTP_AGENT_VERSION,
                                          "builtin_tools_sha256": tool_set_sha256(builtin)})
 
     def result(self, status: HttpStatus, reason: str | None, answer: str = "") -> HttpAttemptResult:
