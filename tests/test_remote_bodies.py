@@ -35,7 +35,8 @@ from agentstudy.runners.http_remote import HttpJob, recheck, remote_start
 from agentstudy.runners.http_request import REHEARSAL_KEY
 from agentstudy.runners.preflight import DEFAULT_MCP_SERVER
 from agentstudy.transports.cli import WORKER_DIED
-from agentstudy.transports.http import HttpAttemptResult, HttpSettings, run_http_attempt
+from agentstudy.transports.http import HttpSettings, run_http_attempt
+from agentstudy.transports.http_contract import HttpAttemptResult
 from agentstudy.transports.repo_tools import RepositoryTools
 from test_executor import DeadWorkers
 

@@ -30,7 +30,8 @@ from agentstudy.pricing.usd_json import usd_number
 from agentstudy.protocol.records import HttpObservation
 from agentstudy.protocol.schedule import ScheduleEntry
 from agentstudy.runners.concurrent_walk import AttemptPort
-from agentstudy.transports.http import CallLedger, HttpAttemptResult, http_isolation
+from agentstudy.transports.http import http_isolation
+from agentstudy.transports.http_contract import CallLedger, HttpAttemptResult
 
 
 def http_observation(entry: ScheduleEntry, model: str, result: HttpAttemptResult, status: str,
@@ -62,7 +63,7 @@ def http_observation(entry: ScheduleEntry, model: str, result: HttpAttemptResult
 
 
 class _WithinTheAttempt:
-    """The :class:`~agentstudy.transports.http.CallLedger` of a concurrent attempt: nothing to persist.
+    """The :class:`~agentstudy.transports.http_contract.CallLedger` of a concurrent attempt: nothing to persist.
 
     Its calls reserve against the attempt's own budget (its reservation, already on disk whole),
     so no call changes the run's ``spent`` and nothing needs writing before a request.

@@ -50,7 +50,8 @@ from agentstudy.runners.executor import AttemptExecutor, WorkerDied, WorkerRequi
 from agentstudy.runners.executor_choice import only_pinned_corpus, read_corpora, start_executor
 from agentstudy.runners.http_attempts import WITHIN_THE_ATTEMPT
 from agentstudy.transports.cli import WORKER_DIED
-from agentstudy.transports.http import HttpAttemptResult, HttpSettings, run_http_attempt
+from agentstudy.transports.http import HttpSettings, run_http_attempt
+from agentstudy.transports.http_contract import HttpAttemptResult
 
 if TYPE_CHECKING:
     from agentstudy.runners.http_request import HttpRunRequest

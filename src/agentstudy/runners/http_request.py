@@ -19,8 +19,7 @@ from agentstudy.io.messages_api import (
 from agentstudy.io.provenance import engine_revision, runner_hash
 from agentstudy.io.signals import stop_reason
 from agentstudy.pricing.budget import Budget, reservation_for
-from agentstudy.pricing.http import DEFAULT_MAX_TOKENS, CallReservation, CallSettlement, UpperPrices
-from agentstudy.pricing.money import exact
+from agentstudy.pricing.http import DEFAULT_MAX_TOKENS, UpperPrices
 from agentstudy.pricing.strict_cap import HTTP_RULE
 from agentstudy.pricing.sums import usd_from_json
 from agentstudy.pricing.tally import Tally
@@ -36,7 +35,6 @@ from agentstudy.protocol.sequential_plan import SequentialPlan
 from agentstudy.runners.ledger_steps import (
     budget_record,
     now_iso,
-    open_reservation,
     study_arms,
 )
 from agentstudy.runners.preflight import McpPreflight
@@ -50,32 +48,6 @@ from agentstudy.transports.http import (
     TOOL_RESULT_LIMIT,
     http_isolation,
 )
-
-
-class _Checkpoints:
-    """The loop's :class:`~agentstudy.transports.http.CallLedger`: keeps the ledger's budget and open marker on disk."""
-
-    def __init__(self, ledger: MinimalLedger, save: Callable[[], None], entry: ScheduleEntry, tally: Tally) -> None:
-        self.ledger, self.save, self.entry, self.tally = ledger, save, entry, tally
-        self.charged = Decimal(0)  # what the attempt's settled calls charged (part of spent, in no observation)
-
-    def reserved(self, budget: Budget, reservation: CallReservation) -> None:
-        """Persist a call's reservation before its request is sent."""
-        self.tally = self.tally.add_reservation(reservation.usd)
-        self.ledger.budget = budget_record(budget, self.tally, HTTP_RULE)
-        self.ledger.open_reservation = open_reservation(self.entry, reservation.usd, self.charged)
-        self.save()
-
-    def settled(self, budget: Budget, settlement: CallSettlement) -> None:
-        """Persist a call's settlement (the attempt stays open with nothing reserved, its charges so far recorded)."""
-        if settlement.usage is not None:
-            self.tally = self.tally.add_measured(settlement.charged_usd, None)
-        with exact():
-            self.charged += settlement.charged_usd
-        self.ledger.budget = budget_record(budget, self.tally, HTTP_RULE)
-        self.ledger.open_reservation = open_reservation(self.entry, Decimal(0), self.charged)
-        self.save()
-
 
 REHEARSAL_KEY = "rehearsal-dummy-key"
 """The key sent to the local rehearsal server (``--rehearsal``, ``demo``): never a real credential."""

@@ -78,16 +78,12 @@ from agentstudy.runners.sequential_runs import start_sequential, study_schedule
 from agentstudy.runners.summary import RunSummary, summarize
 from agentstudy.runners.transcript_keeping import keep_transcript, transcript_store
 from agentstudy.transports.api_retry import BackoffGate
-from agentstudy.transports.http import (
-    CallLedger,
-    HttpAttemptResult,
-    HttpSettings,
-    run_http_attempt,
-)
+from agentstudy.transports.http import HttpSettings, run_http_attempt
+from agentstudy.transports.http_contract import CallLedger, HttpAttemptResult
 
 
 class _Checkpoints:
-    """The loop's :class:`~agentstudy.transports.http.CallLedger`: keeps the ledger's budget and open marker on disk."""
+    """The loop's :class:`~agentstudy.transports.http_contract.CallLedger`: keeps the budget and open marker on disk."""
 
     def __init__(self, ledger: MinimalLedger, save: Callable[[], None], entry: ScheduleEntry, tally: Tally) -> None:
         self.ledger, self.save, self.entry, self.tally = ledger, save, entry, tally
