@@ -39,6 +39,7 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 from scipy import stats as scipy_stats
@@ -220,8 +221,13 @@ def point_stream(seed: int, tasks: int, repetitions: int) -> np.random.Generator
     return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(tasks, repetitions)))
 
 
+@lru_cache(maxsize=4)
 def _draws(k: int, r: int, seed: int, simulations: int) -> np.ndarray:
-    return point_stream(seed, k, r).standard_normal((simulations, k))
+    """The standard normal draws of one design point, read-only and kept for the point's next effect (a search
+    simulates one point at many effects: regenerating them was most of a large plan's time, issue 29)."""
+    draws = point_stream(seed, k, r).standard_normal((simulations, k))
+    draws.flags.writeable = False
+    return draws
 
 
 def _normal_rejects(differences: np.ndarray, alpha: float) -> np.ndarray:
