@@ -186,3 +186,19 @@ def test_a_power_search_gives_what_fresh_draws_give(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(power_module, "_draws", uncached)
     assert minimum_detectable(components, 0.05, 0.8) == cached
     assert simulate_power(1.5, 3.0, k, r, 0.05) == simulate_power(1.5, 3.0, k, r, 0.05)
+
+
+def test_the_pooled_variance_is_statistics_variance_exactly() -> None:
+    rng = random.Random(29)
+    samples: list[list[float]] = [[1.0 / 3.0] * 4, [0.1, 0.2, 0.30000000000000004], [5e-324, 1e-300, -2.5],
+                                  [0.0, 0.0]]
+    for n in range(2, 12):
+        samples.append([float(rng.randint(0, 10**6)) for _ in range(n)])
+        samples.append([rng.uniform(-1e3, 1e3) for _ in range(n)])
+        samples.append([rng.uniform(0, 1) * 10.0 ** rng.randint(-150, 150) for _ in range(n)])
+    for values in samples:
+        assert power_module.exact_variance(values) == statistics.variance(values), values
+    with pytest.raises(OverflowError):  # as statistics.variance: the exact variance is beyond a float
+        power_module.exact_variance([1e300, -1e300, 0.0])
+    with pytest.raises(OverflowError):
+        statistics.variance([1e300, -1e300, 0.0])
