@@ -102,8 +102,10 @@ def arm_differences(facts: Sequence[ArmFacts], name: Callable[[str], str] = arm_
             whose = f" of {agent}" if len(agents) > 1 else ""
             found.append(f"The arms ran different agent versions{whose} ({_arms_text(control, treatment, name)}), "
                          "so a difference may come from the agent, not the server.")
-    tasks = [t for t in dict.fromkeys(f.task_id for f in facts)
-             if len({f.prompt_sha256 for f in facts if f.task_id == t and f.prompt_sha256}) > 1]
+    prompts: dict[str, set[str]] = {}  # one pass: linear in observations on a large ledger (issue 29)
+    for f in facts:
+        prompts.setdefault(f.task_id, set()).update([f.prompt_sha256] if f.prompt_sha256 else [])
+    tasks = [t for t, hashes in prompts.items() if len(hashes) > 1]
     if tasks:
         found.append(f"The arms were given different prompts in {len(tasks)} tasks "
                      f"({', '.join(tasks[:SHOWN_TASKS])}).")

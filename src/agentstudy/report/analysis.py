@@ -194,12 +194,12 @@ def difference(metric: Metric, treatment: Number, baseline: Number) -> Number:
 def build_pairs(study: Study, metrics: tuple[Metric, ...], repriced: Mapping[int, Repriced]) -> tuple[Pair, ...]:
     """Every agent x task x repetition that has an attempt in either scenario, in order of first appearance
     (a pair's two attempts are always the same agent's)."""
-    order: list[tuple[str, str, int]] = []
+    order: dict[tuple[str, str, int], None] = {}  # insertion-ordered set: a list's `in` was quadratic (issue 29)
     by_key: dict[tuple[str, str, int, str], Attempt] = {}
     for attempt in study.attempts:
         key = (attempt.agent, attempt.task_id, attempt.repetition)
-        if key not in order and attempt.scenario in (BASELINE, TREATMENT):
-            order.append(key)
+        if attempt.scenario in (BASELINE, TREATMENT):
+            order.setdefault(key)
         by_key[(*key, attempt.scenario)] = attempt
     pairs, names = [], (study.arm_name(BASELINE), study.arm_name(TREATMENT))  # reasons name the arms' labels
     for agent, task_id, repetition in order:

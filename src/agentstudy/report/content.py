@@ -26,7 +26,7 @@ from agentstudy.report.infrastructure import (
     infrastructure_table_rows,
 )
 from agentstudy.report.model import BASELINE, SCENARIOS, TREATMENT, Attempt
-from agentstudy.report.power_section import power_section
+from agentstudy.report.power_section import MetricPlan, power_section
 from agentstudy.report.sentences import (
     ADJUDICATED_SENTENCE,
     REDUCTION_SENTENCE,
@@ -208,9 +208,11 @@ status strip under the attempts, the task differences under their statistics, th
 table."""
 
 
-def build_document(analysis: Analysis, figures: tuple[Figure, ...] = ()) -> Document:
+def build_document(analysis: Analysis, figures: tuple[Figure, ...] = (), *,
+                   plans: tuple[MetricPlan, ...] | None = None) -> Document:
     """The whole report of ``analysis``; each of ``figures`` (HTML only) ends the section it illustrates
-    (:data:`FIGURE_PLACES`; an unknown key ends the last section)."""
+    (:data:`FIGURE_PLACES`; an unknown key ends the last section). ``plans``: :func:`power_plans` of ``analysis``
+    when the caller already holds them (else the power section simulates them)."""
     study = analysis.study
     mode = f" ({study.mode})" if study.mode else ""
     title = f"Paired report: {study.header.get('version', 'minimal study')}{mode}"
@@ -219,7 +221,7 @@ def build_document(analysis: Analysis, figures: tuple[Figure, ...] = ()) -> Docu
     infrastructure = _infrastructure(analysis)
     sections = [glance_section(analysis), _about(analysis), _containment(analysis),
                 _attempts(analysis), _pairs(analysis), correctness_section(analysis), distribution_section(analysis),
-                money_section(analysis), power_section(analysis),
+                money_section(analysis), power_section(analysis, plans),
                 *([infrastructure] if infrastructure is not None else []),  # after the figures' places
                 provenance_section(analysis)]
     for figure in figures:

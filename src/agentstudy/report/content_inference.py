@@ -16,7 +16,7 @@ from __future__ import annotations
 from agentstudy.report import fmt
 from agentstudy.report.analysis import CORRECTNESS, Analysis, MetricResult
 from agentstudy.report.document import Block, Paragraph, Table
-from agentstudy.report.inference import TaskLevelSummary
+from agentstudy.report.inference import TaskEffect, TaskLevelSummary
 from agentstudy.report.inference_endpoints import PRIMARY, SECONDARY
 from agentstudy.report.inference_rates import ArmRate
 from agentstudy.report.inference_ratio import ratio_words
@@ -119,25 +119,25 @@ def primary_paragraph(analysis: Analysis) -> Paragraph:
                      f"{interval} ({summary.design}); {verdict}.")
 
 
-def _task_cell(result: MetricResult, task_id: str) -> str:
-    for effect in result.task_level.task_effects:
-        if effect.task_id == task_id:
-            text = fmt.statistic(effect.difference, result.metric.kind)
-            if result.task_level.repetitions is None:
-                text += f" ({effect.baseline_n}/{effect.treatment_n})"
-            return text
-    return fmt.MISSING
+def _task_cell(result: MetricResult, effect: TaskEffect | None) -> str:
+    if effect is None:
+        return fmt.MISSING
+    text = fmt.statistic(effect.difference, result.metric.kind)
+    if result.task_level.repetitions is None:
+        text += f" ({effect.baseline_n}/{effect.treatment_n})"
+    return text
 
 
 def task_table(analysis: Analysis) -> Table:
     """One row per task seen in either arm, one column per metric: its difference of arm means (with
-    ``(baseline n/treatment n)`` where repetitions differ), ``—`` where the task is left out of that metric."""
-    order: list[str] = []
-    for attempt in analysis.study.attempts:
-        if attempt.scenario in (BASELINE, TREATMENT) and attempt.task_id not in order:
-            order.append(attempt.task_id)
+    ``(baseline n/treatment n)`` where repetitions differ), ``—`` where the task is left out of that metric.
+    Each metric's task effects are looked up by task id (linear in tasks, issue 29)."""
+    order = dict.fromkeys(a.task_id for a in analysis.study.attempts if a.scenario in (BASELINE, TREATMENT))
+    effects = [{e.task_id: e for e in r.task_level.task_effects} for r in analysis.results]
     header = ("task", *(f"Δ {r.metric.label}" for r in analysis.results))
-    rows = tuple((task_id, *(_task_cell(r, task_id) for r in analysis.results)) for task_id in order)
+    rows = tuple((task_id, *(_task_cell(r, by_task.get(task_id)) for r, by_task in zip(analysis.results, effects,
+                                                                                       strict=True)))
+                 for task_id in order)
     study = analysis.study
     return Table("per-task", f"Per task: mean of {study.arm_name(TREATMENT)} − mean of {study.arm_name(BASELINE)} "
                              "over repetitions "

@@ -100,11 +100,13 @@ def _sampled_null(data: np.ndarray, draws: int, tolerance: float, batch: int,
     remaining = draws
     while remaining > 0:
         size = min(batch, remaining)
-        bits = subsets(size).astype(float)
-        counts = bits.sum(axis=1)
-        empty += int(np.sum(counts == 0))
+        bits = subsets(size)
+        counts = bits.sum(axis=1, dtype=np.int64)  # counted on the 0/1 bytes, not on a float copy (issue 29)
         keep = counts > 0
-        chunks.append((bits[keep] @ data) / counts[keep])
+        nonempty = int(np.count_nonzero(keep))
+        empty += size - nonempty
+        chosen = bits if nonempty == size else bits[keep]  # no copy of the batch when no subset is empty
+        chunks.append((chosen.astype(float) @ data) / counts[keep])
         remaining -= size
     return SignFlipNull(np.sort(np.concatenate(chunks)), 1 + empty, draws + 1, False, draws, tolerance)
 

@@ -196,8 +196,9 @@ def report_json(analysis: Analysis) -> dict[str, Any]:
     """The whole JSON report of ``analysis`` (see the module docstring)."""
     study = analysis.study
     fidelity = summarize_treatment(study)
+    plans = power_plans(analysis)  # simulated once: the tables' power section shows the same plans
     tables = {t.key: {"caption": t.caption, "header": list(t.header), "rows": [list(r) for r in t.rows]}
-              for t in build_document(analysis).tables()}
+              for t in build_document(analysis, plans=plans).tables()}
     return {
         "type": "minimal-study-report", "version": 1, "ledger": study.file_name, "ledgerSha256": study.sha256,
         "verified": not study.unverified, "unverified": list(study.unverified), "rehearsal": study.rehearsal,
@@ -207,7 +208,7 @@ def report_json(analysis: Analysis) -> dict[str, Any]:
         "analysis": {**analysis.plan.to_json(), "declared": analysis.plan_declared},
         "metrics": [metric_json(r) for r in ordered(analysis)],
         "varianceComponents": [variance_json(r) for r in analysis.results],
-        "power": [plan_json(plan) for plan in power_plans(analysis)],
+        "power": [plan_json(plan) for plan in plans],
         "containment": _containment(analysis), "attempts": [_attempt(a) for a in study.attempts],
         "spend": _spend(analysis), "status": study.status, "stopReason": study.stop_reason, "tables": tables,
         **_sequential(analysis), **_runs(study),

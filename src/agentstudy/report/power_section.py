@@ -182,9 +182,11 @@ def power_blocks(plans: tuple[MetricPlan, ...], power: float = POWER,
     return tuple(blocks)
 
 
-def power_section(analysis: Analysis) -> Section:
-    """The report's power section (every format), at power 80 %, each metric at :func:`study_alpha`."""
-    return Section("Power planning", power_blocks(power_plans(analysis), POWER, arm_pair(analysis.study)))
+def power_section(analysis: Analysis, plans: tuple[MetricPlan, ...] | None = None) -> Section:
+    """The report's power section (every format), at power 80 %, each metric at :func:`study_alpha`; ``plans``
+    when the caller already holds :func:`power_plans` of ``analysis`` (the JSON view: simulated once, issue 29)."""
+    return Section("Power planning", power_blocks(power_plans(analysis) if plans is None else plans, POWER,
+                                                  arm_pair(analysis.study)))
 
 
 def _float(value: float | None) -> float | None:

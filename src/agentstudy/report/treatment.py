@@ -19,6 +19,7 @@ labelled. Pure: no IO.
 from __future__ import annotations
 
 import statistics
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -91,8 +92,7 @@ def summarize_treatment(study: Study, minimum_use: float | None = None) -> Treat
     models: dict[str, tuple[str, ...]] = {}
     for scenario, group in ((BASELINE, control), (TREATMENT, treated)):
         models[scenario] = tuple(dict.fromkeys(m for a in group if a.treatment for m in a.treatment.answering_models))
-    tasks = dict.fromkeys(a.task_id for a in treated)
-    per_protocol = tuple(t for t in tasks if all(_used(a) for a in treated if a.task_id == t))
+    per_protocol = tuple(t for t, group in _by_task(treated).items() if all(_used(a) for a in group))
     return TreatmentSummary(
         treatment_attempts=len(treated), attempts_using_server=len(using), server_calls=sum(calls),
         server_call_errors=sum(a.treatment.server_call_errors for a in treated if a.treatment),
@@ -108,16 +108,27 @@ def summarize_treatment(study: Study, minimum_use: float | None = None) -> Treat
     )
 
 
-def _first(attempts: list[Attempt], task: str) -> list[int]:
-    return [a.treatment.first_request_input_tokens for a in attempts if a.task_id == task and a.treatment
-            and a.treatment.first_request_input_tokens is not None]
+def _by_task(attempts: Iterable[Attempt]) -> dict[str, list[Attempt]]:
+    """``attempts`` grouped by task id, tasks in order of first appearance, each task's attempts in their order
+    (one pass: the per-task sums below stay linear in attempts on a 50,000-observation ledger, issue 29)."""
+    grouped: dict[str, list[Attempt]] = {}
+    for attempt in attempts:
+        grouped.setdefault(attempt.task_id, []).append(attempt)
+    return grouped
+
+
+def _first(attempts: list[Attempt]) -> list[int]:
+    """The first request's prompt tokens recorded for one task's ``attempts``, in their order."""
+    return [a.treatment.first_request_input_tokens for a in attempts
+            if a.treatment and a.treatment.first_request_input_tokens is not None]
 
 
 def _overhead(treated: list[Attempt], control: list[Attempt]) -> float | None:
     """Mean over tasks of (mean first-request prompt tokens, treatment − control); ``None`` without a pair."""
     differences = []
-    for task in dict.fromkeys(a.task_id for a in treated):
-        with_server, without = _first(treated, task), _first(control, task)
+    controls = _by_task(control)
+    for task, group in _by_task(treated).items():
+        with_server, without = _first(group), _first(controls.get(task, []))
         if with_server and without:
             differences.append(statistics.fmean(with_server) - statistics.fmean(without))
     return statistics.fmean(differences) if differences else None
