@@ -105,6 +105,18 @@ def test_init_writes_a_draft_and_names_the_preparation_tools(tmp_path: Path, rep
     _untouched(repo)
 
 
+def test_inits_proposed_probe_greps_for_a_word_of_the_corpus(tmp_path: Path, repo: Path) -> None:
+    """search_code_advanced's description speaks of a glob for file_pattern only: its pattern gets a corpus word."""
+    done = _init(tmp_path / "search", repo, "--tool", "search_code_advanced")
+    assert done.returncode == 0, done.stderr
+    probe = _study(tmp_path / "search")["arms"]["treatment"]["probe"]
+    assert probe["tool"] == "search_code_advanced" and probe["arguments"]["pattern"] != "**/*", probe
+    word = probe["arguments"]["pattern"]
+    assert any(word.lower() in text.lower() for text in FILES.values()), word
+    answered = json.loads((tmp_path / "search" / "server-tools.json").read_text(encoding="utf-8"))["probe"]
+    assert '"total_matches": 0' not in answered["answered"] and '"line":' in answered["answered"], answered
+
+
 def test_the_read_tool_answers_only_after_the_preparation_step(tmp_path: Path, repo: Path, settled: Path) -> None:
     bare = _init(tmp_path / "bare", repo, "--tool", "get_symbol_body", *SYMBOL_PROBE)
     assert bare.returncode == 0, bare.stderr
