@@ -67,3 +67,8 @@ def test_the_rehearsal_greps_code_index_with_the_term_and_globs_file_names() -> 
     assert search is not None and search.arguments("reserve_budget") == {"pattern": "reserve_budget"}
     find = choose_server_tools(CODE_INDEX, ["find_files"]).search
     assert find is not None and find.arguments("reserve_budget") == {"pattern": "**/*reserve_budget*"}
+
+
+def test_the_rehearsal_prefers_a_text_search_to_a_file_name_glob() -> None:
+    chosen = choose_server_tools(CODE_INDEX, ["find_files", "search_code_advanced"])  # Codex's request order
+    assert chosen.search is not None and chosen.search.name == "search_code_advanced"

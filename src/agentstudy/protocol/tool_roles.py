@@ -7,7 +7,8 @@ but the request's tool list (names, descriptions, input schemas), and ``agentstu
 - a *search-like* tool: one with a required string parameter named like a query (``query``,
   ``pattern``, ``q``, ``text``, ``search``, ``term``, ``keyword(s)``), every other required
   parameter fillable (a string naming a path/directory gets ``"."``; an id or handle, the agent
-  fills from an earlier call's answer);
+  fills from an earlier call's answer); a search of the files' text ranks before one that matches
+  file names by glob (issue 32: code-index-mcp's ``search_code_advanced`` before its ``find_files``);
 - a *read-like* tool: one with a required string parameter naming a path, uri, id (``*_id``) or file
   and no other required parameter, preferring names that read (``read``, ``get``, ``fetch``, ``open``,
   ``show``, ``cat``) and descriptions that speak of text, avoiding deprecated and media tools and
@@ -146,8 +147,8 @@ def _search_tool(name: str, tool: Mapping[str, Any]) -> tuple[int, SearchTool] |
         else:
             return None
     glob = takes_glob(term_key, props, str(tool.get("description") or ""))
-    return _QUERY_KEYS.index(term_key) + len(fixed) + 2 * len(needs), SearchTool(name, term_key, fixed, glob,
-                                                                               tuple(needs))
+    rank = _QUERY_KEYS.index(term_key) + len(fixed) + 2 * len(needs) + (1 if glob else 0)  # text before names
+    return rank, SearchTool(name, term_key, fixed, glob, tuple(needs))
 
 
 def _read_tool(name: str, tool: Mapping[str, Any]) -> tuple[int, tuple[str, str]] | None:
