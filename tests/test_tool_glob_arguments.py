@@ -5,7 +5,7 @@ Pure, over the tools/list that code-index-mcp 2.17.1 and server-filesystem 2026.
 for ``pattern`` and speaks of a glob only for its ``file_pattern``; its ``find_files`` matches file
 names by glob ``pattern``; server-filesystem's ``search_files`` takes glob-style patterns. ``init``'s
 proposed probe and the rehearsal agent's search must send a corpus word to the first, ``**/*`` to the
-others.
+others; the rehearsal prefers the text search and can cite its JSON hits (``file``, ``line``, ``text``).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import pytest
 from agentstudy.protocol.read_only import ToolHints
 from agentstudy.protocol.tool_proposal import propose_probe, tool_roles
 from agentstudy.protocol.tool_roles import BROAD_GLOB, choose_server_tools, takes_glob
+from agentstudy.rehearsal.server_moves import line_hits
 
 DATA = Path(__file__).parent / "data"
 
@@ -72,3 +73,13 @@ def test_the_rehearsal_greps_code_index_with_the_term_and_globs_file_names() -> 
 def test_the_rehearsal_prefers_a_text_search_to_a_file_name_glob() -> None:
     chosen = choose_server_tools(CODE_INDEX, ["find_files", "search_code_advanced"])  # Codex's request order
     assert chosen.search is not None and chosen.search.name == "search_code_advanced"
+
+
+def test_a_json_search_answer_gives_path_line_hits() -> None:
+    """search_code_advanced's answer as the server gave it in a rehearsal: cited without a read."""
+    answer = json.dumps({"results": [{"file": "./README.md", "line": 3, "text": "The app prints a greeting."}],
+                         "pagination": {"total_matches": 1, "returned": 1, "start_index": 0, "has_more": False}},
+                        indent=2)
+    assert line_hits(answer) == [("./README.md", "3", "The app prints a greeting.")]
+    assert line_hits("src/a.py:12: def main():\nno hit here") == [("src/a.py", "12", "def main():")]
+    assert line_hits('{"status": "error", "line": 3}') == []
