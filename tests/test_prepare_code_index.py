@@ -8,7 +8,8 @@ settling it with --tool/--probe/--probe-arguments/--prepare gives a study whose 
 passes; the read tool answers only after the preparation step; a failing step refuses the run (exit 2)
 with the server's own words and nothing reserved or written; the prepared state lives in the run's
 private state directory, never in the repository or the snapshot; and a pilot rehearsal on the pinned
-Claude Code reads the deep index through the server in its treatment attempt.
+Claude Code, and one on the pinned Codex (its own check of the declared tools first), reads the deep index
+through the server in its treatment attempt.
 """
 
 from __future__ import annotations
@@ -102,6 +103,18 @@ def test_init_writes_a_draft_and_names_the_preparation_tools(tmp_path: Path, rep
     assert "prepare: refresh_index, build_deep_index, refresh_search_tools may build the server's own state" \
         in done.stdout
     _untouched(repo)
+
+
+def test_inits_proposed_probe_greps_for_a_word_of_the_corpus(tmp_path: Path, repo: Path) -> None:
+    """search_code_advanced's description speaks of a glob for file_pattern only: its pattern gets a corpus word."""
+    done = _init(tmp_path / "search", repo, "--tool", "search_code_advanced")
+    assert done.returncode == 0, done.stderr
+    probe = _study(tmp_path / "search")["arms"]["treatment"]["probe"]
+    assert probe["tool"] == "search_code_advanced" and probe["arguments"]["pattern"] != "**/*", probe
+    word = probe["arguments"]["pattern"]
+    assert any(word.lower() in text.lower() for text in FILES.values()), word
+    answered = json.loads((tmp_path / "search" / "server-tools.json").read_text(encoding="utf-8"))["probe"]
+    assert '"total_matches": 0' not in answered["answered"] and '"line":' in answered["answered"], answered
 
 
 def test_the_read_tool_answers_only_after_the_preparation_step(tmp_path: Path, repo: Path, settled: Path) -> None:
@@ -251,3 +264,34 @@ def test_the_study_file_checks_its_preparation_steps() -> None:
                           "stateSha256": "ab" * 32, "stateFiles": 2}])
     assert line == ("build_deep_index ran once per checkout before any reservation (1 checkout, all ok); "
                     "prepared state: r 2 files sha256 abababababab")
+
+
+def test_a_pilot_rehearsal_on_codex_calls_the_prepared_server(tmp_path: Path, repo: Path, settled: Path) -> None:
+    """Codex's MCP client gets the warm-up relay and the per-tool approvals: the deep index answers."""
+    study = _study(settled)
+    study["tasks"] = [{"id": "reserve", "repository": "ledger", "category": "lookup",
+                       "question": "What does reserve_budget return?", "sources": ["src/ledger.py"],
+                       "expected": ["twice the amount"]}]
+    path = tmp_path / "study.json"
+    path.write_text(json.dumps(study), encoding="utf-8")
+    codex = ("--transport", "cli", f"--root=ledger={repo}", "--agent", "codex", "--model", "rehearsal-scripted")
+    checked = run_agentstudy("minimal", "--manifest", str(path), "--dry-run", "--probe", *codex)
+    assert checked.returncode == 0, checked.stderr
+    probe = json.loads(checked.stdout.strip().splitlines()[-1])["mcpProbe"]
+    assert probe["agentCheck"] == {"agent": "codex", "denied": []}  # Codex's own check of the declared tools
+    ledger = tmp_path / "out" / "ledger.json"
+    ledger.parent.mkdir()
+    ran = run_agentstudy("minimal", "--manifest", str(path), "--pilot", "--rehearsal", *codex,
+                         "--output", str(ledger), "--budget-usd", "1")
+    assert ran.returncode == 0, ran.stderr
+    document = json.loads(ledger.read_text(encoding="utf-8"))
+    assert [o["status"] for o in document["observations"]] == ["completed", "completed"], ran.stderr
+    [treated] = [o for o in document["observations"] if o["scenario"] == "doc-bridge-mcp"]
+    assert treated["agent"] == "codex" and not treated["permissionDenials"]
+    record = treated["treatment"]
+    assert record["serverCalls"] > record["serverCallErrors"], record  # at least one call answered
+    assert record["serverCallsByTool"].get("get_file_summary"), record
+    assert '"symbol_count":1' in treated["answer"], treated["answer"]  # the deep index's summary, quoted
+    assert not any(name.endswith("build_deep_index") for name in treated["toolCallsByName"])
+    assert document["mcpServer"]["prepared"][0]["steps"] == [{"step": "build_deep_index", "ok": True}]
+    _untouched(repo)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentstudy.protocol.read_only import ToolHints
-from agentstudy.protocol.tool_roles import BROAD_GLOB
+from agentstudy.protocol.tool_roles import BROAD_GLOB, takes_glob
 
 __all__ = ["ROLES", "Decision", "ProposalError", "ToolRole", "needs_preparation", "prepare_candidates",
            "prepare_decision", "prepare_step", "probe_decision", "propose_probe", "tool_roles", "tools_decision"]
@@ -160,9 +160,8 @@ def _fill(schema: Mapping[str, Any], description: str, word: str) -> dict[str, A
     arguments: dict[str, Any] = {}
     for key in required:
         spec = props.get(key)
-        if _query_like(key, spec):
-            glob = "glob" in (json.dumps(spec) + description).lower()
-            arguments[key] = BROAD_GLOB if glob else word  # a glob matches names: every file answers
+        if _query_like(key, spec):  # a glob matches names: every file answers
+            arguments[key] = BROAD_GLOB if takes_glob(key, props, description) else word
         elif _path_like(key, spec):
             arguments[key] = "{root}"
         else:
@@ -175,8 +174,9 @@ def propose_probe(
 ) -> tuple[str, dict[str, Any]] | None:
     """The probe among the allowed tools (``tools``: name -> ``(description, input schema)``):
     the first ``search`` one, else ``list``, else ``read``, whose every required argument can be
-    filled (path-like → ``{root}``, query-like → ``word``, or ``**/*`` when the tool speaks of
-    glob patterns, which match file names); ``None`` when no allowed tool can be called that way."""
+    filled (path-like → ``{root}``, query-like → ``word``, or ``**/*`` when that argument takes a
+    glob pattern, which matches file names: ``tool_roles.takes_glob``); ``None`` when no allowed tool can
+    be called that way."""
     for wanted in ROLES[:3]:
         for role in roles:
             if role.allowed and role.role == wanted:

@@ -7,7 +7,8 @@ but the request's tool list (names, descriptions, input schemas), and ``agentstu
 - a *search-like* tool: one with a required string parameter named like a query (``query``,
   ``pattern``, ``q``, ``text``, ``search``, ``term``, ``keyword(s)``), every other required
   parameter fillable (a string naming a path/directory gets ``"."``; an id or handle, the agent
-  fills from an earlier call's answer);
+  fills from an earlier call's answer); a search of the files' text ranks before one that matches
+  file names by glob (issue 32: code-index-mcp's ``search_code_advanced`` before its ``find_files``);
 - a *read-like* tool: one with a required string parameter naming a path, uri, id (``*_id``) or file
   and no other required parameter, preferring names that read (``read``, ``get``, ``fetch``, ``open``,
   ``show``, ``cat``) and descriptions that speak of text, avoiding deprecated and media tools and
@@ -26,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["BROAD_GLOB", "SearchTool", "ServerTools", "choose_server_tools", "server_tool_names"]
+__all__ = ["BROAD_GLOB", "SearchTool", "ServerTools", "choose_server_tools", "server_tool_names", "takes_glob"]
 
 HTTP_REPOSITORY_TOOLS = frozenset({"repo_list", "repo_read", "repo_search"})
 _QUERY_KEYS = ("query", "q", "pattern", "text", "search", "term", "keyword", "keywords", "regex")
@@ -38,6 +39,30 @@ _ID_KEY = re.compile(r"(?:_id|Id|_handle|Handle)$")
 _LISTING = re.compile(r"^\s*(?:get a |a )?(?:detailed )?list(?:s|ing)?\b|\bentries of a director")
 BROAD_GLOB = "**/*"
 """The pattern a glob-style search tool is retried with when the question's term named no file."""
+_GLOB_WORDS = re.compile(r"\bglob|\bwildcard", re.IGNORECASE)
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n+")
+
+
+def _names(sentence: str, key: str) -> bool:
+    """Whether ``sentence`` names the argument ``key`` as a word of its own (``pattern``/``patterns``,
+    never the ``pattern`` inside ``file_pattern``)."""
+    return re.search(rf"(?<![\w-]){re.escape(key)}(?:e?s)?(?![\w-])", sentence, re.IGNORECASE) is not None
+
+
+def takes_glob(key: str, properties: Mapping[str, Any], description: str) -> bool:
+    """Whether the argument ``key`` of a tool (``properties``: its input schema's properties; ``description``:
+    the tool's) takes a glob pattern that matches file names: its own schema says so, or a sentence of the
+    description that speaks of a glob (or wildcard) names ``key`` or names none of the tool's arguments.
+    A sentence about another argument's glob (code-index-mcp's ``search_code_advanced``: "Supports glob
+    file_pattern") says nothing about ``key`` (issue 32)."""
+    spec = properties.get(key)
+    if isinstance(spec, Mapping) and _GLOB_WORDS.search(" ".join(str(v) for v in spec.values())):
+        return True
+    for sentence in _SENTENCE_END.split(description):
+        if _GLOB_WORDS.search(sentence) and (_names(sentence, key)
+                                             or not any(_names(sentence, other) for other in properties)):
+            return True
+    return False
 
 
 @dataclass(frozen=True)
@@ -121,12 +146,9 @@ def _search_tool(name: str, tool: Mapping[str, Any]) -> tuple[int, SearchTool] |
             needs.append(other)  # filled from an earlier answer by the agent
         else:
             return None
-    spec = props.get(term_key)
-    described = _text(tool.get("description")) + " " + _text(spec.get("description") if isinstance(spec, Mapping)
-                                                               else None)
-    glob = "glob" in described or "wildcard" in described
-    return _QUERY_KEYS.index(term_key) + len(fixed) + 2 * len(needs), SearchTool(name, term_key, fixed, glob,
-                                                                               tuple(needs))
+    glob = takes_glob(term_key, props, str(tool.get("description") or ""))
+    rank = _QUERY_KEYS.index(term_key) + len(fixed) + 2 * len(needs) + (1 if glob else 0)  # text before names
+    return rank, SearchTool(name, term_key, fixed, glob, tuple(needs))
 
 
 def _read_tool(name: str, tool: Mapping[str, Any]) -> tuple[int, tuple[str, str]] | None:

@@ -51,6 +51,7 @@ from agentstudy.rehearsal.server_moves import (
     ids_in,
     is_id_key,
     known_id,
+    line_hits,
     needs_absolute,
     next_untried,
     search_arguments,
@@ -193,14 +194,13 @@ def _target(step: ToolStep, cwd: str | None, steps: list[ToolStep], kit: ToolKit
 
 
 def _search_line(terms: list[str], steps: list[ToolStep], kit: ToolKit) -> str | None:
-    """A ``path:line: text`` line of another server's search result naming a term, as a citation
-    (a server whose search answers with the lines themselves needs no read)."""
+    """A ``path:line: text`` hit (:func:`line_hits`) of another server's search result naming a term, as a
+    citation (a server whose search answers with the lines themselves needs no read)."""
     for step in steps:
         if kit.server.search is not None and step.name == kit.server.search.name and not step.is_error:
-            for line in step.result.splitlines():
-                parts = line.strip().split(":", 2)
-                if len(parts) == 3 and parts[1].isdigit() and any(t.lower() in parts[2].lower() for t in terms):
-                    return f"Based on the repository, {parts[2].strip()} ({parts[0]}:{parts[1]})."
+            for path, line, text in line_hits(step.result):
+                if any(t.lower() in text.lower() for t in terms):
+                    return f"Based on the repository, {text.strip()} ({path.removeprefix('./')}:{line})."
     return None
 
 

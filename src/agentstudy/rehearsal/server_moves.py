@@ -30,8 +30,8 @@ from typing import Any
 from agentstudy.protocol.tool_roles import SearchTool, schema_properties, server_tool_names
 from agentstudy.rehearsal.conversation import ToolStep
 
-__all__ = ["content_words", "fill_arguments", "id_keys", "ids_in", "is_id_key", "known_id", "needs_absolute",
-           "next_untried", "search_arguments", "server_base", "server_path"]
+__all__ = ["content_words", "fill_arguments", "id_keys", "ids_in", "is_id_key", "known_id", "line_hits",
+           "needs_absolute", "next_untried", "search_arguments", "server_base", "server_path"]
 
 _WORD_RE = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 _ABSOLUTE_REFUSAL = re.compile(r"must be (?:an )?absolute|outside (?:the )?allowed director|not an absolute",
@@ -141,6 +141,32 @@ def ids_in(result: str, key: str) -> list[tuple[str, str | None]]:
         pattern = re.compile(rf"\b{re.escape(key)}\b[\"']?\s*[:=]\s*[\"']?([\w.:/-]+)")
         found = [(m.group(1), None) for m in pattern.finditer(result)]
     return list(dict.fromkeys(found))
+
+
+def _json_lines(value: Any, out: list[tuple[str, str, str]]) -> None:
+    if isinstance(value, Mapping):
+        where = next((value[k] for k in ("file", "path", "file_path", "uri") if isinstance(value.get(k), str)), None)
+        line, text = value.get("line"), value.get("text") or value.get("content")
+        if where and isinstance(line, int) and not isinstance(line, bool) and isinstance(text, str):
+            out.append((where, str(line), text))
+        for item in value.values():
+            _json_lines(item, out)
+    elif isinstance(value, list):
+        for item in value:
+            _json_lines(item, out)
+
+
+def line_hits(result: str) -> list[tuple[str, str, str]]:
+    """A search result's ``(path, line number, text)`` hits, in order: its ``path:line: text`` lines, or, when
+    it is JSON, every object with a path (``file``/``path``/``file_path``/``uri``), an integer ``line`` and a
+    ``text`` (code-index-mcp's ``search_code_advanced``, issue 32)."""
+    try:
+        found: list[tuple[str, str, str]] = []
+        _json_lines(json.loads(result), found)
+        return found
+    except ValueError:
+        parts = (line.strip().split(":", 2) for line in result.splitlines())
+        return [(p[0], p[1], p[2].strip()) for p in parts if len(p) == 3 and p[1].isdigit()]
 
 
 def known_id(key: str, steps: Sequence[ToolStep], server: Iterable[str]) -> str | None:
