@@ -31,8 +31,8 @@ from agentstudy.pricing.strict_cap import ReservationRule
 from agentstudy.protocol.ledger_concurrency import concurrency_problems
 from agentstudy.protocol.records import CliObservation, MinimalLedger
 from agentstudy.protocol.schedule import ScheduleEntry
+from agentstudy.runners.cli_request import cli_port
 from agentstudy.runners.concurrent_walk import ConcurrentWalk
-from agentstudy.runners.minimal import cli_port
 from agentstudy.runners.progress import SilentProgress
 from agentstudy.transports.cli import CliAttemptResult
 from walk_fakes import bare_observation, empty_cli_ledger

@@ -35,7 +35,8 @@ from agentstudy.rehearsal.messages_server import RehearsalServer
 from agentstudy.report.load import load_study
 from agentstudy.report.model import Study
 from agentstudy.runners.demo import DEMO_CAP_USD, DEMO_MODEL, DEMO_PRICES
-from agentstudy.runners.minimal_http import REHEARSAL_KEY, HttpRunRequest, run_http_study
+from agentstudy.runners.http_request import REHEARSAL_KEY, HttpRunRequest
+from agentstudy.runners.minimal_http import run_http_study
 from agentstudy.runners.preflight import DEFAULT_MCP_SERVER
 
 Path_ = tuple[str | int, ...]

@@ -35,9 +35,11 @@ from agentstudy.protocol.schedule import Mode
 from agentstudy.rehearsal.controlled.example import build_controlled_example
 from agentstudy.rehearsal.example_study import build_example_study
 from agentstudy.rehearsal.messages_server import RehearsalServer
+from agentstudy.runners.cli_request import CliRunRequest
 from agentstudy.runners.demo import DEMO_ATTEMPT_BUDGET_USD, DEMO_CLI_VERSION, DEMO_MODEL, DEMO_PRICES
-from agentstudy.runners.minimal import CliRunRequest, run_cli_study
-from agentstudy.runners.minimal_http import REHEARSAL_KEY, HttpRunRequest, run_http_study
+from agentstudy.runners.http_request import REHEARSAL_KEY, HttpRunRequest
+from agentstudy.runners.minimal import run_cli_study
+from agentstudy.runners.minimal_http import run_http_study
 from agentstudy.runners.preflight import DEFAULT_MCP_SERVER
 from agentstudy.transports.cli import CliSettings
 

@@ -110,7 +110,7 @@ def _install(hold: _Hold) -> None:
         minimal_command.RehearsalServer = holding  # the http transport's server
         claude_code_agent.RehearsalServer = holding  # type: ignore[misc]  # Claude Code's (AgentCli.rehearsal_endpoint)
     elif hold.point == "between":
-        minimal_command.progress_for_terminal = lambda: _HoldingProgress(hold)
+        minimal_command.progress_for_terminal = lambda *_: _HoldingProgress(hold)
     elif hold.point == "final":
         original = LedgerFile.checkpoint
 

@@ -1,5 +1,5 @@
 """Every Codex setup rule through the real attempt path with the real pinned binary (issue 21 item 6): a required
-MCP server that fails to start, a cancelled MCP call, every MCP call erroring, a malformed line, a version
+MCP server that fails to start, a declared tool approved, every MCP call erroring, a malformed line, a version
 mismatch — each with its status and problem text."""
 
 from __future__ import annotations
@@ -37,17 +37,22 @@ def test_a_required_server_that_fails_to_start_is_invalid_setup(corpus: tuple[Pa
     assert server.requests == ()  # Codex refused before asking the model anything
 
 
-def test_a_cancelled_mcp_call_is_invalid_setup(corpus: tuple[Path, str]) -> None:
-    # A misdeclared spec lets the destructive doc.write through to Codex; its approval gate cancels the call.
+def test_a_declared_tool_is_approved_and_reaches_the_server(corpus: tuple[Path, str]) -> None:
+    # Every tool the study declares gets approval_mode "approve" (Codex's gate no longer cancels it; the
+    # read-only check of the declaration is preflight's: tests/test_read_only_preflight.py). A spec that declares
+    # the bundled server's doc.write (disabled: it always refuses) therefore reaches the server, whose refusal is
+    # counted as that tool's error; the attempt goes on and the other calls count as use.
     spec = McpServerSpec(name="doc-bridge", command=DEFAULT_MCP_SERVER.command,
                          read_only_tools=("doc.search", "doc.get", "doc.write"),
                          sandbox_binds=DEFAULT_MCP_SERVER.sandbox_binds)
     policy = first_call("mcp__doc_bridge__doc_write", {"path": "NOTES.md", "text": "x"})
     result, _ = run_codex_attempt(*corpus, DOC_BRIDGE_MCP, spec=spec, policy=policy)
-    assert result.status == "invalid-setup"
-    assert "MCP tool call doc-bridge/doc.write was cancelled or denied: MCP tool call requires approval, but " \
-           "approval policy is never" in result.setup_problems
-    assert result.fields["tool_errors_by_name"].get("mcp__doc-bridge__doc_write") == 1
+    assert result.status == "completed", result.setup_problems
+    assert not any("cancelled or denied" in p for p in result.setup_problems)
+    assert result.fields["tool_errors_by_name"] == {"mcp__doc-bridge__doc_write": 1}
+    treatment = result.fields["treatment"]
+    assert treatment["serverCallsByTool"]["doc.write"] == 1
+    assert treatment["serverCallErrors"] == 1 and treatment["serverCalls"] > 1
 
 
 def test_every_mcp_call_erroring_loses_the_treatment(corpus: tuple[Path, str]) -> None:

@@ -115,7 +115,7 @@ def test_the_progress_spend_never_falls_while_other_attempts_hold_reservations(
     from agentstudy.commands import minimal as minimal_command
 
     recorder = _SpentRecorder()
-    monkeypatch.setattr(minimal_command, "progress_for_terminal", lambda: recorder)
+    monkeypatch.setattr(minimal_command, "progress_for_terminal", lambda *_: recorder)
     fake_claude.behave(mode="sleep", sleepSeconds=0.5, reportedCost=0.001)
     ledger_path = tmp_path / "ledger.json"
     result = _run(study, fake_claude, ledger_path, "--pilot", "--pilot-tasks", "3", "--concurrency", "4",
