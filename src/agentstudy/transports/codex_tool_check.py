@@ -13,23 +13,18 @@ spent. :func:`codex_denials` is the pure gate rule; :func:`check_codex_tool_set`
 from __future__ import annotations
 
 import json
-import shutil
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from agentstudy.io.agent_binary import AgentBinaryError
-from agentstudy.io.containment import ContainmentError, ContainmentMode, SandboxView, command_paths, contain
-from agentstudy.io.process import run_bounded
-from agentstudy.io.scratch import owned_mkdtemp, release
-from agentstudy.transports.codex import SANDBOX_UID
-from agentstudy.transports.codex_args import CodexMcpServer, codex_environment, config_toml
+from agentstudy.io.containment import ContainmentMode
+from agentstudy.transports.codex_args import CodexMcpServer, config_toml
+from agentstudy.transports.codex_subcommand import run_codex_subcommand
 
 __all__ = ["check_codex_tool_set", "codex_denials", "enabled_by_codex"]
 
-CHECK_TIMEOUT_S = 30.0
-CHECK_OUTPUT_LIMIT = 256 * 1024
 
 
 def codex_denials(config_text: str, server: str, annotations: Mapping[str, Mapping[str, Any]]) -> list[str]:
@@ -85,26 +80,9 @@ def check_codex_tool_set(
         AgentBinaryError: the child could not start, failed, timed out or printed no JSON object.
     """
     text = config_toml(model="rehearsal-check", provider=None, mcp=server)
-    scratch = owned_mkdtemp("codex-tool-check", home_root)
-    try:
-        home, tmp, codex_home = scratch / "home", scratch / "tmp", scratch / "codex-home"
-        for directory in (home, tmp, codex_home):
-            directory.mkdir(mode=0o700)
-        (codex_home / "config.toml").write_text(text, encoding="utf-8")
-        env = codex_environment(parent_env, home=str(home), tmpdir=str(tmp), codex_home=str(codex_home))
-        view = SandboxView(cwd=tmp, read_only=command_paths(str(binary), env.get("PATH")),
-                           writable=(home, tmp, codex_home), uid=SANDBOX_UID)
-        try:
-            argv = contain(containment, view, [str(binary), "mcp", "get", server.name, "--json"])
-        except ContainmentError as error:
-            raise AgentBinaryError(str(error)) from None
-        result = run_bounded(argv, env, tmp, CHECK_TIMEOUT_S, CHECK_OUTPUT_LIMIT)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-        release(scratch)
-    if not result.started or result.timed_out or result.truncated or result.exit_code != 0:
-        raise AgentBinaryError(f"{binary} mcp get {server.name} failed (exit {result.exit_code})")
-    enabled = set(enabled_by_codex(result.stdout.decode("utf-8", "replace")))
+    output = run_codex_subcommand(binary, containment, text, ("mcp", "get", server.name, "--json"), parent_env,
+                                  home_root, "codex-tool-check")
+    enabled = set(enabled_by_codex(output))
     missing = [f"{tool}: Codex does not enable it from the generated configuration"
                for tool in server.enabled_tools if tool not in enabled]
     return missing + codex_denials(text, server.name, annotations)
