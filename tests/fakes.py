@@ -72,23 +72,31 @@ if args == ["--version"]:
     sys.exit(0)
 
 records_path = here / "records.json"
-try:  # several fakes may run at once (issue 19): a record being replaced reads as none
-    records = json.loads(records_path.read_text()) if records_path.exists() else []
-except ValueError:
-    records = []
+def read_records():
+    try:  # a record being replaced reads as none
+        return json.loads(records_path.read_text()) if records_path.exists() else []
+    except ValueError:
+        return []
 cwd = Path.cwd()
-records.append({
+entry = {
     "argv": args,
     "apiKeyPresent": "ANTHROPIC_API_KEY" in os.environ,
     "env": sorted(os.environ),
     "cwd": str(cwd),
     "cwdFiles": sorted(str(p.relative_to(cwd)) for p in cwd.rglob("*") if p.is_file()),
     "cwdWritable": os.access(cwd, os.W_OK) and (cwd.stat().st_mode & 0o222) != 0,
-})
+}
+records = read_records() + [entry]
 def write_records():
-    scratch = here / f".records.{os.getpid()}.json"
-    scratch.write_text(json.dumps(records))
-    os.replace(scratch, records_path)
+    # several fakes may start at once (issue 19): read, append and replace under one lock, so none is lost
+    global records
+    import fcntl
+    with open(here / "records.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        records = read_records() + [entry]
+        scratch = here / f".records.{os.getpid()}.json"
+        scratch.write_text(json.dumps(records))
+        os.replace(scratch, records_path)
 
 keep(write_records)
 if behavior.get("marker"):

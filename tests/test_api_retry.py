@@ -6,6 +6,7 @@ Real HTTP on 127.0.0.1: the scripted Messages server with a fault schedule, the 
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,8 @@ from agentstudy.rehearsal.example_study import ExampleStudy, build_example_study
 from agentstudy.rehearsal.messages_server import RehearsalServer
 from agentstudy.report.build import build_report
 from agentstudy.transports.api_retry import (
+    GATE_RAMP_S,
+    GATE_SPACING_S,
     BackoffGate,
     RetryPolicy,
     RetryTally,
@@ -128,6 +131,27 @@ def test_pauses_overlapping_in_time_are_one_pause() -> None:
     gate.pause(0.05, "529")
     pauses = gate.pauses
     assert [p["cause"] for p in pauses] == ["429", "529"]
+
+
+def test_after_a_pause_requests_leave_the_gate_spaced_so_no_100_ms_holds_more_than_4() -> None:
+    """Answers that come back quickly after a pause must not let a fifth request into the first 100 ms: for a
+    second after the pause every departure is at least GATE_SPACING_S after the one before."""
+    now = [0.0]
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds
+
+    gate = BackoffGate(clock=lambda: now[0], wall=lambda: 1e9 + now[0], sleep=sleep, draw=_no_jitter)
+    gate.pause(1.0, "429")
+    departures = []
+    for _ in range(8):  # waiters released by the pause's end, then requests sent right after quick answers
+        gate.wait()
+        departures.append(now[0])
+    assert departures[0] >= 1.0
+    assert all(b - a >= GATE_SPACING_S - 1e-9 for a, b in itertools.pairwise(departures))
+    assert max(sum(1 for d in departures if t <= d <= t + 0.1) for t in departures) <= 4
+    now[0] = 1.0 + GATE_RAMP_S + 1.0
+    assert gate.wait() == 0.0  # long after the pause: no spacing, no wait
 
 
 @pytest.fixture(scope="module")

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from agentstudy.protocol.arm_differences import SHOWN_TASKS
 from agentstudy.protocol.treatment import used_server
 from agentstudy.report import power as power_module
 from agentstudy.report.analysis import analyse
@@ -164,7 +165,11 @@ def test_treatment_fidelity_and_pairing_are_the_former_scans(tmp_path: Path) -> 
     expected = _reference_treatment(study)
     assert expected["prompt_mismatch_tasks"] and expected["tool_definition_tokens"] is not None  # not vacuous
     assert len(expected["per_protocol_tasks"]) < len({a.task_id for a in study.attempts})
+    mismatched = expected.pop("prompt_mismatch_tasks")
     assert {key: getattr(summary, key) for key in expected} == expected
+    [prompts] = [d for d in summary.differences if d.startswith("The arms were given different prompts")]
+    assert prompts.startswith(f"The arms were given different prompts in {len(mismatched)} tasks "
+                              f"({', '.join(mismatched[:SHOWN_TASKS])})")
     pairs = analyse(study).pairs
     assert [(p.agent, p.task_id, p.repetition) for p in pairs] == _reference_pair_order(study)
     assert len(pairs) == 18

@@ -10,9 +10,10 @@ and an attempt's reservation and settlement do not change (the call stays reserv
 
 :class:`BackoffGate` is the run's one back-off: a 429 or 529 seen by any attempt pauses every
 new request of every in-flight attempt (and the admission of new attempts) until its wait has
-passed; each waiter leaves the gate after its own small jitter, so the run does not resume in a
-synchronised burst. The pauses are kept as ``[{"start", "end", "cause"}]`` for the ledger's
-``backoffPauses``.
+passed; each waiter leaves the gate after its own small jitter, and for a second after the pause
+every request leaves at least 30 ms after the one before (at most 4 in any 100 ms, whatever answers
+quickly meanwhile), so the run does not resume in a synchronised burst. The pauses are kept as
+``[{"start", "end", "cause"}]`` for the ledger's ``backoffPauses``.
 """
 
 from __future__ import annotations
@@ -37,6 +38,10 @@ MAX_HONOURED_RETRY_AFTER_S = 60.0
 SLEEP_SLICE_S = 0.05
 GATE_JITTER_S = 0.25
 """Largest extra wait (seconds) each waiter draws when a run-wide pause ends."""
+GATE_RAMP_S = 1.0
+"""For this long (seconds) after a run-wide pause ends, requests leave the gate spaced (:data:`GATE_SPACING_S`)."""
+GATE_SPACING_S = 0.03
+"""Least time (seconds) between two requests leaving the gate during the ramp: never more than 4 in any 100 ms."""
 
 
 class RetrySender(Protocol):
@@ -133,6 +138,8 @@ class BackoffGate:
         self._jitter_s = jitter_s
         self._lock = threading.Lock()
         self._until = 0.0
+        self._ramp_until = 0.0
+        self._last_departure = float("-inf")
         self._pauses: list[dict[str, Any]] = []
         self._open: dict[str, Any] | None = None
 
@@ -142,6 +149,7 @@ class BackoffGate:
         with self._lock:
             now, wall = self._clock(), self._wall()
             until = now + seconds
+            self._ramp_until = max(self._ramp_until, until + GATE_RAMP_S)
             if self._open is not None and now < self._until:
                 if until > self._until:
                     self._open["end"] = _iso(wall + seconds)
@@ -158,10 +166,17 @@ class BackoffGate:
             StopRequested: a stop signal arrived while waiting.
         """
         with self._lock:
-            left = self._until - self._clock()
-        if left <= 0:
+            now = self._clock()
+            left = self._until - now
+            if left <= 0 and now >= self._ramp_until:
+                return 0.0
+            depart = now + left + self._jitter_s * self._draw() if left > 0 else now
+            if depart < self._ramp_until:  # spaced while the run resumes
+                depart = max(depart, self._last_departure + GATE_SPACING_S)
+                self._last_departure = depart
+            waited = depart - now
+        if waited <= 0:
             return 0.0
-        waited = left + self._jitter_s * self._draw()
         _sleep(waited, self._clock, self._sleep)
         return waited
 
