@@ -33,7 +33,10 @@ def test_a_required_server_that_fails_to_start_is_invalid_setup(corpus: tuple[Pa
     assert result.exit_code == 1
     [problem, *_] = result.setup_problems
     assert problem.startswith("the required MCP server failed to start: ")
-    assert "required MCP servers failed to initialize: doc-bridge" in problem
+    # Codex words it by timing: "required MCP servers failed to initialize: doc-bridge", or the broken pipe of
+    # its initialize request when the server has already died (seen under load)
+    assert ("required MCP servers failed to initialize: doc-bridge" in problem
+            or ("Broken pipe" in problem and "initialize request" in problem)), problem
     assert server.requests == ()  # Codex refused before asking the model anything
 
 
