@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Literal
 
 from agentstudy.agents.registry import DEFAULT_AGENT, agent_cli
-from agentstudy.io.provenance import engine_revision, file_sha256, runner_hash
+from agentstudy.io.provenance import file_sha256
 from agentstudy.pricing.budget import Budget, settle_attempt
 from agentstudy.pricing.strict_cap import ReservationRule
 from agentstudy.pricing.tally import Tally
@@ -22,14 +22,14 @@ from agentstudy.protocol.continuation import Predecessor
 from agentstudy.protocol.manifest import LoadedManifest
 from agentstudy.protocol.prepare_steps import prepare_outcomes
 from agentstudy.protocol.records import CliObservation, MinimalLedger
-from agentstudy.protocol.run_records import AdjudicationDeclaration, CliRunSettings, McpServerRecord
+from agentstudy.protocol.run_records import CliRunSettings, McpServerRecord
 from agentstudy.protocol.schedule import Mode, PilotSize, ScheduleEntry
 from agentstudy.protocol.sequential_plan import SequentialPlan
 from agentstudy.runners.agent_runs import AgentRun, expected_for
 from agentstudy.runners.concurrent_walk import AttemptPort
 from agentstudy.runners.ledger_steps import (
     budget_record,
-    study_arms,
+    study_header,
 )
 from agentstudy.runners.preflight import (
     McpPreflight,
@@ -153,15 +153,9 @@ def cli_ledger(
 ) -> MinimalLedger:
     """The cli run's ledger as it starts (``running``, no observation): pins, agent, prices, the MCP server as
     preflight found it, arms, budget and plan."""
-    manifest = request.loaded.manifest
     return MinimalLedger(
-        version=manifest.version,
-        protocol_hash=request.loaded.protocol_hash,
-        manifest_sha256=request.loaded.manifest_sha256,
-        runner_hash=runner_hash(),
-        engine_revision=engine_revision(),
+        **study_header(request.loaded, request.settings.mcp.name),
         engine_bundle_hash=file_sha256(request.settings.binary),
-        repositories=dict(manifest.repositories),
         transport="cli",
         model=request.settings.model,
         cli=CliRunSettings(
@@ -179,12 +173,8 @@ def cli_ledger(
             read_only_evidence=dict(mcp.read_only_evidence),
             prepared=prepare_outcomes(mcp.prepared),
         ),
-        arms=study_arms(request.loaded, request.settings.mcp.name),
-        full_attempts=request.loaded.full_attempts if request.loaded.arms is not None else None,
-        analysis=request.loaded.analysis,
         transcripts=request.keep_transcripts,
         rehearsal=request.settings.rehearsal_base_url is not None,
-        adjudication=AdjudicationDeclaration(),
         mode=request.mode,
         planned_attempts=planned,
         budget=budget_record(Budget(cap=request.cap_usd), Tally(), rule),

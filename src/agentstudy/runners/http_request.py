@@ -16,7 +16,6 @@ from agentstudy.io.containment import ContainmentMode
 from agentstudy.io.messages_api import (
     ANTHROPIC_VERSION,
 )
-from agentstudy.io.provenance import engine_revision, runner_hash
 from agentstudy.io.signals import stop_reason
 from agentstudy.pricing.budget import Budget, reservation_for
 from agentstudy.pricing.http import DEFAULT_MAX_TOKENS, UpperPrices
@@ -29,13 +28,13 @@ from agentstudy.protocol.manifest import LoadedManifest
 from agentstudy.protocol.mcp_spec import McpServerSpec
 from agentstudy.protocol.prepare_steps import prepare_outcomes
 from agentstudy.protocol.records import HttpObservation, MinimalLedger
-from agentstudy.protocol.run_records import AdjudicationDeclaration, HttpPrices, HttpRunSettings, McpServerRecord
+from agentstudy.protocol.run_records import HttpPrices, HttpRunSettings, McpServerRecord
 from agentstudy.protocol.schedule import Mode, PilotSize, ScheduleEntry
 from agentstudy.protocol.sequential_plan import SequentialPlan
 from agentstudy.runners.ledger_steps import (
     budget_record,
     now_iso,
-    study_arms,
+    study_header,
 )
 from agentstudy.runners.preflight import McpPreflight
 from agentstudy.runners.progress import RunProgress, SilentProgress
@@ -131,15 +130,9 @@ def settle_interrupted(ledger: MinimalLedger, request: HttpRunRequest) -> None:
 def http_ledger(request: HttpRunRequest, base_url: str, mcp: McpPreflight, planned: int) -> MinimalLedger:
     """The http run's ledger as it starts (``running``, no observation): pins, model, upper prices, the agent
     loop's limits, the MCP server as preflight found it, arms, budget and plan."""
-    manifest = request.loaded.manifest
     return MinimalLedger(
-        version=manifest.version,
-        protocol_hash=request.loaded.protocol_hash,
-        manifest_sha256=request.loaded.manifest_sha256,
-        runner_hash=runner_hash(),
-        engine_revision=engine_revision(),
+        **study_header(request.loaded, request.mcp.name),
         engine_bundle_hash=None,
-        repositories=dict(manifest.repositories),
         transport="http",
         model=request.model,
         prices=HttpPrices(input=usd_number(request.prices.input_usd_per_million),
@@ -159,11 +152,7 @@ def http_ledger(request: HttpRunRequest, base_url: str, mcp: McpPreflight, plann
             read_only_evidence=dict(mcp.read_only_evidence),
             prepared=prepare_outcomes(mcp.prepared),
         ),
-        arms=study_arms(request.loaded, request.mcp.name),
-        full_attempts=request.loaded.full_attempts if request.loaded.arms is not None else None,
-        analysis=request.loaded.analysis,
         rehearsal=request.rehearsal,
-        adjudication=AdjudicationDeclaration(),
         mode=request.mode,
         planned_attempts=planned,
         budget=budget_record(Budget(cap=request.cap_usd), Tally(), HTTP_RULE),

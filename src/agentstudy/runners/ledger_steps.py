@@ -25,6 +25,7 @@ from typing import Any
 from agentstudy.fsm.run import RunMachine
 from agentstudy.io.ledger_journal import JournaledLedger
 from agentstudy.io.ledger_store import CheckpointError, LedgerFile
+from agentstudy.io.provenance import engine_revision, runner_hash
 from agentstudy.io.signals import raise_if_stopped, stop_reason
 from agentstudy.pricing.budget import Budget
 from agentstudy.pricing.strict_cap import ReservationRule
@@ -33,7 +34,7 @@ from agentstudy.pricing.usd_json import optional_usd_number, usd_number
 from agentstudy.protocol.ledger_integrity import seal_ledger
 from agentstudy.protocol.manifest import LoadedManifest
 from agentstudy.protocol.records import MinimalLedger
-from agentstudy.protocol.run_records import ArmRecord, BudgetRecord, OpenReservation
+from agentstudy.protocol.run_records import AdjudicationDeclaration, ArmRecord, BudgetRecord, OpenReservation
 from agentstudy.protocol.schedule import ScheduleEntry
 from agentstudy.protocol.study_agents import DEFAULT_AGENT
 from agentstudy.protocol.study_arms import arms_record
@@ -169,6 +170,19 @@ def study_arms(loaded: LoadedManifest, server_name: str) -> list[ArmRecord] | No
     if loaded.arms is None:
         return None
     return [ArmRecord.model_validate(arm) for arm in arms_record(loaded.arms, server_name)]
+
+
+def study_header(loaded: LoadedManifest, server_name: str) -> dict[str, Any]:
+    """The ledger fields every transport starts with, as ``MinimalLedger`` keywords: the pins (manifest version,
+    protocol and manifest hashes, runner hash, engine revision, repositories), the study file's arms, full
+    attempts and analysis, and the empty adjudication declaration (seed 000; issues 18, 30)."""
+    return {
+        "version": loaded.manifest.version, "protocol_hash": loaded.protocol_hash,
+        "manifest_sha256": loaded.manifest_sha256, "runner_hash": runner_hash(), "engine_revision": engine_revision(),
+        "repositories": dict(loaded.manifest.repositories), "arms": study_arms(loaded, server_name),
+        "full_attempts": loaded.full_attempts if loaded.arms is not None else None, "analysis": loaded.analysis,
+        "adjudication": AdjudicationDeclaration(),
+    }
 
 
 def summary_names(loaded: LoadedManifest, server_name: str) -> dict[str, Any]:
