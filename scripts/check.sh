@@ -5,6 +5,11 @@
 # so a file's shared fixtures (a Ray cluster, a built corpus) are built once. PYTEST_WORKERS overrides.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# No merge-conflict marker anywhere in the tracked tree.
+if git grep -nIE '^(<{7}|={7}|>{7})( |$)' -- . >&2; then
+  echo "check: merge-conflict markers above" >&2
+  exit 1
+fi
 .venv/bin/ruff check src tests property_tests bench
 .venv/bin/mypy --strict
 site="$(mktemp -d)"

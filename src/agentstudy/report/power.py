@@ -10,22 +10,15 @@ distribution (the same distribution as drawing every repetition), and tested wit
 sign-flip permutation test over the ``D_i`` at ``alpha``: exact over all ``2^k`` sign vectors for
 ``k <= 16`` (``p`` = the share of sign vectors whose ``|mean|`` is at least the observed one), above
 that a seeded Monte Carlo over :data:`MONTE_CARLO_SIGNS` random sign vectors with ``p = (1 + hits) /
-<<<<<<< HEAD
-(1 + M)``. Power is the share of :data:`SIMULATIONS` simulated studies that reject (Monte Carlo SE at
-most 1.44 points; labelled Monte Carlo error wherever shown: the simulation's error only). The test is
-scale-free, so only ``delta / sd`` matters. Each point ``(k, r)`` of a curve or search draws from its
-own independent stream (:func:`point_stream`: ``numpy.random.SeedSequence(seed, spawn_key=(k, r))``, the
-stream ``SeedSequence(seed).spawn`` would give that point), so one unlucky stream cannot bias a whole
-curve; within a point the search over ``delta`` reuses that point's standard-normal draws (common random
-numbers), so the simulated power never falls as ``delta`` grows and the minimum-detectable bisection is
-monotone.
-=======
 (1 + M)``, and from :data:`NORMAL_MIN_TASKS` tasks on the normal approximation of that null (so a
 50,000-observation ledger plans in linear time). Power is the share of :data:`SIMULATIONS` simulated
-studies that reject (Monte Carlo SE at
-most 1.44 points). The test is scale-free, so only ``delta / sd`` matters; simulations at one ``k``
-reuse the same standard-normal draws (common random numbers) so power rises smoothly with ``delta``.
->>>>>>> scale
+studies that reject (Monte Carlo SE at most 1.44 points; labelled Monte Carlo error wherever shown: the
+simulation's error only). The test is scale-free, so only ``delta / sd`` matters. Each point ``(k, r)`` of
+a curve or search draws from its own independent stream (:func:`point_stream`:
+``numpy.random.SeedSequence(seed, spawn_key=(k, r))``, the stream ``SeedSequence(seed).spawn`` would give
+that point), so one unlucky stream cannot bias a whole curve; within a point the search over ``delta``
+reuses that point's standard-normal draws (common random numbers), so the simulated power never falls as
+``delta`` grows and the minimum-detectable bisection is monotone.
 
 With ``k`` tasks the smallest two-sided sign-flip p is ``2 / 2^k``, so below
 :func:`smallest_tasks` (6 at ``alpha`` 0.05) no difference is ever detectable; this module says so
