@@ -29,6 +29,7 @@ COMMANDS: dict[str, str] = {
     "metrics": "metrics",
     "power": "power",
     "provider": "provider",
+    "export": "export",
 }
 """Command name -> its module in ``agentstudy.commands`` (the click command is the module's attribute of
 the same name, dashes as underscores)."""
@@ -39,6 +40,7 @@ SHORT_HELP: dict[str, str] = {
     "adjudicate-controlled": "Adjudicate a controlled-study ledger.",
     "demo": "Free rehearsal pilot of the bundled study.",
     "diagrams": "Rewrite the state-machine drawings in docs/.",
+    "export": "Export attempts: ATIF, Parquet or CSV.",
     "init": "Write a starter study file for your MCP server.",
     "ledger": "Verify a ledger (either kind) and summarise it.",
     "metrics": "Metrics of a controlled-study ledger.",

@@ -102,7 +102,8 @@ def _content_steps(blocks: list[Any], usage: StepUsage | None, servers: dict[str
             steps.append(Step("text", text=str(block["text"])))
         elif block.get("type") == "tool_use":
             name, call_id = str(block.get("name", "")), str(block.get("id", ""))
-            arguments = block.get("input") if isinstance(block.get("input"), dict) else {}
+            given = block.get("input")
+            arguments: Mapping[str, Any] = given if isinstance(given, dict) else {}
             servers[call_id] = server_of(name)
             steps.append(Step("call", tool=name, call_id=call_id, arguments=arguments, server=servers[call_id]))
     if steps and usage is not None:
@@ -156,7 +157,8 @@ def _codex_item(item: Mapping[str, Any]) -> list[Step]:
                 Step("result", text=str(item.get("aggregated_output", "")), call_id=call_id, error=failed)]
     if kind == "mcp_tool_call":
         server = str(item.get("server", "")) or None
-        arguments = item.get("arguments") if isinstance(item.get("arguments"), dict) else {}
+        given = item.get("arguments")
+        arguments: Mapping[str, Any] = given if isinstance(given, dict) else {}
         error = item.get("error")
         result = item.get("result")
         text = _text_of(error.get("message") if isinstance(error, dict) else error) if error else (
