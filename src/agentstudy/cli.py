@@ -30,6 +30,7 @@ COMMANDS: dict[str, str] = {
     "power": "power",
     "provider": "provider",
     "export": "export",
+    "view": "view_web",
 }
 """Command name -> its module in ``agentstudy.commands`` (the click command is the module's attribute of
 the same name, dashes as underscores)."""
@@ -54,6 +55,7 @@ SHORT_HELP: dict[str, str] = {
     "study": "Run a paired study from a study file.",
     "suite": "Verify and describe a task suite.",
     "transcript": "Check a saved Claude Code or Codex transcript.",
+    "view": "Look inside a study in a local web page.",
 }
 """Each command's line in ``agentstudy --help`` (at most 50 characters, so an 80-column terminal shows it
 whole; click would cut the docstring's first sentence at 45 with "...")."""

@@ -47,10 +47,16 @@ class ObservedAttempt:
 
 @dataclass(frozen=True)
 class ObservedStudy:
-    """The study (the report's view of the chain) and its attempts in order."""
+    """The study (the report's view of the chain), its attempts in order and its runs (oldest first)."""
 
     study: Study
     attempts: tuple[ObservedAttempt, ...]
+    runs: tuple[LedgerRun, ...]
+
+    @property
+    def last_header(self) -> Mapping[str, Any]:
+        """The newest run's top-level fields (its status, open reservations, start time)."""
+        return self.runs[-1].header if self.runs else {}
 
 
 def _document(path: Path) -> tuple[dict[str, Any], str]:
@@ -64,20 +70,25 @@ def _document(path: Path) -> tuple[dict[str, Any], str]:
     return document, hashlib.sha256(data).hexdigest()
 
 
-def load_observed(ledgers: Sequence[Path], adjudications: Sequence[Path] = ()) -> ObservedStudy:
-    """The chain of ``ledgers`` (oldest first) with one companion per ledger when given.
+def load_observed(ledgers: Sequence[Path], adjudications: Sequence[Path] = (), *,
+                  allow_unverified: bool = False) -> ObservedStudy:
+    """The chain of ``ledgers`` (oldest first) with one companion per ledger when given; a ledger that does
+    not verify (a running one, say) is read on only with ``allow_unverified`` (its problems in
+    ``study.unverified``).
 
     Raises:
         ReportInputError: as :func:`agentstudy.report.chain.load_chain` (unreadable, unverified, not one chain).
         NotSupportedYet: a controlled-study ledger.
     """
-    study = load_chain(ledgers, adjudications=adjudications)
+    study = load_chain(ledgers, adjudications=adjudications, allow_unverified=allow_unverified)
     observed: list[ObservedAttempt] = []
+    runs: list[LedgerRun] = []
     for path in ledgers:
         document, sha256 = _document(path)
         run_id = document.get("runId")
         run = LedgerRun(path, run_id if isinstance(run_id, str) else sha256[:16],
                         {k: v for k, v in document.items() if k != "observations"})
+        runs.append(run)
         for observation in document["observations"]:
             index = len(observed)
             if index >= len(study.attempts):
@@ -85,7 +96,7 @@ def load_observed(ledgers: Sequence[Path], adjudications: Sequence[Path] = ()) -
             observed.append(ObservedAttempt(study.attempts[index], observation, run, index + 1))
     if len(observed) != len(study.attempts):
         raise ReportInputError("a ledger changed while it was read")
-    return ObservedStudy(study, tuple(observed))
+    return ObservedStudy(study, tuple(observed), tuple(runs))
 
 
 def server_tool_names(header: Mapping[str, Any]) -> frozenset[str]:
