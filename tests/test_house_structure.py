@@ -25,7 +25,7 @@ CORE = ("protocol", "stream", "pricing", "fsm")
 
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("cli", "__main__", "commands"),
-    ("controlled", "adjudication", "rehearsal.adjudicator_policy"),
+    ("controlled", "adjudication", "rehearsal.adjudicator_policy", "web"),
     ("runners", "report"),
     ("agents", "transports", "rehearsal.codex_run"),
     ("rehearsal",),
