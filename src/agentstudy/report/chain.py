@@ -75,10 +75,11 @@ def chain_adjudication(infos: Sequence[AdjudicationInfo]) -> AdjudicationInfo:
 
 
 def load_chain(ledgers: Sequence[Path], *, allow_unverified: bool = False,
-               adjudications: Sequence[Path] = ()) -> Study:
+               adjudications: Sequence[Path] = (), documents: list[Any] | None = None) -> Study:
     """One :class:`Study` of the runs in ``ledgers`` (oldest first; one path: that ledger's study, unchanged).
 
-    ``adjudications`` is empty or one companion per ledger, in the same order, each joined to its own ledger.
+    ``adjudications`` is empty or one companion per ledger, in the same order, each joined to its own ledger;
+    ``documents``, when given, receives each ledger's parsed JSON in order (:func:`load_study`).
 
     Raises:
         ReportInputError: a ledger that cannot be read or does not verify (as :func:`load_study`), a chain
@@ -89,7 +90,7 @@ def load_chain(ledgers: Sequence[Path], *, allow_unverified: bool = False,
         raise ReportInputError(f"a chain of {len(ledgers)} runs takes one --adjudication per ledger, in the same "
                                f"order (got {len(adjudications)})")
     companions: Sequence[Path | None] = adjudications or [None] * len(ledgers)
-    studies = [load_study(path, companion, allow_unverified=allow_unverified)
+    studies = [load_study(path, companion, allow_unverified=allow_unverified, documents=documents)
                for path, companion in zip(ledgers, companions, strict=True)]
     if len(studies) == 1:
         return studies[0]
