@@ -1,7 +1,7 @@
 """Claude Code as an ``AgentCli`` (issue 21 item 1): what already ran every cli attempt, behind the seam.
 
 The argv (``transports.cli_args``), the sandbox view and containment record
-(``transports.cli.attempt_view`` / ``isolation``), the stream-json evaluation
+(``transports.cli_isolation.attempt_view`` / ``isolation``), the stream-json evaluation
 (``transports.cli_evaluation``) and the Messages rehearsal server are unchanged; this module
 only puts them behind ``agents.base.AgentCli``.
 """
@@ -24,9 +24,10 @@ from agentstudy.protocol.manifest import DOC_BRIDGE_MCP
 from agentstudy.protocol.mcp_spec import McpServerSpec
 from agentstudy.protocol.run_records import AgentRecord
 from agentstudy.rehearsal.messages_server import RehearsalServer
-from agentstudy.transports.cli import CliAttemptBody, CliSettings, RawAttempt, attempt_view, isolation, link_login
+from agentstudy.transports.cli import CliAttemptBody, CliSettings, RawAttempt
 from agentstudy.transports.cli_args import child_environment, cli_arguments, mcp_config
 from agentstudy.transports.cli_evaluation import CliEvaluation, evaluate_cli_attempt
+from agentstudy.transports.cli_isolation import attempt_view, isolation, link_login
 
 CLAUDE_CODE_VERSION = "2.1.296"
 """The pinned Claude Code version (``claude --version`` prints ``2.1.296 (Claude Code)``)."""

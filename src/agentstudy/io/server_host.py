@@ -27,7 +27,7 @@ from types import TracebackType
 from typing import IO
 
 from agentstudy.io.containment import ContainmentError, ContainmentMode, command_paths
-from agentstudy.io.mcp_child import seed_state
+from agentstudy.io.mcp_child import seed_state, server_text
 from agentstudy.io.scratch import owned_mkdtemp, release
 from agentstudy.io.server_binds import own_module_paths
 from agentstudy.io.server_world import ServerWorld, server_world
@@ -95,6 +95,13 @@ class ServerHost:
         """The last ``SERVER_STDERR_KEPT_BYTES`` the servers wrote to stderr (raw; redact before showing)."""
         with self._lock:
             return bytes(self._stderr)
+
+    def said(self) -> str:
+        """``stderr`` as text with every credential redacted line by line (``io.mcp_child.server_text``: the
+        world's secrets and ``token=…``-like values), lines kept."""
+        text = self.stderr.decode("utf-8", "replace")
+        return "\n".join(server_text(line, self._world.secrets, SERVER_STDERR_KEPT_BYTES)
+                         for line in text.splitlines())
 
     def __enter__(self) -> ServerHost:
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -18,7 +18,7 @@ import dataclasses
 import os
 import shutil
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -27,12 +27,7 @@ from typing import Any
 
 from agentstudy.agents.registry import DEFAULT_AGENT, agent_cli
 from agentstudy.io.containment import (
-    NETWORK_NOT_ACHIEVED,
-    SANDBOX_UID,
     ContainmentMode,
-    SandboxView,
-    command_paths,
-    containment_sentences,
 )
 from agentstudy.io.export import CorpusBlobs, materialise_corpus, read_pinned_corpus, remove_export
 from agentstudy.io.git import GitError
@@ -40,11 +35,11 @@ from agentstudy.io.process import STDOUT_LIMIT_BYTES, run_bounded
 from agentstudy.io.scratch import owned_mkdtemp, release
 from agentstudy.io.server_corpus import at_corpus
 from agentstudy.io.server_host import ServerLauncher, attempt_server
-from agentstudy.io.server_world import SERVER_ACHIEVED_BWRAP, SERVER_ACHIEVED_RESTRICTED
 from agentstudy.io.signals import stop_signal
 from agentstudy.pricing.cost import AttemptCost
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP
 from agentstudy.protocol.mcp_spec import ServerPaths
+from agentstudy.protocol.server_words import server_failure_words
 from agentstudy.protocol.treatment import sha256_text
 from agentstudy.stream.outcome import CliStatus, ProcessFacts
 from agentstudy.transports.cli_args import CLI_MAX_RETRIES, REHEARSAL_TOKEN, ArmTools, McpServerSpec
@@ -214,8 +209,8 @@ class RawAttempt:
     stderr_bytes: int = 0
     """Bytes the child wrote to stderr (counted, never kept beyond ``stderr``)."""
     server_stderr: bytes = b""
-    """The tail of the MCP server's stderr (``io.server_host.SERVER_STDERR_KEPT_BYTES``; raw, redact before
-    keeping), empty outside the MCP arm (issue 39)."""
+    """The tail of the MCP server's stderr (``io.server_host.SERVER_STDERR_KEPT_BYTES``), credentials redacted;
+    empty outside the MCP arm (issue 39)."""
 
 
 def run_cli_body(body: CliAttemptBody, corpus: CorpusBlobs) -> RawAttempt:
@@ -269,7 +264,7 @@ def run_agent_in(body: CliAttemptBody, cwd: Path, env_source: Mapping[str, str])
                                   watch=launch.watch, keep_stderr=launch.keep_stderr)
             if body.scenario == DOC_BRIDGE_MCP and body.server is not None:
                 stack.close()
-                server_stderr = host.stderr
+                server_stderr = host.said().encode("utf-8")
     finally:
         for directory, _dirs, _files in os.walk(scratch):
             Path(directory).chmod(stat.S_IRWXU)  # the server snapshot's sealed directories
@@ -310,7 +305,7 @@ def finish_cli_attempt(body: CliAttemptBody, raw: RawAttempt) -> CliAttemptResul
         cost_problem=evaluation.cost_problem,
         exit_code=raw.facts.exit_code,
         wall_time_ms=raw.wall_time_ms,
-        status_reason=evaluation.status_reason,
+        status_reason=_with_server_words(evaluation.status, evaluation.status_reason, raw.server_stderr),
         raw_output=raw.stdout,
         fields={
             **evaluation.fields,
@@ -324,6 +319,15 @@ def finish_cli_attempt(body: CliAttemptBody, raw: RawAttempt) -> CliAttemptResul
             **({"worker_node": raw.worker_node} if raw.worker_node is not None else {}),
         },
     )
+
+
+def _with_server_words(status: CliStatus, reason: str | None, server_stderr: bytes) -> str | None:
+    """``reason`` followed by what the MCP server's stderr says (``protocol.server_words``) when the attempt did
+    not complete (issue 39): the root cause, not only the first failed call."""
+    words = server_failure_words(server_stderr.decode("utf-8", "replace")) if status != "completed" else None
+    if words is None:
+        return reason
+    return f"{reason}; {words}" if reason else words
 
 
 def worker_died_attempt(body: CliAttemptBody, worker_node: str | None) -> CliAttemptResult:
@@ -344,74 +348,3 @@ def stopped_attempt(settings: CliSettings, scenario: str, tools: ArmTools) -> Cl
         fields={**evaluation.fields, "usage_complete": False,
                 **agent_cli(settings.agent).isolation(settings, scenario)},
     )
-
-
-LOGIN_TARGET = Path(".claude") / ".credentials.json"
-"""Where the CLI's own credentials file appears inside the private HOME (real runs only)."""
-
-
-def attempt_view(
-    settings: CliSettings,
-    export: Path,
-    home: Path,
-    tmp: Path,
-    path_env: str | None,
-    relay: ServerLauncher | None = None,
-) -> SandboxView:
-    """What one attempt's child may see (issue 15, deliverable 2): the export (cwd), the agent's
-    install, the private HOME and TMPDIR, the login file, and in the MCP arm what the server's relay needs
-    (``relay``: our interpreter and package read-only, the socket's directory writable; the server itself runs
-    in its own world outside, ``io.server_host``). The child runs as ``SANDBOX_UID`` (Codex nests its own
-    sandbox)."""
-    read_only = [export, *command_paths(str(settings.binary), path_env), *(relay.read_only if relay else ())]
-    mounted: tuple[tuple[Path, Path], ...] = ()
-    if settings.login_file is not None and settings.base_url is None:
-        mounted = ((settings.login_file, home / LOGIN_TARGET),)
-    return SandboxView(cwd=export, read_only=tuple(dict.fromkeys(read_only)),
-                       writable=(home, tmp, *(relay.writable if relay else ())), mounted=mounted, uid=SANDBOX_UID)
-
-
-def link_login(settings: CliSettings, home: Path) -> None:
-    """Without bwrap the login file is a symlink in the private HOME (the file itself is never copied)."""
-    if settings.login_file is not None and settings.base_url is None:
-        target = home / LOGIN_TARGET
-        target.parent.mkdir(mode=0o700)
-        target.symlink_to(settings.login_file)
-
-
-ISOLATION_ACHIEVED: tuple[str, ...] = (
-    "working directory is a fresh export of the pinned blobs only (no .git, no dotfiles, no lockfiles, "
-    "no build output), files 0444 and directories 0555, removed after the attempt",
-    "Read, Grep and Glob confined to the export (--restricted); refused paths are listed in permissionDenials",
-    "stdin closed; argv only, no shell",
-    "environment rebuilt from an allowlist; ANTHROPIC_API_KEY never passed",
-    "private HOME and TMPDIR per attempt, removed afterwards (a real run's login file mounted read-only)",
-    "own process group, killed after the attempt",
-    "user, project and local settings not loaded (--setting-sources ''); slash commands disabled",
-    "tools limited to Read, Grep, Glob (plus the MCP server's read-only tools); write, shell, web and "
-    "agent tools denied; permission mode dontAsk",
-)
-ISOLATION_NOT_ACHIEVED: tuple[str, ...] = (
-    NETWORK_NOT_ACHIEVED,
-)
-
-
-def isolation(
-    settings: CliSettings,
-    scenario: str,
-    agent_achieved: Sequence[str] = ISOLATION_ACHIEVED,
-    agent_not_achieved: Sequence[str] = ISOLATION_NOT_ACHIEVED,
-) -> dict[str, Any]:
-    """The containment of an attempt of ``scenario`` with ``settings``, as plain record fields.
-
-    ``agent_achieved`` / ``agent_not_achieved``: the agent's own sentences (Claude Code's by
-    default; ``transports.codex`` passes Codex's), followed by those of the containment mode.
-    """
-    contained, missing_by_mode = containment_sentences(settings.containment)
-    achieved = [*agent_achieved, *contained]
-    if scenario == DOC_BRIDGE_MCP:
-        achieved.append(SERVER_ACHIEVED_BWRAP if settings.containment == "bwrap" else SERVER_ACHIEVED_RESTRICTED)
-    missing = [*agent_not_achieved, *missing_by_mode]
-    if scenario == DOC_BRIDGE_MCP:
-        missing.extend(settings.mcp.isolation_notes())
-    return {"containment": settings.containment, "isolation_achieved": achieved, "isolation_not_achieved": missing}

@@ -52,8 +52,9 @@ from agentstudy.stream.codex import (
 from agentstudy.stream.codex_failures import codex_failure_status, codex_retry_wait_ms
 from agentstudy.stream.outcome import Outcome
 from agentstudy.stream.treatment_facts import codex_treatment
-from agentstudy.transports.cli import GATEWAY_TOKEN_ENV, CliAttemptBody, CliSettings, RawAttempt, isolation
+from agentstudy.transports.cli import GATEWAY_TOKEN_ENV, CliAttemptBody, CliSettings, RawAttempt
 from agentstudy.transports.cli_evaluation import CliEvaluation
+from agentstudy.transports.cli_isolation import isolation
 from agentstudy.transports.codex_args import (
     CodexMcpServer,
     RehearsalProvider,
