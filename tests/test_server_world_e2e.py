@@ -22,6 +22,7 @@ import pytest
 
 from agentstudy.io import server_world
 from agentstudy.protocol.mcp_spec import McpServerSpec
+from agentstudy.protocol.run_records import CLI_CORPUS_PATH
 from agentstudy.runners.preflight import PreflightError
 from world_attempts import AGENTS, probe, successful_server_calls, treatment_attempt
 
@@ -95,7 +96,9 @@ def test_the_probe_passes_and_the_rehearsed_treatment_attempt_uses_the_server(
                          f"--root=alpha={root}", "--budget-usd", "1", "--output", str(ledger),
                          *model, *_agent_flags(agent))
     assert ran.returncode == 0, ran.stderr
-    observations = json.loads(ledger.read_text(encoding="utf-8"))["observations"]
+    written = json.loads(ledger.read_text(encoding="utf-8"))
+    assert written["mcpServer"]["corpusPath"] == CLI_CORPUS_PATH
+    observations = written["observations"]
     [treated] = [o for o in observations if o["scenario"] == "doc-bridge-mcp"]
     assert treated["status"] == "completed", treated.get("statusReason")
     record = treated["treatment"]
