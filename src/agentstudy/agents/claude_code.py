@@ -24,6 +24,7 @@ from agentstudy.protocol.manifest import DOC_BRIDGE_MCP
 from agentstudy.protocol.mcp_spec import McpServerSpec
 from agentstudy.protocol.run_records import AgentRecord
 from agentstudy.rehearsal.messages_server import RehearsalServer
+from agentstudy.stream.steps import Step, claude_steps
 from agentstudy.transports.cli import CliAttemptBody, CliSettings, RawAttempt
 from agentstudy.transports.cli_args import child_environment, cli_arguments, mcp_config
 from agentstudy.transports.cli_evaluation import CliEvaluation, evaluate_cli_attempt
@@ -112,6 +113,10 @@ class ClaudeCodeAgent:
     def evaluate(self, body: CliAttemptBody, raw: RawAttempt) -> CliEvaluation:
         """``transports.cli_evaluation.evaluate_cli_attempt`` (the same code as ``agentstudy transcript``)."""
         return evaluate_cli_attempt(raw.stdout, raw.facts, model=body.settings.model, tools=body.tools)
+
+    def transcript_steps(self, data: bytes) -> tuple[Step, ...]:
+        """``stream.steps.claude_steps`` (stream-json)."""
+        return claude_steps(data)
 
     def isolation(self, settings: CliSettings, scenario: str) -> dict[str, Any]:
         """``transports.cli.isolation``: what Claude Code's flags and the sandbox confine."""

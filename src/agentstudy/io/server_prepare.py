@@ -22,10 +22,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-
-import anyio
-from mcp import Client
-from mcp.client.stdio import StdioServerParameters, stdio_client
+from typing import TYPE_CHECKING
 
 from agentstudy.io.containment import ContainmentMode
 from agentstudy.io.mcp_child import McpChild, mcp_child, server_text
@@ -34,6 +31,9 @@ from agentstudy.io.process import run_bounded
 from agentstudy.io.server_world import server_world
 from agentstudy.protocol.mcp_spec import McpServerSpec, ServerPaths
 from agentstudy.protocol.prepare_steps import PrepareOutcome, PrepareStep, step_label, steps_record
+
+if TYPE_CHECKING:
+    from mcp.client.stdio import StdioServerParameters
 
 PREPARE_TIMEOUT_S = 600.0
 """The most all of one checkout's preparation steps may take (s): an index of a large repository takes minutes."""
@@ -48,6 +48,10 @@ async def _call_tools(params: StdioServerParameters, errlog_path: str, steps: Se
     """Call each tool step in one session; ``(index, why)`` of the first step the server does not list, that is
     annotated ``openWorldHint: true`` and not let through (``open_world``), or whose answer is an error
     (``answered an error: `` and the server's words), else None."""
+    import anyio  # the MCP SDK loads when a server is prepared, not with the command (issue 42)
+    from mcp import Client
+    from mcp.client.stdio import stdio_client
+
     with anyio.fail_after(PREPARE_TIMEOUT_S):
         with open(errlog_path, "w", encoding="utf-8") as errlog:
             async with Client(stdio_client(params, errlog=errlog), mode="legacy", cache=None) as client:
@@ -71,6 +75,9 @@ async def _call_tools(params: StdioServerParameters, errlog_path: str, steps: Se
 
 def _tool_steps(steps: Sequence[PrepareStep], argv: list[str], child: McpChild, cwd: Path,
                 open_world: Sequence[str]) -> None:
+    import anyio
+    from mcp.client.stdio import StdioServerParameters
+
     params = StdioServerParameters(command=argv[0], args=argv[1:], env=child.env, cwd=cwd)
     try:
         failed = anyio.run(_call_tools, params, str(child.stderr_path), steps, child.secrets, open_world)
