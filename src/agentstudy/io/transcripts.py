@@ -13,11 +13,11 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import re
 import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from agentstudy.protocol.file_names import joined_file_name
 from agentstudy.protocol.redaction import REDACTED
 
 SUFFIX = ".transcripts"
@@ -25,7 +25,6 @@ CREDENTIAL_ENV = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_AUTH_TOKEN",
 """Environment variables whose values never reach a transcript."""
 MIN_SECRET_CHARS = 8
 """Shorter values are not treated as secrets (redacting ``1`` would garble every transcript)."""
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 class TranscriptError(OSError):
@@ -38,10 +37,10 @@ def transcript_dir(ledger: Path) -> Path:
 
 
 def transcript_name(task_id: str, scenario: str, repetition: int, agent: str | None, extension: str) -> str:
-    """The file name of one attempt's transcript: ``task--scenario--rN[--agent].extension`` (unsafe characters
-    replaced by ``_``)."""
-    parts = [task_id, scenario, f"r{repetition}", *([agent] if agent else [])]
-    return "--".join(_UNSAFE.sub("_", part) for part in parts) + f".{extension}"
+    """The file name of one attempt's transcript: ``task--scenario--rN[--agent].extension``, each part mapped
+    injectively (``protocol.file_names``: a part with other characters gets a hash suffix; issue 40), so two
+    attempts never share a file."""
+    return joined_file_name([task_id, scenario, f"r{repetition}", *([agent] if agent else [])], extension)
 
 
 def environment_secrets(environ: Mapping[str, str], extra: Iterable[str | None] = ()) -> tuple[str, ...]:
