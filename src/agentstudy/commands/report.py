@@ -23,12 +23,15 @@ from agentstudy.commands.continue_option import partial_chain_option
                    "never one of the inputs (nor the ledger's journal).")
 @click.option("--prices", type=click.Path(path_type=Path, dir_okay=False),
               help="Re-price every attempt's recorded usage with this price table (format below).")
+@click.option("--manifest", type=click.Path(path_type=Path, dir_okay=False),
+              help="The study file the ledger was run from: names each task's repository for a ledger written "
+                   "before observations recorded it (its SHA-256 must be the ledger's manifestSha256).")
 @click.option("--allow-unverified", is_flag=True,
               help="Report even when the ledger does not verify (its hashes or, for a minimal ledger, its "
                    "invariants); the problems are printed as a warning and the report says UNVERIFIED.")
 @partial_chain_option
 def report(ledgers: tuple[Path, ...], adjudications: tuple[Path, ...], output_format: str, output: Path | None,
-           prices: Path | None, allow_unverified: bool, partial_chain: bool) -> None:
+           prices: Path | None, manifest: Path | None, allow_unverified: bool, partial_chain: bool) -> None:
     """Report a minimal-study LEDGER: every attempt's status, paired differences, spend.
 
     Several ledgers are a chain of runs, oldest first (`report A.json B.json`, where B's run continued A's
@@ -79,6 +82,7 @@ def report(ledgers: tuple[Path, ...], adjudications: tuple[Path, ...], output_fo
     from agentstudy.io.ledger_store import journal_path
     from agentstudy.report.build import render_study, write_report
     from agentstudy.report.chain import load_chain
+    from agentstudy.report.load_repositories import with_manifest_repositories
     from agentstudy.report.model import NotSupportedYet, ReportInputError
 
     ledger = ledgers[-1]
@@ -95,6 +99,8 @@ def report(ledgers: tuple[Path, ...], adjudications: tuple[Path, ...], output_fo
     try:
         study = load_chain(ledgers, allow_unverified=allow_unverified, adjudications=adjudications,
                            partial_chain=partial_chain)
+        if manifest is not None:
+            study = with_manifest_repositories(study, manifest)
         if study.unverified:
             click.echo(f"agentstudy: warning: unverified: {ledger}: {'; '.join(study.unverified)}", err=True)
         text = render_study(study, prices, output_format)

@@ -64,6 +64,8 @@ class CliObservation(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_by_name=True, validate_by_alias=True)
 
     task_id: Name = Field(alias="taskId")
+    repository: Name | None = None
+    """The task's repository (the manifest's name; issue 41): omitted when unset, as in ledgers written before."""
     scenario: Name
     repetition: Repetition
     transport: Literal["cli"] = "cli"
@@ -133,7 +135,8 @@ class CliObservation(BaseModel):
         omitted when unset, which means ``claude-code`` (``protocol.study_agents.observation_agent``).
         """
         data = self.model_dump(by_alias=True)
-        for key in ("setupProblem", "costProblem", "statusReason", "observationHash", "startedAt", "endedAt",
+        for key in ("repository", "setupProblem", "costProblem", "statusReason", "observationHash", "startedAt",
+                    "endedAt",
                     "workerNode", "agent", "exportFiles", "exportBytes", "exportTreeSha256", *RETRY_FIELDS, "treatment",
                     "transcriptFile", "transcriptSha256"):
             if data[key] is None:
@@ -161,6 +164,8 @@ class HttpObservation(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_by_name=True, validate_by_alias=True)
 
     task_id: Name = Field(alias="taskId")
+    repository: Name | None = None
+    """The task's repository (issue 41): omitted when unset, as in ledgers written before."""
     scenario: Name
     repetition: Repetition
     transport: Literal["http"] = "http"
@@ -210,8 +215,8 @@ class HttpObservation(BaseModel):
         and ``failureKind`` (why a failed attempt failed) are issue 33's.
         """
         data = self.model_dump(by_alias=True)
-        for key in ("statusReason", "observationHash", "startedAt", "endedAt", "workerNode", *RETRY_FIELDS, "treatment",
-                    "transcriptFile", "transcriptSha256"):
+        for key in ("repository", "statusReason", "observationHash", "startedAt", "endedAt", "workerNode",
+                    *RETRY_FIELDS, "treatment", "transcriptFile", "transcriptSha256"):
             if data[key] is None:
                 del data[key]
         if self.treatment is not None:
@@ -385,8 +390,10 @@ def _drop_unset(data: dict[str, Any]) -> dict[str, Any]:
                 "continues"):
         if data[key] is None:
             del data[key]
-    if isinstance(data.get("analysis"), dict) and data["analysis"].get("secondary") is None:
-        data["analysis"].pop("secondary", None)
+    if isinstance(data.get("analysis"), dict):
+        for key in ("secondary", "minRepositories", "minimumEffect"):  # unset: a ledger's hash as before
+            if data["analysis"].get(key) is None:
+                data["analysis"].pop(key, None)
     if data.get("status") != "running":
         data.pop("journal", None)  # a closed ledger has no journal beside it
     if isinstance(data.get("mcpServer"), dict) and data["mcpServer"].get("prepared") is None:

@@ -119,6 +119,8 @@ class Attempt:
     """The run (ledger ``runId``) the attempt came from, in a report over a chain of runs (issue 33 item 7)."""
     superseded: bool = False
     """In a chain: a later run observed this attempt's cell again (it stays as evidence, outside the ITT view)."""
+    repository: str | None = None
+    """The task's repository (the observation's ``repository``, issue 41); ``None`` when the ledger does not say."""
 
     @property
     def completed(self) -> bool:
