@@ -114,3 +114,37 @@ def open_transcript(ledger: Path, name: str, sha256: str | None) -> bytes:
     if sha256 is not None and hashlib.sha256(data).hexdigest() != sha256:
         raise TranscriptError(f"{path} does not match the SHA-256 the ledger records")
     return data
+
+
+def transcript_problems(ledger: Path, observations: Iterable[Mapping[str, object]]) -> list[str]:
+    """What is wrong with ``LEDGER.transcripts/`` when it exists (issue 40; ``agentstudy ledger``): not a plain
+    directory of this user with mode 0700, an entry that is not a regular file of mode 0600 (a symlink
+    included), a file an observation names that is missing or whose SHA-256 is not the recorded one, or a file
+    no observation names. Empty when the directory is absent (``--no-transcripts``, or none written yet)."""
+    directory = transcript_dir(ledger)
+    try:
+        info = directory.lstat()
+    except FileNotFoundError:
+        return []
+    except OSError as error:
+        return [f"{directory}: cannot be read: {error.strerror or error}"]
+    if not stat.S_ISDIR(info.st_mode):
+        return [f"{directory} is not a directory (a symlink or a file)"]
+    problems = []
+    if stat.S_IMODE(info.st_mode) != 0o700 or info.st_uid != os.getuid():
+        problems.append(f"{directory} has mode {stat.S_IMODE(info.st_mode):04o}, not a private directory (0700) "
+                        "of this user")
+    named = {str(o["transcriptFile"]): o.get("transcriptSha256") for o in observations
+             if isinstance(o.get("transcriptFile"), str)}
+    present = {entry.name: entry for entry in directory.iterdir()}
+    for name, entry in sorted(present.items()):
+        mode = entry.lstat().st_mode
+        if not stat.S_ISREG(mode) or stat.S_IMODE(mode) != 0o600:
+            problems.append(f"transcript {name} is not a regular file of mode 0600 (a symlink, a directory or "
+                            "another mode)")
+        elif name not in named:
+            problems.append(f"transcript {name} is named by no observation")
+        elif hashlib.sha256(entry.read_bytes()).hexdigest() != named[name]:
+            problems.append(f"transcript {name} does not match the SHA-256 its observation records")
+    problems.extend(f"transcript {name} is missing" for name in sorted(set(named) - set(present)))
+    return problems
