@@ -48,6 +48,7 @@ from agentstudy.report.content import build_document
 from agentstudy.report.content_inference import ordered
 from agentstudy.report.inference import design_label
 from agentstudy.report.inference_rates import ArmRate
+from agentstudy.report.methods import NULL_IN_WORDS, STATISTIC
 from agentstudy.report.model import BASELINE, TREATMENT, Attempt, Study
 from agentstudy.report.power_section import plan_json, power_plans
 from agentstudy.report.sequential import money_not_spent, sequential_line
@@ -77,7 +78,7 @@ def _reason(*notes: str | None) -> dict[str, str]:
 
 def _rates(rates: tuple[ArmRate, ...]) -> dict[str, Any]:
     return {r.arm: {"correct": r.correct, "attempts": r.attempts, "rate": r.rate, "ciLow": r.ci_low,
-                    "ciHigh": r.ci_high} for r in rates}
+                    "ciHigh": r.ci_high, "method": r.method} for r in rates}
 
 
 def _ratio(result: MetricResult) -> dict[str, Any]:
@@ -86,17 +87,22 @@ def _ratio(result: MetricResult) -> dict[str, Any]:
         return {}
     return {"ratio": {"estimate": _digits(ratio.estimate), "ciLow": _digits(ratio.ci_low),
                       "ciHigh": _digits(ratio.ci_high), "tasks": ratio.tasks,
-                      "pValue": ratio.p_value, "leftOut": ratio.left_out, **_reason(ratio.note)}}
+                      "pValue": ratio.p_value, "leftOut": ratio.left_out, "method": ratio.method,
+                      **_reason(ratio.note)}}
 
 
 def _complete_case(result: MetricResult) -> dict[str, Any]:
     summary = result.complete_case
+    rates = {"rates": _rates(result.rates)} if result.rates else {}
     if summary is None:
-        return {"rates": _rates(result.rates)} if result.rates else {}
-    return {"rates": _rates(result.rates), "completeCase": {
-        "estimate": summary.estimate, "ciLow": summary.ci_low, "ciHigh": summary.ci_high, "pValue": summary.p_value,
+        return rates
+    kind = result.metric.kind
+    return {**rates, "completeCase": {
+        "estimate": _stat(summary.estimate, kind), "ciLow": _stat(summary.ci_low, kind),
+        "ciHigh": _stat(summary.ci_high, kind), "pValue": summary.p_value,
         "smallestAttainableP": summary.p_min, "tasks": summary.tasks, "repetitions": summary.repetitions,
-        "rates": _rates(result.complete_case_rates), **_reason(summary.estimate_note, summary.ci_note, summary.p_note)}}
+        **({"rates": _rates(result.complete_case_rates)} if result.complete_case_rates else {}),
+        **_reason(summary.estimate_note, summary.ci_note, summary.p_note)}}
 
 
 def _repositories(result: MetricResult) -> dict[str, Any]:
@@ -127,6 +133,7 @@ def metric_json(result: MetricResult) -> dict[str, Any]:
         "ciHigh": _stat(summary.ci_high, kind), "pValue": summary.p_value, "pValueAdjusted": result.p_adjusted,
         "smallestAttainableP": summary.p_min,
         "pMonteCarloSe": summary.p_monte_carlo_se, "pMin": summary.p_min, "method": summary.method,
+        "test": {"statistic": STATISTIC, "null": NULL_IN_WORDS},
         **_reason(summary.estimate_note, summary.ci_note, summary.p_note),
         **_ratio(result), **_complete_case(result), **_repositories(result), "variance": _variance_entry(result),
         "taskEffects": [
