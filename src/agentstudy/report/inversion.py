@@ -14,7 +14,9 @@ that a seeded Monte Carlo of ``draws`` sign vectors, ``base`` 1 + the draws that
 then the closed interval between two order statistics of ``m``: it excludes 0 exactly when
 ``p(0) < alpha``, because both come from the same counts. When ``alpha * D / 2 <= base`` no δ is
 rejected and the interval is unbounded (``None`` ends). Pure numpy; exact to the floating-point
-comparison of subset sums (a tolerance of 1e-12 of the data's scale decides ties, as scipy's does).
+comparison of subset sums (a tolerance of 1e-12 of the data's scale decides ties, as scipy's does);
+the same tolerance snaps an interval end to 0, so "the interval excludes 0" and "p < alpha" are one
+decision (issue 41 item 5).
 """
 
 from __future__ import annotations
@@ -143,7 +145,13 @@ def inverted_interval(null: SignFlipNull, alpha: float) -> tuple[float | None, f
     count = max(0, math.ceil(needed - null.base - 1e-9))
     if count == 0 or count > null.means.size:
         return None, None
-    return float(null.means[count - 1]), float(null.means[null.means.size - count])
+    return _snapped(float(null.means[count - 1]), null), _snapped(float(null.means[null.means.size - count]), null)
+
+
+def _snapped(end: float, null: SignFlipNull) -> float:
+    """An interval end within the test's tie tolerance of 0 is 0 (issue 41 item 5): :func:`p_at` counts such a
+    flipped-set mean as a tie at δ = 0, so the interval must hold 0 too — one tolerance for test and interval."""
+    return 0.0 if abs(end) <= null.tolerance else end
 
 
 def smallest_attainable_p(differences: Sequence[float], *, monte_carlo_floor: int | None = None) -> float:
