@@ -50,6 +50,7 @@ from agentstudy.report.inference import design_label
 from agentstudy.report.inference_rates import ArmRate
 from agentstudy.report.methods import NULL_IN_WORDS, STATISTIC
 from agentstudy.report.model import BASELINE, TREATMENT, Attempt, Study
+from agentstudy.report.power_primary import primary_power
 from agentstudy.report.power_section import plan_json, power_plans
 from agentstudy.report.sequential import money_not_spent, sequential_line
 from agentstudy.report.treatment import summarize_treatment, treatment_json, verdict
@@ -236,7 +237,7 @@ def report_json(analysis: Analysis) -> dict[str, Any]:
                       "minRepositories": analysis.scope.min_repositories},
         "metrics": [metric_json(r) for r in ordered(analysis)],
         "varianceComponents": [variance_json(r) for r in analysis.results],
-        "power": [plan_json(plan) for plan in plans],
+        **_power(analysis), "powerPlans": [plan_json(plan) for plan in plans],
         "containment": _containment(analysis), "attempts": [_attempt(a) for a in study.attempts],
         "spend": _spend(analysis), "status": study.status, "stopReason": study.stop_reason, "tables": tables,
         **_sequential(analysis), **_runs(study),
@@ -244,6 +245,13 @@ def report_json(analysis: Analysis) -> dict[str, Any]:
         "treatment": treatment_json(fidelity),
         "verdict": verdict(analysis, fidelity),
     }
+
+
+def _power(analysis: Analysis) -> dict[str, Any]:
+    """``power`` (the ranged plan of the primary at ``analysis.minimumEffect``; issue 41 item 6) or ``null`` with
+    ``powerNote`` saying why."""
+    plan, note = primary_power(analysis)
+    return {"power": plan, **({"powerNote": note} if note is not None else {})}
 
 
 def _sequential(analysis: Analysis) -> dict[str, Any]:
