@@ -253,15 +253,32 @@ class BackoffPause(BaseModel):
     cause: str
 
 
-class ContinuesRecord(BaseModel):
-    """The predecessor of a continuation run (``--continue-from``): ``ledgerSha256``, the
-    SHA-256 hex of the old ledger file's bytes as read, and its ``runId`` (``None`` for a ledger written before
-    runs had ids)."""
+class RunLink(BaseModel):
+    """One earlier run of a chain (issue 40): ``ledgerSha256`` (SHA-256 hex of its ledger's bytes) and ``runId``."""
 
     model_config = ConfigDict(extra="forbid", validate_by_name=True, validate_by_alias=True)
 
     ledger_sha256: str = Field(alias="ledgerSha256", pattern=r"^[0-9a-f]{64}$")
     run_id: str | None = Field(alias="runId")
+
+
+class ContinuesRecord(BaseModel):
+    """The predecessor of a continuation run (``--continue-from``): ``ledgerSha256``, the
+    SHA-256 hex of the old ledger file's bytes as read, and its ``runId`` (``None`` for a ledger written before
+    runs had ids).
+
+    Issue 40 (a chain is one study): ``earlierRuns`` lists the links before the predecessor, oldest first
+    (:class:`RunLink`; empty for a second run), and ``completedBefore`` counts the cells the whole chain before
+    this run observed ``completed``, so the ledger verifies alone: ``fullAttempts`` = ``plannedAttempts`` +
+    ``completedBefore`` in a full run. Both are absent in continuations written before.
+    """
+
+    model_config = ConfigDict(extra="forbid", validate_by_name=True, validate_by_alias=True)
+
+    ledger_sha256: str = Field(alias="ledgerSha256", pattern=r"^[0-9a-f]{64}$")
+    run_id: str | None = Field(alias="runId")
+    earlier_runs: list[RunLink] | None = Field(default=None, alias="earlierRuns")
+    completed_before: int | None = Field(default=None, alias="completedBefore", ge=0)
 
 
 class MinimalLedger(BaseModel):
@@ -387,6 +404,10 @@ def _drop_unset(data: dict[str, Any]) -> dict[str, Any]:
     for opened in [data.get("openReservation"), *(data.get("openReservations") or [])]:
         if isinstance(opened, dict) and opened.get("agent", "") is None:
             del opened["agent"]  # Claude Code's: absent, so ledgers written before issue 21 keep their hash
+    if isinstance(data.get("continues"), dict):  # a continuation written before issue 40 keeps its hash
+        for key in ("earlierRuns", "completedBefore"):
+            if data["continues"].get(key) is None:
+                del data["continues"][key]
     if data.get("http") is not None and data["http"].get("attemptBudgetUsd") is None:
         del data["http"]["attemptBudgetUsd"]  # a sequential http ledger is unchanged
     if data.get("cli") is not None and data["cli"].get("baseUrl") is None:

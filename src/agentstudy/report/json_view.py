@@ -21,6 +21,7 @@ Shape (camelCase; ``null`` with a ``reason`` where a value is not computable)::
      "containment": [...], "attempts": [...], "spend": {...},
      "tables": {key: {"caption", "header", "rows"}},
      "sequential"?: {the ledger's sequential block, "line", "plannedUsd", "notSpentUsd"},
+     "chain": {"complete": bool, "missing": [{"ledgerSha256", "runId"}]} (issue 40: runs not given),
      "treatment": {"delivered", "treatmentAttempts", "attemptsUsingServer", "serverCalls", "serverCallErrors",
                    "attemptsAllCallsFailed", "toolDefinitionTokens", ...}, "verdict": "one sentence"}
 
@@ -241,6 +242,7 @@ def report_json(analysis: Analysis) -> dict[str, Any]:
         "containment": _containment(analysis), "attempts": [_attempt(a) for a in study.attempts],
         "spend": _spend(analysis), "status": study.status, "stopReason": study.stop_reason, "tables": tables,
         **_sequential(analysis), **_runs(study),
+        "chain": {"complete": not study.chain_missing, "missing": [dict(link) for link in study.chain_missing]},
         "arms": {scenario: study.arm_name(scenario) for scenario in (BASELINE, TREATMENT)},
         "treatment": treatment_json(fidelity),
         "verdict": verdict(analysis, fidelity),

@@ -200,6 +200,9 @@ class Study:
     sequential: SequentialRecord | None = None
     """A sequential run's ``sequential`` block (issue 35), ``None`` for a fixed design."""
     runs: tuple[ChainRun, ...] = ()
+    chain_missing: tuple[dict[str, str | None], ...] = ()
+    """The runs of the chain before the first ledger given (issue 40; ``--partial-chain``), oldest first, each
+    ``{"ledgerSha256", "runId"}``; ``()`` when the chain given is whole."""
     """A report over a chain of runs (``--continue-from``; issue 33 item 7): one entry per ledger, in order;
     ``()`` for one ledger."""
 
