@@ -156,7 +156,7 @@ def _too_small(k: int, r: int) -> PilotTooSmall:
     return PilotTooSmall(
         f"too small to estimate the variance components: {k} task{'s' if k != 1 else ''} x {r} "
         f"repetition{'s' if r != 1 else ''} with values in both arms; the next pilot must hold at least "
-        "2 tasks x 2 repetitions (agentstudy minimal --pilot --pilot-tasks 2 --pilot-repetitions 2)")
+        "2 tasks x 2 repetitions (agentstudy study --pilot --pilot-tasks 2 --pilot-repetitions 2)")
 
 
 def estimate_components(values: TaskValues) -> Components:
