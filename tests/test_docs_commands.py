@@ -132,3 +132,12 @@ def test_the_readme_first_study_dry_run_runs(tmp_path: Path) -> None:
         filled = [str(ROOT / a) if a.startswith(".tools/") else a for a in filled]
         done = runner.invoke(main, filled, catch_exceptions=False)
         assert done.exit_code == 0, f"agentstudy {' '.join(filled)}: {done.output[-2000:]}"
+
+
+@pytest.mark.parametrize("name", sorted(set(COMMANDS) - {"transcript", "provider"}))
+def test_help_names_arms_not_the_seed_scenario_ids(name: str) -> None:
+    """A reader's help speaks of arms and the server, never the seed's scenario ids (``transcript`` takes one
+    as a value of --scenario and ``provider`` reads one in its request's JSON, so they may name them)."""
+    done = CliRunner().invoke(main, [name, "--help"], terminal_width=200)
+    assert done.exit_code == 0
+    assert "doc-bridge-mcp" not in done.output and "repository-only" not in done.output
