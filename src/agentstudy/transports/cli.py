@@ -211,6 +211,9 @@ class RawAttempt:
     attempt is charged at least this, whatever the kept stdout says at its end."""
     stderr_bytes: int = 0
     """Bytes the child wrote to stderr (counted, never kept beyond ``stderr``)."""
+    agent_files: Mapping[str, bytes] = field(default_factory=dict)
+    """What ``Launch.collect`` read of the agent's own records (bounded bytes by name; Gemini CLI's session
+    and telemetry files), empty for agents that keep none."""
 
 
 def run_cli_body(body: CliAttemptBody, corpus: CorpusBlobs) -> RawAttempt:
@@ -255,6 +258,7 @@ def run_agent_in(body: CliAttemptBody, cwd: Path, env_source: Mapping[str, str],
         launch = agent.launch(dataclasses.replace(body, server=server), cwd, scratch, env_source)
         process = run_bounded(launch.argv, launch.env, cwd, settings.timeout_s, settings.stdout_limit,
                               watch=launch.watch, keep_stderr=launch.keep_stderr)
+        agent_files = {} if launch.collect is None else launch.collect()
     finally:
         for directory, _dirs, _files in os.walk(scratch):
             Path(directory).chmod(stat.S_IRWXU)  # the server snapshot's sealed directories
@@ -265,7 +269,8 @@ def run_agent_in(body: CliAttemptBody, cwd: Path, env_source: Mapping[str, str],
                          timeout_s=settings.timeout_s, stdout_limit=settings.stdout_limit, stopped=stopped)
     return RawAttempt(process.stdout, facts, process.wall_time_ms, None, None, None,
                       stderr=process.stderr_tail, watch_stop=process.watch_stop, stderr_bytes=process.stderr_bytes,
-                      running_peak_usd=None if launch.watch is None else launch.watch.peak_usd)
+                      running_peak_usd=None if launch.watch is None else launch.watch.peak_usd,
+                      agent_files=agent_files)
 
 
 STOPPED_FACTS = ProcessFacts(started=False, timed_out=False, truncated=False, exit_code=None, stopped=True)
