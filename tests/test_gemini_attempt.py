@@ -3,6 +3,7 @@ to what the scripted server served (per request), the fidelity check against ``t
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
 from decimal import Decimal
@@ -13,6 +14,7 @@ import pytest
 
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP, REPOSITORY_ONLY
 from agentstudy.rehearsal.example_study import build_corpus_repository
+from agentstudy.rehearsal.policy import ScriptedReply, next_reply
 from agentstudy.stream.gemini import NO_MCP_TOOL, READ_ONLY_BUILTINS
 from agentstudy.transports import gemini as transport
 from agentstudy.transports.gemini_args import gemini_settings
@@ -79,15 +81,26 @@ def test_an_injected_tools_core_ends_invalid_setup_never_completed(corpus: tuple
     assert result.fields["treatment"]["serverCalls"] == 0 and result.fields["treatment"]["serverOffered"] is False
 
 
-def _answer_as(model: str) -> Any:
-    from agentstudy.rehearsal.policy import next_reply
+def test_a_model_answering_for_the_pinned_one_is_recorded(corpus: tuple[Path, str]) -> None:
+    # A fallback: the server answers as another model. Gemini CLI's stats name the answering model, its session
+    # file the requested one; the attempt records the answering model (shown per arm in the report).
+    def other_model(body: Mapping[str, Any]) -> ScriptedReply:
+        return dataclasses.replace(next_reply(body), model="gemini-2.5-flash")
 
-    def policy(body: Mapping[str, Any]) -> Any:
-        import dataclasses
+    result, _ = run_gemini_attempt(corpus[0], corpus[1], REPOSITORY_ONLY, policy=other_model)
+    assert result.status == "completed", result.status_reason
+    assert result.fields["treatment"]["answeringModels"] == ["gemini-2.5-flash"]
+    assert result.fields["model"] == "rehearsal-scripted"
 
-        return dataclasses.replace(next_reply(body), model=model)
 
-    return policy
+def test_a_persistent_429_fails_after_the_clis_own_retries(corpus: tuple[Path, str]) -> None:
+    # 0.61.0 with an API key does not fall back to another model (that path is its interactive OAuth one): a
+    # persistent 429 fails the attempt after general.maxAttempts requests, each refusal counted.
+    result, server = run_gemini_attempt(corpus[0], corpus[1], REPOSITORY_ONLY, faults="*:429", max_retries=1)
+    assert [r.status for r in server.requests] == [429, 429]
+    assert result.status == "failed" and result.fields["usage_complete"] is False
+    assert result.fields["api_retry_statuses"][:1] == [429]
+    assert result.fields["treatment"]["answeringModels"] == ["rehearsal-scripted"]
 
 
 def test_a_refused_request_is_retried_by_the_cli_and_counted(corpus: tuple[Path, str]) -> None:

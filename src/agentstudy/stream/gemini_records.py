@@ -59,15 +59,21 @@ def session_usage(text: str) -> tuple[list[RequestUsage], list[str]]:
 
 def reconcile(requests: Sequence[RequestUsage], stats: Mapping[str, Any] | None) -> list[str]:
     """Where the session's per-request sums disagree with ``result.stats`` (input, output, cached tokens per
-    model); ``[]`` when they agree or the stream has no stats to compare."""
+    model; summed over all models when the two name different models: the session file names the model
+    requested, the stats the model that answered); ``[]`` when they agree or the stream has no stats."""
     models = stats.get("models") if isinstance(stats, Mapping) else None
     if not isinstance(models, Mapping):
         return []
     problems: list[str] = []
     seen = {r.model for r in requests}
-    for model in sorted(seen | {str(m) for m in models}):
-        mine = [r for r in requests if r.model == model]
-        theirs = models.get(model)
+    groups: list[tuple[str, list[RequestUsage], Mapping[str, Any]]] = []
+    if seen == {str(m) for m in models}:
+        groups = [(model, [r for r in requests if r.model == model], models[model]) for model in sorted(seen)]
+    else:  # the stats name the answering model (the response's modelVersion), the session the requested one
+        summed = {key: sum(v.get(key, 0) for v in models.values() if isinstance(v, Mapping) and
+                           isinstance(v.get(key, 0), int)) for key in ("input_tokens", "output_tokens", "cached")}
+        groups = [("all models", list(requests), summed)]
+    for model, mine, theirs in groups:
         theirs = theirs if isinstance(theirs, Mapping) else {}
         for key, value in (("input_tokens", sum(r.input for r in mine)),
                            ("output_tokens", sum(r.output + r.thoughts for r in mine)),
