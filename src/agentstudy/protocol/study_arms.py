@@ -26,6 +26,7 @@ from agentstudy.protocol.mcp_spec import (
     unknown_placeholders,
 )
 from agentstudy.protocol.prepare_steps import MAX_STEPS, PrepareStep
+from agentstudy.protocol.sandbox_binds import kernel_bind_problem
 from agentstudy.protocol.task import plain_text
 from agentstudy.protocol.tool_names import listing_problem
 
@@ -139,6 +140,9 @@ class TreatmentArm(Arm):
         for bind in value or []:
             if not os.path.isabs(bind) or any(c in bind for c in "\r\n\0"):
                 raise ValueError(f"a sandbox bind must be an absolute path, got {bind!r}")
+            problem = kernel_bind_problem(bind)
+            if problem is not None:
+                raise ValueError(problem.replace("--sandbox-bind", "sandboxBinds", 1))
         return value
 
     @model_validator(mode="after")

@@ -4,11 +4,12 @@
 what the child is. Under the attempt's private directory it makes ``home``, ``tmp`` and ``gemini-home``
 (``GEMINI_CLI_HOME``), writes ``gemini-home/.gemini/settings.json`` and ``gemini-home/policy.toml``
 (``transports.gemini_args``), and wraps the command in the run's containment (bubblewrap: the export and
-the install read-only, the private directories writable; the MCP server started by the one launcher every
-agent uses, ``io.server_launcher``). After the child ended, :func:`collect` reads the session file and the
-local telemetry file (bounded) before the private directories go. :func:`evaluate_gemini_attempt` checks the
-stream (``stream.gemini``), prices every request of the session file (``pricing.gemini``), reconciles the
-session with ``result.stats`` and checks that the treatment's MCP tools reached the model.
+the install read-only, the private directories writable; in the MCP arm the server command is the relay
+of ``body.server_launcher``: the server runs in its own world, ``io.server_host``, as for every agent).
+After the child ended, :func:`collect` reads the session file and the local telemetry file (bounded)
+before the private directories go. :func:`evaluate_gemini_attempt` checks the stream (``stream.gemini``),
+prices every request of the session file (``pricing.gemini``), reconciles the session with
+``result.stats`` and checks that the treatment's MCP tools reached the model.
 """
 
 from __future__ import annotations
@@ -18,15 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from agentstudy.agents.base import Launch
-from agentstudy.io.containment import (
-    NETWORK_NOT_ACHIEVED,
-    SANDBOX_UID,
-    SandboxView,
-    command_paths,
-    contain,
-    server_read_only_paths,
-)
-from agentstudy.io.server_launcher import launcher_command, server_dirs
+from agentstudy.io.containment import NETWORK_NOT_ACHIEVED, SANDBOX_UID, SandboxView, command_paths, contain
 from agentstudy.pricing.cost import AttemptCost, CostProblem
 from agentstudy.pricing.gemini import RequestUsage, gemini_cost
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP
@@ -41,8 +34,9 @@ from agentstudy.stream.gemini import (
     parse_gemini_stream,
 )
 from agentstudy.stream.gemini_records import RECORD_LIMIT_BYTES, reconcile, session_usage, telemetry_facts
-from agentstudy.transports.cli import CliAttemptBody, CliSettings, RawAttempt, isolation
+from agentstudy.transports.cli import CliAttemptBody, CliSettings, RawAttempt
 from agentstudy.transports.cli_evaluation import CliEvaluation
+from agentstudy.transports.cli_isolation import isolation
 from agentstudy.transports.gemini_args import (
     API_KEY_ENV,
     GeminiMcpServer,
@@ -99,11 +93,8 @@ def gemini_launch(body: CliAttemptBody, export: Path, scratch: Path, env_source:
     home, tmp, gemini_home = scratch / "home", scratch / "tmp", scratch / "gemini-home"
     for directory in (home, tmp, gemini_home, gemini_home / ".gemini"):
         directory.mkdir(mode=0o700)
-    server: GeminiMcpServer | None = None
-    server_writable: tuple[Path, ...] = ()
-    if body.scenario == DOC_BRIDGE_MCP and body.server is not None:
-        server = _server(body, launcher_command(settings.mcp, body.server, settings.containment, env_source, scratch))
-        server_writable = server_dirs(scratch)
+    relay = body.server_launcher if body.scenario == DOC_BRIDGE_MCP and body.server is not None else None
+    server = None if relay is None else _server(body, relay.argv)
     config = gemini_settings(mcp=server, max_attempts=settings.max_retries + 1,
                              telemetry_file=str(gemini_home / _TELEMETRY_FILE))
     (gemini_home / ".gemini" / "settings.json").write_text(settings_json(config), encoding="utf-8")
@@ -114,11 +105,9 @@ def gemini_launch(body: CliAttemptBody, export: Path, scratch: Path, env_source:
     command = [str(settings.binary), *gemini_arguments(prompt=body.prompt, model=settings.model,
                                                        policy_file=str(policy),
                                                        mcp_server=None if server is None else server.name)]
-    read_only = [export, *command_paths(str(settings.binary), env.get("PATH"))]
-    if body.scenario == DOC_BRIDGE_MCP and body.server is not None:
-        read_only += server_read_only_paths(settings.mcp, body.server, env.get("PATH"))
-    view = SandboxView(cwd=export, read_only=tuple(read_only), writable=(home, tmp, gemini_home, *server_writable),
-                       uid=SANDBOX_UID)
+    read_only = [export, *command_paths(str(settings.binary), env.get("PATH")), *(relay.read_only if relay else ())]
+    view = SandboxView(cwd=export, read_only=tuple(dict.fromkeys(read_only)),
+                       writable=(home, tmp, gemini_home, *(relay.writable if relay else ())), uid=SANDBOX_UID)
     return Launch(contain(settings.containment, view, command), env, collect=lambda: collect(gemini_home))
 
 
