@@ -11,24 +11,41 @@ through ``io.mcp_child.server_text`` (one line, at most 2 KiB, secrets redacted;
 
 from __future__ import annotations
 
+import gc
+import importlib
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import anyio
-from mcp import Client
-from mcp.client.stdio import StdioServerParameters, stdio_client
+from typing import TYPE_CHECKING, Any
 
 from agentstudy.io.mcp_child import McpChild, server_text, stderr_tail
 from agentstudy.protocol.read_only import ToolHints
+
+if TYPE_CHECKING:
+    from mcp.client.stdio import StdioServerParameters
 
 MCP_PROBE_TIMEOUT_S = 30.0
 
 logging.getLogger("mcp").addHandler(logging.NullHandler())
 """The SDK logs a server's unparsable stdout line with its traceback (``logger.exception``);
 with no handler configured Python would print it to our stderr. Refusals stay one line."""
+
+
+def load_mcp_sdk() -> None:
+    """Import the MCP SDK's client (and anyio) now, once per process, with Python's cyclic collector paused.
+
+    The SDK is imported when a server is first probed, prepared or started, never with a command (issue 42):
+    it is most of a command's start-up CPU (about a second). Building its pydantic models makes nothing
+    collectable, and the collections during that import were a tenth to a fifth of its CPU.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        importlib.import_module("mcp.client.stdio")
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 class McpProbeError(RuntimeError):
@@ -114,6 +131,10 @@ async def _probe(
     probe_arguments: Mapping[str, Any],
     check: ListingCheck | None,
 ) -> McpProbe | _Refused:
+    import anyio  # the MCP SDK and anyio load when a server is probed, not with the command (issue 42)
+    from mcp import Client
+    from mcp.client.stdio import stdio_client
+
     with anyio.fail_after(MCP_PROBE_TIMEOUT_S):
         with open(errlog_path, "w", encoding="utf-8") as errlog:  # the SDK wants a text stream with a file
             async with Client(stdio_client(params, errlog=errlog), mode="legacy", cache=None) as client:
@@ -160,6 +181,10 @@ def probe_mcp_server(
             ``server_text``).
         Exception: whatever ``check`` raised.
     """
+    load_mcp_sdk()
+    import anyio
+    from mcp.client.stdio import StdioServerParameters
+
     params = StdioServerParameters(command=command, args=list(args), env=child.env, cwd=cwd)
     try:
         outcome = anyio.run(

@@ -28,6 +28,14 @@ from agentstudy.pricing.price_file import PriceFile, reprice_as
 from agentstudy.pricing.sums import difference_usd
 from agentstudy.protocol.analysis import DEFAULT_ANALYSIS, AnalysisPlan
 from agentstudy.protocol.study_agents import DEFAULT_AGENT
+from agentstudy.report.clusters import (
+    UNKNOWN_SCOPE,
+    InferenceScope,
+    RepositoryView,
+    inference_scope,
+    repository_view,
+    task_repositories,
+)
 from agentstudy.report.inference import TaskLevelSummary, task_level_summary
 from agentstudy.report.inference_endpoints import adjusted_p, roles
 from agentstudy.report.inference_rates import ArmRate, arm_rate, itt_score
@@ -98,7 +106,8 @@ class MetricResult:
     the primary, Holm's over the secondaries, ``None`` otherwise); ``ratio`` the geometric mean ratio
     (tokens, time, USD; else ``None``). For correctness the task-level summary is intention to treat
     (an attempt that did not complete scores 0), ``rates`` its per-arm rates (baseline first), and
-    ``complete_case``/``complete_case_rates`` the complete-case view beside it."""
+    ``complete_case``/``complete_case_rates`` the complete-case view beside it. Tokens, time and money are
+    intention to treat too (issue 41 item 4: every attempt that spent anything), ``complete_case`` beside them."""
 
     metric: Metric
     differences: tuple[float, ...]
@@ -110,6 +119,8 @@ class MetricResult:
     rates: tuple[ArmRate, ...] = ()
     complete_case: TaskLevelSummary | None = None
     complete_case_rates: tuple[ArmRate, ...] = ()
+    repositories: RepositoryView | None = None
+    """Per-repository estimates, heterogeneity and the repository-level test (issue 41; ``None`` when unknown)."""
 
 
 @dataclass(frozen=True)
@@ -126,6 +137,8 @@ class Analysis:
     resamples: int
     plan: AnalysisPlan = DEFAULT_ANALYSIS
     plan_declared: bool = False
+    scope: InferenceScope = UNKNOWN_SCOPE
+    """What the answer generalises to (issue 41 item 1)."""
 
     @property
     def alpha(self) -> float:
@@ -249,11 +262,16 @@ def analyse(
     plan = study.analysis or DEFAULT_ANALYSIS
     keys = tuple(m.key for m in metrics)
     role_of = roles(keys, plan.primary.metric, plan.secondary_of(keys))
+    repository_of = task_repositories([(a.task_id, a.repository) for a in study.attempts
+                                       if a.scenario in (BASELINE, TREATMENT)])
+    scope = inference_scope(repository_of, plan.repositories_needed)
     results = [_metric_result(study, metric, pairs, repriced, plan.alpha, seed) for metric in metrics]
+    results = [replace(r, repositories=repository_view(r.task_level.task_effects, repository_of, scope, seed=seed,
+                                                       alpha=plan.alpha)) for r in results]
     adjusted = adjusted_p(role_of, {r.metric.key: r.task_level.p_value for r in results})
     results = [replace(r, role=role_of[r.metric.key], p_adjusted=adjusted[r.metric.key]) for r in results]
     return Analysis(study, tuple(metrics), pairs, tuple(results), repriced, prices, seed, resamples, plan,
-                    study.analysis is not None)
+                    study.analysis is not None, scope)
 
 
 def _metric_result(study: Study, metric: Metric, pairs: tuple[Pair, ...], repriced: Mapping[int, Repriced],
@@ -262,9 +280,11 @@ def _metric_result(study: Study, metric: Metric, pairs: tuple[Pair, ...], repric
     per_task = task_values(study, metric, repriced)
     arms = (BASELINE, TREATMENT)
     if metric is not CORRECTNESS:
-        ratio = ratio_summary(per_task, seed=seed, alpha=alpha) if metric.key in RATIO_METRICS else None
-        return MetricResult(metric, values, task_level_summary(per_task, seed=seed, alpha=alpha),
-                            variance_components(per_task, arms), ratio=ratio)
+        itt = itt_values(study, metric, repriced)
+        ratio = ratio_summary(itt, seed=seed, alpha=alpha) if metric.key in RATIO_METRICS else None
+        return MetricResult(metric, values, task_level_summary(itt, seed=seed, alpha=alpha),
+                            variance_components(itt, arms), ratio=ratio,
+                            complete_case=task_level_summary(per_task, seed=seed, alpha=alpha))
     itt = itt_task_values(study)
     by_arm = {arm: [a for a in study.attempts if a.scenario == arm] for arm in arms}
     return MetricResult(
@@ -285,6 +305,28 @@ def itt_task_values(study: Study) -> dict[str, tuple[list[float], list[float]]]:
         score = itt_score(attempt)
         if score is not None:
             arms[0 if attempt.scenario == BASELINE else 1].append(score)
+    return per_task
+
+
+def spent_anything(attempt: Attempt) -> bool:
+    """Whether an attempt counts under intention to treat for tokens, time and money (issue 41 item 4): it
+    completed, or it was charged more than 0 USD (a failed attempt's charge counts in its arm)."""
+    return attempt.completed or (attempt.charged_usd is not None and attempt.charged_usd > 0)
+
+
+def itt_values(study: Study, metric: Metric, repriced: Mapping[int, Repriced]) -> dict[str, tuple[list[float],
+                                                                                                    list[float]]]:
+    """Per task ``(baseline values, treatment values)`` of ``metric`` as intention to treat (issue 41 item 4): every
+    attempt that :func:`spent_anything` with the value recorded, whatever its status or usage completeness (an
+    incomplete usage counts what it recorded), a chain's superseded attempts left out."""
+    per_task: dict[str, tuple[list[float], list[float]]] = {}
+    for attempt in study.attempts:
+        if attempt.scenario not in (BASELINE, TREATMENT) or attempt.superseded:
+            continue
+        arms = per_task.setdefault(attempt.task_id, ([], []))
+        value = value_of(attempt, metric, repriced) if spent_anything(attempt) else None
+        if value is not None:
+            arms[0 if attempt.scenario == BASELINE else 1].append(float(value))
     return per_task
 
 

@@ -21,6 +21,7 @@ Shape (camelCase; ``null`` with a ``reason`` where a value is not computable)::
      "containment": [...], "attempts": [...], "spend": {...},
      "tables": {key: {"caption", "header", "rows"}},
      "sequential"?: {the ledger's sequential block, "line", "plannedUsd", "notSpentUsd"},
+     "chain": {"complete": bool, "missing": [{"ledgerSha256", "runId"}]} (issue 40: runs not given),
      "treatment": {"delivered", "treatmentAttempts", "attemptsUsingServer", "serverCalls", "serverCallErrors",
                    "attemptsAllCallsFailed", "toolDefinitionTokens", ...}, "verdict": "one sentence"}
 
@@ -42,12 +43,15 @@ from typing import Any
 
 from agentstudy.pricing.usd_json import optional_usd_number, usd_number
 from agentstudy.report.analysis import Analysis, MetricResult
+from agentstudy.report.clusters import HETEROGENEITY_METHOD
 from agentstudy.report.containment import containment_rows
 from agentstudy.report.content import build_document
 from agentstudy.report.content_inference import ordered
 from agentstudy.report.inference import design_label
 from agentstudy.report.inference_rates import ArmRate
+from agentstudy.report.methods import NULL_IN_WORDS, STATISTIC
 from agentstudy.report.model import BASELINE, TREATMENT, Attempt, Study
+from agentstudy.report.power_primary import primary_power
 from agentstudy.report.power_section import plan_json, power_plans
 from agentstudy.report.sequential import money_not_spent, sequential_line
 from agentstudy.report.treatment import summarize_treatment, treatment_json, verdict
@@ -76,7 +80,7 @@ def _reason(*notes: str | None) -> dict[str, str]:
 
 def _rates(rates: tuple[ArmRate, ...]) -> dict[str, Any]:
     return {r.arm: {"correct": r.correct, "attempts": r.attempts, "rate": r.rate, "ciLow": r.ci_low,
-                    "ciHigh": r.ci_high} for r in rates}
+                    "ciHigh": r.ci_high, "method": r.method} for r in rates}
 
 
 def _ratio(result: MetricResult) -> dict[str, Any]:
@@ -85,17 +89,40 @@ def _ratio(result: MetricResult) -> dict[str, Any]:
         return {}
     return {"ratio": {"estimate": _digits(ratio.estimate), "ciLow": _digits(ratio.ci_low),
                       "ciHigh": _digits(ratio.ci_high), "tasks": ratio.tasks,
-                      "pValue": ratio.p_value, "leftOut": ratio.left_out, **_reason(ratio.note)}}
+                      "pValue": ratio.p_value, "leftOut": ratio.left_out, "method": ratio.method,
+                      **_reason(ratio.note)}}
 
 
 def _complete_case(result: MetricResult) -> dict[str, Any]:
     summary = result.complete_case
+    rates = {"rates": _rates(result.rates)} if result.rates else {}
     if summary is None:
-        return {"rates": _rates(result.rates)} if result.rates else {}
-    return {"rates": _rates(result.rates), "completeCase": {
-        "estimate": summary.estimate, "ciLow": summary.ci_low, "ciHigh": summary.ci_high, "pValue": summary.p_value,
+        return rates
+    kind = result.metric.kind
+    return {**rates, "completeCase": {
+        "estimate": _stat(summary.estimate, kind), "ciLow": _stat(summary.ci_low, kind),
+        "ciHigh": _stat(summary.ci_high, kind), "pValue": summary.p_value,
         "smallestAttainableP": summary.p_min, "tasks": summary.tasks, "repetitions": summary.repetitions,
-        "rates": _rates(result.complete_case_rates), **_reason(summary.estimate_note, summary.ci_note, summary.p_note)}}
+        **({"rates": _rates(result.complete_case_rates)} if result.complete_case_rates else {}),
+        **_reason(summary.estimate_note, summary.ci_note, summary.p_note)}}
+
+
+def _repositories(result: MetricResult) -> dict[str, Any]:
+    """``byRepository``, ``heterogeneity`` (≥ 2 repositories) and ``repositoryLevel`` (scope ``repositories``)."""
+    view, kind = result.repositories, result.metric.kind
+    if view is None:
+        return {}
+    entry: dict[str, Any] = {"byRepository": {
+        r.repository: {"estimate": _stat(r.estimate, kind), "tasks": r.tasks, "pValue": r.p_value}
+        for r in view.by_repository}}
+    if view.heterogeneity_p is not None:
+        entry["heterogeneity"] = {"pValue": view.heterogeneity_p, "method": HETEROGENEITY_METHOD}
+    if view.level is not None:
+        level = view.level
+        entry["repositoryLevel"] = {"estimate": _stat(level.estimate, kind), "pValue": level.p_value,
+                                    "ciLow": _stat(level.ci_low, kind), "ciHigh": _stat(level.ci_high, kind),
+                                    "repositories": level.repositories}
+    return entry
 
 
 def metric_json(result: MetricResult) -> dict[str, Any]:
@@ -108,8 +135,9 @@ def metric_json(result: MetricResult) -> dict[str, Any]:
         "ciHigh": _stat(summary.ci_high, kind), "pValue": summary.p_value, "pValueAdjusted": result.p_adjusted,
         "smallestAttainableP": summary.p_min,
         "pMonteCarloSe": summary.p_monte_carlo_se, "pMin": summary.p_min, "method": summary.method,
+        "test": {"statistic": STATISTIC, "null": NULL_IN_WORDS},
         **_reason(summary.estimate_note, summary.ci_note, summary.p_note),
-        **_ratio(result), **_complete_case(result), "variance": _variance_entry(result),
+        **_ratio(result), **_complete_case(result), **_repositories(result), "variance": _variance_entry(result),
         "taskEffects": [
             {"taskId": e.task_id, "baselineMean": _stat(e.baseline_mean, kind),
              "treatmentMean": _stat(e.treatment_mean, kind), "difference": _stat(e.difference, kind),
@@ -206,16 +234,26 @@ def report_json(analysis: Analysis) -> dict[str, Any]:
         "primary": {"metric": analysis.plan.primary.metric, "betterWhen": analysis.plan.primary.better_when,
                     "alpha": analysis.alpha},
         "analysis": {**analysis.plan.to_json(), "declared": analysis.plan_declared},
+        "inference": {"scope": analysis.scope.scope, "repositories": analysis.scope.repositories,
+                      "minRepositories": analysis.scope.min_repositories},
         "metrics": [metric_json(r) for r in ordered(analysis)],
         "varianceComponents": [variance_json(r) for r in analysis.results],
-        "power": [plan_json(plan) for plan in plans],
+        **_power(analysis), "powerPlans": [plan_json(plan) for plan in plans],
         "containment": _containment(analysis), "attempts": [_attempt(a) for a in study.attempts],
         "spend": _spend(analysis), "status": study.status, "stopReason": study.stop_reason, "tables": tables,
         **_sequential(analysis), **_runs(study),
+        "chain": {"complete": not study.chain_missing, "missing": [dict(link) for link in study.chain_missing]},
         "arms": {scenario: study.arm_name(scenario) for scenario in (BASELINE, TREATMENT)},
         "treatment": treatment_json(fidelity),
         "verdict": verdict(analysis, fidelity),
     }
+
+
+def _power(analysis: Analysis) -> dict[str, Any]:
+    """``power`` (the ranged plan of the primary at ``analysis.minimumEffect``; issue 41 item 6) or ``null`` with
+    ``powerNote`` saying why."""
+    plan, note = primary_power(analysis)
+    return {"power": plan, **({"powerNote": note} if note is not None else {})}
 
 
 def _sequential(analysis: Analysis) -> dict[str, Any]:

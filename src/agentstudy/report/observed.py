@@ -66,7 +66,8 @@ def load_observed(ledgers: Sequence[Path], adjudications: Sequence[Path] = (), *
         NotSupportedYet: a controlled-study ledger.
     """
     documents: list[Any] = []
-    study = load_chain(ledgers, adjudications=adjudications, allow_unverified=allow_unverified, documents=documents)
+    study = load_chain(ledgers, adjudications=adjudications, allow_unverified=allow_unverified,
+                       keep_documents=documents)
     observed: list[ObservedAttempt] = []
     runs: list[LedgerRun] = []
     for number, (path, document) in enumerate(zip(ledgers, documents, strict=True)):
