@@ -222,3 +222,22 @@ def test_the_companion_adds_correctness_to_the_table_and_the_pair_page(ledger: P
     sides = sides_for(observed, options, "lantern-discovery", 1, "codex", attempt_steps, lambda item: None)
     page = pair_page(observed, options, "lantern-discovery", 1, "codex", sides)
     assert page.count("adjudicator: correctness") == 2
+
+
+def test_the_http_transports_attempts_export_as_valid_trajectories(atif_models: ModuleType, tmp_path: Path) -> None:
+    study, roots = small_study(tmp_path / "http", None)
+    ledger = tmp_path / "http" / "ledger.json"
+    args = [a for a in run_args(study, roots, ledger, 1, 1) if a != "cli"]
+    args[args.index("--transport") + 1:args.index("--transport") + 1] = ["http"]
+    result = CliRunner().invoke(main, [*args, "--input-usd-per-million", "1", "--output-usd-per-million", "1"])
+    assert result.exit_code == 0, result.output
+    target = tmp_path / "atif"
+    assert export(str(ledger), "--format", "atif", "--output", str(target))[0] == 0
+    observed = observations(ledger)
+    assert [o["transport"] for o in observed] == ["http", "http"]
+    for path, observation in zip(sorted(target.iterdir()), observed, strict=True):
+        trajectory = atif_models.Trajectory.model_validate(json.loads(path.read_text()))
+        calls = [call for step in trajectory.steps for call in step.tool_calls or []]
+        assert len(calls) == observation["toolCalls"] > 0
+        server = [call for call in calls if (call.extra or {}).get("server")]
+        assert len(server) == (observation["treatment"]["serverCalls"] if observation["treatment"] else 0)
