@@ -241,3 +241,13 @@ def test_the_http_transports_attempts_export_as_valid_trajectories(atif_models: 
         assert len(calls) == observation["toolCalls"] > 0
         server = [call for call in calls if (call.extra or {}).get("server")]
         assert len(server) == (observation["treatment"]["serverCalls"] if observation["treatment"] else 0)
+
+
+def test_a_missing_transcript_is_said_on_the_pair_page(ledger: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "copy.json"
+    copy.write_bytes(ledger.read_bytes())  # no transcripts beside it
+    observed = load_observed([copy])
+    options = ViewOptions(token="t")
+    sides = sides_for(observed, options, "lantern-discovery", 1, "claude-code", attempt_steps, lambda item: None)
+    page = pair_page(observed, options, "lantern-discovery", 1, "claude-code", sides)
+    assert page.count("its transcript cannot be shown: cannot read") == 2

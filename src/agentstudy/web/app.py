@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import secrets
 import signal
 import socket
@@ -28,7 +29,6 @@ from starlette.routing import Route
 from agentstudy.io.ledger_store import journal_path
 from agentstudy.io.transcripts import TranscriptError, open_transcript
 from agentstudy.report.observed import ObservedAttempt, ObservedStudy, attempt_steps, load_observed
-from agentstudy.stream.steps import Step
 from agentstudy.web.first_screen import linked_report
 from agentstudy.web.pair_page import Side, pair_page, sides_for
 from agentstudy.web.study_page import ViewOptions, live_state, study_page
@@ -131,13 +131,6 @@ def _stderr(item: ObservedAttempt) -> str | None:
         return f"(the server's stderr cannot be shown: {error})"
 
 
-def _steps(item: ObservedAttempt) -> tuple[Step, ...] | None:
-    try:
-        return attempt_steps(item)
-    except TranscriptError:
-        return None
-
-
 def build_app(source: StudySource, options: ViewOptions) -> Starlette:
     """The application: ``/`` the study page, ``/report`` the whole report, ``/state`` its live state, ``/pair``
     a pair, ``/text`` a step's whole text; every route refuses (403) a request without the token or from another
@@ -169,7 +162,7 @@ def build_app(source: StudySource, options: ViewOptions) -> Starlette:
         if not repetition.isdigit():
             return None
         study = source.current()
-        sides = sides_for(study, options, task, int(repetition), agent, _steps, _stderr)
+        sides = sides_for(study, options, task, int(repetition), agent, attempt_steps, _stderr)
         if all(side.item is None for side in sides):
             return None
         return study, task, int(repetition), agent, sides
@@ -190,7 +183,9 @@ def build_app(source: StudySource, options: ViewOptions) -> Starlette:
         if int(step) >= len(steps):
             return PlainTextResponse("no such step", status_code=404)
         chosen = steps[int(step)]
-        return PlainTextResponse(chosen.text if chosen.kind != "call" else repr(dict(chosen.arguments)))
+        whole = chosen.text if chosen.kind != "call" else json.dumps(dict(chosen.arguments), ensure_ascii=False,
+                                                                      indent=1, default=str)
+        return PlainTextResponse(whole)
 
     def guarded(endpoint: Any) -> Any:
         async def checked(request: Request) -> Response:
