@@ -201,15 +201,43 @@ def tools_decision(roles: Sequence[ToolRole]) -> Decision | None:
         "and remove this entry from arms.treatment.undecided")
 
 
-def probe_decision(allowed: Sequence[str], failed: tuple[str, Mapping[str, Any], str] | None) -> Decision:
+def probe_suggestions(roles: Sequence[ToolRole], tools: Mapping[str, tuple[str, Mapping[str, Any]]],
+                      word: str) -> tuple[tuple[str, dict[str, Any]], ...]:
+    """Every allowed tool whose required arguments can be filled from its schema as a probe's are
+    (:func:`propose_probe`'s order: search, list, read), with those arguments (issue 39 item 6)."""
+    found: list[tuple[str, dict[str, Any]]] = []
+    for wanted in ROLES[:3]:
+        for role in roles:
+            if role.allowed and role.role == wanted and role.name in tools:
+                arguments = _fill(tools[role.name][1], tools[role.name][0], word)
+                if arguments is not None:
+                    found.append((role.name, arguments))
+    return tuple(found)
+
+
+def probe_decision(allowed: Sequence[str], failed: tuple[str, Mapping[str, Any], str] | None,
+                   suggestions: Sequence[tuple[str, Mapping[str, Any]]] = ()) -> Decision:
     """The open decision about the probe (``arms.treatment.probe``): none could be proposed
-    (``failed`` None), or the proposed ``(tool, arguments, answer)`` answered an error."""
-    tool = failed[0] if failed else (allowed[0] if allowed else "NAME")
+    (``failed`` None), or the proposed ``(tool, arguments, answer)`` answered an error.
+
+    The suggested call is the first of ``suggestions`` (:func:`probe_suggestions`: arguments from the tool's
+    own schema) that is not the call that failed (issue 39 item 6); without one, the tool's name with a
+    ``{"path": "{root}"}`` placeholder to edit."""
+    others = [(name, dict(arguments)) for name, arguments in suggestions
+              if failed is None or (name, dict(arguments)) != (failed[0], dict(failed[1]))]
+    if others:
+        tool, example = others[0][0], json.dumps(others[0][1])
+        return _probe_decision(tool, example, failed)
+    tool = next((name for name in allowed if failed is None or name != failed[0]), None) \
+        or (failed[0] if failed else "NAME")
+    return _probe_decision(tool, '{"path": "{root}"}', failed)
+
+
+def _probe_decision(tool: str, example: str, failed: tuple[str, Mapping[str, Any], str] | None) -> Decision:
     question = ("no allowed tool can be called with arguments read from its schema; which call shows the "
                 "server answers?" if failed is None else
                 f"the probe {failed[0]} {json.dumps(dict(failed[1]))} answered an error: "
                 f"{failed[2][:160]!r}; which call shows the server answers?")
-    example = '{"path": "{root}"}'
     return Decision(
         "arms.treatment.probe",
         question,
