@@ -29,3 +29,19 @@ def test_the_only_tool_failing_suggests_no_call_it_already_made() -> None:
     failed = choice.with_failed_probe("Directory not found: /x")
     [decision] = [d for d in failed.undecided if d.field == "arms.treatment.probe"]
     assert "'{\"directory\": \"{root}\"}'" not in decision.flag, decision.flag
+
+
+GUIDE = ListedTool("get_guide", "How to use this server.", {"type": "object", "properties": {}}, READ_ONLY)
+MENU = ListedTool("list_menu", "List the tool tiers you can enable.", {"type": "object", "properties": {}}, READ_ONLY)
+
+
+def test_a_reduced_front_door_is_an_open_decision_naming_the_full_tool_set() -> None:
+    choice = choose_tools([GUIDE, MENU], word="retention")
+    [decision] = [d for d in choice.undecided if d.field == "arms.treatment.tools"]
+    assert "none of the allowed tools (get_guide, list_menu) can search or read files" in decision.question
+    assert "option or environment variable" in decision.question
+
+
+def test_a_server_that_can_search_has_no_such_decision() -> None:
+    assert not [d for d in choose_tools([GUIDE, SEARCH], word="retention").undecided
+                if d.field == "arms.treatment.tools"]

@@ -28,6 +28,7 @@ from agentstudy.protocol.tool_proposal import (
     probe_decision,
     probe_suggestions,
     propose_probe,
+    reach_decision,
     tool_roles,
     tools_decision,
 )
@@ -139,7 +140,7 @@ def choose_tools(
             raise StarterError(f"--prepare names {name}, which the server does not list")
     steps = tuple(prepare_step(name, schemas, word) for name in prepare)
     undecided: list[Decision] = []
-    decision = tools_decision(roles)
+    decision = tools_decision(roles) or reach_decision(roles)
     if decision is not None:
         undecided.append(decision)
     chosen: tuple[str, dict[str, Any]] | None

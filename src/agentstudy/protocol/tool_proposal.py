@@ -27,7 +27,8 @@ from agentstudy.protocol.read_only import ToolHints
 from agentstudy.protocol.tool_roles import BROAD_GLOB, takes_glob
 
 __all__ = ["ROLES", "Decision", "ProposalError", "ToolRole", "needs_preparation", "prepare_candidates",
-           "prepare_decision", "prepare_step", "probe_decision", "propose_probe", "tool_roles", "tools_decision"]
+           "prepare_decision", "prepare_step", "probe_decision", "probe_suggestions", "propose_probe", "reach_decision",
+           "tool_roles", "tools_decision"]
 
 ROLES = ("search", "read", "list", "prepare", "denied")
 """The roles a draft proposes, in the order the probe prefers them (search first)."""
@@ -199,6 +200,32 @@ def tools_decision(roles: Sequence[ToolRole]) -> Decision | None:
         " ".join(f"--tool {name}" for name in names) + " (only the tools you vouch never write)",
         f"set \"tools\": {json.dumps(names)} in arms.treatment (only tools you vouch never write) "
         "and remove this entry from arms.treatment.undecided")
+
+
+FRONT_DOOR_TOOLS = 5
+"""At most this many listed tools, or one named like a guide, menu or tier, looks like a reduced front door."""
+_FRONT_DOOR_WORDS = re.compile(r"guide|menu|tier|help|start|discover|toolset|capabilit", re.IGNORECASE)
+
+
+def reach_decision(roles: Sequence[ToolRole]) -> Decision | None:
+    """The open decision when tools are allowed but none can search or read files (no allowed ``search`` or
+    ``read`` role; issue 39 item 6), else ``None``. When the listing looks like a reduced front door (at most
+    :data:`FRONT_DOOR_TOOLS` tools, or a tool named like a guide, menu or tier), it says the server may need an
+    option or environment variable to list its full tool set."""
+    allowed = [role for role in roles if role.allowed]
+    if not allowed or any(role.role in ("search", "read") for role in allowed):
+        return None
+    front = len(roles) <= FRONT_DOOR_TOOLS or any(_FRONT_DOOR_WORDS.search(role.name) for role in roles)
+    hint = ("; the listing looks like a reduced front door: the server may need an option or environment "
+            "variable (see its documentation) to list its full tool set" if front else "")
+    return Decision(
+        "arms.treatment.tools",
+        f"none of the allowed tools ({', '.join(role.name for role in allowed)}) can search or read files, so "
+        f"the treatment may never touch the repository{hint}",
+        "--tool NAME for a tool that searches or reads, or rerun init with the server's command or env set to "
+        "list its full tool set",
+        "add a tool that searches or reads to \"tools\" in arms.treatment (or keep the tools if they do reach "
+        "the repository) and remove this entry from arms.treatment.undecided")
 
 
 def probe_suggestions(roles: Sequence[ToolRole], tools: Mapping[str, tuple[str, Mapping[str, Any]]],
