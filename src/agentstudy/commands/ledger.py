@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from agentstudy.commands.common import fail
+from agentstudy.commands.common import fail, few_problems
 from agentstudy.commands.contract_files import (
     MAX_CONTRACT_BYTES,
     aligned,
@@ -101,7 +101,7 @@ def ledger(file: Path, allow_unverified: bool, rebuilt: bool, close: bool, as_te
         if not (allow_unverified and strict):
             hint = "; --allow-unverified reads it anyway" if strict else ""
             fail(f"{file}: does not verify: {verification.first()}{hint}")
-        click.echo(f"agentstudy: warning: unverified: {file}: {'; '.join(verification.problems)}", err=True)
+        click.echo(f"agentstudy: warning: unverified: {file}: {few_problems(verification.problems)}", err=True)
     if rebuilt:
         click.echo(data.decode("utf-8"), nl=False)
         return
