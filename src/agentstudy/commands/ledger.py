@@ -127,7 +127,7 @@ def _not_a_ledger(path: Path) -> str | None:
                 "its ledger)")
     if "observations" not in document and "tasks" in document and is_minimal_ledger_version(
             document.get("version")):
-        return "a study file or manifest (`agentstudy minimal --manifest FILE --dry-run` checks it)"
+        return "a study file or manifest (`agentstudy study --manifest FILE --dry-run` checks it)"
     return None
 
 

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from agentstudy.io.containment import ContainmentMode
 from agentstudy.io.mcp_child import McpChild, mcp_child, server_text
-from agentstudy.io.mcp_client import failure_text
+from agentstudy.io.mcp_client import failure_text, load_mcp_sdk
 from agentstudy.io.process import run_bounded
 from agentstudy.io.server_world import server_world
 from agentstudy.protocol.mcp_spec import McpServerSpec, ServerPaths
@@ -86,6 +86,7 @@ async def _call_tools(params: StdioServerParameters, errlog_path: str, steps: Se
 
 def _tool_steps(steps: Sequence[PrepareStep], argv: list[str], child: McpChild, cwd: Path,
                 open_world: Sequence[str]) -> None:
+    load_mcp_sdk()
     import anyio
     from mcp.client.stdio import StdioServerParameters
 
