@@ -78,6 +78,8 @@ class AgentCli(Protocol):
             MCP server there); ``agentstudy transcript --stderr`` is refused for an agent that does not.
         start_env: variables the agent's every start gets, its ``--version`` probe as its attempts (Gemini CLI:
             ``GEMINI_CLI_NO_RELAUNCH``, without which it starts itself twice); empty for most agents.
+        record_files: the names of the records ``Launch.collect`` reads after an attempt (``RawAttempt.agent_files``;
+            Gemini CLI: ``session``, ``telemetry``), which ``agentstudy transcript --record`` takes; empty for most.
     """
 
     name: str
@@ -88,6 +90,7 @@ class AgentCli(Protocol):
     bounds_worst_turn: bool
     judged_with_stderr: bool
     start_env: Mapping[str, str]
+    record_files: tuple[str, ...]
 
     def find_binary(self, explicit: str | None, environ: Mapping[str, str]) -> Path:
         """The agent's executable (explicit path, override variable, pinned install in .tools, PATH).

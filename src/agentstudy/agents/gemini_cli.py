@@ -42,6 +42,7 @@ class GeminiCliAgent:
     bounds_worst_turn = False
     judged_with_stderr = False
     start_env: Mapping[str, str] = START_ENV
+    record_files: tuple[str, ...] = transport.RECORDS
 
     def find_binary(self, explicit: str | None, environ: Mapping[str, str]) -> Path:
         """``--agent-bin``, ``AGENTSTUDY_GEMINI_BIN``, ``.tools/gemini-cli``, ``gemini`` on PATH (AgentBinaryError)."""
