@@ -54,9 +54,6 @@ def demo(output_dir: Path | None, transport: str, claude_bin: str | None, agent:
     report.md beside ledger.json (with --adjudicate, after a blind adjudication whose companion
     is ledger.adjudication.json).
     """
-    from agentstudy.adjudication.demo import run_demo_adjudication
-    from agentstudy.commands.adjudicate import print_adjudication_table
-    from agentstudy.report.demo import write_demo_reports
     from agentstudy.runners.demo import run_demo, run_http_demo
 
     faults = checked_faults(rehearsal_faults, None, True)
@@ -96,6 +93,10 @@ def demo(output_dir: Path | None, transport: str, claude_bin: str | None, agent:
     except CheckpointError as error:
         fail(f"the demo stopped because a checkpoint failed: {error}", EXIT_BLOCKED)
     print_summary_table(summary)
+    from agentstudy.adjudication.demo import run_demo_adjudication  # after the run: its first byte comes sooner
+    from agentstudy.commands.adjudicate import print_adjudication_table
+    from agentstudy.report.demo import write_demo_reports
+
     companion = None
     if adjudicate and binary is not None and summary.status == "awaiting-adjudication":
         adjudication = run_demo_adjudication(directory, binary, summary.ledger, containment=mode,

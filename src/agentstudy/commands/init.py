@@ -301,7 +301,7 @@ def _print_result(study_path: Path, tools_path: Path, inspection: ServerInspecti
     root_flags = " ".join(f"--root {shlex.quote(f'{n}={p}')}" for n, p in roots.items())
     click.echo("next: replace the example tasks in study.json (question, sources, expected; ids example-…), "
                "then check and rehearse:")
-    click.echo(f"  agentstudy minimal --manifest {shlex.quote(str(study_path))} --dry-run --probe {root_flags}")
-    click.echo(f"  agentstudy minimal --manifest {shlex.quote(str(study_path))} --pilot --rehearsal --transport cli "
+    click.echo(f"  agentstudy study --manifest {shlex.quote(str(study_path))} --dry-run --probe {root_flags}")
+    click.echo(f"  agentstudy study --manifest {shlex.quote(str(study_path))} --pilot --rehearsal --transport cli "
                f"{root_flags} --model claude-haiku-5-5 --budget-usd 1 "
                f"--output {shlex.quote(str(study_path.parent / 'pilot-ledger.json'))}")

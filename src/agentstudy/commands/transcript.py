@@ -212,9 +212,9 @@ def transcript(
     """Check a saved stream-json transcript exactly as the CLI runner would, and show why.
 
     Applies the runner's parse, setup checks, pricing, outcome and settlement to FILE, with
-    the run's tool policy: Read, Grep, Glob, plus in doc-bridge-mcp the read-only tools of the
+    the run's tool policy: Read, Grep, Glob, plus in the server's arm the read-only tools of the
     one MCP server under study, as a run would be given them: the MCP flags of `agentstudy
-    minimal` (--mcp-config, --mcp-tools, ...), or --study FILE (its treatment arm; a flag typed
+    study` (--mcp-config, --mcp-tools, ...), or --study FILE (its treatment arm; a flag typed
     beside it wins), or by default the bundled server `doc-bridge` with
     mcp__doc-bridge__doc_search, mcp__doc-bridge__doc_get and mcp__doc-bridge__handoff_resolve.
     Nothing is started: the probe flags are checked, not called. A file over the 4 MiB stdout bound is read as the
