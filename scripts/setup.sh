@@ -146,6 +146,20 @@ if [ "$("$codex" --version 2>/dev/null)" != "codex-cli ${CODEX_VERSION}" ]; then
   exit 1
 fi
 # --- end Codex block
+# --- Google Gemini CLI: pinned by the committed lockfile scripts/gemini/package-lock.json, installed
+# with `npm ci --ignore-scripts` into .tools/gemini-cli (headless use needs no native module; idempotent).
+GEMINI_VERSION="0.61.0"
+gemini=.tools/gemini-cli/node_modules/.bin/gemini
+if [ ! -x "$gemini" ] || [ "$("$gemini" --version 2>/dev/null)" != "${GEMINI_VERSION}" ]; then
+  mkdir -p .tools/gemini-cli
+  cp scripts/gemini/package.json scripts/gemini/package-lock.json .tools/gemini-cli/
+  (cd .tools/gemini-cli && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
+fi
+if [ "$("$gemini" --version 2>/dev/null)" != "${GEMINI_VERSION}" ]; then
+  echo "setup: $gemini --version did not print ${GEMINI_VERSION}" >&2
+  exit 1
+fi
+# --- end Gemini block
 # --- ATIF reference models (issue 43): harbor's pinned wheel, never installed; the ATIF export test imports
 # only its pydantic trajectory models (harbor itself needs Python >= 3.12, those models only pydantic).
 HARBOR_VERSION="0.26.0"
@@ -163,5 +177,5 @@ if ! echo "$HARBOR_WHEEL_SHA256  $harbor_wheel" | sha256sum -c --quiet - >/dev/n
 fi
 phase ""
 echo "setup: $(.venv/bin/python --version), claude $("$claude" --version), $(bwrap --version 2>/dev/null || echo 'no bubblewrap')," \
-  "$(chromium --version 2>/dev/null | head -n 1 || echo 'no chromium'), server-filesystem $(node -p "require('./$filesystem_pkg').version"), $("$codex" --version)," \
+  "$(chromium --version 2>/dev/null | head -n 1 || echo 'no chromium'), server-filesystem $(node -p "require('./$filesystem_pkg').version"), $("$codex" --version), gemini $("$gemini" --version)," \
   "code-index-mcp $CODE_INDEX_MCP_VERSION"

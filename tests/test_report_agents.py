@@ -170,3 +170,20 @@ def test_the_side_by_side_header_follows_the_studys_alpha(tmp_path: Path) -> Non
     inputs = next(row for row in tables[caption] if row["metric"] == "input tokens")
     assert "claude-code: Δ per task [90 % interval]" in inputs and "codex: Δ per task [90 % interval]" in inputs
     assert not any("95 %" in header for header in inputs)
+
+
+def test_each_agents_primary_is_holm_adjusted_across_the_agents(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.json"
+    write(path, ledger(two_agent_observations(tasks=6, reps=1),
+                       analysis={"primary": {"metric": "inputTokens", "betterWhen": "lower"}}))
+    data = json.loads(build_report(path, output_format="json"))
+    primaries = {agent: next(m for m in view["metrics"] if m["role"] == "primary")
+                 for agent, view in data["agents"].items()}
+    raw = sorted((m["pValue"], agent) for agent, m in primaries.items())
+    # Holm over two: the smaller p times 2, the larger at least that and times 1, capped at 1
+    first = min(1.0, 2 * raw[0][0])
+    assert primaries[raw[0][1]]["pValueAdjusted"] == pytest.approx(first)
+    assert primaries[raw[1][1]]["pValueAdjusted"] == pytest.approx(max(first, raw[1][0]))
+    assert primaries["codex"]["pValueAdjusted"] > primaries["codex"]["pValue"]
+    text = build_report(path, output_format="md")
+    assert "Holm-adjusted across the 2 agents of the study" in text

@@ -179,8 +179,10 @@ def test_a_blocked_pilot_has_no_x18_but_keeps_the_pessimistic_figure(tmp_path: P
     assert rows["full run, charged spend × 18"]["USD"] == "—"
     assert rows["full run, charged spend × 18"]["basis"].startswith("not applicable")
     assert rows["pessimistic, dearest attempt's charge × 36"]["USD"] == "0.054680"
-    assert _summary(markdown)["input tokens"]["design"] == "0 tasks × 0 repetitions"
-    assert _summary(markdown)["input tokens"]["mean task Δ"] == "no task has values in both arms"
+    # the failed attempt was charged, so it counts under intention to treat (issue 41); complete case drops it
+    assert _summary(markdown)["input tokens"]["design"] == "1 task × 1 repetition"
+    assert _summary(markdown)["input tokens (complete case)"]["design"] == "0 tasks × 0 repetitions"
+    assert _summary(markdown)["input tokens (complete case)"]["mean task Δ"] == "no task has values in both arms"
 
 
 @pytest.mark.parametrize("output_format", ["text", "md", "html"])

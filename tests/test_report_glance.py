@@ -68,7 +68,7 @@ def test_the_glance_comes_first_with_correctness_first_and_provenance_last(tmp_p
 @pytest.mark.parametrize("output_format", ["text", "md", "html"])
 def test_a_blocked_pilot_says_why_and_what_is_not_computable(tmp_path: Path, output_format: str) -> None:
     observations = [cli_obs(TASKS[0], "repository-only", 1), cli_obs(TASKS[0], "doc-bridge-mcp", 1,
-                                                                     status="invalid-setup", charged=0.1)]
+                                                                     status="invalid-setup", charged=0.0)]
     write(tmp_path / "ledger.json", ledger(observations, mode="pilot", status="blocked",
                                            stopReason="attempt 2 ended invalid-setup"))
     report = build_report(tmp_path / "ledger.json", output_format=output_format)

@@ -20,7 +20,9 @@ from typing import Any
 
 import pytest
 
+from agentstudy.io import server_world
 from agentstudy.protocol.mcp_spec import McpServerSpec
+from agentstudy.protocol.run_records import CLI_CORPUS_PATH
 from agentstudy.runners.preflight import PreflightError
 from world_attempts import AGENTS, probe, successful_server_calls, treatment_attempt
 
@@ -94,7 +96,9 @@ def test_the_probe_passes_and_the_rehearsed_treatment_attempt_uses_the_server(
                          f"--root=alpha={root}", "--budget-usd", "1", "--output", str(ledger),
                          *model, *_agent_flags(agent))
     assert ran.returncode == 0, ran.stderr
-    observations = json.loads(ledger.read_text(encoding="utf-8"))["observations"]
+    written = json.loads(ledger.read_text(encoding="utf-8"))
+    assert written["mcpServer"]["corpusPath"] == CLI_CORPUS_PATH
+    observations = written["observations"]
     [treated] = [o for o in observations if o["scenario"] == "doc-bridge-mcp"]
     assert treated["status"] == "completed", treated.get("statusReason")
     record = treated["treatment"]
@@ -127,3 +131,22 @@ def test_a_server_that_dies_during_initialize_fails_the_attempt_with_its_last_st
     assert result.status != "completed"
     assert successful_server_calls(result) == 0
     assert f"the MCP server's stderr ends: {DYING_LAST_LINE}" in (result.status_reason or ""), result.status_reason
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_a_property_of_the_server_world_changed_in_one_place_changes_the_probe_and_the_attempt_alike(
+    repo: tuple[Path, str], agent: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, pin = repo
+    command, probe_tool, arguments = SERVERS["node-proc"]
+    spec = McpServerSpec(name="memory-docs", command=tuple(shlex.split(command)),
+                         read_only_tools=("search_docs", "read_doc"), probe_tool=probe_tool,
+                         probe_arguments=arguments, config_candidates=())
+    probe(spec, root, pin)
+    assert successful_server_calls(treatment_attempt(agent, spec, root, pin)) >= 1
+    monkeypatch.setattr(server_world, "SERVER_PROC", False)  # the world without its private /proc
+    with pytest.raises(PreflightError, match="uv_resident_set_memory"):
+        probe(spec, root, pin)
+    result = treatment_attempt(agent, spec, root, pin)
+    assert result.status != "completed" and successful_server_calls(result) == 0
+    assert "the server needs /proc" in (result.status_reason or ""), result.status_reason

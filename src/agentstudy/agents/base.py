@@ -11,7 +11,7 @@ an agent's name: ``agents.registry.agent_cli(name)`` picks the module.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -47,12 +47,16 @@ class StdoutWatch(Protocol):
 class Launch:
     """How one attempt's child is started: ``argv`` (already contained), its complete ``env``, and
     ``watch`` (a fresh stdout watcher for this attempt, or ``None``); ``keep_stderr`` bytes of the
-    child's stderr tail are kept for the stream checks (0: counted, never kept)."""
+    child's stderr tail are kept for the stream checks (0: counted, never kept); ``collect`` reads the agent's own
+    records after the child ended (``RawAttempt.agent_files``)."""
 
     argv: list[str]
     env: dict[str, str] = field(repr=False)
     watch: StdoutWatch | None = None
     keep_stderr: int = 0
+    collect: Callable[[], dict[str, bytes]] | None = None
+    """Reads what the agent recorded in its private directories (bounded bytes by name) after the child ended
+    and before they are removed (Gemini CLI's session and telemetry files); ``None``: nothing to read."""
 
 
 class AgentCli(Protocol):

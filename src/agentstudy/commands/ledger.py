@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import Counter
 from decimal import Decimal
@@ -24,6 +25,7 @@ from agentstudy.commands.contract_files import (
 )
 from agentstudy.commands.view import reservation_rule_text
 from agentstudy.io.ledger_journal import LedgerJournalError, describe_journal, read_ledger
+from agentstudy.io.transcripts import transcript_problems
 from agentstudy.pricing.usd_json import usd_number
 from agentstudy.protocol.arm_differences import arm_differences, observation_facts
 from agentstudy.protocol.arm_names import arm_label, ledger_arm_labels, ledger_server_name
@@ -79,6 +81,11 @@ def ledger(file: Path, allow_unverified: bool, rebuilt: bool, as_text: bool) -> 
         fail(str(error))
     data = read.data
     verification = verify_ledger_bytes(data)
+    if verification.verified:  # the private transcripts beside it (issue 40): mode, no symlinks, each SHA-256
+        observations = load_json(data).get("observations") or []
+        extra = transcript_problems(file, [o for o in observations if isinstance(o, dict)])
+        if extra:
+            verification = dataclasses.replace(verification, problems=tuple(extra))
     if not verification.verified:
         strict = not verification.problems[0].startswith("the ledger is not strict JSON")
         if not (allow_unverified and strict):

@@ -398,6 +398,8 @@ def _drop_unset(data: dict[str, Any]) -> dict[str, Any]:
         data.pop("journal", None)  # a closed ledger has no journal beside it
     if isinstance(data.get("mcpServer"), dict) and data["mcpServer"].get("prepared") is None:
         data["mcpServer"].pop("prepared", None)  # a study without preparation steps keeps its ledger's hash
+    if isinstance(data.get("mcpServer"), dict) and data["mcpServer"].get("corpusPath") is None:
+        data["mcpServer"].pop("corpusPath", None)  # older ledgers keep their hash
     for arm in data.get("arms") or []:
         if arm["mcpServer"] is None:
             del arm["mcpServer"]

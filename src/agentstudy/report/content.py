@@ -25,6 +25,7 @@ from agentstudy.report.infrastructure import (
     infrastructure_sentences,
     infrastructure_table_rows,
 )
+from agentstudy.report.methods import METHOD_REFERENCES, RANDOMIZATION_NOTE
 from agentstudy.report.model import BASELINE, SCENARIOS, TREATMENT, Attempt
 from agentstudy.report.power_section import MetricPlan, power_section
 from agentstudy.report.sentences import (
@@ -74,7 +75,9 @@ def _about(analysis: Analysis) -> Section:
     study = analysis.study
     warning = (Paragraph(UNVERIFIED_SENTENCE + " First: " + study.unverified[0]),) if study.unverified else ()
     where = Paragraph(f"Provenance (ledger hash, pins, versions, times) is in the last section, {PROVENANCE_TITLE}.")
-    return Section("About this report", (*warning, Bullets(fixed_sentences(study)), where))
+    methods = Paragraph("Methods and their references:")
+    return Section("About this report", (*warning, Bullets(fixed_sentences(study)), where, methods,
+                                         Bullets((*METHOD_REFERENCES, RANDOMIZATION_NOTE))))
 
 
 def _containment(analysis: Analysis) -> Section:

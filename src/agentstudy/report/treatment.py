@@ -203,7 +203,7 @@ def verdict(analysis: Analysis, summary: TreatmentSummary, *, primary: str | Non
     level = result.task_level
     treatment = study.arm_name(TREATMENT)
     words = direction(level, result.metric, treatment)
-    p = level.p_value
+    p = level.p_value if result.p_adjusted is None else result.p_adjusted  # the primary's: Holm across agents
     if result.repositories is not None and result.repositories.level is not None:  # issue 41: that test answers
         p = result.repositories.level.p_value
     judged = ("not distinguishable from no difference" if p is None or p >= alpha

@@ -29,6 +29,7 @@ from agentstudy.io.ledger_store import journal_path
 from agentstudy.io.transcripts import TranscriptError, open_transcript
 from agentstudy.report.observed import ObservedAttempt, ObservedStudy, attempt_steps, load_observed
 from agentstudy.stream.steps import Step
+from agentstudy.web.first_screen import linked_report
 from agentstudy.web.pair_page import Side, pair_page, sides_for
 from agentstudy.web.study_page import ViewOptions, live_state, study_page
 
@@ -103,8 +104,9 @@ def _steps(item: ObservedAttempt) -> tuple[Step, ...] | None:
 
 
 def build_app(source: StudySource, options: ViewOptions) -> Starlette:
-    """The application: ``/`` the study page, ``/state`` its live state, ``/pair`` a pair, ``/text`` a step's
-    whole text; every route refuses (403) a request without the token or from another address."""
+    """The application: ``/`` the study page, ``/report`` the whole report, ``/state`` its live state, ``/pair``
+    a pair, ``/text`` a step's whole text; every route refuses (403) a request without the token or from another
+    address."""
 
     def allowed(request: Request) -> bool:
         client = request.client.host if request.client else ""
@@ -169,7 +171,14 @@ def build_app(source: StudySource, options: ViewOptions) -> Starlette:
     async def refused(request: Request) -> Response:
         return PlainTextResponse("forbidden: this view needs its token", status_code=403)
 
-    routes = [Route("/", guarded(home)), Route("/state", guarded(state)), Route("/pair", guarded(pair)),
+    async def report(request: Request) -> Response:
+        if options.blind:  # the report names the arms
+            return PlainTextResponse("no report in a blind view", status_code=404)
+        study, _ = await asyncio.to_thread(source.current)
+        return HTMLResponse(await asyncio.to_thread(linked_report, study, options))
+
+    routes = [Route("/", guarded(home)), Route("/report", guarded(report)), Route("/state", guarded(state)),
+              Route("/pair", guarded(pair)),
               Route("/text", guarded(text)), Route("/{rest:path}", refused)]
     app = Starlette(routes=routes)
     return app

@@ -191,7 +191,9 @@ def study_page(observed: ObservedStudy, options: ViewOptions, first_screen: str)
         warning = (f'<div class="warning">The ledger does not verify (yet): '
                    f"{html.escape(observed.study.unverified[0])}</div>")
     grid = f'<h2>Tasks</h2><div id="grid">{state["grid"]}</div>'
-    body = warning + live_html(state, options.live) + ("" if options.blind else first_screen) + grid
+    whole = "" if options.blind else (f'<p><a href="{html.escape(link("report", options))}">The whole report</a> '
+                                      "(its task rows link to their pairs).</p>")
+    body = warning + live_html(state, options.live) + ("" if options.blind else first_screen) + whole + grid
     return page(f"Study {observed.study.file_name}", body, options, LIVE_SCRIPT if options.live else "")
 
 
