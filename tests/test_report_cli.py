@@ -30,7 +30,7 @@ def test_text_to_stdout_by_default(tmp_path: Path) -> None:
     write(tmp_path / "ledger.json", ledger(full_study()))
     code, out, err = _invoke(str(tmp_path / "ledger.json"))
     assert code == 0 and err == ""
-    assert out.startswith("Paired report: minimal-study-v1 (full)\n")
+    assert out.startswith("Paired report: doc-bridge on repo-one (full)\n")  # the server and the study, not the contract
     assert "Task-level paired differences per metric" in out and ANSWER_MARKER not in out
 
 

@@ -26,7 +26,7 @@ from agentstudy.report.infrastructure import (
     infrastructure_table_rows,
 )
 from agentstudy.report.methods import METHOD_REFERENCES, RANDOMIZATION_NOTE
-from agentstudy.report.model import BASELINE, SCENARIOS, TREATMENT, Attempt
+from agentstudy.report.model import BASELINE, SCENARIOS, TREATMENT, Attempt, Study
 from agentstudy.report.power_section import MetricPlan, power_section
 from agentstudy.report.sentences import (
     ADJUDICATED_SENTENCE,
@@ -211,16 +211,23 @@ status strip under the attempts, the task differences under their statistics, th
 table."""
 
 
+def report_title(study: Study, kind: str = "Paired report") -> str:
+    """The report's title (issue 42): the server studied and the study's repositories, then the mode, e.g.
+    "Paired report: doc-bridge on lantern-cache (pilot)"; "UNVERIFIED " first for a ledger that did not verify.
+    The contract's name (``agentstudy-study-v1``) stays in the provenance table."""
+    names = [part.partition("@")[0] for part in study.header.get("repositories", "").split(", ") if part]
+    mode = f" ({study.mode})" if study.mode else ""
+    title = f"{kind}: {study.server}" + (f" on {', '.join(names)}" if names else "") + mode
+    return f"UNVERIFIED {title}" if study.unverified else title
+
+
 def build_document(analysis: Analysis, figures: tuple[Figure, ...] = (), *,
                    plans: tuple[MetricPlan, ...] | None = None) -> Document:
     """The whole report of ``analysis``; each of ``figures`` (HTML only) ends the section it illustrates
     (:data:`FIGURE_PLACES`; an unknown key ends the last section). ``plans``: :func:`power_plans` of ``analysis``
     when the caller already holds them (else the power section simulates them)."""
     study = analysis.study
-    mode = f" ({study.mode})" if study.mode else ""
-    title = f"Paired report: {study.header.get('version', 'minimal study')}{mode}"
-    if study.unverified:
-        title = f"UNVERIFIED {title}"
+    title = report_title(study)
     if study.chain_missing:
         title = f"PARTIAL CHAIN {title}"
     infrastructure = _infrastructure(analysis)
