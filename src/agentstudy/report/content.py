@@ -37,6 +37,18 @@ from agentstudy.report.sentences import (
 from agentstudy.report.treatment import not_delivered, summarize_treatment
 
 
+def run_status(study: Study) -> str:
+    """The run's status as a reader should take it (issue 42): a run that ended ``awaiting-adjudication`` and is
+    reported with its companion reads "adjudicated (complete: 2 scored, 0 pending; the run ended
+    awaiting-adjudication)"; otherwise the ledger's own status."""
+    status = study.header.get("status", fmt.MISSING)
+    companion = study.adjudication
+    if companion is None or status != "awaiting-adjudication":
+        return status
+    return (f"adjudicated ({companion.status}: {companion.scored} scored, {companion.pending} pending; "
+            f"the run ended {status})")
+
+
 def provenance_section(analysis: Analysis) -> Section:
     """The appendix: the study's and this report's inputs (ledger hash, pins, versions, times, adjudication,
     interval settings), one row each."""
@@ -45,7 +57,7 @@ def provenance_section(analysis: Analysis) -> Section:
     rows: list[tuple[str, str]] = [("ledger", study.file_name), ("ledger SHA-256", study.sha256)]
     for key, label in (("version", "version"), ("transport", "transport"), ("model", "model"), ("mode", "mode"),
                        ("status", "run status"), ("plannedAttempts", "planned attempts")):
-        rows.append((label, head.get(key, fmt.MISSING)))
+        rows.append((label, run_status(study) if key == "status" else head.get(key, fmt.MISSING)))
     rows.append(("observed attempts", str(len(study.attempts))))
     rows.append(("verification", f"NOT VERIFIED: {'; '.join(study.unverified)}" if study.unverified else
                  "verified: ledgerHash and every observationHash match; the invariants hold"))
