@@ -135,3 +135,18 @@ def test_the_report_never_overwrites_its_inputs(tmp_path: Path) -> None:
                                  "--output", str(tmp_path / "sub" / ".." / target))
         assert code == 2 and out == "" and "is one of the inputs" in err
     assert (tmp_path / "ledger.json").read_bytes() == data
+
+
+def test_a_warning_about_many_problems_counts_them_and_quotes_the_first_few(tmp_path: Path) -> None:
+    """Every observation of a changed ledger breaks its hash: the warning names how many, quotes three."""
+    data = json.loads(write(tmp_path / "ledger.json", ledger(full_study())))
+    for observation in data["observations"]:
+        observation["toolCalls"] = observation["toolCalls"] + 1
+    (tmp_path / "ledger.json").write_text(json.dumps(data))
+    result = CliRunner().invoke(main, ["report", str(tmp_path / "ledger.json"), "--allow-unverified"])
+    assert result.exit_code == 0
+    warning = [line for line in result.stderr.splitlines() if "warning: unverified" in line]
+    assert len(warning) == 1
+    count = re.search(r": (\d+) problems, the first 3: ", warning[0])
+    assert count is not None and int(count.group(1)) >= len(data["observations"]) > 3
+    assert warning[0].count("; ") == 2

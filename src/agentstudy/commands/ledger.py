@@ -32,7 +32,7 @@ from agentstudy.protocol.arm_names import arm_label, ledger_arm_labels, ledger_s
 from agentstudy.protocol.controlled.ledger import ControlledStudyObservationLedgerV1
 from agentstudy.protocol.controlled.summary import summarize_ledger
 from agentstudy.protocol.json_input import load_json
-from agentstudy.protocol.ledger_integrity import verify_ledger_bytes
+from agentstudy.protocol.ledger_integrity import few_problems, verify_ledger_bytes
 from agentstudy.protocol.records import is_minimal_ledger_version
 from agentstudy.protocol.study_arms import SCENARIOS
 
@@ -91,7 +91,7 @@ def ledger(file: Path, allow_unverified: bool, rebuilt: bool, as_text: bool) -> 
         if not (allow_unverified and strict):
             hint = "; --allow-unverified reads it anyway" if strict else ""
             fail(f"{file}: does not verify: {verification.first()}{hint}")
-        click.echo(f"agentstudy: warning: unverified: {file}: {'; '.join(verification.problems)}", err=True)
+        click.echo(f"agentstudy: warning: unverified: {file}: {few_problems(verification.problems)}", err=True)
     if rebuilt:
         click.echo(data.decode("utf-8"), nl=False)
         return

@@ -12,6 +12,7 @@ power planning (:mod:`report.power_section`) before it. No answer text is ever i
 
 from __future__ import annotations
 
+from agentstudy.protocol.ledger_integrity import few_problems
 from agentstudy.report import fmt
 from agentstudy.report.analysis import CORRECTNESS, REPRICED, Analysis, Metric, Pair
 from agentstudy.report.containment import LEGEND, containment_rows, containment_sentences
@@ -59,7 +60,7 @@ def provenance_section(analysis: Analysis) -> Section:
                        ("status", "run status"), ("plannedAttempts", "planned attempts")):
         rows.append((label, run_status(study) if key == "status" else head.get(key, fmt.MISSING)))
     rows.append(("observed attempts", str(len(study.attempts))))
-    rows.append(("verification", f"NOT VERIFIED: {'; '.join(study.unverified)}" if study.unverified else
+    rows.append(("verification", f"NOT VERIFIED: {few_problems(study.unverified)}" if study.unverified else
                  "verified: ledgerHash and every observationHash match; the invariants hold"))
     rows.append(("rehearsal", "yes" if study.rehearsal else "no"))
     rows.append(("MCP server", study.server_name or fmt.MISSING))
