@@ -49,7 +49,7 @@ from agentstudy.io.claude_cli import ClaudeBinaryError, find_claude_binary, find
 from agentstudy.io.ledger_store import CheckpointError, OutputPathError
 from agentstudy.pricing.sums import display_usd, usd_from_json
 from agentstudy.protocol.continuation import missing_links
-from agentstudy.protocol.ledger_integrity import verify_ledger_bytes
+from agentstudy.protocol.ledger_integrity import few_problems, verify_ledger_bytes
 from agentstudy.protocol.manifest import ManifestError, load_manifest
 from agentstudy.rehearsal.adjudicator_policy import adjudicator_reply
 from agentstudy.rehearsal.messages_server import RehearsalServer
@@ -240,7 +240,7 @@ def adjudicate(
             if not allow_unverified:
                 fail(f"the ledger {view.path} does not verify: {verification.first()}; --allow-unverified reads "
                      f"it anyway")
-            click.echo(f"agentstudy: warning: unverified: {view.path}: {'; '.join(verification.problems)}",
+            click.echo(f"agentstudy: warning: unverified: {view.path}: {few_problems(verification.problems)}",
                        err=True)
             view = replace(view, unverified=verification.problems)
         checked.append((view, companion_path))

@@ -40,17 +40,6 @@ def fail(message: str, code: int = EXIT_INPUT) -> NoReturn:
     sys.exit(code)
 
 
-SHOWN_PROBLEMS = 3
-"""Problems a warning names one by one; the rest are counted (issue 40: never one clause per observation)."""
-
-
-def few_problems(problems: Iterable[str]) -> str:
-    """The first :data:`SHOWN_PROBLEMS` of ``problems`` joined with ``; ``, then ``; and N more``."""
-    listed = list(problems)
-    shown = "; ".join(listed[:SHOWN_PROBLEMS])
-    return shown + (f"; and {len(listed) - SHOWN_PROBLEMS} more" if len(listed) > SHOWN_PROBLEMS else "")
-
-
 def stops_on_signals(command: Callable[P, R]) -> Callable[P, R]:
     """Run a long command under the signal policy (``io.signals.stop_policy``) and exit ``128 + n`` on a stop.
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from agentstudy.commands.common import fail, few_problems
+from agentstudy.commands.common import fail
 from agentstudy.commands.contract_files import (
     MAX_CONTRACT_BYTES,
     aligned,
@@ -32,7 +32,7 @@ from agentstudy.protocol.arm_names import arm_label, ledger_arm_labels, ledger_s
 from agentstudy.protocol.controlled.ledger import ControlledStudyObservationLedgerV1
 from agentstudy.protocol.controlled.summary import summarize_ledger
 from agentstudy.protocol.json_input import load_json
-from agentstudy.protocol.ledger_integrity import verify_ledger_bytes
+from agentstudy.protocol.ledger_integrity import few_problems, verify_ledger_bytes
 from agentstudy.protocol.records import is_minimal_ledger_version
 from agentstudy.protocol.study_arms import SCENARIOS
 

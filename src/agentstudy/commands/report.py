@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from agentstudy.commands.common import fail, few_problems
+from agentstudy.commands.common import fail
 from agentstudy.commands.continue_option import partial_chain_option
 
 
@@ -102,6 +102,8 @@ def report(ledgers: tuple[Path, ...], adjudications: tuple[Path, ...], output_fo
         if manifest is not None:
             study = with_manifest_repositories(study, manifest)
         if study.unverified:
+            from agentstudy.protocol.ledger_integrity import few_problems
+
             click.echo(f"agentstudy: warning: unverified: {ledger}: {few_problems(study.unverified)}", err=True)
         text = render_study(study, prices, output_format)
     except NotSupportedYet:
