@@ -28,6 +28,7 @@ from agentstudy.protocol.arm_differences import observed_agent_version
 from agentstudy.protocol.arm_names import ledger_arm_labels, ledger_server_name
 from agentstudy.protocol.ledger_integrity import parse_and_verify
 from agentstudy.protocol.prepare_steps import prepare_line
+from agentstudy.protocol.sequential_record import SequentialRecord
 from agentstudy.protocol.study_agents import observation_agent
 from agentstudy.protocol.treatment import read_treatment
 from agentstudy.report.containment import read_containment
@@ -286,8 +287,22 @@ def parse_ledger(data: bytes, file_name: str, document: Any = None) -> Study:
         worst_turn_usd=_money(budget, "worstTurnUsd", "budget"),
         largest_overshoot_usd=_money(budget, "largestOvershootUsd", "budget"),
         analysis=analysis_from_json(document.get("analysis")),
-        sequential=sequential_record(document.get("sequential")),
+        sequential=(record := sequential_record(document.get("sequential"))),
+        sequential_differences=_replayed(record, planned, document["observations"]),
     )
+
+
+def _replayed(record: SequentialRecord | None, planned: Any, observations: list[Any]) -> tuple[float | None, ...]:
+    """The sequential run's task differences as its monitor saw them (``protocol.sequential_plan.replay``, what the
+    verifier replays too); ``()`` for a fixed design or a block that cannot be replayed."""
+    if record is None or not isinstance(planned, int) or record.max_tasks < 1 or planned % (2 * record.max_tasks):
+        return ()
+    from agentstudy.protocol.sequential_plan import replay
+
+    try:
+        return tuple(replay(record, planned // (2 * record.max_tasks), observations).differences)
+    except (ValueError, TypeError):
+        return ()
 
 
 def _sole_repository(attempts: tuple[Attempt, ...], repositories: Any) -> tuple[Attempt, ...]:
