@@ -21,6 +21,7 @@ from agentstudy.protocol.fault_schedule import parse_fault_schedule
 from agentstudy.protocol.mcp_spec import McpServerSpec
 from agentstudy.protocol.run_records import AgentRecord
 from agentstudy.rehearsal.gemini_server import GeminiRehearsalServer
+from agentstudy.stream.steps import Step, gemini_steps
 from agentstudy.transports import gemini as transport
 from agentstudy.transports.cli import CliAttemptBody, CliSettings, RawAttempt
 from agentstudy.transports.cli_evaluation import CliEvaluation
@@ -81,6 +82,10 @@ class GeminiCliAgent:
     def evaluate(self, body: CliAttemptBody, raw: RawAttempt) -> CliEvaluation:
         """``transports.gemini.evaluate_gemini_attempt``."""
         return transport.evaluate_gemini_attempt(body, raw)
+
+    def transcript_steps(self, data: bytes) -> tuple[Step, ...]:
+        """``stream.steps.gemini_steps`` (stream-json)."""
+        return gemini_steps(data)
 
     def isolation(self, settings: CliSettings, scenario: str) -> dict[str, Any]:
         """``transports.gemini.gemini_isolation``."""

@@ -102,7 +102,9 @@ def report(ledgers: tuple[Path, ...], adjudications: tuple[Path, ...], output_fo
         if manifest is not None:
             study = with_manifest_repositories(study, manifest)
         if study.unverified:
-            click.echo(f"agentstudy: warning: unverified: {ledger}: {'; '.join(study.unverified)}", err=True)
+            from agentstudy.protocol.ledger_integrity import few_problems
+
+            click.echo(f"agentstudy: warning: unverified: {ledger}: {few_problems(study.unverified)}", err=True)
         text = render_study(study, prices, output_format)
     except NotSupportedYet:
         text = controlled_report(ledger, output_format, allow_unverified)
