@@ -57,6 +57,12 @@ def test_both_methods_answer_and_the_treatment_search_comes_first() -> None:
     events = [json.loads(line[len("data: "):]) for line in streamed.text.split("\r\n\r\n") if line.startswith("data: ")]
     assert events[-1]["candidates"][0]["finishReason"] == "STOP" and "usageMetadata" in events[-1]
     assert (bad.status_code, other.status_code, junk.status_code) == (400, 400, 404)
+    # the control arm's search: grep_search with only its declared arguments (no Claude Code output_mode)
+    control = {**_body(), "tools": [{"functionDeclarations": TOOLS[0]["functionDeclarations"][:2]}]}
+    with GeminiRehearsalServer() as control_server:
+        searched = httpx.post(f"{control_server.agent_base_url}/v1beta/models/m:generateContent", json=control)
+    call = searched.json()["candidates"][0]["content"]["parts"][-1]["functionCall"]
+    assert call["name"] == "grep_search" and set(call["args"]) == {"pattern"}
     assert server.offered_tools[0] == ("read_file", "grep_search", "mcp_doc-bridge_doc.search")
     first = server.requests[0]
     assert first.tool_names == ("Read", "Grep", "mcp__doc-bridge__doc.search")
