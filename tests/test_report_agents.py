@@ -118,11 +118,11 @@ def test_a_one_agent_ledger_reports_as_before(tmp_path: Path) -> None:
     one = [o for o in two_agent_observations() if "agent" not in o]
     write(path, ledger(one))
     text = build_report(path, output_format="md")
-    assert text.startswith("# Paired report: minimal-study-v1")
+    assert text.startswith("# Paired report: doc-bridge on repo-one")
     assert "by agent" not in text and "Agent claude-code" not in text
     only_codex = tmp_path / "codex.json"
     write(only_codex, ledger([o for o in two_agent_observations() if "agent" in o]))
-    assert build_report(only_codex, output_format="md").startswith("# Paired report: minimal-study-v1")
+    assert build_report(only_codex, output_format="md").startswith("# Paired report: doc-bridge on repo-one")
 
 
 def test_the_same_agent_twice_on_one_task_arm_repetition_still_does_not_verify(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from dataclasses import replace
 from agentstudy.pricing.price_file import PriceFile
 from agentstudy.report import fmt
 from agentstudy.report.analysis import Analysis, MetricResult, analyse
-from agentstudy.report.content import PROVENANCE_TITLE, provenance_section
+from agentstudy.report.content import PROVENANCE_TITLE, provenance_section, report_title
 from agentstudy.report.content_inference import level
 from agentstudy.report.document import Block, Document, Figure, Paragraph, Section, Table
 from agentstudy.report.glance import GLANCE_METRICS
@@ -141,10 +141,7 @@ def multi_agent_document(
     """The report of a several-agent study: :func:`agents_section`, then each agent's one-agent report
     (``document_of(analysis)``, its provenance left out) with every section, table and figure labelled
     ``Agent NAME``, then one provenance appendix of the whole ledger naming the agents."""
-    mode = f" ({study.mode})" if study.mode else ""
-    title = f"Paired report by agent: {study.header.get('version', 'minimal study')}{mode}"
-    if study.unverified:
-        title = f"UNVERIFIED {title}"
+    title = report_title(study, "Paired report by agent")
     sections = [agents_section(analyses)]
     for agent, analysis in analyses.items():
         document = document_of(analysis)

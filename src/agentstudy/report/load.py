@@ -318,11 +318,13 @@ def _full_attempts(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 2 else 36
 
 
-def load_study(ledger: Path, adjudication: Path | None = None, *, allow_unverified: bool = False) -> Study:
+def load_study(ledger: Path, adjudication: Path | None = None, *, allow_unverified: bool = False,
+               documents: list[Any] | None = None) -> Study:
     """Read and verify ``ledger`` (and join ``adjudication`` when given) from disk.
 
     A ledger that does not verify is read on only with ``allow_unverified``; its problems are
-    then in ``Study.unverified``.
+    then in ``Study.unverified``. ``documents``, when given, receives the ledger's parsed JSON (the
+    view and the export read the observations as recorded without parsing the file twice).
 
     Raises:
         NotSupportedYet, ReportInputError: as :func:`parse_ledger` and :func:`join_adjudication`,
@@ -339,6 +341,8 @@ def load_study(ledger: Path, adjudication: Path | None = None, *, allow_unverifi
         raise ReportInputError(f"the ledger {ledger.name} does not verify: {verification.first()}; "
                                f"--allow-unverified reads it anyway")
     study = parse_ledger(data, ledger.name, document)  # parsed once (a 50,000-observation ledger is 219 MB)
+    if documents is not None:
+        documents.append(document)
     if not verification.verified:
         study = replace(study, unverified=verification.problems)
     if adjudication is None:

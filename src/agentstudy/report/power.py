@@ -155,7 +155,7 @@ def _pooled(groups: Sequence[Sequence[float]]) -> tuple[float, int]:
 def _too_small(k: int) -> PilotTooSmall:
     return PilotTooSmall(
         f"too few tasks to estimate the variance of the task differences: {k} task{'s' if k != 1 else ''} with "
-        "values in both arms; the next pilot must hold at least 2 tasks (agentstudy minimal --pilot "
+        "values in both arms; the next pilot must hold at least 2 tasks (agentstudy study --pilot "
         "--pilot-tasks 2)")
 
 
