@@ -11,14 +11,14 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import click
 
 from agentstudy.commands.common import fail
-from agentstudy.protocol.continuation import Predecessor, chain_problems, continuation_problems, missing_links
-from agentstudy.protocol.ledger_integrity import parse_and_verify
-from agentstudy.protocol.records import MinimalLedger
+
+if TYPE_CHECKING:  # the ledger's models and verifier load when a chain is read, not with --help (issue 42)
+    from agentstudy.protocol.continuation import Predecessor
 
 F = TypeVar("F", bound=Callable[..., object])
 
@@ -50,6 +50,10 @@ def partial_chain_option(command: F) -> F:
 
 def _read_link(path: Path) -> tuple[Predecessor, dict[str, object]]:
     """One ledger of the chain, read and verified (exits 2 with one line when it cannot be)."""
+    from agentstudy.protocol.continuation import Predecessor
+    from agentstudy.protocol.ledger_integrity import parse_and_verify
+    from agentstudy.protocol.records import MinimalLedger
+
     try:
         data = path.read_bytes()
     except OSError as error:
@@ -72,6 +76,8 @@ def load_predecessor(paths: Sequence[Path], *, sequential: bool) -> Predecessor 
     """
     if not paths:
         return None
+    from agentstudy.protocol.continuation import Predecessor, chain_problems, continuation_problems, missing_links
+
     links = [_read_link(path) for path in paths]
     missing = missing_links(links[0][1])
     if missing:

@@ -50,7 +50,6 @@ from agentstudy.protocol.manifest import LoadedManifest, ManifestError, load_man
 from agentstudy.protocol.mcp_spec import McpServerSpec
 from agentstudy.protocol.schedule import Mode, PilotSize, pilot_size
 from agentstudy.protocol.sequential_plan import SequentialPlan
-from agentstudy.rehearsal.messages_server import RehearsalServer
 from agentstudy.runners.cli_request import CliRunRequest
 from agentstudy.runners.http_request import REHEARSAL_KEY, HttpRunRequest
 from agentstudy.runners.minimal import run_cli_study
@@ -392,5 +391,7 @@ def _run_http(
     if not rehearsal:
         return run_and_summarise(lambda: run_http_study(request))
     schedule = None if faults is None else parse_fault_schedule(faults)
+    from agentstudy.rehearsal.messages_server import RehearsalServer  # starlette and uvicorn: a rehearsal's own
+
     with RehearsalServer(latency_ms=latency_ms, faults=schedule) as server:
         return run_and_summarise(lambda: run_http_study(replace(request, base_url=server.base_url)))
