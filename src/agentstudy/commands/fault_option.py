@@ -6,9 +6,13 @@ The SPEC grammar is :mod:`agentstudy.protocol.fault_schedule`'s; a study file's
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from agentstudy.commands.common import fail
 from agentstudy.protocol.fault_schedule import FaultScheduleError, parse_fault_schedule
-from agentstudy.protocol.manifest import LoadedManifest
+
+if TYPE_CHECKING:
+    from agentstudy.protocol.manifest import LoadedManifest
 
 
 def checked_faults(flag: str | None, loaded: LoadedManifest | None, rehearsal: bool) -> str | None:
