@@ -149,6 +149,7 @@ fi
 # --- Google Gemini CLI: pinned by the committed lockfile scripts/gemini/package-lock.json, installed
 # with `npm ci --ignore-scripts` into .tools/gemini-cli (headless use needs no native module; idempotent).
 GEMINI_VERSION="0.61.0"
+phase "Gemini CLI ${GEMINI_VERSION} (npm ci)"
 gemini=.tools/gemini-cli/node_modules/.bin/gemini
 if [ ! -x "$gemini" ] || [ "$("$gemini" --version 2>/dev/null)" != "${GEMINI_VERSION}" ]; then
   mkdir -p .tools/gemini-cli

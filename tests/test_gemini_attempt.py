@@ -105,7 +105,10 @@ def test_a_persistent_429_fails_after_the_clis_own_retries(corpus: tuple[Path, s
 
 def test_a_refused_request_is_retried_by_the_cli_and_counted(corpus: tuple[Path, str]) -> None:
     root, pin = corpus
-    result, server = run_gemini_attempt(root, pin, REPOSITORY_ONLY, faults="1:429,2:503")
-    assert [r.status for r in server.requests[:2]] == [429, 503]
+    result, server = run_gemini_attempt(root, pin, REPOSITORY_ONLY, faults="1:429,2:503,3:reset,4:sse-error",
+                                        max_retries=4)
+    assert [(r.status, r.fault) for r in server.requests[:4]] == [(429, "429"), (503, "503"), (0, "reset"),
+                                                                  (200, "sse-error")]
     assert result.status == "completed", result.status_reason
-    assert result.fields["api_retries"] == 2 and result.fields["api_retry_statuses"] == [429, 503]
+    # a reset and a stream broken after its HTTP 200 have no status: 0
+    assert result.fields["api_retries"] == 4 and result.fields["api_retry_statuses"] == [429, 503, 0, 0]

@@ -56,3 +56,18 @@ def test_the_rate_interval_widens_when_tasks_differ_and_not_when_they_do_not() -
     low, high = clopper_pearson(6.0, 12.0, 0.05)
     wide_low, wide_high = clopper_pearson(0.5 * effective_size(clustered), effective_size(clustered), 0.05)
     assert wide_low < low and wide_high > high
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_studentized_statistic_gives_the_sign_flip_p_of_the_mean(seed: int) -> None:
+    import itertools
+
+    from agentstudy.report.inference import sign_flip_p
+
+    generator = np.random.default_rng(seed)
+    differences = generator.lognormal(0.0, 1.0, size=8) - 1.2  # skewed, unequal magnitudes
+    flips = np.array(list(itertools.product((1.0, -1.0), repeat=differences.size))) * differences
+    studentized = flips.mean(axis=1) / (flips.std(axis=1, ddof=1) / np.sqrt(differences.size))
+    observed = studentized[0]  # the all-plus vector is the data
+    brute = min(1.0, 2 * min(np.mean(studentized >= observed - 1e-12), np.mean(studentized <= observed + 1e-12)))
+    assert sign_flip_p(differences.tolist(), seed=1)[0] == pytest.approx(brute, abs=1e-12)

@@ -10,6 +10,7 @@ bubblewrap, their scripted model servers on 127.0.0.1.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shlex
@@ -21,6 +22,7 @@ from typing import Any
 import pytest
 
 from agentstudy.io import server_world
+from agentstudy.io.transcripts import transcript_dir
 from agentstudy.protocol.mcp_spec import McpServerSpec
 from agentstudy.protocol.run_records import CLI_CORPUS_PATH
 from agentstudy.runners.preflight import PreflightError
@@ -103,6 +105,10 @@ def test_the_probe_passes_and_the_rehearsed_treatment_attempt_uses_the_server(
     assert treated["status"] == "completed", treated.get("statusReason")
     record = treated["treatment"]
     assert record["serverCalls"] - record["serverCallErrors"] >= 1, record
+    if server == "node-proc":  # its stderr is kept beside the transcript, hashed in the observation
+        kept = transcript_dir(ledger) / treated["serverStderrFile"]
+        assert hashlib.sha256(kept.read_bytes()).hexdigest() == treated["serverStderrSha256"]
+        assert "answered tools/call with rss" in kept.read_text(encoding="utf-8")
 
 
 def test_a_server_that_dies_during_initialize_fails_init_and_the_probe_with_its_last_stderr_line(
@@ -145,7 +151,7 @@ def test_a_property_of_the_server_world_changed_in_one_place_changes_the_probe_a
     probe(spec, root, pin)
     assert successful_server_calls(treatment_attempt(agent, spec, root, pin)) >= 1
     monkeypatch.setattr(server_world, "SERVER_PROC", False)  # the world without its private /proc
-    with pytest.raises(PreflightError, match="uv_resident_set_memory"):
+    with pytest.raises(PreflightError, match=r"uv_resident_set_memory.*the server needs /proc"):
         probe(spec, root, pin)
     result = treatment_attempt(agent, spec, root, pin)
     assert result.status != "completed" and successful_server_calls(result) == 0

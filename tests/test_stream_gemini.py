@@ -139,8 +139,9 @@ def test_telemetry_facts_read_the_first_tool_list_and_the_failed_requests() -> N
                {"attributes": {"gen_ai.tool.definitions": json.dumps([{"functionDeclarations": [
                    {"name": "read_file"}, {"name": "mcp_doc-bridge_doc.get"}]}])}},
                {"attributes": {"gen_ai.tool.definitions": json.dumps([{"functionDeclarations": [{"name": "x"}]}])}},
-               {"attributes": {"event.name": "gemini_cli.api_error"}}]
+               {"attributes": {"event.name": "gemini_cli.api_error"}},
+               {"attributes": {"event.name": "gemini_cli.chat.content_retry"}}]
     text = "\n".join(json.dumps(r, indent=2) for r in records)
     facts = telemetry_facts(text)
-    assert facts.first_tools == ("read_file", "mcp_doc-bridge_doc.get") and facts.error_statuses == (429, 0)
+    assert facts.first_tools == ("read_file", "mcp_doc-bridge_doc.get") and facts.error_statuses == (429, 0, 0)
     assert telemetry_facts("").first_tools is None

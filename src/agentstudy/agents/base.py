@@ -76,6 +76,10 @@ class AgentCli(Protocol):
             usage (Codex) cannot be bounded that way, and ``--strict-cap`` is refused for it.
         judged_with_stderr: whether the stream checks read the child's stderr too (Codex names a failed
             MCP server there); ``agentstudy transcript --stderr`` is refused for an agent that does not.
+        start_env: variables the agent's every start gets, its ``--version`` probe as its attempts (Gemini CLI:
+            ``GEMINI_CLI_NO_RELAUNCH``, without which it starts itself twice); empty for most agents.
+        record_files: the names of the records ``Launch.collect`` reads after an attempt (``RawAttempt.agent_files``;
+            Gemini CLI: ``session``, ``telemetry``), which ``agentstudy transcript --record`` takes; empty for most.
     """
 
     name: str
@@ -85,6 +89,8 @@ class AgentCli(Protocol):
     reports_cost: bool
     bounds_worst_turn: bool
     judged_with_stderr: bool
+    start_env: Mapping[str, str]
+    record_files: tuple[str, ...]
 
     def find_binary(self, explicit: str | None, environ: Mapping[str, str]) -> Path:
         """The agent's executable (explicit path, override variable, pinned install in .tools, PATH).

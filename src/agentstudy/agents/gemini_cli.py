@@ -21,10 +21,11 @@ from agentstudy.protocol.fault_schedule import parse_fault_schedule
 from agentstudy.protocol.mcp_spec import McpServerSpec
 from agentstudy.protocol.run_records import AgentRecord
 from agentstudy.rehearsal.gemini_server import GeminiRehearsalServer
+from agentstudy.stream.steps import Step, gemini_steps
 from agentstudy.transports import gemini as transport
 from agentstudy.transports.cli import CliAttemptBody, CliSettings, RawAttempt
 from agentstudy.transports.cli_evaluation import CliEvaluation
-from agentstudy.transports.gemini_args import GEMINI_VERSION, REHEARSAL_MODEL, version_problem
+from agentstudy.transports.gemini_args import GEMINI_VERSION, REHEARSAL_MODEL, START_ENV, version_problem
 
 PINNED_INSTALL = Path(".tools") / "gemini-cli" / "node_modules" / ".bin" / "gemini"
 """Where ``scripts/setup.sh`` installs the pinned Gemini CLI, relative to the project root."""
@@ -41,6 +42,8 @@ class GeminiCliAgent:
     reports_cost = False
     bounds_worst_turn = False
     judged_with_stderr = False
+    start_env: Mapping[str, str] = START_ENV
+    record_files: tuple[str, ...] = transport.RECORDS
 
     def find_binary(self, explicit: str | None, environ: Mapping[str, str]) -> Path:
         """``--agent-bin``, ``AGENTSTUDY_GEMINI_BIN``, ``.tools/gemini-cli``, ``gemini`` on PATH (AgentBinaryError)."""
@@ -78,6 +81,10 @@ class GeminiCliAgent:
     def evaluate(self, body: CliAttemptBody, raw: RawAttempt) -> CliEvaluation:
         """``transports.gemini.evaluate_gemini_attempt``."""
         return transport.evaluate_gemini_attempt(body, raw)
+
+    def transcript_steps(self, data: bytes) -> tuple[Step, ...]:
+        """``stream.steps.gemini_steps`` (stream-json)."""
+        return gemini_steps(data)
 
     def isolation(self, settings: CliSettings, scenario: str) -> dict[str, Any]:
         """``transports.gemini.gemini_isolation``."""

@@ -29,12 +29,12 @@ from agentstudy.runners.summary import REHEARSAL_NOTE
               help="The agent: real headless Claude Code (cli) or the Messages API loop (http).")
 @click.option("--claude-bin", help="Claude Code executable (default: AGENTSTUDY_CLAUDE_BIN, pinned install, PATH).")
 @click.option("--agent", type=click.Choice(AGENT_NAMES), default=DEFAULT_AGENT, show_default=True,
-              help="The cli agent: Claude Code against the scripted Messages server, or the Codex CLI "
-                   "against the scripted Responses server.")
-@click.option("--agent-bin", help="The agent's executable (default: AGENTSTUDY_CLAUDE_BIN / AGENTSTUDY_CODEX_BIN, "
-                                  "the pinned install, PATH).")
-@click.option("--agent-version", help="The agent's expected version (default: its pin, 2.1.296 / 0.171.0); the demo "
-                                      "refuses another binary before it starts.")
+              help="The cli agent: Claude Code against the scripted Messages server, the Codex CLI "
+                   "against the scripted Responses server, or Gemini CLI against the scripted Gemini API.")
+@click.option("--agent-bin", help="The agent's executable (default: AGENTSTUDY_CLAUDE_BIN / AGENTSTUDY_CODEX_BIN / "
+                                  "AGENTSTUDY_GEMINI_BIN, the pinned install, PATH).")
+@click.option("--agent-version", help="The agent's expected version (default: its pin, 2.1.296 / 0.171.0 / "
+                                      "0.61.0); the demo refuses another binary before it starts.")
 @click.option("--adjudicate", is_flag=True,
               help="Then adjudicate the pilot blind with Claude Code against a scripted adjudicator (zero spend).")
 @click.option("--rehearsal-latency-ms", type=click.IntRange(0, 600_000), default=0, show_default=True,

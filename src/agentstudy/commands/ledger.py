@@ -45,8 +45,13 @@ OPEN_LISTED = 10
 @allow_unverified_option
 @click.option("--rebuilt", is_flag=True,
               help="Print the minimal-study ledger as read (snapshot + journal rebuilt) instead of a summary.")
+@click.option("--close", is_flag=True,
+              help="Seal a crashed run's ledger (still running, its journal verifying) as crashed: status blocked, "
+                   "every observation unchanged, its open reservations counted as spent in full; the journal is "
+                   "kept as FILE.journal.closed. Then --continue-from FILE continues it. Only for a run whose "
+                   "process is gone.")
 @text_or_json
-def ledger(file: Path, allow_unverified: bool, rebuilt: bool, as_text: bool) -> None:
+def ledger(file: Path, allow_unverified: bool, rebuilt: bool, close: bool, as_text: bool) -> None:
     """Verify a ledger and summarise it.
 
     A controlled-study ledger: observations by run, round, status and adjudication; its
@@ -70,6 +75,11 @@ def ledger(file: Path, allow_unverified: bool, rebuilt: bool, as_text: bool) -> 
     what = _not_a_ledger(file)
     if what is not None:
         fail(f"{file} is not a ledger: it is {what}")
+    if close:
+        from agentstudy.commands.ledger_close import close_crashed
+
+        close_crashed(file)
+        return
     data = _minimal_bytes(file)
     if data is None:
         loaded = read_contract(file, ControlledStudyObservationLedgerV1, allow_unverified=allow_unverified)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentstudy.io.mcp_child import McpChild, server_text, stderr_tail
 from agentstudy.protocol.read_only import ToolHints
+from agentstudy.protocol.server_words import with_cause
 
 if TYPE_CHECKING:
     from mcp.client.stdio import StdioServerParameters
@@ -113,7 +114,8 @@ def failure_text(raised: BaseException, child: McpChild) -> str:
     error = leaf_error(raised)
     said = server_text(stderr_tail(child.stderr_path), child.secrets)
     own = server_text(str(error), child.secrets, limit=500)
-    return error.__class__.__name__ + (f": {own}" if own else "") + (f" (server stderr: {said})" if said else "")
+    text = error.__class__.__name__ + (f": {own}" if own else "") + (f" (server stderr: {said})" if said else "")
+    return with_cause(text, f"{own}\n{said}")
 
 
 def _annotations(tool: Any) -> dict[str, Any]:

@@ -125,10 +125,11 @@ ledger would otherwise print one clause per observation)."""
 
 def few_problems(problems: tuple[str, ...] | list[str], shown: int = FEW_PROBLEMS) -> str:
     """``problems`` for one line: all of them when there are at most ``shown``, else how many and the first
-    ``shown`` ("400 problems, the first 3: a; b; c")."""
+    ``shown`` and how many more ("400 problems, the first 3: a; b; c; and 397 more")."""
     if len(problems) <= shown:
         return "; ".join(problems)
-    return f"{len(problems)} problems, the first {shown}: " + "; ".join(problems[:shown])
+    return (f"{len(problems)} problems, the first {shown}: " + "; ".join(problems[:shown])
+            + f"; and {len(problems) - shown} more")
 
 
 @dataclass(frozen=True)

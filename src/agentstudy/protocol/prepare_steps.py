@@ -88,7 +88,7 @@ DEFAULT_MAX_STATE_BYTES = 1 << 30
 
 
 class PreparedStateCap(BaseModel):
-    """A study file's ``arms.treatment.prepareLimits`` (issue 40): ``maxFiles`` and ``maxBytes`` (apparent
+    """A study file's ``arms.treatment.prepareLimits``: ``maxFiles`` and ``maxBytes`` (apparent
     sizes, bytes) the prepared state of one checkout may hold; over either, the run is refused before any
     reservation. Defaults: :data:`DEFAULT_MAX_STATE_FILES` files, :data:`DEFAULT_MAX_STATE_BYTES` bytes."""
 

@@ -93,7 +93,7 @@ class TreatmentArm(Arm):
         prepare: preparation steps (``protocol.prepare_steps``: a tool call or a command) run once per
             checkout in the server's sandbox before any reservation; what they write is the server's
             private prepared state, copied afresh into every treatment attempt's server (issue 32).
-        prepareLimits: the cap on that state (``maxFiles``, ``maxBytes``; issue 40,
+        prepareLimits: the cap on that state (``maxFiles``, ``maxBytes``;
             :class:`~agentstudy.protocol.prepare_steps.PreparedStateCap`).
         undecided: the decisions ``agentstudy init`` left open; a study with any is refused,
             naming this field (issue 32).

@@ -13,8 +13,11 @@ within-task (per arm) components and the ICC built from them.
 
 from __future__ import annotations
 
+from functools import partial
+
 from agentstudy.report import fmt
 from agentstudy.report.analysis import CORRECTNESS, Analysis, MetricResult
+from agentstudy.report.clusters import repository_rows
 from agentstudy.report.document import Block, Paragraph, Table
 from agentstudy.report.inference import TaskEffect, TaskLevelSummary
 from agentstudy.report.inference_endpoints import PRIMARY, SECONDARY
@@ -223,5 +226,24 @@ def inference_blocks(analysis: Analysis) -> tuple[Block, ...]:
     endpoint's sentence leads the report, in the glance), method, correctness rates (when adjudicated), per-task
     table, variance components."""
     rates = rates_table(analysis)
+    repositories = repository_table(analysis)
     return (metric_table(analysis), method_paragraph(analysis),
-            *((rates,) if rates is not None else ()), task_table(analysis), variance_table(analysis))
+            *((rates,) if rates is not None else ()), *((repositories,) if repositories is not None else ()),
+            task_table(analysis), variance_table(analysis))
+
+
+def repository_table(analysis: Analysis) -> Table | None:
+    """Per metric and repository the mean task Δ, its tasks and sign-flip p, the heterogeneity test and (scope
+    ``repositories``) the repository-level test (issue 41 item 1); ``None`` when the repositories are unknown."""
+    rows: list[tuple[str, ...]] = []
+    for result in ordered(analysis):
+        if result.repositories is not None:
+            rows += repository_rows(result.metric.label, partial(fmt.statistic, kind=result.metric.kind),
+                                    result.repositories)
+    if not rows:
+        return None
+    scope = analysis.scope
+    caption = (f"Per repository (tasks of {scope.repositories} repositories; from {scope.min_repositories} on the "
+               "repository-level test answers the question)")
+    return Table("repositories", caption, ("metric", "repository", "mean task Δ", "tasks", "p"), tuple(rows),
+                 frozenset({2, 3, 4}))

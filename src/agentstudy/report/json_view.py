@@ -53,7 +53,7 @@ from agentstudy.report.methods import NULL_IN_WORDS, STATISTIC
 from agentstudy.report.model import BASELINE, TREATMENT, Attempt, Study
 from agentstudy.report.power_primary import primary_power
 from agentstudy.report.power_section import plan_json, power_plans
-from agentstudy.report.sequential import money_not_spent, sequential_line
+from agentstudy.report.sequential import money_not_spent, sequential_line, stopped_sequence
 from agentstudy.report.treatment import summarize_treatment, treatment_json, verdict
 
 USD_STAT_PLACES = 12
@@ -263,7 +263,10 @@ def _sequential(analysis: Analysis) -> dict[str, Any]:
     if study.sequential is None:
         return {}
     money = money_not_spent(study)
-    return {"sequential": {**study.sequential.model_dump(by_alias=True), "line": sequential_line(study),
+    sequence = stopped_sequence(study)
+    stopped = {} if sequence is None else {"confidenceSequence": {
+        "estimate": sequence.estimate, "low": sequence.low, "high": sequence.high, "alpha": sequence.alpha}}
+    return {"sequential": {**study.sequential.model_dump(by_alias=True), **stopped, "line": sequential_line(study),
                            "plannedUsd": None if money is None else usd_number(money.planned_usd),
                            "notSpentUsd": None if money is None else usd_number(money.not_spent_usd)}}
 

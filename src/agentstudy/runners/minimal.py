@@ -67,7 +67,7 @@ from agentstudy.runners.progress import (
 )
 from agentstudy.runners.sequential_runs import start_sequential, study_schedule
 from agentstudy.runners.summary import RunSummary, summarize
-from agentstudy.runners.transcript_keeping import keep_transcript, transcript_store
+from agentstudy.runners.transcript_keeping import SERVER_STDERR_EXTENSION, keep_transcript, transcript_store
 from agentstudy.transports.cli import CliAttemptBody, CliAttemptResult, run_cli_attempt
 from agentstudy.transports.cli_args import arm_tools
 
@@ -178,8 +178,11 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
 
     def observe(entry: ScheduleEntry, result: CliAttemptResult, status: str, reserved: Decimal, charged: Decimal,
                 cap_exceeded: bool) -> CliObservation:
-        kept = keep_transcript(transcripts, entry, result.raw_output,
-                               entry.agent if entry.agent != DEFAULT_AGENT or request.other_agents else None)
+        named = entry.agent if entry.agent != DEFAULT_AGENT or request.other_agents else None
+        kept = keep_transcript(transcripts, entry, result.raw_output, named)
+        if result.server_stderr:  # the MCP server's stderr tail, redacted (issue 39)
+            kept.update(keep_transcript(transcripts, entry, result.server_stderr, named, SERVER_STDERR_EXTENSION,
+                                        "server_stderr"))
         return cli_observation(entry, request, versions[entry.agent], result, status, reserved, charged, cap_exceeded,
                             base, kept)
 

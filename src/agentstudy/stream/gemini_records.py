@@ -8,7 +8,8 @@
 - The local telemetry file (``telemetry.target = "local"``, ``telemetry.outfile``; nothing leaves the
   machine): pretty-printed JSON log records one after another. :func:`telemetry_facts` reads the tools the
   CLI offered the model in its first request (``gen_ai.tool.definitions``) and the HTTP status of every
-  failed request (``gemini_cli.api_error``: the CLI's own retries).
+  failed request (``gemini_cli.api_error``, and ``gemini_cli.chat.content_retry`` for a stream that broke
+  off: the CLI's own retries).
 
 :func:`reconcile` compares the session's per-request sums with ``result.stats`` (a disagreement is a
 problem: the attempt's usage cannot be trusted).
@@ -87,7 +88,8 @@ def reconcile(requests: Sequence[RequestUsage], stats: Mapping[str, Any] | None)
 @dataclass(frozen=True)
 class TelemetryFacts:
     """``first_tools``: the function names of the first request (``None``: no request was recorded);
-    ``error_statuses``: the HTTP status of each failed request, in order (0 when it had none: a reset)."""
+    ``error_statuses``: the HTTP status of each failed request, in order (0 when it had none: a reset, or a
+    stream that broke off after its HTTP 200)."""
 
     first_tools: tuple[str, ...] | None
     error_statuses: tuple[int, ...]
@@ -137,4 +139,6 @@ def telemetry_facts(text: str) -> TelemetryFacts:
         if attributes.get("event.name") == "gemini_cli.api_error":
             status = attributes.get("status_code")
             errors.append(status if isinstance(status, int) and not isinstance(status, bool) else 0)
+        elif attributes.get("event.name") == "gemini_cli.chat.content_retry":  # a broken stream sent again
+            errors.append(0)
     return TelemetryFacts(first, tuple(errors))

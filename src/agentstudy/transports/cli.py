@@ -124,6 +124,8 @@ class CliAttemptResult:
     status_reason: str | None = None
     raw_output: bytes = b""
     """The child's raw stdout (bounded), kept as the attempt's private transcript (issue 28); empty when none."""
+    server_stderr: bytes = b""
+    """The MCP server's stderr tail (redacted; ``RawAttempt.server_stderr``), kept beside the transcript (issue 39)."""
 
 
 def run_cli_attempt(
@@ -311,6 +313,7 @@ def finish_cli_attempt(body: CliAttemptBody, raw: RawAttempt) -> CliAttemptResul
         wall_time_ms=raw.wall_time_ms,
         status_reason=_with_server_words(evaluation.status, evaluation.status_reason, raw.server_stderr),
         raw_output=raw.stdout,
+        server_stderr=raw.server_stderr,
         fields={
             **evaluation.fields,
             **({"treatment": {**evaluation.fields["treatment"], "promptSha256": sha256_text(body.prompt)}}

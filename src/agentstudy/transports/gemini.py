@@ -48,10 +48,12 @@ from agentstudy.transports.gemini_args import (
     settings_json,
 )
 
-__all__ = ["collect", "evaluate_gemini_attempt", "gemini_isolation", "gemini_launch"]
+__all__ = ["RECORDS", "SESSION", "TELEMETRY", "collect", "evaluate_gemini_attempt", "gemini_isolation", "gemini_launch"]
 
 SESSION = "session"
 TELEMETRY = "telemetry"
+RECORDS = (SESSION, TELEMETRY)
+"""The records :func:`collect` reads (``AgentCli.record_files``)."""
 _TELEMETRY_FILE = "telemetry.jsonl"
 
 

@@ -32,6 +32,10 @@ REHEARSAL_MODEL = "rehearsal-scripted"
 API_KEY_ENV = "GEMINI_API_KEY"
 """The agent's own credential variable (the only one that reaches it; the dummy key in a rehearsal)."""
 BASE_URL_ENV = "GOOGLE_GEMINI_BASE_URL"
+START_ENV: dict[str, str] = {"GEMINI_CLI_NO_RELAUNCH": "true"}
+"""Set on every start (the ``--version`` probe and each attempt): without it 0.61.0 starts a second node process
+to raise its heap limit, doubling its start-up time (a ``--version`` probe then nears its 10 s bound on a busy
+machine)."""
 
 
 @dataclass(frozen=True)
@@ -113,7 +117,7 @@ def gemini_environment(parent: Mapping[str, str], *, home: str, tmpdir: str, gem
     and the agent's own ``GEMINI_API_KEY`` (``api_key``: the rehearsal's dummy, a gateway token, or the user's
     own key; ``None``: not set) with ``GOOGLE_GEMINI_BASE_URL`` = ``base_url`` when given. Never
     ``ANTHROPIC_API_KEY`` / ``OPENAI_API_KEY``."""
-    extra = {"GEMINI_CLI_HOME": gemini_home, "GEMINI_CLI_TRUST_WORKSPACE": "true", "NO_COLOR": "1"}
+    extra = {**START_ENV, "GEMINI_CLI_HOME": gemini_home, "GEMINI_CLI_TRUST_WORKSPACE": "true", "NO_COLOR": "1"}
     if base_url is not None:
         extra[BASE_URL_ENV] = base_url
     if api_key is not None:
