@@ -18,19 +18,17 @@ from agentstudy.commands.common import (
     parse_roots,
     stops_on_signals,
 )
-from agentstudy.commands.concurrency_option import MAX_CONCURRENCY
 from agentstudy.commands.containment_options import (
     cli_base_url_option,
     containment_mode,
     containment_option,
     gateway_from_options,
 )
-from agentstudy.commands.continue_option import continue_option, load_predecessor
-from agentstudy.commands.fault_option import checked_faults
 from agentstudy.commands.mcp_options import mcp_options, study_mcp_spec
 from agentstudy.commands.minimal_dry_run import DryRunRequest, print_dry_run
 from agentstudy.commands.minimal_inputs import money_flags, require_model, reservation_rule
 from agentstudy.commands.minimal_outcome import run_and_summarise, sequential_plan
+from agentstudy.commands.run_options import MAX_CONCURRENCY, checked_faults, continue_option, load_predecessor
 from agentstudy.commands.study_agents_options import agent_model_option, other_agent_runs, rehearsal_endpoints
 from agentstudy.commands.view import progress_for_terminal
 from agentstudy.io.claude_cli import project_root
