@@ -303,7 +303,7 @@ def _print_result(study_path: Path, tools_path: Path, inspection: ServerInspecti
         f" --containment {containment}" if containment != "bwrap" else "")
     click.echo("next: replace the example tasks in study.json (question, sources, expected; ids example-…), "
                "then check and rehearse:")
-    click.echo(f"  agentstudy minimal --manifest {shlex.quote(str(study_path))} --dry-run --probe {root_flags}")
-    click.echo(f"  agentstudy minimal --manifest {shlex.quote(str(study_path))} --pilot --rehearsal --transport cli "
+    click.echo(f"  agentstudy study --manifest {shlex.quote(str(study_path))} --dry-run --probe {root_flags}")
+    click.echo(f"  agentstudy study --manifest {shlex.quote(str(study_path))} --pilot --rehearsal --transport cli "
                f"{root_flags} --model claude-haiku-5-5 --budget-usd 1 "
                f"--output {shlex.quote(str(study_path.parent / 'pilot-ledger.json'))}")

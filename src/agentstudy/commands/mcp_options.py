@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -25,7 +25,7 @@ from agentstudy.protocol.mcp_spec import (
     check_tool_choice,
     parse_mcp_config,
 )
-from agentstudy.protocol.prepare_steps import PrepareStep
+from agentstudy.protocol.prepare_steps import PreparedStateCap, PrepareStep
 from agentstudy.protocol.sandbox_binds import kernel_bind_problem
 from agentstudy.protocol.study_arms import TreatmentArm
 from agentstudy.runners.preflight import DEFAULT_MCP_SERVER
@@ -111,6 +111,7 @@ class McpChoice:
         sandbox_binds: extra absolute read-only paths inside the server's sandbox.
         open_world: ``openWorldHint: true`` tools let through (a study file's ``allowOpenWorld``).
         prepare: the preparation steps (a study file's ``prepare``; issue 32).
+        prepared_cap: the cap on the prepared state (a study file's ``prepareLimits``; issue 40).
     """
 
     config: Path | dict[str, Any] | None
@@ -121,6 +122,7 @@ class McpChoice:
     sandbox_binds: tuple[str, ...] = ()
     open_world: tuple[str, ...] = ()
     prepare: tuple[PrepareStep, ...] = ()
+    prepared_cap: PreparedStateCap = field(default_factory=PreparedStateCap)
 
 
 def build_mcp_spec(choice: McpChoice) -> McpServerSpec:
@@ -148,7 +150,7 @@ def build_mcp_spec(choice: McpChoice) -> McpServerSpec:
                 probe_arguments=choice.probe_arguments,
                 config_candidates=choice.candidates,
                 sandbox_binds=(*DEFAULT_MCP_SERVER.sandbox_binds, *choice.sandbox_binds),
-                prepare=choice.prepare,
+                prepare=choice.prepare, prepared_cap=choice.prepared_cap,
             )
         if isinstance(choice.config, Path):
             spec = load_mcp_config(choice.config, choice.tools, choice.probe_tool, choice.probe_arguments,
@@ -159,7 +161,7 @@ def build_mcp_spec(choice: McpChoice) -> McpServerSpec:
     except McpConfigError as error:
         fail(str(error))
     return replace(spec.with_sandbox_binds(choice.sandbox_binds), open_world_tools=choice.open_world,
-                   prepare=choice.prepare)
+                   prepare=choice.prepare, prepared_cap=choice.prepared_cap)
 
 
 def _given(ctx: click.Context, name: str) -> bool:
@@ -207,4 +209,5 @@ def study_mcp_spec(
         sandbox_binds=sandbox_binds if _given(ctx, "sandbox_binds") else tuple(arm.sandbox_binds or ()),
         open_world=tuple(arm.allow_open_world),
         prepare=tuple(arm.prepare),
+        prepared_cap=arm.prepare_limits,
     ))

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from agentstudy.protocol.prepare_steps import PrepareStep
+from agentstudy.protocol.prepare_steps import PreparedStateCap, PrepareStep
 from agentstudy.protocol.read_only import ReadOnlyError, require_probe_allowed
 from agentstudy.protocol.tool_names import listing_problem
 
@@ -144,6 +144,8 @@ class McpServerSpec:
             (a study file's ``allowOpenWorld``; issue 32); every other open-world tool is refused.
         prepare: the preparation steps run once per checkout before any reservation (a study file's
             ``prepare``; issue 32, ``protocol.prepare_steps``).
+        prepared_cap: the most files and bytes the prepared state may hold (a study file's
+            ``prepareLimits``; issue 40).
     """
 
     name: str
@@ -156,6 +158,7 @@ class McpServerSpec:
     sandbox_binds: tuple[str, ...] = ()
     open_world_tools: tuple[str, ...] = ()
     prepare: tuple[PrepareStep, ...] = ()
+    prepared_cap: PreparedStateCap = field(default_factory=PreparedStateCap)
 
     def _names(self, placeholder: str) -> bool:
         texts = [*self.command, json.dumps(dict(self.probe_arguments)),

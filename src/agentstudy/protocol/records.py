@@ -258,7 +258,7 @@ class BackoffPause(BaseModel):
 
 
 class RunLink(BaseModel):
-    """One earlier run of a chain (issue 40): ``ledgerSha256`` (SHA-256 hex of its ledger's bytes) and ``runId``."""
+    """One earlier run of a chain: ``ledgerSha256`` (SHA-256 hex of its ledger's bytes) and ``runId``."""
 
     model_config = ConfigDict(extra="forbid", validate_by_name=True, validate_by_alias=True)
 
@@ -271,7 +271,7 @@ class ContinuesRecord(BaseModel):
     SHA-256 hex of the old ledger file's bytes as read, and its ``runId`` (``None`` for a ledger written before
     runs had ids).
 
-    Issue 40 (a chain is one study): ``earlierRuns`` lists the links before the predecessor, oldest first
+    A chain is one study: ``earlierRuns`` lists the links before the predecessor, oldest first
     (:class:`RunLink`; empty for a second run), and ``completedBefore`` counts the cells the whole chain before
     this run observed ``completed``, so the ledger verifies alone: ``fullAttempts`` = ``plannedAttempts`` +
     ``completedBefore`` in a full run. Both are absent in continuations written before.

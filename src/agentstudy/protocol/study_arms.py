@@ -25,7 +25,7 @@ from agentstudy.protocol.mcp_spec import (
     parse_mcp_config,
     unknown_placeholders,
 )
-from agentstudy.protocol.prepare_steps import MAX_STEPS, PrepareStep
+from agentstudy.protocol.prepare_steps import MAX_STEPS, PreparedStateCap, PrepareStep
 from agentstudy.protocol.sandbox_binds import kernel_bind_problem
 from agentstudy.protocol.task import plain_text
 from agentstudy.protocol.tool_names import listing_problem
@@ -93,6 +93,8 @@ class TreatmentArm(Arm):
         prepare: preparation steps (``protocol.prepare_steps``: a tool call or a command) run once per
             checkout in the server's sandbox before any reservation; what they write is the server's
             private prepared state, copied afresh into every treatment attempt's server (issue 32).
+        prepareLimits: the cap on that state (``maxFiles``, ``maxBytes``;
+            :class:`~agentstudy.protocol.prepare_steps.PreparedStateCap`).
         undecided: the decisions ``agentstudy init`` left open; a study with any is refused,
             naming this field (issue 32).
     """
@@ -104,6 +106,7 @@ class TreatmentArm(Arm):
     sandbox_binds: list[str] | None = Field(default=None, alias="sandboxBinds")
     allow_open_world: list[str] = Field(default_factory=list, alias="allowOpenWorld")
     prepare: list[PrepareStep] = Field(default_factory=list, max_length=MAX_STEPS)
+    prepare_limits: PreparedStateCap = Field(default_factory=PreparedStateCap, alias="prepareLimits")
     undecided: list[dict[str, Any]] = Field(default_factory=list, max_length=0)
 
     @model_validator(mode="before")

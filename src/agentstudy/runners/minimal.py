@@ -203,7 +203,7 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
             close_normally(ledger, run, lambda finished: store.checkpoint(seal_ledger(finished.to_json())))
             return summarize(run.status, request.mode, len(schedule), observations, budget, output,
                              rehearsal=request.settings.rehearsal_base_url is not None, recorded=ledger.budget,
-                             **summary_names(request.loaded, request.settings.mcp.name))
+                             sequential=ledger.sequential, **summary_names(request.loaded, request.settings.mcp.name))
         for index, entry in enumerate(schedule, start=1):
             raise_if_stopped()
             where = AttemptProgress(index, len(schedule), entry.task_id, entry.scenario, entry.repetition)
@@ -258,4 +258,4 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
         raise StopRequested(signum, stopped_detail(output)) from error
     return summarize(run.status, request.mode, len(schedule), observations, budget, output,
                      rehearsal=request.settings.rehearsal_base_url is not None, recorded=ledger.budget,
-                     **summary_names(request.loaded, request.settings.mcp.name))
+                     sequential=ledger.sequential, **summary_names(request.loaded, request.settings.mcp.name))

@@ -144,7 +144,7 @@ def check_cli_version(
         PreflightError: when the probe fails or the version differs.
     """
     try:
-        line = probe_version(binary, env, containment)
+        line = probe_version(binary, env, containment, agent_cli(agent).start_env)
     except AgentBinaryError as error:
         raise PreflightError(str(error)) from None
     problem = agent_cli(agent).version_problem(line, expected)

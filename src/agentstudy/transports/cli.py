@@ -210,6 +210,9 @@ class RawAttempt:
     attempt is charged at least this, whatever the kept stdout says at its end."""
     stderr_bytes: int = 0
     """Bytes the child wrote to stderr (counted, never kept beyond ``stderr``)."""
+    agent_files: Mapping[str, bytes] = field(default_factory=dict)
+    """What ``Launch.collect`` read of the agent's own records (bounded bytes by name; Gemini CLI's session
+    and telemetry files), empty for agents that keep none."""
     server_stderr: bytes = b""
     """The tail of the MCP server's stderr (``io.server_host.SERVER_STDERR_KEPT_BYTES``), credentials redacted;
     empty outside the MCP arm (issue 39)."""
@@ -264,6 +267,7 @@ def run_agent_in(body: CliAttemptBody, cwd: Path, env_source: Mapping[str, str])
             launch = agent.launch(launched, cwd, scratch, env_source)
             process = run_bounded(launch.argv, launch.env, cwd, settings.timeout_s, settings.stdout_limit,
                                   watch=launch.watch, keep_stderr=launch.keep_stderr)
+            agent_files = {} if launch.collect is None else launch.collect()
             if body.scenario == DOC_BRIDGE_MCP and body.server is not None:
                 stack.close()
                 server_stderr = host.said().encode("utf-8")
@@ -278,7 +282,7 @@ def run_agent_in(body: CliAttemptBody, cwd: Path, env_source: Mapping[str, str])
     return RawAttempt(process.stdout, facts, process.wall_time_ms, None, None, None,
                       stderr=process.stderr_tail, watch_stop=process.watch_stop, stderr_bytes=process.stderr_bytes,
                       running_peak_usd=None if launch.watch is None else launch.watch.peak_usd,
-                      server_stderr=server_stderr)
+                      server_stderr=server_stderr, agent_files=agent_files)
 
 
 STOPPED_FACTS = ProcessFacts(started=False, timed_out=False, truncated=False, exit_code=None, stopped=True)
