@@ -94,7 +94,7 @@ def mcp_config(
     """The ``--mcp-config`` JSON: no server in ``repository-only``, the one server (placeholders filled) otherwise.
 
     ``launcher``: the command that starts the server with an environment of ours
-    (``io.server_launcher.launcher_command``); it replaces the server's argv and ``env`` (issue 29).
+    (``io.server_host``'s relay command); it replaces the server's argv and ``env`` (issue 29).
 
     Raises:
         ValueError: ``paths`` is ``None`` in the MCP arm (a programming error).
