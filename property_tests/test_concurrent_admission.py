@@ -173,6 +173,10 @@ def test_the_walk_keeps_its_invariants_at_every_checkpoint(
 
     observe = bare_observation
 
+    def unstarted(entry: ScheduleEntry, reason: str) -> CliAttemptResult:  # no body raises here
+        return CliAttemptResult(status="failed", reported_cost_usd=None, computed_cost=None, setup_problems=(),
+                                cost_problem=None, exit_code=None, wall_time_ms=0, fields={}, status_reason=reason)
+
     run = RunMachine(len(schedule), "cli")
     run.begin()
     ledger = empty_cli_ledger()
@@ -180,7 +184,7 @@ def test_the_walk_keeps_its_invariants_at_every_checkpoint(
         walk = ConcurrentWalk(run=run, ledger=ledger, store=cast(JournaledLedger, store), concurrency=width, cap=cap,
                               limit=limit, reservation=reservation_for(limit),
                               port=cli_port(lambda entry: pool.submit(run_attempt, entry), observe,
-                                            ReservationRule.for_cli(limit, "", strict=False)),
+                                            ReservationRule.for_cli(limit, "", strict=False), unstarted),
                               progress=SilentProgress())
         store.walk = walk
         result = walk.walk(schedule)

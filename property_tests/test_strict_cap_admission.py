@@ -130,6 +130,10 @@ def _walk(plan: list[tuple[str, Decimal, int]], width: int, cap: Decimal, chosen
 
     observe = bare_observation
 
+    def unstarted(entry: ScheduleEntry, reason: str) -> CliAttemptResult:  # no body raises here
+        return CliAttemptResult(status="failed", reported_cost_usd=None, computed_cost=None, setup_problems=(),
+                                cost_problem=None, exit_code=None, wall_time_ms=0, fields={}, status_reason=reason)
+
     run = RunMachine(len(schedule), "cli")
     run.begin()
     ledger = empty_cli_ledger()
@@ -138,7 +142,8 @@ def _walk(plan: list[tuple[str, Decimal, int]], width: int, cap: Decimal, chosen
         walk = ConcurrentWalk(run=run, ledger=ledger, store=cast(JournaledLedger, store or _Null()),
                               concurrency=width, cap=cap, limit=chosen.admission_usd,
                               reservation=chosen.reservation_usd,
-                              port=cli_port(lambda entry: pool.submit(run_attempt, entry), observe, chosen),
+                              port=cli_port(lambda entry: pool.submit(run_attempt, entry), observe, chosen,
+                                            unstarted),
                               progress=SilentProgress(), rule=chosen)
         if store is not None:
             store.walk = walk

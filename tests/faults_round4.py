@@ -29,7 +29,7 @@ BREAKS: dict[str, tuple[str, tuple[str, ...]]] = {
     "8": ("two legal task ids share a transcript file", ("tests/test_file_names.py",)),
     "9": ("a deeply nested provider request crashes", ("tests/test_provider_json_bounds.py",)),
     "10": ("provider requests accept NaN and duplicated keys", ("tests/test_provider_json_bounds.py",)),
-    "11": ("attempts that never started leave no evidence", ()),
+    "11": ("attempts that never started leave no evidence", ("tests/test_admission_errors.py",)),
     "12": ("an HTML report tracebacks on a large uniform ledger",
            ("tests/test_report_error_bars.py", "tests/test_unverified_warning.py",
             "property_tests/test_report_formats_random_ledgers.py")),

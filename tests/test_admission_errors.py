@@ -6,7 +6,10 @@ while its slot was refilled at once, so every later attempt raised too: 35 open 
 for attempts that never ran, "the runner stopped on an internal error" with no reason, 7 orphan
 owner markers. Here TMPDIR is a real 2 MiB tmpfs that the fake ``claude`` fills; the run must stop
 admitting at the first raise, name the error on stderr and in the ledger, and leave no directory or
-owner marker behind.
+owner marker behind. Settled at stop (issue 40, break 11): the attempts admitted when the first one
+raised never started an agent process; each is recorded as ``failed`` with ``statusReason``
+``never started: No space left on device``, charged its whole reservation (named charged, not spent),
+and no reservation is left open — one attempt at a time as in the concurrent walk.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+
+import pytest
 
 from agentstudy.protocol.manifest import load_manifest
 from agentstudy.protocol.schedule import build_schedule
@@ -26,7 +31,9 @@ from fakes import FakeClaude
 NO_SPACE = "No space left on device"
 
 
-def test_a_full_tmpdir_mid_run_stops_admission_at_the_first_raise(tmp_path: Path, fake_claude: FakeClaude) -> None:
+@pytest.mark.parametrize("concurrency", [1, 4])
+def test_a_full_tmpdir_mid_run_stops_admission_at_the_first_raise(tmp_path: Path, fake_claude: FakeClaude,
+                                                                  concurrency: int) -> None:
     study = build_example_study(tmp_path / "study")
     schedule = build_schedule(load_manifest(study.manifest_path).manifest, "full")
     output = tmp_path / "out" / "ledger.json"
@@ -37,7 +44,7 @@ def test_a_full_tmpdir_mid_run_stops_admission_at_the_first_raise(tmp_path: Path
             "minimal", "--manifest", str(study.manifest_path), "--run", "--transport", "cli", "--approve-budget",
             *(f"--root={name}={path}" for name, path in study.roots.items()), "--output", str(output),
             "--claude-bin", str(fake_claude.path), "--model", "claude-haiku-5-5", "--budget-usd", "10",
-            "--concurrency", "4", "--containment", "restricted",
+            "--concurrency", str(concurrency), "--containment", "restricted",
             env={**os.environ, "TMPDIR": str(tmpdir)},
         )
         left = sorted(p.name for p in tmpdir.iterdir())
@@ -48,13 +55,29 @@ def test_a_full_tmpdir_mid_run_stops_admission_at_the_first_raise(tmp_path: Path
     assert ledger["status"] == "blocked"
     assert "could not run" in reason and NO_SPACE in reason, reason
     assert reason in done.stderr, done.stderr[-2000:]
-    opened = ledger["openReservations"]
-    admitted = len(ledger["observations"]) + len(opened)
-    assert 1 <= len(opened) <= 4, "only attempts already admitted when the first one raised stay open"
+    assert not ledger.get("openReservations"), "settled at stop: no reservation is left open (issue 40, break 11)"
+    observations = ledger["observations"]
+    admitted = len(observations)
     assert admitted < len(schedule), "admission stopped"
+    unstarted = [o for o in observations if str(o.get("statusReason", "")).startswith("never started: ")]
+    assert 1 <= len(unstarted) <= 4, "the attempts admitted when the first one raised are recorded as never started"
+    for o in unstarted:
+        assert o["status"] == "failed" and NO_SPACE in o["statusReason"], o
+        assert o["usageComplete"] is False
+        assert o["chargedUsd"] == o["reservedUsd"] > 0, "a failure keeps its whole reservation"
+    never_started = sum(o["chargedUsd"] for o in unstarted)
+    assert never_started > 0 and f"{never_started:g} USD charged, not spent" in done.stderr, done.stderr[-2000:]
+    assert abs(sum(o["chargedUsd"] for o in observations) - ledger["budget"]["spent"]) < 1e-9, \
+        "spent is explained by the observations alone"
     # every recorded attempt had its child: a completed one wrote the fake's record; a child that the full
     # TMPDIR broke before it could write one is recorded as not completed (seen under load)
-    completed = [o for o in ledger["observations"] if o["status"] == "completed"]
-    assert len(completed) <= len(fake_claude.records) <= len(ledger["observations"]), "a child ran unrecorded"
+    completed = [o for o in observations if o["status"] == "completed"]
+    assert len(completed) <= len(fake_claude.records) <= len(observations) - len(unstarted), "a child ran unrecorded"
+    report = run_agentstudy("report", str(output), "--format", "json")
+    assert report.returncode == 0, report.stderr[-2000:]
+    spend = json.loads(report.stdout)["spend"]
+    assert (spend["neverStarted"], spend["chargedNotSpentUsd"]) == (len(unstarted), never_started), spend
+    text = run_agentstudy("report", str(output))
+    assert "charged, not spent" in text.stdout and f"{len(unstarted)} attempt(s) never started" in text.stdout
     first_open = min(int(reason.split()[1]), admitted)
-    assert admitted - first_open < 4, "the slot of the attempt that raised was not refilled"
+    assert admitted - first_open < concurrency, "the slot of the attempt that raised was not refilled"

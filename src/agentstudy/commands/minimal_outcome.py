@@ -8,6 +8,7 @@ from collections.abc import Callable
 from agentstudy.commands.common import EXIT_BLOCKED, emit_summary, fail
 from agentstudy.commands.view import print_summary_table
 from agentstudy.io.ledger_store import CheckpointError, OutputPathError
+from agentstudy.pricing.usd_json import usd_number
 from agentstudy.protocol.manifest import LoadedManifest
 from agentstudy.protocol.sequential_plan import SequentialPlan, plan_sequential
 from agentstudy.runners.concurrent_walk import AttemptBodyError
@@ -46,8 +47,10 @@ def run_and_summarise(study: Callable[[], RunSummary]) -> int:
         fail(f"the run stopped because a checkpoint failed: {error}; the ledger on disk is the last one written, "
              "review the budget before any rerun", EXIT_BLOCKED)
     except AttemptBodyError as error:
-        fail(f"the run stopped: {error}; the attempts already running were recorded, see the ledger and review "
-             "the budget before any rerun", EXIT_BLOCKED)
+        unstarted = (f"; {usd_number(error.charged_not_spent_usd)} USD charged, not spent, for attempts that never "
+                     "started" if error.charged_not_spent_usd else "")
+        fail(f"the run stopped: {error}; the attempts already running were recorded{unstarted}, see the ledger and "
+             "review the budget before any rerun", EXIT_BLOCKED)
     except Exception:
         fail("the run stopped on an internal error; see the ledger, do not retry without a budget review",
              EXIT_BLOCKED)

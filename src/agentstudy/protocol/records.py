@@ -51,6 +51,11 @@ Flag = Annotated[bool, Field(strict=True)]
 """A JSON true or false."""
 
 
+NEVER_STARTED = "never started: "
+"""How the ``statusReason`` of an attempt whose agent process never started begins (its scratch, export or sandbox
+could not be made; issue 40, break 11): it is ``failed`` and charged its whole reservation, charged but not spent."""
+
+
 class CliObservation(BaseModel):
     """One CLI attempt as recorded in the ledger (seed 000, "Each attempt records…").
 

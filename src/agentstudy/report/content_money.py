@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from decimal import Decimal
 
 from agentstudy.pricing import sums
+from agentstudy.protocol.records import NEVER_STARTED
 from agentstudy.report import fmt
 from agentstudy.report.analysis import CHARGED, INPUT, OUTPUT, TOOLS, WALL, Analysis, Metric, Number, scenario_values
 from agentstudy.report.document import Block, Bullets, Paragraph, Section, Table
@@ -135,6 +136,14 @@ RULE_NOTES = {
 """How the budget table explains each ``budget.reservationRule`` (issue 19)."""
 
 
+def charged_not_spent(attempts: Sequence[Attempt]) -> tuple[int, Decimal]:
+    """The attempts that never started an agent process (``statusReason`` ``never started: …``; issue 40) and
+    what they were charged (USD): the seed's conservative rule keeps a failure's reservation, none of it spent."""
+    mark = f"reason: {NEVER_STARTED}"
+    unstarted = [a for a in attempts if any(reason.startswith(mark) for reason in a.reasons)]
+    return len(unstarted), sum((a.charged_usd or Decimal(0) for a in unstarted), Decimal(0))
+
+
 def _budget_table(analysis: Analysis) -> Table:
     study = analysis.study
     charged, unknown = _usd_total([a.charged_usd for a in study.attempts])
@@ -148,6 +157,10 @@ def _budget_table(analysis: Analysis) -> Table:
         ("charged, sum of attempts", _usd_cell(charged, unknown), "failed attempts keep at least their reservation"),
         ("open reservation", fmt.usd(study.open_reservation_usd), "never settled; stays charged"),
     ]
+    unstarted, not_spent = charged_not_spent(study.attempts)
+    if unstarted:
+        rows.append(("charged, not spent", fmt.usd(not_spent),
+                     f"{unstarted} attempt(s) never started an agent process; a failure keeps its reservation"))
     exceeded = {True: "yes", False: "no", None: fmt.MISSING}[study.cumulative_cap_exceeded]
     rows.append(("cumulative cap exceeded", exceeded, ""))
     if study.reservation_rule is not None:

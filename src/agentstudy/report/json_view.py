@@ -18,7 +18,7 @@ Shape (camelCase; ``null`` with a ``reason`` where a value is not computable)::
                              "icc", "differenceVariance", "method", "reason"?}],
      "power": [{"metric", "alpha", "power", "tasks", "repetitions", "components", "reason",
                 "minimumDetectableDifference", "simulatedPower", "effect", "needed": [...], ...}],
-     "containment": [...], "attempts": [...], "spend": {...},
+     "containment": [...], "attempts": [...], "spend": {..., "chargedNotSpentUsd"?, "neverStarted"?},
      "tables": {key: {"caption", "header", "rows"}},
      "sequential"?: {the ledger's sequential block, "line", "plannedUsd", "notSpentUsd"},
      "chain": {"complete": bool, "missing": [{"ledgerSha256", "runId"}]} (issue 40: runs not given),
@@ -47,6 +47,7 @@ from agentstudy.report.clusters import HETEROGENEITY_METHOD
 from agentstudy.report.containment import containment_rows
 from agentstudy.report.content import build_document
 from agentstudy.report.content_inference import ordered
+from agentstudy.report.content_money import charged_not_spent
 from agentstudy.report.inference import design_label
 from agentstudy.report.inference_rates import ArmRate
 from agentstudy.report.methods import NULL_IN_WORDS, STATISTIC
@@ -210,11 +211,13 @@ def _containment(analysis: Analysis) -> list[dict[str, Any]]:
 
 def _spend(analysis: Analysis) -> dict[str, Any]:
     study = analysis.study
+    unstarted, not_spent = charged_not_spent(study.attempts)
     return {"capUsd": optional_usd_number(study.cap_usd), "spentUsd": optional_usd_number(study.spent_usd),
             "reservedUsd": optional_usd_number(study.reserved_usd),
             "measuredUsd": optional_usd_number(study.measured_usd),
             "openReservationUsd": optional_usd_number(study.open_reservation_usd),
             "cumulativeCapExceeded": study.cumulative_cap_exceeded,
+            **({"chargedNotSpentUsd": usd_number(not_spent), "neverStarted": unstarted} if unstarted else {}),
             **({"reservationRule": study.reservation_rule, "worstTurnUsd": optional_usd_number(study.worst_turn_usd),
                 "largestOvershootUsd": optional_usd_number(study.largest_overshoot_usd)}
                if study.reservation_rule is not None else {})}

@@ -84,12 +84,14 @@ def cli_port(
     submit: Callable[[ScheduleEntry], Future[CliAttemptResult]],
     observe: Callable[[ScheduleEntry, CliAttemptResult, str, Decimal, Decimal, bool], CliObservation],
     rule: ReservationRule,
+    unstarted: Callable[[ScheduleEntry, str], CliAttemptResult],
 ) -> AttemptPort[CliAttemptResult, CliObservation]:
     """The cli port (issue 19; its settle, measure and observe serve the sequential walk too): ``submit`` a
     child on the run's executor (issue 20), settle it with ``settle_attempt`` against the
     rule's reservation (USD; the ``max`` rules; a completed attempt charged above the limit Claude Code was
     given is ``budget-exceeded``), count ``max(reported, computed)`` as measured with its overshoot above
-    the per-attempt limit, ``observe``."""
+    the per-attempt limit, ``observe``; ``unstarted`` is the result of an attempt whose body raised before its
+    agent started (``transports.cli.unstarted_attempt``; issue 40)."""
 
     def computed(result: CliAttemptResult) -> Decimal | None:
         return result.computed_cost.usd if result.computed_cost else None
@@ -101,7 +103,7 @@ def cli_port(
     def measure(tally: Tally, result: CliAttemptResult) -> Tally:
         return tally.add_measured(result.reported_cost_usd, computed(result), rule.limit_usd)
 
-    return AttemptPort(submit=submit, settle=settle, measure=measure, observe=observe)
+    return AttemptPort(submit=submit, settle=settle, measure=measure, observe=observe, unstarted=unstarted)
 
 
 def cli_observation(

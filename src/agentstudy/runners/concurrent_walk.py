@@ -21,11 +21,14 @@ per transport: cli anything but ``completed``; http ``failed``, ``budget-exceede
 walk waits for running attempts to settle (their charges may free room) and ends when nothing
 is running and it still does not fit.
 
-An attempt whose body raised (the export or a private directory could not be made: a full TMPDIR)
-stops admission at once, the same stop rule as a stopping outcome (issue 29, break 6): its slot
-is not refilled, the attempts already running finish and are recorded, its own reservation stays
-open (charged in full: whether its child ran is not known), and the walk raises
+An attempt whose body raised (the export, a private directory or the sandbox could not be made: a full
+TMPDIR) stops admission at once, the same stop rule as a stopping outcome (issue 29, break 6): its slot
+is not refilled, the attempts already running finish and are recorded, and the walk raises
 :class:`AttemptBodyError` naming the attempt and the error, which is also the ledger's ``stopReason``.
+A body raises only before its agent process is spawned, so the attempt itself is recorded too (issue 40,
+break 11: no open reservation is left): ``port.unstarted`` gives its ``failed`` result with the
+``statusReason`` ``never started: <error>``, settled by the seed's conservative rule (a failure keeps
+its whole reservation: charged, not spent; :func:`never_started_usd`).
 
 A stop signal stops admission; the handler has already terminated every child (an http attempt
 stops at its next safe point: before a request or a tool call, or when its request in flight
@@ -39,7 +42,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
 from decimal import Decimal
@@ -51,9 +54,10 @@ from agentstudy.fsm.run import RunMachine
 from agentstudy.io.ledger_journal import JournaledLedger
 from agentstudy.io.signals import raise_if_stopped, run_stop_hooks, stop_signal, terminate_children
 from agentstudy.pricing.budget import Budget
+from agentstudy.pricing.money import exact
 from agentstudy.pricing.strict_cap import ReservationRule
 from agentstudy.pricing.tally import Tally
-from agentstudy.protocol.records import CliObservation, HttpObservation, MinimalLedger
+from agentstudy.protocol.records import NEVER_STARTED, CliObservation, HttpObservation, MinimalLedger
 from agentstudy.protocol.schedule import ScheduleEntry
 from agentstudy.runners.executor import then
 from agentstudy.runners.ledger_steps import budget_record, now_iso, open_reservation
@@ -87,6 +91,23 @@ class AttemptPort(Generic[R, O]):
     settle: Callable[[R], tuple[str, Decimal]]
     measure: Callable[[Tally, R], Tally]
     observe: Callable[[ScheduleEntry, R, str, Decimal, Decimal, bool], O]
+    unstarted: Callable[[ScheduleEntry, str], R]
+    """``(entry, status_reason)`` -> the ``failed`` result of an attempt whose body raised before its agent
+    process started (issue 40, break 11); ``settle`` charges it its whole reservation."""
+
+
+def never_started_reason(error: BaseException) -> str:
+    """The ``statusReason`` of an attempt whose body raised ``error`` before its agent process started:
+    ``never started: <message>`` (control characters removed, at most ``REASON_CHARS`` characters)."""
+    return NEVER_STARTED + _error_text(error, with_kind=False)
+
+
+def never_started_usd(observations: Sequence[CliObservation] | Sequence[HttpObservation]) -> Decimal:
+    """What the attempts that never started were charged (USD): charged by the seed's conservative rule,
+    never spent on any provider (issue 40, break 11)."""
+    with exact():
+        return sum((Decimal(str(o.charged_usd)) for o in observations
+                    if (o.status_reason or "").startswith(NEVER_STARTED)), Decimal(0))
 
 
 @dataclass(frozen=True)
@@ -107,6 +128,7 @@ class _Flight(Generic[R]):
     where: AttemptProgress
     attempt: AttemptMachine
     future: Future[Outcome[R]]
+    started: str
 
 
 @dataclass
@@ -128,19 +150,30 @@ class AttemptBodyError(RuntimeError):
     """An attempt's body raised: the walk stopped admission, recorded what was running, and ends with this.
 
     ``str(error)`` is one line, ``attempt N (task, scenario, repetition R) could not run: Kind: message``
-    (also the ledger's ``stopReason``).
+    (also the ledger's ``stopReason``). ``charged_not_spent_usd`` is what the attempts that never started
+    were charged (USD; :func:`never_started_usd`, issue 40).
     """
+
+    def __init__(self, reason: str, charged_not_spent_usd: Decimal = Decimal(0)) -> None:
+        super().__init__(reason)
+        self.charged_not_spent_usd = charged_not_spent_usd
+
+
+def _error_text(error: BaseException, *, with_kind: bool = True) -> str:
+    message = " ".join("".join(c if c.isprintable() else " " for c in str(error)).split())
+    if isinstance(error, OSError) and error.strerror:
+        message = message if with_kind else " ".join(error.strerror.split())
+    kind = type(error).__name__
+    text = (f"{kind}: {message}" if with_kind else message) if message else kind
+    if len(text) > REASON_CHARS:
+        text = text[: REASON_CHARS - 1] + "…"
+    return text
 
 
 def body_error_reason(index: int, entry: ScheduleEntry, error: BaseException) -> str:
     """The one-line stop reason of attempt ``index`` whose body raised ``error`` (control characters removed)."""
-    message = " ".join("".join(c if c.isprintable() else " " for c in str(error)).split())
-    kind = type(error).__name__
-    text = f"{kind}: {message}" if message else kind
-    if len(text) > REASON_CHARS:
-        text = text[: REASON_CHARS - 1] + "…"
     return (f"attempt {index} ({entry.task_id}, {entry.scenario}, repetition {entry.repetition}) could not run: "
-            f"{text}")
+            f"{_error_text(error)}")
 
 
 class ConcurrentWalk(Generic[R, O]):
@@ -198,8 +231,8 @@ class ConcurrentWalk(Generic[R, O]):
         Raises:
             StopRequested: a stop signal arrived (every running attempt was recorded first).
             CheckpointError: a checkpoint failed (children terminated, reservations left open).
-            AttemptBodyError: an attempt's body raised (what was running was recorded first; its
-                reservation is left open).
+            AttemptBodyError: an attempt's body raised (what was running was recorded first, and the
+                attempt itself as never started, charged its whole reservation).
         """
         pending = self._pending = deque(enumerate(schedule, start=1))
         try:
@@ -216,7 +249,7 @@ class ConcurrentWalk(Generic[R, O]):
         raise_if_stopped()
         if self._body_error is not None:
             self.ledger.stop_reason = self._body_error
-            raise AttemptBodyError(self._body_error)
+            raise AttemptBodyError(self._body_error, never_started_usd(self.observations))
         self._stop_reason(pending)
         return WalkResult(self.budget, self.tally, self.observations)
 
@@ -254,7 +287,7 @@ class ConcurrentWalk(Generic[R, O]):
             where = AttemptProgress(index, self.run.planned, entry.task_id, entry.scenario, entry.repetition)
             self.progress.attempt_started(where)
             future = then(self.port.submit(entry), partial(self._settled, started=started))
-            self.flights.append(_Flight(index, entry, where, attempt, future))
+            self.flights.append(_Flight(index, entry, where, attempt, future, started))
             self.peak_in_flight = max(self.peak_in_flight, self._running())
 
     def _settled(self, done: Future[R], started: str) -> Outcome[R]:
@@ -288,12 +321,15 @@ class ConcurrentWalk(Generic[R, O]):
             flight = self.flights.popleft()
             error = flight.future.exception()
             if error is None:
-                self._record(flight)
-            elif self._body_error is None:  # its reservation stays open, charged in full
+                self._record(flight, flight.future.result())
+                continue
+            if self._body_error is None:
                 self._body_error = body_error_reason(flight.index, flight.entry, error)
+            result = self.port.unstarted(flight.entry, never_started_reason(error))  # recorded, never left open
+            status, charged = self.port.settle(result)
+            self._record(flight, Outcome(result, status, charged, flight.started, now_iso()))
 
-    def _record(self, flight: _Flight[R]) -> None:
-        outcome = flight.future.result()
+    def _record(self, flight: _Flight[R], outcome: Outcome[R]) -> None:
         flight.attempt.settle(status=outcome.status)
         self.budget = self.budget.settle(self.reservation, outcome.charged)
         self.tally = self.port.measure(self.tally, outcome.result)
@@ -334,4 +370,5 @@ class ConcurrentWalk(Generic[R, O]):
             self.ledger.stop_reason = "the per-attempt limit does not fit under the remaining cap"
 
 
-__all__ = ["AttemptBodyError", "AttemptPort", "ConcurrentWalk", "Outcome", "WalkResult", "body_error_reason"]
+__all__ = ["AttemptBodyError", "AttemptPort", "ConcurrentWalk", "Outcome", "WalkResult",
+           "body_error_reason", "never_started_reason", "never_started_usd"]

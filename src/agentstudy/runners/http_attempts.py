@@ -96,6 +96,18 @@ def local_start(loop: AttemptLoop, reservation: Decimal, pool: Executor) -> Atte
     return lambda entry: pool.submit(run, entry)
 
 
+def unstarted_result(reservation: Decimal, reason: str, node: str | None = None) -> HttpAttemptResult:
+    """The result of an attempt that ended without a loop result (its body raised before its first request,
+    issue 40: ``never started: …``; a dead worker, issue 20): ``failed`` with ``reason`` as its ``statusReason``,
+    usage incomplete, nothing measured, the whole ``reservation`` (USD) charged."""
+    return HttpAttemptResult(
+        status="failed", status_reason=reason, budget=Budget(cap=reservation).reserve(reservation),
+        input_tokens=0, output_tokens=0, usage_complete=False, turns=0, tool_calls=0, tool_calls_by_name={},
+        tool_errors_by_name={}, tools=[], reserved_usd=reservation, measured_usd=Decimal(0),
+        charged_usd=reservation, wall_time_ms=0, answer="", worker_node=node,
+    )
+
+
 def http_port(
     start: AttemptStart, reservation: Decimal,
     observe: Callable[[ScheduleEntry, HttpAttemptResult, str, Decimal, bool], HttpObservation],
@@ -121,7 +133,11 @@ def http_port(
              cap_exceeded: bool) -> HttpObservation:
         return observe(entry, result, status, charged, cap_exceeded)
 
-    return AttemptPort(submit=start, settle=settle, measure=measure, observe=make)
+    def unstarted(entry: ScheduleEntry, reason: str) -> HttpAttemptResult:
+        return unstarted_result(reservation, reason)
+
+    return AttemptPort(submit=start, settle=settle, measure=measure, observe=make, unstarted=unstarted)
 
 
-__all__ = ["WITHIN_THE_ATTEMPT", "AttemptLoop", "AttemptStart", "http_observation", "http_port", "local_start"]
+__all__ = ["WITHIN_THE_ATTEMPT", "AttemptLoop", "AttemptStart", "http_observation", "http_port", "local_start",
+           "unstarted_result"]

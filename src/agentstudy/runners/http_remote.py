@@ -48,7 +48,7 @@ from agentstudy.protocol.mcp_spec import ServerPaths
 from agentstudy.protocol.schedule import ScheduleEntry
 from agentstudy.runners.executor import AttemptExecutor, WorkerDied, WorkerRequirements, then
 from agentstudy.runners.executor_choice import only_pinned_corpus, read_corpora, start_executor
-from agentstudy.runners.http_attempts import WITHIN_THE_ATTEMPT
+from agentstudy.runners.http_attempts import WITHIN_THE_ATTEMPT, unstarted_result
 from agentstudy.transports.cli import WORKER_DIED
 from agentstudy.transports.http import HttpSettings, run_http_attempt
 from agentstudy.transports.http_contract import HttpAttemptResult
@@ -118,16 +118,7 @@ class HttpJob:
 def worker_died_result(reservation: Decimal, node: str | None) -> HttpAttemptResult:
     """An attempt whose worker died (issue 20): ``failed``, ``"worker died"``, usage incomplete, nothing
     measured, the whole ``reservation`` (USD) charged."""
-    return _refused(reservation, WORKER_DIED, node)
-
-
-def _refused(reservation: Decimal, reason: str, node: str | None) -> HttpAttemptResult:
-    return HttpAttemptResult(
-        status="failed", status_reason=reason, budget=Budget(cap=reservation).reserve(reservation),
-        input_tokens=0, output_tokens=0, usage_complete=False, turns=0, tool_calls=0, tool_calls_by_name={},
-        tool_errors_by_name={}, tools=[], reserved_usd=reservation, measured_usd=Decimal(0),
-        charged_usd=reservation, wall_time_ms=0, answer="", worker_node=node,
-    )
+    return unstarted_result(reservation, WORKER_DIED, node)
 
 
 def recheck(result: HttpAttemptResult, reservation: Decimal) -> HttpAttemptResult:
@@ -145,7 +136,7 @@ def recheck(result: HttpAttemptResult, reservation: Decimal) -> HttpAttemptResul
         problem = "it holds a negative count"
     if problem is None:
         return result
-    return _refused(reservation, f"the worker's result was refused: {problem}", result.worker_node)
+    return unstarted_result(reservation, f"the worker's result was refused: {problem}", result.worker_node)
 
 
 def open_http_executor(stack: ExitStack, request: HttpRunRequest,

@@ -40,7 +40,13 @@ from agentstudy.protocol.records import CliObservation
 from agentstudy.protocol.schedule import ScheduleEntry
 from agentstudy.runners.agent_runs import check_other_agents, schedule_for, settings_for
 from agentstudy.runners.cli_request import CliRunRequest, cli_ledger, cli_observation, cli_port
-from agentstudy.runners.concurrent_walk import AttemptBodyError, ConcurrentWalk, body_error_reason
+from agentstudy.runners.concurrent_walk import (
+    AttemptBodyError,
+    ConcurrentWalk,
+    body_error_reason,
+    never_started_reason,
+    never_started_usd,
+)
 from agentstudy.runners.continuation_steps import continued_schedule, start_ledger
 from agentstudy.runners.executor import AttemptExecutor, submit_cli_attempt
 from agentstudy.runners.executor_choice import open_executor
@@ -68,7 +74,7 @@ from agentstudy.runners.progress import (
 from agentstudy.runners.sequential_runs import start_sequential, study_schedule
 from agentstudy.runners.summary import RunSummary, summarize
 from agentstudy.runners.transcript_keeping import SERVER_STDERR_EXTENSION, keep_transcript, transcript_store
-from agentstudy.transports.cli import CliAttemptBody, CliAttemptResult, run_cli_attempt
+from agentstudy.transports.cli import CliAttemptBody, CliAttemptResult, run_cli_attempt, unstarted_attempt
 from agentstudy.transports.cli_args import arm_tools
 
 
@@ -190,7 +196,10 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
         assert executor is not None  # only the concurrent walk submits
         return submit_cli_attempt(executor, body_for(entry), entry.repository)
 
-    port = cli_port(submit, observe, rule)
+    def unstarted(entry: ScheduleEntry, reason: str) -> CliAttemptResult:
+        return unstarted_attempt(body_for(entry), reason)
+
+    port = cli_port(submit, observe, rule, unstarted)
     try:
         if executor is not None:
             walked = ConcurrentWalk(
@@ -219,11 +228,13 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
             store.record(ledger)
             attempt.start(checkpointed=True)
             request.progress.attempt_started(where)
+            body_error: tuple[Exception, str] | None = None
             try:
                 result = run_attempt(entry)
             except Exception as error:  # the same stop as the concurrent walk's (issue 29, break 6)
-                ledger.stop_reason = body_error_reason(index, entry, error)
-                raise AttemptBodyError(ledger.stop_reason) from error
+                body_error = error, body_error_reason(index, entry, error)  # recorded, then the stop (issue 40)
+                ledger.stop_reason = body_error[1]
+                result = unstarted(entry, never_started_reason(error))
             status, charged = port.settle(result)
             attempt.settle(status=status)
             budget = budget.settle(reservation, charged)
@@ -240,6 +251,8 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
             request.progress.attempt_settled(
                 where, attempt.status, observation.tool_calls, charged, budget.spent, budget.cap
             )
+            if body_error is not None:
+                raise AttemptBodyError(body_error[1], never_started_usd(observations)) from body_error[0]
             raise_if_stopped()
             if budget.cap_exceeded:
                 ledger.stop_reason = "the cumulative spend passed the cap"

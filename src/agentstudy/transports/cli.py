@@ -340,9 +340,17 @@ def _with_server_words(status: CliStatus, reason: str | None, server_stderr: byt
 def worker_died_attempt(body: CliAttemptBody, worker_node: str | None) -> CliAttemptResult:
     """The result of an attempt whose worker or node died mid-attempt (issue 20): ``failed``, reason
     ``"worker died"``, usage incomplete, no cost (settlement charges the whole reservation)."""
-    result = stopped_attempt(body.settings, body.scenario, body.tools)
+    result = unstarted_attempt(body, WORKER_DIED)
     fields = {**result.fields, **({"worker_node": worker_node} if worker_node is not None else {})}
-    return dataclasses.replace(result, status="failed", status_reason=WORKER_DIED, fields=fields)
+    return dataclasses.replace(result, fields=fields)
+
+
+def unstarted_attempt(body: CliAttemptBody, reason: str) -> CliAttemptResult:
+    """The result of an attempt that ended without a child result: ``failed`` with ``reason`` as its
+    ``statusReason`` (a body that raised before its agent started, issue 40: ``never started: …``), usage
+    incomplete, no cost (settlement charges the whole reservation)."""
+    result = stopped_attempt(body.settings, body.scenario, body.tools)
+    return dataclasses.replace(result, status="failed", status_reason=reason)
 
 
 def stopped_attempt(settings: CliSettings, scenario: str, tools: ArmTools) -> CliAttemptResult:
