@@ -34,6 +34,8 @@ BREAKS: dict[str, tuple[str, tuple[str, ...]]] = {
            ("tests/test_report_error_bars.py", "tests/test_unverified_warning.py",
             "property_tests/test_report_formats_random_ledgers.py")),
     "low": ("agentstudy ledger never checks transcripts", ("tests/test_ledger_transcripts.py",)),
+    "low-seed": ("the sequential seed is not checked against the recorded task order",
+                 ("tests/test_sequential_order_seed.py",)),
 }
 
 

@@ -4,7 +4,8 @@ Part of ``protocol.ledger_integrity``: the looks are numbered 1, 2, … with ``c
 stop reason, ``stoppedEarly``, ``tasksCompleted`` and ``stoppedAt`` agree with them; ``plannedAttempts`` is
 ``maxTasks`` complete blocks; the observations come in the planned block order (admission follows task
 blocks); the looks are exactly what the observations give when replayed through the run's own monitor
-(``protocol.sequential_plan.replay``); and no attempt started after the stop (``startedAt`` at most
+(``protocol.sequential_plan.replay``); ``taskOrder`` is what ``seed`` draws from ``taskPool`` (issue 40;
+older ledgers record no pool); and no attempt started after the stop (``startedAt`` at most
 ``stoppedAt`` in a concurrent run; none beyond the decided tasks' blocks in a one-at-a-time run).
 """
 
@@ -16,7 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from agentstudy.protocol.records import MinimalLedger
-from agentstudy.protocol.sequential_plan import replay
+from agentstudy.protocol.sequential_plan import replay, task_order
 from agentstudy.protocol.sequential_record import SequentialRecord
 from agentstudy.protocol.study_arms import SCENARIOS
 
@@ -45,6 +46,7 @@ def sequential_problems(ledger: MinimalLedger, document: Mapping[str, Any]) -> I
     if len(position) != record.max_tasks or len(record.task_order) != record.max_tasks:
         yield f"sequential.taskOrder must list {record.max_tasks} distinct tasks"
         return
+    yield from _order_problems(record)
     observations = document["observations"]
     last = -1
     for index, observation in enumerate(observations):
@@ -68,6 +70,18 @@ def sequential_problems(ledger: MinimalLedger, document: Mapping[str, Any]) -> I
     elif replayed.record().direction != record.direction:
         yield f"sequential.direction {record.direction!r} is not what the observations give"
     yield from _after_stop_problems(ledger, record, document, repetitions)
+
+
+def _order_problems(record: SequentialRecord) -> Iterator[str]:
+    """``taskOrder`` is what ``seed`` draws from ``taskPool`` (issue 40); an older ledger without a pool is not
+    checked here."""
+    pool = record.task_pool
+    if pool is None:
+        return
+    if len(set(pool)) != len(pool) or len(pool) < record.max_tasks:
+        yield f"sequential.taskPool must list at least maxTasks {record.max_tasks} distinct tasks"
+    elif task_order(pool, record.seed, record.max_tasks) != tuple(record.task_order):
+        yield f"sequential.taskOrder is not the order seed {record.seed} draws from sequential.taskPool"
 
 
 def _look_problems(record: SequentialRecord) -> Iterator[str]:

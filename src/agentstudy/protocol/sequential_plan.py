@@ -43,6 +43,9 @@ class SequentialPlan:
     seed: int
     task_order: tuple[str, ...]
     repetitions: int
+    task_pool: tuple[str, ...] | None = None
+    """The study's task ids in its file's order, which ``seed`` permuted (issue 40; ``None`` replaying an older
+    ledger that did not record them)."""
 
 
 def task_order(task_ids: Sequence[str], seed: int, max_tasks: int) -> tuple[str, ...]:
@@ -80,7 +83,7 @@ def plan_sequential(manifest: Any, protocol_hash: str, *, metric: str = DEFAULT_
         design = SequentialDesign(max_tasks=len(ids), alpha=DEFAULT_ALPHA, futility=DEFAULT_FUTILITY)
         seed = seed_from_hash(protocol_hash)
     return SequentialPlan(design, metric, better_when, seed, task_order(ids, seed, design.max_tasks),
-                          manifest.repetitions)
+                          manifest.repetitions, tuple(ids))
 
 
 def _value(observation: Mapping[str, Any], metric: str) -> float | None:
@@ -134,7 +137,8 @@ class SequentialMonitor:
             tasks_completed=len(self.looks), max_tasks=design.max_tasks, alpha=design.alpha,
             futility=design.futility, metric=self.plan.metric, better_when=self.plan.better_when,
             seed=self.plan.seed, task_order=list(self.plan.task_order), stopped_at=self.stopped_at,
-            direction=self.looks[-1].direction if reason == "efficacy" else None)
+            direction=self.looks[-1].direction if reason == "efficacy" else None,
+            task_pool=None if self.plan.task_pool is None else list(self.plan.task_pool))
 
 
 def _difference(arms: list[tuple[str, float | None]]) -> float | None:
@@ -155,7 +159,7 @@ def replay(record: SequentialRecord, repetitions: int, observations: Iterable[Ma
     if record.metric not in SEQUENTIAL_METRICS:
         raise ValueError(f"sequential.metric {record.metric!r} is not one a sequential run decides on")
     plan = SequentialPlan(design, record.metric, record.better_when, record.seed, tuple(record.task_order),
-                          repetitions)
+                          repetitions, None if record.task_pool is None else tuple(record.task_pool))
     monitor = SequentialMonitor(plan)
     for observation in observations:
         monitor.observe(observation)

@@ -4,7 +4,8 @@
 plus what makes the looks reproducible from the observations alone: ``alpha``, ``futility``, ``metric``,
 ``betterWhen``, ``seed``, ``taskOrder`` (the planned block order) and ``stoppedAt`` (ISO 8601 UTC ms,
 when the stop was decided; no attempt is admitted after it) and, after an efficacy stop, ``direction``
-(``better`` or ``worse``: which way the treatment differs). Checked by ``protocol.ledger_sequential``.
+(``better`` or ``worse``: which way the treatment differs), and ``taskPool`` (the study's task ids the seed
+permuted; absent from older ledgers). Checked by ``protocol.ledger_sequential``.
 """
 
 from __future__ import annotations
@@ -46,6 +47,9 @@ class SequentialRecord(BaseModel):
     stopped_at: str | None = Field(alias="stoppedAt")
     direction: Literal["better", "worse"] | None
     """After an ``efficacy`` stop: whether the treatment did better or worse on the metric (``betterWhen``)."""
+    task_pool: list[str] | None = Field(default=None, alias="taskPool")
+    """Every task id of the study in its file's order: what ``seed`` permuted into ``taskOrder``, so the verifier
+    redraws the order (issue 40); absent from older ledgers (serialised only when set)."""
 
 
 __all__ = ["LookRecord", "SequentialRecord"]
