@@ -202,6 +202,10 @@ class Study:
     sequential_differences: tuple[float | None, ...] = ()
     """A sequential run's task differences of its stopping metric in the order the tasks completed, replayed from
     the observations as the run's monitor saw them (issue 41: the confidence sequence); ``()`` otherwise."""
+    order: str = "counterbalanced"
+    """The arms' order (the ledger's ``design.order``; issue 41 item 8): ``counterbalanced`` when absent."""
+    order_seed: int | None = None
+    """A randomised order's ``orderSeed``; ``None`` otherwise."""
     runs: tuple[ChainRun, ...] = ()
     chain_missing: tuple[dict[str, str | None], ...] = ()
     """The runs of the chain before the first ledger given (issue 40; ``--partial-chain``), oldest first, each

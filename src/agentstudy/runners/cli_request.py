@@ -126,6 +126,7 @@ def cli_observation(
         repository=entry.repository,
         scenario=entry.scenario,
         repetition=entry.repetition,
+        position=entry.position,
         agent=entry.agent if entry.agent != DEFAULT_AGENT or request.other_agents else None,  # issue 21
         cli_version=cli_version,
         expected_cli_version=expected_for(request.expected_cli_version, request.settings, request.other_agents,

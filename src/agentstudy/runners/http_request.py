@@ -23,6 +23,7 @@ from agentstudy.pricing.strict_cap import HTTP_RULE
 from agentstudy.pricing.sums import usd_from_json
 from agentstudy.pricing.tally import Tally
 from agentstudy.pricing.usd_json import usd_number
+from agentstudy.protocol.arm_order import order_rule, pair_position
 from agentstudy.protocol.continuation import Predecessor
 from agentstudy.protocol.manifest import LoadedManifest
 from agentstudy.protocol.mcp_spec import McpServerSpec
@@ -112,11 +113,14 @@ def settle_interrupted(ledger: MinimalLedger, request: HttpRunRequest) -> None:
     if marker is None:
         return
     reserved, charged = usd_from_json(marker.reserved_usd), usd_from_json(marker.charged_usd)
+    rule = order_rule(request.loaded.manifest, request.loaded.protocol_hash)
     entry = ScheduleEntry(marker.task_id, request.loaded.manifest.task(marker.task_id).repository,
-                          marker.scenario, marker.repetition)
+                          marker.scenario, marker.repetition, position=pair_position(
+                              rule, tuple(request.loaded.manifest.scenarios), marker.task_id, marker.repetition,
+                              marker.scenario))
     ledger.observations.append(HttpObservation.model_validate({
         "taskId": entry.task_id, "repository": entry.repository,
-        "scenario": entry.scenario, "repetition": entry.repetition,
+        "scenario": entry.scenario, "repetition": entry.repetition, "position": entry.position,
         "model": request.model, "tools": [], "toolCallsByName": {}, "toolErrorsByName": {}, "toolCalls": 0,
         "numTurns": 0, "inputTokens": 0, "outputTokens": 0, "usageComplete": False,
         "reservedUsd": usd_number(reserved + charged), "measuredUsd": usd_number(charged),

@@ -31,6 +31,7 @@ from agentstudy.pricing.budget import Budget
 from agentstudy.pricing.strict_cap import ReservationRule
 from agentstudy.pricing.tally import Tally
 from agentstudy.pricing.usd_json import optional_usd_number, usd_number
+from agentstudy.protocol.arm_order import design_record, order_rule
 from agentstudy.protocol.ledger_integrity import seal_ledger
 from agentstudy.protocol.manifest import LoadedManifest
 from agentstudy.protocol.records import MinimalLedger
@@ -175,13 +176,15 @@ def study_arms(loaded: LoadedManifest, server_name: str) -> list[ArmRecord] | No
 def study_header(loaded: LoadedManifest, server_name: str) -> dict[str, Any]:
     """The ledger fields every transport starts with, as ``MinimalLedger`` keywords: the pins (manifest version,
     protocol and manifest hashes, runner hash, engine revision, repositories), the study file's arms, full
-    attempts and analysis, and the empty adjudication declaration (seed 000; issues 18, 30)."""
+    attempts and analysis, the empty adjudication declaration, and a randomised order's ``design`` block (seed 000;
+    issues 18, 30, 41)."""
     return {
         "version": loaded.manifest.version, "protocol_hash": loaded.protocol_hash,
         "manifest_sha256": loaded.manifest_sha256, "runner_hash": runner_hash(), "engine_revision": engine_revision(),
         "repositories": dict(loaded.manifest.repositories), "arms": study_arms(loaded, server_name),
         "full_attempts": loaded.full_attempts if loaded.arms is not None else None, "analysis": loaded.analysis,
         "adjudication": AdjudicationDeclaration(),
+        "design": design_record(order_rule(loaded.manifest, loaded.protocol_hash)),
     }
 
 
