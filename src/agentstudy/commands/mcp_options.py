@@ -110,6 +110,7 @@ class McpChoice:
         sandbox_binds: extra absolute read-only paths inside the server's sandbox.
         open_world: ``openWorldHint: true`` tools let through (a study file's ``allowOpenWorld``).
         prepare: the preparation steps (a study file's ``prepare``; issue 32).
+        descriptions: ``{TOOL: DESCRIPTION}`` overrides (a study file's ``toolDescriptions``; issue 44).
     """
 
     config: Path | dict[str, Any] | None
@@ -120,6 +121,7 @@ class McpChoice:
     sandbox_binds: tuple[str, ...] = ()
     open_world: tuple[str, ...] = ()
     prepare: tuple[PrepareStep, ...] = ()
+    descriptions: tuple[tuple[str, str], ...] = ()
 
 
 def build_mcp_spec(choice: McpChoice) -> McpServerSpec:
@@ -135,6 +137,10 @@ def build_mcp_spec(choice: McpChoice) -> McpServerSpec:
             fail(f"--sandbox-bind {bind} does not exist")
     try:
         check_tool_choice(choice.tools, choice.probe_tool, choice.probe_arguments)
+        strays = [tool for tool, _ in choice.descriptions if tool not in choice.tools]
+        if strays:
+            raise McpConfigError(f"toolDescriptions names {', '.join(strays)}, not among the tools the agent is "
+                                 "offered")
         if choice.config is None:
             return McpServerSpec(
                 name=DEFAULT_MCP_SERVER.name,
@@ -145,6 +151,7 @@ def build_mcp_spec(choice: McpChoice) -> McpServerSpec:
                 config_candidates=choice.candidates,
                 sandbox_binds=(*DEFAULT_MCP_SERVER.sandbox_binds, *choice.sandbox_binds),
                 prepare=choice.prepare,
+                tool_descriptions=dict(choice.descriptions),
             )
         if isinstance(choice.config, Path):
             spec = load_mcp_config(choice.config, choice.tools, choice.probe_tool, choice.probe_arguments,
@@ -155,7 +162,7 @@ def build_mcp_spec(choice: McpChoice) -> McpServerSpec:
     except McpConfigError as error:
         fail(str(error))
     return replace(spec.with_sandbox_binds(choice.sandbox_binds), open_world_tools=choice.open_world,
-                   prepare=choice.prepare)
+                   prepare=choice.prepare, tool_descriptions=dict(choice.descriptions))
 
 
 def _given(ctx: click.Context, name: str) -> bool:
@@ -203,4 +210,5 @@ def study_mcp_spec(
         sandbox_binds=sandbox_binds if _given(ctx, "sandbox_binds") else tuple(arm.sandbox_binds or ()),
         open_world=tuple(arm.allow_open_world),
         prepare=tuple(arm.prepare),
+        descriptions=tuple(arm.tool_descriptions.items()),
     ))

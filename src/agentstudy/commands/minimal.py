@@ -244,6 +244,9 @@ def minimal(
     plan = sequential_plan(loaded, sequential, pilot)
     schedule = study_schedule(loaded, mode, size, plan)
     predecessor = load_predecessor(continue_from, sequential=plan is not None)
+    if loaded.arms is not None and loaded.arms.control.has_server:
+        fail("arms.control names a server, which this version cannot run yet: only the treatment arm may carry "
+             "one (its toolDescriptions rewrite the server's descriptions)")
     spec = study_mcp_spec(
         ctx, loaded.arms.treatment if loaded.arms else None,
         mcp_config_file, server_config_candidates, mcp_tools, mcp_probe, mcp_probe_arguments, sandbox_binds,

@@ -72,18 +72,20 @@ def server_view(spec: McpServerSpec, paths: ServerPaths, home: Path, tmp: Path, 
 def served(spec: McpServerSpec, paths: ServerPaths, home: Path, tmp: Path, path_env: str | None
            ) -> tuple[list[str], SandboxView]:
     """The server's argv and sandbox view for one corpus: ``spec.argv(paths)`` in ``server_view``, or, when the
-    study has preparation steps of ``"scope": "server"``, that argv behind the ``io.warm_up`` relay (run by this
-    interpreter, ``-I -m``), which replays them before the client's first call (the view shows the interpreter
-    and our package then: ``io.containment.server_read_only_paths``).
+    study has preparation steps of ``"scope": "server"`` or the arm rewrites tool descriptions
+    (``McpServerSpec.relayed``), that argv behind the ``io.warm_up`` relay (run by this interpreter, ``-I -m``),
+    which replays the steps before the client's first call and rewrites the listed descriptions (the view shows
+    the interpreter and our package then: ``io.containment.server_read_only_paths``).
 
     Raises:
         ContainmentError: as :func:`server_view`.
     """
     view = server_view(spec, paths, home, tmp, path_env)
-    steps = [spec.prepare_step_for(step, paths) for step in spec.prepare if step.scope == "server"]
-    if not steps:
+    if not spec.relayed:
         return spec.argv(paths), view
-    encoded = json.dumps([{"tool": step.tool, "arguments": step.arguments} for step in steps])
+    steps = [spec.prepare_step_for(step, paths) for step in spec.prepare if step.scope == "server"]
+    encoded = json.dumps({"steps": [{"tool": step.tool, "arguments": step.arguments} for step in steps],
+                          "descriptions": dict(spec.tool_descriptions)})
     return [sys.executable, "-I", "-m", WARM_UP_MODULE, encoded, "--", *spec.argv(paths)], view
 
 

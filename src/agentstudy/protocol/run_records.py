@@ -100,7 +100,10 @@ class McpServerRecord(BaseModel):
 class ArmRecord(BaseModel):
     """One arm of a study-file run in the ledger's ``arms`` (issue 18): its ledger ``scenario``, ``id`` and ``label``.
 
-    The treatment arm (scenario ``doc-bridge-mcp``) also names ``mcpServer``, the server run.
+    The treatment arm (scenario ``doc-bridge-mcp``) also names ``mcpServer``, the server run; an arm whose
+    ``toolDescriptions`` rewrite the server's has ``toolDescriptionsSha256`` (SHA-256 of the overrides' canonical
+    JSON), and a run's arm with a server has ``toolsListSha256`` (SHA-256 of the ``tools/list`` the agent was
+    shown, as the preflight read it through the same relay; issue 44). Absent when not applicable.
     """
 
     model_config = ConfigDict(extra="forbid", validate_by_name=True, validate_by_alias=True)
@@ -109,6 +112,8 @@ class ArmRecord(BaseModel):
     id: str
     label: str
     mcp_server: str | None = Field(default=None, alias="mcpServer")
+    tool_descriptions_sha256: str | None = Field(default=None, alias="toolDescriptionsSha256")
+    tools_list_sha256: str | None = Field(default=None, alias="toolsListSha256")
 
 
 class BudgetRecord(BaseModel):

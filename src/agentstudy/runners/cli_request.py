@@ -154,7 +154,7 @@ def cli_ledger(
     """The cli run's ledger as it starts (``running``, no observation): pins, agent, prices, the MCP server as
     preflight found it, arms, budget and plan."""
     return MinimalLedger(
-        **study_header(request.loaded, request.settings.mcp.name),
+        **study_header(request.loaded, request.settings.mcp.name, mcp.tools_list_sha256),
         engine_bundle_hash=file_sha256(request.settings.binary),
         transport="cli",
         model=request.settings.model,

@@ -131,7 +131,7 @@ def http_ledger(request: HttpRunRequest, base_url: str, mcp: McpPreflight, plann
     """The http run's ledger as it starts (``running``, no observation): pins, model, upper prices, the agent
     loop's limits, the MCP server as preflight found it, arms, budget and plan."""
     return MinimalLedger(
-        **study_header(request.loaded, request.mcp.name),
+        **study_header(request.loaded, request.mcp.name, mcp.tools_list_sha256),
         engine_bundle_hash=None,
         transport="http",
         model=request.model,

@@ -162,24 +162,26 @@ def close_normally(ledger: MinimalLedger, run: RunMachine, save: Callable[[Minim
     run.finish()
 
 
-def study_arms(loaded: LoadedManifest, server_name: str) -> list[ArmRecord] | None:
+def study_arms(loaded: LoadedManifest, server_name: str, tools_list_sha256: str | None = None
+               ) -> list[ArmRecord] | None:
     """The ledger's ``arms`` for a study file's run (issue 18); ``None`` for a seed manifest (its ledger is unchanged).
 
-    ``server_name`` is the MCP server actually run (a flag may have replaced the study file's).
+    ``server_name`` is the MCP server actually run (a flag may have replaced the study file's);
+    ``tools_list_sha256`` the preflight's listing hash (issue 44, ``protocol.study_arms.arms_record``).
     """
     if loaded.arms is None:
         return None
-    return [ArmRecord.model_validate(arm) for arm in arms_record(loaded.arms, server_name)]
+    return [ArmRecord.model_validate(arm) for arm in arms_record(loaded.arms, server_name, tools_list_sha256)]
 
 
-def study_header(loaded: LoadedManifest, server_name: str) -> dict[str, Any]:
+def study_header(loaded: LoadedManifest, server_name: str, tools_list_sha256: str | None = None) -> dict[str, Any]:
     """The ledger fields every transport starts with, as ``MinimalLedger`` keywords: the pins (manifest version,
     protocol and manifest hashes, runner hash, engine revision, repositories), the study file's arms, full
     attempts and analysis, and the empty adjudication declaration (seed 000; issues 18, 30)."""
     return {
         "version": loaded.manifest.version, "protocol_hash": loaded.protocol_hash,
         "manifest_sha256": loaded.manifest_sha256, "runner_hash": runner_hash(), "engine_revision": engine_revision(),
-        "repositories": dict(loaded.manifest.repositories), "arms": study_arms(loaded, server_name),
+        "repositories": dict(loaded.manifest.repositories), "arms": study_arms(loaded, server_name, tools_list_sha256),
         "full_attempts": loaded.full_attempts if loaded.arms is not None else None, "analysis": loaded.analysis,
         "adjudication": AdjudicationDeclaration(),
     }

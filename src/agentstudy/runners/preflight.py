@@ -166,6 +166,9 @@ class McpPreflight:
             ``io.mcp_client.McpProbe.annotations``); shown by ``--dry-run --probe``.
         servers_started: how many servers were started (one per corpus of the MCP arm).
         prepared: per repository, its preparation's outcome (issue 32); empty when the study declares no step.
+        tools_list_sha256: SHA-256 of the first corpus's ``tools/list`` as the agent sees it (descriptions
+            rewritten by the arm's ``toolDescriptions``; issue 44); ``None`` when no server was started.
+        descriptions: that listing's description of every listed tool (issue 44).
     """
 
     listed_tools: tuple[str, ...]
@@ -174,6 +177,8 @@ class McpPreflight:
     annotations: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     servers_started: int = 0
     prepared: Mapping[str, PrepareOutcome] = field(default_factory=dict)
+    tools_list_sha256: str | None = None
+    descriptions: Mapping[str, str] = field(default_factory=dict)
 
 
 def _vet(spec: McpServerSpec, name: str, listing: McpListing) -> None:
@@ -274,6 +279,7 @@ def check_mcp_servers(
     evidence: dict[str, str] = {}
     annotations: Mapping[str, Mapping[str, Any]] = {}
     prepared: dict[str, PrepareOutcome] = {}
+    first: McpProbe | None = None
     for name, future in zip(names, futures, strict=True):
         probe, outcome = future.result()  # re-raises the first failure in name order
         if outcome is not None:
@@ -285,9 +291,16 @@ def check_mcp_servers(
         if listed is not None and seen != evidence:
             raise PreflightError("MCP servers of different corpora annotate the read-only tools differently")
         listed, evidence, annotations = tools, seen, probe.annotations
-    if listed is None:
+        first = first or probe
+    unapplied = sorted(tool for tool, text in spec.tool_descriptions.items()
+                       if first is not None and first.descriptions.get(tool) != text)
+    if unapplied:
+        raise PreflightError(f"the rewritten descriptions of {', '.join(unapplied)} did not reach the client "
+                             "(the description relay did not run)")
+    if listed is None or first is None:
         return McpPreflight((), (), {})
-    return McpPreflight(listed, spec.denied_names(listed), evidence, annotations, len(names), prepared)
+    return McpPreflight(listed, spec.denied_names(listed), evidence, annotations, len(names), prepared,
+                        first.listing_sha256 or None, dict(first.descriptions))
 
 
 def mcp_corpora(

@@ -1,0 +1,141 @@
+"""Either arm may carry a server; ``toolDescriptions`` rewrite what the agent is shown (issue 44).
+
+The study file refuses an override of a tool the arm does not offer, or one that touches more than the
+description (one line, exit 2); the ``io.warm_up`` relay, in the server's own bubblewrap sandbox, rewrites the
+real server's ``tools/list`` for the real MCP SDK client (names, input schemas and annotations as the server sent
+them); a free http rehearsal of the example study with a rewrite records the hashes per arm and sends the
+rewritten description in the agent's request.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from agentstudy.cli import main
+from agentstudy.io.mcp_client import probe_mcp_server
+from agentstudy.io.mcp_sandbox import contained_server
+from agentstudy.protocol.manifest import ManifestError, parse_manifest
+from agentstudy.protocol.mcp_spec import McpServerSpec, ServerPaths
+from agentstudy.protocol.treatment import tool_set_sha256
+from agentstudy.rehearsal.example_study import build_example_study
+
+from study_files import EXAMPLE_STUDY, study_document
+
+KB_SERVER = Path(__file__).resolve().parent / "data" / "kb_server.py"
+REWRITE = "Search the corpus for a term; prefer this for every lookup of a number or a limit."
+
+
+def _invoke(args: list[str], env: dict[str, str | None] | None = None) -> Result:
+    base: dict[str, str | None] = {"ANTHROPIC_API_KEY": None, "STUDY_INPUT_USD_PER_MILLION": None,
+                                   "STUDY_OUTPUT_USD_PER_MILLION": None}
+    return CliRunner().invoke(main, args, env={**base, **(env or {})}, catch_exceptions=False)
+
+
+def _with(document: dict[str, Any], arm: str, **fields: Any) -> dict[str, Any]:
+    changed = copy.deepcopy(document)
+    changed["arms"][arm].update(fields)
+    return changed
+
+
+def _refused(tmp_path: Path, document: dict[str, Any]) -> str:
+    path = tmp_path / "study.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    result = _invoke(["study", "--manifest", str(path), "--dry-run"])
+    assert result.exit_code == 2, result.output
+    assert not result.stdout
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize(("arm", "fields", "words"), [
+    ("treatment", {"toolDescriptions": {"kb.erase": "Erase nothing."}},
+     "arms.treatment.toolDescriptions names kb.erase, not among arms.treatment.tools"),
+    ("treatment", {"toolDescriptions": {"kb.search": {"description": "x", "inputSchema": {}}}},
+     "arms.treatment.toolDescriptions.kb.search must be the description's text"),
+    ("treatment", {"toolDescriptions": {"kb.search": {"annotations": {"readOnlyHint": True}}}},
+     "a tool's name, input schema and annotations are the server's"),
+    ("treatment", {"toolDescriptions": {"kb.search": "   "}}, "must be 1-8000 characters of text, not blank"),
+    ("control", {"toolDescriptions": {"kb.search": "x"}}, "arms.control names a server (toolDescriptions) but no"),
+    ("control", {"tools": ["kb.search"], "probe": {"tool": "kb.search", "arguments": {}},
+                 "toolDescriptions": {"kb.read": "Read."}},
+     "arms.control.toolDescriptions names kb.read, not among arms.control.tools"),
+    ("control", {"tools": ["kb.search"]}, "arms.control names a server (tools or probe) but no probe"),
+    ("control", {"tools": ["kb.search"], "probe": {"tool": "kb.read", "arguments": {}}},
+     "arms.control.probe.tool"),
+])
+def test_a_bad_override_or_control_server_is_one_line_and_exit_2(
+    tmp_path: Path, arm: str, fields: dict[str, Any], words: str
+) -> None:
+    line = _refused(tmp_path, _with(study_document({"solo": 1}, 1), arm, **fields))
+    assert words in line
+
+
+def test_a_control_server_loads_with_the_treatment_checks_and_a_run_refuses_it_in_one_line(tmp_path: Path) -> None:
+    server = {"mcpConfig": {"mcpServers": {"kb2": {"command": "/usr/bin/kb2", "args": ["{root}"]}}},
+              "tools": ["kb2.find"], "probe": {"tool": "kb2.find", "arguments": {"term": "the"}},
+              "toolDescriptions": {"kb2.find": "Find a term."}}
+    document = _with(study_document({"solo": 1}, 1), "control", **server)
+    loaded = parse_manifest(json.dumps(document))
+    assert loaded.arms is not None and loaded.arms.control.has_server
+    assert loaded.arms.control.server_name() == "kb2" and not parse_manifest(
+        json.dumps(study_document({"solo": 1}, 1))).arms.control.has_server  # type: ignore[union-attr]
+    with pytest.raises(ManifestError, match=r"arms\.control\.allowOpenWorld names kb2\.read"):
+        parse_manifest(json.dumps(_with(document, "control", allowOpenWorld=["kb2.read"])))
+    line = _refused(tmp_path, document)
+    assert line.startswith("agentstudy: error: arms.control names a server, which this version cannot run yet")
+
+
+def _listing(tmp_path: Path, name: str, descriptions: dict[str, str]) -> Any:
+    corpus = tmp_path / name
+    corpus.mkdir()
+    (corpus / "kb.json").write_text("{}", encoding="utf-8")
+    spec = McpServerSpec(name="kb", command=(sys.executable, str(KB_SERVER), "--config", "{root}/kb.json"),
+                         read_only_tools=("kb.find", "kb.read"), probe_tool="kb.find",
+                         probe_arguments={"term": "x"}, config_candidates=(), tool_descriptions=descriptions)
+    with contained_server(spec, ServerPaths(root=str(corpus), pin="0" * 40), "bwrap", dict(os.environ)) as (
+            argv, child, cwd):
+        return probe_mcp_server(argv[0], argv[1:], child, "kb.find", {"term": "x"}, cwd=cwd)
+
+
+def test_the_relay_in_the_servers_sandbox_rewrites_descriptions_and_nothing_else(tmp_path: Path) -> None:
+    own = _listing(tmp_path, "own", {})
+    rewritten = _listing(tmp_path, "rewritten", {"kb.find": REWRITE})
+    assert own.descriptions["kb.find"] == "Find lines containing a term."
+    assert rewritten.descriptions == {**own.descriptions, "kb.find": REWRITE}
+    assert rewritten.tools == own.tools and rewritten.annotations == own.annotations
+    assert rewritten.hints == own.hints and rewritten.probe_ok and own.probe_ok
+    assert rewritten.listing_sha256 != own.listing_sha256 and len(own.listing_sha256) == 64
+
+
+def test_a_rehearsal_with_rewritten_descriptions_records_them_per_arm_and_sends_them(tmp_path: Path) -> None:
+    study = build_example_study(tmp_path / "example")
+    document = json.loads(EXAMPLE_STUDY.read_text(encoding="utf-8"))
+    overrides = {"doc.search": REWRITE}
+    document["arms"]["treatment"]["toolDescriptions"] = overrides
+    path = tmp_path / "rewrite.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    output = tmp_path / "ledger.json"
+    result = _invoke(["study", "--manifest", str(path), "--pilot", "--transport", "http",
+                      *[f"--root={name}={root}" for name, root in study.roots.items()], "--output", str(output),
+                      "--model", "claude-haiku-5-5", "--budget-usd", "1", "--rehearsal",
+                      "--input-usd-per-million", "0.5", "--output-usd-per-million", "2.5"],
+                     {"ANTHROPIC_API_KEY": "sk-ant-planted-0123456789abcdef"})
+    assert result.exit_code == 0, result.output
+    ledger = json.loads(output.read_text(encoding="utf-8"))
+    control, treatment = ledger["arms"]
+    assert set(control) == {"scenario", "id", "label"}
+    assert treatment["toolDescriptionsSha256"] == tool_set_sha256(overrides)
+    assert len(treatment["toolsListSha256"]) == 64
+    transcripts = [p for p in output.parent.rglob("*") if p.is_file() and p != output]
+    shown = {p.name: p.read_text(encoding="utf-8", errors="replace") for p in transcripts}
+    assert any(REWRITE in text for text in shown.values()), sorted(shown)  # the treatment's request
+    assert not any(REWRITE in text for name, text in shown.items() if "repository-only" in name)
