@@ -139,3 +139,35 @@ def test_a_rehearsal_with_rewritten_descriptions_records_them_per_arm_and_sends_
     shown = {p.name: p.read_text(encoding="utf-8", errors="replace") for p in transcripts}
     assert any(REWRITE in text for text in shown.values()), sorted(shown)  # the treatment's request
     assert not any(REWRITE in text for name, text in shown.items() if "repository-only" in name)
+
+
+LOOKUP_SERVER = Path(__file__).resolve().parent / "data" / "lookup_server.py"
+
+
+def test_server_a_against_server_b_on_http_probes_contains_and_records_both_arms(tmp_path: Path) -> None:
+    study = build_example_study(tmp_path / "example")
+    document = json.loads(EXAMPLE_STUDY.read_text(encoding="utf-8"))
+    document["arms"]["control"] = {
+        "id": "lookup", "label": "Repository tools + lookup",
+        "mcpConfig": {"mcpServers": {"lookup": {"command": sys.executable, "args": [str(LOOKUP_SERVER), "{root}"]}}},
+        "tools": ["lookup.find_text", "lookup.grep", "lookup.read"],
+        "probe": {"tool": "lookup.find_text", "arguments": {"query": "the"}}, "serverConfigCandidates": []}
+    path = tmp_path / "a-vs-b.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    output = tmp_path / "ledger.json"
+    result = _invoke(["study", "--manifest", str(path), "--pilot", "--transport", "http",
+                      *[f"--root={name}={root}" for name, root in study.roots.items()], "--output", str(output),
+                      "--model", "claude-haiku-5-5", "--budget-usd", "1", "--rehearsal",
+                      "--input-usd-per-million", "0.5", "--output-usd-per-million", "2.5"],
+                     {"ANTHROPIC_API_KEY": "sk-ant-planted-0123456789abcdef"})
+    assert result.exit_code == 0, result.output
+    ledger = json.loads(output.read_text(encoding="utf-8"))
+    control, treatment = ledger["arms"]
+    assert control["mcpServer"] == "lookup" and treatment["mcpServer"] == ledger["mcpServer"]["name"]
+    assert control["toolDescriptionsSha256"] == tool_set_sha256({}) and len(control["toolsListSha256"]) == 64
+    by_arm = {o["scenario"]: o for o in ledger["observations"]}
+    assert by_arm["repository-only"]["treatment"]["server"] == "lookup"
+    assert set(by_arm["repository-only"]["treatment"]["offeredServerTools"]) == {
+        "lookup.find_text", "lookup.grep", "lookup.read"}
+    assert by_arm["doc-bridge-mcp"]["treatment"]["server"] == treatment["mcpServer"]
+    assert any("MCP server" in line for line in by_arm["repository-only"]["isolationAchieved"])

@@ -21,7 +21,6 @@ from agentstudy.io.server_launcher import launcher_command, server_dirs
 from agentstudy.pricing.budget import format_max_budget
 from agentstudy.pricing.table import price_entry
 from agentstudy.protocol.fault_schedule import parse_fault_schedule
-from agentstudy.protocol.manifest import DOC_BRIDGE_MCP
 from agentstudy.protocol.mcp_spec import McpServerSpec
 from agentstudy.protocol.run_records import AgentRecord
 from agentstudy.rehearsal.messages_server import RehearsalServer
@@ -92,8 +91,9 @@ class ClaudeCodeAgent:
         )
         launcher: list[str] | None = None
         server_writable: tuple[Path, ...] = ()
-        if body.scenario == DOC_BRIDGE_MCP and server is not None:
-            launcher = launcher_command(settings.mcp, server, settings.containment, env_source, scratch)
+        spec = settings.arm_mcp(body.scenario)
+        if spec is not None and server is not None:
+            launcher = launcher_command(spec, server, settings.containment, env_source, scratch)
             server_writable = server_dirs(scratch)
         command = [
             str(settings.binary),
@@ -101,7 +101,7 @@ class ClaudeCodeAgent:
                 model=settings.model,
                 max_budget_usd=format_max_budget(body.reservation_usd),
                 tools=body.tools,
-                mcp_config_json=mcp_config(body.scenario, settings.mcp, server, launcher),
+                mcp_config_json=mcp_config(body.scenario, spec or settings.mcp, server, launcher, spec is not None),
                 prompt=body.prompt,
             ),
         ]

@@ -26,7 +26,7 @@ from agentstudy.protocol.mcp_spec import (
     parse_mcp_config,
 )
 from agentstudy.protocol.prepare_steps import PrepareStep
-from agentstudy.protocol.study_arms import TreatmentArm
+from agentstudy.protocol.study_arms import ServerArm, TreatmentArm
 from agentstudy.runners.preflight import DEFAULT_MCP_SERVER
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -208,6 +208,25 @@ def study_mcp_spec(
         probe_tool=mcp_probe if _given(ctx, "mcp_probe") else arm.probe.tool,
         probe_arguments=arguments,
         sandbox_binds=sandbox_binds if _given(ctx, "sandbox_binds") else tuple(arm.sandbox_binds or ()),
+        open_world=tuple(arm.allow_open_world),
+        prepare=tuple(arm.prepare),
+        descriptions=tuple(arm.tool_descriptions.items()),
+    ))
+
+
+def arm_mcp_spec(arm: ServerArm) -> McpServerSpec | None:
+    """The spec of an arm's own server as its study file gives it (no flag replaces it), ``None`` for the
+    repository-only arm (issue 44: the control arm's server); exit 2 with one line on a bad value, as the flags."""
+    if arm.tools is None or arm.probe is None:
+        return None
+    return build_mcp_spec(McpChoice(
+        config=arm.mcp_config,
+        candidates=DOC_BRIDGE_CONFIG_CANDIDATES if arm.server_config_candidates is None
+        else tuple(arm.server_config_candidates),
+        tools=tuple(arm.tools),
+        probe_tool=arm.probe.tool,
+        probe_arguments=dict(arm.probe.arguments),
+        sandbox_binds=tuple(arm.sandbox_binds or ()),
         open_world=tuple(arm.allow_open_world),
         prepare=tuple(arm.prepare),
         descriptions=tuple(arm.tool_descriptions.items()),

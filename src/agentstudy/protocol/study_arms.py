@@ -254,19 +254,28 @@ class StudyArms(BaseModel):
         return {REPOSITORY_ONLY: self.control.label, DOC_BRIDGE_MCP: self.treatment.label}
 
 
-def arms_record(arms: StudyArms, server_name: str, tools_list_sha256: str | None = None) -> list[dict[str, str]]:
+def arms_record(arms: StudyArms, server_name: str, tools_list_sha256: str | None = None,
+                control_server: tuple[str, str | None] | None = None) -> list[dict[str, str]]:
     """The ledger's ``arms`` block (issue 18): one object per scenario, control first.
 
     Shape: ``[{"scenario": "repository-only", "id": ..., "label": ...}, {"scenario":
     "doc-bridge-mcp", "id": ..., "label": ..., "mcpServer": server_name}]``; ``server_name`` is
-    the server actually run (a flag may have replaced the file's). A treatment that rewrites descriptions
-    also carries ``toolDescriptionsSha256`` and, when given, ``toolsListSha256`` (the preflight's listing;
-    issue 44); any other arm is recorded as before.
+    the server actually run (a flag may have replaced the file's). An arm that rewrites descriptions
+    also carries ``toolDescriptionsSha256`` and, when given, ``toolsListSha256`` (the preflight's listing);
+    a control arm with a server of its own (``control_server``: its name and listing hash) carries
+    ``mcpServer`` too (issue 44); any other arm is recorded as before.
     """
-    treatment = {"scenario": DOC_BRIDGE_MCP, "id": arms.treatment.id, "label": arms.treatment.label,
-                 "mcpServer": server_name}
-    if arms.treatment.tool_descriptions:  # an earlier study file's arms stay as they were
-        treatment["toolDescriptionsSha256"] = tool_set_sha256(dict(arms.treatment.tool_descriptions))
+    treatment = _arm_entry(DOC_BRIDGE_MCP, arms.treatment, server_name, tools_list_sha256)
+    control = _arm_entry(REPOSITORY_ONLY, arms.control, *(control_server or (None, None)))
+    return [control, treatment]
+
+
+def _arm_entry(scenario: str, arm: ServerArm, server: str | None, tools_list_sha256: str | None) -> dict[str, str]:
+    entry = {"scenario": scenario, "id": arm.id, "label": arm.label}
+    if server is not None:
+        entry["mcpServer"] = server
+    if arm.tool_descriptions or (server is not None and scenario == REPOSITORY_ONLY):
+        entry["toolDescriptionsSha256"] = tool_set_sha256(dict(arm.tool_descriptions))
         if tools_list_sha256 is not None:
-            treatment["toolsListSha256"] = tools_list_sha256
-    return [{"scenario": REPOSITORY_ONLY, "id": arms.control.id, "label": arms.control.label}, treatment]
+            entry["toolsListSha256"] = tools_list_sha256
+    return entry

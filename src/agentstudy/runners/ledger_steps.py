@@ -20,7 +20,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentstudy.fsm.run import RunMachine
 from agentstudy.io.ledger_journal import JournaledLedger
@@ -33,11 +33,15 @@ from agentstudy.pricing.tally import Tally
 from agentstudy.pricing.usd_json import optional_usd_number, usd_number
 from agentstudy.protocol.ledger_integrity import seal_ledger
 from agentstudy.protocol.manifest import LoadedManifest
+from agentstudy.protocol.mcp_spec import McpServerSpec
 from agentstudy.protocol.records import MinimalLedger
 from agentstudy.protocol.run_records import AdjudicationDeclaration, ArmRecord, BudgetRecord, OpenReservation
 from agentstudy.protocol.schedule import ScheduleEntry
 from agentstudy.protocol.study_agents import DEFAULT_AGENT
 from agentstudy.protocol.study_arms import arms_record
+
+if TYPE_CHECKING:
+    from agentstudy.runners.preflight import McpPreflight
 
 ERROR_STOP_REASON = "the runner stopped on an error; review the budget before any rerun"
 
@@ -162,26 +166,38 @@ def close_normally(ledger: MinimalLedger, run: RunMachine, save: Callable[[Minim
     run.finish()
 
 
-def study_arms(loaded: LoadedManifest, server_name: str, tools_list_sha256: str | None = None
-               ) -> list[ArmRecord] | None:
+def study_arms(loaded: LoadedManifest, server_name: str, tools_list_sha256: str | None = None,
+               control_server: tuple[str, str | None] | None = None) -> list[ArmRecord] | None:
     """The ledger's ``arms`` for a study file's run (issue 18); ``None`` for a seed manifest (its ledger is unchanged).
 
     ``server_name`` is the MCP server actually run (a flag may have replaced the study file's);
-    ``tools_list_sha256`` the preflight's listing hash (issue 44, ``protocol.study_arms.arms_record``).
+    ``tools_list_sha256`` the preflight's listing hash and ``control_server`` the control arm's own server's name
+    and listing hash (issue 44, ``protocol.study_arms.arms_record``).
     """
     if loaded.arms is None:
         return None
-    return [ArmRecord.model_validate(arm) for arm in arms_record(loaded.arms, server_name, tools_list_sha256)]
+    return [ArmRecord.model_validate(arm)
+            for arm in arms_record(loaded.arms, server_name, tools_list_sha256, control_server)]
 
 
-def study_header(loaded: LoadedManifest, server_name: str, tools_list_sha256: str | None = None) -> dict[str, Any]:
+def control_record(spec: McpServerSpec | None, checked: McpPreflight | None) -> tuple[str, str | None] | None:
+    """The control arm's own server as ``study_header`` records it: its name and preflight listing hash (issue
+    44); ``None`` when the control is the repository-only arm."""
+    if spec is None:
+        return None
+    return spec.name, checked.tools_list_sha256 if checked is not None else None
+
+
+def study_header(loaded: LoadedManifest, server_name: str, tools_list_sha256: str | None = None,
+                 control_server: tuple[str, str | None] | None = None) -> dict[str, Any]:
     """The ledger fields every transport starts with, as ``MinimalLedger`` keywords: the pins (manifest version,
     protocol and manifest hashes, runner hash, engine revision, repositories), the study file's arms, full
     attempts and analysis, and the empty adjudication declaration (seed 000; issues 18, 30)."""
     return {
         "version": loaded.manifest.version, "protocol_hash": loaded.protocol_hash,
         "manifest_sha256": loaded.manifest_sha256, "runner_hash": runner_hash(), "engine_revision": engine_revision(),
-        "repositories": dict(loaded.manifest.repositories), "arms": study_arms(loaded, server_name, tools_list_sha256),
+        "repositories": dict(loaded.manifest.repositories),
+        "arms": study_arms(loaded, server_name, tools_list_sha256, control_server),
         "full_attempts": loaded.full_attempts if loaded.arms is not None else None, "analysis": loaded.analysis,
         "adjudication": AdjudicationDeclaration(),
     }

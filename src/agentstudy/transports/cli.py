@@ -42,7 +42,7 @@ from agentstudy.io.server_corpus import own_snapshot
 from agentstudy.io.server_launcher import SERVER_ACHIEVED_BWRAP, SERVER_ACHIEVED_RESTRICTED
 from agentstudy.io.signals import stop_signal
 from agentstudy.pricing.cost import AttemptCost
-from agentstudy.protocol.manifest import DOC_BRIDGE_MCP
+from agentstudy.protocol.arm_servers import arm_server
 from agentstudy.protocol.mcp_spec import ServerPaths
 from agentstudy.protocol.treatment import sha256_text
 from agentstudy.stream.outcome import CliStatus, ProcessFacts
@@ -73,6 +73,7 @@ class CliSettings:
         stdout_limit: stdout bound in bytes.
         agent: which coding agent the binary is (issue 21).
         agent_home_root: the parent of per-attempt homes kept out of temp dirs (Codex).
+        control_mcp: the control arm's own server (issue 44); ``None``: the repository-only arm.
     """
 
     binary: Path
@@ -93,6 +94,11 @@ class CliSettings:
     max_retries: int = CLI_MAX_RETRIES
     """How often the agent CLI may send a refused request again (``--api-max-retries``; issue 33): Claude Code's
     ``CLAUDE_CODE_MAX_RETRIES``."""
+    control_mcp: McpServerSpec | None = None
+
+    def arm_mcp(self, scenario: str) -> McpServerSpec | None:
+        """The server ``scenario``'s arm runs (``protocol.arm_servers.arm_server``), ``None`` without one."""
+        return arm_server(scenario, self.mcp, self.control_mcp)
 
     @property
     def base_url(self) -> str | None:
@@ -349,8 +355,9 @@ def attempt_view(
     ``io.server_launcher``), the private HOME and TMPDIR, and the login file. The child runs as
     ``SANDBOX_UID`` so that the server's launcher can nest its own sandbox."""
     read_only = [export, *command_paths(str(settings.binary), path_env)]
-    if scenario == DOC_BRIDGE_MCP and server is not None:
-        read_only += server_read_only_paths(settings.mcp, server, path_env)
+    spec = settings.arm_mcp(scenario)
+    if spec is not None and server is not None:
+        read_only += server_read_only_paths(spec, server, path_env)
     mounted: tuple[tuple[Path, Path], ...] = ()
     if settings.login_file is not None and settings.base_url is None:
         mounted = ((settings.login_file, home / LOGIN_TARGET),)
@@ -396,9 +403,10 @@ def isolation(
     """
     contained, missing_by_mode = containment_sentences(settings.containment)
     achieved = [*agent_achieved, *contained]
-    if scenario == DOC_BRIDGE_MCP:
+    spec = settings.arm_mcp(scenario)
+    if spec is not None:
         achieved.append(SERVER_ACHIEVED_BWRAP if settings.containment == "bwrap" else SERVER_ACHIEVED_RESTRICTED)
     missing = [*agent_not_achieved, *missing_by_mode]
-    if scenario == DOC_BRIDGE_MCP:
-        missing.extend(settings.mcp.isolation_notes())
+    if spec is not None:
+        missing.extend(spec.isolation_notes())
     return {"containment": settings.containment, "isolation_achieved": achieved, "isolation_not_achieved": missing}

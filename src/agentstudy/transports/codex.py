@@ -39,7 +39,6 @@ from agentstudy.pricing.cost import AttemptCost, CostProblem
 from agentstudy.pricing.openai import OpenAiUsage, openai_cost
 from agentstudy.pricing.usd_json import usd_number
 from agentstudy.protocol.json_input import load_json
-from agentstudy.protocol.manifest import DOC_BRIDGE_MCP
 from agentstudy.protocol.mcp_spec import mcp_tool_name
 from agentstudy.protocol.treatment import tool_set_sha256
 from agentstudy.rehearsal.responses_server import REHEARSAL_KEY, REHEARSAL_KEY_ENV
@@ -79,11 +78,11 @@ def _mcp_table(body: CliAttemptBody, launcher: Sequence[str] | None = None) -> C
     ``launcher``: the command that starts the server (``io.server_launcher.launcher_command``, its
     environment inside it); without it, the server's own argv and ``env`` (``codex_config``'s pure view).
     """
-    if body.scenario != DOC_BRIDGE_MCP:
+    spec = body.settings.arm_mcp(body.scenario)
+    if spec is None:
         return None
     if body.server is None:
         raise ValueError("the MCP arm needs the server's corpus paths")
-    spec = body.settings.mcp
     command = spec.argv(body.server) if launcher is None else launcher
     return CodexMcpServer(name=spec.name, command=command, env=dict(spec.env) if launcher is None else {},
                           enabled_tools=tuple(spec.read_only_tools))
@@ -130,8 +129,9 @@ def codex_launch(body: CliAttemptBody, export: Path, scratch: Path, env_source: 
         directory.mkdir(mode=0o700)
     launcher: list[str] | None = None
     server_writable: tuple[Path, ...] = ()
-    if body.scenario == DOC_BRIDGE_MCP and body.server is not None:
-        launcher = launcher_command(settings.mcp, body.server, settings.containment, env_source, scratch)
+    spec = settings.arm_mcp(body.scenario)
+    if spec is not None and body.server is not None:
+        launcher = launcher_command(spec, body.server, settings.containment, env_source, scratch)
         server_writable = server_dirs(scratch)
     (codex_home / "config.toml").write_text(codex_config(body, launcher), encoding="utf-8")
     schema: str | None = None
@@ -143,8 +143,8 @@ def codex_launch(body: CliAttemptBody, export: Path, scratch: Path, env_source: 
     command = [str(settings.binary), *codex_arguments(export_dir=str(export), prompt=body.prompt,
                                                       output_schema=schema)]
     read_only = [export, *command_paths(str(settings.binary), env.get("PATH"))]
-    if body.scenario == DOC_BRIDGE_MCP and body.server is not None:
-        read_only += server_read_only_paths(settings.mcp, body.server, env.get("PATH"))
+    if spec is not None and body.server is not None:
+        read_only += server_read_only_paths(spec, body.server, env.get("PATH"))
     mounted: tuple[tuple[Path, Path], ...] = ()
     if settings.login_file is not None and settings.base_url is None:
         mounted = ((settings.login_file, codex_home / "auth.json"),)
@@ -320,8 +320,9 @@ running cost the stream or the watcher showed (:func:`charged_floor`). Never rai
     stderr = raw.stderr.decode("utf-8", "replace")
     cost, cost_problem = _price(settings.model, transcript)
     cost = charged_floor(cost, _largest(settings.model, transcript), raw.running_peak_usd)
-    expected = CodexExpectations(settings.mcp.name if body.scenario == DOC_BRIDGE_MCP else None,
-                                 tuple(settings.mcp.read_only_tools))
+    spec = settings.arm_mcp(body.scenario)
+    expected = CodexExpectations(spec.name if spec is not None else None,
+                                 tuple((spec or settings.mcp).read_only_tools))
     killed = raw.facts.timed_out or raw.facts.truncated or raw.facts.stopped
     checked = CodexTranscript() if killed else transcript
     decided: Outcome = codex_outcome(raw.facts, checked, expected, "" if killed else stderr,
