@@ -79,7 +79,7 @@ def test_a_bad_override_or_control_server_is_one_line_and_exit_2(
     assert words in line
 
 
-def test_a_control_server_loads_with_the_treatment_checks_and_a_run_refuses_it_in_one_line(tmp_path: Path) -> None:
+def test_a_control_server_loads_with_the_treatment_checks_and_the_dry_run_names_it(tmp_path: Path) -> None:
     server = {"mcpConfig": {"mcpServers": {"kb2": {"command": "/usr/bin/kb2", "args": ["{root}"]}}},
               "tools": ["kb2.find"], "probe": {"tool": "kb2.find", "arguments": {"term": "the"}},
               "toolDescriptions": {"kb2.find": "Find a term."}}
@@ -90,8 +90,14 @@ def test_a_control_server_loads_with_the_treatment_checks_and_a_run_refuses_it_i
         json.dumps(study_document({"solo": 1}, 1))).arms.control.has_server  # type: ignore[union-attr]
     with pytest.raises(ManifestError, match=r"arms\.control\.allowOpenWorld names kb2\.read"):
         parse_manifest(json.dumps(_with(document, "control", allowOpenWorld=["kb2.read"])))
-    line = _refused(tmp_path, document)
-    assert line.startswith("agentstudy: error: arms.control names a server, which this version cannot run yet")
+    path = tmp_path / "study.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    result = _invoke(["study", "--manifest", str(path), "--dry-run"])
+    assert result.exit_code == 0, result.output
+    control, treatment = json.loads(result.stdout)["arms"]
+    assert control["mcpServer"] == "kb2" and control["offeredTools"] == ["kb2.find"]
+    assert control["toolDescriptionsSha256"] == tool_set_sha256({"kb2.find": "Find a term."})
+    assert treatment["mcpServer"] == "kb" and treatment["toolDescriptionsSha256"] == tool_set_sha256({})
 
 
 def _listing(tmp_path: Path, name: str, descriptions: dict[str, str]) -> Any:

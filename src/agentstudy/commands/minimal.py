@@ -273,7 +273,7 @@ def minimal(
             agent_explicit=agent_explicit, model=model, money=(budget_usd, attempt_budget_usd, input_usd_per_million,
                                                                 output_usd_per_million),
             rehearsal=rehearsal, concurrency=concurrency, strict_cap=strict_cap, output=output, roots=root_paths,
-            probe=probe, containment=mode_of_containment, sequential=plan,
+            probe=probe, containment=mode_of_containment, sequential=plan, control=control_spec,
         ))
         return
     if not (pilot or full):

@@ -59,6 +59,8 @@ class McpProbe:
         listing_sha256: SHA-256 of the whole ``tools/list`` as the client saw it (every tool's name, description,
             input schema and annotations; ``protocol.treatment.tool_set_sha256``; issue 44); ``""`` when unknown.
         descriptions: every listed tool's description as the client saw it (issue 44).
+        server_version: ``serverInfo.version`` of the server's ``initialize`` answer (issue 44); ``None`` when
+            it sent none.
     """
 
     tools: tuple[str, ...]
@@ -68,6 +70,7 @@ class McpProbe:
     annotations: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     listing_sha256: str = ""
     descriptions: Mapping[str, str] = field(default_factory=dict)
+    server_version: str | None = None
 
 
 ListingCheck = Callable[[McpListing], object]
@@ -140,7 +143,8 @@ async def _probe(
                         said = server_text(" ".join(t for t in texts if t), secrets)
                 listing = [tool.model_dump(by_alias=True, exclude_none=True, mode="json") for tool in listed.tools]
                 return McpProbe(names, hints, ok, said, {tool.name: _annotations(tool) for tool in listed.tools},
-                                tool_set_sha256(listing), {tool.name: tool.description or "" for tool in listed.tools})
+                                tool_set_sha256(listing), {tool.name: tool.description or "" for tool in listed.tools},
+                                client.server_info.version if client.server_info is not None else None)
 
 
 def probe_mcp_server(

@@ -375,7 +375,8 @@ def _drop_unset(data: dict[str, Any]) -> dict[str, Any]:
     if isinstance(data.get("mcpServer"), dict) and data["mcpServer"].get("prepared") is None:
         data["mcpServer"].pop("prepared", None)  # a study without preparation steps keeps its ledger's hash
     for arm in data.get("arms") or []:
-        for key in ("mcpServer", "toolDescriptionsSha256", "toolsListSha256"):
+        for key in ("mcpServer", "toolDescriptionsSha256", "toolsListSha256", "mcpCommand", "offeredTools",
+                    "shownDescriptions", "serverVersion"):
             if arm.get(key, "") is None:
                 del arm[key]
     for opened in [data.get("openReservation"), *(data.get("openReservations") or [])]:

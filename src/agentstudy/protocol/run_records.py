@@ -100,10 +100,11 @@ class McpServerRecord(BaseModel):
 class ArmRecord(BaseModel):
     """One arm of a study-file run in the ledger's ``arms`` (issue 18): its ledger ``scenario``, ``id`` and ``label``.
 
-    The treatment arm (scenario ``doc-bridge-mcp``) also names ``mcpServer``, the server run; an arm whose
-    ``toolDescriptions`` rewrite the server's has ``toolDescriptionsSha256`` (SHA-256 of the overrides' canonical
-    JSON), and a run's arm with a server has ``toolsListSha256`` (SHA-256 of the ``tools/list`` the agent was
-    shown, as the preflight read it through the same relay; issue 44). Absent when not applicable.
+    The treatment arm (scenario ``doc-bridge-mcp``) also names ``mcpServer``, the server run. In a study that
+    compares two server configurations (issue 44, ``protocol.study_arms.arms_record``) every arm with a server
+    has ``mcpServer``, ``toolDescriptionsSha256`` (SHA-256 of its overrides' canonical JSON), ``toolsListSha256``
+    (of the ``tools/list`` the agent was shown, as the preflight read it through the same relay), ``mcpCommand``,
+    ``offeredTools``, ``shownDescriptions`` and ``serverVersion``. Absent when not applicable.
     """
 
     model_config = ConfigDict(extra="forbid", validate_by_name=True, validate_by_alias=True)
@@ -114,6 +115,10 @@ class ArmRecord(BaseModel):
     mcp_server: str | None = Field(default=None, alias="mcpServer")
     tool_descriptions_sha256: str | None = Field(default=None, alias="toolDescriptionsSha256")
     tools_list_sha256: str | None = Field(default=None, alias="toolsListSha256")
+    mcp_command: list[str] | None = Field(default=None, alias="mcpCommand")
+    offered_tools: list[str] | None = Field(default=None, alias="offeredTools")
+    shown_descriptions: dict[str, str] | None = Field(default=None, alias="shownDescriptions")
+    server_version: str | None = Field(default=None, alias="serverVersion")
 
 
 class BudgetRecord(BaseModel):

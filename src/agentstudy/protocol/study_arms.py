@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -254,28 +256,67 @@ class StudyArms(BaseModel):
         return {REPOSITORY_ONLY: self.control.label, DOC_BRIDGE_MCP: self.treatment.label}
 
 
-def arms_record(arms: StudyArms, server_name: str, tools_list_sha256: str | None = None,
-                control_server: tuple[str, str | None] | None = None) -> list[dict[str, str]]:
+@dataclass(frozen=True)
+class ServedArm:
+    """What a run established about one arm's server, for the ledger's ``arms`` (issue 44).
+
+    Attributes:
+        name: the server's name (``mcpServers`` key).
+        command: its command and arguments, placeholders unfilled.
+        tools: the tools the agent is offered (the arm's ``tools``).
+        descriptions: each listed tool's description as the agent was shown it (after ``toolDescriptions``).
+        tools_list_sha256: SHA-256 of the whole ``tools/list`` the preflight's client saw; ``None`` when unknown.
+        server_version: ``serverInfo.version`` of the server's ``initialize`` answer; ``None`` when unknown.
+    """
+
+    name: str
+    command: tuple[str, ...] = ()
+    tools: tuple[str, ...] = ()
+    descriptions: Mapping[str, str] = field(default_factory=dict)
+    tools_list_sha256: str | None = None
+    server_version: str | None = None
+
+
+def compares_servers(arms: StudyArms) -> bool:
+    """Whether the study compares two configurations of a server (issue 44): the control arm has a server of its
+    own or an arm rewrites tool descriptions. Only such a study's ledger records the arms' server facts."""
+    return arms.control.has_server or bool(arms.control.tool_descriptions or arms.treatment.tool_descriptions)
+
+
+def arms_record(arms: StudyArms, server_name: str, treatment: ServedArm | None = None,
+                control: ServedArm | None = None) -> list[dict[str, Any]]:
     """The ledger's ``arms`` block (issue 18): one object per scenario, control first.
 
     Shape: ``[{"scenario": "repository-only", "id": ..., "label": ...}, {"scenario":
     "doc-bridge-mcp", "id": ..., "label": ..., "mcpServer": server_name}]``; ``server_name`` is
-    the server actually run (a flag may have replaced the file's). An arm that rewrites descriptions
-    also carries ``toolDescriptionsSha256`` and, when given, ``toolsListSha256`` (the preflight's listing);
-    a control arm with a server of its own (``control_server``: its name and listing hash) carries
-    ``mcpServer`` too (issue 44); any other arm is recorded as before.
+    the server actually run (a flag may have replaced the file's). A study that compares two configurations
+    (:func:`compares_servers`) also records, for every arm with a server (``treatment``, ``control``: what the
+    run established; issue 44), ``mcpServer``, ``toolDescriptionsSha256`` (of the arm's overrides),
+    ``toolsListSha256``, ``mcpCommand``, ``offeredTools``, ``shownDescriptions`` and ``serverVersion`` (each when
+    known); any other study's arms are recorded as before.
     """
-    treatment = _arm_entry(DOC_BRIDGE_MCP, arms.treatment, server_name, tools_list_sha256)
-    control = _arm_entry(REPOSITORY_ONLY, arms.control, *(control_server or (None, None)))
-    return [control, treatment]
+    compared = compares_servers(arms)
+    entries: list[dict[str, Any]] = []
+    for scenario, arm, served in ((REPOSITORY_ONLY, arms.control, control), (DOC_BRIDGE_MCP, arms.treatment,
+                                                                             treatment)):
+        entry: dict[str, Any] = {"scenario": scenario, "id": arm.id, "label": arm.label}
+        name = server_name if scenario == DOC_BRIDGE_MCP else (served.name if served and arm.has_server else None)
+        if name is not None:
+            entry["mcpServer"] = name
+        if compared and name is not None:
+            entry["toolDescriptionsSha256"] = tool_set_sha256(dict(arm.tool_descriptions))
+            if served is not None:
+                entry.update(_served(served))
+        entries.append(entry)
+    return entries
 
 
-def _arm_entry(scenario: str, arm: ServerArm, server: str | None, tools_list_sha256: str | None) -> dict[str, str]:
-    entry = {"scenario": scenario, "id": arm.id, "label": arm.label}
-    if server is not None:
-        entry["mcpServer"] = server
-    if arm.tool_descriptions or (server is not None and scenario == REPOSITORY_ONLY):
-        entry["toolDescriptionsSha256"] = tool_set_sha256(dict(arm.tool_descriptions))
-        if tools_list_sha256 is not None:
-            entry["toolsListSha256"] = tools_list_sha256
-    return entry
+def _served(served: ServedArm) -> dict[str, Any]:
+    facts: dict[str, Any] = {"mcpCommand": list(served.command), "offeredTools": list(served.tools),
+                             "shownDescriptions": {tool: served.descriptions[tool] for tool in served.tools
+                                                   if tool in served.descriptions}}
+    if served.tools_list_sha256 is not None:
+        facts["toolsListSha256"] = served.tools_list_sha256
+    if served.server_version is not None:
+        facts["serverVersion"] = served.server_version
+    return facts

@@ -29,7 +29,7 @@ from agentstudy.runners.agent_runs import AgentRun, expected_for
 from agentstudy.runners.concurrent_walk import AttemptPort
 from agentstudy.runners.ledger_steps import (
     budget_record,
-    control_record,
+    served_arm,
     study_header,
 )
 from agentstudy.runners.preflight import (
@@ -156,8 +156,8 @@ def cli_ledger(
     """The cli run's ledger as it starts (``running``, no observation): pins, agent, prices, the MCP server as
     preflight found it, arms, budget and plan."""
     return MinimalLedger(
-        **study_header(request.loaded, request.settings.mcp.name, mcp.tools_list_sha256,
-                       control_record(request.settings.control_mcp, control)),
+        **study_header(request.loaded, request.settings.mcp.name, served_arm(request.settings.mcp, mcp),
+                       served_arm(request.settings.control_mcp, control)),
         engine_bundle_hash=file_sha256(request.settings.binary),
         transport="cli",
         model=request.settings.model,

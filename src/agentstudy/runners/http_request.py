@@ -34,8 +34,8 @@ from agentstudy.protocol.schedule import Mode, PilotSize, ScheduleEntry
 from agentstudy.protocol.sequential_plan import SequentialPlan
 from agentstudy.runners.ledger_steps import (
     budget_record,
-    control_record,
     now_iso,
+    served_arm,
     study_header,
 )
 from agentstudy.runners.preflight import McpPreflight
@@ -143,8 +143,8 @@ def http_ledger(request: HttpRunRequest, base_url: str, mcp: McpPreflight, plann
     loop's limits, the MCP server as preflight found it, arms (``control``: the control arm's own server's
     preflight, issue 44), budget and plan."""
     return MinimalLedger(
-        **study_header(request.loaded, request.mcp.name, mcp.tools_list_sha256,
-                       control_record(request.control_mcp, control)),
+        **study_header(request.loaded, request.mcp.name, served_arm(request.mcp, mcp),
+                       served_arm(request.control_mcp, control)),
         engine_bundle_hash=None,
         transport="http",
         model=request.model,

@@ -38,7 +38,7 @@ from agentstudy.protocol.records import MinimalLedger
 from agentstudy.protocol.run_records import AdjudicationDeclaration, ArmRecord, BudgetRecord, OpenReservation
 from agentstudy.protocol.schedule import ScheduleEntry
 from agentstudy.protocol.study_agents import DEFAULT_AGENT
-from agentstudy.protocol.study_arms import arms_record
+from agentstudy.protocol.study_arms import ServedArm, arms_record
 
 if TYPE_CHECKING:
     from agentstudy.runners.preflight import McpPreflight
@@ -166,38 +166,41 @@ def close_normally(ledger: MinimalLedger, run: RunMachine, save: Callable[[Minim
     run.finish()
 
 
-def study_arms(loaded: LoadedManifest, server_name: str, tools_list_sha256: str | None = None,
-               control_server: tuple[str, str | None] | None = None) -> list[ArmRecord] | None:
+def study_arms(loaded: LoadedManifest, server_name: str, treatment: ServedArm | None = None,
+               control: ServedArm | None = None) -> list[ArmRecord] | None:
     """The ledger's ``arms`` for a study file's run (issue 18); ``None`` for a seed manifest (its ledger is unchanged).
 
-    ``server_name`` is the MCP server actually run (a flag may have replaced the study file's);
-    ``tools_list_sha256`` the preflight's listing hash and ``control_server`` the control arm's own server's name
-    and listing hash (issue 44, ``protocol.study_arms.arms_record``).
+    ``server_name`` is the MCP server actually run (a flag may have replaced the study file's); ``treatment`` and
+    ``control`` what the run established about each arm's server (issue 44, ``protocol.study_arms.arms_record``).
     """
     if loaded.arms is None:
         return None
-    return [ArmRecord.model_validate(arm)
-            for arm in arms_record(loaded.arms, server_name, tools_list_sha256, control_server)]
+    return [ArmRecord.model_validate(arm) for arm in arms_record(loaded.arms, server_name, treatment, control)]
 
 
-def control_record(spec: McpServerSpec | None, checked: McpPreflight | None) -> tuple[str, str | None] | None:
-    """The control arm's own server as ``study_header`` records it: its name and preflight listing hash (issue
-    44); ``None`` when the control is the repository-only arm."""
+def served_arm(spec: McpServerSpec | None, checked: McpPreflight | None) -> ServedArm | None:
+    """An arm's server as the ledger records it (issue 44): ``spec``'s name, command and offered tools with what
+    its preflight saw (``checked``: the listing's hash, descriptions and ``serverInfo`` version); ``None`` when the
+    arm runs no server."""
     if spec is None:
         return None
-    return spec.name, checked.tools_list_sha256 if checked is not None else None
+    return ServedArm(spec.name, tuple(spec.command), tuple(spec.read_only_tools),
+                     dict(checked.descriptions) if checked is not None else {},
+                     checked.tools_list_sha256 if checked is not None else None,
+                     checked.server_version if checked is not None else None)
 
 
-def study_header(loaded: LoadedManifest, server_name: str, tools_list_sha256: str | None = None,
-                 control_server: tuple[str, str | None] | None = None) -> dict[str, Any]:
+def study_header(loaded: LoadedManifest, server_name: str, treatment: ServedArm | None = None,
+                 control: ServedArm | None = None) -> dict[str, Any]:
     """The ledger fields every transport starts with, as ``MinimalLedger`` keywords: the pins (manifest version,
-    protocol and manifest hashes, runner hash, engine revision, repositories), the study file's arms, full
-    attempts and analysis, and the empty adjudication declaration (seed 000; issues 18, 30)."""
+    protocol and manifest hashes, runner hash, engine revision, repositories), the study file's arms (with each
+    arm's server, ``treatment`` and ``control``: :func:`served_arm`; issue 44), full attempts and analysis, and
+    the empty adjudication declaration (seed 000; issues 18, 30)."""
     return {
         "version": loaded.manifest.version, "protocol_hash": loaded.protocol_hash,
         "manifest_sha256": loaded.manifest_sha256, "runner_hash": runner_hash(), "engine_revision": engine_revision(),
         "repositories": dict(loaded.manifest.repositories),
-        "arms": study_arms(loaded, server_name, tools_list_sha256, control_server),
+        "arms": study_arms(loaded, server_name, treatment, control),
         "full_attempts": loaded.full_attempts if loaded.arms is not None else None, "analysis": loaded.analysis,
         "adjudication": AdjudicationDeclaration(),
     }

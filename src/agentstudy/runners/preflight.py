@@ -169,6 +169,7 @@ class McpPreflight:
         tools_list_sha256: SHA-256 of the first corpus's ``tools/list`` as the agent sees it (descriptions
             rewritten by the arm's ``toolDescriptions``; issue 44); ``None`` when no server was started.
         descriptions: that listing's description of every listed tool (issue 44).
+        server_version: the first corpus's server's ``serverInfo.version`` (issue 44); ``None`` when unknown.
     """
 
     listed_tools: tuple[str, ...]
@@ -179,6 +180,7 @@ class McpPreflight:
     prepared: Mapping[str, PrepareOutcome] = field(default_factory=dict)
     tools_list_sha256: str | None = None
     descriptions: Mapping[str, str] = field(default_factory=dict)
+    server_version: str | None = None
 
 
 def _vet(spec: McpServerSpec, name: str, listing: McpListing) -> None:
@@ -300,7 +302,7 @@ def check_mcp_servers(
     if listed is None or first is None:
         return McpPreflight((), (), {})
     return McpPreflight(listed, spec.denied_names(listed), evidence, annotations, len(names), prepared,
-                        first.listing_sha256 or None, dict(first.descriptions))
+                        first.listing_sha256 or None, dict(first.descriptions), first.server_version)
 
 
 def mcp_corpora(
