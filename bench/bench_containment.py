@@ -40,8 +40,9 @@ from agentstudy.protocol.manifest import DOC_BRIDGE_MCP
 from agentstudy.protocol.prompt import study_prompt
 from agentstudy.protocol.schedule import ScheduleEntry
 from agentstudy.runners.demo import DEMO_ATTEMPT_BUDGET_USD
-from agentstudy.transports.cli import CliAttemptResult, attempt_view, run_cli_attempt
+from agentstudy.transports.cli import CliAttemptResult, run_cli_attempt
 from agentstudy.transports.cli_args import arm_tools, child_environment
+from agentstudy.transports.cli_isolation import attempt_view
 from bench.common import Skipped, Timer, interleave, ratio, timed
 from bench.pilot import Pilot
 
@@ -141,8 +142,7 @@ def _micro(pilot: Pilot, parent_env: dict[str, str], repeats: int) -> dict[str, 
         settings = pilot.settings
         env = child_environment(parent_env, home=str(home), tmpdir=str(tmp), base_url=settings.base_url,
                                 auth_token=settings.auth_token)
-        view = attempt_view(settings, export.path, home, tmp, env.get("PATH"), entry.scenario,
-                            pilot.server_paths(entry))
+        view = attempt_view(settings, export.path, home, tmp, env.get("PATH"))
         sandboxed = bwrap_argv(bwrap, view, [TRUE])
         failures: list[str] = []
 

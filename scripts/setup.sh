@@ -54,7 +54,7 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
-.venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[dev,ray]'
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[dev,ray,export]'
 
 claude=.tools/claude-code/node_modules/.bin/claude
 if [ ! -x "$claude" ] || [ "$("$claude" --version 2>/dev/null | awk '{print $1}')" != "$CLAUDE_CODE_VERSION" ]; then
@@ -103,6 +103,20 @@ if [ "$("$codex" --version 2>/dev/null)" != "codex-cli ${CODEX_VERSION}" ]; then
   exit 1
 fi
 # --- end Codex block
+# --- ATIF reference models (issue 43): harbor's pinned wheel, never installed; the ATIF export test imports
+# only its pydantic trajectory models (harbor itself needs Python >= 3.12, those models only pydantic).
+HARBOR_VERSION="0.26.0"
+HARBOR_WHEEL_SHA256="b7c752c5b51ae2ee1fc2ea30621493c7dc0b5a3d0157295bed4552115027baee"
+harbor_wheel=".tools/harbor/harbor-${HARBOR_VERSION}-py3-none-any.whl"
+if ! echo "$HARBOR_WHEEL_SHA256  $harbor_wheel" | sha256sum -c --quiet - >/dev/null 2>&1; then
+  mkdir -p .tools/harbor
+  .venv/bin/python -m pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
+      --python-version 3.12 -d .tools/harbor "harbor==${HARBOR_VERSION}"
+  if ! echo "$HARBOR_WHEEL_SHA256  $harbor_wheel" | sha256sum -c --quiet - >/dev/null 2>&1; then
+    echo "setup: $harbor_wheel does not match its pinned SHA-256" >&2
+    exit 1
+  fi
+fi
 echo "setup: $(.venv/bin/python --version), claude $("$claude" --version), $(bwrap --version 2>/dev/null || echo 'no bubblewrap')," \
   "$(chromium --version 2>/dev/null | head -n 1 || echo 'no chromium'), server-filesystem $(node -p "require('./$filesystem_pkg').version"), $("$codex" --version)," \
   "code-index-mcp $CODE_INDEX_MCP_VERSION"

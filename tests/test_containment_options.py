@@ -17,7 +17,8 @@ import pytest
 from click.testing import CliRunner
 
 from agentstudy.cli import main
-from agentstudy.io.containment import ContainmentError, command_paths, server_read_only_paths
+from agentstudy.io.containment import ContainmentError, command_paths
+from agentstudy.io.server_binds import server_read_only_paths
 from agentstudy.io.server_corpus import ServerCorpora, ServerCorpusError
 from agentstudy.protocol.mcp_spec import LIVE_CHECKOUT_NOTE, McpServerSpec
 from agentstudy.rehearsal.example_study import ExampleStudy, build_example_study

@@ -65,7 +65,8 @@ def test_a_persistent_529_blocks_the_run_and_the_continuation_finishes_it(
     assert first["status"] == "blocked"
     assert [o["status"] for o in first["observations"]] == ["completed", "failed"]
     assert first["observations"][1]["failureKind"] == "overloaded"
-    assert second["continues"] == {"ledgerSha256": hashlib.sha256(before).hexdigest(), "runId": first["runId"]}
+    assert second["continues"] == {"ledgerSha256": hashlib.sha256(before).hexdigest(), "runId": first["runId"],
+                                   "earlierRuns": [], "completedBefore": 1}
     assert second["runId"] != first["runId"]
     assert second["plannedAttempts"] == 3 and all(o["status"] == "completed" for o in second["observations"])
     cells = {(o["taskId"], o["scenario"], o["repetition"]) for o in second["observations"]}

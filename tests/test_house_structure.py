@@ -26,7 +26,7 @@ CORE = ("protocol", "stream", "pricing", "fsm")
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("cli", "__main__", "commands"),
     ("controlled", "adjudication", "rehearsal.adjudicator_policy"),
-    ("runners", "report"),
+    ("runners", "report", "web"),
     ("agents", "transports", "rehearsal.codex_run"),
     ("rehearsal",),
     ("io",),

@@ -20,7 +20,7 @@ def _run(*args: str, stdin: bytes) -> tuple[int, str, str]:
     (["codex"], b"{}", "--model is required"),
     (["codex", "--model", "GPT 5"], b"{}", "not a model reference"),
     (["codex", "--rehearsal", "--max-usd", "-1"], b"{}", "--max-usd must be a positive number"),
-    (["codex", "--rehearsal"], b"not json", "not UTF-8 JSON"),
+    (["codex", "--rehearsal"], b"not json", "is not valid JSON"),
     (["claude-code", "--rehearsal"], json.dumps({"protocol": "doc-bridge.study-adjudicator.v1"}).encode(),
      "not a doc-bridge.study-provider.v1 request"),
     (["claude-code", "--rehearsal", "--adjudicator"], json.dumps({"protocol": "doc-bridge.study-provider.v1"}).encode(),

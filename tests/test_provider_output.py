@@ -51,7 +51,7 @@ def test_a_schema_answer_parses_and_the_schema_accepts_it() -> None:
     (json.dumps({**ANSWER, "taskOutcome": "great"}), "taskOutcome"),
     (json.dumps({**ANSWER, "measurements": {"a": 1}}), "measurements"),
     (json.dumps({**ANSWER, "measurements": [{"name": "a", "value": -1}]}), "measurements"),
-    ('{"measurements": [{"name": "a", "value": NaN}]}', "schema"),
+    ('{"measurements": [{"name": "a", "value": NaN}]}', "NaN is not JSON"),
 ])
 def test_anything_else_is_refused_in_one_line(text: str, says: str) -> None:
     with pytest.raises(AgentAnswerError) as raised:

@@ -19,7 +19,8 @@ import pytest
 from click.testing import CliRunner
 
 from agentstudy.cli import main
-from agentstudy.io.containment import ContainmentError, server_read_only_paths
+from agentstudy.io.containment import ContainmentError
+from agentstudy.io.server_binds import server_read_only_paths
 from agentstudy.io.server_corpus import ServerCorpora
 from agentstudy.protocol.mcp_spec import McpServerSpec
 from agentstudy.rehearsal.example_study import build_example_study
@@ -62,12 +63,14 @@ def test_a_server_beside_the_checkout_is_bound_alone_and_cannot_read_it(tmp_path
         bound = server_read_only_paths(spec, paths, os.environ.get("PATH"))
         assert script in bound
         assert not [p for p in bound if _shows(p.resolve(), repo.resolve())], bound
-        from agentstudy.io.server_launcher import launcher_command  # the launcher an agent is given
+        from agentstudy.io.server_world import server_world  # the world every server is started in
 
-        scratch = tmp_path / "scratch"
-        scratch.mkdir()
-        argv = launcher_command(spec, paths, "bwrap", {"PATH": "/usr/bin:/bin"}, scratch)
-        done = subprocess.run([*argv, "--report-now"], capture_output=True, timeout=60, check=False)
+        home, tmp = tmp_path / "home", tmp_path / "tmp"
+        home.mkdir()
+        tmp.mkdir()
+        world = server_world(spec, paths, home, tmp, {"PATH": "/usr/bin:/bin"})
+        done = subprocess.run([*world.command("bwrap"), "--report-now"], capture_output=True, timeout=60,
+                              check=False, env=world.env, cwd=world.cwd)
     out = done.stdout.decode("utf-8", "replace")
     assert done.returncode == 0, done.stderr.decode("utf-8", "replace")[-2000:]
     assert IGNORED not in out and str(repo) not in out

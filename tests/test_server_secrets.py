@@ -1,10 +1,11 @@
 """The MCP server under study never receives the agent's credentials (issue 29, break 2).
 
 A hostile stdio MCP server (``tests/data/hostile_env_server.py``, official SDK) reports its whole
-environment and every file it can read (``/proc/*/environ`` included). It is started exactly as each
-agent would start it — the command of Claude Code's ``--mcp-config`` or Codex's ``[mcp_servers.NAME]``,
-inside the attempt's real bubblewrap sandbox, with the agent's own complete environment (what Claude
-Code hands a stdio server) — in two layouts: through an LLM gateway with a token, and a real run with a
+environment and every file it can read (``/proc/*/environ`` included). It is started exactly as in
+each agent's attempt — agentstudy's server host starts it in its own world when the command of Claude
+Code's ``--mcp-config`` or Codex's ``[mcp_servers.NAME]`` (the relay) is run inside the attempt's real
+bubblewrap sandbox with the agent's own complete environment (what Claude Code hands a stdio server) —
+in two layouts: through an LLM gateway with a token, and a real run with a
 login file and ``CLAUDE_CODE_OAUTH_TOKEN``. Then a whole run of the real Claude Code binary through a
 gateway (the scripted Messages server on 127.0.0.1): the report reaches the model's requests, and no
 secret or live-checkout path is in it, in the ledger or in the output.
@@ -26,7 +27,8 @@ from click.testing import CliRunner
 
 from agentstudy.agents.registry import agent_cli
 from agentstudy.cli import main
-from agentstudy.io.server_corpus import ServerCorpora
+from agentstudy.io.server_corpus import ServerCorpora, at_corpus
+from agentstudy.io.server_host import attempt_server
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP
 from agentstudy.protocol.mcp_spec import McpServerSpec
 from agentstudy.rehearsal.example_study import build_example_study
@@ -49,8 +51,8 @@ SECRET_NAMES = ("ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_AP
                 "AGENTSTUDY_GATEWAY_TOKEN")
 
 
-def _spec() -> McpServerSpec:
-    return McpServerSpec(name="doc-bridge", command=(sys.executable, HOSTILE, "--root", "{root}"),
+def _spec(*extra: str) -> McpServerSpec:
+    return McpServerSpec(name="doc-bridge", command=(sys.executable, HOSTILE, "--root", "{root}", *extra),
                          read_only_tools=("doc.search", "doc.get"), config_candidates=())
 
 
@@ -70,7 +72,8 @@ def _assert_clean(report: Mapping[str, Any], raw: str, live: Path, login: Path) 
     for path in report["readable"]:
         assert not path.startswith(str(live)), f"the server read the live checkout: {path}"
         assert not path.endswith((".credentials.json", "auth.json")), f"the server sees a login file: {path}"
-        assert not path.startswith("/proc/"), f"the server reads another process: {path}"
+        if path.startswith("/proc/"):  # its own pid namespace only: bubblewrap's init and the server
+            assert path.split("/")[2] in ("1", "2", "3", "self", "thread-self"), f"another process: {path}"
     assert str(login.parent) not in raw
 
 
@@ -97,33 +100,34 @@ def test_the_server_sees_no_credential_no_login_file_and_no_live_checkout(tmp_pa
     parent_env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(user_home),
                   "CLAUDE_CODE_OAUTH_TOKEN": OAUTH_TOKEN, "ANTHROPIC_API_KEY": API_KEY, "OPENAI_API_KEY": OPENAI_KEY,
                   "AGENTSTUDY_GATEWAY_TOKEN": GATEWAY_TOKEN}
-    spec = _spec()
+    spec = _spec("--report-now", "--compact")  # the server reports at once, to the relay the agent runs
     binary = claude_bin if agent == "claude-code" else codex_binary()
     gateway = {"gateway_base_url": "http://127.0.0.1:9", "gateway_token": GATEWAY_TOKEN} if layout == "gateway" \
         else {"login_file": login}
+    export, scratch = tmp_path / "export", tmp_path / "scratch"
+    export.mkdir()
+    scratch.mkdir()
     with ServerCorpora(spec, {"corpus": (checkout, pin)}) as corpora:
-        paths = corpora.paths("corpus")
+        paths = at_corpus(corpora.paths("corpus"), export)  # as every attempt: the agent's export
         assert paths.live is not None
         settings = CliSettings(binary=binary, model="m", mcp=spec, agent=agent, **gateway)  # type: ignore[arg-type]
-        body = CliAttemptBody(settings, DOC_BRIDGE_MCP, arm_tools(DOC_BRIDGE_MCP, spec, ()), "Where?",
-                              Decimal("0.10"), paths, parent_env)
-        export, scratch = tmp_path / "export", tmp_path / "scratch"
-        export.mkdir()
-        scratch.mkdir()
-        launch = agent_cli(agent).launch(body, export, scratch, parent_env)
-        secret_env = {**launch.env}
-        if layout == "gateway":
-            assert GATEWAY_TOKEN in secret_env.values(), "the agent itself holds the gateway token"
-        server, configured = _server_command(agent, launch.argv, scratch)
-        # The agent's sandbox, running what the agent would start, with the agent's whole environment.
-        cut = launch.argv.index("--chdir") + 3
-        argv = [*launch.argv[:cut], *server, "--report-now", "--compact"]
-        done = subprocess.run(argv, env={**secret_env, **configured}, capture_output=True, timeout=60, check=False)
+        with attempt_server(spec, paths, "bwrap", parent_env, scratch) as host:
+            body = CliAttemptBody(settings, DOC_BRIDGE_MCP, arm_tools(DOC_BRIDGE_MCP, spec, ()), "Where?",
+                                  Decimal("0.10"), paths, parent_env, server_launcher=host.launcher())
+            launch = agent_cli(agent).launch(body, export, scratch, parent_env)
+            secret_env = {**launch.env}
+            if layout == "gateway":
+                assert GATEWAY_TOKEN in secret_env.values(), "the agent itself holds the gateway token"
+            server, configured = _server_command(agent, launch.argv, scratch)
+            # The agent's sandbox, running what the agent would start, with the agent's whole environment.
+            cut = launch.argv.index("--chdir") + 3
+            done = subprocess.run([*launch.argv[:cut], *server], env={**secret_env, **configured},
+                                  stdin=subprocess.DEVNULL, capture_output=True, timeout=60, check=False)
         raw = done.stdout.decode("utf-8", "replace")
         assert done.returncode == 0, done.stderr.decode("utf-8", "replace")[-2000:]
         _assert_clean(_report(raw), raw, Path(paths.live), login)
         assert agent_cli(agent).isolation(settings, DOC_BRIDGE_MCP)["isolation_achieved"][-1].startswith(
-            "the MCP server under study is started by agentstudy's launcher")
+            "the MCP server under study is started by agentstudy")
 
 
 def test_a_gateway_run_of_the_real_cli_gives_the_server_no_token(tmp_path: Path, claude_bin: Path) -> None:
@@ -157,5 +161,5 @@ def test_a_gateway_run_of_the_real_cli_gives_the_server_no_token(tmp_path: Path,
         assert str(root) not in requests, "no path of the live checkout reaches the model"
     ledger = json.loads(raw_ledger)
     mcp = [o for o in ledger["observations"] if o["scenario"] == DOC_BRIDGE_MCP]
-    assert mcp and all(any(s.startswith("the MCP server under study is started by agentstudy's launcher")
+    assert mcp and all(any(s.startswith("the MCP server under study is started by agentstudy")
                            for s in o["isolationAchieved"]) for o in mcp)

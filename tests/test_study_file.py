@@ -117,6 +117,7 @@ _DELETE = object()
         (_set("arms.treatment.mcpConfig", {"mcpServers": {"kb": {"command": "kb {rot}"}}}),
          "unknown placeholders"),
         (_set("arms.treatment.sandboxBinds", ["relative/path"]), "absolute"),
+        (_set("arms.treatment.sandboxBinds", ["/proc/self"]), "the host's /proc is never shown"),
         (_set("arms.treatment.probe", _DELETE), "probe"),
         (_set("version", "agentstudy-study-v2"), "invalid manifest"),
     ],

@@ -29,6 +29,8 @@ COMMANDS: dict[str, str] = {
     "metrics": "metrics",
     "power": "power",
     "provider": "provider",
+    "export": "export",
+    "view": "view_web",
 }
 """Command name -> its module in ``agentstudy.commands`` (the click command is the module's attribute of
 the same name, dashes as underscores)."""
@@ -39,6 +41,7 @@ SHORT_HELP: dict[str, str] = {
     "adjudicate-controlled": "Adjudicate a controlled-study ledger.",
     "demo": "Free rehearsal pilot of the bundled study.",
     "diagrams": "Rewrite the state-machine drawings in docs/.",
+    "export": "Export attempts: ATIF, Parquet or CSV.",
     "init": "Write a starter study file for your MCP server.",
     "ledger": "Verify a ledger (either kind) and summarise it.",
     "metrics": "Metrics of a controlled-study ledger.",
@@ -52,6 +55,7 @@ SHORT_HELP: dict[str, str] = {
     "study": "Run a paired study from a study file.",
     "suite": "Verify and describe a task suite.",
     "transcript": "Check a saved Claude Code or Codex transcript.",
+    "view": "Look inside a study in a local web page.",
 }
 """Each command's line in ``agentstudy --help`` (at most 50 characters, so an 80-column terminal shows it
 whole; click would cut the docstring's first sentence at 45 with "...")."""

@@ -64,8 +64,9 @@ from agentstudy.protocol.manifest import REPOSITORY_ONLY, SCENARIOS, LoadedManif
 from agentstudy.protocol.prompt import MAX_PROMPT_BYTES
 from agentstudy.runners.ledger_steps import SALVAGED_NOTE, budget_record, checkpoint_stop_reason
 from agentstudy.runners.preflight import NOTHING_WRITTEN, PreflightError, check_cli_version, check_corpus_roots, refusal
-from agentstudy.transports.cli import CliAttemptResult, CliSettings, isolation, run_cli_attempt
+from agentstudy.transports.cli import CliAttemptResult, CliSettings, run_cli_attempt
 from agentstudy.transports.cli_args import BUILTIN_TOOLS, arm_tools
+from agentstudy.transports.cli_isolation import isolation
 
 ADJUDICABLE_RUN_STATUSES = ("awaiting-adjudication", "blocked")
 

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from agentstudy.protocol.mcp_spec import McpServerSpec
     from agentstudy.protocol.run_records import AgentRecord
     from agentstudy.rehearsal.messages_server import RehearsalServer
+    from agentstudy.stream.steps import Step
     from agentstudy.transports.cli import CliAttemptBody, CliSettings, RawAttempt
     from agentstudy.transports.cli_evaluation import CliEvaluation
 
@@ -128,6 +129,10 @@ class AgentCli(Protocol):
 
     def evaluate(self, body: CliAttemptBody, raw: RawAttempt) -> CliEvaluation:
         """What the child's output means: the pure stream checks, usage, costs, the pre-settlement status."""
+        ...
+
+    def transcript_steps(self, data: bytes) -> tuple[Step, ...]:
+        """The kept transcript's steps in the one step model (``stream.steps``; issue 43)."""
         ...
 
     def isolation(self, settings: CliSettings, scenario: str) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """Claude Code as an ``AgentCli`` (issue 21 item 1): what already ran every cli attempt, behind the seam.
 
 The argv (``transports.cli_args``), the sandbox view and containment record
-(``transports.cli.attempt_view`` / ``isolation``), the stream-json evaluation
+(``transports.cli_isolation.attempt_view`` / ``isolation``), the stream-json evaluation
 (``transports.cli_evaluation``) and the Messages rehearsal server are unchanged; this module
 only puts them behind ``agents.base.AgentCli``.
 """
@@ -17,16 +17,17 @@ from agentstudy.agents.base import Launch
 from agentstudy.io.agent_binary import find_agent_binary
 from agentstudy.io.claude_cli import CLAUDE_LOOKUP, find_login_file, version_token
 from agentstudy.io.containment import ContainmentMode, contain
-from agentstudy.io.server_launcher import launcher_command, server_dirs
 from agentstudy.pricing.budget import format_max_budget
 from agentstudy.pricing.table import price_entry
 from agentstudy.protocol.fault_schedule import parse_fault_schedule
 from agentstudy.protocol.mcp_spec import McpServerSpec
 from agentstudy.protocol.run_records import AgentRecord
 from agentstudy.rehearsal.messages_server import RehearsalServer
-from agentstudy.transports.cli import CliAttemptBody, CliSettings, RawAttempt, attempt_view, isolation, link_login
+from agentstudy.stream.steps import Step, claude_steps
+from agentstudy.transports.cli import CliAttemptBody, CliSettings, RawAttempt
 from agentstudy.transports.cli_args import child_environment, cli_arguments, mcp_config
 from agentstudy.transports.cli_evaluation import CliEvaluation, evaluate_cli_attempt
+from agentstudy.transports.cli_isolation import attempt_view, isolation, link_login
 
 CLAUDE_CODE_VERSION = "2.1.296"
 """The pinned Claude Code version (``claude --version`` prints ``2.1.296 (Claude Code)``)."""
@@ -80,7 +81,8 @@ class ClaudeCodeAgent:
 
     def launch(self, body: CliAttemptBody, export: Path, scratch: Path, env_source: Mapping[str, str]) -> Launch:
         """``claude -p ...`` (``transports.cli_args``) with a private HOME and TMPDIR under ``scratch``; in the MCP
-        arm the server is started by ``io.server_launcher`` (its own environment, HOME and sandbox)."""
+        arm its MCP server command is the relay of ``body.server_launcher`` (``io.server_host``: the server runs
+        in its own world, started by agentstudy)."""
         settings, server = body.settings, body.server
         home, tmp = scratch / "home", scratch / "tmp"
         home.mkdir()
@@ -89,12 +91,9 @@ class ClaudeCodeAgent:
             env_source, home=str(home), tmpdir=str(tmp), base_url=settings.base_url, auth_token=settings.auth_token,
             max_retries=settings.max_retries,
         )
-        launcher: list[str] | None = None
-        server_writable: tuple[Path, ...] = ()
-        spec = settings.arm_mcp(body.scenario)
-        if spec is not None and server is not None:
-            launcher = launcher_command(spec, server, settings.containment, env_source, scratch)
-            server_writable = server_dirs(scratch)
+        spec = settings.arm_mcp(body.scenario)  # the arm's own server (issue 44)
+        relay = body.server_launcher if spec is not None and server is not None else None
+        launcher = None if relay is None else relay.argv
         command = [
             str(settings.binary),
             *cli_arguments(
@@ -105,7 +104,7 @@ class ClaudeCodeAgent:
                 prompt=body.prompt,
             ),
         ]
-        view = attempt_view(settings, export, home, tmp, env.get("PATH"), body.scenario, server, server_writable)
+        view = attempt_view(settings, export, home, tmp, env.get("PATH"), relay)
         argv = contain(settings.containment, view, command)
         if settings.containment == "restricted":
             link_login(settings, home)
@@ -114,6 +113,10 @@ class ClaudeCodeAgent:
     def evaluate(self, body: CliAttemptBody, raw: RawAttempt) -> CliEvaluation:
         """``transports.cli_evaluation.evaluate_cli_attempt`` (the same code as ``agentstudy transcript``)."""
         return evaluate_cli_attempt(raw.stdout, raw.facts, model=body.settings.model, tools=body.tools)
+
+    def transcript_steps(self, data: bytes) -> tuple[Step, ...]:
+        """``stream.steps.claude_steps`` (stream-json)."""
+        return claude_steps(data)
 
     def isolation(self, settings: CliSettings, scenario: str) -> dict[str, Any]:
         """``transports.cli.isolation``: what Claude Code's flags and the sandbox confine."""

@@ -22,6 +22,7 @@ from agentstudy.protocol.fault_schedule import parse_fault_schedule
 from agentstudy.protocol.mcp_spec import McpServerSpec
 from agentstudy.protocol.run_records import AgentRecord
 from agentstudy.rehearsal.responses_server import ResponsesRehearsalServer
+from agentstudy.stream.steps import Step, codex_steps
 from agentstudy.transports import codex as transport
 from agentstudy.transports.cli import CliAttemptBody, CliSettings, RawAttempt
 from agentstudy.transports.cli_evaluation import CliEvaluation
@@ -102,6 +103,10 @@ class CodexAgent:
     def evaluate(self, body: CliAttemptBody, raw: RawAttempt) -> CliEvaluation:
         """``transports.codex.evaluate_codex_attempt``."""
         return transport.evaluate_codex_attempt(body, raw)
+
+    def transcript_steps(self, data: bytes) -> tuple[Step, ...]:
+        """``stream.steps.codex_steps`` (exec --json events)."""
+        return codex_steps(data)
 
     def isolation(self, settings: CliSettings, scenario: str) -> dict[str, Any]:
         """``transports.codex.codex_isolation``."""

@@ -25,6 +25,7 @@ from agentstudy.protocol.mcp_spec import (
     parse_mcp_config,
     unknown_placeholders,
 )
+from agentstudy.protocol.sandbox_binds import kernel_bind_problem
 from agentstudy.protocol.starter_study import server_name_for, starter_study
 from agentstudy.protocol.task import is_safe_source_path
 from agentstudy.rehearsal.policy import pick_term
@@ -216,6 +217,9 @@ def init(directory: Path, repos: tuple[str, ...], mcp_command: str, server_name:
     for bind in sandbox_binds:
         if not os.path.isabs(bind) or not os.path.lexists(bind):
             fail(f"--sandbox-bind must be an existing absolute path, got {bind!r}")
+        problem = kernel_bind_problem(bind)
+        if problem is not None:
+            fail(problem)
     try:
         spec = parse_mcp_config({"mcpServers": {name: {"command": command[0], "args": command[1:]}}},
                                 ("-",), "-", {}, ())

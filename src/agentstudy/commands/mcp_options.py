@@ -26,6 +26,7 @@ from agentstudy.protocol.mcp_spec import (
     parse_mcp_config,
 )
 from agentstudy.protocol.prepare_steps import PrepareStep
+from agentstudy.protocol.sandbox_binds import kernel_bind_problem
 from agentstudy.protocol.study_arms import ServerArm, TreatmentArm
 from agentstudy.runners.preflight import DEFAULT_MCP_SERVER
 
@@ -133,6 +134,9 @@ def build_mcp_spec(choice: McpChoice) -> McpServerSpec:
     for bind in choice.sandbox_binds:
         if not os.path.isabs(bind) or any(c in bind for c in "\r\n\0"):
             fail(f"--sandbox-bind must be an absolute path, got {bind!r}")
+        problem = kernel_bind_problem(bind)
+        if problem is not None:
+            fail(problem)
         if not os.path.lexists(bind):
             fail(f"--sandbox-bind {bind} does not exist")
     try:

@@ -193,7 +193,7 @@ def minimal(
     agent_models: tuple[str, ...],
     containment: str,
     cli_base_url: str | None,
-    continue_from: Path | None,
+    continue_from: tuple[Path, ...],
 ) -> None:
     """Run a paired study from a study file or the seed's manifest (seed: minimal study runner v1).
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from agentstudy.commands.common import fail
+from agentstudy.commands.continue_option import partial_chain_option
 from agentstudy.commands.power_ranged import parse_difference, ranged_json, ranged_paragraph, ranged_plan
 
 METRIC_KEYS = ("inputTokens", "outputTokens", "toolCalls", "wallTimeMs", "chargedUsd", "correctness")
@@ -61,9 +62,10 @@ def _ratio(raw: str, metric: str) -> float:
 @click.option("--max-tasks", type=click.IntRange(1, 1000), help="With --sequential: the design's maxTasks "
               "(default: the ledger's own maxTasks, else its number of tasks).")
 @click.option("--futility", default="0.1", show_default=True, help="With --sequential: the futility floor.")
+@partial_chain_option
 def power(ledgers: tuple[Path, ...], metric: str | None, effect: str | None, alpha: str | None, repetitions: int | None,
           target: str, adjudications: tuple[Path, ...], as_json: bool, allow_unverified: bool, sequential: bool,
-          max_tasks: int | None, futility: str) -> None:
+          max_tasks: int | None, futility: str, partial_chain: bool) -> None:
     """Plan a study's size from a pilot or full minimal-study LEDGER.
 
     From each metric's variance components (method of moments: the task SD of the true paired
@@ -92,7 +94,6 @@ def power(ledgers: tuple[Path, ...], metric: str | None, effect: str | None, alp
     from agentstudy.report.analysis import analyse
     from agentstudy.report.chain import load_chain
     from agentstudy.report.document import Document, Section
-    from agentstudy.report.load import load_study
     from agentstudy.report.model import NotSupportedYet, ReportInputError
     from agentstudy.report.power_section import arm_pair, plan_json, power_blocks, power_plans, study_alpha
     from agentstudy.report.render import render_text
@@ -129,8 +130,8 @@ def power(ledgers: tuple[Path, ...], metric: str | None, effect: str | None, alp
         else:
             effect_value = parse_difference(effect, "a finite non-zero number or a ratio such as 0.8x")
     try:
-        study = (load_study(ledger, adjudication, allow_unverified=allow_unverified) if len(ledgers) == 1
-                 else load_chain(ledgers, allow_unverified=allow_unverified, adjudications=adjudications))
+        study = load_chain(ledgers, allow_unverified=allow_unverified, adjudications=adjudications,
+                           partial_chain=partial_chain)
     except NotSupportedYet:
         fail(f"{ledger} is a controlled-study ledger; power planning reads minimal-study ledgers")
     except ReportInputError as error:
@@ -150,11 +151,15 @@ def power(ledgers: tuple[Path, ...], metric: str | None, effect: str | None, alp
         ranged = ranged_plan(analysis, metric, effect_value, repetitions, alpha_value, power_value, ratio=ratio)
     if as_json:
         click.echo(json.dumps({"ledger": " + ".join(map(str, ledgers)), "unverified": list(study.unverified),
+                               "chain": {"complete": not study.chain_missing,
+                                         "missing": [dict(link) for link in study.chain_missing]},
                                **(ranged_json(ranged) if ranged is not None else {}),
                                "power": [plan_json(p, power_value) for p in plans]},
                               separators=(",", ":")))
         return
-    title = f"Power planning: {study.file_name}" + (" (UNVERIFIED)" if study.unverified else "")
+    title = (f"Power planning: {study.file_name}" + (" (UNVERIFIED)" if study.unverified else "")
+             + (f" (PARTIAL CHAIN: {len(study.chain_missing)} earlier run(s) not given)" if study.chain_missing
+                else ""))
     blocks = (*((ranged_paragraph(ranged),) if ranged is not None else ()),
               *power_blocks(plans, power_value, arm_pair(study)))
     section = Section("Design, components and needed designs", blocks)

@@ -29,6 +29,7 @@ from agentstudy.commands.containment_options import containment_mode, containmen
 from agentstudy.commands.mcp_options import mcp_options, mcp_spec_from_options
 from agentstudy.controlled.requests import ADJUDICATOR_PROTOCOL, PROVIDER_PROTOCOL
 from agentstudy.protocol.controlled.formats import MODEL_REFERENCE_PATTERN
+from agentstudy.protocol.json_input import JsonInputError, load_json, refuse_duplicate_keys
 from agentstudy.runners.provider_adapter import AdapterError, AdapterOptions, run_adapter
 
 MAX_REQUEST_BYTES = 8_000_000
@@ -40,10 +41,10 @@ def _request(expected: str) -> dict[str, Any]:
     raw = sys.stdin.buffer.read(MAX_REQUEST_BYTES + 1)
     if len(raw) > MAX_REQUEST_BYTES:
         fail(f"the request on stdin is larger than {MAX_REQUEST_BYTES} bytes")
-    try:
-        request = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        fail("the request on stdin is not UTF-8 JSON")
+    try:  # the one bounded reader (issue 40): depth, long numbers, NaN/Infinity, duplicated keys
+        request = load_json(raw, object_pairs_hook=refuse_duplicate_keys)
+    except JsonInputError as error:
+        fail(f"the request on stdin {error}")
     if not isinstance(request, dict) or request.get("protocol") != expected:
         fail(f"the request on stdin is not a {expected} request")
     return request

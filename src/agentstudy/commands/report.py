@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from agentstudy.commands.common import fail
+from agentstudy.commands.continue_option import partial_chain_option
 
 
 @click.command()
@@ -22,11 +23,15 @@ from agentstudy.commands.common import fail
                    "never one of the inputs (nor the ledger's journal).")
 @click.option("--prices", type=click.Path(path_type=Path, dir_okay=False),
               help="Re-price every attempt's recorded usage with this price table (format below).")
+@click.option("--manifest", type=click.Path(path_type=Path, dir_okay=False),
+              help="The study file the ledger was run from: names each task's repository for a ledger written "
+                   "before observations recorded it (its SHA-256 must be the ledger's manifestSha256).")
 @click.option("--allow-unverified", is_flag=True,
               help="Report even when the ledger does not verify (its hashes or, for a minimal ledger, its "
                    "invariants); the problems are printed as a warning and the report says UNVERIFIED.")
+@partial_chain_option
 def report(ledgers: tuple[Path, ...], adjudications: tuple[Path, ...], output_format: str, output: Path | None,
-           prices: Path | None, allow_unverified: bool) -> None:
+           prices: Path | None, manifest: Path | None, allow_unverified: bool, partial_chain: bool) -> None:
     """Report a minimal-study LEDGER: every attempt's status, paired differences, spend.
 
     Several ledgers are a chain of runs, oldest first (`report A.json B.json`, where B's run continued A's
@@ -77,14 +82,13 @@ def report(ledgers: tuple[Path, ...], adjudications: tuple[Path, ...], output_fo
     from agentstudy.io.ledger_store import journal_path
     from agentstudy.report.build import render_study, write_report
     from agentstudy.report.chain import load_chain
-    from agentstudy.report.load import load_study
+    from agentstudy.report.load_repositories import with_manifest_repositories
     from agentstudy.report.model import NotSupportedYet, ReportInputError
 
     ledger = ledgers[-1]
     if adjudications and len(adjudications) != len(ledgers):
         fail(f"{len(ledgers)} ledgers take {len(ledgers)} --adjudication companions, one per ledger in the same "
              f"order (got {len(adjudications)})")
-    adjudication = adjudications[0] if len(ledgers) == 1 and adjudications else None
     if output is not None:
         target = output.expanduser().resolve()
         inputs = [path.expanduser().resolve() for path in (*ledgers, *adjudications, prices) if path is not None]
@@ -93,8 +97,10 @@ def report(ledgers: tuple[Path, ...], adjudications: tuple[Path, ...], output_fo
             fail(f"--output {output} is one of the inputs; the ledger, its journal and its companion are never "
                  "overwritten")
     try:
-        study = (load_study(ledger, adjudication, allow_unverified=allow_unverified) if len(ledgers) == 1
-                 else load_chain(ledgers, allow_unverified=allow_unverified, adjudications=adjudications))
+        study = load_chain(ledgers, allow_unverified=allow_unverified, adjudications=adjudications,
+                           partial_chain=partial_chain)
+        if manifest is not None:
+            study = with_manifest_repositories(study, manifest)
         if study.unverified:
             click.echo(f"agentstudy: warning: unverified: {ledger}: {'; '.join(study.unverified)}", err=True)
         text = render_study(study, prices, output_format)

@@ -4,7 +4,8 @@ Issue 17, item 4: the reports' first screen is checked in a real browser. Chromi
 bounded child (:func:`agentstudy.io.process.run_bounded`) with an allowlisted environment (no
 API key), a private profile and HOME in a temporary directory removed afterwards, no network
 (every host name resolves to nothing, no proxy, background networking, sync and component
-updates off, no remote-debugging port) and only ``file://`` URLs of files that exist. As root
+updates off, no remote-debugging port) and only ``file://`` URLs of files that exist, or (``served_dom``,
+issue 43) a page of ``agentstudy view`` on http://127.0.0.1, the one host then reachable. As root
 Chromium refuses its own sandbox, so ``--no-sandbox`` is added then and only then.
 """
 
@@ -59,13 +60,25 @@ def _file_url(page: Path) -> str:
     return resolved.as_uri()
 
 
-def _run(binary: Path, flags: list[str], page: Path, window: tuple[int, int]) -> bytes:
-    url = _file_url(page)
+LOOPBACK_RESOLVER = "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"
+"""For a page served on 127.0.0.1 (``agentstudy view``): every other host still resolves to nothing."""
+
+
+def _loopback_url(url: str) -> str:
+    if not url.startswith("http://127.0.0.1:"):
+        raise ChromiumError(f"{url} is not a page served on http://127.0.0.1")
+    return url
+
+
+def _run(binary: Path, flags: list[str], page: Path | str, window: tuple[int, int]) -> bytes:
+    url = _file_url(page) if isinstance(page, Path) else _loopback_url(page)
     with tempfile.TemporaryDirectory(prefix="agentstudy-chromium-") as scratch:
         profile, home = Path(scratch) / "profile", Path(scratch) / "home"
         profile.mkdir()
         home.mkdir()
-        argv = [str(binary), *OFFLINE_FLAGS, f"--user-data-dir={profile}", f"--window-size={window[0]},{window[1]}"]
+        offline = [LOOPBACK_RESOLVER if f.startswith("--host-resolver-rules=") and isinstance(page, str) else f
+                   for f in OFFLINE_FLAGS]
+        argv = [str(binary), *offline, f"--user-data-dir={profile}", f"--window-size={window[0]},{window[1]}"]
         if os.geteuid() == 0:
             argv.append("--no-sandbox")
         argv += [*flags, url]
@@ -74,8 +87,9 @@ def _run(binary: Path, flags: list[str], page: Path, window: tuple[int, int]) ->
     if not result.started:
         raise ChromiumError(f"could not start {binary}")
     if result.exit_code != 0 or result.timed_out or result.truncated:
+        shown = page if isinstance(page, Path) else page.split("?")[0]  # never the view's token
         raise ChromiumError(f"{binary.name} ended with exit {result.exit_code} (timed out: {result.timed_out}, "
-                            f"output truncated: {result.truncated}) on {page}")
+                            f"output truncated: {result.truncated}) on {shown}")
     return result.stdout
 
 
@@ -103,4 +117,17 @@ def rendered_dom(page: Path, *, window: tuple[int, int] = WINDOW, binary: Path |
         FileNotFoundError: ``page`` does not exist.
     """
     out = _run(binary or find_chromium(), [f"--virtual-time-budget={budget_ms}", "--dump-dom"], page, window)
+    return out.decode("utf-8", errors="replace")
+
+
+def served_dom(url: str, *, window: tuple[int, int] = WINDOW, binary: Path | None = None,
+               budget_ms: int = 5000) -> str:
+    """The DOM of a page served on ``http://127.0.0.1:PORT/`` (``agentstudy view``) after its scripts ran for
+    ``budget_ms`` of virtual time (which stands still while a request is pending), as HTML. Only that host is
+    reachable; every other name still resolves to nothing.
+
+    Raises:
+        ChromiumError: Chromium missing or failing, or ``url`` not on http://127.0.0.1.
+    """
+    out = _run(binary or find_chromium(), [f"--virtual-time-budget={budget_ms}", "--dump-dom"], url, window)
     return out.decode("utf-8", errors="replace")

@@ -15,15 +15,14 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import anyio
-from mcp import Client
-from mcp.client.stdio import StdioServerParameters, stdio_client
+from typing import TYPE_CHECKING, Any
 
 from agentstudy.io.mcp_child import McpChild, server_text, stderr_tail
 from agentstudy.protocol.read_only import ToolHints
 from agentstudy.protocol.treatment import tool_set_sha256
+
+if TYPE_CHECKING:
+    from mcp.client.stdio import StdioServerParameters
 
 MCP_PROBE_TIMEOUT_S = 30.0
 
@@ -123,6 +122,10 @@ async def _probe(
     probe_arguments: Mapping[str, Any],
     check: ListingCheck | None,
 ) -> McpProbe | _Refused:
+    import anyio  # the MCP SDK and anyio load when a server is probed, not with the command (issue 42)
+    from mcp import Client
+    from mcp.client.stdio import stdio_client
+
     with anyio.fail_after(MCP_PROBE_TIMEOUT_S):
         with open(errlog_path, "w", encoding="utf-8") as errlog:  # the SDK wants a text stream with a file
             async with Client(stdio_client(params, errlog=errlog), mode="legacy", cache=None) as client:
@@ -172,6 +175,9 @@ def probe_mcp_server(
             ``server_text``).
         Exception: whatever ``check`` raised.
     """
+    import anyio
+    from mcp.client.stdio import StdioServerParameters
+
     params = StdioServerParameters(command=command, args=list(args), env=child.env, cwd=cwd)
     try:
         outcome = anyio.run(

@@ -15,15 +15,15 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any
-
-from anyio.from_thread import BlockingPortal, start_blocking_portal
-from mcp import Client
-from mcp.client.stdio import StdioServerParameters, stdio_client
+from typing import TYPE_CHECKING, Any
 
 from agentstudy.io.mcp_child import McpChild
 from agentstudy.io.mcp_client import McpProbeError, failure_text
 from agentstudy.protocol.read_only import ToolHints
+
+if TYPE_CHECKING:
+    from anyio.from_thread import BlockingPortal
+    from mcp import Client
 
 CALL_TIMEOUT_S = 30.0
 
@@ -77,6 +77,10 @@ class McpSession(AbstractContextManager["McpSession"]):
         self._client: Client | None = None
 
     def __enter__(self) -> McpSession:
+        from anyio.from_thread import start_blocking_portal  # the SDK loads when a server starts (issue 42)
+        from mcp import Client
+        from mcp.client.stdio import StdioServerParameters, stdio_client
+
         try:
             params = StdioServerParameters(command=self._command, args=self._args, env=self._child.env,
                                            cwd=self._cwd)

@@ -17,12 +17,13 @@ import time
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-import httpx
-
 from agentstudy.protocol.json_input import JsonInputError, load_json
+
+if TYPE_CHECKING:
+    import httpx
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 """The public Messages API; ``--api-base-url`` replaces it (rehearsal and tests)."""
@@ -131,7 +132,9 @@ class MessagesClient(AbstractContextManager["MessagesClient"]):
         self.__key = check_api_key(api_key)
         self.base_url = check_base_url(base_url)
         self._clock = clock
-        self._client = httpx.Client(
+        import httpx  # loaded when HTTP is used, not with every command (issue 42)
+
+        self._client: httpx.Client = httpx.Client(
             follow_redirects=False,
             trust_env=False,
             transport=httpx.HTTPTransport(retries=0, trust_env=False),
@@ -159,6 +162,8 @@ class MessagesClient(AbstractContextManager["MessagesClient"]):
         Raises:
             MessagesApiError: no 2xx JSON object came back in time (nothing else escapes).
         """
+        import httpx
+
         deadline = self._clock() + timeout_s
         headers = {
             "content-type": "application/json",

@@ -150,5 +150,12 @@ def own_snapshot(server: ServerPaths, corpus: CorpusBlobs, parent: Path) -> Serv
     The caller removes ``parent``. Raises ``OSError`` if the disk refuses.
     """
     snapshot = materialise_corpus(corpus, parent=parent)
-    config = None if server.config is None else server.config.replace(server.root, str(snapshot.path), 1)
-    return dataclasses.replace(server, root=str(snapshot.path), config=config)
+    return at_corpus(server, snapshot.path)
+
+
+def at_corpus(server: ServerPaths, corpus: Path) -> ServerPaths:
+    """``server`` with ``{root}`` (and ``{config}`` inside it) moved to ``corpus``, a tree of the same filtered
+    export: an attempt's own export, so that the agent and the server see the repository at one absolute
+    path (issue 39). Pure."""
+    config = None if server.config is None else server.config.replace(server.root, str(corpus), 1)
+    return dataclasses.replace(server, root=str(corpus), config=config)

@@ -2,7 +2,7 @@
 
 A study's ``arms.treatment.prepare`` (``protocol.prepare_steps``) lists tool calls of the server
 and commands. They run during preflight, before any reservation, exactly where the server runs
-(``io.mcp_sandbox.contained_server``: its sandbox, the read-only snapshot as working directory,
+(``io.server_world.server_world``: its sandbox, the read-only snapshot as working directory,
 the allowlisted environment) with a fresh private HOME and TMPDIR; tool calls go to one server
 session in order. What the steps wrote there is copied into the checkout's state directory (the
 run's private corpus directory, never the repository or the snapshot, both read-only to the
@@ -22,18 +22,18 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import anyio
-from mcp import Client
-from mcp.client.stdio import StdioServerParameters, stdio_client
-
-from agentstudy.io.containment import ContainmentMode, contain
+from agentstudy.io.containment import ContainmentMode
 from agentstudy.io.mcp_child import McpChild, mcp_child, server_text
 from agentstudy.io.mcp_client import failure_text
 from agentstudy.io.process import run_bounded
-from agentstudy.io.server_launcher import server_view
+from agentstudy.io.server_world import server_world
 from agentstudy.protocol.mcp_spec import McpServerSpec, ServerPaths
 from agentstudy.protocol.prepare_steps import PrepareOutcome, PrepareStep, step_label, steps_record
+
+if TYPE_CHECKING:
+    from mcp.client.stdio import StdioServerParameters
 
 PREPARE_TIMEOUT_S = 600.0
 """The most all of one checkout's preparation steps may take (s): an index of a large repository takes minutes."""
@@ -48,6 +48,10 @@ async def _call_tools(params: StdioServerParameters, errlog_path: str, steps: Se
     """Call each tool step in one session; ``(index, why)`` of the first step the server does not list, that is
     annotated ``openWorldHint: true`` and not let through (``open_world``), or whose answer is an error
     (``answered an error: `` and the server's words), else None."""
+    import anyio  # the MCP SDK loads when a server is prepared, not with the command (issue 42)
+    from mcp import Client
+    from mcp.client.stdio import stdio_client
+
     with anyio.fail_after(PREPARE_TIMEOUT_S):
         with open(errlog_path, "w", encoding="utf-8") as errlog:
             async with Client(stdio_client(params, errlog=errlog), mode="legacy", cache=None) as client:
@@ -71,6 +75,9 @@ async def _call_tools(params: StdioServerParameters, errlog_path: str, steps: Se
 
 def _tool_steps(steps: Sequence[PrepareStep], argv: list[str], child: McpChild, cwd: Path,
                 open_world: Sequence[str]) -> None:
+    import anyio
+    from mcp.client.stdio import StdioServerParameters
+
     params = StdioServerParameters(command=argv[0], args=argv[1:], env=child.env, cwd=cwd)
     try:
         failed = anyio.run(_call_tools, params, str(child.stderr_path), steps, child.secrets, open_world)
@@ -88,13 +95,12 @@ def _arguments(step: PrepareStep) -> str:
 
 
 def _command_step(spec: McpServerSpec, paths: ServerPaths, step: PrepareStep, containment: ContainmentMode,
-                  child: McpChild, deadline: float) -> None:
+                  child: McpChild, deadline: float, parent_env: Mapping[str, str]) -> None:
     assert step.command is not None
-    view = server_view(replace(spec, command=tuple(step.command)), paths, child.home, child.tmpdir,
-                       child.env.get("PATH"))
-    argv = contain(containment, view, list(step.command), proc=False)
-    result = run_bounded(argv, child.env, view.cwd, max(1.0, deadline - time.monotonic()), 64 * 1024,
-                         keep_stderr=2048)
+    world = server_world(replace(spec, command=tuple(step.command), prepare=()), paths, child.home, child.tmpdir,
+                         parent_env)
+    result = run_bounded(world.command(containment, list(step.command)), world.env, world.cwd,
+                         max(1.0, deadline - time.monotonic()), 64 * 1024, keep_stderr=2048)
     if result.started and result.exit_code == 0 and not result.timed_out:
         return
     said = server_text(result.stderr_tail.decode("utf-8", "replace") or
@@ -153,15 +159,15 @@ def run_prepare(
         index = 0
         while index < len(steps):
             if steps[index].command is not None:
-                _command_step(spec, paths, steps[index], containment, child, deadline)
+                _command_step(spec, paths, steps[index], containment, child, deadline, parent_env)
                 index += 1
                 continue
             run = [index]
             while run[-1] + 1 < len(steps) and steps[run[-1] + 1].tool is not None:
                 run.append(run[-1] + 1)
-            view = server_view(spec, paths, child.home, child.tmpdir, child.env.get("PATH"))
-            _tool_steps([steps[i] for i in run], contain(containment, view, spec.argv(paths), proc=False), child,
-                        view.cwd, spec.open_world_tools)
+            world = server_world(replace(spec, prepare=()), paths, child.home, child.tmpdir, parent_env)
+            _tool_steps([steps[i] for i in run], world.command(containment), replace(child, env=world.env),
+                        world.cwd, spec.open_world_tools)
             index = run[-1] + 1
         try:
             for part, source in (("home", child.home), ("tmp", child.tmpdir)):

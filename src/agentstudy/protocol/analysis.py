@@ -20,6 +20,8 @@ METRIC_KEYS = ("inputTokens", "outputTokens", "toolCalls", "wallTimeMs", "charge
 
 DEFAULT_ALPHA = 0.05
 DEFAULT_MINIMUM_TREATMENT_USE = 0.5
+DEFAULT_MIN_REPOSITORIES = 6
+"""With fewer repositories than this the answer holds for the tasks of these repositories only (issue 41)."""
 
 
 class PrimaryEndpoint(BaseModel):
@@ -38,7 +40,9 @@ class AnalysisPlan(BaseModel):
 
     ``primary`` defaults to ``{"metric": "correctness", "betterWhen": "higher"}``; ``secondary`` (a
     list of distinct metric keys, not the primary) defaults to every other reported metric;
-    ``alpha`` (two-sided, in (0, 0.5]) to 0.05; ``minimumTreatmentUse`` (a fraction in [0, 1]) to 0.5.
+    ``alpha`` (two-sided, in (0, 0.5]) to 0.05; ``minimumTreatmentUse`` (a fraction in [0, 1]) to 0.5;
+    ``minRepositories`` (issue 41; at least 2) to 6; ``minimumEffect`` (``{metric: value}``, the smallest effect
+    worth detecting in the metric's unit) to none.
 
     Raises (as pydantic ``ValidationError`` on load): an unknown key or metric, the primary listed
     as secondary, a repeated secondary, alpha or minimumTreatmentUse out of range.
@@ -57,6 +61,18 @@ class AnalysisPlan(BaseModel):
     minimum_treatment_use: float = Field(
         default=DEFAULT_MINIMUM_TREATMENT_USE, ge=0.0, le=1.0, alias="minimumTreatmentUse",
         description="Share of treatment attempts that must call the MCP server under study (else a warning).")
+    min_repositories: int | None = Field(
+        default=None, ge=2, alias="minRepositories",
+        description="From this many repositories on (default 6) the primary is also tested at the repository level.")
+    minimum_effect: dict[Literal["inputTokens", "outputTokens", "toolCalls", "wallTimeMs", "chargedUsd",
+                                 "repricedUsd", "correctness"], float] | None = Field(
+        default=None, alias="minimumEffect",
+        description="The smallest effect worth detecting per metric, in the metric's unit (what power plans at).")
+
+    @property
+    def repositories_needed(self) -> int:
+        """``minRepositories`` or its default (:data:`DEFAULT_MIN_REPOSITORIES`)."""
+        return DEFAULT_MIN_REPOSITORIES if self.min_repositories is None else self.min_repositories
 
     @model_validator(mode="after")
     def _check(self) -> AnalysisPlan:
@@ -78,7 +94,9 @@ class AnalysisPlan(BaseModel):
         """The section as JSON (camelCase, defaults filled in)."""
         return {"primary": {"metric": self.primary.metric, "betterWhen": self.primary.better_when},
                 **({"secondary": list(self.secondary)} if self.secondary is not None else {}),
-                "alpha": self.alpha, "minimumTreatmentUse": self.minimum_treatment_use}
+                "alpha": self.alpha, "minimumTreatmentUse": self.minimum_treatment_use,
+                "minRepositories": self.repositories_needed,
+                **({"minimumEffect": dict(self.minimum_effect)} if self.minimum_effect is not None else {})}
 
 
 DEFAULT_ANALYSIS = AnalysisPlan()

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agentstudy.protocol.records import ContinuesRecord, MinimalLedger
+from agentstudy.protocol.records import ContinuesRecord, MinimalLedger, RunLink
 from agentstudy.protocol.schedule import ScheduleEntry
 from agentstudy.protocol.study_agents import DEFAULT_AGENT
 
@@ -30,15 +30,29 @@ def new_run_id() -> str:
 @dataclass(frozen=True)
 class Predecessor:
     """A verified old ledger a continuation starts from: its model, the SHA-256 hex of its bytes and its file
-    name (for messages)."""
+    name (for messages); ``earlier`` the verified links before it, oldest first (issue 40: a chain is one
+    study, read whole)."""
 
     ledger: MinimalLedger
     sha256: str
     name: str
+    earlier: tuple[Predecessor, ...] = ()
 
-    def record(self) -> ContinuesRecord:
-        """The new ledger's ``continues`` block naming this predecessor."""
-        return ContinuesRecord(ledger_sha256=self.sha256, run_id=self.ledger.run_id)
+    def links(self) -> tuple[Predecessor, ...]:
+        """Every run of the chain behind the new one, oldest first (this one last)."""
+        return (*self.earlier, self)
+
+    def completed(self) -> set[Cell]:
+        """The cells any run of the chain observed ``completed``."""
+        return set().union(*(completed_cells(link.ledger.to_json()) for link in self.links()))
+
+    def record(self, completed_before: int) -> ContinuesRecord:
+        """The new ledger's ``continues`` block naming this predecessor, the links before it and
+        ``completed_before`` (the cells of the new run's schedule the chain already completed)."""
+        return ContinuesRecord(ledger_sha256=self.sha256, run_id=self.ledger.run_id,
+                               earlier_runs=[RunLink(ledger_sha256=link.sha256, run_id=link.ledger.run_id)
+                                             for link in self.earlier],
+                               completed_before=completed_before)
 
 
 def run_agent(document: Mapping[str, Any]) -> str:
@@ -101,23 +115,39 @@ def continuation_differences(old: MinimalLedger, new: MinimalLedger) -> list[str
 
 def continuation_problems(old: MinimalLedger) -> list[str]:
     """Why ``old`` cannot be continued at all: a run still ``running`` (its process may be alive, or it
-    crashed and its ledger was never closed)."""
+    crashed and its ledger was never closed), or a sequential study that stopped (issue 40: its stopping
+    rule decided; a continuation would be optional stopping by the back door)."""
     problems = []
     if old.status == "running":
         problems.append("its status is running (a run still in progress, or one that crashed: close it first)")
+    if old.sequential is not None and old.sequential.stop_reason is not None:
+        record = old.sequential
+        problems.append(f"its sequential study stopped for {record.stop_reason} after {record.tasks_completed} "
+                        f"tasks (the stopping rule decided; no further attempt may run)")
     return problems
 
 
-def chain_problems(documents: Sequence[tuple[str, str, Mapping[str, Any]]]) -> list[str]:
+def missing_links(document: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The runs a ledger continues (its ``continues`` block: the earlier runs, oldest first, then the direct
+    predecessor), each ``{"ledgerSha256", "runId"}``; empty for a run of its own (issue 40)."""
+    link = document.get("continues")
+    if not isinstance(link, dict):
+        return []
+    earlier = [dict(each) for each in link.get("earlierRuns") or [] if isinstance(each, dict)]
+    return [*earlier, {"ledgerSha256": link.get("ledgerSha256"), "runId": link.get("runId")}]
+
+
+def chain_problems(documents: Sequence[tuple[str, str, Mapping[str, Any]]], *, partial: bool = False) -> list[str]:
     """Problems of a chain of ledgers ``(file name, SHA-256 hex of its bytes, document)`` in order: each
-    after the first must name the one before it in ``continues`` (hash and run id), the first names none,
-    and no cell is observed ``completed`` in two of them."""
+    after the first must name the one before it in ``continues`` (hash and run id), the first names none
+    (unless ``partial``: the tail of a chain, issue 40), each names the runs before it as given
+    (``earlierRuns``), and no cell is observed ``completed`` in two of them."""
     problems: list[str] = []
     seen: dict[Cell, str] = {}
     for index, (name, _sha, document) in enumerate(documents):
         link = document.get("continues")
         if index == 0:
-            if link is not None:
+            if link is not None and not partial:
                 problems.append(f"{name} continues another run: give its ledger first")
         else:
             previous_name, previous_sha, previous = documents[index - 1]
@@ -127,6 +157,10 @@ def chain_problems(documents: Sequence[tuple[str, str, Mapping[str, Any]]]) -> l
             elif link.get("runId") != previous.get("runId"):
                 problems.append(f"{name} names run {link.get('runId')!r}, but {previous_name} is run "
                                 f"{previous.get('runId')!r}")
+            elif "earlierRuns" in link and missing_links(document)[:-1] != [
+                    *missing_links(documents[0][2]),
+                    *({"ledgerSha256": sha, "runId": doc.get("runId")} for _n, sha, doc in documents[:index - 1])]:
+                problems.append(f"{name} names other earlier runs than the ledgers given before {previous_name}")
         for cell in sorted(completed_cells(document)):
             if cell in seen:
                 problems.append(f"{cell[0]} {cell[1]} repetition {cell[2]} ({cell[3]}) is completed in both "

@@ -44,7 +44,8 @@ redaction), at every checkpoint.
    ``rehearsal`` flipped to false is caught by ``ledgerHash`` alone. A study file's ``arms``
    (issue 18; optional) are the two scenarios in order with distinct ids, the treatment's
    ``mcpServer`` the ledger's ``mcpServer.name``; ``fullAttempts`` (optional) at least
-   ``plannedAttempts``, and equal to it in a full run; the reservation rule (issue 19; optional,
+   ``plannedAttempts`` plus a continuation's ``continues.completedBefore`` (issue 40), and equal to that sum
+   in a full run; the reservation rule (issue 19; optional,
    :mod:`agentstudy.protocol.ledger_budget_rule`) matches every recorded reservation, and
    ``largestOvershootUsd`` what the observations say; a sequential run's ``sequential`` block (issue 35;
    optional, :mod:`agentstudy.protocol.ledger_sequential`) agrees with its observations, and a run the

@@ -111,8 +111,11 @@ def _open_reservations(ledger: MinimalLedger) -> list[tuple[str, OpenReservation
 
 def _arm_problems(ledger: MinimalLedger) -> Iterator[str]:
     full, planned = ledger.full_attempts, ledger.planned_attempts
-    if full is not None and (full < planned or (ledger.mode == "full" and full != planned)):
-        yield f"fullAttempts {full} does not fit {planned} planned attempts of a {ledger.mode} run"
+    # One rule for first runs and continuations (issue 40): the cells the chain completed before count.
+    before = (ledger.continues.completed_before or 0) if ledger.continues is not None else 0
+    if full is not None and (full < planned + before or (ledger.mode == "full" and full != planned + before)):
+        chain = f" and {before} completed before in its chain" if before else ""
+        yield f"fullAttempts {full} does not fit {planned} planned attempts{chain} of a {ledger.mode} run"
     if ledger.arms is None:
         return
     if [arm.scenario for arm in ledger.arms] != list(SCENARIOS):

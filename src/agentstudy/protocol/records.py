@@ -64,6 +64,8 @@ class CliObservation(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_by_name=True, validate_by_alias=True)
 
     task_id: Name = Field(alias="taskId")
+    repository: Name | None = None
+    """The task's repository (the manifest's name; issue 41): omitted when unset, as in ledgers written before."""
     scenario: Name
     repetition: Repetition
     transport: Literal["cli"] = "cli"
@@ -133,7 +135,8 @@ class CliObservation(BaseModel):
         omitted when unset, which means ``claude-code`` (``protocol.study_agents.observation_agent``).
         """
         data = self.model_dump(by_alias=True)
-        for key in ("setupProblem", "costProblem", "statusReason", "observationHash", "startedAt", "endedAt",
+        for key in ("repository", "setupProblem", "costProblem", "statusReason", "observationHash", "startedAt",
+                    "endedAt",
                     "workerNode", "agent", "exportFiles", "exportBytes", "exportTreeSha256", *RETRY_FIELDS, "treatment",
                     "transcriptFile", "transcriptSha256"):
             if data[key] is None:
@@ -161,6 +164,8 @@ class HttpObservation(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_by_name=True, validate_by_alias=True)
 
     task_id: Name = Field(alias="taskId")
+    repository: Name | None = None
+    """The task's repository (issue 41): omitted when unset, as in ledgers written before."""
     scenario: Name
     repetition: Repetition
     transport: Literal["http"] = "http"
@@ -210,8 +215,8 @@ class HttpObservation(BaseModel):
         and ``failureKind`` (why a failed attempt failed) are issue 33's.
         """
         data = self.model_dump(by_alias=True)
-        for key in ("statusReason", "observationHash", "startedAt", "endedAt", "workerNode", *RETRY_FIELDS, "treatment",
-                    "transcriptFile", "transcriptSha256"):
+        for key in ("repository", "statusReason", "observationHash", "startedAt", "endedAt", "workerNode",
+                    *RETRY_FIELDS, "treatment", "transcriptFile", "transcriptSha256"):
             if data[key] is None:
                 del data[key]
         if self.treatment is not None:
@@ -248,15 +253,32 @@ class BackoffPause(BaseModel):
     cause: str
 
 
-class ContinuesRecord(BaseModel):
-    """The predecessor of a continuation run (``--continue-from``): ``ledgerSha256``, the
-    SHA-256 hex of the old ledger file's bytes as read, and its ``runId`` (``None`` for a ledger written before
-    runs had ids)."""
+class RunLink(BaseModel):
+    """One earlier run of a chain (issue 40): ``ledgerSha256`` (SHA-256 hex of its ledger's bytes) and ``runId``."""
 
     model_config = ConfigDict(extra="forbid", validate_by_name=True, validate_by_alias=True)
 
     ledger_sha256: str = Field(alias="ledgerSha256", pattern=r"^[0-9a-f]{64}$")
     run_id: str | None = Field(alias="runId")
+
+
+class ContinuesRecord(BaseModel):
+    """The predecessor of a continuation run (``--continue-from``): ``ledgerSha256``, the
+    SHA-256 hex of the old ledger file's bytes as read, and its ``runId`` (``None`` for a ledger written before
+    runs had ids).
+
+    Issue 40 (a chain is one study): ``earlierRuns`` lists the links before the predecessor, oldest first
+    (:class:`RunLink`; empty for a second run), and ``completedBefore`` counts the cells the whole chain before
+    this run observed ``completed``, so the ledger verifies alone: ``fullAttempts`` = ``plannedAttempts`` +
+    ``completedBefore`` in a full run. Both are absent in continuations written before.
+    """
+
+    model_config = ConfigDict(extra="forbid", validate_by_name=True, validate_by_alias=True)
+
+    ledger_sha256: str = Field(alias="ledgerSha256", pattern=r"^[0-9a-f]{64}$")
+    run_id: str | None = Field(alias="runId")
+    earlier_runs: list[RunLink] | None = Field(default=None, alias="earlierRuns")
+    completed_before: int | None = Field(default=None, alias="completedBefore", ge=0)
 
 
 class MinimalLedger(BaseModel):
@@ -368,8 +390,10 @@ def _drop_unset(data: dict[str, Any]) -> dict[str, Any]:
                 "continues"):
         if data[key] is None:
             del data[key]
-    if isinstance(data.get("analysis"), dict) and data["analysis"].get("secondary") is None:
-        data["analysis"].pop("secondary", None)
+    if isinstance(data.get("analysis"), dict):
+        for key in ("secondary", "minRepositories", "minimumEffect"):  # unset: a ledger's hash as before
+            if data["analysis"].get(key) is None:
+                data["analysis"].pop(key, None)
     if data.get("status") != "running":
         data.pop("journal", None)  # a closed ledger has no journal beside it
     if isinstance(data.get("mcpServer"), dict) and data["mcpServer"].get("prepared") is None:
@@ -382,6 +406,10 @@ def _drop_unset(data: dict[str, Any]) -> dict[str, Any]:
     for opened in [data.get("openReservation"), *(data.get("openReservations") or [])]:
         if isinstance(opened, dict) and opened.get("agent", "") is None:
             del opened["agent"]  # Claude Code's: absent, so ledgers written before issue 21 keep their hash
+    if isinstance(data.get("continues"), dict):  # a continuation written before issue 40 keeps its hash
+        for key in ("earlierRuns", "completedBefore"):
+            if data["continues"].get(key) is None:
+                del data["continues"][key]
     if data.get("http") is not None and data["http"].get("attemptBudgetUsd") is None:
         del data["http"]["attemptBudgetUsd"]  # a sequential http ledger is unchanged
     if data.get("cli") is not None and data["cli"].get("baseUrl") is None:

@@ -40,10 +40,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import numpy as np
-from numpy.typing import ArrayLike, NDArray
+if TYPE_CHECKING:  # numpy loads when a test is computed, not with every study file (issue 42)
+    import numpy as np
+    from numpy.typing import ArrayLike, NDArray
 
 BetterWhen = Literal["lower", "higher"]
 Decision = Literal["continue", "efficacy", "futility", "maxTasks"]
@@ -104,6 +105,8 @@ def fewest_tasks(alpha: float) -> int:
     """
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be between 0 and 1, got {alpha}")
+    import numpy as np
+
     tasks = 1
     while e_process(np.ones(tasks), "higher")[-1] < 1.0 / alpha:
         tasks += 1
@@ -124,6 +127,8 @@ class Look:
 def oriented(differences: ArrayLike, better_when: BetterWhen) -> NDArray[np.float64]:
     """Task differences (treatment - control, shape ``(..., n)``) turned so that positive means the
     treatment did better; NaN (a missing difference) stays NaN."""
+    import numpy as np
+
     values = np.asarray(differences, dtype=np.float64)
     return -values if better_when == "lower" else values
 
@@ -132,6 +137,8 @@ def signals(turned: NDArray[np.float64]) -> NDArray[np.float64]:
     """``X_i = sign(d_i) * min(1, |d_i| / m_i)`` along the last axis (see the module docstring); 0 for a
     tie or a NaN. ``m_i`` is the mean size of the earlier non-zero, non-missing differences (``w = 1``
     when there is none)."""
+    import numpy as np
+
     present = np.isfinite(turned) & (turned != 0)
     sizes = np.where(present, np.abs(np.nan_to_num(turned)), 0.0)
     earlier_sum = np.cumsum(sizes, axis=-1) - sizes
@@ -144,6 +151,8 @@ def signals(turned: NDArray[np.float64]) -> NDArray[np.float64]:
 
 def bets(x: NDArray[np.float64]) -> NDArray[np.float64]:
     """The predictable bets ``lambda_i`` from the signals before ``i`` (last axis), in ``[0, LAMBDA_MAX]``."""
+    import numpy as np
+
     before = np.cumsum(x, axis=-1) - x
     before_square = np.cumsum(x * x, axis=-1) - x * x
     return np.clip((PRIOR_MEAN + before) / (PRIOR_SQUARE + before_square), 0.0, LAMBDA_MAX).astype(np.float64)
@@ -152,6 +161,8 @@ def bets(x: NDArray[np.float64]) -> NDArray[np.float64]:
 def one_side(differences: ArrayLike, better_when: BetterWhen) -> NDArray[np.float64]:
     """One side's wealth ``E+_1 .. E+_n`` after each task (same shape as ``differences``, last axis the tasks in
     the order they completed): evidence that the treatment does better on the metric."""
+    import numpy as np
+
     x = signals(oriented(differences, better_when))
     return np.cumprod(1.0 + bets(x) * x, axis=-1).astype(np.float64)
 
@@ -163,6 +174,8 @@ def sides(differences: ArrayLike, better_when: BetterWhen) -> tuple[NDArray[np.f
 
 def e_process(differences: ArrayLike, better_when: BetterWhen) -> NDArray[np.float64]:
     """The e-values ``E_1 .. E_n`` after each task: ``(E+ + E-) / 2`` (see the module docstring)."""
+    import numpy as np
+
     better, worse = sides(differences, better_when)
     return ((better + worse) / 2.0).astype(np.float64)
 
@@ -170,6 +183,8 @@ def e_process(differences: ArrayLike, better_when: BetterWhen) -> NDArray[np.flo
 def decisions(e: NDArray[np.float64], design: SequentialDesign) -> NDArray[np.int8]:
     """The decision code (index into :data:`DECISIONS`) at every look (last axis: after 1, 2, … tasks; at most
     ``design.max_tasks`` looks), ignoring earlier stops (:func:`first_stop` finds the first)."""
+    import numpy as np
+
     n = e.shape[-1]
     if n > design.max_tasks:
         raise ValueError(f"{n} looks for a design of at most {design.max_tasks} tasks")
@@ -191,6 +206,8 @@ def decisions(e: NDArray[np.float64], design: SequentialDesign) -> NDArray[np.in
 def first_stop(codes: NDArray[np.int8]) -> tuple[NDArray[np.int64], NDArray[np.int8]]:
     """Per leading index, the number of tasks at the first look that is not ``continue`` (0 when every
     look continues) and its decision code."""
+    import numpy as np
+
     stopping = codes != 0
     any_stop = stopping.any(axis=-1)
     first = np.argmax(stopping, axis=-1)
@@ -208,6 +225,8 @@ def looks(differences: Sequence[float | None], design: SequentialDesign, better_
     """
     if not differences:
         return ()
+    import numpy as np
+
     values = np.array([math.nan if d is None else float(d) for d in differences], dtype=np.float64)
     better, worse = sides(values, better_when)
     e = (better + worse) / 2.0

@@ -17,8 +17,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from agentstudy.protocol.sequential import BetterWhen, Look, SequentialDesign, looks
 from agentstudy.protocol.sequential_record import LookRecord, SequentialRecord
 from agentstudy.protocol.study_agents import study_agents
@@ -49,6 +47,8 @@ class SequentialPlan:
 
 def task_order(task_ids: Sequence[str], seed: int, max_tasks: int) -> tuple[str, ...]:
     """The first ``max_tasks`` of a seeded random permutation of ``task_ids`` (numpy PCG64 from ``seed``)."""
+    import numpy as np  # loaded when a plan is drawn, not with every study file (issue 42)
+
     permutation = np.random.default_rng(seed).permutation(len(task_ids))
     return tuple(task_ids[int(i)] for i in permutation[:max_tasks])
 

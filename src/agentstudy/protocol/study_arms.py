@@ -28,6 +28,7 @@ from agentstudy.protocol.mcp_spec import (
     unknown_placeholders,
 )
 from agentstudy.protocol.prepare_steps import MAX_STEPS, PrepareStep
+from agentstudy.protocol.sandbox_binds import kernel_bind_problem
 from agentstudy.protocol.task import plain_text
 from agentstudy.protocol.tool_names import listing_problem
 from agentstudy.protocol.treatment import tool_set_sha256
@@ -165,6 +166,9 @@ class ServerArm(Arm):
         for bind in value or []:
             if not os.path.isabs(bind) or any(c in bind for c in "\r\n\0"):
                 raise ValueError(f"a sandbox bind must be an absolute path, got {bind!r}")
+            problem = kernel_bind_problem(bind)
+            if problem is not None:
+                raise ValueError(problem.replace("--sandbox-bind", "sandboxBinds", 1))
         return value
 
     @model_validator(mode="after")

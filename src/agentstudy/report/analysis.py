@@ -28,6 +28,14 @@ from agentstudy.pricing.price_file import PriceFile, reprice_as
 from agentstudy.pricing.sums import difference_usd
 from agentstudy.protocol.analysis import DEFAULT_ANALYSIS, AnalysisPlan
 from agentstudy.protocol.study_agents import DEFAULT_AGENT
+from agentstudy.report.clusters import (
+    UNKNOWN_SCOPE,
+    InferenceScope,
+    RepositoryView,
+    inference_scope,
+    repository_view,
+    task_repositories,
+)
 from agentstudy.report.inference import TaskLevelSummary, task_level_summary
 from agentstudy.report.inference_endpoints import adjusted_p, roles
 from agentstudy.report.inference_rates import ArmRate, arm_rate, itt_score
@@ -110,6 +118,8 @@ class MetricResult:
     rates: tuple[ArmRate, ...] = ()
     complete_case: TaskLevelSummary | None = None
     complete_case_rates: tuple[ArmRate, ...] = ()
+    repositories: RepositoryView | None = None
+    """Per-repository estimates, heterogeneity and the repository-level test (issue 41; ``None`` when unknown)."""
 
 
 @dataclass(frozen=True)
@@ -126,6 +136,8 @@ class Analysis:
     resamples: int
     plan: AnalysisPlan = DEFAULT_ANALYSIS
     plan_declared: bool = False
+    scope: InferenceScope = UNKNOWN_SCOPE
+    """What the answer generalises to (issue 41 item 1)."""
 
     @property
     def alpha(self) -> float:
@@ -249,11 +261,16 @@ def analyse(
     plan = study.analysis or DEFAULT_ANALYSIS
     keys = tuple(m.key for m in metrics)
     role_of = roles(keys, plan.primary.metric, plan.secondary_of(keys))
+    repository_of = task_repositories([(a.task_id, a.repository) for a in study.attempts
+                                       if a.scenario in (BASELINE, TREATMENT)])
+    scope = inference_scope(repository_of, plan.repositories_needed)
     results = [_metric_result(study, metric, pairs, repriced, plan.alpha, seed) for metric in metrics]
+    results = [replace(r, repositories=repository_view(r.task_level.task_effects, repository_of, scope, seed=seed,
+                                                       alpha=plan.alpha)) for r in results]
     adjusted = adjusted_p(role_of, {r.metric.key: r.task_level.p_value for r in results})
     results = [replace(r, role=role_of[r.metric.key], p_adjusted=adjusted[r.metric.key]) for r in results]
     return Analysis(study, tuple(metrics), pairs, tuple(results), repriced, prices, seed, resamples, plan,
-                    study.analysis is not None)
+                    study.analysis is not None, scope)
 
 
 def _metric_result(study: Study, metric: Metric, pairs: tuple[Pair, ...], repriced: Mapping[int, Repriced],

@@ -24,7 +24,7 @@ from typing import Any
 
 from agentstudy.io.ledger_journal import LedgerJournalError, read_ledger
 from agentstudy.pricing.sums import sum_usd
-from agentstudy.protocol.continuation import chain_problems
+from agentstudy.protocol.continuation import chain_problems, missing_links
 from agentstudy.report.input_bytes import read_input
 from agentstudy.report.load import load_study
 from agentstudy.report.model import AdjudicationInfo, Attempt, ChainRun, ReportInputError, Study
@@ -75,15 +75,18 @@ def chain_adjudication(infos: Sequence[AdjudicationInfo]) -> AdjudicationInfo:
 
 
 def load_chain(ledgers: Sequence[Path], *, allow_unverified: bool = False,
-               adjudications: Sequence[Path] = ()) -> Study:
-    """One :class:`Study` of the runs in ``ledgers`` (oldest first; one path: that ledger's study, unchanged).
+               adjudications: Sequence[Path] = (), partial_chain: bool = False) -> Study:
+    """One :class:`Study` of the runs in ``ledgers`` (oldest first; one path: that ledger's study).
 
     ``adjudications`` is empty or one companion per ledger, in the same order, each joined to its own ledger.
+    A first ledger that continues runs not given (issue 40: a chain is one study) is refused unless
+    ``partial_chain``; then the study names them in ``chain_missing``.
 
     Raises:
         ReportInputError: a ledger that cannot be read or does not verify (as :func:`load_study`), a chain
-            whose links do not hold (the message names the first problem), as many companions as ledgers
-            not given, or a companion not bound to its ledger (as :func:`load_study`).
+            whose links do not hold (the message names the first problem), part of a chain without
+            ``partial_chain``, as many companions as ledgers not given, or a companion not bound to its
+            ledger (as :func:`load_study`).
     """
     if adjudications and len(adjudications) != len(ledgers):
         raise ReportInputError(f"a chain of {len(ledgers)} runs takes one --adjudication per ledger, in the same "
@@ -91,10 +94,17 @@ def load_chain(ledgers: Sequence[Path], *, allow_unverified: bool = False,
     companions: Sequence[Path | None] = adjudications or [None] * len(ledgers)
     studies = [load_study(path, companion, allow_unverified=allow_unverified)
                for path, companion in zip(ledgers, companions, strict=True)]
-    if len(studies) == 1:
-        return studies[0]
     documents = [_document(path) for path in ledgers]
-    problems = chain_problems([(s.file_name, s.sha256, d) for s, d in zip(studies, documents, strict=True)])
+    missing = tuple(missing_links(documents[0]))
+    if missing and not partial_chain:
+        raise ReportInputError(
+            f"{studies[0].file_name} continues another run ({len(missing)} earlier run(s) not given, the last "
+            f"run {missing[-1]['runId']}): a chain is one study; give every ledger of it, oldest first, or "
+            "--partial-chain to read this part alone")
+    if len(studies) == 1:
+        return replace(studies[0], chain_missing=missing)
+    problems = chain_problems([(s.file_name, s.sha256, d) for s, d in zip(studies, documents, strict=True)],
+                              partial=partial_chain)
     if problems:
         raise ReportInputError(f"the ledgers are not one chain of runs: {problems[0]}")
     later: set[tuple[str, str, int, str]] = set()
@@ -130,6 +140,7 @@ def load_chain(ledgers: Sequence[Path], *, allow_unverified: bool = False,
         unverified=tuple(p for s in studies for p in s.unverified),
         header={**last.header, "runs": "; ".join(_run_line(run) for run in runs)},
         runs=tuple(runs),
+        chain_missing=missing,
         adjudication=chain_adjudication([s.adjudication for s in studies if s.adjudication is not None])
         if adjudications else None,
     )

@@ -218,6 +218,8 @@ def build_document(analysis: Analysis, figures: tuple[Figure, ...] = (), *,
     title = f"Paired report: {study.header.get('version', 'minimal study')}{mode}"
     if study.unverified:
         title = f"UNVERIFIED {title}"
+    if study.chain_missing:
+        title = f"PARTIAL CHAIN {title}"
     infrastructure = _infrastructure(analysis)
     sections = [glance_section(analysis), _about(analysis), _containment(analysis),
                 _attempts(analysis), _pairs(analysis), correctness_section(analysis), distribution_section(analysis),

@@ -19,7 +19,7 @@ from agentstudy.report.document import Block, Paragraph, Section, Table
 from agentstudy.report.in_words import direction
 from agentstudy.report.inference import TaskLevelSummary
 from agentstudy.report.model import BASELINE, TREATMENT
-from agentstudy.report.sentences import REHEARSAL_SENTENCE, UNVERIFIED_SENTENCE
+from agentstudy.report.sentences import PARTIAL_CHAIN_SENTENCE, REHEARSAL_SENTENCE, UNVERIFIED_SENTENCE
 from agentstudy.report.sequential import sequential_sentences
 from agentstudy.report.treatment import first_screen_blocks, summarize_treatment
 
@@ -104,6 +104,9 @@ def glance_section(analysis: Analysis, *, primary: str | None = None, minimum_us
                   rows, frozenset({2, 3, 4}))
     blocks: list[Block] = [Paragraph(text) for text in sequential_sentences(study)]  # issue 35: the stop first
     blocks.extend(first_screen_blocks(analysis, fidelity, primary=primary, alpha=alpha))
+    if study.chain_missing:
+        blocks.insert(0, Paragraph(PARTIAL_CHAIN_SENTENCE + " " + "; ".join(
+            f"run {link['runId']} (ledger SHA-256 {link['ledgerSha256']})" for link in study.chain_missing) + "."))
     if study.unverified:
         blocks.append(Paragraph(UNVERIFIED_SENTENCE + " First: " + study.unverified[0]))
     run = study.mode or "mode not recorded"

@@ -21,6 +21,7 @@ Shape (camelCase; ``null`` with a ``reason`` where a value is not computable)::
      "containment": [...], "attempts": [...], "spend": {...},
      "tables": {key: {"caption", "header", "rows"}},
      "sequential"?: {the ledger's sequential block, "line", "plannedUsd", "notSpentUsd"},
+     "chain": {"complete": bool, "missing": [{"ledgerSha256", "runId"}]} (issue 40: runs not given),
      "treatment": {"delivered", "treatmentAttempts", "attemptsUsingServer", "serverCalls", "serverCallErrors",
                    "attemptsAllCallsFailed", "toolDefinitionTokens", ...}, "verdict": "one sentence"}
 
@@ -42,6 +43,7 @@ from typing import Any
 
 from agentstudy.pricing.usd_json import optional_usd_number, usd_number
 from agentstudy.report.analysis import Analysis, MetricResult
+from agentstudy.report.clusters import HETEROGENEITY_METHOD
 from agentstudy.report.containment import containment_rows
 from agentstudy.report.content import build_document
 from agentstudy.report.content_inference import ordered
@@ -98,6 +100,24 @@ def _complete_case(result: MetricResult) -> dict[str, Any]:
         "rates": _rates(result.complete_case_rates), **_reason(summary.estimate_note, summary.ci_note, summary.p_note)}}
 
 
+def _repositories(result: MetricResult) -> dict[str, Any]:
+    """``byRepository``, ``heterogeneity`` (≥ 2 repositories) and ``repositoryLevel`` (scope ``repositories``)."""
+    view, kind = result.repositories, result.metric.kind
+    if view is None:
+        return {}
+    entry: dict[str, Any] = {"byRepository": {
+        r.repository: {"estimate": _stat(r.estimate, kind), "tasks": r.tasks, "pValue": r.p_value}
+        for r in view.by_repository}}
+    if view.heterogeneity_p is not None:
+        entry["heterogeneity"] = {"pValue": view.heterogeneity_p, "method": HETEROGENEITY_METHOD}
+    if view.level is not None:
+        level = view.level
+        entry["repositoryLevel"] = {"estimate": _stat(level.estimate, kind), "pValue": level.p_value,
+                                    "ciLow": _stat(level.ci_low, kind), "ciHigh": _stat(level.ci_high, kind),
+                                    "repositories": level.repositories}
+    return entry
+
+
 def metric_json(result: MetricResult) -> dict[str, Any]:
     """One metric's task-level summary as JSON (see the module docstring)."""
     summary, kind = result.task_level, result.metric.kind
@@ -109,7 +129,7 @@ def metric_json(result: MetricResult) -> dict[str, Any]:
         "smallestAttainableP": summary.p_min,
         "pMonteCarloSe": summary.p_monte_carlo_se, "pMin": summary.p_min, "method": summary.method,
         **_reason(summary.estimate_note, summary.ci_note, summary.p_note),
-        **_ratio(result), **_complete_case(result), "variance": _variance_entry(result),
+        **_ratio(result), **_complete_case(result), **_repositories(result), "variance": _variance_entry(result),
         "taskEffects": [
             {"taskId": e.task_id, "baselineMean": _stat(e.baseline_mean, kind),
              "treatmentMean": _stat(e.treatment_mean, kind), "difference": _stat(e.difference, kind),
@@ -206,12 +226,15 @@ def report_json(analysis: Analysis) -> dict[str, Any]:
         "primary": {"metric": analysis.plan.primary.metric, "betterWhen": analysis.plan.primary.better_when,
                     "alpha": analysis.alpha},
         "analysis": {**analysis.plan.to_json(), "declared": analysis.plan_declared},
+        "inference": {"scope": analysis.scope.scope, "repositories": analysis.scope.repositories,
+                      "minRepositories": analysis.scope.min_repositories},
         "metrics": [metric_json(r) for r in ordered(analysis)],
         "varianceComponents": [variance_json(r) for r in analysis.results],
         "power": [plan_json(plan) for plan in plans],
         "containment": _containment(analysis), "attempts": [_attempt(a) for a in study.attempts],
         "spend": _spend(analysis), "status": study.status, "stopReason": study.stop_reason, "tables": tables,
         **_sequential(analysis), **_runs(study),
+        "chain": {"complete": not study.chain_missing, "missing": [dict(link) for link in study.chain_missing]},
         "arms": {scenario: study.arm_name(scenario) for scenario in (BASELINE, TREATMENT)},
         "treatment": treatment_json(fidelity),
         "verdict": verdict(analysis, fidelity),

@@ -191,6 +191,7 @@ def _attempt(index: int, obs: Any, default_transport: str | None, run_agent: str
         agent=observation_agent(obs) if run_agent is None or "agent" in obs else run_agent,
         treatment=read_treatment(obs.get("treatment")),
         agent_version=observed_agent_version(obs),
+        repository=repository if isinstance(repository := obs.get("repository"), str) and repository else None,
         **fields,
     )
 
@@ -245,6 +246,7 @@ def parse_ledger(data: bytes, file_name: str, document: Any = None) -> Study:
     if isinstance(cli, dict) and isinstance(cli.get("agent"), dict) and isinstance(cli["agent"].get("name"), str):
         run_agent = cli["agent"]["name"]
     attempts = tuple(_attempt(i, obs, transport, run_agent) for i, obs in enumerate(document["observations"]))
+    attempts = _sole_repository(attempts, document.get("repositories"))
     seen: set[tuple[str, str, int, str]] = set()
     for attempt in attempts:
         key = (attempt.task_id, attempt.scenario, attempt.repetition, attempt.agent)
@@ -286,6 +288,14 @@ def parse_ledger(data: bytes, file_name: str, document: Any = None) -> Study:
         analysis=analysis_from_json(document.get("analysis")),
         sequential=sequential_record(document.get("sequential")),
     )
+
+
+def _sole_repository(attempts: tuple[Attempt, ...], repositories: Any) -> tuple[Attempt, ...]:
+    """A ledger pinning exactly one repository: every attempt without a recorded ``repository`` is of it (issue 41)."""
+    if not isinstance(repositories, dict) or len(repositories) != 1:
+        return attempts
+    (name,) = repositories
+    return tuple(a if a.repository is not None else replace(a, repository=str(name)) for a in attempts)
 
 
 def _full_attempts(value: Any) -> int:

@@ -119,6 +119,8 @@ class Attempt:
     """The run (ledger ``runId``) the attempt came from, in a report over a chain of runs (issue 33 item 7)."""
     superseded: bool = False
     """In a chain: a later run observed this attempt's cell again (it stays as evidence, outside the ITT view)."""
+    repository: str | None = None
+    """The task's repository (the observation's ``repository``, issue 41); ``None`` when the ledger does not say."""
 
     @property
     def completed(self) -> bool:
@@ -198,6 +200,9 @@ class Study:
     sequential: SequentialRecord | None = None
     """A sequential run's ``sequential`` block (issue 35), ``None`` for a fixed design."""
     runs: tuple[ChainRun, ...] = ()
+    chain_missing: tuple[dict[str, str | None], ...] = ()
+    """The runs of the chain before the first ledger given (issue 40; ``--partial-chain``), oldest first, each
+    ``{"ledgerSha256", "runId"}``; ``()`` when the chain given is whole."""
     """A report over a chain of runs (``--continue-from``; issue 33 item 7): one entry per ledger, in order;
     ``()`` for one ledger."""
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import html
 
-from agentstudy.report.document import Bullets, Document, Paragraph, Table, WarningBox
+from agentstudy.report.document import Bullets, Document, Paragraph, Section, Table, WarningBox
 
 FORMATS = ("text", "md", "html")
 _MD_SPECIAL = "\\`*_[]<>|"
@@ -127,24 +127,29 @@ def render_html(document: Document) -> str:
              '<meta name="viewport" content="width=device-width, initial-scale=1">',
              f"<title>{html.escape(document.title)}</title><style>{_CSS}</style></head><body>",
              f"<h1>{html.escape(document.title)}</h1>"]
-    for section in document.sections:
-        parts.append(f"<section><h2>{html.escape(section.title)}</h2>")
-        for block in section.blocks:
-            if isinstance(block, Paragraph):
-                parts.append(f"<p>{html.escape(block.text)}</p>")
-            elif isinstance(block, WarningBox):
-                parts.append(f'<div class="warning" role="alert"><strong>{WARNING_WORD}</strong> '
-                             f"{html.escape(block.text)}</div>")
-            elif isinstance(block, Bullets):
-                parts.append("<ul>" + "".join(f"<li>{html.escape(item)}</li>" for item in block.items) + "</ul>")
-            elif isinstance(block, Table):
-                parts.append(_html_table(block))
-            else:
-                parts.append(f'<figure id="{html.escape(block.key)}">{block.svg}'
-                             f"<figcaption>{html.escape(block.caption)}</figcaption></figure>")
-        parts.append("</section>")
+    parts.extend(html_section(section) for section in document.sections)
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
+
+
+def html_section(section: Section) -> str:
+    """One section as an HTML ``<section>`` (the report's page and ``agentstudy view`` share it)."""
+    parts = [f"<section><h2>{html.escape(section.title)}</h2>"]
+    for block in section.blocks:
+        if isinstance(block, Paragraph):
+            parts.append(f"<p>{html.escape(block.text)}</p>")
+        elif isinstance(block, WarningBox):
+            parts.append(f'<div class="warning" role="alert"><strong>{WARNING_WORD}</strong> '
+                         f"{html.escape(block.text)}</div>")
+        elif isinstance(block, Bullets):
+            parts.append("<ul>" + "".join(f"<li>{html.escape(item)}</li>" for item in block.items) + "</ul>")
+        elif isinstance(block, Table):
+            parts.append(_html_table(block))
+        else:
+            parts.append(f'<figure id="{html.escape(block.key)}">{block.svg}'
+                         f"<figcaption>{html.escape(block.caption)}</figcaption></figure>")
+    parts.append("</section>")
+    return "\n".join(parts)
 
 
 def render(document: Document, output_format: str) -> str:

@@ -24,6 +24,12 @@ REHEARSAL_SENTENCE = (
     "Responses API for Codex) answered instead of a model, so its numbers exercise the machinery and say nothing "
     "about agents."
 )
+PARTIAL_CHAIN_SENTENCE = (
+    "PARTIAL CHAIN: these ledgers continue earlier runs that were not given (read with --partial-chain), so this "
+    "report is part of a study, not its answer. Missing runs:"
+)
+"""The first screen of a report over part of a chain of runs (issue 40)."""
+
 UNVERIFIED_SENTENCE = (
     "UNVERIFIED: this ledger's hashes or invariants do not hold (read with --allow-unverified), so any number "
     "in this report may have been changed after the run wrote it."

@@ -26,6 +26,7 @@ from typing import Any
 from agentstudy.protocol.arm_differences import arm_differences, arm_facts
 from agentstudy.protocol.treatment import DEFAULT_MINIMUM_USE, is_delivered, not_delivered_sentence, used_server
 from agentstudy.report.analysis import CORRECTNESS, Analysis, MetricResult
+from agentstudy.report.clusters import scope_sentence
 from agentstudy.report.document import Block, Paragraph, WarningBox
 from agentstudy.report.in_words import direction
 from agentstudy.report.model import BASELINE, TREATMENT, Attempt, Study
@@ -202,12 +203,24 @@ def verdict(analysis: Analysis, summary: TreatmentSummary, *, primary: str | Non
     treatment = study.arm_name(TREATMENT)
     words = direction(level, result.metric, treatment)
     p = level.p_value
+    if result.repositories is not None and result.repositories.level is not None:  # issue 41: that test answers
+        p = result.repositories.level.p_value
     judged = ("not distinguishable from no difference" if p is None or p >= alpha
               else f"a difference at α = {alpha:g}")
     p_text = "p not computable" if p is None else f"p {p:.3g}"
-    return (f"Does {server} help? On the primary metric, {result.metric.label}: {words} "
+    return (f"{not_a_finding(study)}Does {server} help? On the primary metric, {result.metric.label}: {words} "
             f"({p_text}, {level.design}; intention to treat), {judged}"
-            f"{'' if analysis.plan_declared else '; exploratory (the default primary endpoint)'}.")
+            f"{'' if analysis.plan_declared else '; exploratory (the default primary endpoint)'}; "
+            f"{scope_sentence(analysis.scope)}.")
+
+
+def not_a_finding(study: Study) -> str:
+    """The sentence a rehearsal's or pilot's verdict opens with (issue 41 item 10), ``""`` for a full study."""
+    if study.rehearsal:
+        return "A rehearsal (scripted agents), not a finding. "
+    if study.mode == "pilot":
+        return "A pilot, not a finding. "
+    return ""
 
 
 def per_protocol_line(analysis: Analysis, summary: TreatmentSummary, primary: str | None = None) -> str | None:

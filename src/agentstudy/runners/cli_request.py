@@ -124,6 +124,7 @@ def cli_observation(
     failure = cli_failure_kind(status, fields.pop("api_error_status", None))
     return CliObservation(
         task_id=entry.task_id,
+        repository=entry.repository,
         scenario=entry.scenario,
         repetition=entry.repetition,
         agent=entry.agent if entry.agent != DEFAULT_AGENT or request.other_agents else None,  # issue 21

@@ -1,9 +1,9 @@
 """The runners' side of an explicit continuation (issue 33 item 7; ``protocol.continuation``).
 
-Before preflight the schedule loses the cells the old run observed ``completed``; after preflight, when the
-new ledger is built but before anything is written, it must record what the old one recorded (else the run
-is refused, nothing written, naming the difference) and it names its predecessor in ``continues``. Every
-new ledger gets its ``runId`` here.
+Before preflight the schedule loses the cells any run of the chain observed ``completed`` (issue 40); after
+preflight, when the new ledger is built but before anything is written, it must record what the old one
+recorded (else the run is refused, nothing written, naming the difference) and it names its predecessor in
+``continues``. Every new ledger gets its ``runId`` here.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from collections.abc import Sequence
 
 from agentstudy.protocol.continuation import (
     Predecessor,
-    completed_cells,
     continuation_differences,
     new_run_id,
     remaining_schedule,
@@ -23,15 +22,15 @@ from agentstudy.runners.preflight import PreflightError
 
 
 def continued_schedule(schedule: Sequence[ScheduleEntry], predecessor: Predecessor | None) -> tuple[ScheduleEntry, ...]:
-    """``schedule`` itself without a predecessor; else only its cells the predecessor did not observe
-    ``completed``.
+    """``schedule`` itself without a predecessor; else only its cells no run of the chain behind it (every
+    link, issue 40) observed ``completed``.
 
     Raises:
-        PreflightError: the predecessor observed every cell completed (nothing to continue).
+        PreflightError: the chain observed every cell completed (nothing to continue).
     """
     if predecessor is None:
         return tuple(schedule)
-    left = remaining_schedule(schedule, completed_cells(predecessor.ledger.to_json()))
+    left = remaining_schedule(schedule, predecessor.completed())
     if not left:
         raise PreflightError(f"--continue-from {predecessor.name}: every cell of this schedule was completed "
                              "there; nothing to continue")
@@ -52,4 +51,4 @@ def start_ledger(ledger: MinimalLedger, predecessor: Predecessor | None) -> None
     if differences:
         raise PreflightError(f"--continue-from {predecessor.name}: this run differs from the one it would "
                              f"continue: {'; '.join(differences)}")
-    ledger.continues = predecessor.record()
+    ledger.continues = predecessor.record(len(predecessor.completed()))

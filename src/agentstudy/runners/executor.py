@@ -137,7 +137,7 @@ class CliJob:
         settings = self.body.settings
         token = os.environ.get(GATEWAY_TOKEN_ENV) if settings.gateway_base_url is not None else None
         settings = dataclasses.replace(settings, binary=worker_binary(settings.binary), gateway_token=token)
-        local = dataclasses.replace(self.body, settings=settings, parent_env=None, own_server_snapshot=True)
+        local = dataclasses.replace(self.body, settings=settings, parent_env=None)
         return dataclasses.replace(run_cli_body(local, corpus), worker_node=node)
 
     def shipped(self) -> CliJob:

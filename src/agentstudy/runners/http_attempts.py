@@ -50,7 +50,8 @@ def http_observation(entry: ScheduleEntry, model: str, result: HttpAttemptResult
     :func:`arm_notes`); ``transcript`` holds its kept
     transcript's ``transcript_file`` / ``transcript_sha256`` (issue 28)."""
     return HttpObservation.model_validate({
-        "taskId": entry.task_id, "scenario": entry.scenario, "repetition": entry.repetition, "model": model,
+        "taskId": entry.task_id, "repository": entry.repository,
+        "scenario": entry.scenario, "repetition": entry.repetition, "model": model,
         "tools": result.tools, "toolCallsByName": result.tool_calls_by_name,
         "toolErrorsByName": result.tool_errors_by_name, "toolCalls": result.tool_calls, "numTurns": result.turns,
         "inputTokens": result.input_tokens, "outputTokens": result.output_tokens,

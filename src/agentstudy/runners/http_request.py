@@ -124,7 +124,8 @@ def settle_interrupted(ledger: MinimalLedger, request: HttpRunRequest) -> None:
     entry = ScheduleEntry(marker.task_id, request.loaded.manifest.task(marker.task_id).repository,
                           marker.scenario, marker.repetition)
     ledger.observations.append(HttpObservation.model_validate({
-        "taskId": entry.task_id, "scenario": entry.scenario, "repetition": entry.repetition,
+        "taskId": entry.task_id, "repository": entry.repository,
+        "scenario": entry.scenario, "repetition": entry.repetition,
         "model": request.model, "tools": [], "toolCallsByName": {}, "toolErrorsByName": {}, "toolCalls": 0,
         "numTurns": 0, "inputTokens": 0, "outputTokens": 0, "usageComplete": False,
         "reservedUsd": usd_number(reserved + charged), "measuredUsd": usd_number(charged),

@@ -18,7 +18,8 @@ import dataclasses
 import os
 import shutil
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -26,24 +27,19 @@ from typing import Any
 
 from agentstudy.agents.registry import DEFAULT_AGENT, agent_cli
 from agentstudy.io.containment import (
-    NETWORK_NOT_ACHIEVED,
-    SANDBOX_UID,
     ContainmentMode,
-    SandboxView,
-    command_paths,
-    containment_sentences,
-    server_read_only_paths,
 )
 from agentstudy.io.export import CorpusBlobs, materialise_corpus, read_pinned_corpus, remove_export
 from agentstudy.io.git import GitError
 from agentstudy.io.process import STDOUT_LIMIT_BYTES, run_bounded
 from agentstudy.io.scratch import owned_mkdtemp, release
-from agentstudy.io.server_corpus import own_snapshot
-from agentstudy.io.server_launcher import SERVER_ACHIEVED_BWRAP, SERVER_ACHIEVED_RESTRICTED
+from agentstudy.io.server_corpus import at_corpus
+from agentstudy.io.server_host import ServerLauncher, attempt_server
 from agentstudy.io.signals import stop_signal
 from agentstudy.pricing.cost import AttemptCost
 from agentstudy.protocol.arm_servers import arm_server
 from agentstudy.protocol.mcp_spec import ServerPaths
+from agentstudy.protocol.server_words import server_failure_words
 from agentstudy.protocol.treatment import sha256_text
 from agentstudy.stream.outcome import CliStatus, ProcessFacts
 from agentstudy.transports.cli_args import CLI_MAX_RETRIES, REHEARSAL_TOKEN, ArmTools, McpServerSpec
@@ -73,7 +69,6 @@ class CliSettings:
         stdout_limit: stdout bound in bytes.
         agent: which coding agent the binary is (issue 21).
         agent_home_root: the parent of per-attempt homes kept out of temp dirs (Codex).
-        control_mcp: the control arm's own server (issue 44); ``None``: the repository-only arm.
     """
 
     binary: Path
@@ -95,6 +90,7 @@ class CliSettings:
     """How often the agent CLI may send a refused request again (``--api-max-retries``; issue 33): Claude Code's
     ``CLAUDE_CODE_MAX_RETRIES``."""
     control_mcp: McpServerSpec | None = None
+    """The control arm's own server (issue 44); ``None``: the repository-only arm."""
 
     def arm_mcp(self, scenario: str) -> McpServerSpec | None:
         """The server ``scenario``'s arm runs (``protocol.arm_servers.arm_server``), ``None`` without one."""
@@ -176,9 +172,8 @@ class CliAttemptBody:
 
     ``parent_env`` is the environment the child's allowlisted one is built from; ``None`` means
     the environment of the process that runs the body (a Ray worker's own), so nothing of the
-    driver's environment is shipped. ``server`` is the MCP arm's placeholder values;
-    ``own_server_snapshot`` makes the body materialise the server's ``{root}`` snapshot from the
-    shipped corpus instead of using the driver's (a Ray worker on another machine).
+    driver's environment is shipped. ``server`` is the MCP arm's placeholder values; its ``{root}`` is
+    moved to the attempt's own export, wherever the body runs (``run_agent_in``; issue 39).
     """
 
     settings: CliSettings
@@ -188,7 +183,9 @@ class CliAttemptBody:
     reservation_usd: Decimal
     server: ServerPaths | None
     parent_env: Mapping[str, str] | None
-    own_server_snapshot: bool = False
+    server_launcher: ServerLauncher | None = None
+    """Set by ``run_agent_in`` for the agent's launch in the MCP arm (issue 39): the relay command the agent is
+    given as its MCP server, and what the agent's sandbox must show for it (``io.server_host``)."""
     output_schema: str | None = None
     """A JSON Schema (text) the agent's final message must match, for agents that take one (Codex's
     ``--output-schema``; the bundled provider adapters, issue 34); ``None`` in a study attempt."""
@@ -217,6 +214,9 @@ class RawAttempt:
     attempt is charged at least this, whatever the kept stdout says at its end."""
     stderr_bytes: int = 0
     """Bytes the child wrote to stderr (counted, never kept beyond ``stderr``)."""
+    server_stderr: bytes = b""
+    """The tail of the MCP server's stderr (``io.server_host.SERVER_STDERR_KEPT_BYTES``), credentials redacted;
+    empty outside the MCP arm (issue 39)."""
 
 
 def run_cli_body(body: CliAttemptBody, corpus: CorpusBlobs) -> RawAttempt:
@@ -232,35 +232,46 @@ def run_cli_body(body: CliAttemptBody, corpus: CorpusBlobs) -> RawAttempt:
         return RawAttempt(b"", STOPPED_FACTS, 0, None, None, None)
     export = materialise_corpus(corpus)
     try:
-        raw = run_agent_in(body, export.path, env_source, corpus if body.own_server_snapshot else None)
+        raw = run_agent_in(body, export.path, env_source)
     finally:
         remove_export(export.path)
     return dataclasses.replace(raw, export_files=export.files, export_bytes=export.bytes,
                                export_tree_sha256=export.tree_sha256)
 
 
-def run_agent_in(body: CliAttemptBody, cwd: Path, env_source: Mapping[str, str],
-                 corpus: CorpusBlobs | None = None) -> RawAttempt:
+def run_agent_in(body: CliAttemptBody, cwd: Path, env_source: Mapping[str, str]) -> RawAttempt:
     """Launch the body's agent contained in ``cwd`` (made read-only by the containment; its working directory)
     with fresh private directories, and read it bounded: the one spawn of every agent attempt (a study's
     export, issue 20; a provider adapter's repository root, issue 34).
 
-    ``corpus``: materialise the server's ``{root}`` snapshot from it (a Ray worker) instead of the
-    body's. The private directories are removed afterwards; ``export_*`` facts are left ``None``.
+    In the MCP arm the server's ``{root}`` is ``cwd`` itself (the agent and the server see the repository at
+    one absolute path) and the server is served by ``io.server_host.attempt_server`` in its own world, the
+    agent given the relay command (``CliAttemptBody.server_launcher``); its stderr tail is kept
+    (``RawAttempt.server_stderr``). The private directories are removed afterwards; ``export_*`` facts are
+    left ``None``.
 
     Raises:
-        ContainmentError: bubblewrap vanished (nothing was spawned).
+        ContainmentError: bubblewrap vanished, or the server's world is refused (nothing was spawned).
     """
     settings = body.settings
     agent = agent_cli(settings.agent)
     scratch = owned_mkdtemp("attempt", agent.scratch_parent(settings))
+    server_stderr = b""
     try:
-        server = body.server
-        if server is not None and corpus is not None:
-            server = own_snapshot(server, corpus, scratch)
-        launch = agent.launch(dataclasses.replace(body, server=server), cwd, scratch, env_source)
-        process = run_bounded(launch.argv, launch.env, cwd, settings.timeout_s, settings.stdout_limit,
-                              watch=launch.watch, keep_stderr=launch.keep_stderr)
+        with ExitStack() as stack:
+            launched = body
+            spec = settings.arm_mcp(body.scenario)  # the arm's own server (issue 44)
+            if spec is not None and body.server is not None:
+                server = at_corpus(body.server, cwd)  # one path for the repository (issue 39)
+                host = stack.enter_context(attempt_server(spec, server, settings.containment, env_source,
+                                                          scratch))
+                launched = dataclasses.replace(body, server=server, server_launcher=host.launcher())
+            launch = agent.launch(launched, cwd, scratch, env_source)
+            process = run_bounded(launch.argv, launch.env, cwd, settings.timeout_s, settings.stdout_limit,
+                                  watch=launch.watch, keep_stderr=launch.keep_stderr)
+            if spec is not None and body.server is not None:
+                stack.close()
+                server_stderr = host.said().encode("utf-8")
     finally:
         for directory, _dirs, _files in os.walk(scratch):
             Path(directory).chmod(stat.S_IRWXU)  # the server snapshot's sealed directories
@@ -271,7 +282,8 @@ def run_agent_in(body: CliAttemptBody, cwd: Path, env_source: Mapping[str, str],
                          timeout_s=settings.timeout_s, stdout_limit=settings.stdout_limit, stopped=stopped)
     return RawAttempt(process.stdout, facts, process.wall_time_ms, None, None, None,
                       stderr=process.stderr_tail, watch_stop=process.watch_stop, stderr_bytes=process.stderr_bytes,
-                      running_peak_usd=None if launch.watch is None else launch.watch.peak_usd)
+                      running_peak_usd=None if launch.watch is None else launch.watch.peak_usd,
+                      server_stderr=server_stderr)
 
 
 STOPPED_FACTS = ProcessFacts(started=False, timed_out=False, truncated=False, exit_code=None, stopped=True)
@@ -300,7 +312,7 @@ def finish_cli_attempt(body: CliAttemptBody, raw: RawAttempt) -> CliAttemptResul
         cost_problem=evaluation.cost_problem,
         exit_code=raw.facts.exit_code,
         wall_time_ms=raw.wall_time_ms,
-        status_reason=evaluation.status_reason,
+        status_reason=_with_server_words(evaluation.status, evaluation.status_reason, raw.server_stderr),
         raw_output=raw.stdout,
         fields={
             **evaluation.fields,
@@ -314,6 +326,15 @@ def finish_cli_attempt(body: CliAttemptBody, raw: RawAttempt) -> CliAttemptResul
             **({"worker_node": raw.worker_node} if raw.worker_node is not None else {}),
         },
     )
+
+
+def _with_server_words(status: CliStatus, reason: str | None, server_stderr: bytes) -> str | None:
+    """``reason`` followed by what the MCP server's stderr says (``protocol.server_words``) when the attempt did
+    not complete (issue 39): the root cause, not only the first failed call."""
+    words = server_failure_words(server_stderr.decode("utf-8", "replace")) if status != "completed" else None
+    if words is None:
+        return reason
+    return f"{reason}; {words}" if reason else words
 
 
 def worker_died_attempt(body: CliAttemptBody, worker_node: str | None) -> CliAttemptResult:
@@ -334,79 +355,3 @@ def stopped_attempt(settings: CliSettings, scenario: str, tools: ArmTools) -> Cl
         fields={**evaluation.fields, "usage_complete": False,
                 **agent_cli(settings.agent).isolation(settings, scenario)},
     )
-
-
-LOGIN_TARGET = Path(".claude") / ".credentials.json"
-"""Where the CLI's own credentials file appears inside the private HOME (real runs only)."""
-
-
-def attempt_view(
-    settings: CliSettings,
-    export: Path,
-    home: Path,
-    tmp: Path,
-    path_env: str | None,
-    scenario: str,
-    server: ServerPaths | None,
-    server_writable: tuple[Path, ...] = (),
-) -> SandboxView:
-    """What one attempt's child may see (issue 15, deliverable 2): the export (cwd), the agent's
-    install, in the MCP arm what the server needs and its private HOME and TMPDIR (``server_writable``,
-    ``io.server_launcher``), the private HOME and TMPDIR, and the login file. The child runs as
-    ``SANDBOX_UID`` so that the server's launcher can nest its own sandbox."""
-    read_only = [export, *command_paths(str(settings.binary), path_env)]
-    spec = settings.arm_mcp(scenario)
-    if spec is not None and server is not None:
-        read_only += server_read_only_paths(spec, server, path_env)
-    mounted: tuple[tuple[Path, Path], ...] = ()
-    if settings.login_file is not None and settings.base_url is None:
-        mounted = ((settings.login_file, home / LOGIN_TARGET),)
-    return SandboxView(cwd=export, read_only=tuple(read_only), writable=(home, tmp, *server_writable),
-                       mounted=mounted, uid=SANDBOX_UID)
-
-
-def link_login(settings: CliSettings, home: Path) -> None:
-    """Without bwrap the login file is a symlink in the private HOME (the file itself is never copied)."""
-    if settings.login_file is not None and settings.base_url is None:
-        target = home / LOGIN_TARGET
-        target.parent.mkdir(mode=0o700)
-        target.symlink_to(settings.login_file)
-
-
-ISOLATION_ACHIEVED: tuple[str, ...] = (
-    "working directory is a fresh export of the pinned blobs only (no .git, no dotfiles, no lockfiles, "
-    "no build output), files 0444 and directories 0555, removed after the attempt",
-    "Read, Grep and Glob confined to the export (--restricted); refused paths are listed in permissionDenials",
-    "stdin closed; argv only, no shell",
-    "environment rebuilt from an allowlist; ANTHROPIC_API_KEY never passed",
-    "private HOME and TMPDIR per attempt, removed afterwards (a real run's login file mounted read-only)",
-    "own process group, killed after the attempt",
-    "user, project and local settings not loaded (--setting-sources ''); slash commands disabled",
-    "tools limited to Read, Grep, Glob (plus the MCP server's read-only tools); write, shell, web and "
-    "agent tools denied; permission mode dontAsk",
-)
-ISOLATION_NOT_ACHIEVED: tuple[str, ...] = (
-    NETWORK_NOT_ACHIEVED,
-)
-
-
-def isolation(
-    settings: CliSettings,
-    scenario: str,
-    agent_achieved: Sequence[str] = ISOLATION_ACHIEVED,
-    agent_not_achieved: Sequence[str] = ISOLATION_NOT_ACHIEVED,
-) -> dict[str, Any]:
-    """The containment of an attempt of ``scenario`` with ``settings``, as plain record fields.
-
-    ``agent_achieved`` / ``agent_not_achieved``: the agent's own sentences (Claude Code's by
-    default; ``transports.codex`` passes Codex's), followed by those of the containment mode.
-    """
-    contained, missing_by_mode = containment_sentences(settings.containment)
-    achieved = [*agent_achieved, *contained]
-    spec = settings.arm_mcp(scenario)
-    if spec is not None:
-        achieved.append(SERVER_ACHIEVED_BWRAP if settings.containment == "bwrap" else SERVER_ACHIEVED_RESTRICTED)
-    missing = [*agent_not_achieved, *missing_by_mode]
-    if spec is not None:
-        missing.extend(spec.isolation_notes())
-    return {"containment": settings.containment, "isolation_achieved": achieved, "isolation_not_achieved": missing}

@@ -31,10 +31,8 @@ from agentstudy.io.containment import (
     SandboxView,
     command_paths,
     contain,
-    server_read_only_paths,
 )
 from agentstudy.io.process import STDOUT_LIMIT_BYTES
-from agentstudy.io.server_launcher import launcher_command, server_dirs
 from agentstudy.pricing.cost import AttemptCost, CostProblem
 from agentstudy.pricing.openai import OpenAiUsage, openai_cost
 from agentstudy.pricing.usd_json import usd_number
@@ -53,8 +51,9 @@ from agentstudy.stream.codex import (
 from agentstudy.stream.codex_failures import codex_failure_status, codex_retry_wait_ms
 from agentstudy.stream.outcome import Outcome
 from agentstudy.stream.treatment_facts import codex_treatment
-from agentstudy.transports.cli import GATEWAY_TOKEN_ENV, CliAttemptBody, CliSettings, RawAttempt, isolation
+from agentstudy.transports.cli import GATEWAY_TOKEN_ENV, CliAttemptBody, CliSettings, RawAttempt
 from agentstudy.transports.cli_evaluation import CliEvaluation
+from agentstudy.transports.cli_isolation import isolation
 from agentstudy.transports.codex_args import (
     CodexMcpServer,
     RehearsalProvider,
@@ -75,10 +74,10 @@ GATEWAY_PROVIDER = "gateway"
 def _mcp_table(body: CliAttemptBody, launcher: Sequence[str] | None = None) -> CodexMcpServer | None:
     """The treatment arm's ``[mcp_servers.NAME]`` (the verified read-only tools enabled); ``None`` in control.
 
-    ``launcher``: the command that starts the server (``io.server_launcher.launcher_command``, its
+    ``launcher``: the command that starts the server (``io.server_host``'s relay, the server's
     environment inside it); without it, the server's own argv and ``env`` (``codex_config``'s pure view).
     """
-    spec = body.settings.arm_mcp(body.scenario)
+    spec = body.settings.arm_mcp(body.scenario)  # the arm's own server (issue 44)
     if spec is None:
         return None
     if body.server is None:
@@ -127,12 +126,8 @@ def codex_launch(body: CliAttemptBody, export: Path, scratch: Path, env_source: 
     home, tmp, codex_home = scratch / "home", scratch / "tmp", scratch / "codex-home"
     for directory in (home, tmp, codex_home):
         directory.mkdir(mode=0o700)
-    launcher: list[str] | None = None
-    server_writable: tuple[Path, ...] = ()
-    spec = settings.arm_mcp(body.scenario)
-    if spec is not None and body.server is not None:
-        launcher = launcher_command(spec, body.server, settings.containment, env_source, scratch)
-        server_writable = server_dirs(scratch)
+    relay = body.server_launcher if settings.arm_mcp(body.scenario) is not None and body.server is not None else None
+    launcher = None if relay is None else relay.argv
     (codex_home / "config.toml").write_text(codex_config(body, launcher), encoding="utf-8")
     schema: str | None = None
     if body.output_schema is not None:
@@ -142,13 +137,12 @@ def codex_launch(body: CliAttemptBody, export: Path, scratch: Path, env_source: 
                             provider_key=_provider_key(settings))
     command = [str(settings.binary), *codex_arguments(export_dir=str(export), prompt=body.prompt,
                                                       output_schema=schema)]
-    read_only = [export, *command_paths(str(settings.binary), env.get("PATH"))]
-    if spec is not None and body.server is not None:
-        read_only += server_read_only_paths(spec, body.server, env.get("PATH"))
+    read_only = [export, *command_paths(str(settings.binary), env.get("PATH")), *(relay.read_only if relay else ())]
     mounted: tuple[tuple[Path, Path], ...] = ()
     if settings.login_file is not None and settings.base_url is None:
         mounted = ((settings.login_file, codex_home / "auth.json"),)
-    view = SandboxView(cwd=export, read_only=tuple(read_only), writable=(home, tmp, codex_home, *server_writable),
+    view = SandboxView(cwd=export, read_only=tuple(dict.fromkeys(read_only)),
+                       writable=(home, tmp, codex_home, *(relay.writable if relay else ())),
                        mounted=mounted, uid=SANDBOX_UID)
     argv = contain(settings.containment, view, command)
     return Launch(argv, env, watch=UsageWatch(settings.model, body.reservation_usd), keep_stderr=STDERR_KEPT_BYTES)

@@ -15,14 +15,14 @@ with the usage the model service reported. The adjudicator's answer (:data:`ADJU
 from __future__ import annotations
 
 import hashlib
-import json
-import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
+
+from agentstudy.protocol.json_input import JsonInputError, load_json, refuse_duplicate_keys
 
 __all__ = [
     "ADJUDICATOR_OUTPUT_SCHEMA",
@@ -112,10 +112,10 @@ class _AdjudicatorAnswer(BaseModel):
 def _json_object(text: str) -> Any:
     if len(text.encode("utf-8")) > MAX_ANSWER_BYTES:
         raise AgentAnswerError(f"the answer is larger than {MAX_ANSWER_BYTES} bytes")
-    try:
-        return json.loads(text.strip(), parse_constant=lambda name: math.nan)
-    except ValueError:
-        raise AgentAnswerError("the answer is not one JSON object") from None
+    try:  # the one bounded reader (issue 40): depth, long numbers, NaN/Infinity, duplicated keys
+        return load_json(text.strip(), object_pairs_hook=refuse_duplicate_keys)
+    except JsonInputError as error:
+        raise AgentAnswerError(f"the answer is not one JSON object: it {error}") from None
 
 
 def _first_error(error: ValidationError) -> str:

@@ -1,0 +1,180 @@
+"""Start-up cost of the command line (issue 42): CPU seconds of ``agentstudy --help`` and of every
+``agentstudy COMMAND --help``, and the CPU a rehearsal pilot has spent when its first ledger byte lands.
+
+Each measurement is a fresh child interpreter; its cost is the user + system CPU seconds of that child
+(``os.wait4``'s resource usage), so the load of other processes on the machine changes it far less
+than wall time. With ``--baseline REV`` the same commands also run from the sources of git revision
+``REV`` (``git archive REV src`` into a temp dir, put first on ``PYTHONPATH``), interleaved round by
+round with the working tree's, so "before" and "after" are measured side by side on the same machine.
+The pilot runs from the working tree only (its MCP server child gets no ``PYTHONPATH``): measure a
+revision's pilot from a checkout of it.
+
+The pilot: ``agentstudy demo``'s study in rehearsal (``minimal --pilot --rehearsal --transport cli``)
+with the real pinned Claude Code binary; the ledger path is polled every millisecond and the child's
+CPU (``/proc/PID/stat`` utime + stime) read the moment it holds a byte. The child is then stopped
+(SIGTERM, as an operator would) and reaped.
+
+Run on its own: ``.venv/bin/python -m bench.bench_startup [--baseline main] [--repeats 5]``; prints a
+Markdown table and writes ``bench/results-startup.json``. Nothing here asserts a number.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from bench.common import PROJECT_ROOT, load_average, machine
+
+COMMANDS: tuple[str, ...] = (
+    "", "minimal", "study", "demo", "init", "diagrams", "transcript", "plan", "suite", "ledger", "schema",
+    "adjudicate", "report", "run", "adjudicate-controlled", "metrics", "power", "provider",
+)
+"""``agentstudy [COMMAND] --help`` for each (``""``: the group's own help)."""
+
+ENTRY = "import sys; from agentstudy.cli import main; sys.argv[0] = 'agentstudy'; main()"
+"""The console script's body, so a ``PYTHONPATH`` source tree is what runs."""
+
+TICKS = os.sysconf("SC_CLK_TCK")
+DEFAULT_OUTPUT = PROJECT_ROOT / "bench" / "results-startup.json"
+
+
+def _environment(source: Path | None) -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items() if not key.endswith("_API_KEY")}
+    if source is not None:
+        env["PYTHONPATH"] = str(source)
+    return env
+
+
+def help_cpu_seconds(command: str, source: Path | None) -> float:
+    """User + system CPU seconds of one ``agentstudy [command] --help`` child (exit 0 required).
+
+    Raises:
+        RuntimeError: the child failed.
+    """
+    argv = [sys.executable, "-c", ENTRY, *([command] if command else []), "--help"]
+    child = subprocess.Popen(argv, env=_environment(source), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(child.pid, 0)
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode != 0:
+        raise RuntimeError(f"agentstudy {command} --help exited {child.returncode}")
+    return usage.ru_utime + usage.ru_stime
+
+
+def _proc_cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text(encoding="ascii").rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def pilot_first_byte_cpu(source: Path | None, work: Path) -> float:
+    """CPU seconds the pilot's own process had spent when its ledger first held a byte.
+
+    Raises:
+        RuntimeError: the pilot ended (or 120 s passed) before writing a ledger byte.
+    """
+    run_dir = Path(tempfile.mkdtemp(dir=work))
+    ledger = run_dir / "ledger.json"
+    argv = [sys.executable, "-c", ENTRY, "demo", "--output-dir", str(run_dir / "out")]
+    child = subprocess.Popen(argv, env=_environment(source), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             cwd=run_dir)
+    target = run_dir / "out" / ledger.name
+    deadline = time.monotonic() + 120
+    cpu: float | None = None
+    journal = target.with_name(target.name + ".journal")
+    while time.monotonic() < deadline and child.poll() is None:
+        if any(path.exists() and path.stat().st_size > 0 for path in (target, journal)):
+            cpu = _proc_cpu_seconds(child.pid)
+            break
+        time.sleep(0.001)
+    if child.poll() is None:
+        child.send_signal(signal.SIGTERM)
+    try:
+        child.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.wait()
+    if cpu is None:
+        raise RuntimeError("the pilot wrote no ledger byte")
+    return cpu
+
+
+def _sources(baseline: str | None, work: Path) -> dict[str, Path | None]:
+    sources: dict[str, Path | None] = {"working tree": None}
+    if baseline is not None:
+        archive = work / "baseline.tar"
+        with archive.open("wb") as out:
+            subprocess.run(["git", "-C", str(PROJECT_ROOT), "archive", baseline, "src"], stdout=out, check=True)
+        with tarfile.open(archive) as tar:
+            tar.extractall(work / "baseline", filter="data")
+        sources = {f"{baseline}": work / "baseline" / "src", **sources}
+    return sources
+
+
+def _summary(values: Sequence[float]) -> dict[str, float]:
+    return {"min_s": round(min(values), 3), "median_s": round(statistics.median(values), 3),
+            "max_s": round(max(values), 3)}
+
+
+def measure(baseline: str | None, repeats: int, pilot_repeats: int) -> dict[str, Any]:
+    """Every command's ``--help`` CPU and the pilot's first-byte CPU, per source, interleaved round by round."""
+    with tempfile.TemporaryDirectory(prefix="bench-startup-") as tmp:
+        work = Path(tmp)
+        sources = _sources(baseline, work)
+        helps: dict[str, dict[str, list[float]]] = {name: {c: [] for c in COMMANDS} for name in sources}
+        pilots: dict[str, list[float]] = {name: [] for name in sources}
+        for round_number in range(repeats):
+            order = list(sources) if round_number % 2 == 0 else list(reversed(sources))
+            for name in order:
+                for command in COMMANDS:
+                    helps[name][command].append(help_cpu_seconds(command, sources[name]))
+                if round_number < pilot_repeats and sources[name] is None:
+                    pilots[name].append(pilot_first_byte_cpu(None, work))
+        return {
+            "machine": machine(), "load_average_after": load_average(), "repeats": repeats,
+            "help_cpu": {name: {c or "(group)": _summary(v) for c, v in per.items()} for name, per in helps.items()},
+            "pilot_first_ledger_byte_cpu": {name: _summary(v) for name, v in pilots.items() if v},
+        }
+
+
+def table(results: dict[str, Any]) -> str:
+    """A Markdown table: one row per command, one column per source (median CPU seconds)."""
+    names = list(results["help_cpu"])
+    lines = ["| command | " + " | ".join(f"{n} (CPU s, median)" for n in names) + " |",
+             "|---|" + "---|" * len(names)]
+    for command in results["help_cpu"][names[0]]:
+        label = f"`agentstudy {command} --help`" if command != "(group)" else "`agentstudy --help`"
+        lines.append(f"| {label} | " + " | ".join(f"{results['help_cpu'][n][command]['median_s']:.2f}"
+                                                for n in names) + " |")
+    pilot = results["pilot_first_ledger_byte_cpu"]
+    if pilot:
+        lines.append("| rehearsal pilot (`demo`): CPU at its first ledger byte | "
+                     + " | ".join(f"{pilot[n]['median_s']:.2f}" if n in pilot else "—" for n in names) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command line: ``--baseline REV``, ``--repeats N``, ``--pilot-repeats N``, ``--output PATH``."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--baseline", help="a git revision to measure side by side (e.g. main)")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--pilot-repeats", type=int, default=3)
+    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT)
+    args = parser.parse_args(argv)
+    results = measure(args.baseline, args.repeats, args.pilot_repeats)
+    args.output.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    print(table(results))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
