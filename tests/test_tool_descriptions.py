@@ -24,6 +24,7 @@ from agentstudy.io.mcp_client import probe_mcp_server
 from agentstudy.io.mcp_sandbox import contained_server
 from agentstudy.protocol.manifest import ManifestError, parse_manifest
 from agentstudy.protocol.mcp_spec import McpServerSpec, ServerPaths
+from agentstudy.protocol.tool_roles import choose_server_tools
 from agentstudy.protocol.treatment import tool_set_sha256
 from agentstudy.rehearsal.example_study import build_example_study
 
@@ -177,3 +178,95 @@ def test_server_a_against_server_b_on_http_probes_contains_and_records_both_arms
         "lookup.find_text", "lookup.grep", "lookup.read"}
     assert by_arm["doc-bridge-mcp"]["treatment"]["server"] == treatment["mcpServer"]
     assert any("MCP server" in line for line in by_arm["repository-only"]["isolationAchieved"])
+
+
+GREP_REWRITE = "Use this first for every lookup: matches lines of the documentation against a pattern."
+
+
+def _lookup_arm(arm_id: str, label: str, **extra: Any) -> dict[str, Any]:
+    return {"id": arm_id, "label": label,
+            "mcpConfig": {"mcpServers": {"lookup": {"command": sys.executable, "args": [str(LOOKUP_SERVER), "{root}"]}}},
+            "tools": ["lookup.find_text", "lookup.grep", "lookup.read"],
+            "probe": {"tool": "lookup.find_text", "arguments": {"query": "the"}}, "serverConfigCandidates": [],
+            **extra}
+
+
+def test_the_rehearsal_agent_prefers_the_search_its_description_recommends() -> None:
+    def tools(grep_description: str) -> dict[str, dict[str, Any]]:
+        return {
+            "repo_search": {"description": "Search the repository.", "input_schema": {
+                "type": "object", "properties": {"pattern": {"type": "string"}}, "required": ["pattern"]}},
+            "lookup_find_text": {"description": "Find lines of the documentation containing a word.", "input_schema": {
+                "type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}},
+            "lookup_grep": {"description": grep_description, "input_schema": {
+                "type": "object", "properties": {"pattern": {"type": "string"}}, "required": ["pattern"]}},
+        }
+    own = choose_server_tools(tools("Match lines against a regular expression."))
+    rewritten = choose_server_tools(tools(GREP_REWRITE))
+    assert own.search is not None and own.search.name == "lookup_find_text"
+    assert rewritten.search is not None and rewritten.search.name == "lookup_grep"
+
+
+@pytest.fixture(scope="module")
+def description_ab(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 6-task http rehearsal of one server (lookup) against its own description rewrite: the ledger."""
+    base = tmp_path_factory.mktemp("description-ab")
+    study = build_example_study(base / "example")
+    document = json.loads(EXAMPLE_STUDY.read_text(encoding="utf-8"))
+    document["arms"] = {"control": _lookup_arm("own", "lookup, its own descriptions"),
+                        "treatment": _lookup_arm("rewritten", "lookup, grep rewritten",
+                                                 toolDescriptions={"lookup.grep": GREP_REWRITE})}
+    assert len(document["tasks"]) >= 6
+    path = base / "description-ab.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    output = base / "ledger.json"
+    result = _invoke(["study", "--manifest", str(path), "--pilot", "--pilot-tasks", "6", "--transport", "http",
+                      *[f"--root={name}={root}" for name, root in study.roots.items()], "--output", str(output),
+                      "--model", "claude-haiku-5-5", "--budget-usd", "1", "--rehearsal",
+                      "--input-usd-per-million", "0.5", "--output-usd-per-million", "2.5"],
+                     {"ANTHROPIC_API_KEY": "sk-ant-planted-0123456789abcdef"})
+    assert result.exit_code == 0, result.output
+    return output
+
+
+def test_a_description_ab_changes_the_rehearsal_agents_tool_choice_per_arm(description_ab: Path) -> None:
+    ledger = json.loads(description_ab.read_text(encoding="utf-8"))
+    observations = ledger["observations"]
+    assert len(observations) == 12 and len({o["taskId"] for o in observations}) == 6
+    for observation in observations:  # the rewrite recommends grep: the agent searches with it, never find_text
+        calls = observation["treatment"]["serverCallsByTool"]
+        if observation["scenario"] == "repository-only":
+            assert calls.get("lookup.find_text", 0) >= 1, calls
+        else:
+            assert calls.get("lookup.grep", 0) >= 1 and "lookup.find_text" not in calls, calls
+    control, treatment = ledger["arms"]
+    assert control["mcpServer"] == treatment["mcpServer"] == "lookup"
+    assert control["toolsListSha256"] != treatment["toolsListSha256"]
+    assert treatment["shownDescriptions"]["lookup.grep"] == GREP_REWRITE
+
+
+def test_the_report_and_the_ledger_command_say_what_differs_first(description_ab: Path) -> None:
+    report = json.loads(_invoke(["report", str(description_ab), "--format", "json"]).stdout)
+    differences = report["armDifferences"]
+    assert differences["descriptions"] == {"lookup.grep": {"control": "Match lines against a regular expression.",
+                                                           "treatment": GREP_REWRITE}}
+    assert differences["servers"]["control"]["name"] == differences["servers"]["treatment"]["name"] == "lookup"
+    assert differences["tools"]["control"] == differences["tools"]["treatment"]
+    assert differences["toolCalls"]["control"]["lookup.find_text"] >= 6
+    assert differences["toolCalls"]["treatment"]["lookup.grep"] >= 6
+    assert "lookup.find_text" not in differences["toolCalls"]["treatment"]
+    sentences = differences["sentences"]
+    assert sentences[0].startswith("Both arms run the same server: lookup")
+    assert [s for s in sentences if s.startswith("The description of ")] == [
+        f"The description of lookup.grep differs: lookup, its own descriptions: \"Match lines against a regular "
+        f"expression.\"; lookup, grep rewritten: \"{GREP_REWRITE}\"."]
+    assert not [s for s in sentences if s.startswith("The tools offered differ")]
+    markdown = _invoke(["report", str(description_ab), "--format", "md"]).stdout
+    assert markdown.index("The description of lookup.grep differs") < markdown.index("Fidelity:")
+    assert markdown.index("Server tool calls by name: lookup, its own descriptions: lookup.find") < markdown.index(
+        "Fidelity:")
+    assert any(s.startswith("Server tool calls by name: lookup, its own descriptions: lookup.find_text ")
+               for s in sentences)
+    assert "The control arm's lookup was used in 6 of 6 control attempts" in markdown
+    summary = _invoke(["ledger", str(description_ab), "--json"])
+    assert json.loads(summary.stdout)["ledger"]["armDifferences"][:len(sentences)] == sentences
