@@ -154,11 +154,7 @@ LOOKUP_SERVER = Path(__file__).resolve().parent / "data" / "lookup_server.py"
 def test_server_a_against_server_b_on_http_probes_contains_and_records_both_arms(tmp_path: Path) -> None:
     study = build_example_study(tmp_path / "example")
     document = json.loads(EXAMPLE_STUDY.read_text(encoding="utf-8"))
-    document["arms"]["control"] = {
-        "id": "lookup", "label": "Repository tools + lookup",
-        "mcpConfig": {"mcpServers": {"lookup": {"command": sys.executable, "args": [str(LOOKUP_SERVER), "{root}"]}}},
-        "tools": ["lookup.find_text", "lookup.grep", "lookup.read"],
-        "probe": {"tool": "lookup.find_text", "arguments": {"query": "the"}}, "serverConfigCandidates": []}
+    document["arms"]["control"] = _lookup_arm("lookup", "Repository tools + lookup")
     path = tmp_path / "a-vs-b.json"
     path.write_text(json.dumps(document), encoding="utf-8")
     output = tmp_path / "ledger.json"
@@ -184,8 +180,8 @@ GREP_REWRITE = "Use this first for every lookup: matches lines of the documentat
 
 
 def _lookup_arm(arm_id: str, label: str, **extra: Any) -> dict[str, Any]:
-    return {"id": arm_id, "label": label,
-            "mcpConfig": {"mcpServers": {"lookup": {"command": sys.executable, "args": [str(LOOKUP_SERVER), "{root}"]}}},
+    server = {"command": sys.executable, "args": [str(LOOKUP_SERVER), "{root}"]}
+    return {"id": arm_id, "label": label, "mcpConfig": {"mcpServers": {"lookup": server}},
             "tools": ["lookup.find_text", "lookup.grep", "lookup.read"],
             "probe": {"tool": "lookup.find_text", "arguments": {"query": "the"}}, "serverConfigCandidates": [],
             **extra}
