@@ -22,6 +22,7 @@ from click.testing import CliRunner, Result
 from agentstudy.cli import main
 from agentstudy.io.mcp_client import probe_mcp_server
 from agentstudy.io.mcp_sandbox import contained_server
+from agentstudy.protocol.arm_configurations import configuration_sentences, configurations
 from agentstudy.protocol.manifest import ManifestError, parse_manifest
 from agentstudy.protocol.mcp_spec import McpServerSpec, ServerPaths
 from agentstudy.protocol.tool_roles import choose_server_tools
@@ -251,6 +252,7 @@ def test_the_report_and_the_ledger_command_say_what_differs_first(description_ab
     assert differences["toolCalls"]["control"]["lookup.find_text"] >= 6
     assert differences["toolCalls"]["treatment"]["lookup.grep"] >= 6
     assert "lookup.find_text" not in differences["toolCalls"]["treatment"]
+    assert differences["firstRequestTokens"]["treatment"] > differences["firstRequestTokens"]["control"]
     sentences = differences["sentences"]
     assert sentences[0].startswith("Both arms run the same server: lookup")
     assert [s for s in sentences if s.startswith("The description of ")] == [
@@ -266,3 +268,22 @@ def test_the_report_and_the_ledger_command_say_what_differs_first(description_ab
     assert "The control arm's lookup was used in 6 of 6 control attempts" in markdown
     summary = _invoke(["ledger", str(description_ab), "--json"])
     assert json.loads(summary.stdout)["ledger"]["armDifferences"][:len(sentences)] == sentences
+
+
+def test_two_servers_are_named_and_unmeasured_tokens_said_so() -> None:
+    arms = [{"scenario": "repository-only", "id": "b", "label": "B", "mcpServer": "kb", "mcpCommand": ["kb"],
+             "offeredTools": ["kb.find"], "shownDescriptions": {"kb.find": "Find."}},
+            {"scenario": "doc-bridge-mcp", "id": "a", "label": "A", "mcpServer": "lookup", "serverVersion": "2.0",
+             "mcpCommand": ["lookup", "{root}"], "offeredTools": ["lookup.grep"],
+             "shownDescriptions": {"lookup.grep": "Grep."}}]
+    found = configurations(arms, [("repository-only", {"kb.find": 2}), ("doc-bridge-mcp", {"lookup.grep": 1})],
+                           [("repository-only", None), ("doc-bridge-mcp", None)])
+    said = configuration_sentences(found, {"repository-only": "B", "doc-bridge-mcp": "A"}.__getitem__)
+    assert said[0] == "The arms run different servers: B: kb (kb); A: lookup 2.0 (lookup {root})."
+    assert said[1] == "The tools offered differ: B: kb.find; A: lookup.grep."
+    assert found.descriptions == {"kb.find": {"control": "Find.", "treatment": None},
+                                  "lookup.grep": {"control": None, "treatment": "Grep."}}
+    assert said[-2] == "Server tool calls by name: B: kb.find 2; A: lookup.grep 1."
+    assert "not measurable" in said[-1]
+    assert configuration_sentences(configurations([{"scenario": "repository-only", "id": "r", "label": "R"}], []),
+                                   str) == ()

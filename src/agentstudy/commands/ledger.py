@@ -25,7 +25,12 @@ from agentstudy.commands.contract_files import (
 from agentstudy.commands.view import reservation_rule_text
 from agentstudy.io.ledger_journal import LedgerJournalError, describe_journal, read_ledger
 from agentstudy.pricing.usd_json import usd_number
-from agentstudy.protocol.arm_configurations import configuration_sentences, configurations, observation_calls
+from agentstudy.protocol.arm_configurations import (
+    configuration_sentences,
+    configurations,
+    observation_calls,
+    observation_first_tokens,
+)
 from agentstudy.protocol.arm_differences import arm_differences, observation_facts
 from agentstudy.protocol.arm_names import arm_label, ledger_arm_labels, ledger_server_name
 from agentstudy.protocol.controlled.ledger import ControlledStudyObservationLedgerV1
@@ -177,7 +182,8 @@ def summarize_minimal(document: dict[str, Any], problems: tuple[str, ...]) -> di
         "arms": {scenario: arm_label(scenario, labels, server) for scenario in [*SCENARIOS, *by_scenario]},
         "mcpServer": server,
         "armDifferences": [*configuration_sentences(  # what the compared configurations differ in, first (issue 44)
-            configurations(document.get("arms"), observation_calls(observations)),
+            configurations(document.get("arms"), observation_calls(observations),
+                           observation_first_tokens(observations)),
             lambda scenario: arm_label(scenario, labels, server)),
             *arm_differences([observation_facts(o) for o in observations],
                              lambda scenario: arm_label(scenario, labels, server))],

@@ -33,6 +33,8 @@ class Configurations:
             where that arm does not offer the tool).
         tool_calls: per scenario, the server calls by tool over every observation of the arm.
         recorded: whether the ledger recorded any arm's server facts (a comparison study).
+        first_request_tokens: per scenario, the mean prompt tokens of the attempts' first requests (the base the
+            arm's tool definitions add to; ``None`` when the agent reports none, as Codex: not measurable).
     """
 
     servers: Mapping[str, Mapping[str, Any] | None] = field(default_factory=dict)
@@ -40,6 +42,7 @@ class Configurations:
     descriptions: Mapping[str, Mapping[str, str | None]] = field(default_factory=dict)
     tool_calls: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     recorded: bool = False
+    first_request_tokens: Mapping[str, float | None] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """``report --format json``'s ``armDifferences``: ``servers``, ``tools`` and ``toolCalls`` keyed
@@ -49,6 +52,7 @@ class Configurations:
             "tools": {ARM_KEYS[s]: list(self.tools.get(s, ())) for s in SCENARIOS},
             "descriptions": {tool: dict(texts) for tool, texts in self.descriptions.items()},
             "toolCalls": {ARM_KEYS[s]: dict(self.tool_calls.get(s, {})) for s in SCENARIOS},
+            "firstRequestTokens": {ARM_KEYS[s]: self.first_request_tokens.get(s) for s in SCENARIOS},
         }
 
 
@@ -72,9 +76,22 @@ def observation_calls(observations: Iterable[Mapping[str, Any]]) -> list[tuple[s
     return found
 
 
-def configurations(arms: Any, attempts_calls: Iterable[tuple[str, Mapping[str, Any]]]) -> Configurations:
-    """The :class:`Configurations` of a ledger: its ``arms`` (read tolerantly) and each attempt's scenario with
-    its server calls by tool (:func:`observation_calls`, or the report's attempts)."""
+def observation_first_tokens(observations: Iterable[Mapping[str, Any]]) -> list[tuple[str, int | None]]:
+    """``(scenario, firstRequestInputTokens)`` of every ledger observation (``None`` when not recorded)."""
+    found: list[tuple[str, int | None]] = []
+    for observation in observations:
+        record = observation.get("treatment")
+        tokens = record.get("firstRequestInputTokens") if isinstance(record, Mapping) else None
+        found.append((str(observation.get("scenario")),
+                      tokens if isinstance(tokens, int) and not isinstance(tokens, bool) else None))
+    return found
+
+
+def configurations(arms: Any, attempts_calls: Iterable[tuple[str, Mapping[str, Any]]],
+                   first_tokens: Iterable[tuple[str, int | None]] = ()) -> Configurations:
+    """The :class:`Configurations` of a ledger: its ``arms`` (read tolerantly), each attempt's scenario with
+    its server calls by tool (:func:`observation_calls`, or the report's attempts) and with its first request's
+    prompt tokens (``first_tokens``; ``None`` when not reported)."""
     records = _arm_records(arms)
     recorded = any("offeredTools" in arm for arm in records.values())
     servers: dict[str, Mapping[str, Any] | None] = {}
@@ -102,7 +119,12 @@ def configurations(arms: Any, attempts_calls: Iterable[tuple[str, Mapping[str, A
         for tool, number in by_tool.items():
             if isinstance(number, int) and not isinstance(number, bool):
                 counts[tool] = counts.get(tool, 0) + number
-    return Configurations(servers, tools, descriptions, calls, recorded)
+    sizes: dict[str, list[int]] = {scenario: [] for scenario in SCENARIOS}
+    for scenario, tokens in first_tokens:
+        if tokens is not None and scenario in sizes:
+            sizes[scenario].append(tokens)
+    means = {s: (sum(v) / len(v) if v else None) for s, v in sizes.items()}
+    return Configurations(servers, tools, descriptions, calls, recorded, means)
 
 
 def _quoted(text: str | None) -> str:
@@ -146,7 +168,15 @@ def configuration_sentences(found: Configurations, name: Callable[[str], str]) -
                     f"{name(treatment)}: {_quoted(texts.get('treatment'))}.")
     said.append(f"Server tool calls by name: {name(control)}: {_calls_text(found.tool_calls.get(control, {}))}; "
                 f"{name(treatment)}: {_calls_text(found.tool_calls.get(treatment, {}))}.")
+    sizes = [found.first_request_tokens.get(s) for s in SCENARIOS]
+    if all(size is not None for size in sizes):
+        said.append(f"The first request's prompt, tool definitions included: {name(control)}: ~{sizes[0]:,.0f} "
+                    f"tokens; {name(treatment)}: ~{sizes[1]:,.0f} tokens.")
+    else:
+        said.append("The tokens each arm's tool definitions add are not measurable for this agent (its output "
+                    "reports no request's own usage).")
     return tuple(said)
 
 
-__all__ = ["Configurations", "configuration_sentences", "configurations", "observation_calls"]
+__all__ = ["Configurations", "configuration_sentences", "configurations", "observation_calls",
+           "observation_first_tokens"]

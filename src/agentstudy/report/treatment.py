@@ -115,7 +115,9 @@ def summarize_treatment(study: Study, minimum_use: float | None = None) -> Treat
         differences=arm_differences([arm_facts(a.scenario, a.task_id, a.agent, a.treatment, a.agent_version)
                                      for a in study.attempts], study.arm_name),
         configurations=configurations(list(study.arm_records), [(a.scenario, a.treatment.server_calls_by_tool)
-                                                                for a in study.attempts if a.treatment]),
+                                                                for a in study.attempts if a.treatment],
+                                      [(a.scenario, a.treatment.first_request_input_tokens)
+                                       for a in study.attempts if a.treatment]),
         control_using=sum(1 for a in control if a.treatment and a.treatment.server and used_server(a.treatment)),
         control_calls=sum(a.treatment.server_calls for a in control if a.treatment and a.treatment.server),
         control_errors=sum(a.treatment.server_call_errors for a in control if a.treatment and a.treatment.server),
