@@ -16,12 +16,53 @@ CLAUDE_CODE_VERSION="2.1.296"
 CLAUDE_CODE_NEXT_VERSION="2.1.328"
 SERVER_FILESYSTEM_VERSION="2026.8.31"
 PYTHON="${PYTHON:-python3}"
+APT_LOCK_WAIT_S="${APT_LOCK_WAIT_S:-600}"
+
+# Each phase says what it does and, when the next starts, how long it took (pip and npm are quiet for minutes).
+phase_name=""
+phase_start=0
+phase() {
+  if [ -n "$phase_name" ]; then
+    echo "setup: $phase_name done in $(( $(date +%s) - phase_start )) s"
+  fi
+  phase_name="$1"
+  phase_start=$(date +%s)
+  if [ -n "$phase_name" ]; then
+    echo "setup: $phase_name ..."
+  fi
+}
+
+# apt_install PACKAGE...: waits (bounded, saying so) for a dpkg lock held by another install, then installs.
+apt_lock_held() {
+  "$PYTHON" - <<'PY' 2>/dev/null
+import fcntl, sys
+for path in ("/var/lib/dpkg/lock-frontend", "/var/lib/dpkg/lock"):
+    try:
+        with open(path, "w") as lock:
+            fcntl.lockf(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        sys.exit(0)
+    except OSError:
+        pass
+sys.exit(1)
+PY
+}
+apt_install() {
+  if apt_lock_held; then
+    echo "setup: another install holds the apt lock; waiting up to ${APT_LOCK_WAIT_S} s for it (APT_LOCK_WAIT_S)"
+  fi
+  local wait=(-o "DPkg::Lock::Timeout=${APT_LOCK_WAIT_S}")
+  apt-get install "${wait[@]}" -y -qq "$@" >/dev/null 2>&1 \
+    || { apt-get update "${wait[@]}" -qq >/dev/null 2>&1 && apt-get install "${wait[@]}" -y -qq "$@" >/dev/null; } \
+    || { echo "setup: apt-get install $* failed (after waiting up to ${APT_LOCK_WAIT_S} s for the apt lock)" >&2; exit 1; }
+}
+
+phase "system packages (bubblewrap, chromium, iproute2)"
 
 if ! command -v bwrap >/dev/null 2>&1; then
   if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
     echo "setup: installing bubblewrap (apt-get install bubblewrap)"
-    apt-get install -y -qq bubblewrap >/dev/null 2>&1 \
-      || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq bubblewrap >/dev/null; }
+    apt_install bubblewrap
   else
     echo "setup: bubblewrap is missing and cannot be installed from here; run: sudo apt-get install bubblewrap" >&2
     echo "setup: (or run studies with --containment restricted, which the ledger and reports then record)" >&2
@@ -32,8 +73,7 @@ fi
 if ! command -v chromium >/dev/null 2>&1; then
   if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
     echo "setup: installing chromium (apt-get install chromium)"
-    apt-get install -y -qq chromium >/dev/null 2>&1 \
-      || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq chromium >/dev/null; }
+    apt_install chromium
   else
     echo "setup: chromium is missing and cannot be installed from here; run: sudo apt-get install chromium" >&2
   fi
@@ -43,19 +83,20 @@ fi
 if ! command -v ip >/dev/null 2>&1 || ! command -v unshare >/dev/null 2>&1; then
   if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
     echo "setup: installing iproute2 and util-linux (apt-get install iproute2 util-linux)"
-    apt-get install -y -qq iproute2 util-linux >/dev/null 2>&1 \
-      || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq iproute2 util-linux >/dev/null; }
+    apt_install iproute2 util-linux
   else
     echo "setup: ip or unshare is missing; run: sudo apt-get install iproute2 util-linux" >&2
   fi
 fi
 
+phase "Python virtualenv .venv (agentstudy, its dev tools, Ray)"
 if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[dev,ray,export]'
 
+phase "Claude Code ${CLAUDE_CODE_VERSION} and ${CLAUDE_CODE_NEXT_VERSION}, server-filesystem ${SERVER_FILESYSTEM_VERSION} (npm)"
 claude=.tools/claude-code/node_modules/.bin/claude
 if [ ! -x "$claude" ] || [ "$("$claude" --version 2>/dev/null | awk '{print $1}')" != "$CLAUDE_CODE_VERSION" ]; then
   mkdir -p .tools/claude-code
@@ -81,6 +122,7 @@ fi
 # and whose deep-index read tools answer "run build_deep_index" until a preparation step ran; pinned,
 # in its own virtualenv .tools/code-index-mcp (idempotent: skipped when the pinned version is installed).
 CODE_INDEX_MCP_VERSION="2.17.1"
+phase "code-index-mcp ${CODE_INDEX_MCP_VERSION} (its own virtualenv)"
 code_index_dir=.tools/code-index-mcp
 if [ ! -x "$code_index_dir/bin/code-index-mcp" ] \
     || [ "$("$code_index_dir/bin/python" -c 'import importlib.metadata as m; print(m.version("code-index-mcp"))' 2>/dev/null)" \
@@ -92,6 +134,7 @@ fi
 # --- OpenAI Codex CLI (issue 21): pinned by the committed lockfile scripts/codex/package-lock.json,
 # installed with `npm ci` into .tools/codex (idempotent: skipped when the pinned version answers).
 CODEX_VERSION="0.171.0"
+phase "Codex CLI ${CODEX_VERSION} (npm ci)"
 codex=.tools/codex/node_modules/.bin/codex
 if [ ! -x "$codex" ] || [ "$("$codex" --version 2>/dev/null)" != "codex-cli ${CODEX_VERSION}" ]; then
   mkdir -p .tools/codex
@@ -103,9 +146,25 @@ if [ "$("$codex" --version 2>/dev/null)" != "codex-cli ${CODEX_VERSION}" ]; then
   exit 1
 fi
 # --- end Codex block
+# --- Google Gemini CLI: pinned by the committed lockfile scripts/gemini/package-lock.json, installed
+# with `npm ci --ignore-scripts` into .tools/gemini-cli (headless use needs no native module; idempotent).
+GEMINI_VERSION="0.61.0"
+phase "Gemini CLI ${GEMINI_VERSION} (npm ci)"
+gemini=.tools/gemini-cli/node_modules/.bin/gemini
+if [ ! -x "$gemini" ] || [ "$("$gemini" --version 2>/dev/null)" != "${GEMINI_VERSION}" ]; then
+  mkdir -p .tools/gemini-cli
+  cp scripts/gemini/package.json scripts/gemini/package-lock.json .tools/gemini-cli/
+  (cd .tools/gemini-cli && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
+fi
+if [ "$("$gemini" --version 2>/dev/null)" != "${GEMINI_VERSION}" ]; then
+  echo "setup: $gemini --version did not print ${GEMINI_VERSION}" >&2
+  exit 1
+fi
+# --- end Gemini block
 # --- ATIF reference models (issue 43): harbor's pinned wheel, never installed; the ATIF export test imports
 # only its pydantic trajectory models (harbor itself needs Python >= 3.12, those models only pydantic).
 HARBOR_VERSION="0.26.0"
+phase "ATIF reference wheel (harbor ${HARBOR_VERSION})"
 HARBOR_WHEEL_SHA256="b7c752c5b51ae2ee1fc2ea30621493c7dc0b5a3d0157295bed4552115027baee"
 harbor_wheel=".tools/harbor/harbor-${HARBOR_VERSION}-py3-none-any.whl"
 if ! echo "$HARBOR_WHEEL_SHA256  $harbor_wheel" | sha256sum -c --quiet - >/dev/null 2>&1; then
@@ -117,6 +176,7 @@ if ! echo "$HARBOR_WHEEL_SHA256  $harbor_wheel" | sha256sum -c --quiet - >/dev/n
     exit 1
   fi
 fi
+phase ""
 echo "setup: $(.venv/bin/python --version), claude $("$claude" --version), $(bwrap --version 2>/dev/null || echo 'no bubblewrap')," \
-  "$(chromium --version 2>/dev/null | head -n 1 || echo 'no chromium'), server-filesystem $(node -p "require('./$filesystem_pkg').version"), $("$codex" --version)," \
+  "$(chromium --version 2>/dev/null | head -n 1 || echo 'no chromium'), server-filesystem $(node -p "require('./$filesystem_pkg').version"), $("$codex" --version), gemini $("$gemini" --version)," \
   "code-index-mcp $CODE_INDEX_MCP_VERSION"

@@ -11,11 +11,13 @@ from agentstudy.rehearsal.example_study import build_example_study
 from study_files import EXAMPLE_STUDY
 
 
-def small_study(base: Path, agents: list[str]) -> tuple[Path, list[str]]:
-    """Write the example study file for ``agents`` under ``base``; its path and the run's ``--root`` flags."""
+def small_study(base: Path, agents: list[str] | None) -> tuple[Path, list[str]]:
+    """Write the example study file for ``agents`` (``None``: none listed, as the http transport needs) under
+    ``base``; its path and the run's ``--root`` flags."""
     example = build_example_study(base / "study")
     document = json.loads(EXAMPLE_STUDY.read_text())
-    document["agents"] = agents
+    if agents is not None:
+        document["agents"] = agents
     study = base / "study.json"
     study.write_text(json.dumps(document))
     return study, [f"--root={name}={path}" for name, path in example.roots.items()]

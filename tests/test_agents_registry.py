@@ -13,21 +13,23 @@ from agentstudy.io.agent_binary import AgentBinaryError, probe_version
 from agentstudy.runners.preflight import PreflightError, check_cli_version
 
 
-def test_the_registry_names_both_agents_and_defaults_to_claude_code() -> None:
-    assert AGENT_NAMES == ("claude-code", "codex")
+def test_the_registry_names_the_three_agents_and_defaults_to_claude_code() -> None:
+    assert AGENT_NAMES == ("claude-code", "codex", "gemini")
     assert DEFAULT_AGENT == "claude-code"
     assert [agent_cli(name).name for name in AGENT_NAMES] == list(AGENT_NAMES)
     assert tuple(AGENT_MODULES) == AGENT_NAMES  # one module per name the core knows (protocol.agent_names)
     assert agent_cli("codex").pinned_version == "0.171.0"
     assert agent_cli("claude-code").pinned_version == "2.1.296"
-    with pytest.raises(UnknownAgent, match="unknown agent 'gemini' \\(known: claude-code, codex\\)"):
-        agent_cli("gemini")
+    assert agent_cli("gemini").pinned_version == "0.61.0"
+    with pytest.raises(UnknownAgent, match="unknown agent 'aider' \\(known: claude-code, codex, gemini\\)"):
+        agent_cli("aider")
 
 
 def test_each_agent_finds_its_pinned_install_in_tools() -> None:
     env = {"PATH": "/usr/bin:/bin"}
     assert ".tools/codex/" in str(agent_cli("codex").find_binary(None, env))
     assert ".tools/claude-code/" in str(agent_cli("claude-code").find_binary(None, env))
+    assert ".tools/gemini-cli/" in str(agent_cli("gemini").find_binary(None, env))
     with pytest.raises(AgentBinaryError, match="the Codex CLI binary 'no-such-codex' is not found on PATH"):
         agent_cli("codex").find_binary("no-such-codex", env)
 

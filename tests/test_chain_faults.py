@@ -145,3 +145,14 @@ def test_one_link_reported_alone_says_the_chain_is_partial(chain: tuple[Path, ..
     for command in (["power", str(chain[2]), "--json"], ["power", str(chain[1]), str(chain[2]), "--json"]):
         result = _invoke(command)
         assert result.exit_code == 2 and "--partial-chain" in result.output
+
+
+def test_adjudicate_refuses_one_link_without_partial_chain(study: tuple[ExampleStudy, Path],
+                                                         chain: tuple[Path, ...]) -> None:
+    built, manifest = study
+    roots = [f"--root={name}={path}" for name, path in built.roots.items()]
+    base = ["--manifest", str(manifest), *roots, "--rehearsal", "--model", MODEL, "--budget-usd", "1"]
+    for ledgers in ([chain[2]], [chain[1], chain[2]]):
+        result = _invoke(["adjudicate", *map(str, ledgers), *base])
+        assert result.exit_code == 2 and "--partial-chain" in result.output, result.output
+        assert not ledgers[-1].with_suffix(".adjudication.json").exists()

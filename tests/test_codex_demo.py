@@ -41,7 +41,8 @@ def test_the_codex_demo_completes_both_arms_for_free(tmp_path: Path) -> None:
     assert ledger["rehearsal"] is True and cli["prices"]["source"].startswith("nominal rehearsal price")
     assert verify_ledger_bytes((tmp_path / "demo" / "ledger.json").read_bytes()).problems == ()
     # The agent block is checked, not only hashed: resealed with a wrong agent, the ledger is refused.
-    for change, problem in (({"name": "gemini"}, "cli.agent.name 'gemini' is not a known agent (claude-code, codex)"),
+    for change, problem in (({"name": "aider"}, "cli.agent.name 'aider' is not a known agent (claude-code, codex, "
+                                                "gemini)"),
                             ({"version": "codex-cli 0.170.0"}, "cli.agent.version 'codex-cli 0.170.0' is not "
                                                                "cli.cliVersion 'codex-cli 0.171.0'"),
                             ({"features": None}, "cli.agent.features is recorded for Codex and only for Codex")):

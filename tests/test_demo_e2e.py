@@ -115,8 +115,10 @@ def test_pilot_runs_both_arms_and_keeps_the_key_away(
     assert Decimal(repr(summary.line["spentUsd"])) == charged
     shown = f"{charged.quantize(Decimal('0.000001'), rounding='ROUND_HALF_UP')}"
     assert re.findall(r"spent (\d+\.\d+) of", progress.getvalue())[-1] == shown
-    print_summary_table(summary)
-    assert f"{shown} USD of a 1.00 USD cap" in capsys.readouterr().err
+    with pytest.MonkeyPatch.context() as wide:
+        wide.setenv("COLUMNS", "300")  # one table row per line
+        print_summary_table(summary)
+    assert f"{shown} notional USD (rehearsal: nothing was paid) of a 1.00 USD cap" in capsys.readouterr().err
     assert re.search(rf"\| spent \| {re.escape(shown)} ", build_report(output, output_format="md"))
     # The child never had the key: the CLI would otherwise have sent it as x-api-key.
     assert requests, "the CLI talked to the rehearsal server"

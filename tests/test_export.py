@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import stat
+import subprocess
 import sys
 import zipfile
 from collections.abc import Iterator
@@ -18,7 +20,10 @@ import pytest
 from click.testing import CliRunner
 
 from agentstudy.cli import main
+from agentstudy.report.observed import attempt_steps, load_observed
 from agentstudy.report.tidy import ANSWER_COLUMN, COLUMNS
+from agentstudy.web.pair_page import pair_page, sides_for
+from agentstudy.web.study_page import ViewOptions
 from export_study import run_args, small_study
 
 HARBOR_WHEEL = Path(__file__).resolve().parents[1] / ".tools" / "harbor" / "harbor-0.26.0-py3-none-any.whl"
@@ -187,3 +192,62 @@ def test_every_column_is_documented_with_its_type() -> None:
     documented = [line.split("|")[1:3] for line in page.splitlines() if line.startswith("| `")]
     assert [(name.strip().strip("`"), kind.strip()) for name, kind in documented] == [
         (name, kind) for name, kind, _ in (*COLUMNS, ANSWER_COLUMN)]
+
+
+@pytest.fixture(scope="module")
+def companion(ledger: Path) -> Path:
+    """The rehearsal adjudication of the ledger (the scripted adjudicator, through the pinned Claude Code)."""
+    roots = json.loads((ledger.parent / "study.json").read_text())["repositories"]
+    argv = [sys.executable, "-m", "agentstudy", "adjudicate", str(ledger), "--manifest",
+            str(ledger.parent / "study.json"), *[f"--root={name}={ledger.parent / 'study' / name}" for name in roots],
+            "--rehearsal", "--cli-version", "2.1.296"]
+    env = {**os.environ, "ADJUDICATOR_MODEL": "claude-haiku-5-5", "ADJUDICATOR_BUDGET_USD": "1"}
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    return ledger.parent / "ledger.adjudication.json"
+
+
+def test_the_companion_adds_correctness_to_the_table_and_the_pair_page(ledger: Path, companion: Path,
+                                                                         tmp_path: Path) -> None:
+    target = tmp_path / "scored.csv"
+    assert export(str(ledger), "--format", "csv", "--output", str(target), "--adjudication", str(companion))[0] == 0
+    frame = pd.read_csv(target)
+    reported = CliRunner().invoke(main, ["report", str(ledger), "--format", "json", "--adjudication", str(companion)])
+    theirs = {(a["taskId"], a["scenario"], agent): a["correctness"]
+              for agent, view in json.loads(reported.stdout)["agents"].items() for a in view["attempts"]}
+    mine = {(r.task, r.scenario, r.agent): r.correctness for r in frame.itertuples()}
+    assert mine == theirs and all(0 <= value <= 1 for value in mine.values())
+    observed = load_observed([ledger], [companion])
+    options = ViewOptions(token="t")
+    sides = sides_for(observed, options, "lantern-discovery", 1, "codex", attempt_steps, lambda item: None)
+    page = pair_page(observed, options, "lantern-discovery", 1, "codex", sides)
+    assert page.count("adjudicator: correctness") == 2
+
+
+def test_the_http_transports_attempts_export_as_valid_trajectories(atif_models: ModuleType, tmp_path: Path) -> None:
+    study, roots = small_study(tmp_path / "http", None)
+    ledger = tmp_path / "http" / "ledger.json"
+    args = [a for a in run_args(study, roots, ledger, 1, 1) if a != "cli"]
+    args[args.index("--transport") + 1:args.index("--transport") + 1] = ["http"]
+    result = CliRunner().invoke(main, [*args, "--input-usd-per-million", "1", "--output-usd-per-million", "1"])
+    assert result.exit_code == 0, result.output
+    target = tmp_path / "atif"
+    assert export(str(ledger), "--format", "atif", "--output", str(target))[0] == 0
+    observed = observations(ledger)
+    assert [o["transport"] for o in observed] == ["http", "http"]
+    for path, observation in zip(sorted(target.iterdir()), observed, strict=True):
+        trajectory = atif_models.Trajectory.model_validate(json.loads(path.read_text()))
+        calls = [call for step in trajectory.steps for call in step.tool_calls or []]
+        assert len(calls) == observation["toolCalls"] > 0
+        server = [call for call in calls if (call.extra or {}).get("server")]
+        assert len(server) == (observation["treatment"]["serverCalls"] if observation["treatment"] else 0)
+
+
+def test_a_missing_transcript_is_said_on_the_pair_page(ledger: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "copy.json"
+    copy.write_bytes(ledger.read_bytes())  # no transcripts beside it
+    observed = load_observed([copy])
+    options = ViewOptions(token="t")
+    sides = sides_for(observed, options, "lantern-discovery", 1, "claude-code", attempt_steps, lambda item: None)
+    page = pair_page(observed, options, "lantern-discovery", 1, "claude-code", sides)
+    assert page.count("its transcript cannot be shown: cannot read") == 2

@@ -166,8 +166,8 @@ def test_the_default_pilot_says_what_the_next_pilot_must_hold(study: ExampleStud
     output = tmp_path / "pilot.json"
     assert _rehearse(study, output, "--pilot")["fullRunFactor"] == "18"
     code, text, _ = _power(str(output))
-    assert code == 0 and "1 task x 1 repetition" in text
-    assert "the next pilot must hold at least 2 tasks x 2 repetitions" in text and "--pilot-tasks 2" in text
+    assert code == 0 and "1 task with values in both arms" in text  # "too few" is said only of tasks (issue 41)
+    assert "the next pilot must hold at least 2 tasks" in text and "--pilot-tasks 2" in text
 
 
 def test_the_pilot_size_flags_need_the_pilot(study: ExampleStudy, tmp_path: Path) -> None:

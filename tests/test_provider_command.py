@@ -38,5 +38,5 @@ def test_the_command_is_listed_without_an_issue_number() -> None:
     assert "provider" in listing
     help_text = cli("provider", "--help").stdout
     assert "issue" not in help_text.lower() and "--rehearsal" in help_text and "--adjudicator" in help_text
-    unknown = cli("provider", "gemini")
-    assert unknown.exit_code == 2 and "'gemini' is not one of 'claude-code', 'codex'" in unknown.stderr
+    unknown = cli("provider", "aider")
+    assert unknown.exit_code == 2 and "'aider' is not one of 'claude-code', 'codex', 'gemini'" in unknown.stderr

@@ -118,11 +118,11 @@ def test_a_one_agent_ledger_reports_as_before(tmp_path: Path) -> None:
     one = [o for o in two_agent_observations() if "agent" not in o]
     write(path, ledger(one))
     text = build_report(path, output_format="md")
-    assert text.startswith("# Paired report: minimal-study-v1")
+    assert text.startswith("# Paired report: doc-bridge on repo-one")
     assert "by agent" not in text and "Agent claude-code" not in text
     only_codex = tmp_path / "codex.json"
     write(only_codex, ledger([o for o in two_agent_observations() if "agent" in o]))
-    assert build_report(only_codex, output_format="md").startswith("# Paired report: minimal-study-v1")
+    assert build_report(only_codex, output_format="md").startswith("# Paired report: doc-bridge on repo-one")
 
 
 def test_the_same_agent_twice_on_one_task_arm_repetition_still_does_not_verify(tmp_path: Path) -> None:
@@ -170,3 +170,20 @@ def test_the_side_by_side_header_follows_the_studys_alpha(tmp_path: Path) -> Non
     inputs = next(row for row in tables[caption] if row["metric"] == "input tokens")
     assert "claude-code: Δ per task [90 % interval]" in inputs and "codex: Δ per task [90 % interval]" in inputs
     assert not any("95 %" in header for header in inputs)
+
+
+def test_each_agents_primary_is_holm_adjusted_across_the_agents(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.json"
+    write(path, ledger(two_agent_observations(tasks=6, reps=1),
+                       analysis={"primary": {"metric": "inputTokens", "betterWhen": "lower"}}))
+    data = json.loads(build_report(path, output_format="json"))
+    primaries = {agent: next(m for m in view["metrics"] if m["role"] == "primary")
+                 for agent, view in data["agents"].items()}
+    raw = sorted((m["pValue"], agent) for agent, m in primaries.items())
+    # Holm over two: the smaller p times 2, the larger at least that and times 1, capped at 1
+    first = min(1.0, 2 * raw[0][0])
+    assert primaries[raw[0][1]]["pValueAdjusted"] == pytest.approx(first)
+    assert primaries[raw[1][1]]["pValueAdjusted"] == pytest.approx(max(first, raw[1][0]))
+    assert primaries["codex"]["pValueAdjusted"] > primaries["codex"]["pValue"]
+    text = build_report(path, output_format="md")
+    assert "Holm-adjusted across the 2 agents of the study" in text

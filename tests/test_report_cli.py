@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import stat
 from decimal import Decimal
 from pathlib import Path
@@ -30,8 +31,21 @@ def test_text_to_stdout_by_default(tmp_path: Path) -> None:
     write(tmp_path / "ledger.json", ledger(full_study()))
     code, out, err = _invoke(str(tmp_path / "ledger.json"))
     assert code == 0 and err == ""
-    assert out.startswith("Paired report: minimal-study-v1 (full)\n")
+    assert out.startswith("Paired report: doc-bridge on repo-one (full)\n")  # the server and the study
     assert "Task-level paired differences per metric" in out and ANSWER_MARKER not in out
+
+
+def test_a_report_with_its_companion_reads_adjudicated(tmp_path: Path) -> None:
+    """The run ended awaiting adjudication; reported with its companion, the report says it was adjudicated."""
+    data = write(tmp_path / "ledger.json", ledger(full_study()))
+    code, out, _ = _invoke(str(tmp_path / "ledger.json"))
+    assert code == 0 and re.search(r"^run status +awaiting-adjudication$", out, re.MULTILINE)
+    (tmp_path / "c.json").write_text(json.dumps(companion(data, {0: "correct", 1: "incorrect"})))
+    code, out, _ = _invoke(str(tmp_path / "ledger.json"), "--adjudication", str(tmp_path / "c.json"))
+    assert code == 0
+    status = re.search(r"^run status +(.*)$", out, re.MULTILINE)
+    assert status is not None and status.group(1).startswith("adjudicated (")
+    assert "scored" in status.group(1) and status.group(1).endswith("the run ended awaiting-adjudication)")
 
 
 def test_output_file_is_private_and_formats_differ(tmp_path: Path) -> None:
@@ -121,3 +135,18 @@ def test_the_report_never_overwrites_its_inputs(tmp_path: Path) -> None:
                                  "--output", str(tmp_path / "sub" / ".." / target))
         assert code == 2 and out == "" and "is one of the inputs" in err
     assert (tmp_path / "ledger.json").read_bytes() == data
+
+
+def test_a_warning_about_many_problems_counts_them_and_quotes_the_first_few(tmp_path: Path) -> None:
+    """Every observation of a changed ledger breaks its hash: the warning names how many, quotes three."""
+    data = json.loads(write(tmp_path / "ledger.json", ledger(full_study())))
+    for observation in data["observations"]:
+        observation["toolCalls"] = observation["toolCalls"] + 1
+    (tmp_path / "ledger.json").write_text(json.dumps(data))
+    result = CliRunner().invoke(main, ["report", str(tmp_path / "ledger.json"), "--allow-unverified"])
+    assert result.exit_code == 0
+    warning = [line for line in result.stderr.splitlines() if "warning: unverified" in line]
+    assert len(warning) == 1
+    count = re.search(r": (\d+) problems, the first 3: ", warning[0])
+    assert count is not None and int(count.group(1)) >= len(data["observations"]) > 3
+    assert warning[0].count("; ") == 2

@@ -139,3 +139,15 @@ def test_a_study_file_that_is_not_the_ledgers_is_refused_in_one_line(tmp_path: P
     result = CliRunner().invoke(main, ["report", str(path), "--manifest", str(EXAMPLE)])
     assert result.exit_code == 2
     assert result.stderr.count("\n") == 1 and "is not the study file this ledger was run from" in result.stderr
+
+
+def test_the_text_report_shows_each_repository_and_the_heterogeneity_test(tmp_path: Path) -> None:
+    from test_report_builders import markdown_tables
+
+    plan = {"alpha-repo": [100, 100, 100], "beta-repo": [-100, -100, -100], "gamma-repo": [0, 0, 0]}
+    markdown = build_report(_ledger(tmp_path, plan), output_format="md")
+    rows = [row for row in next(t for c, t in markdown_tables(markdown).items() if c.startswith("Per repository"))
+            if row["metric"] == "input tokens"]
+    assert [(r["repository"], r["mean task Δ"], r["tasks"]) for r in rows[:3]] == [
+        ("alpha-repo", "+100.0", "3"), ("beta-repo", "-100.0", "3"), ("gamma-repo", "0.0", "3")]
+    assert rows[3]["repository"] == "heterogeneity across repositories" and float(rows[3]["p"]) < 0.05

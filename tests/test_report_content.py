@@ -71,8 +71,9 @@ def test_task_level_estimates_equal_the_hand_values(tmp_path: Path) -> None:
     assert summary["input tokens"]["smallest attainable p"] == "0.0312"
     # tool calls: task differences -2, -2/3, -1, -4/3, 0, -2 -> -7/6.
     assert summary["tool calls"]["mean task Δ"] == "-1.2"
-    assert (summary["charged USD"]["mean task Δ"], summary["charged USD"][INTERVAL]) == \
-        ("-0.000500", "[-0.000500, -0.000500]")
+    # six equal task differences: the interval is that point, said so (issue 41), never a bare [x, x]
+    assert summary["charged USD"]["mean task Δ"] == "-0.000500"
+    assert summary["charged USD"][INTERVAL].startswith("-0.000500 (a single point: all 6 task differences are equal")
     # every charged difference is negative: two-sided p = 2/64.
     assert summary["charged USD"]["sign-flip p"] == "0.031"
     assert (summary["wall time"]["mean task Δ"], summary["output tokens"]["mean task Δ"]) == ("-500.0", "0.0")
@@ -179,8 +180,10 @@ def test_a_blocked_pilot_has_no_x18_but_keeps_the_pessimistic_figure(tmp_path: P
     assert rows["full run, charged spend × 18"]["USD"] == "—"
     assert rows["full run, charged spend × 18"]["basis"].startswith("not applicable")
     assert rows["pessimistic, dearest attempt's charge × 36"]["USD"] == "0.054680"
-    assert _summary(markdown)["input tokens"]["design"] == "0 tasks × 0 repetitions"
-    assert _summary(markdown)["input tokens"]["mean task Δ"] == "no task has values in both arms"
+    # the failed attempt was charged, so it counts under intention to treat (issue 41); complete case drops it
+    assert _summary(markdown)["input tokens"]["design"] == "1 task × 1 repetition"
+    assert _summary(markdown)["input tokens (complete case)"]["design"] == "0 tasks × 0 repetitions"
+    assert _summary(markdown)["input tokens (complete case)"]["mean task Δ"] == "no task has values in both arms"
 
 
 @pytest.mark.parametrize("output_format", ["text", "md", "html"])

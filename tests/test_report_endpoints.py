@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import math
 from pathlib import Path
 from typing import Any
 
@@ -153,7 +152,15 @@ def test_a_declared_primary_leads_and_is_not_adjusted(tmp_path: Path) -> None:
     assert "90 % interval" in text
 
 
-def test_the_ratio_is_the_geometric_mean_of_per_task_arm_mean_ratios(tmp_path: Path) -> None:
+def _ratio_p(treatment: list[float], baseline: list[float], rho: float) -> float:
+    """Brute force: the sign-flip p of mean(t - rho b) = 0 over every sign vector."""
+    z = np.asarray(treatment) - rho * np.asarray(baseline)
+    flips = np.array(list(itertools.product((1.0, -1.0), repeat=z.size)))
+    sums, observed = flips @ z, z.sum()
+    return float(min(1.0, 2 * min(np.mean(sums >= observed - 1e-6), np.mean(sums <= observed + 1e-6))))
+
+
+def test_the_ratio_is_the_ratio_of_arm_means_over_tasks_with_an_inverted_interval(tmp_path: Path) -> None:
     observations = []
     plan = {"a": ([1000, 1400], [600, 700]), "b": ([5000], [4000, 4400]), "c": ([300, 300, 330], [150]),
             "d": ([2000], [1900]), "e": ([800, 900], [400, 500]), "f": ([12000], [9000])}
@@ -163,14 +170,54 @@ def test_the_ratio_is_the_geometric_mean_of_per_task_arm_mean_ratios(tmp_path: P
     path = tmp_path / "ledger.json"
     write(path, ledger(observations))
     ratio = _metric(_json(path), "inputTokens")["ratio"]
-    per_task = [(sum(t) / len(t)) / (sum(b) / len(b)) for b, t in plan.values()]
-    geometric = math.exp(sum(math.log(r) for r in per_task) / len(per_task))
-    assert ratio["estimate"] == pytest.approx(geometric, rel=1e-11)
-    assert (ratio["ciLow"], ratio["ciHigh"]) == pytest.approx((min(per_task), max(per_task)), rel=1e-11)
-    assert ratio["pValue"] == 2 / 64
+    b = [sum(v) / len(v) for v, _ in plan.values()]
+    t = [sum(v) / len(v) for _, v in plan.values()]
+    assert ratio["estimate"] == pytest.approx(sum(t) / sum(b), rel=1e-11)
+    assert ratio["pValue"] == pytest.approx(_ratio_p(t, b, 1.0)) and ratio["leftOut"] == 0
+    assert "ratio of arm means" in ratio["method"]
+    for end in (ratio["ciLow"], ratio["ciHigh"]):  # the ends are accepted, just beyond them rejected
+        assert _ratio_p(t, b, end) >= 0.05
+    assert _ratio_p(t, b, ratio["ciLow"] * (1 - 1e-6)) < 0.05 and _ratio_p(t, b, ratio["ciHigh"] * (1 + 1e-6)) < 0.05
     text = build_report(path, output_format="text")
-    assert f"{round((1 - geometric) * 100)} % fewer input tokens [{round((1 - max(per_task)) * 100)} %, " \
-           f"{round((1 - min(per_task)) * 100)} %]" in text
+    assert f"{round((1 - sum(t) / sum(b)) * 100)} % fewer input tokens" in text
+
+
+def test_a_task_whose_arm_mean_is_zero_stays_in_the_ratio(tmp_path: Path) -> None:
+    observations = []
+    plan = {"a": (120, 60), "b": (80, 0), "c": (100, 55), "d": (90, 40), "e": (110, 70), "f": (95, 30)}
+    for task, (baseline, treatment) in plan.items():
+        observations += [cli_obs(task, BASE, 1, tool_calls=baseline), cli_obs(task, TREAT, 1, tool_calls=treatment)]
+    path = tmp_path / "ledger.json"
+    write(path, ledger(observations))
+    document = _json(path)
+    # tool calls carry no ratio; input tokens do: task b's treatment arm spent 0 tokens
+    observations = [dict(o) for o in observations]
+    for o in observations:
+        task = o["taskId"]
+        o["inputTokens"] = plan[task][0] * 10 if o["scenario"] == BASE else plan[task][1] * 10
+    path = tmp_path / "zero.json"
+    write(path, ledger(observations))
+    ratio = _metric(_json(path), "inputTokens")["ratio"]
+    assert ratio["tasks"] == 6 and ratio["leftOut"] == 0
+    assert ratio["estimate"] == pytest.approx(sum(t for _, t in plan.values()) / sum(b for b, _ in plan.values()))
+    assert ratio["ciHigh"] < 1 and ratio["pValue"] == 2 / 64
+    assert document["metrics"]
+
+
+def test_a_failed_attempts_charge_counts_in_its_arm_beside_the_complete_case(tmp_path: Path) -> None:
+    observations = []
+    for index in range(6):
+        observations.append(cli_obs(f"t{index}", BASE, 1, charged=0.05))
+        observations.append(cli_obs(f"t{index}", TREAT, 1, charged=0.05))
+    observations.append(cli_obs("t0", BASE, 2, charged=0.05))
+    observations.append(cli_obs("t0", TREAT, 2, status="failed", charged=0.30))
+    path = tmp_path / "ledger.json"
+    write(path, ledger(observations, status="blocked"))
+    entry = _metric(json.loads(build_report(path, output_format="json", allow_unverified=True)), "chargedUsd")
+    # intention to treat: task t0's treatment arm mean is (0.05 + 0.30) / 2, so the mean task difference is 0.125 / 6
+    assert entry["estimate"] == pytest.approx(0.125 / 6, abs=1e-12)
+    assert entry["completeCase"]["estimate"] == pytest.approx(0.0, abs=1e-12)
+    assert entry["completeCase"]["tasks"] == 6
 
 
 def test_ratio_words_for_both_sides_and_a_crossing_interval() -> None:

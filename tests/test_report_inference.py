@@ -102,10 +102,14 @@ def test_a_task_missing_an_arm_is_left_out_and_the_design_says_so(tmp_path: Path
                     cli_obs("c", BASE, 1, input_tokens=1000), cli_obs("c", TREAT, 1, input_tokens=700)]
     path = tmp_path / "ledger.json"
     write(path, ledger(observations, status="blocked"))
-    summary = _result(analyse(load_study(path, None, allow_unverified=True), resamples=500), "inputTokens").task_level
+    result = _result(analyse(load_study(path, None, allow_unverified=True), resamples=500), "inputTokens")
+    summary = result.complete_case
+    assert summary is not None
     assert [e.task_id for e in summary.task_effects] == ["a", "c"]
     assert summary.design == "2 tasks × 1 repetition"
     assert summary.p_value == 0.5  # both negative: 2 of 4 sign vectors are as extreme
+    # intention to treat (issue 41): the failed attempt was charged, so what it recorded counts in its arm
+    assert [e.task_id for e in result.task_level.task_effects] == ["a", "b", "c"]
 
 
 @pytest.mark.parametrize("seed", range(6))

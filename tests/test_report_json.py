@@ -57,7 +57,7 @@ def test_a_full_study_as_json_carries_design_estimates_and_exact_usd(tmp_path: P
     variance = {v["metric"]: v for v in document["varianceComponents"]}
     assert set(variance) == set(METRICS)
     assert variance["inputTokens"]["method"] is not None and variance["inputTokens"]["betweenTask"] is not None
-    power = {p["metric"]: p for p in document["power"]}
+    power = {p["metric"]: p for p in document["powerPlans"]}
     assert set(power) == set(METRICS) and "powerReason" not in document
     assert (power["inputTokens"]["tasks"], power["inputTokens"]["repetitions"]) == (6, 3)
     # no adjudication: the default primary (correctness) is absent and every metric is one of the secondaries,

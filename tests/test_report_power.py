@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import statistics
+
 import numpy as np
 import pytest
 
@@ -89,17 +91,26 @@ def test_components_recover_the_simulated_variances() -> None:
     assert components.task_variance == pytest.approx(4, rel=0.3)
 
 
-@pytest.mark.parametrize(("k", "r", "held"), [(1, 1, "1 task x 1 repetition"), (6, 1, "6 tasks x 1 repetition"),
-                                              (1, 3, "1 task x 3 repetitions")])
-def test_a_pilot_too_small_says_what_the_next_one_must_hold(k: int, r: int, held: str) -> None:
+@pytest.mark.parametrize(("k", "r"), [(1, 1), (1, 3)])
+def test_a_pilot_too_small_says_what_the_next_one_must_hold(k: int, r: int) -> None:
     with pytest.raises(PilotTooSmall) as raised:
         estimate_components(_values(k, r, 1))
-    assert held in str(raised.value) and "at least 2 tasks x 2 repetitions" in str(raised.value)
+    assert "1 task with values in both arms" in str(raised.value) and "at least 2 tasks" in str(raised.value)
     plan = plan_metric(WALL, _values(k, r, 1))
     assert plan.components is None and plan.too_small == str(raised.value)
     entry = plan_json(plan)
     assert entry["components"] is None and entry["reason"] == str(raised.value)
     assert entry["minimumDetectableDifference"] is None and entry["needed"] == []
+
+
+def test_a_one_repetition_pilot_plans_at_one_repetition_from_its_task_differences() -> None:
+    values = _values(6, 1, 1)
+    components = estimate_components(values)
+    differences = [statistics.fmean(t) - statistics.fmean(b) for b, t in values.values()]
+    assert (components.tasks, components.repetitions) == (6, 1)
+    assert components.task_variance == pytest.approx(statistics.variance(differences))
+    assert components.baseline_variance == components.treatment_variance == 0
+    assert components.difference_sd(1) == pytest.approx(statistics.stdev(differences))
 
 
 def test_a_plan_gives_the_needed_designs_for_the_effect() -> None:

@@ -57,7 +57,7 @@ def test_report_json_agrees_with_the_ledger_and_with_power(large: Path) -> None:
     # without --alpha both plan the metric at its own level (a secondary one at Holm's strictest)
     planned = json.loads(_run("power", str(large), "--metric", "inputTokens", "--json"))
     [plan] = planned["power"]
-    [in_report] = [p for p in report["power"] if p["metric"] == "inputTokens"]
+    [in_report] = [p for p in report["powerPlans"] if p["metric"] == "inputTokens"]
     assert plan["tasks"] == in_report["tasks"] == len(arms)
     assert plan["minimumDetectableDifference"] == pytest.approx(in_report["minimumDetectableDifference"])
     assert 0 < plan["minimumDetectableDifference"] < abs(expected)

@@ -21,6 +21,16 @@ def sequential_study(tasks: int, repetitions: int, **sequential: Any) -> dict[st
     return document
 
 
+def test_futility_defaults_to_the_designs_floor() -> None:
+    """``design.sequential`` without ``futility`` is the default floor 0.1 (issue 42); ``null`` is none."""
+    document = sequential_study(10, 1)
+    del document["design"]["sequential"]["futility"]
+    loaded = parse_manifest(json.dumps(document))
+    assert plan_sequential(loaded.manifest, loaded.protocol_hash).design.futility == 0.1
+    loaded = parse_manifest(json.dumps(sequential_study(10, 1, futility=None)))
+    assert plan_sequential(loaded.manifest, loaded.protocol_hash).design.futility is None
+
+
 def test_the_study_file_carries_the_design_and_refuses_bad_ones() -> None:
     loaded = parse_manifest(json.dumps(sequential_study(10, 2, seed=11)))
     plan = plan_sequential(loaded.manifest, loaded.protocol_hash)

@@ -10,6 +10,7 @@ bubblewrap, their scripted model servers on 127.0.0.1.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shlex
@@ -20,7 +21,10 @@ from typing import Any
 
 import pytest
 
+from agentstudy.io import server_world
+from agentstudy.io.transcripts import transcript_dir
 from agentstudy.protocol.mcp_spec import McpServerSpec
+from agentstudy.protocol.run_records import CLI_CORPUS_PATH
 from agentstudy.runners.preflight import PreflightError
 from world_attempts import AGENTS, probe, successful_server_calls, treatment_attempt
 
@@ -94,11 +98,17 @@ def test_the_probe_passes_and_the_rehearsed_treatment_attempt_uses_the_server(
                          f"--root=alpha={root}", "--budget-usd", "1", "--output", str(ledger),
                          *model, *_agent_flags(agent))
     assert ran.returncode == 0, ran.stderr
-    observations = json.loads(ledger.read_text(encoding="utf-8"))["observations"]
+    written = json.loads(ledger.read_text(encoding="utf-8"))
+    assert written["mcpServer"]["corpusPath"] == CLI_CORPUS_PATH
+    observations = written["observations"]
     [treated] = [o for o in observations if o["scenario"] == "doc-bridge-mcp"]
     assert treated["status"] == "completed", treated.get("statusReason")
     record = treated["treatment"]
     assert record["serverCalls"] - record["serverCallErrors"] >= 1, record
+    if server == "node-proc":  # its stderr is kept beside the transcript, hashed in the observation
+        kept = transcript_dir(ledger) / treated["serverStderrFile"]
+        assert hashlib.sha256(kept.read_bytes()).hexdigest() == treated["serverStderrSha256"]
+        assert "answered tools/call with rss" in kept.read_text(encoding="utf-8")
 
 
 def test_a_server_that_dies_during_initialize_fails_init_and_the_probe_with_its_last_stderr_line(
@@ -127,3 +137,22 @@ def test_a_server_that_dies_during_initialize_fails_the_attempt_with_its_last_st
     assert result.status != "completed"
     assert successful_server_calls(result) == 0
     assert f"the MCP server's stderr ends: {DYING_LAST_LINE}" in (result.status_reason or ""), result.status_reason
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_a_property_of_the_server_world_changed_in_one_place_changes_the_probe_and_the_attempt_alike(
+    repo: tuple[Path, str], agent: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, pin = repo
+    command, probe_tool, arguments = SERVERS["node-proc"]
+    spec = McpServerSpec(name="memory-docs", command=tuple(shlex.split(command)),
+                         read_only_tools=("search_docs", "read_doc"), probe_tool=probe_tool,
+                         probe_arguments=arguments, config_candidates=())
+    probe(spec, root, pin)
+    assert successful_server_calls(treatment_attempt(agent, spec, root, pin)) >= 1
+    monkeypatch.setattr(server_world, "SERVER_PROC", False)  # the world without its private /proc
+    with pytest.raises(PreflightError, match=r"uv_resident_set_memory.*the server needs /proc"):
+        probe(spec, root, pin)
+    result = treatment_attempt(agent, spec, root, pin)
+    assert result.status != "completed" and successful_server_calls(result) == 0
+    assert "the server needs /proc" in (result.status_reason or ""), result.status_reason

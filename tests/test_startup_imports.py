@@ -13,7 +13,7 @@ import pytest
 
 from agentstudy.cli import COMMANDS
 
-HEAVY = ("mcp", "numpy", "scipy", "statsmodels", "matplotlib", "ray", "httpx")
+HEAVY = ("mcp", "numpy", "scipy", "statsmodels", "matplotlib", "ray", "httpx", "pyarrow")
 
 PROBE = """
 import json, sys

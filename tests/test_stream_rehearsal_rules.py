@@ -227,7 +227,7 @@ def test_failed_mcp_server_is_invalid(claude_bin: Path, corpus: Corpus, tmp_path
     assert problems(record) == [
         "missing tools ['mcp__doc-bridge__doc_get', 'mcp__doc-bridge__doc_search', "
         "'mcp__doc-bridge__handoff_resolve']",
-        "MCP servers [('doc-bridge', 'failed')] are not exactly one connected 'doc-bridge'",
+        "MCP servers doc-bridge (failed) are not exactly one connected 'doc-bridge'",
     ]
 
 

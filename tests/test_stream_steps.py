@@ -5,7 +5,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from agentstudy.stream.steps import Step, StepUsage, claude_steps, codex_steps, first_divergence, http_steps
+from agentstudy.stream.steps import (
+    Step,
+    StepUsage,
+    claude_steps,
+    codex_steps,
+    first_divergence,
+    gemini_steps,
+    http_steps,
+)
 
 CODEX = Path(__file__).parent / "transcripts" / "codex-0.171.0"
 CLAUDE = Path(__file__).parent / "transcripts" / "claude-code-2.1.296"
@@ -82,3 +90,25 @@ def test_first_divergence() -> None:
     assert first_divergence(control, other_words) is None  # wording alone is no divergence
     refused = (*control[:2], Step("result", text="no", call_id=control[2].call_id, error=True), *control[3:])
     assert first_divergence(control, refused) == 2
+
+
+def test_gemini_stream_json_events() -> None:
+    events = [
+        {"type": "init", "timestamp": "t", "session_id": "s", "model": "m"},
+        {"type": "message", "timestamp": "t", "role": "user", "content": "Question?"},
+        {"type": "message", "timestamp": "t", "role": "assistant", "content": "Let me ", "delta": True},
+        {"type": "message", "timestamp": "t", "role": "assistant", "content": "look.", "delta": True},
+        {"type": "tool_use", "timestamp": "t", "tool_name": "mcp_kb_search", "tool_id": "c1",
+         "parameters": {"query": "x"}},
+        {"type": "tool_result", "timestamp": "t", "tool_id": "c1", "status": "error",
+         "error": {"type": "tool_error", "message": "no index"}},
+        {"type": "tool_use", "timestamp": "t", "tool_name": "read_file", "tool_id": "c2",
+         "parameters": {"absolute_path": "README.md"}},
+        {"type": "tool_result", "timestamp": "t", "tool_id": "c2", "status": "success", "output": "# Title"},
+        {"type": "result", "timestamp": "t", "status": "success"},
+    ]
+    steps = gemini_steps(b"".join(json.dumps(e).encode() + b"\n" for e in events))
+    assert shape(steps) == [("text", None, None, False), ("call", "mcp_kb_search", "kb", False),
+                            ("result", None, "kb", True), ("call", "read_file", None, False),
+                            ("result", None, None, False)]
+    assert steps[0].text == "Let me look." and steps[2].text == "no index" and steps[4].text == "# Title"

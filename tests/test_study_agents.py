@@ -74,7 +74,7 @@ def test_listing_the_default_agent_changes_the_hash_not_the_schedule() -> None:
 @pytest.mark.parametrize(("agents", "reason"), [
     ([], "agents must list at least one agent"),
     (["codex", "codex"], "agents lists an agent twice"),
-    (["gemini"], "unknown agent 'gemini' (known: claude-code, codex)"),
+    (["aider"], "unknown agent 'aider' (known: claude-code, codex, gemini)"),
     ("codex", "agents"),
     ([7], "agents"),
 ])

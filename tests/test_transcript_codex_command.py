@@ -137,7 +137,7 @@ def test_text_output_is_aligned_lines_naming_the_agent() -> None:
     ["--agent", "codex", "{dir}", "--scenario", "repository-only", *MODEL],
     ["--agent", "codex", "{good}", "--scenario", "repository-only", "--stderr", "{missing}", *MODEL],
     ["--agent", "codex", "{good}", "--scenario", "repository-only"],  # no --model
-    ["--agent", "gemini", "{good}", "--scenario", "repository-only", *MODEL],
+    ["--agent", "aider", "{good}", "--scenario", "repository-only", *MODEL],
     ["{good}", "--scenario", "repository-only", "--model", "m", "--stderr", "{good}"],
 ])
 def test_unreadable_input_and_bad_options_exit_2_with_one_error_line(tmp_path: Path, args: list[str]) -> None:

@@ -139,10 +139,27 @@ def test_no_token_is_403_and_only_127_0_0_1_is_bound(watched: Watched) -> None:
     assert mine == [f"0100007F:{port:04X}"]  # 127.0.0.1 only
 
 
-def test_sigterm_stops_the_view_cleanly(watched: Watched) -> None:
-    assert stop(watched.view) == 0
-    with pytest.raises(OSError):
-        urllib.request.urlopen(watched.view.url, timeout=5)
+def test_sigterm_and_ctrl_c_stop_a_view_cleanly(watched: Watched) -> None:
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        view = start_view(str(watched.ledger))
+        with urllib.request.urlopen(view.url, timeout=10) as answer:
+            assert answer.status == 200
+        view.process.send_signal(signum)
+        assert view.process.wait(timeout=20) == 0
+        assert view.process.stderr is not None and view.process.stderr.read() == ""
+        with pytest.raises(OSError):
+            urllib.request.urlopen(view.url, timeout=5)
+
+
+def test_the_served_report_links_task_rows_to_pairs_and_the_file_says_how(watched: Watched) -> None:
+    with urllib.request.urlopen(watched.view.page("report"), timeout=120) as answer:
+        served = answer.read().decode()
+    pair = watched.view.page("pair", agent="claude-code", task="lantern-discovery", repetition=1)
+    assert f'<a href="{pair.replace(watched.view.base, "").replace("&", "&amp;")}">lantern-discovery</a>' in served
+    assert "agentstudy view LEDGER" not in served
+    static = subprocess.run([sys.executable, "-m", "agentstudy", "report", str(watched.ledger), "--format", "html"],
+                            capture_output=True, text=True, timeout=300, check=True).stdout
+    assert "<code>agentstudy view LEDGER</code>" in static and 'href="pair?' not in static
 
 
 def test_blind_names_no_arm_anywhere(watched: Watched) -> None:

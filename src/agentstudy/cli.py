@@ -45,7 +45,7 @@ SHORT_HELP: dict[str, str] = {
     "init": "Write a starter study file for your MCP server.",
     "ledger": "Verify a ledger (either kind) and summarise it.",
     "metrics": "Metrics of a controlled-study ledger.",
-    "minimal": "Run a paired study (the same command as study).",
+    "minimal": "An alias of study.",
     "plan": "Verify and describe a controlled-study run plan.",
     "power": "Plan a study's size from a pilot or full ledger.",
     "provider": "Answer a controlled-study request with an agent.",

@@ -11,7 +11,7 @@ an agent's name: ``agents.registry.agent_cli(name)`` picks the module.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -47,12 +47,16 @@ class StdoutWatch(Protocol):
 class Launch:
     """How one attempt's child is started: ``argv`` (already contained), its complete ``env``, and
     ``watch`` (a fresh stdout watcher for this attempt, or ``None``); ``keep_stderr`` bytes of the
-    child's stderr tail are kept for the stream checks (0: counted, never kept)."""
+    child's stderr tail are kept for the stream checks (0: counted, never kept); ``collect`` reads the agent's own
+    records after the child ended (``RawAttempt.agent_files``)."""
 
     argv: list[str]
     env: dict[str, str] = field(repr=False)
     watch: StdoutWatch | None = None
     keep_stderr: int = 0
+    collect: Callable[[], dict[str, bytes]] | None = None
+    """Reads what the agent recorded in its private directories (bounded bytes by name) after the child ended
+    and before they are removed (Gemini CLI's session and telemetry files); ``None``: nothing to read."""
 
 
 class AgentCli(Protocol):
@@ -72,6 +76,10 @@ class AgentCli(Protocol):
             usage (Codex) cannot be bounded that way, and ``--strict-cap`` is refused for it.
         judged_with_stderr: whether the stream checks read the child's stderr too (Codex names a failed
             MCP server there); ``agentstudy transcript --stderr`` is refused for an agent that does not.
+        start_env: variables the agent's every start gets, its ``--version`` probe as its attempts (Gemini CLI:
+            ``GEMINI_CLI_NO_RELAUNCH``, without which it starts itself twice); empty for most agents.
+        record_files: the names of the records ``Launch.collect`` reads after an attempt (``RawAttempt.agent_files``;
+            Gemini CLI: ``session``, ``telemetry``), which ``agentstudy transcript --record`` takes; empty for most.
     """
 
     name: str
@@ -81,6 +89,8 @@ class AgentCli(Protocol):
     reports_cost: bool
     bounds_worst_turn: bool
     judged_with_stderr: bool
+    start_env: Mapping[str, str]
+    record_files: tuple[str, ...]
 
     def find_binary(self, explicit: str | None, environ: Mapping[str, str]) -> Path:
         """The agent's executable (explicit path, override variable, pinned install in .tools, PATH).

@@ -43,6 +43,8 @@ class ClaudeCodeAgent:
     reports_cost = True
     bounds_worst_turn = True
     judged_with_stderr = False
+    start_env: Mapping[str, str] = {}
+    record_files: tuple[str, ...] = ()
 
     def find_binary(self, explicit: str | None, environ: Mapping[str, str]) -> Path:
         """``--claude-bin``, ``AGENTSTUDY_CLAUDE_BIN``, ``.tools/claude-code``, then ``claude`` on PATH.

@@ -58,6 +58,8 @@ class CodexAgent:
     reports_cost = False
     bounds_worst_turn = False
     judged_with_stderr = True
+    start_env: Mapping[str, str] = {}
+    record_files: tuple[str, ...] = ()
 
     def find_binary(self, explicit: str | None, environ: Mapping[str, str]) -> Path:
         """``--agent-bin``, ``AGENTSTUDY_CODEX_BIN``, ``.tools/codex``, ``codex`` on PATH (AgentBinaryError)."""

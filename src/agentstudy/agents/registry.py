@@ -21,6 +21,7 @@ __all__ = ["AGENT_MODULES", "AGENT_NAMES", "DEFAULT_AGENT", "UnknownAgent", "age
 AGENT_MODULES: dict[str, str] = {
     "claude-code": "agentstudy.agents.claude_code",
     "codex": "agentstudy.agents.codex",
+    "gemini": "agentstudy.agents.gemini_cli",
 }
 """Agent name (``protocol.agent_names.AGENT_NAMES``, in that order) -> the module whose ``AGENT`` is its
 ``AgentCli``."""
@@ -32,7 +33,7 @@ class UnknownAgent(ValueError):
 
 @cache
 def agent_cli(name: str) -> AgentCli:
-    """The ``AgentCli`` of ``name`` (``claude-code`` or ``codex``).
+    """The ``AgentCli`` of ``name`` (``claude-code``, ``codex`` or ``gemini``).
 
     Raises:
         UnknownAgent: ``name`` is not in ``AGENT_NAMES``.

@@ -44,10 +44,12 @@ from agentstudy.commands.common import (
 )
 from agentstudy.commands.concurrency_option import concurrency_option, executor_choice, executor_options
 from agentstudy.commands.containment_options import containment_mode, containment_option
+from agentstudy.commands.continue_option import partial_chain_option
 from agentstudy.io.claude_cli import ClaudeBinaryError, find_claude_binary, find_login_file, project_root
 from agentstudy.io.ledger_store import CheckpointError, OutputPathError
 from agentstudy.pricing.sums import display_usd, usd_from_json
-from agentstudy.protocol.ledger_integrity import verify_ledger_bytes
+from agentstudy.protocol.continuation import missing_links
+from agentstudy.protocol.ledger_integrity import few_problems, verify_ledger_bytes
 from agentstudy.protocol.manifest import ManifestError, load_manifest
 from agentstudy.rehearsal.adjudicator_policy import adjudicator_reply
 from agentstudy.rehearsal.messages_server import RehearsalServer
@@ -133,6 +135,7 @@ def print_adjudication_table(summary: AdjudicationSummary, note: str = "") -> No
                     "with every open reservation counted; the first attempt that does not complete stops admission.")
 @executor_options
 @containment_option
+@partial_chain_option
 @stops_on_signals
 def adjudicate(
     paths: tuple[Path, ...],
@@ -159,6 +162,7 @@ def adjudicate(
     executor: str,
     ray_address: str | None,
     containment: str,
+    partial_chain: bool,
 ) -> None:
     """Adjudicate a finished run blind to the scenario, into a new companion file.
 
@@ -200,6 +204,14 @@ def adjudicate(
         ))
     if manifest_path is None:
         fail("a minimal-study ledger needs --manifest FILE")
+    missing = missing_links(document)  # a chain is one study (issue 40)
+    if missing and not partial_chain:
+        fail(f"{ledger_path.name} continues another run ({len(missing)} earlier run(s) not given, the last run "
+             f"{missing[-1]['runId']}): a chain is one study; give every ledger of it, oldest first, or "
+             "--partial-chain to adjudicate this part alone")
+    if missing:
+        click.echo(f"agentstudy: PARTIAL CHAIN: {ledger_path.name} continues {len(missing)} run(s) not given: "
+                   + "; ".join(f"run {link['runId']}" for link in missing), err=True)
     if len(paths) > 1 and output is not None:
         fail("--output names one companion; a chain of runs writes one beside each ledger")
     if transport == "http":
@@ -207,7 +219,7 @@ def adjudicate(
     if rehearsal_latency_ms and not rehearsal:
         fail("--rehearsal-latency-ms needs --rehearsal (it delays the scripted adjudicator's answers)")
     try:
-        views = read_chain(paths, (data, document)) if len(paths) > 1 else [
+        views = read_chain(paths, (data, document), partial=partial_chain) if len(paths) > 1 else [
             (minimal_view(ledger_path.resolve(), data, document), data)]
         loaded = load_manifest(manifest_path)
     except (LedgerError, ManifestError) as error:
@@ -228,7 +240,7 @@ def adjudicate(
             if not allow_unverified:
                 fail(f"the ledger {view.path} does not verify: {verification.first()}; --allow-unverified reads "
                      f"it anyway")
-            click.echo(f"agentstudy: warning: unverified: {view.path}: {'; '.join(verification.problems)}",
+            click.echo(f"agentstudy: warning: unverified: {view.path}: {few_problems(verification.problems)}",
                        err=True)
             view = replace(view, unverified=verification.problems)
         checked.append((view, companion_path))

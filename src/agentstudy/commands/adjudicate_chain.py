@@ -28,9 +28,11 @@ Runner = Callable[[AdjudicationRequest, str], tuple[int, Decimal]]
 """Runs one adjudication with a note for its table; returns the exit code and the USD it spent."""
 
 
-def read_chain(paths: Sequence[Path], first: tuple[bytes, dict[str, Any]]) -> list[tuple[MinimalLedgerView, bytes]]:
+def read_chain(paths: Sequence[Path], first: tuple[bytes, dict[str, Any]], *,
+               partial: bool = False) -> list[tuple[MinimalLedgerView, bytes]]:
     """The adjudication views of the chain ``paths`` (oldest first) with each ledger's bytes; ``first`` is the
-    first ledger already read (bytes, parsed document).
+    first ledger already read (bytes, parsed document); ``partial``: the first may continue runs not given
+    (``--partial-chain``; issue 40).
 
     Raises:
         LedgerError: a ledger that cannot be read, is not a minimal-study ledger or is malformed, or ledgers
@@ -43,7 +45,7 @@ def read_chain(paths: Sequence[Path], first: tuple[bytes, dict[str, Any]]) -> li
             raise LedgerError(f"{path} is not a minimal-study ledger; a chain of runs is of minimal-study ledgers")
         read.append((path, data, document))
     problems = chain_problems([(path.name, hashlib.sha256(data).hexdigest(), document)
-                               for path, data, document in read])
+                               for path, data, document in read], partial=partial)
     if problems:
         raise LedgerError(f"the ledgers are not one chain of runs: {problems[0]}")
     return [(minimal_view(path.resolve(), data, document), data) for path, data, document in read]

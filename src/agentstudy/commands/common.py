@@ -16,15 +16,16 @@ import sys
 from collections.abc import Callable, Iterable
 from decimal import Decimal
 from pathlib import Path
-from typing import NoReturn, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, NoReturn, ParamSpec, TypeVar
 
 import click
 
-from agentstudy.io.ledger_store import OutputPathError, resolve_output
 from agentstudy.io.signals import EXIT_SIGNAL_BASE, StopRequested, signal_name, stop_policy, stop_signal
 from agentstudy.pricing.money_input import MoneyInputError, check_attempt_limit, parse_usd_input
 from agentstudy.protocol.json_input import describe_os_error
-from agentstudy.runners.summary import RunSummary
+
+if TYPE_CHECKING:
+    from agentstudy.runners.summary import RunSummary
 
 EXIT_OK, EXIT_BLOCKED, EXIT_INPUT = 0, 1, 2
 EXIT_SIGNAL = EXIT_SIGNAL_BASE
@@ -102,6 +103,8 @@ def check_new_output(flag: str, output: Path, forbidden_roots: Iterable[Path]) -
     ``io.ledger_store.resolve_output``'s refusals, and any ``OSError`` on the path (a name too
     long, a symlink loop, a component that is a file), become ``flag output: reason``.
     """
+    from agentstudy.io.ledger_store import OutputPathError, resolve_output  # the ledger's models load with a run
+
     try:
         return resolve_output(output, forbidden_roots)
     except OutputPathError as error:

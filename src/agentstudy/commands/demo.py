@@ -29,12 +29,12 @@ from agentstudy.runners.summary import REHEARSAL_NOTE
               help="The agent: real headless Claude Code (cli) or the Messages API loop (http).")
 @click.option("--claude-bin", help="Claude Code executable (default: AGENTSTUDY_CLAUDE_BIN, pinned install, PATH).")
 @click.option("--agent", type=click.Choice(AGENT_NAMES), default=DEFAULT_AGENT, show_default=True,
-              help="The cli agent: Claude Code against the scripted Messages server, or the Codex CLI "
-                   "against the scripted Responses server.")
-@click.option("--agent-bin", help="The agent's executable (default: AGENTSTUDY_CLAUDE_BIN / AGENTSTUDY_CODEX_BIN, "
-                                  "the pinned install, PATH).")
-@click.option("--agent-version", help="The agent's expected version (default: its pin, 2.1.296 / 0.171.0); the demo "
-                                      "refuses another binary before it starts.")
+              help="The cli agent: Claude Code against the scripted Messages server, the Codex CLI "
+                   "against the scripted Responses server, or Gemini CLI against the scripted Gemini API.")
+@click.option("--agent-bin", help="The agent's executable (default: AGENTSTUDY_CLAUDE_BIN / AGENTSTUDY_CODEX_BIN / "
+                                  "AGENTSTUDY_GEMINI_BIN, the pinned install, PATH).")
+@click.option("--agent-version", help="The agent's expected version (default: its pin, 2.1.296 / 0.171.0 / "
+                                      "0.61.0); the demo refuses another binary before it starts.")
 @click.option("--adjudicate", is_flag=True,
               help="Then adjudicate the pilot blind with Claude Code against a scripted adjudicator (zero spend).")
 @click.option("--rehearsal-latency-ms", type=click.IntRange(0, 600_000), default=0, show_default=True,
@@ -54,9 +54,6 @@ def demo(output_dir: Path | None, transport: str, claude_bin: str | None, agent:
     report.md beside ledger.json (with --adjudicate, after a blind adjudication whose companion
     is ledger.adjudication.json).
     """
-    from agentstudy.adjudication.demo import run_demo_adjudication
-    from agentstudy.commands.adjudicate import print_adjudication_table
-    from agentstudy.report.demo import write_demo_reports
     from agentstudy.runners.demo import run_demo, run_http_demo
 
     faults = checked_faults(rehearsal_faults, None, True)
@@ -96,6 +93,10 @@ def demo(output_dir: Path | None, transport: str, claude_bin: str | None, agent:
     except CheckpointError as error:
         fail(f"the demo stopped because a checkpoint failed: {error}", EXIT_BLOCKED)
     print_summary_table(summary)
+    from agentstudy.adjudication.demo import run_demo_adjudication  # after the run: its first byte comes sooner
+    from agentstudy.commands.adjudicate import print_adjudication_table
+    from agentstudy.report.demo import write_demo_reports
+
     companion = None
     if adjudicate and binary is not None and summary.status == "awaiting-adjudication":
         adjudication = run_demo_adjudication(directory, binary, summary.ledger, containment=mode,

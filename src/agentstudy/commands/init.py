@@ -347,11 +347,11 @@ def init(directory: Path, repos: tuple[str, ...], mcp_command: str, server_name:
         fail(f"cannot write {directory}: it already exists and is not a directory")
     except OSError as error:  # the directory itself: one plain reason, not Python's errno repr
         fail(f"cannot write {directory}: {describe_os_error(error)}")
-    _print_result(study_path, tools_path, inspection, name, roots)
+    _print_result(study_path, tools_path, inspection, name, roots, containment)
 
 
 def _print_result(study_path: Path, tools_path: Path, inspection: ServerInspection, name: str,
-                  roots: dict[str, Path]) -> None:
+                  roots: dict[str, Path], containment: str) -> None:
     repositories = "1 repository" if len(roots) == 1 else f"{len(roots)} repositories"
     tasks = "1 example task" if len(roots) == 1 else f"{len(roots)} example tasks"
     click.echo(f"wrote {study_path} (server {name}, {repositories} pinned at HEAD, {tasks}) and {tools_path}")
@@ -377,10 +377,12 @@ def _print_result(study_path: Path, tools_path: Path, inspection: ServerInspecti
             click.echo(f"  {decision.field}: {decision.question}")
             click.echo(f"    settle: rerun init (into a new DIRECTORY) with {decision.flag}")
             click.echo(f"    or edit study.json: {decision.edit}")
-    root_flags = " ".join(f"--root {shlex.quote(f'{n}={p}')}" for n, p in roots.items())
+    # every flag that shaped the study and is not kept in study.json (--sandbox-bind and --allow-open-world are)
+    root_flags = " ".join(f"--root {shlex.quote(f'{n}={p}')}" for n, p in roots.items()) + (
+        f" --containment {containment}" if containment != "bwrap" else "")
     click.echo("next: replace the example tasks in study.json (question, sources, expected; ids example-…), "
                "then check and rehearse:")
-    click.echo(f"  agentstudy minimal --manifest {shlex.quote(str(study_path))} --dry-run --probe {root_flags}")
-    click.echo(f"  agentstudy minimal --manifest {shlex.quote(str(study_path))} --pilot --rehearsal --transport cli "
+    click.echo(f"  agentstudy study --manifest {shlex.quote(str(study_path))} --dry-run --probe {root_flags}")
+    click.echo(f"  agentstudy study --manifest {shlex.quote(str(study_path))} --pilot --rehearsal --transport cli "
                f"{root_flags} --model claude-haiku-5-5 --budget-usd 1 "
                f"--output {shlex.quote(str(study_path.parent / 'pilot-ledger.json'))}")

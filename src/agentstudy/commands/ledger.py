@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import Counter
 from decimal import Decimal
@@ -24,6 +25,7 @@ from agentstudy.commands.contract_files import (
 )
 from agentstudy.commands.view import reservation_rule_text
 from agentstudy.io.ledger_journal import LedgerJournalError, describe_journal, read_ledger
+from agentstudy.io.transcripts import transcript_problems
 from agentstudy.pricing.usd_json import usd_number
 from agentstudy.protocol.arm_configurations import (
     configuration_sentences,
@@ -36,7 +38,7 @@ from agentstudy.protocol.arm_names import arm_label, ledger_arm_labels, ledger_s
 from agentstudy.protocol.controlled.ledger import ControlledStudyObservationLedgerV1
 from agentstudy.protocol.controlled.summary import summarize_ledger
 from agentstudy.protocol.json_input import load_json
-from agentstudy.protocol.ledger_integrity import verify_ledger_bytes
+from agentstudy.protocol.ledger_integrity import few_problems, verify_ledger_bytes
 from agentstudy.protocol.records import is_minimal_ledger_version
 from agentstudy.protocol.study_arms import SCENARIOS
 
@@ -49,8 +51,13 @@ OPEN_LISTED = 10
 @allow_unverified_option
 @click.option("--rebuilt", is_flag=True,
               help="Print the minimal-study ledger as read (snapshot + journal rebuilt) instead of a summary.")
+@click.option("--close", is_flag=True,
+              help="Seal a crashed run's ledger (still running, its journal verifying) as crashed: status blocked, "
+                   "every observation unchanged, its open reservations counted as spent in full; the journal is "
+                   "kept as FILE.journal.closed. Then --continue-from FILE continues it. Only for a run whose "
+                   "process is gone.")
 @text_or_json
-def ledger(file: Path, allow_unverified: bool, rebuilt: bool, as_text: bool) -> None:
+def ledger(file: Path, allow_unverified: bool, rebuilt: bool, close: bool, as_text: bool) -> None:
     """Verify a ledger and summarise it.
 
     A controlled-study ledger: observations by run, round, status and adjudication; its
@@ -74,6 +81,11 @@ def ledger(file: Path, allow_unverified: bool, rebuilt: bool, as_text: bool) -> 
     what = _not_a_ledger(file)
     if what is not None:
         fail(f"{file} is not a ledger: it is {what}")
+    if close:
+        from agentstudy.commands.ledger_close import close_crashed
+
+        close_crashed(file)
+        return
     data = _minimal_bytes(file)
     if data is None:
         loaded = read_contract(file, ControlledStudyObservationLedgerV1, allow_unverified=allow_unverified)
@@ -85,12 +97,17 @@ def ledger(file: Path, allow_unverified: bool, rebuilt: bool, as_text: bool) -> 
         fail(str(error))
     data = read.data
     verification = verify_ledger_bytes(data)
+    if verification.verified:  # the private transcripts beside it (issue 40): mode, no symlinks, each SHA-256
+        observations = load_json(data).get("observations") or []
+        extra = transcript_problems(file, [o for o in observations if isinstance(o, dict)])
+        if extra:
+            verification = dataclasses.replace(verification, problems=tuple(extra))
     if not verification.verified:
         strict = not verification.problems[0].startswith("the ledger is not strict JSON")
         if not (allow_unverified and strict):
             hint = "; --allow-unverified reads it anyway" if strict else ""
             fail(f"{file}: does not verify: {verification.first()}{hint}")
-        click.echo(f"agentstudy: warning: unverified: {file}: {'; '.join(verification.problems)}", err=True)
+        click.echo(f"agentstudy: warning: unverified: {file}: {few_problems(verification.problems)}", err=True)
     if rebuilt:
         click.echo(data.decode("utf-8"), nl=False)
         return
@@ -116,7 +133,7 @@ def _not_a_ledger(path: Path) -> str | None:
                 "its ledger)")
     if "observations" not in document and "tasks" in document and is_minimal_ledger_version(
             document.get("version")):
-        return "a study file or manifest (`agentstudy minimal --manifest FILE --dry-run` checks it)"
+        return "a study file or manifest (`agentstudy study --manifest FILE --dry-run` checks it)"
     return None
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -25,7 +25,7 @@ from agentstudy.protocol.mcp_spec import (
     check_tool_choice,
     parse_mcp_config,
 )
-from agentstudy.protocol.prepare_steps import PrepareStep
+from agentstudy.protocol.prepare_steps import PreparedStateCap, PrepareStep
 from agentstudy.protocol.sandbox_binds import kernel_bind_problem
 from agentstudy.protocol.study_arms import ServerArm, TreatmentArm
 from agentstudy.runners.preflight import DEFAULT_MCP_SERVER
@@ -112,6 +112,7 @@ class McpChoice:
         open_world: ``openWorldHint: true`` tools let through (a study file's ``allowOpenWorld``).
         prepare: the preparation steps (a study file's ``prepare``; issue 32).
         descriptions: ``{TOOL: DESCRIPTION}`` overrides (a study file's ``toolDescriptions``; issue 44).
+        prepared_cap: the cap on the prepared state (a study file's ``prepareLimits``; issue 40).
     """
 
     config: Path | dict[str, Any] | None
@@ -123,6 +124,7 @@ class McpChoice:
     open_world: tuple[str, ...] = ()
     prepare: tuple[PrepareStep, ...] = ()
     descriptions: tuple[tuple[str, str], ...] = ()
+    prepared_cap: PreparedStateCap = field(default_factory=PreparedStateCap)
 
 
 def build_mcp_spec(choice: McpChoice) -> McpServerSpec:
@@ -154,7 +156,7 @@ def build_mcp_spec(choice: McpChoice) -> McpServerSpec:
                 probe_arguments=choice.probe_arguments,
                 config_candidates=choice.candidates,
                 sandbox_binds=(*DEFAULT_MCP_SERVER.sandbox_binds, *choice.sandbox_binds),
-                prepare=choice.prepare,
+                prepare=choice.prepare, prepared_cap=choice.prepared_cap,
                 tool_descriptions=dict(choice.descriptions),
             )
         if isinstance(choice.config, Path):
@@ -166,7 +168,8 @@ def build_mcp_spec(choice: McpChoice) -> McpServerSpec:
     except McpConfigError as error:
         fail(str(error))
     return replace(spec.with_sandbox_binds(choice.sandbox_binds), open_world_tools=choice.open_world,
-                   prepare=choice.prepare, tool_descriptions=dict(choice.descriptions))
+                   prepare=choice.prepare, prepared_cap=choice.prepared_cap,
+                   tool_descriptions=dict(choice.descriptions))
 
 
 def _given(ctx: click.Context, name: str) -> bool:
@@ -215,6 +218,7 @@ def study_mcp_spec(
         open_world=tuple(arm.allow_open_world),
         prepare=tuple(arm.prepare),
         descriptions=tuple(arm.tool_descriptions.items()),
+        prepared_cap=arm.prepare_limits,
     ))
 
 
@@ -234,4 +238,5 @@ def arm_mcp_spec(arm: ServerArm) -> McpServerSpec | None:
         open_world=tuple(arm.allow_open_world),
         prepare=tuple(arm.prepare),
         descriptions=tuple(arm.tool_descriptions.items()),
+        prepared_cap=arm.prepare_limits,
     ))

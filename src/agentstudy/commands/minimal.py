@@ -77,8 +77,8 @@ from agentstudy.transports.cli import CliSettings
                    "36 for the seed manifest).")
 @click.option("--approve-budget", is_flag=True, help="Required to spend: you approve the cap.")
 @click.option("--transport", type=click.Choice(["http", "cli"]), default="http", show_default=True,
-              help="Our Messages API loop (http) or a headless agent CLI (cli: Claude Code, or Codex with "
-                   "--agent codex; the pilot transport, and the one a study listing several agents needs).")
+              help="Our Messages API loop (http) or a headless agent CLI (cli: Claude Code, or Codex / Gemini "
+                   "CLI with --agent; the pilot transport, and the one a study listing several agents needs).")
 @click.option("--root", "roots", multiple=True, metavar="NAME=PATH",
               help="Top level of a clean checkout of a manifest repository at its pin (repeatable).")
 @click.option("--output", type=click.Path(path_type=Path),
@@ -91,11 +91,12 @@ from agentstudy.transports.cli import CliSettings
               help="Per-attempt limit in USD (cli; http with --concurrency above 1).")
 @click.option("--cli-version", help="Expected `claude --version` (cli; the same as --agent-version).")
 @click.option("--agent", type=click.Choice(AGENT_NAMES), default=DEFAULT_AGENT, show_default=True,
-              help="The coding agent of --transport cli: headless Claude Code or the Codex CLI.")
-@click.option("--agent-version", help="The agent's expected version (default: its pin, 2.1.296 / 0.171.0), "
+              help="The coding agent of --transport cli: headless Claude Code, the Codex CLI or Gemini CLI.")
+@click.option("--agent-version", help="The agent's expected version (default: its pin, 2.1.296 / 0.171.0 / 0.61.0), "
                                       "probed in preflight.")
-@click.option("--agent-bin", help="The agent's executable (default: AGENTSTUDY_CLAUDE_BIN / AGENTSTUDY_CODEX_BIN, "
-                                  "the pinned install in .tools, PATH); --claude-bin is the same for claude-code.")
+@click.option("--agent-bin", help="The agent's executable (default: AGENTSTUDY_CLAUDE_BIN / AGENTSTUDY_CODEX_BIN / "
+                                  "AGENTSTUDY_GEMINI_BIN, the pinned install in .tools, PATH); --claude-bin is the "
+                                  "same for claude-code.")
 @click.option("--api-base-url", default=DEFAULT_BASE_URL, show_default=True,
               help="Messages API base URL (http); the key is read from ANTHROPIC_API_KEY only.")
 @click.option("--input-usd-per-million", envvar="STUDY_INPUT_USD_PER_MILLION",

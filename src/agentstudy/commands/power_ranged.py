@@ -54,26 +54,17 @@ def parse_difference(text: str, accepted: str = "a finite non-zero number") -> f
 def ranged_plan(analysis: Analysis, metric: str, effect: float | None, repetitions: int | None, alpha: float,
                 power: float, *, ratio: float | None = None) -> RangedPlan:
     """The ranged plan of ``metric`` for a difference ``effect`` (metric unit) or, when ``ratio`` is given, for
-    that ratio treatment/baseline on the log scale (:func:`report.power_range.log_scale_values`); a pilot too
-    small for the components is a one-line error (exit 2)."""
-    from agentstudy.report.analysis import task_values
+    that ratio treatment/baseline on the log scale: :func:`report.power_primary.ranged_needed`, the computation
+    the report's power section makes (issue 41 item 6); a pilot of fewer than 2 tasks is a one-line error
+    (exit 2)."""
     from agentstudy.report.power import PilotTooSmall
-    from agentstudy.report.power_range import log_scale_values, tasks_needed
+    from agentstudy.report.power_primary import ranged_needed
 
-    result = next(r for r in analysis.results if r.metric.key == metric)
-    values = task_values(analysis.study, result.metric, analysis.repriced)
-    planned = repetitions if repetitions is not None else (result.task_level.repetitions or 1)
     try:
-        if ratio is not None:
-            observed = result.ratio.estimate if result.ratio is not None else None
-            needed = tasks_needed(log_scale_values(values), math.log(ratio), planned, alpha, power)
-            return RangedPlan(metric, ratio, alpha, power, planned, observed, needed, "ratio")
-        if effect is None:
-            raise ValueError("give a difference or a ratio")
-        needed = tasks_needed(values, effect, planned, alpha, power)
+        plan = ranged_needed(analysis, metric, effect, repetitions, alpha, power, ratio=ratio)
     except PilotTooSmall as problem:
         fail(str(problem))
-    return RangedPlan(metric, abs(effect), alpha, power, planned, result.task_level.estimate, needed)
+    return RangedPlan(metric, plan.effect, alpha, power, plan.repetitions, plan.observed, plan.needed, plan.scale)
 
 
 def ranged_json(plan: RangedPlan) -> dict[str, Any]:

@@ -70,7 +70,7 @@ def provider(agent: str, model: str | None, rehearsal: bool, adjudicator: bool, 
              mcp_probe_arguments: str, sandbox_binds: tuple[str, ...]) -> None:
     """Answer one controlled-study request with a real agent CLI (a bundled provider adapter).
 
-    Reads the request on stdin, runs AGENT (claude-code or codex) contained in the current
+    Reads the request on stdin, runs AGENT (claude-code, codex or gemini) contained in the current
     directory (read-only), prints one JSON object. repository-only gets the repository tools
     only; any other scenario also gets the --mcp-config server (default: the bundled one).
     """

@@ -41,7 +41,7 @@ def report(ledgers: tuple[Path, ...], adjudications: tuple[Path, ...], output_fo
     ledger in the same order (as `agentstudy adjudicate A.json B.json` writes them), or not at all.
 
     The task is the unit of analysis: per task, each arm's mean over its repetitions and their
-    difference (doc-bridge-mcp minus repository-only) in input and output tokens, tool calls,
+    difference (the arm with the server minus the arm without it) in input and output tokens, tool calls,
     wall time, charged USD and (with --adjudication) correctness; per metric the mean task
     difference with its design ("6 tasks × 3 repetitions"), the exact sign-flip p-value over the
     task differences and the interval that test does not reject (Holm-adjusted p for secondary
@@ -102,7 +102,9 @@ def report(ledgers: tuple[Path, ...], adjudications: tuple[Path, ...], output_fo
         if manifest is not None:
             study = with_manifest_repositories(study, manifest)
         if study.unverified:
-            click.echo(f"agentstudy: warning: unverified: {ledger}: {'; '.join(study.unverified)}", err=True)
+            from agentstudy.protocol.ledger_integrity import few_problems
+
+            click.echo(f"agentstudy: warning: unverified: {ledger}: {few_problems(study.unverified)}", err=True)
         text = render_study(study, prices, output_format)
     except NotSupportedYet:
         text = controlled_report(ledger, output_format, allow_unverified)

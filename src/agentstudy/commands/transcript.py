@@ -155,12 +155,17 @@ def _study_arms(study: Path | None) -> StudyArms | None:
               help="A study file (agentstudy-study-v1): its treatment arm gives the MCP server, tools and probe; "
                    "MCP flags typed beside it override it.")
 @click.option("--agent", type=click.Choice(AGENT_NAMES), default=DEFAULT_AGENT, show_default=True,
-              help="The agent that wrote FILE: claude-code (stream-json) or codex (`codex exec --json`).")
+              help="The agent that wrote FILE: claude-code (stream-json), codex (`codex exec --json`) or gemini "
+                   "(`gemini -o stream-json`).")
 @click.option("--model",
               help="The configured --model: the init event must echo it (claude-code); it prices the usage (codex).")
 @click.option("--stderr", "stderr_file", type=click.Path(path_type=Path),
               help="codex only: the child's saved stderr (a required MCP server that failed to start is "
                    "reported there and nowhere else).")
+@click.option("--record", "records", multiple=True, metavar="NAME=FILE",
+              help="gemini only: a record the agent keeps beside its stream, as an attempt reads it after the child "
+                   "(session=FILE: its session-*.jsonl, the per-request usage; telemetry=FILE: its local telemetry "
+                   "file, the first request's tools and the refused requests). Repeatable.")
 @click.option("--exit-code", type=int, default=0, show_default=True, help="The child's exit code.")
 @click.option("--timed-out", is_flag=True, help="The child was killed by the attempt timeout.")
 @click.option(
@@ -191,6 +196,7 @@ def transcript(
     agent: str,
     model: str | None,
     stderr_file: Path | None,
+    records: tuple[str, ...],
     exit_code: int,
     timed_out: bool,
     reservation_usd: str,
@@ -206,9 +212,9 @@ def transcript(
     """Check a saved stream-json transcript exactly as the CLI runner would, and show why.
 
     Applies the runner's parse, setup checks, pricing, outcome and settlement to FILE, with
-    the run's tool policy: Read, Grep, Glob, plus in doc-bridge-mcp the read-only tools of the
+    the run's tool policy: Read, Grep, Glob, plus in the server's arm the read-only tools of the
     one MCP server under study, as a run would be given them: the MCP flags of `agentstudy
-    minimal` (--mcp-config, --mcp-tools, ...), or --study FILE (its treatment arm; a flag typed
+    study` (--mcp-config, --mcp-tools, ...), or --study FILE (its treatment arm; a flag typed
     beside it wins), or by default the bundled server `doc-bridge` with
     mcp__doc-bridge__doc_search, mcp__doc-bridge__doc_get and mcp__doc-bridge__handoff_resolve.
     Nothing is started: the probe flags are checked, not called. A file over the 4 MiB stdout bound is read as the
@@ -221,6 +227,11 @@ def transcript(
     by the same code as a Codex run (transports/codex.py: the strict checks of stream/codex.py, the
     --model's OpenAI price; Codex reports no cost): the MCP server of the treatment arm is the one
     [mcp_servers] table, its read-only tools the enabled tools (server names, e.g. doc.search).
+
+    With --agent gemini FILE is a saved `gemini -o stream-json` stream, judged by the same code as a
+    Gemini run (transports/gemini.py); its usage and the tools it offered are in the records it keeps
+    beside the stream, given with --record session=FILE and --record telemetry=FILE (without a session
+    file its cost is invalid; without a telemetry file a treatment attempt must show a call to the server).
 
     With --ledger LEDGER --task T --arm A --repetition N it instead prints the raw agent output a run
     kept for that attempt in the private LEDGER.transcripts/ directory (checked against the SHA-256
@@ -250,6 +261,15 @@ def transcript(
         fail(f"--stderr is for an agent whose checks read its stderr (--agent codex); {chosen_agent.label} "
              "reports everything in its stream")
     stderr = _read(stderr_file) if stderr_file is not None else b""
+    agent_files: dict[str, bytes] = {}
+    for given in records:
+        name, sep, path = given.partition("=")
+        if not sep or not path:
+            fail(f"--record {given!r} is not NAME=FILE")
+        if name not in chosen_agent.record_files:
+            known = ", ".join(chosen_agent.record_files) or "none"
+            fail(f"--record {name!r}: {chosen_agent.label} keeps no such record (its records: {known})")
+        agent_files[name] = _read(Path(path))
     limit = positive_usd("--reservation-usd", reservation_usd)
     try:
         reservation = reservation_for(limit)
@@ -264,7 +284,7 @@ def transcript(
     body = CliAttemptBody(settings, chosen, arm_tools(chosen, spec, ()), prompt="", reservation_usd=reservation,
                           server=None, parent_env=None)
     raw = RawAttempt(data[:STDOUT_LIMIT_BYTES], process, wall_time_ms=0, export_files=None, export_bytes=None,
-                     export_tree_sha256=None, stderr=stderr[-STDERR_KEPT_BYTES:])
+                     export_tree_sha256=None, stderr=stderr[-STDERR_KEPT_BYTES:], agent_files=agent_files)
     evaluation = chosen_agent.evaluate(body, raw)
     record = attempt_record(
         evaluation, scenario=chosen, attempt_budget_usd=limit, reservation_usd=reservation, exit_code=exit_code,

@@ -162,6 +162,8 @@ def print_summary_table(summary: RunSummary, note: str = "") -> None:
     table.add_column("what", style="bold")
     table.add_column("value")
     table.add_row("attempts", f"{line['attempts']} of {line['plannedAttempts']} planned ({line['mode']})")
+    if isinstance(line.get("sequential"), dict):
+        table.add_row("sequential stop", sequential_text(line["sequential"]))
     table.add_row("by status", ", ".join(f"{k}: {v}" for k, v in line["byStatus"].items()) or "none")
     server = line.get("mcpServer") if isinstance(line.get("mcpServer"), str) else None
     def name(scenario: str) -> str:
@@ -169,10 +171,14 @@ def print_summary_table(summary: RunSummary, note: str = "") -> None:
     table.add_row("by arm", ", ".join(f"{name(k)}: {v}" for k, v in line["byScenario"].items()) or "none")
     if line.get("mcpServer"):
         table.add_row("server studied", str(line["mcpServer"]))
-    table.add_row("tokens", f"input {line['inputTokens']}, output {line['outputTokens']}")
+    def count(value: Any) -> str:
+        return "unknown" if value is None else str(value)
+    table.add_row("tokens", f"input {count(line['inputTokens'])}, output {count(line['outputTokens'])}"
+                  + ("" if line.get("usageComplete", True) else " (usage incomplete)"))
     table.add_row("tool calls", str(line["toolCalls"]))
     spent, cap = usd_from_json(line["spentUsd"]), usd_from_json(line["capUsd"])
-    table.add_row("spent", f"{display_usd(spent)} USD of a {display_usd(cap, places=2)} USD cap")
+    notional = " notional USD (rehearsal: nothing was paid)" if line.get("rehearsal") else " USD"
+    table.add_row("spent", f"{display_usd(spent)}{notional} of a {display_usd(cap, places=2)} USD cap")
     extrapolated = line["extrapolatedFullRunUsd"]
     projection = (f"{display_usd(usd_from_json(extrapolated))} USD, not an upper bound" if extrapolated is not None
                   else "not applicable")
@@ -194,6 +200,22 @@ def print_summary_table(summary: RunSummary, note: str = "") -> None:
     stopped = line.get("stoppedBy")
     if isinstance(stopped, dict):
         console.print(stopped_line(stopped, name), markup=False, highlight=False, soft_wrap=True)
+
+
+def sequential_text(sequential: dict[str, Any]) -> str:
+    """A sequential run's stop in words (issue 42), from the summary line's ``sequential`` block: "efficacy after
+    7 of 9 tasks (e-value 21.3 >= 20; the treatment did better)", or "no stop decided after 3 of 9 tasks"."""
+    reason, done, most = sequential.get("stopReason"), sequential.get("tasksCompleted"), sequential.get("maxTasks")
+    value, bound = sequential.get("eValue"), sequential.get("threshold")
+    evidence = f"e-value {value:.3g}" + (f" >= {bound:g}" if reason == "efficacy" and bound is not None else
+                                         f", bound {bound:g}" if bound is not None else "") \
+        if isinstance(value, float | int) else "no look yet"
+    words = {"efficacy": "efficacy", "futility": "futility (the bound is out of reach)",
+             "maxTasks": "the most tasks were run"}
+    direction = {"better": "; the treatment did better", "worse": "; the treatment did worse"}.get(
+        str(sequential.get("direction")), "") if reason == "efficacy" else ""
+    head = f"{words.get(str(reason), str(reason))} after" if reason is not None else "no stop decided after"
+    return f"{head} {done} of {most} tasks ({evidence}{direction})"
 
 
 def stopped_line(stopped: dict[str, Any], name: Callable[[str], str] = arm_label) -> str:

@@ -9,6 +9,9 @@ import click
 
 from agentstudy.commands.common import fail
 
+FIRST_SCREEN_WAIT_S = 30.0
+"""How long the command waits for the report's first screen before it prints the URL (it keeps computing)."""
+
 
 @click.command("view")
 @click.argument("ledgers", nargs=-1, required=True, type=click.Path(path_type=Path, dir_okay=False))
@@ -44,6 +47,7 @@ def view_web(ledgers: tuple[Path, ...], adjudications: tuple[Path, ...], port: i
         source.current()
     except (ReportInputError, NotSupportedYet) as error:
         fail(str(error))
+    source.screen(wait_s=FIRST_SCREEN_WAIT_S)  # a finished study's first page shows it
     token = secrets.token_urlsafe(24)
     options = ViewOptions(token=token, blind=blind, seed=secrets.randbelow(2**31) if seed is None else seed)
     try:

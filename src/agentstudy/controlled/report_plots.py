@@ -21,6 +21,7 @@ from matplotlib.ticker import MaxNLocator
 from agentstudy.controlled.metrics_report import round_of
 from agentstudy.protocol.controlled.observation import ControlledStudyObservationV1
 from agentstudy.report.document import Figure
+from agentstudy.report.error_bars import error_bar
 from agentstudy.report.plots import svg_of
 
 Obs = ControlledStudyObservationV1
@@ -46,10 +47,11 @@ def _rate_axes(ax: Axes, groups: Sequence[dict[str, Any]], title: str) -> None:
             metrics = group["metrics"]
             if metrics[name] is None or metrics[interval] is None:
                 continue
+            bar = error_bar(metrics[name], metrics[interval]["low"], metrics[interval]["high"])  # issue 40
             xs.append(index + offset)
             ys.append(metrics[name])
-            low.append(metrics[name] - metrics[interval]["low"])
-            high.append(metrics[interval]["high"] - metrics[name])
+            low.append(bar[0] if bar is not None else 0.0)
+            high.append(bar[1] if bar is not None else 0.0)
         ax.bar(xs, ys, width=width, color=colour, alpha=0.75, label=label)
         ax.errorbar(xs, ys, yerr=[low, high], fmt="none", ecolor="black", capsize=3, linewidth=1)
     ax.set_xticks(range(len(groups)), labels, fontsize=TICK_PT - 1)

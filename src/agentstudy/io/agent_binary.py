@@ -97,22 +97,25 @@ def version_argv(binary: Path) -> list[str]:
     return [str(binary.absolute()) if os.sep in name else name, "--version"]
 
 
-def version_environment(parent: Mapping[str, str], scratch: Path) -> dict[str, str]:
+def version_environment(parent: Mapping[str, str], scratch: Path,
+                        extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The probe child's complete environment. Pure.
 
     Args:
         parent: the environment the caller was started with (``os.environ`` in production).
         scratch: the probe's private directory; ``HOME`` is ``scratch/home``, ``TMPDIR`` is
             ``scratch/tmp``.
+        extra: the agent's own start-up variables its attempts get too (``AgentCli.start_env``).
 
     Returns:
-        ``allowlisted_environment(parent, home=…, tmpdir=…)``: ``PATH``, identity and locale
+        ``allowlisted_environment(parent, home=…, tmpdir=…, extra=extra)``: ``PATH``, identity and locale
         names only, never a provider key or any other secret of ``parent``.
     """
-    return allowlisted_environment(parent, home=str(scratch / "home"), tmpdir=str(scratch / "tmp"))
+    return allowlisted_environment(parent, home=str(scratch / "home"), tmpdir=str(scratch / "tmp"), extra=extra)
 
 
-def probe_version(binary: Path, env: Mapping[str, str], containment: ContainmentMode = "bwrap") -> str:
+def probe_version(binary: Path, env: Mapping[str, str], containment: ContainmentMode = "bwrap",
+                  extra: Mapping[str, str] | None = None) -> str:
     """Run ``binary --version`` and return its first stdout line, trimmed (``2.1.296 (Claude Code)``,
     ``codex-cli 0.171.0``).
 
@@ -123,6 +126,7 @@ def probe_version(binary: Path, env: Mapping[str, str], containment: Containment
             directory removed before returning.
         containment: the run's mechanism; under ``bwrap`` the probe sees only the agent's
             install and its private directories, as an attempt does (issue 15).
+        extra: the agent's own start-up variables (``AgentCli.start_env``), set as in its attempts.
 
     Raises:
         AgentBinaryError: on a start failure, timeout, truncation, non-zero exit or a line that
@@ -132,7 +136,7 @@ def probe_version(binary: Path, env: Mapping[str, str], containment: Containment
     try:
         for name in ("home", "tmp", "work"):
             (scratch / name).mkdir()
-        child_env = version_environment(env, scratch)
+        child_env = version_environment(env, scratch, extra)
         view = SandboxView(cwd=scratch / "work", read_only=command_paths(str(binary.absolute()), child_env["PATH"]),
                            writable=(scratch / "home", scratch / "tmp", scratch / "work"))
         try:

@@ -291,9 +291,9 @@ def check_containment(mode: ContainmentMode, env: Mapping[str, str]) -> str:
 
 BWRAP_ACHIEVED: tuple[str, ...] = (
     "bubblewrap: new mount, pid, ipc, uts, user and cgroup namespaces; the network is shared",
-    "the child and every descendant (the MCP server included) see only the export (read-only, cwd), the "
-    "agent's install, what the MCP server needs (read-only), /usr, name-resolution and TLS files of /etc, "
-    "/proc, /dev and a private HOME and TMPDIR; no host /tmp, no user HOME, no other export",
+    "the child and every descendant see only the export (read-only, cwd), the agent's install, the MCP "
+    "server's relay (its interpreter read-only, a private socket directory), /usr, name-resolution and TLS "
+    "files of /etc, /proc, /dev and a private HOME and TMPDIR; no host /tmp, no user HOME, no other export",
     "every descendant ends with the attempt (--die-with-parent and the pid namespace), setsid or not",
 )
 NETWORK_NOT_ACHIEVED = (

@@ -11,6 +11,8 @@ through ``io.mcp_child.server_text`` (one line, at most 2 KiB, secrets redacted;
 
 from __future__ import annotations
 
+import gc
+import importlib
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentstudy.io.mcp_child import McpChild, server_text, stderr_tail
 from agentstudy.protocol.read_only import ToolHints
+from agentstudy.protocol.server_words import with_cause
 from agentstudy.protocol.treatment import tool_set_sha256
 
 if TYPE_CHECKING:
@@ -29,6 +32,22 @@ MCP_PROBE_TIMEOUT_S = 30.0
 logging.getLogger("mcp").addHandler(logging.NullHandler())
 """The SDK logs a server's unparsable stdout line with its traceback (``logger.exception``);
 with no handler configured Python would print it to our stderr. Refusals stay one line."""
+
+
+def load_mcp_sdk() -> None:
+    """Import the MCP SDK's client (and anyio) now, once per process, with Python's cyclic collector paused.
+
+    The SDK is imported when a server is first probed, prepared or started, never with a command (issue 42):
+    it is most of a command's start-up CPU (about a second). Building its pydantic models makes nothing
+    collectable, and the collections during that import were a tenth to a fifth of its CPU.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        importlib.import_module("mcp.client.stdio")
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 class McpProbeError(RuntimeError):
@@ -104,7 +123,8 @@ def failure_text(raised: BaseException, child: McpChild) -> str:
     error = leaf_error(raised)
     said = server_text(stderr_tail(child.stderr_path), child.secrets)
     own = server_text(str(error), child.secrets, limit=500)
-    return error.__class__.__name__ + (f": {own}" if own else "") + (f" (server stderr: {said})" if said else "")
+    text = error.__class__.__name__ + (f": {own}" if own else "") + (f" (server stderr: {said})" if said else "")
+    return with_cause(text, f"{own}\n{said}")
 
 
 def _annotations(tool: Any) -> dict[str, Any]:
@@ -175,6 +195,7 @@ def probe_mcp_server(
             ``server_text``).
         Exception: whatever ``check`` raised.
     """
+    load_mcp_sdk()
     import anyio
     from mcp.client.stdio import StdioServerParameters
 

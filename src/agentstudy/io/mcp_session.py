@@ -18,7 +18,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from agentstudy.io.mcp_child import McpChild
-from agentstudy.io.mcp_client import McpProbeError, failure_text
+from agentstudy.io.mcp_client import McpProbeError, failure_text, load_mcp_sdk
 from agentstudy.protocol.read_only import ToolHints
 
 if TYPE_CHECKING:
@@ -77,6 +77,7 @@ class McpSession(AbstractContextManager["McpSession"]):
         self._client: Client | None = None
 
     def __enter__(self) -> McpSession:
+        load_mcp_sdk()
         from anyio.from_thread import start_blocking_portal  # the SDK loads when a server starts (issue 42)
         from mcp import Client
         from mcp.client.stdio import StdioServerParameters, stdio_client

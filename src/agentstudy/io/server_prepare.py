@@ -9,7 +9,9 @@ run's private corpus directory, never the repository or the snapshot, both read-
 server) and hashed; every later server of that checkout starts with a fresh copy of it
 (``io.mcp_child.seed_state``). The first failing step (an ``isError`` answer, a start or protocol
 failure, a command's non-zero exit or timeout) raises :class:`PrepareError` with the server's own
-words through ``io.mcp_child.server_text`` (one line, bounded, secrets redacted).
+words through ``io.mcp_child.server_text`` (one line, bounded, secrets redacted). A state over the study's
+cap (``prepareLimits``: files and apparent bytes, counted before copying) is refused the same way, and the
+state is hashed streaming (issue 40).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import hashlib
 import json
 import os
 import shutil
+import stat
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -26,15 +29,23 @@ from typing import TYPE_CHECKING
 
 from agentstudy.io.containment import ContainmentMode
 from agentstudy.io.mcp_child import McpChild, mcp_child, server_text
-from agentstudy.io.mcp_client import failure_text
+from agentstudy.io.mcp_client import failure_text, load_mcp_sdk
 from agentstudy.io.process import run_bounded
 from agentstudy.io.server_world import server_world
 from agentstudy.protocol.mcp_spec import McpServerSpec, ServerPaths
-from agentstudy.protocol.prepare_steps import PrepareOutcome, PrepareStep, step_label, steps_record
+from agentstudy.protocol.prepare_steps import (
+    PreparedStateCap,
+    PrepareOutcome,
+    PrepareStep,
+    step_label,
+    steps_record,
+)
 
 if TYPE_CHECKING:
     from mcp.client.stdio import StdioServerParameters
 
+HASH_CHUNK_BYTES = 1 << 20
+"""Bytes read at a time while hashing the prepared state."""
 PREPARE_TIMEOUT_S = 600.0
 """The most all of one checkout's preparation steps may take (s): an index of a large repository takes minutes."""
 
@@ -75,6 +86,7 @@ async def _call_tools(params: StdioServerParameters, errlog_path: str, steps: Se
 
 def _tool_steps(steps: Sequence[PrepareStep], argv: list[str], child: McpChild, cwd: Path,
                 open_world: Sequence[str]) -> None:
+    load_mcp_sdk()
     import anyio
     from mcp.client.stdio import StdioServerParameters
 
@@ -127,10 +139,33 @@ def state_digest(state: Path) -> tuple[str, int, int]:
             continue
         if not path.is_file():
             continue
-        data = path.read_bytes()
-        digest.update(b"F" + relative + b"\0" + str(len(data)).encode() + b"\0" + data)
-        files, size = files + 1, size + len(data)
+        length = path.stat().st_size
+        digest.update(b"F" + relative + b"\0" + str(length).encode() + b"\0")
+        with path.open("rb") as handle:  # streamed (issue 40): never a whole file in memory
+            for chunk in iter(lambda: handle.read(HASH_CHUNK_BYTES), b""):
+                digest.update(chunk)
+        files, size = files + 1, size + length
     return digest.hexdigest(), files, size
+
+
+def check_state_cap(sources: Sequence[Path], cap: PreparedStateCap) -> None:
+    """Count the files and apparent bytes under ``sources`` (symbolic links not followed) against ``cap``,
+    stopping at the first excess, before anything is copied (issue 40).
+
+    Raises:
+        PrepareError: over the cap (the message names it).
+    """
+    files = size = 0
+    for source in sources:
+        for directory, _dirs, names in os.walk(source):
+            for name in names:
+                info = os.lstat(os.path.join(directory, name))
+                if not stat.S_ISREG(info.st_mode):
+                    continue
+                files, size = files + 1, size + info.st_size
+                why = cap.over(files, size)
+                if why is not None:
+                    raise PrepareError(f"the prepared state {why}: the run is refused before any reservation")
 
 
 def run_prepare(
@@ -169,6 +204,7 @@ def run_prepare(
             _tool_steps([steps[i] for i in run], world.command(containment), replace(child, env=world.env),
                         world.cwd, spec.open_world_tools)
             index = run[-1] + 1
+        check_state_cap([child.home, child.tmpdir], spec.prepared_cap)
         try:
             for part, source in (("home", child.home), ("tmp", child.tmpdir)):
                 shutil.copytree(source, state / part, symlinks=True)

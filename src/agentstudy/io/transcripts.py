@@ -13,11 +13,11 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import re
 import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from agentstudy.protocol.file_names import joined_file_name
 from agentstudy.protocol.redaction import REDACTED
 
 SUFFIX = ".transcripts"
@@ -25,7 +25,6 @@ CREDENTIAL_ENV = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_AUTH_TOKEN",
 """Environment variables whose values never reach a transcript."""
 MIN_SECRET_CHARS = 8
 """Shorter values are not treated as secrets (redacting ``1`` would garble every transcript)."""
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 class TranscriptError(OSError):
@@ -38,10 +37,10 @@ def transcript_dir(ledger: Path) -> Path:
 
 
 def transcript_name(task_id: str, scenario: str, repetition: int, agent: str | None, extension: str) -> str:
-    """The file name of one attempt's transcript: ``task--scenario--rN[--agent].extension`` (unsafe characters
-    replaced by ``_``)."""
-    parts = [task_id, scenario, f"r{repetition}", *([agent] if agent else [])]
-    return "--".join(_UNSAFE.sub("_", part) for part in parts) + f".{extension}"
+    """The file name of one attempt's transcript: ``task--scenario--rN[--agent].extension``, each part mapped
+    injectively (``protocol.file_names``: a part with other characters gets a hash suffix; issue 40), so two
+    attempts never share a file."""
+    return joined_file_name([task_id, scenario, f"r{repetition}", *([agent] if agent else [])], extension)
 
 
 def environment_secrets(environ: Mapping[str, str], extra: Iterable[str | None] = ()) -> tuple[str, ...]:
@@ -115,3 +114,37 @@ def open_transcript(ledger: Path, name: str, sha256: str | None) -> bytes:
     if sha256 is not None and hashlib.sha256(data).hexdigest() != sha256:
         raise TranscriptError(f"{path} does not match the SHA-256 the ledger records")
     return data
+
+
+def transcript_problems(ledger: Path, observations: Iterable[Mapping[str, object]]) -> list[str]:
+    """What is wrong with ``LEDGER.transcripts/`` when it exists (issue 40; ``agentstudy ledger``): not a plain
+    directory of this user with mode 0700, an entry that is not a regular file of mode 0600 (a symlink
+    included), a file an observation names that is missing or whose SHA-256 is not the recorded one, or a file
+    no observation names. Empty when the directory is absent (``--no-transcripts``, or none written yet)."""
+    directory = transcript_dir(ledger)
+    try:
+        info = directory.lstat()
+    except FileNotFoundError:
+        return []
+    except OSError as error:
+        return [f"{directory}: cannot be read: {error.strerror or error}"]
+    if not stat.S_ISDIR(info.st_mode):
+        return [f"{directory} is not a directory (a symlink or a file)"]
+    problems = []
+    if stat.S_IMODE(info.st_mode) != 0o700 or info.st_uid != os.getuid():
+        problems.append(f"{directory} has mode {stat.S_IMODE(info.st_mode):04o}, not a private directory (0700) "
+                        "of this user")
+    named = {str(o["transcriptFile"]): o.get("transcriptSha256") for o in observations
+             if isinstance(o.get("transcriptFile"), str)}
+    present = {entry.name: entry for entry in directory.iterdir()}
+    for name, entry in sorted(present.items()):
+        mode = entry.lstat().st_mode
+        if not stat.S_ISREG(mode) or stat.S_IMODE(mode) != 0o600:
+            problems.append(f"transcript {name} is not a regular file of mode 0600 (a symlink, a directory or "
+                            "another mode)")
+        elif name not in named:
+            problems.append(f"transcript {name} is named by no observation")
+        elif hashlib.sha256(entry.read_bytes()).hexdigest() != named[name]:
+            problems.append(f"transcript {name} does not match the SHA-256 its observation records")
+    problems.extend(f"transcript {name} is missing" for name in sorted(set(named) - set(present)))
+    return problems

@@ -31,6 +31,7 @@ __all__ = ["LIBRARY", "PROVIDER", "library_price", "today"]
 
 LIBRARY = "genai-prices"
 PROVIDER = "openai"
+_LABELS = {"openai": "OpenAI", "google": "Google"}
 
 
 def _schedule(value: Any, fallback: tuple[Decimal, dict[int, Decimal]] | None,
@@ -56,15 +57,18 @@ def _rate_at(schedule: tuple[Decimal, dict[int, Decimal]], start: int | None) ->
     return tiers[max(passed)] if passed else base
 
 
-def _source(model_id: str, comments: str | None) -> str:
+def _source(model_id: str, comments: str | None, provider: str = PROVIDER) -> str:
     note = " ".join((comments or "").split()) or "no price comment in the row"
-    return (f"{LIBRARY} {version(LIBRARY)} bundled snapshot, provider {PROVIDER}, model {model_id}, standard tier "
+    return (f"{LIBRARY} {version(LIBRARY)} bundled snapshot, provider {provider}, model {model_id}, standard tier "
             f"(no batch/flex/priority variant): {note}")
 
 
 @cache
-def library_price(model: str, day: str) -> OpenAiPrice:
-    """``model``'s standard-tier OpenAI price from genai-prices' bundled snapshot, as of UTC date ``day``.
+def library_price(model: str, day: str, provider_id: str = PROVIDER) -> OpenAiPrice:
+    """``model``'s standard-tier price from genai-prices' bundled snapshot, as of UTC date ``day``.
+
+    ``provider_id``: the snapshot's provider (``openai`` for Codex, ``google`` for Gemini CLI, whose rows
+    have no cache-write or reasoning rate: thoughts are billed as output, as the mapping above does).
 
     ``day`` (``YYYY-MM-DD``) selects among the row's dated prices (``ConditionalPrice``) the one in
     force; it is part of the cache key so a long run crossing midnight re-reads. Rates are USD per
@@ -77,10 +81,11 @@ def library_price(model: str, day: str) -> OpenAiPrice:
     """
     from genai_prices.data import providers  # the bundled snapshot itself, never an updated one
 
-    provider = next((p for p in providers if p.id == PROVIDER), None)
+    provider = next((p for p in providers if p.id == provider_id), None)
     info = provider.find_model(model) if provider is not None else None
     if info is None:
-        raise CostProblem(f"no OpenAI price for model {model!r} ({LIBRARY} {version(LIBRARY)} does not know it)")
+        label = _LABELS.get(provider_id, provider_id)
+        raise CostProblem(f"no {label} price for model {model!r} ({LIBRARY} {version(LIBRARY)} does not know it)")
     at = datetime.strptime(day, "%Y-%m-%d").replace(hour=12, tzinfo=UTC)
     prices = info.get_prices(at)
     given = prices.__dict__
@@ -92,7 +97,8 @@ def library_price(model: str, day: str) -> OpenAiPrice:
     starts = sorted({start for schedule in schedules for start in schedule[1]})
     tiers = tuple(OpenAiRates(*(_rate_at(s, start) for s in schedules)) for start in (None, *starts))
     try:
-        return OpenAiPrice(tiers=tiers, thresholds=tuple(starts), source=_source(info.id, info.price_comments))
+        return OpenAiPrice(tiers=tiers, thresholds=tuple(starts),
+                           source=_source(info.id, info.price_comments, provider_id))
     except ValueError as error:
         raise CostProblem(f"the {LIBRARY} row for {model!r} cannot be used: {error}") from None
 

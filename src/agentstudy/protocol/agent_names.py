@@ -9,7 +9,7 @@ from __future__ import annotations
 
 __all__ = ["AGENT_NAMES", "DEFAULT_AGENT"]
 
-AGENT_NAMES: tuple[str, ...] = ("claude-code", "codex")
+AGENT_NAMES: tuple[str, ...] = ("claude-code", "codex", "gemini")
 """Every ``--agent`` value, in the order help texts and errors list them; ``agents.registry.AGENT_MODULES``
 has one module per name."""
 

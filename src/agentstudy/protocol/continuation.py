@@ -119,7 +119,8 @@ def continuation_problems(old: MinimalLedger) -> list[str]:
     rule decided; a continuation would be optional stopping by the back door)."""
     problems = []
     if old.status == "running":
-        problems.append("its status is running (a run still in progress, or one that crashed: close it first)")
+        problems.append("its status is running (a run still in progress, or one that crashed: once its process is "
+                        "gone, close it first with `agentstudy ledger --close LEDGER`)")
     if old.sequential is not None and old.sequential.stop_reason is not None:
         record = old.sequential
         problems.append(f"its sequential study stopped for {record.stop_reason} after {record.tasks_completed} "

@@ -118,6 +118,20 @@ def seal_ledger(document: Mapping[str, Any]) -> dict[str, Any]:
     return sealed
 
 
+FEW_PROBLEMS = 3
+"""How many problems a warning quotes before it only counts the rest (issue 42: a changed 50,000-observation
+ledger would otherwise print one clause per observation)."""
+
+
+def few_problems(problems: tuple[str, ...] | list[str], shown: int = FEW_PROBLEMS) -> str:
+    """``problems`` for one line: all of them when there are at most ``shown``, else how many and the first
+    ``shown`` and how many more ("400 problems, the first 3: a; b; c; and 397 more")."""
+    if len(problems) <= shown:
+        return "; ".join(problems)
+    return (f"{len(problems)} problems, the first {shown}: " + "; ".join(problems[:shown])
+            + f"; and {len(problems) - shown} more")
+
+
 @dataclass(frozen=True)
 class LedgerVerification:
     """The result of :func:`verify_ledger_bytes`: every problem found (none: verified), first one first."""

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from agentstudy.protocol.prepare_steps import PrepareStep
+from agentstudy.protocol.prepare_steps import PreparedStateCap, PrepareStep
 from agentstudy.protocol.read_only import ReadOnlyError, require_probe_allowed
 from agentstudy.protocol.tool_names import listing_problem
 
@@ -146,6 +146,8 @@ class McpServerSpec:
             ``prepare``; issue 32, ``protocol.prepare_steps``).
         tool_descriptions: ``{TOOL: DESCRIPTION}`` shown to the agent instead of the server's own (an arm's
             ``toolDescriptions``; issue 44): the ``io.warm_up`` relay rewrites the server's ``tools/list``.
+        prepared_cap: the most files and bytes the prepared state may hold (a study file's
+            ``prepareLimits``; issue 40).
     """
 
     name: str
@@ -158,6 +160,7 @@ class McpServerSpec:
     sandbox_binds: tuple[str, ...] = ()
     open_world_tools: tuple[str, ...] = ()
     prepare: tuple[PrepareStep, ...] = ()
+    prepared_cap: PreparedStateCap = field(default_factory=PreparedStateCap)
     tool_descriptions: Mapping[str, str] = field(default_factory=dict)
 
     @property

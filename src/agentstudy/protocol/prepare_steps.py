@@ -81,6 +81,31 @@ def step_label(step: PrepareStep) -> str:
     return f"command {step.command[0].rsplit('/', 1)[-1]}"
 
 
+DEFAULT_MAX_STATE_FILES = 10_000
+"""Most files a checkout's prepared state may hold unless the study file says otherwise (issue 40)."""
+DEFAULT_MAX_STATE_BYTES = 1 << 30
+"""Most bytes (apparent sizes: a sparse file counts whole) a prepared state may hold by default: 1 GiB."""
+
+
+class PreparedStateCap(BaseModel):
+    """A study file's ``arms.treatment.prepareLimits``: ``maxFiles`` and ``maxBytes`` (apparent
+    sizes, bytes) the prepared state of one checkout may hold; over either, the run is refused before any
+    reservation. Defaults: :data:`DEFAULT_MAX_STATE_FILES` files, :data:`DEFAULT_MAX_STATE_BYTES` bytes."""
+
+    model_config = ConfigDict(extra="forbid", validate_by_name=True, validate_by_alias=True, frozen=True)
+
+    max_files: int = Field(default=DEFAULT_MAX_STATE_FILES, alias="maxFiles", ge=1, le=10_000_000)
+    max_bytes: int = Field(default=DEFAULT_MAX_STATE_BYTES, alias="maxBytes", ge=1, le=1 << 40)
+
+    def over(self, files: int, size: int) -> str | None:
+        """Why ``files`` files of ``size`` bytes break the cap (one clause naming it), else ``None``."""
+        if files > self.max_files:
+            return f"holds more than {self.max_files} files (prepareLimits.maxFiles)"
+        if size > self.max_bytes:
+            return f"holds more than {self.max_bytes} bytes (prepareLimits.maxBytes; apparent sizes)"
+        return None
+
+
 class PrepareOutcome(BaseModel):
     """One checkout's preparation as the ledger's ``mcpServer.prepared`` records it (camelCase JSON).
 

@@ -119,6 +119,8 @@ class CliObservation(BaseModel):
     treatment: TreatmentRecord | None = None
     transcript_file: str | None = Field(default=None, alias="transcriptFile")
     transcript_sha256: str | None = Field(default=None, alias="transcriptSha256")
+    server_stderr_file: str | None = Field(default=None, alias="serverStderrFile")
+    server_stderr_sha256: str | None = Field(default=None, alias="serverStderrSha256")
     observation_hash: str | None = Field(default=None, alias="observationHash")
 
     def to_json(self) -> dict[str, Any]:
@@ -133,12 +135,14 @@ class CliObservation(BaseModel):
         agent's CLI sent again after a refusal, from its own retry events, and ``failureKind`` says why a failed
         attempt failed (issue 33). ``agent`` (issue 21) names the coding agent (``claude-code``, ``codex``);
         omitted when unset, which means ``claude-code`` (``protocol.study_agents.observation_agent``).
+        ``serverStderrFile`` / ``serverStderrSha256`` (issue 39) name the MCP server's stderr tail kept in the
+        private transcripts directory (64 KiB, redacted); omitted when the server wrote nothing or none was kept.
         """
         data = self.model_dump(by_alias=True)
         for key in ("repository", "setupProblem", "costProblem", "statusReason", "observationHash", "startedAt",
                     "endedAt",
                     "workerNode", "agent", "exportFiles", "exportBytes", "exportTreeSha256", *RETRY_FIELDS, "treatment",
-                    "transcriptFile", "transcriptSha256"):
+                    "transcriptFile", "transcriptSha256", "serverStderrFile", "serverStderrSha256"):
             if data[key] is None:
                 del data[key]
         if self.treatment is not None:
@@ -254,7 +258,7 @@ class BackoffPause(BaseModel):
 
 
 class RunLink(BaseModel):
-    """One earlier run of a chain (issue 40): ``ledgerSha256`` (SHA-256 hex of its ledger's bytes) and ``runId``."""
+    """One earlier run of a chain: ``ledgerSha256`` (SHA-256 hex of its ledger's bytes) and ``runId``."""
 
     model_config = ConfigDict(extra="forbid", validate_by_name=True, validate_by_alias=True)
 
@@ -267,7 +271,7 @@ class ContinuesRecord(BaseModel):
     SHA-256 hex of the old ledger file's bytes as read, and its ``runId`` (``None`` for a ledger written before
     runs had ids).
 
-    Issue 40 (a chain is one study): ``earlierRuns`` lists the links before the predecessor, oldest first
+    A chain is one study: ``earlierRuns`` lists the links before the predecessor, oldest first
     (:class:`RunLink`; empty for a second run), and ``completedBefore`` counts the cells the whole chain before
     this run observed ``completed``, so the ledger verifies alone: ``fullAttempts`` = ``plannedAttempts`` +
     ``completedBefore`` in a full run. Both are absent in continuations written before.
@@ -398,6 +402,8 @@ def _drop_unset(data: dict[str, Any]) -> dict[str, Any]:
         data.pop("journal", None)  # a closed ledger has no journal beside it
     if isinstance(data.get("mcpServer"), dict) and data["mcpServer"].get("prepared") is None:
         data["mcpServer"].pop("prepared", None)  # a study without preparation steps keeps its ledger's hash
+    if isinstance(data.get("mcpServer"), dict) and data["mcpServer"].get("corpusPath") is None:
+        data["mcpServer"].pop("corpusPath", None)  # older ledgers keep their hash
     for arm in data.get("arms") or []:
         for key in ("mcpServer", "toolDescriptionsSha256", "toolsListSha256", "mcpCommand", "offeredTools",
                     "shownDescriptions", "serverVersion"):

@@ -84,7 +84,9 @@ class McpServerRecord(BaseModel):
     ``"declared read-only by the operator"`` (no ``readOnlyHint``; only ``--mcp-tools`` says so).
     Ledgers written before it was recorded load with ``{}``. ``prepared`` (issue 32) lists, per checkout,
     the preparation steps that ran before any reservation, their outcome and the prepared state's hash
-    (``protocol.prepare_steps.PrepareOutcome``); absent when the study declares no step.
+    (``protocol.prepare_steps.PrepareOutcome``); absent when the study declares no step. ``corpusPath`` (issue
+    39) says where the server sees the repository in an attempt (``CLI_CORPUS_PATH``: the agent's own export,
+    at the same absolute path); absent from older ledgers.
     """
 
     model_config = ConfigDict(extra="forbid", validate_by_name=True, validate_by_alias=True)
@@ -95,6 +97,11 @@ class McpServerRecord(BaseModel):
     denied_tools: list[str] = Field(alias="deniedTools")
     read_only_evidence: dict[str, str] = Field(default_factory=dict, alias="readOnlyEvidence")
     prepared: list[dict[str, Any]] | None = None
+    corpus_path: str | None = Field(default=None, alias="corpusPath")
+
+
+CLI_CORPUS_PATH = "the attempt's export: the agent's working directory, at the same absolute path for the server"
+"""``mcpServer.corpusPath`` of an agent CLI run (issue 39)."""
 
 
 class ArmRecord(BaseModel):

@@ -30,11 +30,21 @@ def last_line(text: str) -> str:
     return lines[-1][:LAST_LINE_CHARS] if lines else ""
 
 
+def server_cause(text: str) -> str | None:
+    """The sentence naming the world's cause ``text`` (what the server said) shows, or ``None``."""
+    return next((words for pattern, words in CAUSES if pattern.search(text)), None)
+
+
+def with_cause(text: str, said: str) -> str:
+    """``text`` followed by ``"; " + server_cause(said)`` when what the server ``said`` shows a known cause."""
+    cause = server_cause(said)
+    return f"{text}; {cause}" if cause else text
+
+
 def server_failure_words(stderr: str) -> str | None:
     """``"the MCP server's stderr ends: LINE"`` (plus ``"; " + cause`` when one is recognised in ``stderr``),
     or ``None`` when the server wrote nothing."""
     line = last_line(stderr)
     if not line:
         return None
-    cause = next((words for pattern, words in CAUSES if pattern.search(stderr)), None)
-    return f"the MCP server's stderr ends: {line}" + (f"; {cause}" if cause else "")
+    return with_cause(f"the MCP server's stderr ends: {line}", stderr)

@@ -26,7 +26,9 @@ from agentstudy.protocol.tool_proposal import (
     prepare_decision,
     prepare_step,
     probe_decision,
+    probe_suggestions,
     propose_probe,
+    reach_decision,
     tool_roles,
     tools_decision,
 )
@@ -73,13 +75,15 @@ class ToolChoice:
     declared: tuple[str, ...] = ()
     open_world: tuple[str, ...] = ()
     prepare: tuple[Mapping[str, Any], ...] = ()
+    suggestions: tuple[tuple[str, Mapping[str, Any]], ...] = ()
+    """Probe calls built from the allowed tools' schemas (``protocol.tool_proposal.probe_suggestions``)."""
 
     def with_failed_probe(self, answer: str) -> ToolChoice:
         """This choice with the probe's failure (its answer ``answer``) as an open decision (and the preparation
         as another when the answer says the server is not ready: :meth:`with_probe_answer`)."""
         if self.probe is None:
             return self
-        decision = probe_decision(self.read_only, (self.probe, self.probe_arguments, answer))
+        decision = probe_decision(self.read_only, (self.probe, self.probe_arguments, answer), self.suggestions)
         return replace(self, undecided=(*self.undecided, decision)).with_probe_answer(answer)
 
     def with_probe_answer(self, answer: str) -> ToolChoice:
@@ -137,7 +141,7 @@ def choose_tools(
             raise StarterError(f"--prepare names {name}, which the server does not list")
     steps = tuple(prepare_step(name, schemas, word) for name in prepare)
     undecided: list[Decision] = []
-    decision = tools_decision(roles)
+    decision = tools_decision(roles) or reach_decision(roles)
     if decision is not None:
         undecided.append(decision)
     chosen: tuple[str, dict[str, Any]] | None
@@ -154,7 +158,7 @@ def choose_tools(
             undecided.append(probe_decision(read_only, None))
     return ToolChoice(read_only, unannotated, denied, chosen[0] if chosen else None, chosen[1] if chosen else {},
                       roles, tuple(undecided), tuple(d for d in declared if d in read_only), tuple(allow_open_world),
-                      steps)
+                      steps, probe_suggestions(roles, schemas, word))
 
 
 def server_name_for(command: Sequence[str]) -> str:

@@ -27,7 +27,7 @@ from agentstudy.protocol.mcp_spec import (
     parse_mcp_config,
     unknown_placeholders,
 )
-from agentstudy.protocol.prepare_steps import MAX_STEPS, PrepareStep
+from agentstudy.protocol.prepare_steps import MAX_STEPS, PreparedStateCap, PrepareStep
 from agentstudy.protocol.sandbox_binds import kernel_bind_problem
 from agentstudy.protocol.task import plain_text
 from agentstudy.protocol.tool_names import listing_problem
@@ -96,6 +96,8 @@ class ServerArm(Arm):
         prepare: preparation steps (``protocol.prepare_steps``: a tool call or a command) run once per
             checkout in the server's sandbox before any reservation; what they write is the server's
             private prepared state, copied afresh into every attempt's server of this arm (issue 32).
+        prepareLimits: the cap on that state (``maxFiles``, ``maxBytes``;
+            :class:`~agentstudy.protocol.prepare_steps.PreparedStateCap`).
         toolDescriptions: ``{TOOL: DESCRIPTION}``, each TOOL one of ``tools``: the description the agent is
             shown instead of the server's own (names, input schemas and annotations untouched; issue 44).
         undecided: the decisions ``agentstudy init`` left open; a study with any is refused,
@@ -114,6 +116,7 @@ class ServerArm(Arm):
     prepare: list[PrepareStep] = Field(default_factory=list, max_length=MAX_STEPS)
     tool_descriptions: dict[str, str] = Field(default_factory=dict, alias="toolDescriptions",
                                               max_length=MAX_DESCRIBED_TOOLS)
+    prepare_limits: PreparedStateCap = Field(default_factory=PreparedStateCap, alias="prepareLimits")
     undecided: list[dict[str, Any]] = Field(default_factory=list, max_length=0)
 
     @model_validator(mode="before")

@@ -14,16 +14,17 @@ from agentstudy.protocol.sequential import SequentialDesign
 
 class SequentialSettings(BaseModel):
     """``design.sequential``: ``maxTasks`` (1–1000, at most the study's tasks), ``alpha`` in (0, 1) (efficacy at
-    an e-value of ``1/alpha``), ``futility`` in (0, 1) or ``null`` (stop when the evidence that the treatment is
-    worse reaches ``1/futility``; efficacy out of reach always stops), ``seed`` (optional, 0 to 2^63 - 1: the task
-    order's seed; absent: taken from the protocol hash)."""
+    an e-value of ``1/alpha``), ``futility`` in (0, 1) or ``null``, 0.1 when absent (stop when the evidence that
+    the treatment is worse reaches ``1/futility``; efficacy out of reach always stops), ``seed`` (optional, 0 to
+    2^63 - 1: the task order's seed; absent: taken from the protocol hash)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, populate_by_name=True)
 
     max_tasks: int = Field(alias="maxTasks", ge=1, le=1000, description="The most tasks the study runs.")
     alpha: float = Field(gt=0, lt=1, description="Type-I error; efficacy at an e-value of 1/alpha.")
     futility: float | None = Field(
-        gt=0, lt=1, description="Harm bound: stop when the evidence of a worse treatment reaches 1/futility.")
+        default=0.1, gt=0, lt=1,
+        description="Harm bound: stop when the evidence of a worse treatment reaches 1/futility (default 0.1).")
     seed: int | None = Field(default=None, ge=0, le=2**63 - 1, description="Seed of the random task order.")
 
     @model_validator(mode="after")

@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from agentstudy.protocol.file_names import colliding_ids
 from agentstudy.protocol.prompt import study_prompt
 
 PIN_PATTERN = re.compile(r"^[a-f0-9]{40}$")
@@ -115,7 +116,8 @@ class ManifestError(ValueError):
 
 
 def check_task_ids_and_repositories(tasks: Sequence[Task], repositories: Mapping[str, str]) -> None:
-    """Refuse task ids given twice and a task naming an undeclared repository (seed manifest and study file).
+    """Refuse task ids given twice (or mapping to one file name) and a task naming an undeclared repository
+    (seed manifest and study file).
 
     Raises:
         ValueError: the first broken rule.
@@ -123,6 +125,9 @@ def check_task_ids_and_repositories(tasks: Sequence[Task], repositories: Mapping
     ids = [task.id for task in tasks]
     if len(set(ids)) != len(ids):
         raise ValueError("task ids must be distinct")
+    collision = colliding_ids(ids)
+    if collision is not None:  # cannot happen by construction; refused before anything is reserved (issue 40)
+        raise ValueError(f"task ids {collision[0]!r} and {collision[1]!r} map to one file name")
     for task in tasks:
         if task.repository not in repositories:
             raise ValueError(f"task {task.id!r} names an undeclared repository {task.repository!r}")

@@ -27,7 +27,8 @@ from agentstudy.protocol.read_only import ToolHints
 from agentstudy.protocol.tool_roles import BROAD_GLOB, takes_glob
 
 __all__ = ["ROLES", "Decision", "ProposalError", "ToolRole", "needs_preparation", "prepare_candidates",
-           "prepare_decision", "prepare_step", "probe_decision", "propose_probe", "tool_roles", "tools_decision"]
+           "prepare_decision", "prepare_step", "probe_decision", "probe_suggestions", "propose_probe", "reach_decision",
+           "tool_roles", "tools_decision"]
 
 ROLES = ("search", "read", "list", "prepare", "denied")
 """The roles a draft proposes, in the order the probe prefers them (search first)."""
@@ -201,15 +202,69 @@ def tools_decision(roles: Sequence[ToolRole]) -> Decision | None:
         "and remove this entry from arms.treatment.undecided")
 
 
-def probe_decision(allowed: Sequence[str], failed: tuple[str, Mapping[str, Any], str] | None) -> Decision:
+FRONT_DOOR_TOOLS = 5
+"""At most this many listed tools, or one named like a guide, menu or tier, looks like a reduced front door."""
+_FRONT_DOOR_WORDS = re.compile(r"guide|menu|tier|help|start|discover|toolset|capabilit", re.IGNORECASE)
+
+
+def reach_decision(roles: Sequence[ToolRole]) -> Decision | None:
+    """The open decision when tools are allowed but none can search or read files (no allowed ``search`` or
+    ``read`` role; issue 39 item 6), else ``None``. When the listing looks like a reduced front door (at most
+    :data:`FRONT_DOOR_TOOLS` tools, or a tool named like a guide, menu or tier), it says the server may need an
+    option or environment variable to list its full tool set."""
+    allowed = [role for role in roles if role.allowed]
+    if not allowed or any(role.role in ("search", "read") for role in allowed):
+        return None
+    front = len(roles) <= FRONT_DOOR_TOOLS or any(_FRONT_DOOR_WORDS.search(role.name) for role in roles)
+    hint = ("; the listing looks like a reduced front door: the server may need an option or environment "
+            "variable (see its documentation) to list its full tool set" if front else "")
+    return Decision(
+        "arms.treatment.tools",
+        f"none of the allowed tools ({', '.join(role.name for role in allowed)}) can search or read files, so "
+        f"the treatment may never touch the repository{hint}",
+        "--tool NAME for a tool that searches or reads, or rerun init with the server's command or env set to "
+        "list its full tool set",
+        "add a tool that searches or reads to \"tools\" in arms.treatment (or keep the tools if they do reach "
+        "the repository) and remove this entry from arms.treatment.undecided")
+
+
+def probe_suggestions(roles: Sequence[ToolRole], tools: Mapping[str, tuple[str, Mapping[str, Any]]],
+                      word: str) -> tuple[tuple[str, dict[str, Any]], ...]:
+    """Every allowed tool whose required arguments can be filled from its schema as a probe's are
+    (:func:`propose_probe`'s order: search, list, read), with those arguments (issue 39 item 6)."""
+    found: list[tuple[str, dict[str, Any]]] = []
+    for wanted in ROLES[:3]:
+        for role in roles:
+            if role.allowed and role.role == wanted and role.name in tools:
+                arguments = _fill(tools[role.name][1], tools[role.name][0], word)
+                if arguments is not None:
+                    found.append((role.name, arguments))
+    return tuple(found)
+
+
+def probe_decision(allowed: Sequence[str], failed: tuple[str, Mapping[str, Any], str] | None,
+                   suggestions: Sequence[tuple[str, Mapping[str, Any]]] = ()) -> Decision:
     """The open decision about the probe (``arms.treatment.probe``): none could be proposed
-    (``failed`` None), or the proposed ``(tool, arguments, answer)`` answered an error."""
-    tool = failed[0] if failed else (allowed[0] if allowed else "NAME")
+    (``failed`` None), or the proposed ``(tool, arguments, answer)`` answered an error.
+
+    The suggested call is the first of ``suggestions`` (:func:`probe_suggestions`: arguments from the tool's
+    own schema) that is not the call that failed (issue 39 item 6); without one, the tool's name with a
+    ``{"path": "{root}"}`` placeholder to edit."""
+    others = [(name, dict(arguments)) for name, arguments in suggestions
+              if failed is None or (name, dict(arguments)) != (failed[0], dict(failed[1]))]
+    if others:
+        tool, example = others[0][0], json.dumps(others[0][1])
+        return _probe_decision(tool, example, failed)
+    tool = next((name for name in allowed if failed is None or name != failed[0]), None) \
+        or (failed[0] if failed else "NAME")
+    return _probe_decision(tool, '{"path": "{root}"}', failed)
+
+
+def _probe_decision(tool: str, example: str, failed: tuple[str, Mapping[str, Any], str] | None) -> Decision:
     question = ("no allowed tool can be called with arguments read from its schema; which call shows the "
                 "server answers?" if failed is None else
                 f"the probe {failed[0]} {json.dumps(dict(failed[1]))} answered an error: "
                 f"{failed[2][:160]!r}; which call shows the server answers?")
-    example = '{"path": "{root}"}'
     return Decision(
         "arms.treatment.probe",
         question,

@@ -246,7 +246,7 @@ class RehearsalServer:
     async def _messages(self, request: Request) -> Response:
         arrived = time.monotonic()
         try:
-            body = await _read_json(request)
+            body = self._request_view(request, await _read_json(request))
         except ClientDisconnect:
             return Response(status_code=CLIENT_GONE)
         if self.latency_ms:
@@ -267,6 +267,11 @@ class RehearsalServer:
             return JSONResponse(error_body(400, str(error)), status_code=400)
         self._log(request, body, 200, arrived, number, fault, reply.usage)
         return self._answer(body, reply)
+
+    def _request_view(self, request: Request, body: Any) -> Any:
+        """The decoded body as the policy and the log read it (here the body itself; a subclass whose wire
+        names the model in the URL or shapes messages otherwise returns its Messages-shaped view)."""
+        return body
 
     def _next_fault(self, request: Request, body: Any) -> tuple[int, Fault | None]:
         """This request's arrival number and its scheduled fault (``None`` without a schedule)."""

@@ -17,12 +17,13 @@ from dataclasses import replace
 
 from agentstudy.pricing.price_file import PriceFile
 from agentstudy.report import fmt
-from agentstudy.report.analysis import Analysis, analyse
-from agentstudy.report.content import PROVENANCE_TITLE, provenance_section
+from agentstudy.report.analysis import Analysis, MetricResult, analyse
+from agentstudy.report.content import PROVENANCE_TITLE, provenance_section, report_title
 from agentstudy.report.content_inference import level
 from agentstudy.report.document import Block, Document, Figure, Paragraph, Section, Table
 from agentstudy.report.glance import GLANCE_METRICS
 from agentstudy.report.in_words import direction
+from agentstudy.report.inference_endpoints import PRIMARY, holm
 from agentstudy.report.model import BASELINE, TREATMENT, Study
 from agentstudy.report.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 
@@ -46,8 +47,41 @@ def for_agent(study: Study, agent: str) -> Study:
 def agent_analyses(
     study: Study, prices: PriceFile | None = None, *, seed: int = BOOTSTRAP_SEED, resamples: int = BOOTSTRAP_RESAMPLES,
 ) -> dict[str, Analysis]:
-    """Agent name -> the analysis of that agent's attempts alone, in order of first appearance."""
-    return {agent: analyse(for_agent(study, agent), prices, seed=seed, resamples=resamples) for agent in study.agents}
+    """Agent name -> the analysis of that agent's attempts alone, in order of first appearance; each agent's primary
+    ``p_adjusted`` is Holm's over the agents' primary p-values (issue 41 item 2: one question asked per agent)."""
+    analyses = {agent: analyse(for_agent(study, agent), prices, seed=seed, resamples=resamples)
+                for agent in study.agents}
+    return holm_across_agents(analyses) if len(analyses) > 1 else analyses
+
+
+def _primary(analysis: Analysis) -> MetricResult | None:
+    return next((r for r in analysis.results if r.role == PRIMARY), None)
+
+
+def holm_across_agents(analyses: Mapping[str, Analysis]) -> dict[str, Analysis]:
+    """``analyses`` with each agent's primary ``p_adjusted`` replaced by Holm's adjustment over the agents' primary
+    p-values (agents without a primary p keep ``None``)."""
+    family = {agent: result.task_level.p_value for agent, a in analyses.items()
+              if (result := _primary(a)) is not None and result.task_level.p_value is not None}
+    adjusted = holm(family)
+    updated: dict[str, Analysis] = {}
+    for agent, analysis in analyses.items():
+        results = tuple(replace(r, p_adjusted=adjusted.get(agent)) if r.role == PRIMARY else r
+                        for r in analysis.results)
+        updated[agent] = replace(analysis, results=results)
+    return updated
+
+
+def holm_sentence(analyses: Mapping[str, Analysis]) -> str:
+    """The multi-agent report's sentence on the primary's multiplicity, with each agent's raw and adjusted p."""
+    parts = []
+    for agent, analysis in analyses.items():
+        result = _primary(analysis)
+        if result is not None and result.task_level.p_value is not None and result.p_adjusted is not None:
+            parts.append(f"{agent} p {result.task_level.p_value:.3g}, adjusted {result.p_adjusted:.3g}")
+    listed = f" ({'; '.join(parts)})" if parts else ""
+    return (f"Each agent's primary endpoint is tested at alpha, and its p-value is Holm-adjusted across the "
+            f"{len(analyses)} agents of the study{listed}; an agent's answer is read from its adjusted p.")
 
 
 def _plural(count: int, word: str) -> str:
@@ -83,7 +117,7 @@ def agents_section(analyses: Mapping[str, Analysis]) -> Section:
     counts = "; ".join(f"{agent}: {_plural(len(a.study.attempts), 'attempt')}, {_plural(len(a.pairs), 'pair')}"
                        for agent, a in analyses.items())
     blocks: list[Block] = [Table("agents", caption, header, rows, right), Paragraph(NOT_POOLED),
-                           Paragraph(f"Observed: {counts}.")]
+                           Paragraph(holm_sentence(analyses)), Paragraph(f"Observed: {counts}.")]
     return Section(TITLE, tuple(blocks))
 
 
@@ -107,10 +141,7 @@ def multi_agent_document(
     """The report of a several-agent study: :func:`agents_section`, then each agent's one-agent report
     (``document_of(analysis)``, its provenance left out) with every section, table and figure labelled
     ``Agent NAME``, then one provenance appendix of the whole ledger naming the agents."""
-    mode = f" ({study.mode})" if study.mode else ""
-    title = f"Paired report by agent: {study.header.get('version', 'minimal study')}{mode}"
-    if study.unverified:
-        title = f"UNVERIFIED {title}"
+    title = report_title(study, "Paired report by agent")
     sections = [agents_section(analyses)]
     for agent, analysis in analyses.items():
         document = document_of(analysis)

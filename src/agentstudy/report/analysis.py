@@ -106,7 +106,8 @@ class MetricResult:
     the primary, Holm's over the secondaries, ``None`` otherwise); ``ratio`` the geometric mean ratio
     (tokens, time, USD; else ``None``). For correctness the task-level summary is intention to treat
     (an attempt that did not complete scores 0), ``rates`` its per-arm rates (baseline first), and
-    ``complete_case``/``complete_case_rates`` the complete-case view beside it."""
+    ``complete_case``/``complete_case_rates`` the complete-case view beside it. Tokens, time and money are
+    intention to treat too (issue 41 item 4: every attempt that spent anything), ``complete_case`` beside them."""
 
     metric: Metric
     differences: tuple[float, ...]
@@ -279,9 +280,11 @@ def _metric_result(study: Study, metric: Metric, pairs: tuple[Pair, ...], repric
     per_task = task_values(study, metric, repriced)
     arms = (BASELINE, TREATMENT)
     if metric is not CORRECTNESS:
-        ratio = ratio_summary(per_task, seed=seed, alpha=alpha) if metric.key in RATIO_METRICS else None
-        return MetricResult(metric, values, task_level_summary(per_task, seed=seed, alpha=alpha),
-                            variance_components(per_task, arms), ratio=ratio)
+        itt = itt_values(study, metric, repriced)
+        ratio = ratio_summary(itt, seed=seed, alpha=alpha) if metric.key in RATIO_METRICS else None
+        return MetricResult(metric, values, task_level_summary(itt, seed=seed, alpha=alpha),
+                            variance_components(itt, arms), ratio=ratio,
+                            complete_case=task_level_summary(per_task, seed=seed, alpha=alpha))
     itt = itt_task_values(study)
     by_arm = {arm: [a for a in study.attempts if a.scenario == arm] for arm in arms}
     return MetricResult(
@@ -302,6 +305,28 @@ def itt_task_values(study: Study) -> dict[str, tuple[list[float], list[float]]]:
         score = itt_score(attempt)
         if score is not None:
             arms[0 if attempt.scenario == BASELINE else 1].append(score)
+    return per_task
+
+
+def spent_anything(attempt: Attempt) -> bool:
+    """Whether an attempt counts under intention to treat for tokens, time and money (issue 41 item 4): it
+    completed, or it was charged more than 0 USD (a failed attempt's charge counts in its arm)."""
+    return attempt.completed or (attempt.charged_usd is not None and attempt.charged_usd > 0)
+
+
+def itt_values(study: Study, metric: Metric, repriced: Mapping[int, Repriced]) -> dict[str, tuple[list[float],
+                                                                                                    list[float]]]:
+    """Per task ``(baseline values, treatment values)`` of ``metric`` as intention to treat (issue 41 item 4): every
+    attempt that :func:`spent_anything` with the value recorded, whatever its status or usage completeness (an
+    incomplete usage counts what it recorded), a chain's superseded attempts left out."""
+    per_task: dict[str, tuple[list[float], list[float]]] = {}
+    for attempt in study.attempts:
+        if attempt.scenario not in (BASELINE, TREATMENT) or attempt.superseded:
+            continue
+        arms = per_task.setdefault(attempt.task_id, ([], []))
+        value = value_of(attempt, metric, repriced) if spent_anything(attempt) else None
+        if value is not None:
+            arms[0 if attempt.scenario == BASELINE else 1].append(float(value))
     return per_task
 
 

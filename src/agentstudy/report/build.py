@@ -90,13 +90,24 @@ def render_study(study: Study, prices: Path | None, output_format: str) -> str:
         raise ReportInputError(f"unknown format {output_format!r}")
     price_file = load_prices(prices) if prices is not None else None
     if len(study.agents) > 1:
-        return _render_agents(study, price_file, output_format)
+        return with_view_hint(_render_agents(study, price_file, output_format))
     analysis = analyse(study, price_file)
     if output_format == "json":
         from agentstudy.report.json_view import render_json
 
         return render_json(analysis)
-    return render(document_for(analysis, output_format), output_format)
+    return with_view_hint(render(document_for(analysis, output_format), output_format))
+
+
+VIEW_HINT = ('<footer id="view-hint"><p>Each task\'s two arms, side by side and step by step: run '
+             "<code>agentstudy view LEDGER</code> and open the page it prints (served on 127.0.0.1 only); "
+             "there the task names of this report link to their pairs.</p></footer>")
+"""What an HTML report says about the pair pages when it is not served by ``agentstudy view`` (issue 43 item 3)."""
+
+
+def with_view_hint(text: str) -> str:
+    """An HTML report with :data:`VIEW_HINT` before ``</body>``; any other text unchanged."""
+    return text.replace("</body>", VIEW_HINT + "</body>", 1) if text.rstrip().endswith("</html>") else text
 
 
 def _render_agents(study: Study, prices: PriceFile | None, output_format: str) -> str:

@@ -75,12 +75,14 @@ def chain_adjudication(infos: Sequence[AdjudicationInfo]) -> AdjudicationInfo:
 
 
 def load_chain(ledgers: Sequence[Path], *, allow_unverified: bool = False,
-               adjudications: Sequence[Path] = (), partial_chain: bool = False) -> Study:
+               adjudications: Sequence[Path] = (), partial_chain: bool = False,
+               keep_documents: list[Any] | None = None) -> Study:
     """One :class:`Study` of the runs in ``ledgers`` (oldest first; one path: that ledger's study).
 
     ``adjudications`` is empty or one companion per ledger, in the same order, each joined to its own ledger.
     A first ledger that continues runs not given (issue 40: a chain is one study) is refused unless
-    ``partial_chain``; then the study names them in ``chain_missing``.
+    ``partial_chain``; then the study names them in ``chain_missing``. ``keep_documents``, when given,
+    receives each ledger's parsed JSON in order (:func:`load_study`).
 
     Raises:
         ReportInputError: a ledger that cannot be read or does not verify (as :func:`load_study`), a chain
@@ -92,7 +94,7 @@ def load_chain(ledgers: Sequence[Path], *, allow_unverified: bool = False,
         raise ReportInputError(f"a chain of {len(ledgers)} runs takes one --adjudication per ledger, in the same "
                                f"order (got {len(adjudications)})")
     companions: Sequence[Path | None] = adjudications or [None] * len(ledgers)
-    studies = [load_study(path, companion, allow_unverified=allow_unverified)
+    studies = [load_study(path, companion, allow_unverified=allow_unverified, documents=keep_documents)
                for path, companion in zip(ledgers, companions, strict=True)]
     documents = [_document(path) for path in ledgers]
     missing = tuple(missing_links(documents[0]))

@@ -20,7 +20,7 @@ and that test answers the question. Pure numpy (imported by the computing path o
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -170,3 +170,21 @@ def scope_sentence(scope: InferenceScope) -> str:
         return (f"it holds for tasks of {names} only ({scope.repositories} of the {scope.min_repositories} "
                 "repositories a repository-level test needs)")
     return f"tested across {scope.repositories} repositories ({names}), the repository as the unit"
+
+
+def repository_rows(metric_label: str, kind_format: Callable[[float | None], str],
+                    view: RepositoryView) -> list[tuple[str, ...]]:
+    """The per-repository table's rows of one metric: each repository's estimate, tasks and p, then the
+    heterogeneity p and the repository-level test when present (``kind_format`` writes a value in its unit)."""
+    rows: list[tuple[str, ...]] = [
+        (metric_label, r.repository, kind_format(r.estimate), str(r.tasks), f"{r.p_value:.3g}")
+        for r in view.by_repository]
+    if view.heterogeneity_p is not None:
+        rows.append((metric_label, "heterogeneity across repositories", "—", "—", f"{view.heterogeneity_p:.3g}"))
+    if view.level is not None:
+        level = view.level
+        interval = ("unbounded" if level.ci_low is None or level.ci_high is None
+                    else f"[{kind_format(level.ci_low)}, {kind_format(level.ci_high)}]")
+        rows.append((metric_label, f"repository level ({level.repositories} repositories) {interval}",
+                     kind_format(level.estimate), "—", f"{level.p_value:.3g}"))
+    return rows

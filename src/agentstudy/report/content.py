@@ -12,6 +12,7 @@ power planning (:mod:`report.power_section`) before it. No answer text is ever i
 
 from __future__ import annotations
 
+from agentstudy.protocol.ledger_integrity import few_problems
 from agentstudy.report import fmt
 from agentstudy.report.analysis import CORRECTNESS, REPRICED, Analysis, Metric, Pair
 from agentstudy.report.containment import LEGEND, containment_rows, containment_sentences
@@ -25,7 +26,8 @@ from agentstudy.report.infrastructure import (
     infrastructure_sentences,
     infrastructure_table_rows,
 )
-from agentstudy.report.model import BASELINE, SCENARIOS, TREATMENT, Attempt
+from agentstudy.report.methods import METHOD_REFERENCES, RANDOMIZATION_NOTE
+from agentstudy.report.model import BASELINE, SCENARIOS, TREATMENT, Attempt, Study
 from agentstudy.report.power_section import MetricPlan, power_section
 from agentstudy.report.sentences import (
     ADJUDICATED_SENTENCE,
@@ -36,6 +38,18 @@ from agentstudy.report.sentences import (
 from agentstudy.report.treatment import not_delivered, summarize_treatment
 
 
+def run_status(study: Study) -> str:
+    """The run's status as a reader should take it (issue 42): a run that ended ``awaiting-adjudication`` and is
+    reported with its companion reads "adjudicated (complete: 2 scored, 0 pending; the run ended
+    awaiting-adjudication)"; otherwise the ledger's own status."""
+    status = study.header.get("status", fmt.MISSING)
+    companion = study.adjudication
+    if companion is None or status != "awaiting-adjudication":
+        return status
+    return (f"adjudicated ({companion.status}: {companion.scored} scored, {companion.pending} pending; "
+            f"the run ended {status})")
+
+
 def provenance_section(analysis: Analysis) -> Section:
     """The appendix: the study's and this report's inputs (ledger hash, pins, versions, times, adjudication,
     interval settings), one row each."""
@@ -44,9 +58,9 @@ def provenance_section(analysis: Analysis) -> Section:
     rows: list[tuple[str, str]] = [("ledger", study.file_name), ("ledger SHA-256", study.sha256)]
     for key, label in (("version", "version"), ("transport", "transport"), ("model", "model"), ("mode", "mode"),
                        ("status", "run status"), ("plannedAttempts", "planned attempts")):
-        rows.append((label, head.get(key, fmt.MISSING)))
+        rows.append((label, run_status(study) if key == "status" else head.get(key, fmt.MISSING)))
     rows.append(("observed attempts", str(len(study.attempts))))
-    rows.append(("verification", f"NOT VERIFIED: {'; '.join(study.unverified)}" if study.unverified else
+    rows.append(("verification", f"NOT VERIFIED: {few_problems(study.unverified)}" if study.unverified else
                  "verified: ledgerHash and every observationHash match; the invariants hold"))
     rows.append(("rehearsal", "yes" if study.rehearsal else "no"))
     rows.append(("MCP server", study.server_name or fmt.MISSING))
@@ -74,7 +88,9 @@ def _about(analysis: Analysis) -> Section:
     study = analysis.study
     warning = (Paragraph(UNVERIFIED_SENTENCE + " First: " + study.unverified[0]),) if study.unverified else ()
     where = Paragraph(f"Provenance (ledger hash, pins, versions, times) is in the last section, {PROVENANCE_TITLE}.")
-    return Section("About this report", (*warning, Bullets(fixed_sentences(study)), where))
+    methods = Paragraph("Methods and their references:")
+    return Section("About this report", (*warning, Bullets(fixed_sentences(study)), where, methods,
+                                         Bullets((*METHOD_REFERENCES, RANDOMIZATION_NOTE))))
 
 
 def _containment(analysis: Analysis) -> Section:
@@ -208,16 +224,23 @@ status strip under the attempts, the task differences under their statistics, th
 table."""
 
 
+def report_title(study: Study, kind: str = "Paired report") -> str:
+    """The report's title (issue 42): the server studied and the study's repositories, then the mode, e.g.
+    "Paired report: doc-bridge on lantern-cache (pilot)"; "UNVERIFIED " first for a ledger that did not verify.
+    The contract's name (``agentstudy-study-v1``) stays in the provenance table."""
+    names = [part.partition("@")[0] for part in study.header.get("repositories", "").split(", ") if part]
+    mode = f" ({study.mode})" if study.mode else ""
+    title = f"{kind}: {study.server}" + (f" on {', '.join(names)}" if names else "") + mode
+    return f"UNVERIFIED {title}" if study.unverified else title
+
+
 def build_document(analysis: Analysis, figures: tuple[Figure, ...] = (), *,
                    plans: tuple[MetricPlan, ...] | None = None) -> Document:
     """The whole report of ``analysis``; each of ``figures`` (HTML only) ends the section it illustrates
     (:data:`FIGURE_PLACES`; an unknown key ends the last section). ``plans``: :func:`power_plans` of ``analysis``
     when the caller already holds them (else the power section simulates them)."""
     study = analysis.study
-    mode = f" ({study.mode})" if study.mode else ""
-    title = f"Paired report: {study.header.get('version', 'minimal study')}{mode}"
-    if study.unverified:
-        title = f"UNVERIFIED {title}"
+    title = report_title(study)
     if study.chain_missing:
         title = f"PARTIAL CHAIN {title}"
     infrastructure = _infrastructure(analysis)

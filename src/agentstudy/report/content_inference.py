@@ -5,21 +5,25 @@ The primary endpoint's sentence says which metric answers the study's question, 
 at which alpha, and whether the study file declared it or the defaults apply. Each metric row
 carries its role (primary, secondary with its Holm-adjusted p, or exploratory), design, estimate
 (mean task difference), the test-inverted interval, the sign-flip p (exact, or Monte Carlo with its
-standard error), the smallest p the data can attain and, for tokens, time and money, the geometric
-mean ratio in words. Correctness is intention to treat, with the complete-case view beside it and
+standard error), the smallest p the data can attain and, for tokens, time and money, the ratio of
+arm means in words. Correctness is intention to treat, with the complete-case view beside it and
 per-arm rates with Clopper–Pearson intervals. The variance table names between-task, task × arm and
 within-task (per arm) components and the ICC built from them.
 """
 
 from __future__ import annotations
 
+from functools import partial
+
 from agentstudy.report import fmt
 from agentstudy.report.analysis import CORRECTNESS, Analysis, MetricResult
+from agentstudy.report.clusters import repository_rows
 from agentstudy.report.document import Block, Paragraph, Table
 from agentstudy.report.inference import TaskEffect, TaskLevelSummary
 from agentstudy.report.inference_endpoints import PRIMARY, SECONDARY
 from agentstudy.report.inference_rates import ArmRate
 from agentstudy.report.inference_ratio import ratio_words
+from agentstudy.report.methods import NULL_IN_WORDS
 from agentstudy.report.model import BASELINE, TREATMENT
 from agentstudy.report.variance import VarianceComponents
 
@@ -50,7 +54,7 @@ def ordered(analysis: Analysis) -> tuple[MetricResult, ...]:
 
 
 def ratio_cell(result: MetricResult) -> str:
-    """The geometric mean ratio in words, or ``—`` for a metric without one."""
+    """The ratio of arm means in words, or ``—`` for a metric without one."""
     if result.ratio is None:
         return fmt.MISSING
     fewer, more = _LESS.get(result.metric.key, ("fewer", "more"))
@@ -86,7 +90,7 @@ def metric_table(analysis: Analysis) -> Table:
     return Table("task-level-summary", "Task-level paired differences per metric",
                  ("metric", "role", "unit", "design", "mean task Δ",
                   f"{level(analysis)} % interval (inverted sign-flip test)", "sign-flip p", "Holm-adjusted p",
-                  "smallest attainable p", "ratio (geometric mean of task ratios)"),
+                  "smallest attainable p", "ratio (of arm means over tasks)"),
                  tuple(rows), frozenset({4, 5}))
 
 
@@ -153,15 +157,16 @@ def _rate_row(view: str, rate: ArmRate, analysis: Analysis) -> tuple[str, ...]:
 
 
 def rates_table(analysis: Analysis) -> Table | None:
-    """Per arm the correctness rate, intention to treat and complete case, with Clopper–Pearson intervals
-    (``None`` when correctness is not reported)."""
+    """Per arm the correctness rate, intention to treat and complete case, with task-level intervals
+    (``report.inference_rates``; ``None`` when correctness is not reported)."""
     result = next((r for r in analysis.results if r.metric is CORRECTNESS), None)
     if result is None:
         return None
     rows = [_rate_row("intention to treat", rate, analysis) for rate in result.rates]
     rows += [_rate_row("complete case", rate, analysis) for rate in result.complete_case_rates]
     return Table("correctness-rates",
-                 f"Correctness per arm with exact {level(analysis)} % intervals (Clopper–Pearson). Intention to "
+                 f"Correctness per arm with {level(analysis)} % intervals over task clusters (Clopper–Pearson at "
+                 "the Korn–Graubard effective sample size: attempts of one task are not independent). Intention to "
                  "treat: every attempt counts and an attempt that did not complete counts as not correct; complete "
                  "case: completed, scored attempts only",
                  ("arm", "view", "correct / attempts", "rate", f"{level(analysis)} % interval"),
@@ -201,15 +206,16 @@ def method_paragraph(analysis: Analysis) -> Paragraph:
     return Paragraph(
         f"The task is the unit of analysis: for each task, each arm's mean over its included repetitions, and Δ = "
         f"{treat} mean − {base} mean; the estimate is the mean of the task Δs. An attempt's value counts "
-        "when it completed with the value recorded (and, for tokens and USD, complete usage); a task counts for a "
-        "metric when both arms have at least one such value. Correctness is intention to treat: every attempt "
-        "counts and one that did not complete counts as not correct (the complete-case row beside it drops them). "
-        "The p-value is the two-sided sign-flip permutation test over the task Δs, exact over all 2^k sign vectors "
-        "up to 16 tasks, a seeded Monte Carlo (with its standard error) above. The "
+        "under intention to treat: tokens, time and money count every attempt that spent anything (a failed "
+        "attempt's charge counts in its arm), correctness every attempt (one that did not complete counts as not "
+        "correct); the complete-case rows beside them keep only completed attempts with complete usage. "
+        "A task counts for a metric when both arms have at least one value. The null hypothesis tested is "
+        f"{NULL_IN_WORDS}. The p-value is the two-sided sign-flip permutation test of the studentized mean task Δ, "
+        "exact over all 2^k sign vectors up to 16 tasks, a seeded Monte Carlo (with its standard error) above. The "
         f"{level(analysis)} % interval is the set of shifts that same test does not reject at alpha "
         f"{analysis.alpha:g}, so it excludes 0 exactly when p < {analysis.alpha:g}; with too few tasks it is "
-        "unbounded. With n non-zero task Δs no p below 2/2^n is attainable. Ratios are the geometric mean over "
-        "tasks of treatment mean / baseline mean, their interval the same test on the log ratios. The secondary "
+        "unbounded. With n non-zero task Δs no p below 2/2^n is attainable. Ratios are the ratio of the arm means "
+        "over tasks (no task left out), their interval the same test of t − ρ·b inverted over ρ. The secondary "
         "metrics' p-values are Holm-adjusted together; the primary is tested alone. Repetitions are never treated "
         "as independent pairs."
     )
@@ -220,5 +226,24 @@ def inference_blocks(analysis: Analysis) -> tuple[Block, ...]:
     endpoint's sentence leads the report, in the glance), method, correctness rates (when adjudicated), per-task
     table, variance components."""
     rates = rates_table(analysis)
+    repositories = repository_table(analysis)
     return (metric_table(analysis), method_paragraph(analysis),
-            *((rates,) if rates is not None else ()), task_table(analysis), variance_table(analysis))
+            *((rates,) if rates is not None else ()), *((repositories,) if repositories is not None else ()),
+            task_table(analysis), variance_table(analysis))
+
+
+def repository_table(analysis: Analysis) -> Table | None:
+    """Per metric and repository the mean task Δ, its tasks and sign-flip p, the heterogeneity test and (scope
+    ``repositories``) the repository-level test (issue 41 item 1); ``None`` when the repositories are unknown."""
+    rows: list[tuple[str, ...]] = []
+    for result in ordered(analysis):
+        if result.repositories is not None:
+            rows += repository_rows(result.metric.label, partial(fmt.statistic, kind=result.metric.kind),
+                                    result.repositories)
+    if not rows:
+        return None
+    scope = analysis.scope
+    caption = (f"Per repository (tasks of {scope.repositories} repositories; from {scope.min_repositories} on the "
+               "repository-level test answers the question)")
+    return Table("repositories", caption, ("metric", "repository", "mean task Δ", "tasks", "p"), tuple(rows),
+                 frozenset({2, 3, 4}))

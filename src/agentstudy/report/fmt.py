@@ -45,9 +45,11 @@ def statistic(value: float | None, kind: str) -> str:
 
 
 def interval(low: float | None, high: float | None, note: str | None, kind: str) -> str:
-    """``[low, high]`` or the reason it is not computable."""
+    """``[low, high]``, the reason it is not computable, or a point whose ends coincide with its sentence."""
     if low is None or high is None:
         return note or MISSING
+    if low == high and note:  # issue 41 item 5: never a bare [1, 1]
+        return f"{statistic(low, kind)} ({note})"
     return f"[{statistic(low, kind)}, {statistic(high, kind)}]"
 
 

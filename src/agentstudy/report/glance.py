@@ -18,6 +18,7 @@ from agentstudy.report.content_inference import level, primary_paragraph
 from agentstudy.report.document import Block, Paragraph, Section, Table
 from agentstudy.report.in_words import direction
 from agentstudy.report.inference import TaskLevelSummary
+from agentstudy.report.inference_endpoints import EXPLORATORY, PRIMARY, SECONDARY
 from agentstudy.report.model import BASELINE, TREATMENT
 from agentstudy.report.sentences import PARTIAL_CHAIN_SENTENCE, REHEARSAL_SENTENCE, UNVERIFIED_SENTENCE
 from agentstudy.report.sequential import sequential_sentences
@@ -41,11 +42,17 @@ def favours(metric: Metric) -> str:
     return "higher" if metric.kind == "score" else "lower"
 
 
-def _row(metric: Metric, summary: TaskLevelSummary, treatment: str) -> tuple[str, ...]:
-    """One metric's cells; an interval or p that is not computable is ``—`` (the reasons follow the table)."""
+def _row(metric: Metric, summary: TaskLevelSummary, treatment: str, role: str = PRIMARY,
+         adjusted: float | None = None) -> tuple[str, ...]:
+    """One metric's cells; an interval or p that is not computable is ``—`` (the reasons follow the table). A
+    secondary metric's raw p never stands alone: its Holm-adjusted p is beside it (issue 41 item 10)."""
     p_text = fmt.p_value(summary.p_value, None)
     if summary.p_monte_carlo_se is not None:
         p_text += f" (Monte Carlo SE {summary.p_monte_carlo_se:.4f})"
+    if summary.p_value is not None and role == SECONDARY:
+        p_text += f"; Holm-adjusted {fmt.p_value(adjusted, None)}"
+    elif summary.p_value is not None and role == EXPLORATORY:
+        p_text += " (exploratory, unadjusted)"
     return (metric.label, direction(summary, metric, treatment), fmt.statistic(summary.estimate, metric.kind),
             fmt.interval(summary.ci_low, summary.ci_high, None, metric.kind), p_text, summary.design,
             favours(metric))
@@ -92,10 +99,11 @@ def glance_section(analysis: Analysis, *, primary: str | None = None, minimum_us
     study = analysis.study
     fidelity = summarize_treatment(study, minimum_use)
     summaries = {r.metric.key: r.task_level for r in analysis.results}
+    results = {r.metric.key: r for r in analysis.results}
     present = set(summaries)
     shown = [(m, summaries[m.key]) for m in GLANCE_METRICS if m.key in present]
     treatment = study.arm_name(TREATMENT)  # a study file's own label (issue 18), else the default one
-    rows = tuple(_row(m, summary, treatment) for m, summary in shown)
+    rows = tuple(_row(m, summary, treatment, results[m.key].role, results[m.key].p_adjusted) for m, summary in shown)
     fixed = "; fixed design, not the stopping rule" if study.sequential is not None else ""
     table = Table("glance", f"{study.arm_name(TREATMENT)} compared with {study.arm_name(BASELINE)}, "
                   f"task level (exploratory{fixed})",

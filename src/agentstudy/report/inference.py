@@ -212,6 +212,14 @@ def unbounded_note(k: int, alpha: float) -> str:
             f"(its smallest p is {min(1.0, 2.0 / 2**k):.3g})")
 
 
+def point_note(low: float | None, high: float | None, k: int) -> str | None:
+    """The sentence for an interval whose ends coincide (issue 41 item 5), ``None`` otherwise."""
+    if low is None or high is None or low != high:
+        return None
+    return (f"a single point: all {k} task differences are equal, so the sign-flip test rejects every other shift; "
+            "the data show no spread to estimate an interval from")
+
+
 def task_level_summary(
     values: TaskValues, *, seed: int = BOOTSTRAP_SEED, alpha: float = DEFAULT_ALPHA,
     resamples: int = BOOTSTRAP_RESAMPLES,
@@ -244,6 +252,8 @@ def task_level_summary(
     null = sign_flip_null(differences, seed=seed)
     p_value, p_se = _p_and_se(null)
     low, high = inverted_interval(null, alpha)
-    ci_note = unbounded_note(k, alpha) if low is None else None
+    if low is not None and high is not None and p_value >= alpha:  # one decision: never an interval without 0
+        low, high = min(low, 0.0), max(high, 0.0)  # while p says "not rejected" (float ties; issue 41 item 5)
+    ci_note = unbounded_note(k, alpha) if low is None else point_note(low, high, k)
     return TaskLevelSummary(k, repetitions, design, estimate, low, high, ci_note, p_value, None, p_se, method,
                             effects, smallest_attainable_p(differences, monte_carlo_floor=null.draws), alpha=alpha)

@@ -1,27 +1,40 @@
-"""Ratios for heavy-tailed metrics (issue 30, item 3): the geometric mean of per-task arm-mean ratios.
+"""Ratios for heavy-tailed metrics (issues 30 and 41): the ratio of arm means over tasks.
 
-Per task the ratio ``treatment mean / baseline mean`` over its included repetitions; the estimate
-is their geometric mean ``exp(mean(log ratio))`` and the interval is the sign-flip test of the log
-ratios inverted (:mod:`agentstudy.report.inversion`), mapped back with ``exp``, so it excludes 1
-exactly when that test's p < alpha. A task whose arm mean is 0 in either arm has no ratio and is
-left out (counted in ``left_out``). Shown for tokens, wall time and USD, in words by
+Per task each arm's mean over its included repetitions (``t_i``, ``b_i``); the estimate is
+``R = sum(t) / sum(b)``, the treatment arm's mean over tasks divided by the baseline's. No task is
+left out: a task whose arm mean is 0 (say, no tokens in one arm) counts with its 0, where a
+geometric mean of per-task ratios would have to drop it (issue 41 item 4). The test of "the
+ratio is ρ" is the sign-flip test of the task values ``z_i = t_i - ρ b_i`` (their mean is 0 exactly
+when the ratio of arm means is ρ; Fieller's construction with the sign-flip test in place of the
+t distribution); the interval is that test inverted over ρ > 0: the ρ it does not reject at alpha.
+With non-negative values the count of flipped sets as extreme is monotone in ρ on each side, so
+the accepted set is an interval: its ends are found by bisection on log ρ (to 2^-50 relative) and
+1 lies in it exactly when p(1) >= alpha. Shown for tokens, wall time and USD, in words by
 :func:`ratio_words` ("32 % fewer input tokens [18 %, 44 %]").
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from agentstudy.report.inference import TaskValues, task_effects, unbounded_note
-from agentstudy.report.inversion import inverted_interval, p_at, sign_flip_null
+import numpy as np
+
+from agentstudy.report.inference import TaskValues, task_effects
+from agentstudy.report.inversion import FlippedSets, flipped_set_sums
+
+RATIO_METHOD = ("ratio of arm means over tasks (treatment mean / baseline mean, every task counted); interval: "
+                "the ratios ρ the sign-flip test of t − ρ·b over tasks does not reject (test inversion)")
+_SEARCH_STEPS = 20
+_BISECTIONS = 50
 
 
 @dataclass(frozen=True)
 class RatioSummary:
-    """Geometric mean ratio treatment/baseline (unitless) over ``tasks`` tasks with a ratio, its interval
-    (``None`` ends when unbounded or not computable, ``note`` saying why), the log-scale sign-flip
-    ``p_value`` (``None`` below 2 tasks) and ``left_out`` (tasks with an arm mean of 0)."""
+    """The ratio of arm means treatment/baseline (unitless) over ``tasks`` tasks, its interval (``None`` ends when
+    unbounded or not computable, ``note`` saying why), the sign-flip ``p_value`` of "ratio 1" (``None`` below 2
+    tasks) and ``left_out`` (always 0 since issue 41: no task is dropped; kept for the JSON's shape)."""
 
     tasks: int
     estimate: float | None
@@ -30,29 +43,74 @@ class RatioSummary:
     p_value: float | None
     note: str | None
     left_out: int = 0
+    method: str = RATIO_METHOD
+
+
+def _p_function(treatment: np.ndarray, baseline: np.ndarray, seed: int) -> Callable[[float], float]:
+    """p(ρ) of the sign-flip test of ``treatment - ρ baseline`` (one shared set of flipped sets, one tolerance)."""
+    flipped: FlippedSets = flipped_set_sums(np.stack([treatment, baseline], axis=1), seed=seed)
+    sums_t, sums_b = flipped.sums[:, 0], flipped.sums[:, 1]
+    scale = max(1.0, float(np.max(np.abs(treatment))), float(np.max(np.abs(baseline))))
+    tolerance = 1e-12 * scale * treatment.size
+
+    def p_of(rho: float) -> float:
+        shifted = sums_t - rho * sums_b
+        greater = flipped.base + int(np.count_nonzero(shifted <= tolerance * max(1.0, rho)))
+        less = flipped.base + int(np.count_nonzero(shifted >= -tolerance * max(1.0, rho)))
+        return min(1.0, 2.0 * min(greater, less) / flipped.denominator)
+
+    return p_of
+
+
+def _end(p_of: Callable[[float], float], estimate: float, alpha: float, direction: int) -> float | None:
+    """The accepted end of the interval on one side of ``estimate`` (``direction`` -1 low, +1 high); ``None`` when
+    no ratio that side is rejected."""
+    inside = math.log(estimate)
+    outside = None
+    for step in range(_SEARCH_STEPS):
+        candidate = inside + direction * 2.0 ** (step - 10)
+        if p_of(math.exp(candidate)) < alpha:
+            outside = candidate
+            break
+    if outside is None:
+        return None
+    for _ in range(_BISECTIONS):
+        middle = (inside + outside) / 2
+        if p_of(math.exp(middle)) >= alpha:
+            inside = middle
+        else:
+            outside = middle
+    return math.exp(inside)
 
 
 def ratio_summary(values: TaskValues, *, seed: int, alpha: float) -> RatioSummary:
-    """The geometric-mean ratio of one metric's ``values`` (task id -> (baseline, treatment) repetitions).
+    """The ratio of arm means of one metric's ``values`` (task id -> (baseline, treatment) repetitions; module
+    docstring).
 
     Raises:
         ValueError: a non-finite value.
     """
     effects = task_effects(values)
-    logs = [math.log(e.treatment_mean / e.baseline_mean) for e in effects
-            if e.baseline_mean > 0 and e.treatment_mean > 0]
-    left_out = len(effects) - len(logs)
-    if not logs:
-        return RatioSummary(0, None, None, None, None, "no task has a positive mean in both arms", left_out)
-    estimate = math.exp(math.fsum(logs) / len(logs))
-    if len(logs) < 2:
-        return RatioSummary(1, estimate, None, None, None, "not computable with 1 task (needs at least 2)", left_out)
-    null = sign_flip_null(logs, seed=seed)
-    low, high = inverted_interval(null, alpha)
+    treatment = np.array([e.treatment_mean for e in effects], dtype=float)
+    baseline = np.array([e.baseline_mean for e in effects], dtype=float)
+    if not effects:
+        return RatioSummary(0, None, None, None, None, "no task has values in both arms")
+    if math.fsum(baseline) <= 0 or math.fsum(treatment) <= 0 or np.any(baseline < 0) or np.any(treatment < 0):
+        return RatioSummary(len(effects), None, None, None, None,
+                            "no ratio: an arm's mean over tasks is 0 (or a value is negative)")
+    estimate = math.fsum(treatment) / math.fsum(baseline)
+    if len(effects) < 2:
+        return RatioSummary(1, estimate, None, None, None, "not computable with 1 task (needs at least 2)")
+    p_of = _p_function(treatment, baseline, seed)
+    low, high = _end(p_of, estimate, alpha, -1), _end(p_of, estimate, alpha, +1)
+    p_one = p_of(1.0)
+    if p_one >= alpha:  # the interval holds every ratio the test does not reject, 1 among them
+        low, high = (None if low is None else min(low, 1.0)), (None if high is None else max(high, 1.0))
+    note = None
     if low is None or high is None:
-        return RatioSummary(len(logs), estimate, None, None, p_at(null, 0.0), unbounded_note(len(logs), alpha),
-                            left_out)
-    return RatioSummary(len(logs), estimate, math.exp(low), math.exp(high), p_at(null, 0.0), None, left_out)
+        note = (f"unbounded {'below' if low is None else 'above'}: with {len(effects)} tasks the sign-flip test "
+                f"rejects no ratio {'below' if low is None else 'above'} the estimate at alpha {alpha:g}")
+    return RatioSummary(len(effects), estimate, low, high, p_one, note)
 
 
 def ratio_words(summary: RatioSummary, label: str, *, fewer: str = "fewer", more: str = "more") -> str:

@@ -14,7 +14,9 @@ that a seeded Monte Carlo of ``draws`` sign vectors, ``base`` 1 + the draws that
 then the closed interval between two order statistics of ``m``: it excludes 0 exactly when
 ``p(0) < alpha``, because both come from the same counts. When ``alpha * D / 2 <= base`` no δ is
 rejected and the interval is unbounded (``None`` ends). Pure numpy; exact to the floating-point
-comparison of subset sums (a tolerance of 1e-12 of the data's scale decides ties, as scipy's does).
+comparison of subset sums (a tolerance of 1e-12 of the data's scale decides ties, as scipy's does);
+the same tolerance snaps an interval end to 0, so "the interval excludes 0" and "p < alpha" are one
+decision (issue 41 item 5).
 """
 
 from __future__ import annotations
@@ -67,35 +69,49 @@ def sign_flip_null(differences: Sequence[float], *, seed: int, max_exact: int = 
     data = np.asarray(differences, dtype=float)
     if data.size == 0 or not np.all(np.isfinite(data)):
         raise ValueError("the sign-flip test needs at least one finite difference")
-    k = int(data.size)
-    tolerance = 1e-12 * max(1.0, float(np.max(np.abs(data)))) * k
+    tolerance = 1e-12 * max(1.0, float(np.max(np.abs(data)))) * int(data.size)
+    flipped = flipped_set_sums(data[:, None], seed=seed, max_exact=max_exact, draws=draws)
+    means = flipped.sums[:, 0] / flipped.sizes
+    return SignFlipNull(np.sort(means), flipped.base, flipped.denominator, flipped.draws is None, flipped.draws,
+                        tolerance)
+
+
+@dataclass(frozen=True)
+class FlippedSets:
+    """The non-empty flipped sets of one sign-flip null: per set the sums of each data column (``sums``, n x c)
+    and its size (``sizes``), ``base`` (flips that change nothing), ``denominator`` D and ``draws`` (``None`` when
+    exact). The same sets for every column, so tests built on several columns share one null."""
+
+    sums: np.ndarray
+    sizes: np.ndarray
+    base: int
+    denominator: int
+    draws: int | None
+
+
+def flipped_set_sums(columns: np.ndarray, *, seed: int, max_exact: int = MAX_EXACT_TASKS,
+                     draws: int = MONTE_CARLO_FLIPS) -> FlippedSets:
+    """Every non-empty flipped set's column sums of ``columns`` (k tasks x c columns): exact when
+    ``k <= max_exact`` or ``2^k <= draws``, else ``draws`` seeded random sign vectors (as :func:`sign_flip_null`)."""
+    k = int(columns.shape[0])
     if k <= max_exact or 2**k <= draws:
         bits = _subset_bits(k)
-        means = (bits @ data) / bits.sum(axis=1)
-        return SignFlipNull(np.sort(means), 1, 2**k, True, None, tolerance)
+        return FlippedSets(bits @ columns, bits.sum(axis=1), 1, 2**k, None)
     rng = np.random.default_rng(seed)
     if k >= PACKED_MIN_TASKS:
-        return _packed_null(data, rng, draws, tolerance)
-    return _sampled_null(data, draws, tolerance, _BATCH, lambda size: rng.random((size, k)) < 0.5)
+        def packed(size: int) -> np.ndarray:
+            return np.unpackbits(rng.integers(0, 256, size=(size, (k + 7) // 8), dtype=np.uint8), axis=1, count=k)
+
+        return _sampled(columns, draws, max(64, 4_000_000 // k), packed)
+    return _sampled(columns, draws, _BATCH, lambda size: rng.random((size, k)) < 0.5)
 
 
-def _packed_null(data: np.ndarray, rng: np.random.Generator, draws: int, tolerance: float) -> SignFlipNull:
-    """The Monte Carlo null for many tasks: each draw's subset from random bytes (8 tasks per byte), in
-    batches of about 4 million cells, so time and memory stay linear in ``k``."""
-    k = int(data.size)
-
-    def subsets(size: int) -> np.ndarray:
-        packed = rng.integers(0, 256, size=(size, (k + 7) // 8), dtype=np.uint8)
-        return np.unpackbits(packed, axis=1, count=k)
-
-    return _sampled_null(data, draws, tolerance, max(64, 4_000_000 // k), subsets)
-
-
-def _sampled_null(data: np.ndarray, draws: int, tolerance: float, batch: int,
-                  subsets: Callable[[int], np.ndarray]) -> SignFlipNull:
-    """The Monte Carlo null from ``draws`` random subsets (``subsets(n)``: an ``n x k`` 0/1 array), ``batch`` at a
-    time: each subset's mean difference, the empty ones counted apart."""
-    chunks: list[np.ndarray] = []
+def _sampled(columns: np.ndarray, draws: int, batch: int, subsets: Callable[[int], np.ndarray]) -> FlippedSets:
+    """The Monte Carlo flipped sets from ``draws`` random subsets (``subsets(n)``: an ``n x k`` 0/1 array), ``batch``
+    at a time (for many tasks from random bytes, 8 tasks per byte, so time and memory stay linear in ``k``;
+    issue 29): each non-empty subset's column sums, the empty ones counted apart."""
+    sums: list[np.ndarray] = []
+    sizes: list[np.ndarray] = []
     empty = 0
     remaining = draws
     while remaining > 0:
@@ -106,9 +122,10 @@ def _sampled_null(data: np.ndarray, draws: int, tolerance: float, batch: int,
         nonempty = int(np.count_nonzero(keep))
         empty += size - nonempty
         chosen = bits if nonempty == size else bits[keep]  # no copy of the batch when no subset is empty
-        chunks.append((chosen.astype(float) @ data) / counts[keep])
+        sums.append(chosen.astype(float) @ columns)
+        sizes.append(counts[keep])
         remaining -= size
-    return SignFlipNull(np.sort(np.concatenate(chunks)), 1 + empty, draws + 1, False, draws, tolerance)
+    return FlippedSets(np.concatenate(sums), np.concatenate(sizes), 1 + empty, draws + 1, draws)
 
 
 def p_at(null: SignFlipNull, delta: float) -> float:
@@ -128,7 +145,13 @@ def inverted_interval(null: SignFlipNull, alpha: float) -> tuple[float | None, f
     count = max(0, math.ceil(needed - null.base - 1e-9))
     if count == 0 or count > null.means.size:
         return None, None
-    return float(null.means[count - 1]), float(null.means[null.means.size - count])
+    return _snapped(float(null.means[count - 1]), null), _snapped(float(null.means[null.means.size - count]), null)
+
+
+def _snapped(end: float, null: SignFlipNull) -> float:
+    """An interval end within the test's tie tolerance of 0 is 0 (issue 41 item 5): :func:`p_at` counts such a
+    flipped-set mean as a tie at δ = 0, so the interval must hold 0 too — one tolerance for test and interval."""
+    return 0.0 if abs(end) <= null.tolerance else end
 
 
 def smallest_attainable_p(differences: Sequence[float], *, monte_carlo_floor: int | None = None) -> float:

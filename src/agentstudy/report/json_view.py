@@ -50,9 +50,11 @@ from agentstudy.report.content import build_document
 from agentstudy.report.content_inference import ordered
 from agentstudy.report.inference import design_label
 from agentstudy.report.inference_rates import ArmRate
+from agentstudy.report.methods import NULL_IN_WORDS, STATISTIC
 from agentstudy.report.model import BASELINE, TREATMENT, Attempt, Study
+from agentstudy.report.power_primary import primary_power
 from agentstudy.report.power_section import plan_json, power_plans
-from agentstudy.report.sequential import money_not_spent, sequential_line
+from agentstudy.report.sequential import money_not_spent, sequential_line, stopped_sequence
 from agentstudy.report.treatment import summarize_treatment, treatment_json, verdict
 
 USD_STAT_PLACES = 12
@@ -79,7 +81,7 @@ def _reason(*notes: str | None) -> dict[str, str]:
 
 def _rates(rates: tuple[ArmRate, ...]) -> dict[str, Any]:
     return {r.arm: {"correct": r.correct, "attempts": r.attempts, "rate": r.rate, "ciLow": r.ci_low,
-                    "ciHigh": r.ci_high} for r in rates}
+                    "ciHigh": r.ci_high, "method": r.method} for r in rates}
 
 
 def _ratio(result: MetricResult) -> dict[str, Any]:
@@ -88,17 +90,22 @@ def _ratio(result: MetricResult) -> dict[str, Any]:
         return {}
     return {"ratio": {"estimate": _digits(ratio.estimate), "ciLow": _digits(ratio.ci_low),
                       "ciHigh": _digits(ratio.ci_high), "tasks": ratio.tasks,
-                      "pValue": ratio.p_value, "leftOut": ratio.left_out, **_reason(ratio.note)}}
+                      "pValue": ratio.p_value, "leftOut": ratio.left_out, "method": ratio.method,
+                      **_reason(ratio.note)}}
 
 
 def _complete_case(result: MetricResult) -> dict[str, Any]:
     summary = result.complete_case
+    rates = {"rates": _rates(result.rates)} if result.rates else {}
     if summary is None:
-        return {"rates": _rates(result.rates)} if result.rates else {}
-    return {"rates": _rates(result.rates), "completeCase": {
-        "estimate": summary.estimate, "ciLow": summary.ci_low, "ciHigh": summary.ci_high, "pValue": summary.p_value,
+        return rates
+    kind = result.metric.kind
+    return {**rates, "completeCase": {
+        "estimate": _stat(summary.estimate, kind), "ciLow": _stat(summary.ci_low, kind),
+        "ciHigh": _stat(summary.ci_high, kind), "pValue": summary.p_value,
         "smallestAttainableP": summary.p_min, "tasks": summary.tasks, "repetitions": summary.repetitions,
-        "rates": _rates(result.complete_case_rates), **_reason(summary.estimate_note, summary.ci_note, summary.p_note)}}
+        **({"rates": _rates(result.complete_case_rates)} if result.complete_case_rates else {}),
+        **_reason(summary.estimate_note, summary.ci_note, summary.p_note)}}
 
 
 def _repositories(result: MetricResult) -> dict[str, Any]:
@@ -129,6 +136,7 @@ def metric_json(result: MetricResult) -> dict[str, Any]:
         "ciHigh": _stat(summary.ci_high, kind), "pValue": summary.p_value, "pValueAdjusted": result.p_adjusted,
         "smallestAttainableP": summary.p_min,
         "pMonteCarloSe": summary.p_monte_carlo_se, "pMin": summary.p_min, "method": summary.method,
+        "test": {"statistic": STATISTIC, "null": NULL_IN_WORDS},
         **_reason(summary.estimate_note, summary.ci_note, summary.p_note),
         **_ratio(result), **_complete_case(result), **_repositories(result), "variance": _variance_entry(result),
         "taskEffects": [
@@ -231,7 +239,7 @@ def report_json(analysis: Analysis) -> dict[str, Any]:
                       "minRepositories": analysis.scope.min_repositories},
         "metrics": [metric_json(r) for r in ordered(analysis)],
         "varianceComponents": [variance_json(r) for r in analysis.results],
-        "power": [plan_json(plan) for plan in plans],
+        **_power(analysis), "powerPlans": [plan_json(plan) for plan in plans],
         "containment": _containment(analysis), "attempts": [_attempt(a) for a in study.attempts],
         "spend": _spend(analysis), "status": study.status, "stopReason": study.stop_reason, "tables": tables,
         **_sequential(analysis), **_runs(study),
@@ -245,6 +253,13 @@ def report_json(analysis: Analysis) -> dict[str, Any]:
     }
 
 
+def _power(analysis: Analysis) -> dict[str, Any]:
+    """``power`` (the ranged plan of the primary at ``analysis.minimumEffect``; issue 41 item 6) or ``null`` with
+    ``powerNote`` saying why."""
+    plan, note = primary_power(analysis)
+    return {"power": plan, **({"powerNote": note} if note is not None else {})}
+
+
 def _sequential(analysis: Analysis) -> dict[str, Any]:
     """A sequential ledger's ``sequential`` (issue 35): the ledger's block, the first-screen line and the planned
     and not-spent USD; nothing for a fixed design."""
@@ -252,7 +267,10 @@ def _sequential(analysis: Analysis) -> dict[str, Any]:
     if study.sequential is None:
         return {}
     money = money_not_spent(study)
-    return {"sequential": {**study.sequential.model_dump(by_alias=True), "line": sequential_line(study),
+    sequence = stopped_sequence(study)
+    stopped = {} if sequence is None else {"confidenceSequence": {
+        "estimate": sequence.estimate, "low": sequence.low, "high": sequence.high, "alpha": sequence.alpha}}
+    return {"sequential": {**study.sequential.model_dump(by_alias=True), **stopped, "line": sequential_line(study),
                            "plannedUsd": None if money is None else usd_number(money.planned_usd),
                            "notSpentUsd": None if money is None else usd_number(money.not_spent_usd)}}
 

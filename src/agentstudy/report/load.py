@@ -28,6 +28,7 @@ from agentstudy.protocol.arm_differences import observed_agent_version
 from agentstudy.protocol.arm_names import ledger_arm_labels, ledger_server_name
 from agentstudy.protocol.ledger_integrity import parse_and_verify
 from agentstudy.protocol.prepare_steps import prepare_line
+from agentstudy.protocol.sequential_record import SequentialRecord
 from agentstudy.protocol.study_agents import observation_agent
 from agentstudy.protocol.treatment import read_treatment
 from agentstudy.report.containment import read_containment
@@ -288,8 +289,22 @@ def parse_ledger(data: bytes, file_name: str, document: Any = None) -> Study:
         worst_turn_usd=_money(budget, "worstTurnUsd", "budget"),
         largest_overshoot_usd=_money(budget, "largestOvershootUsd", "budget"),
         analysis=analysis_from_json(document.get("analysis")),
-        sequential=sequential_record(document.get("sequential")),
+        sequential=(record := sequential_record(document.get("sequential"))),
+        sequential_differences=_replayed(record, planned, document["observations"]),
     )
+
+
+def _replayed(record: SequentialRecord | None, planned: Any, observations: list[Any]) -> tuple[float | None, ...]:
+    """The sequential run's task differences as its monitor saw them (``protocol.sequential_plan.replay``, what the
+    verifier replays too); ``()`` for a fixed design or a block that cannot be replayed."""
+    if record is None or not isinstance(planned, int) or record.max_tasks < 1 or planned % (2 * record.max_tasks):
+        return ()
+    from agentstudy.protocol.sequential_plan import replay
+
+    try:
+        return tuple(replay(record, planned // (2 * record.max_tasks), observations).differences)
+    except (ValueError, TypeError):
+        return ()
 
 
 def _sole_repository(attempts: tuple[Attempt, ...], repositories: Any) -> tuple[Attempt, ...]:
@@ -305,11 +320,13 @@ def _full_attempts(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 2 else 36
 
 
-def load_study(ledger: Path, adjudication: Path | None = None, *, allow_unverified: bool = False) -> Study:
+def load_study(ledger: Path, adjudication: Path | None = None, *, allow_unverified: bool = False,
+               documents: list[Any] | None = None) -> Study:
     """Read and verify ``ledger`` (and join ``adjudication`` when given) from disk.
 
     A ledger that does not verify is read on only with ``allow_unverified``; its problems are
-    then in ``Study.unverified``.
+    then in ``Study.unverified``. ``documents``, when given, receives the ledger's parsed JSON (the
+    view and the export read the observations as recorded without parsing the file twice).
 
     Raises:
         NotSupportedYet, ReportInputError: as :func:`parse_ledger` and :func:`join_adjudication`,
@@ -326,6 +343,8 @@ def load_study(ledger: Path, adjudication: Path | None = None, *, allow_unverifi
         raise ReportInputError(f"the ledger {ledger.name} does not verify: {verification.first()}; "
                                f"--allow-unverified reads it anyway")
     study = parse_ledger(data, ledger.name, document)  # parsed once (a 50,000-observation ledger is 219 MB)
+    if documents is not None:
+        documents.append(document)
     if not verification.verified:
         study = replace(study, unverified=verification.problems)
     if adjudication is None:

@@ -202,6 +202,9 @@ class Study:
     analysis: AnalysisPlan | None = None
     sequential: SequentialRecord | None = None
     """A sequential run's ``sequential`` block (issue 35), ``None`` for a fixed design."""
+    sequential_differences: tuple[float | None, ...] = ()
+    """A sequential run's task differences of its stopping metric in the order the tasks completed, replayed from
+    the observations as the run's monitor saw them (issue 41: the confidence sequence); ``()`` otherwise."""
     runs: tuple[ChainRun, ...] = ()
     chain_missing: tuple[dict[str, str | None], ...] = ()
     """The runs of the chain before the first ledger given (issue 40; ``--partial-chain``), oldest first, each

@@ -9,17 +9,13 @@ observation as the ledger holds it and, on demand, the steps of its private tran
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentstudy.io.ledger_journal import LedgerJournalError, read_ledger
 from agentstudy.io.transcripts import TranscriptError, open_transcript
 from agentstudy.report.chain import load_chain
-from agentstudy.report.input_bytes import read_input
 from agentstudy.report.model import Attempt, ReportInputError, Study
 from agentstudy.stream.steps import Step, http_steps
 
@@ -59,17 +55,6 @@ class ObservedStudy:
         return self.runs[-1].header if self.runs else {}
 
 
-def _document(path: Path) -> tuple[dict[str, Any], str]:
-    try:
-        data = read_ledger(path, read_input(path, "ledger")).data
-    except LedgerJournalError as error:
-        raise ReportInputError(str(error)) from None
-    document = json.loads(data)
-    if not isinstance(document, dict) or not isinstance(document.get("observations"), list):
-        raise ReportInputError(f"{path.name} is not a minimal-study ledger")
-    return document, hashlib.sha256(data).hexdigest()
-
-
 def load_observed(ledgers: Sequence[Path], adjudications: Sequence[Path] = (), *,
                   allow_unverified: bool = False) -> ObservedStudy:
     """The chain of ``ledgers`` (oldest first) with one companion per ledger when given; a ledger that does
@@ -80,13 +65,17 @@ def load_observed(ledgers: Sequence[Path], adjudications: Sequence[Path] = (), *
         ReportInputError: as :func:`agentstudy.report.chain.load_chain` (unreadable, unverified, not one chain).
         NotSupportedYet: a controlled-study ledger.
     """
-    study = load_chain(ledgers, adjudications=adjudications, allow_unverified=allow_unverified)
+    documents: list[Any] = []
+    study = load_chain(ledgers, adjudications=adjudications, allow_unverified=allow_unverified,
+                       keep_documents=documents)
     observed: list[ObservedAttempt] = []
     runs: list[LedgerRun] = []
-    for path in ledgers:
-        document, sha256 = _document(path)
+    for number, (path, document) in enumerate(zip(ledgers, documents, strict=True)):
+        if not isinstance(document, dict) or not isinstance(document.get("observations"), list):
+            raise ReportInputError(f"{path.name} is not a minimal-study ledger")
         run_id = document.get("runId")
-        run = LedgerRun(path, run_id if isinstance(run_id, str) else sha256[:16],
+        fallback = study.runs[number].sha256 if len(study.runs) == len(ledgers) else study.sha256
+        run = LedgerRun(path, run_id if isinstance(run_id, str) else fallback[:16],
                         {k: v for k, v in document.items() if k != "observations"})
         runs.append(run)
         for observation in document["observations"]:

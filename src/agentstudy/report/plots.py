@@ -38,6 +38,7 @@ from agentstudy.report.analysis import (
     scenario_values,
 )
 from agentstudy.report.document import Figure
+from agentstudy.report.error_bars import error_bar
 from agentstudy.report.glance import favours
 from agentstudy.report.model import BASELINE, TREATMENT
 
@@ -140,15 +141,16 @@ def _difference_axes(ax: Axes, result: MetricResult, tasks: Sequence[str], show_
                color=SCENARIO_COLOURS[TREATMENT], zorder=3, rasterized=len(shown) > RASTER_POINTS,
                label="one task: mean over its repetitions, per arm, then the difference")
     mean = summary.estimate
-    if summary.ci_low is not None and summary.ci_high is not None:
-        ax.errorbar([mean], [rows], xerr=[[mean - summary.ci_low], [summary.ci_high - mean]], fmt="D",
+    bar = error_bar(mean, summary.ci_low, summary.ci_high)  # clipped to contain the estimate (issue 40)
+    if bar is not None:
+        ax.errorbar([mean], [rows], xerr=[[bar[0]], [bar[1]]], fmt="D",
                     color="black", capsize=4, markersize=5,
                     label="mean over tasks, interval of the inverted sign-flip test",
                     zorder=4)
     else:
         ax.plot([mean], [rows], "D", color="black", markersize=5, label="mean over tasks", zorder=4)
-    low = min([0.0, *(d for _, d in shown), summary.ci_low if summary.ci_low is not None else mean])
-    high = max([0.0, *(d for _, d in shown), summary.ci_high if summary.ci_high is not None else mean])
+    low = min([0.0, *(d for _, d in shown), mean - bar[0] if bar is not None else mean])
+    high = max([0.0, *(d for _, d in shown), mean + bar[1] if bar is not None else mean])
     pad = (high - low) * 0.12 or (1.0 if metric.kind == "count" else abs(mean) * 0.5 or 0.1)
     if metric.kind == "count":
         pad = max(pad, 1.0)

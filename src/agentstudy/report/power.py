@@ -152,11 +152,11 @@ def _pooled(groups: Sequence[Sequence[float]]) -> tuple[float, int]:
     return (sums / df if df else math.nan), df
 
 
-def _too_small(k: int, r: int) -> PilotTooSmall:
+def _too_small(k: int) -> PilotTooSmall:
     return PilotTooSmall(
-        f"too small to estimate the variance components: {k} task{'s' if k != 1 else ''} x {r} "
-        f"repetition{'s' if r != 1 else ''} with values in both arms; the next pilot must hold at least "
-        "2 tasks x 2 repetitions (agentstudy minimal --pilot --pilot-tasks 2 --pilot-repetitions 2)")
+        f"too few tasks to estimate the variance of the task differences: {k} task{'s' if k != 1 else ''} with "
+        "values in both arms; the next pilot must hold at least 2 tasks (agentstudy study --pilot "
+        "--pilot-tasks 2)")
 
 
 def estimate_components(values: TaskValues) -> Components:
@@ -167,9 +167,13 @@ def estimate_components(values: TaskValues) -> Components:
     ``task_variance = max(0, var(D) - mean_i(sigma_b^2 / n_bi + sigma_t^2 / n_ti))`` where ``var(D)``
     is the sample variance of the observed task differences (clipped at zero, as moments can undershoot).
 
+    With one repetition (median of the smaller arm's count below 2, or no task with 2 values in an arm) the
+    repetition noise cannot be told from the task variance: the components are ``repetitions`` 1 with the whole
+    variance of the task differences as ``task_variance`` and no repetition variance, which plans a study of one
+    repetition exactly (issue 41 item 6).
+
     Raises:
-        PilotTooSmall: fewer than 2 tasks with values in both arms, or fewer than 2 repetitions
-            (median of the smaller arm's count), or no task with 2 values in an arm.
+        PilotTooSmall: fewer than 2 tasks with values in both arms (the only "too small").
         ValueError: a non-finite value.
     """
     effects = task_effects(values)
@@ -179,9 +183,11 @@ def estimate_components(values: TaskValues) -> Components:
     r = int(statistics.median(min(e.baseline_n, e.treatment_n) for e in effects)) if effects else 0
     base_var, base_df = _pooled([b for b, _ in arms])
     treat_var, treat_df = _pooled([a for _, a in arms])
-    if k < 2 or r < 2 or base_df == 0 or treat_df == 0:
-        raise _too_small(k, r)
+    if k < 2:
+        raise _too_small(k)
     observed = statistics.variance([e.difference for e in effects])
+    if r < 2 or base_df == 0 or treat_df == 0:  # one repetition (issue 41 item 6): the differences' variance is all
+        return Components(k, 1, observed, 0.0, 0.0, observed)  # there is, so the plan is for one repetition
     noise = statistics.fmean(base_var / e.baseline_n + treat_var / e.treatment_n for e in effects)
     return Components(k, r, max(0.0, observed - noise), base_var, treat_var, observed)
 

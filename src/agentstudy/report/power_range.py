@@ -56,6 +56,8 @@ def _degrees(values: TaskValues) -> tuple[int, int]:
 
 
 def _bound(variance: float, df: int, upper: bool) -> float:
+    if df == 0:  # a one-repetition pilot has no repetition variance to bound (issue 41 item 6)
+        return variance
     quantile = float(scipy_stats.chi2.ppf(1 - CONFIDENCE if upper else CONFIDENCE, df))
     return variance * df / quantile
 
@@ -64,7 +66,7 @@ def bounded_components(values: TaskValues) -> tuple[Components, Components, Comp
     """``(point, lower, upper)`` components: the lower/upper ones take each variance's chi-square bound.
 
     Raises:
-        report.power.PilotTooSmall: fewer than 2 tasks × 2 repetitions with values.
+        report.power.PilotTooSmall: fewer than 2 tasks with values in both arms.
     """
     point = estimate_components(values)
     base_df, treat_df = _degrees(values)

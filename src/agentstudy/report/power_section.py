@@ -32,6 +32,7 @@ from agentstudy.report.power import (
     needed_designs,
     smallest_tasks,
 )
+from agentstudy.report.power_primary import primary_power_sentence
 from agentstudy.report.power_range import planning_alpha
 
 ALPHA = 0.05
@@ -90,7 +91,7 @@ def study_alpha(analysis: Analysis, metric_key: str | None) -> float:
 
 def power_plans(analysis: Analysis, *, metric_key: str | None = None, effect: float | None = None,
                 alpha: float | None = None, power: float = POWER,
-                observed_effect: bool = True) -> tuple[MetricPlan, ...]:
+                observed_effect: bool = False) -> tuple[MetricPlan, ...]:
     """The plans of every metric of ``analysis`` (or only ``metric_key``), each at ``alpha`` when given, else
     at :func:`study_alpha` (the declared primary's alpha, Holm's strictest level for a secondary).
 
@@ -183,10 +184,12 @@ def power_blocks(plans: tuple[MetricPlan, ...], power: float = POWER,
 
 
 def power_section(analysis: Analysis, plans: tuple[MetricPlan, ...] | None = None) -> Section:
-    """The report's power section (every format), at power 80 %, each metric at :func:`study_alpha`; ``plans``
-    when the caller already holds :func:`power_plans` of ``analysis`` (the JSON view: simulated once, issue 29)."""
-    return Section("Power planning", power_blocks(power_plans(analysis) if plans is None else plans, POWER,
-                                                  arm_pair(analysis.study)))
+    """The report's power section (every format): first the one plan of the primary at ``analysis.minimumEffect``
+    (:mod:`report.power_primary`, issue 41 item 6), then each metric's components and minimum detectable
+    difference at power 80 %, each at :func:`study_alpha`; ``plans`` when the caller already holds
+    :func:`power_plans` of ``analysis`` (the JSON view: simulated once, issue 29). No plan at the observed effect."""
+    blocks = power_blocks(power_plans(analysis) if plans is None else plans, POWER, arm_pair(analysis.study))
+    return Section("Power planning", (Paragraph(primary_power_sentence(analysis)), *blocks))
 
 
 def _float(value: float | None) -> float | None:

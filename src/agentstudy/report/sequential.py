@@ -17,9 +17,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from agentstudy.pricing.sums import sum_usd
+from agentstudy.protocol.sequential_confidence import ConfidenceSequence, confidence_sequence
 from agentstudy.protocol.sequential_record import SequentialRecord
 from agentstudy.report import fmt
-from agentstudy.report.model import TREATMENT, Study
+from agentstudy.report.model import BASELINE, TREATMENT, Study
 
 FIXED_DESIGN_NOTE = ("The task-level statistics below are the fixed-design ones for the tasks observed; they are "
                      "not the stopping rule (the sequential e-value is, valid however often it was looked at).")
@@ -116,8 +117,31 @@ def sequential_sentences(study: Study) -> tuple[str, ...]:
     if beyond and record.stop_reason is not None:
         detail += (f" {beyond} attempt{'s' if beyond > 1 else ''} already running at the stop "
                    f"{'were' if beyond > 1 else 'was'} recorded and reported, outside the decision.")
-    return (line[0].upper() + line[1:] + ".", detail, FIXED_DESIGN_NOTE)
+    sequence = confidence_sentence(study)
+    return (line[0].upper() + line[1:] + ".", *((sequence,) if sequence else ()), detail, FIXED_DESIGN_NOTE)
 
 
-__all__ = ["FIXED_DESIGN_NOTE", "MoneyNotSpent", "money_not_spent", "sequential_line", "sequential_record",
-           "sequential_sentences", "verdict"]
+def stopped_sequence(study: Study) -> ConfidenceSequence | None:
+    """After a stop, the anytime-valid confidence sequence of the stopping metric's mean task difference
+    (``protocol.sequential_confidence``, issue 41 item 7); ``None`` for a fixed design or before a stop."""
+    record = study.sequential
+    if record is None or record.stop_reason is None or not study.sequential_differences:
+        return None
+    return confidence_sequence(study.sequential_differences, record.better_when, record.alpha)
+
+
+def confidence_sentence(study: Study) -> str | None:
+    """The stopped study's answer: the confidence sequence in words (before the fixed-design figures)."""
+    sequence, record = stopped_sequence(study), study.sequential
+    if sequence is None or record is None or sequence.estimate is None:
+        return None
+    low = "unbounded" if sequence.low is None else f"{sequence.low:.4g}"
+    high = "unbounded" if sequence.high is None else f"{sequence.high:.4g}"
+    return (f"Anytime-valid {1 - sequence.alpha:.0%} confidence sequence for the mean task difference in "
+            f"{record.metric} ({study.arm_name(TREATMENT)} − {study.arm_name(BASELINE)}), valid at the stop: "
+            f"{sequence.estimate:.4g} [{low}, {high}]. The fixed-design p and interval below were computed on an "
+            "optionally stopped sample and are not the answer.")
+
+
+__all__ = ["FIXED_DESIGN_NOTE", "MoneyNotSpent", "confidence_sentence", "money_not_spent", "sequential_line",
+           "sequential_record", "sequential_sentences", "stopped_sequence", "verdict"]

@@ -166,7 +166,8 @@ def _overhead_note(treated: list[Attempt], control: list[Attempt]) -> str | None
 def fidelity_line(summary: TreatmentSummary, server: str) -> str:
     """"the server was used in 17 of 18 treatment attempts (median 3 calls; 2 calls errored; 0 attempts where
     every call failed)", plus the control arm's proof and the tool-definition overhead."""
-    median = "no calls" if summary.median_calls is None else f"median {summary.median_calls:g} calls"
+    median = (f"median {summary.median_calls:g} calls" if summary.median_calls is not None
+              else "no call answered" if summary.server_call_errors else "no calls")
     line = (f"Fidelity: {server} was used in {summary.attempts_using_server} of {summary.treatment_attempts} "
             f"treatment attempts ({median}; {summary.server_call_errors} calls errored; "
             f"{summary.attempts_all_calls_failed} attempts where every call failed).")
@@ -222,7 +223,7 @@ def verdict(analysis: Analysis, summary: TreatmentSummary, *, primary: str | Non
     level = result.task_level
     treatment = study.arm_name(TREATMENT)
     words = direction(level, result.metric, treatment)
-    p = level.p_value
+    p = level.p_value if result.p_adjusted is None else result.p_adjusted  # the primary's: Holm across agents
     if result.repositories is not None and result.repositories.level is not None:  # issue 41: that test answers
         p = result.repositories.level.p_value
     judged = ("not distinguishable from no difference" if p is None or p >= alpha

@@ -22,7 +22,7 @@ from agentstudy.protocol.continuation import Predecessor
 from agentstudy.protocol.manifest import LoadedManifest
 from agentstudy.protocol.prepare_steps import prepare_outcomes
 from agentstudy.protocol.records import CliObservation, MinimalLedger
-from agentstudy.protocol.run_records import CliRunSettings, McpServerRecord
+from agentstudy.protocol.run_records import CLI_CORPUS_PATH, CliRunSettings, McpServerRecord
 from agentstudy.protocol.schedule import Mode, PilotSize, ScheduleEntry
 from agentstudy.protocol.sequential_plan import SequentialPlan
 from agentstudy.runners.agent_runs import AgentRun, expected_for
@@ -176,6 +176,7 @@ def cli_ledger(
             denied_tools=list(mcp.extra_denied),
             read_only_evidence=dict(mcp.read_only_evidence),
             prepared=prepare_outcomes(mcp.prepared),
+            corpus_path=CLI_CORPUS_PATH,
         ),
         transcripts=request.keep_transcripts,
         rehearsal=request.settings.rehearsal_base_url is not None,

@@ -67,7 +67,7 @@ from agentstudy.runners.progress import (
 )
 from agentstudy.runners.sequential_runs import start_sequential, study_schedule
 from agentstudy.runners.summary import RunSummary, summarize
-from agentstudy.runners.transcript_keeping import keep_transcript, transcript_store
+from agentstudy.runners.transcript_keeping import SERVER_STDERR_EXTENSION, keep_transcript, transcript_store
 from agentstudy.transports.cli import CliAttemptBody, CliAttemptResult, run_cli_attempt
 from agentstudy.transports.cli_args import ArmTools, arm_tools
 
@@ -186,8 +186,11 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
 
     def observe(entry: ScheduleEntry, result: CliAttemptResult, status: str, reserved: Decimal, charged: Decimal,
                 cap_exceeded: bool) -> CliObservation:
-        kept = keep_transcript(transcripts, entry, result.raw_output,
-                               entry.agent if entry.agent != DEFAULT_AGENT or request.other_agents else None)
+        named = entry.agent if entry.agent != DEFAULT_AGENT or request.other_agents else None
+        kept = keep_transcript(transcripts, entry, result.raw_output, named)
+        if result.server_stderr:  # the MCP server's stderr tail, redacted (issue 39)
+            kept.update(keep_transcript(transcripts, entry, result.server_stderr, named, SERVER_STDERR_EXTENSION,
+                                        "server_stderr"))
         return cli_observation(entry, request, versions[entry.agent], result, status, reserved, charged, cap_exceeded,
                             base, kept)
 
@@ -208,7 +211,7 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
             close_normally(ledger, run, lambda finished: store.checkpoint(seal_ledger(finished.to_json())))
             return summarize(run.status, request.mode, len(schedule), observations, budget, output,
                              rehearsal=request.settings.rehearsal_base_url is not None, recorded=ledger.budget,
-                             **summary_names(request.loaded, request.settings.mcp.name))
+                             sequential=ledger.sequential, **summary_names(request.loaded, request.settings.mcp.name))
         for index, entry in enumerate(schedule, start=1):
             raise_if_stopped()
             where = AttemptProgress(index, len(schedule), entry.task_id, entry.scenario, entry.repetition)
@@ -263,4 +266,4 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
         raise StopRequested(signum, stopped_detail(output)) from error
     return summarize(run.status, request.mode, len(schedule), observations, budget, output,
                      rehearsal=request.settings.rehearsal_base_url is not None, recorded=ledger.budget,
-                     **summary_names(request.loaded, request.settings.mcp.name))
+                     sequential=ledger.sequential, **summary_names(request.loaded, request.settings.mcp.name))

@@ -40,6 +40,7 @@ from agentstudy.protocol.mcp_spec import McpServerSpec, ServerPaths
 from agentstudy.protocol.prepare_steps import PrepareOutcome
 from agentstudy.protocol.read_only import ReadOnlyError, read_only_evidence, require_probe_allowed
 from agentstudy.protocol.schedule import ScheduleEntry
+from agentstudy.protocol.server_words import with_cause
 from agentstudy.protocol.tool_names import listing_problem
 from agentstudy.transports.cli_args import tool_lists_problem
 
@@ -143,7 +144,7 @@ def check_cli_version(
         PreflightError: when the probe fails or the version differs.
     """
     try:
-        line = probe_version(binary, env, containment)
+        line = probe_version(binary, env, containment, agent_cli(agent).start_env)
     except AgentBinaryError as error:
         raise PreflightError(str(error)) from None
     problem = agent_cli(agent).version_problem(line, expected)
@@ -242,7 +243,8 @@ def _probe_corpus(
         raise PreflightError(f"{name}: {error}") from None
     if not probe.probe_ok:
         said = f": {probe.probe_error}" if probe.probe_error else ""
-        raise PreflightError(f"{name}: MCP freshness probe {spec.probe_tool} failed at the pin{said}")
+        raise PreflightError(with_cause(f"{name}: MCP freshness probe {spec.probe_tool} failed at the pin{said}",
+                                        probe.probe_error or ""))
     return probe, prepared
 
 

@@ -141,7 +141,7 @@ def _check_binary(options: AdapterOptions, environ: Mapping[str, str]) -> Path:
     agent = agent_cli(options.agent)
     try:
         binary = agent.find_binary(options.agent_bin, environ)
-        line = probe_version(binary, environ, options.containment)
+        line = probe_version(binary, environ, options.containment, agent.start_env)
     except AgentBinaryError as error:
         raise AdapterError(str(error)) from None
     problem = agent.version_problem(line, options.agent_version or agent.pinned_version)

@@ -14,6 +14,7 @@ from agentstudy.pricing.usd_json import usd_number
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP
 from agentstudy.protocol.records import CliObservation, HttpObservation
 from agentstudy.protocol.run_records import BudgetRecord
+from agentstudy.protocol.sequential_record import SequentialRecord
 from agentstudy.protocol.treatment import DEFAULT_MINIMUM_USE, is_delivered, not_delivered_sentence, used_server
 
 SEED_FULL_ATTEMPTS = 36
@@ -81,6 +82,14 @@ def _stopped_by(
     return None
 
 
+def sequential_line(record: SequentialRecord) -> dict[str, Any]:
+    """A sequential run's stop for the summary line: why it stopped (``efficacy``, ``futility``, ``maxTasks`` or
+    ``None``), after how many of ``maxTasks`` tasks, the last look's e-value and the efficacy bound ``1/alpha``."""
+    last = record.looks[-1].e_value if record.looks else None
+    return {"stopReason": record.stop_reason, "tasksCompleted": record.tasks_completed, "maxTasks": record.max_tasks,
+            "eValue": last, "threshold": 1.0 / record.alpha, "direction": record.direction}
+
+
 def summarize(
     status: str,
     mode: str,
@@ -96,6 +105,7 @@ def summarize(
     recorded: BudgetRecord | None = None,
     backoff_pauses: int = 0,
     minimum_use: float = DEFAULT_MINIMUM_USE,
+    sequential: SequentialRecord | None = None,
 ) -> RunSummary:
     """Build the summary of a finished run (``transport`` ``cli`` or ``http``; HTTP has no cache tokens).
 
@@ -116,6 +126,9 @@ def summarize(
     ``backoffPauses``), the line adds ``apiRetries``, ``apiRetryWaitMs`` and ``backoffPauses`` (a count;
     issue 33).
     ``treatment`` (issue 28) says whether the server was delivered (:func:`treatment_line`).
+    ``sequential`` (the ledger's block of a sequential run) puts its stop on the line (issue 42):
+    ``{"stopReason", "tasksCompleted", "maxTasks", "eValue", "threshold", "direction"}``, ``stopReason`` ``None``
+    while no look decided (a run blocked or stopped before one).
     """
     usage_complete = all(o.usage_complete for o in observations)
     factor = exact_factor(full_attempts, planned)
@@ -157,6 +170,8 @@ def summarize(
     stopped = _stopped_by(status, observations)
     if stopped is not None:
         line["stoppedBy"] = stopped
+    if sequential is not None:
+        line["sequential"] = sequential_line(sequential)
     if arm_labels is not None:
         line["armLabels"] = dict(arm_labels)
     if arm_labels is not None or server_name is not None:

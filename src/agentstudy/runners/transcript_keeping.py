@@ -8,6 +8,9 @@ from agentstudy.io.transcripts import TranscriptError, TranscriptStore, transcri
 from agentstudy.protocol.schedule import ScheduleEntry
 from agentstudy.runners.preflight import PreflightError
 
+SERVER_STDERR_EXTENSION = "server-stderr.txt"
+"""The MCP server's stderr tail of an attempt, beside its transcript (``task--scenario--rN.server-stderr.txt``)."""
+
 
 def transcript_store(keep: bool, ledger: Path, secrets: tuple[str, ...]) -> TranscriptStore | None:
     """The run's store (``None`` with ``--no-transcripts``).
@@ -23,23 +26,25 @@ def transcript_store(keep: bool, ledger: Path, secrets: tuple[str, ...]) -> Tran
 
 
 def keep_transcript(store: TranscriptStore | None, entry: ScheduleEntry, data: bytes,
-                    agent: str | None = None) -> dict[str, str]:
+                    agent: str | None = None, extension: str = "jsonl", field: str = "transcript") -> dict[str, str]:
     """Write ``data`` as ``entry``'s transcript; the observation's ``transcript_file`` / ``transcript_sha256``
     fields (empty without a store, or when the file could not be written: a full disk must not cost the
     observation, whose checkpoint then says what failed; the observation then names no transcript).
+    ``extension`` / ``field``: another file of the attempt kept the same way (the MCP server's stderr,
+    ``server-stderr.txt`` -> ``server_stderr_file`` / ``server_stderr_sha256``; issue 39).
 
     Raises:
         TranscriptError: the directory is not private or the file already exists (never overwritten).
     """
     if store is None:
         return {}
-    name = transcript_name(entry.task_id, entry.scenario, entry.repetition, agent, "jsonl")
+    name = transcript_name(entry.task_id, entry.scenario, entry.repetition, agent, extension)
     try:
-        return {"transcript_file": name, "transcript_sha256": store.keep(name, data)}
+        return {f"{field}_file": name, f"{field}_sha256": store.keep(name, data)}
     except TranscriptError:
         raise
     except OSError:
         return {}
 
 
-__all__ = ["TranscriptError", "keep_transcript", "transcript_store"]
+__all__ = ["SERVER_STDERR_EXTENSION", "TranscriptError", "keep_transcript", "transcript_store"]

@@ -64,7 +64,8 @@ def _check_init(init: dict[str, Any] | None, expected: SetupExpectations) -> lis
     else:
         states = [(s.get("name"), s.get("status")) for s in servers if isinstance(s, dict)]
         if states != [(expected.mcp_server, "connected")] or len(servers) != 1:
-            problems.append(f"MCP servers {states} are not exactly one connected {expected.mcp_server!r}")
+            listed = ", ".join(f"{name} ({status})" for name, status in states) or "none"
+            problems.append(f"MCP servers {listed} are not exactly one connected {expected.mcp_server!r}")
     return problems
 
 

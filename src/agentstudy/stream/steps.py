@@ -1,8 +1,8 @@
 """One normalised step model that every agent's private transcript maps to (issue 43).
 
-Claude Code's stream-json, Codex's ``exec --json`` events and the http transport's request/response lines
-(``io.transcripts``) each become a tuple of :class:`Step`: the assistant's text, a tool call with its id
-and arguments, and the call's result, in the order the agent produced them. The pair page of
+Claude Code's stream-json, Codex's ``exec --json`` events, Gemini CLI's stream-json and the http transport's
+request/response lines (``io.transcripts``) each become a tuple of :class:`Step`: the assistant's text, a tool
+call with its id and arguments, and the call's result, in the order the agent produced them. The pair page of
 ``agentstudy view`` and the ATIF export both read only this model. Each stream format has one small
 function here; an agent names its own through ``agents.base.AgentCli.transcript_steps``. Lines that are
 not JSON objects or that no rule reads are skipped: a step list is for reading, the runner's checks
@@ -185,6 +185,42 @@ def codex_steps(data: bytes) -> tuple[Step, ...]:
     return tuple(steps)
 
 
+def _gemini_server(name: str) -> str | None:
+    """``mcp_SERVER_tool`` -> ``SERVER`` (Gemini CLI's MCP tool names); built-in tools -> ``None``."""
+    if not name.startswith("mcp_"):
+        return None
+    server, _, tool = name[len("mcp_"):].partition("_")
+    return server if server and tool else None
+
+
+def gemini_steps(data: bytes) -> tuple[Step, ...]:
+    """Gemini CLI ``-o stream-json`` events -> steps: consecutive assistant ``message`` chunks joined into one
+    text step, each ``tool_use`` a call, each ``tool_result`` its result (``status: error`` an error)."""
+    steps: list[Step] = []
+    servers: dict[str, str | None] = {}
+    for event in _objects(data):
+        kind = event.get("type")
+        if kind == "message" and event.get("role") == "assistant" and isinstance(event.get("content"), str):
+            if steps and steps[-1].kind == "text" and event.get("delta") is True:
+                steps[-1] = Step("text", text=steps[-1].text + event["content"])
+            elif event["content"].strip():
+                steps.append(Step("text", text=event["content"]))
+        elif kind == "tool_use":
+            name, call_id = str(event.get("tool_name", "")), str(event.get("tool_id", ""))
+            given = event.get("parameters")
+            arguments: Mapping[str, Any] = given if isinstance(given, dict) else {}
+            servers[call_id] = _gemini_server(name)
+            steps.append(Step("call", tool=name, call_id=call_id, arguments=arguments, server=servers[call_id]))
+        elif kind == "tool_result":
+            call_id = str(event.get("tool_id", ""))
+            failed = event.get("status") == "error"
+            error = event.get("error")
+            text = _text_of(error.get("message") if isinstance(error, dict) else error) if failed and error else (
+                _text_of(event.get("output")))
+            steps.append(Step("result", text=text, call_id=call_id, server=servers.get(call_id), error=failed))
+    return tuple(steps)
+
+
 def http_steps(data: bytes, server_tools: frozenset[str] = frozenset(), server: str = "mcp") -> tuple[Step, ...]:
     """The http transport's ``{"turn", "request"|"response"|"lost"}`` lines -> steps.
 
@@ -231,4 +267,5 @@ def first_divergence(left: tuple[Step, ...], right: tuple[Step, ...]) -> int | N
     return None if len(left) == len(right) else min(len(left), len(right))
 
 
-__all__ = ["Step", "StepKind", "StepUsage", "claude_steps", "codex_steps", "first_divergence", "http_steps"]
+__all__ = ["Step", "StepKind", "StepUsage", "claude_steps", "codex_steps", "first_divergence", "gemini_steps",
+           "http_steps"]

@@ -130,6 +130,8 @@ class CliAttemptResult:
     status_reason: str | None = None
     raw_output: bytes = b""
     """The child's raw stdout (bounded), kept as the attempt's private transcript (issue 28); empty when none."""
+    server_stderr: bytes = b""
+    """The MCP server's stderr tail (redacted; ``RawAttempt.server_stderr``), kept beside the transcript (issue 39)."""
 
 
 def run_cli_attempt(
@@ -214,6 +216,9 @@ class RawAttempt:
     attempt is charged at least this, whatever the kept stdout says at its end."""
     stderr_bytes: int = 0
     """Bytes the child wrote to stderr (counted, never kept beyond ``stderr``)."""
+    agent_files: Mapping[str, bytes] = field(default_factory=dict)
+    """What ``Launch.collect`` read of the agent's own records (bounded bytes by name; Gemini CLI's session
+    and telemetry files), empty for agents that keep none."""
     server_stderr: bytes = b""
     """The tail of the MCP server's stderr (``io.server_host.SERVER_STDERR_KEPT_BYTES``), credentials redacted;
     empty outside the MCP arm (issue 39)."""
@@ -269,6 +274,7 @@ def run_agent_in(body: CliAttemptBody, cwd: Path, env_source: Mapping[str, str])
             launch = agent.launch(launched, cwd, scratch, env_source)
             process = run_bounded(launch.argv, launch.env, cwd, settings.timeout_s, settings.stdout_limit,
                                   watch=launch.watch, keep_stderr=launch.keep_stderr)
+            agent_files = {} if launch.collect is None else launch.collect()
             if spec is not None and body.server is not None:
                 stack.close()
                 server_stderr = host.said().encode("utf-8")
@@ -283,7 +289,7 @@ def run_agent_in(body: CliAttemptBody, cwd: Path, env_source: Mapping[str, str])
     return RawAttempt(process.stdout, facts, process.wall_time_ms, None, None, None,
                       stderr=process.stderr_tail, watch_stop=process.watch_stop, stderr_bytes=process.stderr_bytes,
                       running_peak_usd=None if launch.watch is None else launch.watch.peak_usd,
-                      server_stderr=server_stderr)
+                      server_stderr=server_stderr, agent_files=agent_files)
 
 
 STOPPED_FACTS = ProcessFacts(started=False, timed_out=False, truncated=False, exit_code=None, stopped=True)
@@ -314,6 +320,7 @@ def finish_cli_attempt(body: CliAttemptBody, raw: RawAttempt) -> CliAttemptResul
         wall_time_ms=raw.wall_time_ms,
         status_reason=_with_server_words(evaluation.status, evaluation.status_reason, raw.server_stderr),
         raw_output=raw.stdout,
+        server_stderr=raw.server_stderr,
         fields={
             **evaluation.fields,
             **({"treatment": {**evaluation.fields["treatment"], "promptSha256": sha256_text(body.prompt)}}

@@ -24,6 +24,7 @@ from agentstudy.io.mcp_sandbox import contained_server
 from agentstudy.io.mcp_session import McpSession
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP
 from agentstudy.protocol.mcp_spec import McpServerSpec, ServerPaths
+from agentstudy.protocol.read_only import ReadOnlyError, read_only_evidence
 from agentstudy.protocol.treatment import text_bytes
 from agentstudy.transports.repo_tools import DEFINITIONS, TOOL_ERROR, RepositoryTools, ToolResult
 
@@ -46,13 +47,18 @@ class AgentTools:
         repository: the repository tools at the pin.
         mcp: an open MCP session (``doc-bridge-mcp`` arm) or ``None``.
         read_only: the MCP tools to expose, as the server lists them (ignored without ``mcp``).
+        open_world: the tools annotated ``openWorldHint: true`` the study lets through.
 
     Raises:
-        ToolSetupError: a read-only tool is not listed by the server, or two exposed names clash.
+        ToolSetupError: a read-only tool is not listed by the server, the server's word on it changed since
+            the preflight (issue 40: annotated ``readOnlyHint: false``, ``destructiveHint: true`` or an
+            ``openWorldHint: true`` not let through, by the preflight's own rule), so no tool is called, or two
+            exposed names clash.
     """
 
     def __init__(
-        self, repository: RepositoryTools, mcp: McpSession | None = None, read_only: Sequence[str] = ()
+        self, repository: RepositoryTools, mcp: McpSession | None = None, read_only: Sequence[str] = (),
+        open_world: Sequence[str] = (),
     ) -> None:
         self._repository, self._mcp = repository, mcp
         self._definitions: list[dict[str, Any]] = [dict(d) for d in DEFINITIONS]
@@ -63,6 +69,11 @@ class AgentTools:
             listed = {tool.name: tool for tool in mcp.list_tools()}
         except McpProbeError:
             raise ToolSetupError("the MCP server did not list its tools") from None
+        try:  # the preflight's rule, again on what this attempt is offered (issue 40)
+            read_only_evidence(read_only, {name: tool.hints for name, tool in listed.items()}, open_world)
+        except ReadOnlyError as error:
+            raise ToolSetupError(f"invalid setup: the MCP server changed its word since the preflight: {error}; "
+                                 "no tool of it was called") from None
         for name in read_only:
             tool = listed.get(name)
             if tool is None:
@@ -147,4 +158,4 @@ def agent_tools(
             session = stack.enter_context(McpSession(argv[0], argv[1:], child, cwd))
         except (McpProbeError, ContainmentError):
             raise ToolSetupError("the MCP server did not start") from None
-        yield AgentTools(repository, session, spec.read_only_tools)
+        yield AgentTools(repository, session, spec.read_only_tools, spec.open_world_tools)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import secrets
 import signal
 import socket
@@ -28,7 +29,7 @@ from starlette.routing import Route
 from agentstudy.io.ledger_store import journal_path
 from agentstudy.io.transcripts import TranscriptError, open_transcript
 from agentstudy.report.observed import ObservedAttempt, ObservedStudy, attempt_steps, load_observed
-from agentstudy.stream.steps import Step
+from agentstudy.web.first_screen import linked_report
 from agentstudy.web.pair_page import Side, pair_page, sides_for
 from agentstudy.web.study_page import ViewOptions, live_state, study_page
 
@@ -41,15 +42,21 @@ STDERR_FIELDS = ("serverStderrFile", "serverStderrSha256")
 
 @dataclass
 class StudySource:
-    """The study as last read, read again when one of its files changed; thread-safe."""
+    """The study as last read, read again when one of its files changed; thread-safe.
+
+    The report's first screen (``first_screen``: ``ObservedStudy -> str``, the report's own statistics, seconds
+    on a large ledger) is computed in a background thread after each new reading, so a page never waits for
+    it: pages show the newest one computed, with the number of attempts it covers.
+    """
 
     ledgers: Sequence[Path]
     adjudications: Sequence[Path] = ()
     first_screen: Any = None
-    """``ObservedStudy -> str``: the report's first screen as HTML (given by the command)."""
     _stamp: tuple[Any, ...] | None = None
     _study: ObservedStudy | None = None
-    _screen: str = ""
+    _screen: tuple[int, str] | None = None
+    _wanted: ObservedStudy | None = None
+    _worker: threading.Thread | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def _files(self) -> list[Path]:
@@ -65,24 +72,53 @@ class StudySource:
                 stamps.append(None)
         return tuple(stamps)
 
-    def current(self) -> tuple[ObservedStudy, str]:
-        """The study and its first screen's HTML, read again if a file changed.
+    def current(self) -> ObservedStudy:
+        """The study, read again if a file changed (the first screen is then recomputed in the background).
 
         Raises:
             ReportInputError: the ledgers cannot be read (the last good reading is kept if there was one).
         """
         with self._lock:
             stamp = self._stat()
-            if self._study is None or stamp != self._stamp:
-                try:
-                    study = load_observed(self.ledgers, self.adjudications, allow_unverified=True)
-                except Exception:
-                    if self._study is None:
-                        raise
-                    return self._study, self._screen  # a ledger between two writes: the last good reading
-                self._study, self._stamp = study, stamp
-                self._screen = self.first_screen(study) if self.first_screen is not None else ""
-            return self._study, self._screen
+            if self._study is not None and stamp == self._stamp:
+                return self._study
+            try:
+                study = load_observed(self.ledgers, self.adjudications, allow_unverified=True)
+            except Exception:
+                if self._study is None:
+                    raise
+                return self._study  # a ledger between two writes: the last good reading
+            self._study, self._stamp, self._wanted = study, stamp, study
+            if self.first_screen is not None and (self._worker is None or not self._worker.is_alive()):
+                self._worker = threading.Thread(target=self._compute, name="first-screen", daemon=True)
+                self._worker.start()
+            return study
+
+    def _compute(self) -> None:
+        while True:
+            with self._lock:
+                study, self._wanted = self._wanted, None
+            if study is None:
+                return
+            try:
+                html_text = self.first_screen(study)
+            except Exception as error:  # a page must still be served; it says why
+                html_text = f"<p>The report's first screen cannot be drawn: {type(error).__name__}</p>"
+            with self._lock:
+                self._screen = (len(study.study.attempts), html_text)
+
+    def screen(self, wait_s: float = 0.0) -> str:
+        """The newest first screen computed (waiting up to ``wait_s`` for one), with the attempts it covers."""
+        worker = self._worker
+        if self._screen is None and worker is not None and wait_s > 0:
+            worker.join(wait_s)
+        with self._lock:
+            if self._screen is None:
+                return "<p>The report's first screen is being computed; reload in a moment.</p>"
+            settled, text = self._screen
+            current = len(self._study.study.attempts) if self._study is not None else settled
+        note = "" if settled == current else f"<p><i>As of {settled} settled attempts (being updated).</i></p>"
+        return note + text
 
 
 def _stderr(item: ObservedAttempt) -> str | None:
@@ -95,33 +131,27 @@ def _stderr(item: ObservedAttempt) -> str | None:
         return f"(the server's stderr cannot be shown: {error})"
 
 
-def _steps(item: ObservedAttempt) -> tuple[Step, ...] | None:
-    try:
-        return attempt_steps(item)
-    except TranscriptError:
-        return None
-
-
 def build_app(source: StudySource, options: ViewOptions) -> Starlette:
-    """The application: ``/`` the study page, ``/state`` its live state, ``/pair`` a pair, ``/text`` a step's
-    whole text; every route refuses (403) a request without the token or from another address."""
+    """The application: ``/`` the study page, ``/report`` the whole report, ``/state`` its live state, ``/pair``
+    a pair, ``/text`` a step's whole text; every route refuses (403) a request without the token or from another
+    address."""
 
     def allowed(request: Request) -> bool:
         client = request.client.host if request.client else ""
         return client == LOOPBACK and secrets.compare_digest(request.query_params.get("token", ""), options.token)
 
     async def home(request: Request) -> Response:
-        study, screen = await asyncio.to_thread(source.current)
-        return HTMLResponse(study_page(study, options, screen))
+        study = await asyncio.to_thread(source.current)
+        return HTMLResponse(study_page(study, options, source.screen()))
 
     async def state(request: Request) -> Response:
         after = request.query_params.get("after")
-        study, _ = await asyncio.to_thread(source.current)
+        study = await asyncio.to_thread(source.current)
         waited = 0.0
         while after is not None and str(len(study.study.attempts)) == after and waited < WAIT_S:
             await asyncio.sleep(STEP_S)
             waited += STEP_S
-            study, _ = await asyncio.to_thread(source.current)
+            study = await asyncio.to_thread(source.current)
             if study.last_header.get("status") != "running":
                 break
         return JSONResponse(live_state(study, options))
@@ -131,8 +161,8 @@ def build_app(source: StudySource, options: ViewOptions) -> Starlette:
         task, agent, repetition = query.get("task", ""), query.get("agent", ""), query.get("repetition", "")
         if not repetition.isdigit():
             return None
-        study, _ = source.current()
-        sides = sides_for(study, options, task, int(repetition), agent, _steps, _stderr)
+        study = source.current()
+        sides = sides_for(study, options, task, int(repetition), agent, attempt_steps, _stderr)
         if all(side.item is None for side in sides):
             return None
         return study, task, int(repetition), agent, sides
@@ -153,7 +183,9 @@ def build_app(source: StudySource, options: ViewOptions) -> Starlette:
         if int(step) >= len(steps):
             return PlainTextResponse("no such step", status_code=404)
         chosen = steps[int(step)]
-        return PlainTextResponse(chosen.text if chosen.kind != "call" else repr(dict(chosen.arguments)))
+        whole = chosen.text if chosen.kind != "call" else json.dumps(dict(chosen.arguments), ensure_ascii=False,
+                                                                      indent=1, default=str)
+        return PlainTextResponse(whole)
 
     def guarded(endpoint: Any) -> Any:
         async def checked(request: Request) -> Response:
@@ -169,7 +201,14 @@ def build_app(source: StudySource, options: ViewOptions) -> Starlette:
     async def refused(request: Request) -> Response:
         return PlainTextResponse("forbidden: this view needs its token", status_code=403)
 
-    routes = [Route("/", guarded(home)), Route("/state", guarded(state)), Route("/pair", guarded(pair)),
+    async def report(request: Request) -> Response:
+        if options.blind:  # the report names the arms
+            return PlainTextResponse("no report in a blind view", status_code=404)
+        study = await asyncio.to_thread(source.current)
+        return HTMLResponse(await asyncio.to_thread(linked_report, study, options))
+
+    routes = [Route("/", guarded(home)), Route("/report", guarded(report)), Route("/state", guarded(state)),
+              Route("/pair", guarded(pair)),
               Route("/text", guarded(text)), Route("/{rest:path}", refused)]
     app = Starlette(routes=routes)
     return app

@@ -16,6 +16,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from agentstudy.io.transcripts import TranscriptError
 from agentstudy.report.model import BASELINE, TREATMENT
 from agentstudy.report.observed import ObservedAttempt, ObservedStudy
 from agentstudy.stream.steps import Step, first_divergence
@@ -34,6 +35,8 @@ class Side:
     item: ObservedAttempt | None
     steps: tuple[Step, ...] | None
     stderr: str | None = None
+    problem: str | None = None
+    """Why the transcript the observation names cannot be shown (missing, altered)."""
 
 
 def pair_key(task: str, repetition: int, agent: str) -> str:
@@ -57,14 +60,21 @@ def pair_items(observed: ObservedStudy, task: str, repetition: int, agent: str) 
 def sides_for(observed: ObservedStudy, options: ViewOptions, task: str, repetition: int, agent: str,
               steps_of: Callable[[ObservedAttempt], tuple[Step, ...] | None],
               stderr_of: Callable[[ObservedAttempt], str | None]) -> list[Side]:
-    """The two sides in display order, with their steps and the server's stderr read."""
+    """The two sides in display order, with their steps (a ``TranscriptError`` of ``steps_of`` becomes the
+    side's ``problem``) and the server's stderr read."""
     items = pair_items(observed, task, repetition, agent)
     order = blind_order(options.seed, task, repetition, agent) if options.blind else (BASELINE, TREATMENT)
     sides = []
     for index, scenario in enumerate(order):
         item = items.get(scenario)
         name = "AB"[index] if options.blind else observed.study.arm_name(scenario)
-        sides.append(Side(name, item, steps_of(item) if item else None, stderr_of(item) if item else None))
+        steps, problem = None, None
+        if item is not None:
+            try:
+                steps = steps_of(item)
+            except TranscriptError as error:
+                problem = str(error)
+        sides.append(Side(name, item, steps, stderr_of(item) if item else None, problem))
     return sides
 
 
@@ -105,7 +115,9 @@ def _facts(side: Side) -> str:
             verdict += f" — {html.escape(attempt.rubric)}"
     elif attempt.adjudication != "not adjudicated":
         verdict = f"<br>adjudicator: {html.escape(attempt.adjudication)}"
-    calls = "" if side.steps is not None else "<br>no transcript was kept"
+    calls = "" if side.steps is not None else (
+        f"<br>its transcript cannot be shown: {html.escape(side.problem)}" if side.problem
+        else "<br>no transcript was kept")
     return (f"<p>status <b>{html.escape(attempt.status)}</b> · {tokens} · {usd(attempt.charged_usd)} USD · "
             f"{seconds}{verdict}{calls}</p>")
 

@@ -148,8 +148,12 @@ def live_state(observed: ObservedStudy, options: ViewOptions, now: datetime | No
     last = observed.last_header
     settled = len(study.attempts)
     total = max(study.planned or settled, settled)
-    running = last.get("openReservations")
-    opened = len(running) if isinstance(running, list) else int(last.get("openReservation") is not None)
+    listed = last.get("openReservations")
+    running = listed if isinstance(listed, list) else [last["openReservation"]] if isinstance(
+        last.get("openReservation"), dict) else []
+    now_running = [f"{r.get('taskId')} r{r.get('repetition')}"
+                   + ("" if options.blind else f" ({study.arm_name(str(r.get('scenario')))})")
+                   for r in running if isinstance(r, dict)]
     status = str(last.get("status") or "unknown")
     finished = status != "running"
     started = _started(last)
@@ -160,7 +164,8 @@ def live_state(observed: ObservedStudy, options: ViewOptions, now: datetime | No
         eta = f"{max(elapsed / in_last * (total - settled), 0):.0f} s"
     cap = f" of {usd(study.cap_usd)}" if study.cap_usd is not None else ""
     return {"settled": settled, "total": total, "spent": f"{usd(study.spent_usd)}{cap} USD",
-            "running": opened, "eta": "done" if finished else eta, "status": status, "finished": finished,
+            "running": f"{len(now_running)}" + (f": {', '.join(now_running)}" if now_running else ""),
+            "eta": "done" if finished else eta, "status": status, "finished": finished,
             "grid": grid_html(observed, options)}
 
 
@@ -191,7 +196,9 @@ def study_page(observed: ObservedStudy, options: ViewOptions, first_screen: str)
         warning = (f'<div class="warning">The ledger does not verify (yet): '
                    f"{html.escape(observed.study.unverified[0])}</div>")
     grid = f'<h2>Tasks</h2><div id="grid">{state["grid"]}</div>'
-    body = warning + live_html(state, options.live) + ("" if options.blind else first_screen) + grid
+    whole = "" if options.blind else (f'<p><a href="{html.escape(link("report", options))}">The whole report</a> '
+                                      "(its task rows link to their pairs).</p>")
+    body = warning + live_html(state, options.live) + ("" if options.blind else first_screen) + whole + grid
     return page(f"Study {observed.study.file_name}", body, options, LIVE_SCRIPT if options.live else "")
 
 

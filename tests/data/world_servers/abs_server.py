@@ -1,7 +1,8 @@
 """A stdio MCP server (official SDK) whose tools take absolute paths only and refuse anything else (issue 39).
 
 Run as ``python abs_server.py ROOT``. ``search_files(directory, query)``: ``directory`` must be an
-absolute path of a directory under ROOT (else "Directory not found"); ``read_file(path)``: an absolute
+absolute path of a directory under ROOT (a relative path is refused naming ROOT, a path elsewhere answers
+"Directory not found"); ``read_file(path)``: an absolute
 path of a file under ROOT. Annotated read-only.
 """
 
@@ -19,7 +20,7 @@ server = MCPServer("abs-files")
 
 def _inside(path: str) -> str:
     if not os.path.isabs(path):
-        raise ToolError(f"path must be absolute: {path}")
+        raise ToolError(f"path must be absolute: {path}; allowed directories: {ROOT}")
     real = os.path.realpath(path)
     if real != ROOT and not real.startswith(ROOT + os.sep):
         raise ToolError(f"Directory not found: {path}")

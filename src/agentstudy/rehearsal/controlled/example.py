@@ -157,7 +157,7 @@ AGENT_TIMEOUT_S = 100
 
 
 def example_agent_providers(python: str, agent: str) -> dict[str, Any]:
-    """The provider config payload running the bundled adapter of ``agent`` (``claude-code`` or ``codex``) in
+    """The provider config payload running the bundled adapter of ``agent`` (``claude-code``, ``codex``, ``gemini``) in
     rehearsal, as provider of every model and scenario and as adjudicator, by ``python -I -m agentstudy``."""
     free = {"currency": "USD", "inputPerMillionUsd": 0, "cachedInputPerMillionUsd": 0, "outputPerMillionUsd": 0}
     command = {"command": python, "envAllowlist": [], "providerNetwork": False, "maxInputBytes": 200000,
@@ -172,7 +172,8 @@ def example_agent_providers(python: str, agent: str) -> dict[str, Any]:
     }
 
 
-AGENT_PROVIDER_FILES = {"codex": "providers-codex.json", "claude-code": "providers-claude-code.json"}
+AGENT_PROVIDER_FILES = {"codex": "providers-codex.json", "claude-code": "providers-claude-code.json",
+                        "gemini": "providers-gemini.json"}
 """Agent -> the example's provider config file that runs its bundled adapter in rehearsal."""
 
 

@@ -1,0 +1,39 @@
+"""The methods every report names, with their references (issue 41 item 9): what "About this report" lists and
+docs/statistics.md explains, and the null hypothesis of the task-level test in words. Pure text."""
+
+from __future__ import annotations
+
+NULL_IN_WORDS = ("no effect on any task: within each task the two arms' results are interchangeable, so each task "
+                 "difference is as likely to have either sign (the test is exact for this); for larger samples it "
+                 "is also a valid test of equal arm means when the arms differ in spread")
+"""The task-level test's null hypothesis in words (JSON ``test.null``)."""
+
+STATISTIC = ("studentized mean task difference (mean over its standard error) under sign flips; for sign flips "
+             "it orders the flips exactly as the mean does, so p and interval are those of the mean")
+"""The task-level test's statistic (JSON ``test.statistic``)."""
+
+RANDOMIZATION_NOTE = ("The arms' order within each task and repetition is counterbalanced (the seed's rule), not "
+                      "randomised, so the test rests on the assumption that order does not matter rather than on "
+                      "the design.")
+
+METHOD_REFERENCES = (
+    "Task-level test: Fisher's sign-flip (randomization) test over the task differences (Fisher 1935, The Design "
+    "of Experiments), with the studentized statistic (Janssen 1997, Statistics & Probability Letters 36: "
+    "studentized permutation tests).",
+    "Intervals: inversion of the same test, the shifts it does not reject (Lehmann and Romano, Testing "
+    "Statistical Hypotheses, 3rd ed., 2005, sections 3.5 and 5.9); ratios by Fieller's construction "
+    "(Fieller 1954) with the sign-flip test.",
+    "Multiplicity: Holm's step-down procedure (Holm 1979, Scandinavian Journal of Statistics 6) over the secondary "
+    "metrics, and over the agents' primary p-values when a study has several agents.",
+    "Per-arm rates: Clopper–Pearson (1934, Biometrika 26) at the Korn–Graubard effective sample size over task "
+    "clusters (Korn and Graubard 1998, Survey Methodology 24).",
+    "Repositories: a permutation test of heterogeneity across repositories and, with enough repositories, the "
+    "sign-flip test with the repository as the unit (cluster randomization inference).",
+    "Variance components: method-of-moments (ANOVA) estimators of a two-way random-effects model (Searle, "
+    "Casella and McCulloch, Variance Components, 1992).",
+    "Sequential design: an e-process bounded by Ville's inequality (Ville 1939) from the betting construction "
+    "(Waudby-Smith and Ramdas 2024, JRSS B 86; Shafer and Vovk 2019).",
+    "Simulated operating characteristics (type-I error, coverage, power) are in docs/benchmarks.md "
+    "(bench/bench_coverage.py, bench/bench_sequential.py).",
+)
+"""One sentence per method, each with its reference."""

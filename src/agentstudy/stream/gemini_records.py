@@ -1,0 +1,144 @@
+"""What Gemini CLI 0.61.0 writes besides its stream, read after an attempt (pure, no IO).
+
+- The session file (``$GEMINI_CLI_HOME/.gemini/tmp/<project>/chats/session-*.jsonl``): one JSON object a
+  line; every ``{"type": "gemini", "model", "tokens": {input, output, cached, thoughts, tool, total}}`` line is
+  one answered model request (:func:`session_usage`; the CLI writes a message again, same ``id``, as it
+  updates it: the last line of each ``id`` counts). Lines of other shapes (the header, ``{"$set": ...}``
+  updates, user turns) are skipped; a ``gemini`` line with malformed tokens is a problem.
+- The local telemetry file (``telemetry.target = "local"``, ``telemetry.outfile``; nothing leaves the
+  machine): pretty-printed JSON log records one after another. :func:`telemetry_facts` reads the tools the
+  CLI offered the model in its first request (``gen_ai.tool.definitions``) and the HTTP status of every
+  failed request (``gemini_cli.api_error``, and ``gemini_cli.chat.content_retry`` for a stream that broke
+  off: the CLI's own retries).
+
+:func:`reconcile` compares the session's per-request sums with ``result.stats`` (a disagreement is a
+problem: the attempt's usage cannot be trusted).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agentstudy.pricing.cost import CostProblem
+from agentstudy.pricing.gemini import RequestUsage
+
+__all__ = ["RECORD_LIMIT_BYTES", "TelemetryFacts", "reconcile", "session_usage", "telemetry_facts"]
+
+RECORD_LIMIT_BYTES = 16 * 1024 * 1024
+"""The most of each record file read after an attempt (bytes); a longer file is cut there."""
+_TOKEN_KEYS = ("input", "output", "cached", "thoughts", "tool", "total")
+
+
+def session_usage(text: str) -> tuple[list[RequestUsage], list[str]]:
+    """Every answered request of a session file's ``text``, in order, and the problems found (one line each)."""
+    requests: dict[str, RequestUsage] = {}
+    problems: list[str] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        try:
+            record = json.loads(line) if line.strip() else None
+        except ValueError:
+            problems.append(f"session file line {number} is not JSON")
+            continue
+        if not isinstance(record, dict) or record.get("type") != "gemini":
+            continue
+        tokens, model = record.get("tokens"), record.get("model")
+        if not isinstance(tokens, dict) or not isinstance(model, str):
+            problems.append(f"session file line {number}: a gemini message without tokens or model")
+            continue
+        try:
+            usage = RequestUsage(model, *(tokens.get(k, 0) for k in _TOKEN_KEYS))
+        except (CostProblem, TypeError) as error:
+            problems.append(f"session file line {number}: {error}")
+            continue
+        requests[str(record.get("id", f"line-{number}"))] = usage  # a message is rewritten as it is updated
+    return list(requests.values()), problems
+
+
+def reconcile(requests: Sequence[RequestUsage], stats: Mapping[str, Any] | None) -> list[str]:
+    """Where the session's per-request sums disagree with ``result.stats`` (input, output, cached tokens per
+    model; summed over all models when the two name different models: the session file names the model
+    requested, the stats the model that answered); ``[]`` when they agree or the stream has no stats."""
+    models = stats.get("models") if isinstance(stats, Mapping) else None
+    if not isinstance(models, Mapping):
+        return []
+    problems: list[str] = []
+    seen = {r.model for r in requests}
+    groups: list[tuple[str, list[RequestUsage], Mapping[str, Any]]] = []
+    if seen == {str(m) for m in models}:
+        groups = [(model, [r for r in requests if r.model == model], models[model]) for model in sorted(seen)]
+    else:  # the stats name the answering model (the response's modelVersion), the session the requested one
+        summed = {key: sum(v.get(key, 0) for v in models.values() if isinstance(v, Mapping) and
+                           isinstance(v.get(key, 0), int)) for key in ("input_tokens", "output_tokens", "cached")}
+        groups = [("all models", list(requests), summed)]
+    for model, mine, theirs in groups:
+        theirs = theirs if isinstance(theirs, Mapping) else {}
+        for key, value in (("input_tokens", sum(r.input for r in mine)),
+                           ("output_tokens", sum(r.output + r.thoughts for r in mine)),
+                           ("cached", sum(r.cached for r in mine))):
+            if theirs.get(key) != value:
+                problems.append(f"the session file's {key} of {model} ({value}) disagrees with result.stats "
+                                f"({theirs.get(key)!r})")
+    return problems
+
+
+@dataclass(frozen=True)
+class TelemetryFacts:
+    """``first_tools``: the function names of the first request (``None``: no request was recorded);
+    ``error_statuses``: the HTTP status of each failed request, in order (0 when it had none: a reset, or a
+    stream that broke off after its HTTP 200)."""
+
+    first_tools: tuple[str, ...] | None
+    error_statuses: tuple[int, ...]
+
+
+_NAME_RE = re.compile(r'"name"\s*:\s*"([^"]+)"')
+
+
+def _records(text: str) -> list[dict[str, Any]]:
+    decoder = json.JSONDecoder()
+    found: list[dict[str, Any]] = []
+    index = 0
+    while True:
+        start = text.find("{", index)
+        if start < 0:
+            return found
+        try:
+            value, index = decoder.raw_decode(text, start)
+        except ValueError:
+            index = start + 1
+            continue
+        if isinstance(value, dict):
+            found.append(value)
+
+
+def _attributes(record: Mapping[str, Any]) -> Mapping[str, Any]:
+    attributes = record.get("attributes")
+    return attributes if isinstance(attributes, Mapping) else {}
+
+
+def telemetry_facts(text: str) -> TelemetryFacts:
+    """The facts :class:`TelemetryFacts` names, from a local telemetry file's ``text`` (never raises)."""
+    first: tuple[str, ...] | None = None
+    errors: list[int] = []
+    for record in _records(text):
+        attributes = _attributes(record)
+        definitions = attributes.get("gen_ai.tool.definitions")
+        if first is None and isinstance(definitions, str):
+            try:
+                declared = json.loads(definitions)
+            except ValueError:
+                declared = None
+            names = [str(d.get("name")) for tool in declared if isinstance(tool, Mapping)
+                     for d in tool.get("functionDeclarations") or [] if isinstance(d, Mapping)] \
+                if isinstance(declared, list) else _NAME_RE.findall(definitions)
+            first = tuple(names)
+        if attributes.get("event.name") == "gemini_cli.api_error":
+            status = attributes.get("status_code")
+            errors.append(status if isinstance(status, int) and not isinstance(status, bool) else 0)
+        elif attributes.get("event.name") == "gemini_cli.chat.content_retry":  # a broken stream sent again
+            errors.append(0)
+    return TelemetryFacts(first, tuple(errors))

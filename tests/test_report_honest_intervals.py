@@ -1,0 +1,73 @@
+"""Honest intervals (issue 41 item 5): one tolerance for the test and its interval, so "the interval excludes 0"
+is "p < alpha" in every one of 20,000 simulated correctness studies; a point interval says so; per-arm rates
+respect the clustering of attempts in tasks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from agentstudy.report.inference import task_level_summary
+from agentstudy.report.inference_rates import clopper_pearson, effective_size
+
+
+def test_twenty_thousand_correctness_studies_agree_on_interval_and_p() -> None:
+    generator = np.random.default_rng(20261204)
+    disagreements = checked = 0
+    for _ in range(20_000):
+        k = int(generator.integers(6, 13))
+        difficulty = generator.uniform(0.05, 0.95, size=k)
+        lift = generator.choice([0.0, 0.2, 0.4])
+        baseline = generator.random((k, 3)) < difficulty[:, None]
+        treatment = generator.random((k, 3)) < np.clip(difficulty + lift, 0, 1)[:, None]
+        values = {f"t{i}": (baseline[i].astype(float).tolist(), treatment[i].astype(float).tolist())
+                  for i in range(k)}
+        summary = task_level_summary(values, seed=1)
+        assert summary.p_value is not None
+        if summary.ci_low is None or summary.ci_high is None:
+            assert summary.p_value >= 0.05
+            continue
+        checked += 1
+        excludes = summary.ci_low > 0 or summary.ci_high < 0
+        disagreements += excludes != (summary.p_value < 0.05)
+    assert checked > 15_000 and disagreements == 0
+
+
+def test_float_noise_at_an_end_does_not_exclude_zero() -> None:
+    # 0.1 + 0.2 - 0.3 is 5.6e-17, not 0: the flipped-set mean at the interval's end is noise around 0
+    values = {f"t{i}": ([0.3], [0.1 + 0.2]) for i in range(3)} | {f"u{i}": ([0.0], [1.0]) for i in range(4)}
+    summary = task_level_summary(values, seed=1)
+    assert summary.p_value is not None and summary.ci_low is not None and summary.ci_high is not None
+    assert (summary.ci_low > 0) == (summary.p_value < 0.05)
+
+
+def test_identical_task_differences_give_a_point_with_a_sentence() -> None:
+    summary = task_level_summary({f"t{i}": ([0.0], [1.0]) for i in range(7)}, seed=1)
+    assert (summary.ci_low, summary.ci_high) == (1.0, 1.0)
+    assert summary.ci_note is not None and "single point" in summary.ci_note
+
+
+def test_the_rate_interval_widens_when_tasks_differ_and_not_when_they_do_not() -> None:
+    clustered = [[1.0, 1.0, 1.0], [0.0, 0.0, 0.0], [1.0, 1.0, 1.0], [0.0, 0.0, 0.0]]
+    # rate 1/2; each task is 1.5 off its share, so the variance is 4/3 * 4 * 1.5^2 / 12^2 = 1/12: n_eff = 0.25 * 12
+    assert effective_size(clustered) == pytest.approx(3.0, rel=1e-12)
+    independent = [[1.0, 0.0, 1.0], [0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 1.0]]
+    assert effective_size(independent) == 12
+    low, high = clopper_pearson(6.0, 12.0, 0.05)
+    wide_low, wide_high = clopper_pearson(0.5 * effective_size(clustered), effective_size(clustered), 0.05)
+    assert wide_low < low and wide_high > high
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_studentized_statistic_gives_the_sign_flip_p_of_the_mean(seed: int) -> None:
+    import itertools
+
+    from agentstudy.report.inference import sign_flip_p
+
+    generator = np.random.default_rng(seed)
+    differences = generator.lognormal(0.0, 1.0, size=8) - 1.2  # skewed, unequal magnitudes
+    flips = np.array(list(itertools.product((1.0, -1.0), repeat=differences.size))) * differences
+    studentized = flips.mean(axis=1) / (flips.std(axis=1, ddof=1) / np.sqrt(differences.size))
+    observed = studentized[0]  # the all-plus vector is the data
+    brute = min(1.0, 2 * min(np.mean(studentized >= observed - 1e-12), np.mean(studentized <= observed + 1e-12)))
+    assert sign_flip_p(differences.tolist(), seed=1)[0] == pytest.approx(brute, abs=1e-12)

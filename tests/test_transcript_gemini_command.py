@@ -1,0 +1,53 @@
+"""``agentstudy transcript --agent gemini``: a stored real 0.61.0 stream judged by the run's own code, its usage
+from the session file given with ``--record``; bad ``--record`` values are one-line errors (exit 2)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from agentstudy.cli import main
+
+DATA = Path(__file__).parent / "data" / "gemini"
+
+
+def _run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, ["transcript", *args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_a_stored_treatment_stream_with_its_session_completes_at_the_served_cost() -> None:
+    code, out, _ = _run(str(DATA / "treatment.stream.jsonl"), "--agent", "gemini", "--scenario", "doc-bridge-mcp",
+                        "--model", "rehearsal-scripted", "--record", f"session={DATA / 'treatment.session.jsonl'}",
+                        "--json")
+    assert code == 0, out
+    record = json.loads(out)
+    served = json.loads((DATA / "treatment.facts.json").read_text())["served"]
+    assert record["status"] == "completed" and record["agent"] == "gemini"
+    assert record["inputTokens"] == sum(i for i, _ in served) and record["outputTokens"] == sum(o for _, o in served)
+    assert record["treatment"]["serverCalls"] >= 1
+
+
+def test_without_its_session_file_the_cost_is_invalid() -> None:
+    code, out, _ = _run(str(DATA / "control.stream.jsonl"), "--agent", "gemini", "--scenario", "repository-only",
+                        "--model", "rehearsal-scripted", "--json")
+    assert code == 1
+    record = json.loads(out)
+    assert record["status"] == "invalid-cost" and "no answered request in the session file" in record["costProblem"]
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--agent", "codex", "--record", "session=x"], "--record 'session': Codex CLI keeps no such record (its "
+                                                    "records: none)"),
+    (["--agent", "gemini", "--record", "sessions"], "--record 'sessions' is not NAME=FILE"),
+    (["--agent", "gemini", "--record", "diary=x"], "--record 'diary': Gemini CLI keeps no such record (its records: "
+                                                   "session, telemetry)"),
+    (["--agent", "gemini", "--record", "session=/nonexistent/session.jsonl"], "cannot read /nonexistent"),
+])
+def test_bad_records_are_one_line_errors(args: list[str], message: str) -> None:
+    code, _, err = _run(str(DATA / "control.stream.jsonl"), "--scenario", "repository-only", "--model",
+                        "rehearsal-scripted", *args)
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1
