@@ -275,12 +275,13 @@ def test_two_servers_are_named_and_unmeasured_tokens_said_so() -> None:
              "offeredTools": ["kb.find"], "shownDescriptions": {"kb.find": "Find."}},
             {"scenario": "doc-bridge-mcp", "id": "a", "label": "A", "mcpServer": "lookup", "serverVersion": "2.0",
              "mcpCommand": ["lookup", "{root}"], "offeredTools": ["lookup.grep"],
-             "shownDescriptions": {"lookup.grep": "Grep."}}]
+             "shownDescriptions": {"lookup.grep": "Grep."}, "prepareSteps": ["build_index (server)"]}]
     found = configurations(arms, [("repository-only", {"kb.find": 2}), ("doc-bridge-mcp", {"lookup.grep": 1})],
                            [("repository-only", None), ("doc-bridge-mcp", None)])
     said = configuration_sentences(found, {"repository-only": "B", "doc-bridge-mcp": "A"}.__getitem__)
     assert said[0] == "The arms run different servers: B: kb (kb); A: lookup 2.0 (lookup {root})."
     assert said[1] == "The tools offered differ: B: kb.find; A: lookup.grep."
+    assert said[2] == "The preparation differs: B: none; A: build_index (server)."
     assert found.descriptions == {"kb.find": {"control": "Find.", "treatment": None},
                                   "lookup.grep": {"control": None, "treatment": "Grep."}}
     assert said[-2] == "Server tool calls by name: B: kb.find 2; A: lookup.grep 1."

@@ -33,6 +33,7 @@ class Configurations:
             where that arm does not offer the tool).
         tool_calls: per scenario, the server calls by tool over every observation of the arm.
         recorded: whether the ledger recorded any arm's server facts (a comparison study).
+        prepare: per scenario, the arm's preparation steps, one line each (``[]`` without any).
         first_request_tokens: per scenario, the mean prompt tokens of the attempts' first requests (the base the
             arm's tool definitions add to; ``None`` when the agent reports none, as Codex: not measurable).
     """
@@ -42,6 +43,7 @@ class Configurations:
     descriptions: Mapping[str, Mapping[str, str | None]] = field(default_factory=dict)
     tool_calls: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     recorded: bool = False
+    prepare: Mapping[str, Sequence[str]] = field(default_factory=dict)
     first_request_tokens: Mapping[str, float | None] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
@@ -53,6 +55,7 @@ class Configurations:
             "descriptions": {tool: dict(texts) for tool, texts in self.descriptions.items()},
             "toolCalls": {ARM_KEYS[s]: dict(self.tool_calls.get(s, {})) for s in SCENARIOS},
             "firstRequestTokens": {ARM_KEYS[s]: self.first_request_tokens.get(s) for s in SCENARIOS},
+            "preparation": {ARM_KEYS[s]: list(self.prepare.get(s, ())) for s in SCENARIOS},
         }
 
 
@@ -124,7 +127,8 @@ def configurations(arms: Any, attempts_calls: Iterable[tuple[str, Mapping[str, A
         if tokens is not None and scenario in sizes:
             sizes[scenario].append(tokens)
     means = {s: (sum(v) / len(v) if v else None) for s, v in sizes.items()}
-    return Configurations(servers, tools, descriptions, calls, recorded, means)
+    prepare = {s: _strings(records.get(s, {}).get("prepareSteps")) for s in SCENARIOS}
+    return Configurations(servers, tools, descriptions, calls, recorded, prepare, means)
 
 
 def _quoted(text: str | None) -> str:
@@ -163,6 +167,9 @@ def configuration_sentences(found: Configurations, name: Callable[[str], str]) -
     if list(found.tools.get(control, ())) != list(found.tools.get(treatment, ())):
         said.append(f"The tools offered differ: {name(control)}: {', '.join(found.tools.get(control, ())) or 'none'}; "
                     f"{name(treatment)}: {', '.join(found.tools.get(treatment, ())) or 'none'}.")
+    if list(found.prepare.get(control, ())) != list(found.prepare.get(treatment, ())):
+        said.append(f"The preparation differs: {name(control)}: {'; '.join(found.prepare.get(control, ())) or 'none'}; "
+                    f"{name(treatment)}: {'; '.join(found.prepare.get(treatment, ())) or 'none'}.")
     for tool, texts in found.descriptions.items():
         said.append(f"The description of {tool} differs: {name(control)}: {_quoted(texts.get('control'))}; "
                     f"{name(treatment)}: {_quoted(texts.get('treatment'))}.")

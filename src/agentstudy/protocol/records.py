@@ -406,7 +406,7 @@ def _drop_unset(data: dict[str, Any]) -> dict[str, Any]:
         data["mcpServer"].pop("corpusPath", None)  # older ledgers keep their hash
     for arm in data.get("arms") or []:
         for key in ("mcpServer", "toolDescriptionsSha256", "toolsListSha256", "mcpCommand", "offeredTools",
-                    "shownDescriptions", "serverVersion"):
+                    "shownDescriptions", "serverVersion", "prepareSteps"):
             if arm.get(key, "") is None:
                 del arm[key]
     for opened in [data.get("openReservation"), *(data.get("openReservations") or [])]:

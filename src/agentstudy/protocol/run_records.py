@@ -111,7 +111,7 @@ class ArmRecord(BaseModel):
     compares two server configurations (issue 44, ``protocol.study_arms.arms_record``) every arm with a server
     has ``mcpServer``, ``toolDescriptionsSha256`` (SHA-256 of its overrides' canonical JSON), ``toolsListSha256``
     (of the ``tools/list`` the agent was shown, as the preflight read it through the same relay), ``mcpCommand``,
-    ``offeredTools``, ``shownDescriptions`` and ``serverVersion``. Absent when not applicable.
+    ``offeredTools``, ``shownDescriptions``, ``prepareSteps`` and ``serverVersion``. Absent when not applicable.
     """
 
     model_config = ConfigDict(extra="forbid", validate_by_name=True, validate_by_alias=True)
@@ -126,6 +126,7 @@ class ArmRecord(BaseModel):
     offered_tools: list[str] | None = Field(default=None, alias="offeredTools")
     shown_descriptions: dict[str, str] | None = Field(default=None, alias="shownDescriptions")
     server_version: str | None = Field(default=None, alias="serverVersion")
+    prepare_steps: list[str] | None = Field(default=None, alias="prepareSteps")
 
 
 class BudgetRecord(BaseModel):

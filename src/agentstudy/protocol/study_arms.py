@@ -274,6 +274,7 @@ class ServedArm:
         descriptions: each listed tool's description as the agent was shown it (after ``toolDescriptions``).
         tools_list_sha256: SHA-256 of the whole ``tools/list`` the preflight's client saw; ``None`` when unknown.
         server_version: ``serverInfo.version`` of the server's ``initialize`` answer; ``None`` when unknown.
+        prepare: the arm's preparation steps as one line each (a tool call with its scope, or a command).
     """
 
     name: str
@@ -282,6 +283,7 @@ class ServedArm:
     descriptions: Mapping[str, str] = field(default_factory=dict)
     tools_list_sha256: str | None = None
     server_version: str | None = None
+    prepare: tuple[str, ...] = ()
 
 
 def compares_servers(arms: StudyArms) -> bool:
@@ -299,8 +301,8 @@ def arms_record(arms: StudyArms, server_name: str, treatment: ServedArm | None =
     the server actually run (a flag may have replaced the file's). A study that compares two configurations
     (:func:`compares_servers`) also records, for every arm with a server (``treatment``, ``control``: what the
     run established; issue 44), ``mcpServer``, ``toolDescriptionsSha256`` (of the arm's overrides),
-    ``toolsListSha256``, ``mcpCommand``, ``offeredTools``, ``shownDescriptions`` and ``serverVersion`` (each when
-    known); any other study's arms are recorded as before.
+    ``toolsListSha256``, ``mcpCommand``, ``offeredTools``, ``shownDescriptions``, ``prepareSteps`` and
+    ``serverVersion`` (each when known); any other study's arms are recorded as before.
     """
     compared = compares_servers(arms)
     entries: list[dict[str, Any]] = []
@@ -321,7 +323,8 @@ def arms_record(arms: StudyArms, server_name: str, treatment: ServedArm | None =
 def _served(served: ServedArm) -> dict[str, Any]:
     facts: dict[str, Any] = {"mcpCommand": list(served.command), "offeredTools": list(served.tools),
                              "shownDescriptions": {tool: served.descriptions[tool] for tool in served.tools
-                                                   if tool in served.descriptions}}
+                                                   if tool in served.descriptions},
+                             "prepareSteps": list(served.prepare)}
     if served.tools_list_sha256 is not None:
         facts["toolsListSha256"] = served.tools_list_sha256
     if served.server_version is not None:

@@ -34,6 +34,7 @@ from agentstudy.pricing.usd_json import optional_usd_number, usd_number
 from agentstudy.protocol.ledger_integrity import seal_ledger
 from agentstudy.protocol.manifest import LoadedManifest
 from agentstudy.protocol.mcp_spec import McpServerSpec
+from agentstudy.protocol.prepare_steps import step_label
 from agentstudy.protocol.records import MinimalLedger
 from agentstudy.protocol.run_records import AdjudicationDeclaration, ArmRecord, BudgetRecord, OpenReservation
 from agentstudy.protocol.schedule import ScheduleEntry
@@ -187,7 +188,8 @@ def served_arm(spec: McpServerSpec | None, checked: McpPreflight | None) -> Serv
     return ServedArm(spec.name, tuple(spec.command), tuple(spec.read_only_tools),
                      dict(checked.descriptions) if checked is not None else {},
                      checked.tools_list_sha256 if checked is not None else None,
-                     checked.server_version if checked is not None else None)
+                     checked.server_version if checked is not None else None,
+                     tuple(f"{step_label(step)} ({step.scope})" for step in spec.prepare))
 
 
 def study_header(loaded: LoadedManifest, server_name: str, treatment: ServedArm | None = None,
