@@ -149,4 +149,4 @@ def test_a_warning_about_many_problems_counts_them_and_quotes_the_first_few(tmp_
     assert len(warning) == 1
     count = re.search(r": (\d+) problems, the first 3: ", warning[0])
     assert count is not None and int(count.group(1)) >= len(data["observations"]) > 3
-    assert warning[0].count("; ") == 2
+    assert warning[0].count("; ") == 3 and warning[0].endswith(f"; and {int(count.group(1)) - 3} more")

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from agentstudy.commands.common import fail
+from agentstudy.commands.continue_option import partial_chain_option
 
 
 @click.command()
@@ -22,8 +23,9 @@ from agentstudy.commands.common import fail
               help="The study file the run used: adds each task's repository (when the ledger does not record "
                    "it) and category.")
 @click.option("--with-answers", is_flag=True, help="Add the agents' answers to the table (column `answer`).")
+@partial_chain_option
 def export(ledgers: tuple[Path, ...], output_format: str, output: Path, adjudications: tuple[Path, ...],
-           manifest: Path | None, with_answers: bool) -> None:
+           manifest: Path | None, with_answers: bool, partial_chain: bool) -> None:
     """Export a study's attempts: ATIF trajectories or a tidy table (Parquet, CSV).
 
     Several ledgers are a chain of runs, oldest first, as for `agentstudy report`. Every ledger must verify.
@@ -58,7 +60,10 @@ def export(ledgers: tuple[Path, ...], output_format: str, output: Path, adjudica
             fail(f"--manifest {manifest}: {error}")
         tasks = {task.id: (task.repository, task.category) for task in loaded.manifest.tasks}
     try:
-        study = load_observed(list(ledgers), list(adjudications))
+        study = load_observed(list(ledgers), list(adjudications), partial_chain=partial_chain)
+        if study.study.chain_missing:
+            click.echo(f"agentstudy: warning: PARTIAL CHAIN: {len(study.study.chain_missing)} earlier run(s) of "
+                       "this study were not given; the export holds this part only", err=True)
         if output_format == "atif":
             documents = [(f"attempt-{item.position:05d}.json", trajectory(study, item, attempt_steps(item)))
                          for item in study.attempts]

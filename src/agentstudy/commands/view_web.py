@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from agentstudy.commands.common import fail
+from agentstudy.commands.continue_option import partial_chain_option
 
 FIRST_SCREEN_WAIT_S = 30.0
 """How long the command waits for the report's first screen before it prints the URL (it keeps computing)."""
@@ -21,8 +22,9 @@ FIRST_SCREEN_WAIT_S = 30.0
 @click.option("--blind", is_flag=True,
               help='Show the two sides of each pair as "A" and "B" in a seeded random order, naming no arm.')
 @click.option("--seed", type=click.IntRange(0), help="The blind order's seed (default: a random one).")
+@partial_chain_option
 def view_web(ledgers: tuple[Path, ...], adjudications: tuple[Path, ...], port: int | None, blind: bool,
-         seed: int | None) -> None:
+         seed: int | None, partial_chain: bool) -> None:
     """Look inside a study in a local web page, live while it runs.
 
     Prints the page's URL (127.0.0.1, a random token in it) as the first line on stdout and serves it until
@@ -42,7 +44,7 @@ def view_web(ledgers: tuple[Path, ...], adjudications: tuple[Path, ...], port: i
     from agentstudy.web.first_screen import first_screen_html
     from agentstudy.web.study_page import ViewOptions
 
-    source = StudySource(list(ledgers), list(adjudications), first_screen_html)
+    source = StudySource(list(ledgers), list(adjudications), first_screen_html, partial_chain=partial_chain)
     try:
         source.current()
     except (ReportInputError, NotSupportedYet) as error:

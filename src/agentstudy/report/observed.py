@@ -56,10 +56,10 @@ class ObservedStudy:
 
 
 def load_observed(ledgers: Sequence[Path], adjudications: Sequence[Path] = (), *,
-                  allow_unverified: bool = False) -> ObservedStudy:
+                  allow_unverified: bool = False, partial_chain: bool = False) -> ObservedStudy:
     """The chain of ``ledgers`` (oldest first) with one companion per ledger when given; a ledger that does
     not verify (a running one, say) is read on only with ``allow_unverified`` (its problems in
-    ``study.unverified``).
+    ``study.unverified``); the first ledger may continue runs not given only with ``partial_chain``.
 
     Raises:
         ReportInputError: as :func:`agentstudy.report.chain.load_chain` (unreadable, unverified, not one chain).
@@ -67,7 +67,7 @@ def load_observed(ledgers: Sequence[Path], adjudications: Sequence[Path] = (), *
     """
     documents: list[Any] = []
     study = load_chain(ledgers, adjudications=adjudications, allow_unverified=allow_unverified,
-                       keep_documents=documents)
+                       partial_chain=partial_chain, keep_documents=documents)
     observed: list[ObservedAttempt] = []
     runs: list[LedgerRun] = []
     for number, (path, document) in enumerate(zip(ledgers, documents, strict=True)):

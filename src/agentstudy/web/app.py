@@ -52,6 +52,7 @@ class StudySource:
     ledgers: Sequence[Path]
     adjudications: Sequence[Path] = ()
     first_screen: Any = None
+    partial_chain: bool = False
     _stamp: tuple[Any, ...] | None = None
     _study: ObservedStudy | None = None
     _screen: tuple[int, str] | None = None
@@ -83,7 +84,8 @@ class StudySource:
             if self._study is not None and stamp == self._stamp:
                 return self._study
             try:
-                study = load_observed(self.ledgers, self.adjudications, allow_unverified=True)
+                study = load_observed(self.ledgers, self.adjudications, allow_unverified=True,
+                                      partial_chain=self.partial_chain)
             except Exception:
                 if self._study is None:
                     raise

@@ -195,6 +195,9 @@ def study_page(observed: ObservedStudy, options: ViewOptions, first_screen: str)
     if observed.study.unverified:
         warning = (f'<div class="warning">The ledger does not verify (yet): '
                    f"{html.escape(observed.study.unverified[0])}</div>")
+    if observed.study.chain_missing:
+        warning += (f'<div class="warning">PARTIAL CHAIN: {len(observed.study.chain_missing)} earlier run(s) of this '
+                    "study were not given.</div>")
     grid = f'<h2>Tasks</h2><div id="grid">{state["grid"]}</div>'
     whole = "" if options.blind else (f'<p><a href="{html.escape(link("report", options))}">The whole report</a> '
                                       "(its task rows link to their pairs).</p>")
