@@ -288,3 +288,23 @@ def test_two_servers_are_named_and_unmeasured_tokens_said_so() -> None:
     assert "not measurable" in said[-1]
     assert configuration_sentences(configurations([{"scenario": "repository-only", "id": "r", "label": "R"}], []),
                                    str) == ()
+
+
+def test_the_dry_run_probe_checks_the_control_arms_server_too(tmp_path: Path) -> None:
+    study = build_example_study(tmp_path / "example")
+    document = json.loads(EXAMPLE_STUDY.read_text(encoding="utf-8"))
+    document["arms"]["control"] = _lookup_arm("lookup", "Repository tools + lookup")
+    path = tmp_path / "a-vs-b.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    result = _invoke(["study", "--manifest", str(path), "--dry-run", "--probe", "--pilot", "--transport", "http",
+                      *[f"--root={name}={root}" for name, root in study.roots.items()]])
+    assert result.exit_code == 0, result.output
+    probed = json.loads(result.stdout.strip().splitlines()[-1])["mcpProbe"]
+    assert probed["control"]["name"] == "lookup" and probed["control"]["serversStarted"] >= 1
+    assert probed["control"]["listedTools"] == ["lookup.find_text", "lookup.grep", "lookup.read"]
+    document["arms"]["control"]["probe"] = {"tool": "lookup.read", "arguments": {"path": "missing.md"}}
+    path.write_text(json.dumps(document), encoding="utf-8")
+    failed = _invoke(["study", "--manifest", str(path), "--dry-run", "--probe", "--pilot", "--transport", "http",
+                      *[f"--root={name}={root}" for name, root in study.roots.items()]])
+    assert failed.exit_code == 2 and "MCP probe failed" in failed.stderr
+    assert len(failed.stderr.strip().splitlines()) == 1

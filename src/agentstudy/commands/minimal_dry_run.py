@@ -122,7 +122,7 @@ def _probe(request: DryRunRequest) -> dict[str, Any]:
     """``--dry-run --probe``: the server's tools (printed on stderr); exit 2 with the server's own words on failure."""
     try:
         server = probe_servers(request.spec, request.loaded.manifest, request.schedule, request.roots,
-                               request.containment, os.environ)
+                               request.containment, os.environ, request.control)
     except PreflightError as error:
         fail(f"MCP probe failed, nothing reserved or written: {error}")
     print_server_tools(server)
