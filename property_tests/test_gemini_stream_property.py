@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentstudy.pricing.gemini import RequestUsage
@@ -25,6 +25,7 @@ _event = st.fixed_dictionaries({"type": st.sampled_from(["init", "message", "too
 _line = st.one_of(_event.map(json.dumps), st.text(max_size=20))
 
 
+@settings(deadline=None)  # a shared 2-core machine: no per-example time limit
 @given(st.lists(_line, max_size=12))
 def test_validator_never_raises_and_a_stream_without_result_or_init_has_a_problem(lines: list[str]) -> None:
     transcript = parse_gemini_stream(lines)
@@ -53,6 +54,7 @@ def _good_stream(draw: st.DrawFn) -> list[str]:
     return lines
 
 
+@settings(deadline=None)
 @given(_good_stream(), st.data())
 def test_a_well_formed_stream_passes_and_any_break_is_named(lines: list[str], data: st.DataObject) -> None:
     assert parse_gemini_stream(lines).grammar_problems == []
@@ -80,6 +82,7 @@ _request = st.builds(lambda model, i, o, c, t, tool: RequestUsage(model, i + c, 
                      st.integers(0, 10**5), st.integers(0, 10**5), st.integers(0, 10**4), st.integers(0, 100))
 
 
+@settings(deadline=None)
 @given(st.lists(_request, min_size=1, max_size=8), st.integers(1, 5))
 def test_session_sums_reconcile_with_the_stats_they_make_and_not_with_any_other(requests: list[RequestUsage],
                                                                                   bump: int) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from agentstudy.commands.fault_option import checked_faults
+from agentstudy.commands.run_options import checked_faults
 from agentstudy.protocol.fault_schedule import FaultScheduleError, parse_fault_schedule
 from agentstudy.protocol.manifest import load_manifest
 from agentstudy.rehearsal.messages_server import RehearsalServer

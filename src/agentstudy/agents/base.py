@@ -80,6 +80,8 @@ class AgentCli(Protocol):
             ``GEMINI_CLI_NO_RELAUNCH``, without which it starts itself twice); empty for most agents.
         record_files: the names of the records ``Launch.collect`` reads after an attempt (``RawAttempt.agent_files``;
             Gemini CLI: ``session``, ``telemetry``), which ``agentstudy transcript --record`` takes; empty for most.
+        limit_rule: how the per-attempt limit holds for this agent, as the end of a sentence naming it
+            (``is stopped at the limit by its running usage``); said where ``--strict-cap`` is refused.
     """
 
     name: str
@@ -91,6 +93,7 @@ class AgentCli(Protocol):
     judged_with_stderr: bool
     start_env: Mapping[str, str]
     record_files: tuple[str, ...]
+    limit_rule: str
 
     def find_binary(self, explicit: str | None, environ: Mapping[str, str]) -> Path:
         """The agent's executable (explicit path, override variable, pinned install in .tools, PATH).

@@ -45,6 +45,7 @@ class ClaudeCodeAgent:
     judged_with_stderr = False
     start_env: Mapping[str, str] = {}
     record_files: tuple[str, ...] = ()
+    limit_rule = "stops itself at the limit (--max-budget-usd) after each turn"
 
     def find_binary(self, explicit: str | None, environ: Mapping[str, str]) -> Path:
         """``--claude-bin``, ``AGENTSTUDY_CLAUDE_BIN``, ``.tools/claude-code``, then ``claude`` on PATH.

@@ -60,6 +60,7 @@ class CodexAgent:
     judged_with_stderr = True
     start_env: Mapping[str, str] = {}
     record_files: tuple[str, ...] = ()
+    limit_rule = "is stopped at the limit by its running usage"
 
     def find_binary(self, explicit: str | None, environ: Mapping[str, str]) -> Path:
         """``--agent-bin``, ``AGENTSTUDY_CODEX_BIN``, ``.tools/codex``, ``codex`` on PATH (AgentBinaryError)."""

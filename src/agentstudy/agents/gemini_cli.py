@@ -44,6 +44,7 @@ class GeminiCliAgent:
     judged_with_stderr = False
     start_env: Mapping[str, str] = START_ENV
     record_files: tuple[str, ...] = transport.RECORDS
+    limit_rule = "is settled on its computed cost after the attempt (its stream carries no running usage)"
 
     def find_binary(self, explicit: str | None, environ: Mapping[str, str]) -> Path:
         """``--agent-bin``, ``AGENTSTUDY_GEMINI_BIN``, ``.tools/gemini-cli``, ``gemini`` on PATH (AgentBinaryError)."""

@@ -42,9 +42,8 @@ from agentstudy.commands.common import (
     positive_usd,
     stops_on_signals,
 )
-from agentstudy.commands.concurrency_option import concurrency_option, executor_choice, executor_options
 from agentstudy.commands.containment_options import containment_mode, containment_option
-from agentstudy.commands.continue_option import partial_chain_option
+from agentstudy.commands.run_options import concurrency_option, executor_choice, executor_options, partial_chain_option
 from agentstudy.io.claude_cli import ClaudeBinaryError, find_claude_binary, find_login_file, project_root
 from agentstudy.io.ledger_store import CheckpointError, OutputPathError
 from agentstudy.pricing.sums import display_usd, usd_from_json

@@ -23,8 +23,8 @@ from typing import Any
 import click
 
 from agentstudy.commands.common import EXIT_BLOCKED, EXIT_OK, fail, stops_on_signals
-from agentstudy.commands.concurrency_option import concurrency_option, executor_choice, executor_options
 from agentstudy.commands.contract_files import aligned, counts, read_contract, text_or_json
+from agentstudy.commands.run_options import concurrency_option, executor_choice, executor_options
 from agentstudy.controlled.adjudicate import (
     AdjudicationInputError,
     Selection,

@@ -18,7 +18,7 @@ def agent_flags(transport: str, agent: str, agent_version: str | None, cli_versi
     --cli-version and --agent-version both, --claude-bin and --agent-bin both, --strict-cap with codex."""
     chosen = agent_cli(agent)
     if transport != "cli" and agent != DEFAULT_AGENT:
-        fail("--agent codex needs --transport cli (the http loop is the Messages API's)")
+        fail(f"--agent {agent} needs --transport cli (the http loop is the Messages API's)")
     if agent != DEFAULT_AGENT and (cli_version is not None or claude_bin is not None):
         fail("--cli-version and --claude-bin are Claude Code's; use --agent-version and --agent-bin")
     if cli_version is not None and agent_version is not None:
@@ -27,7 +27,7 @@ def agent_flags(transport: str, agent: str, agent_version: str | None, cli_versi
         fail("--claude-bin and --agent-bin say the same thing; give one")
     if strict_cap and not chosen.bounds_worst_turn:
         fail(f"--strict-cap bounds an attempt by one worst-case turn after the agent's own limit check; "
-             f"{chosen.label} is stopped at the limit by its running usage instead")
+             f"{chosen.label} {chosen.limit_rule} instead")
     version = agent_version or cli_version or chosen.pinned_version
     if not version.strip() or any(c in version for c in "\r\n\0"):
         fail("--agent-version must be a version such as " + chosen.pinned_version)

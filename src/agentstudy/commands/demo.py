@@ -13,7 +13,7 @@ from agentstudy.agents.registry import AGENT_NAMES, DEFAULT_AGENT
 from agentstudy.commands.agent_options import agent_binary, agent_flags
 from agentstudy.commands.common import EXIT_BLOCKED, emit_summary, fail, stops_on_signals
 from agentstudy.commands.containment_options import containment_mode, containment_option
-from agentstudy.commands.fault_option import checked_faults
+from agentstudy.commands.run_options import checked_faults
 from agentstudy.commands.view import print_summary_table, progress_for_terminal
 from agentstudy.io.claude_cli import ClaudeBinaryError, find_claude_binary
 from agentstudy.io.ledger_store import CheckpointError, OutputPathError

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from agentstudy.commands.common import fail
-from agentstudy.commands.continue_option import partial_chain_option
+from agentstudy.commands.run_options import partial_chain_option
 
 
 @click.command()

@@ -18,19 +18,17 @@ from agentstudy.commands.common import (
     parse_roots,
     stops_on_signals,
 )
-from agentstudy.commands.concurrency_option import MAX_CONCURRENCY
 from agentstudy.commands.containment_options import (
     cli_base_url_option,
     containment_mode,
     containment_option,
     gateway_from_options,
 )
-from agentstudy.commands.continue_option import continue_option, load_predecessor
-from agentstudy.commands.fault_option import checked_faults
 from agentstudy.commands.mcp_options import arm_mcp_spec, mcp_options, study_mcp_spec
 from agentstudy.commands.minimal_dry_run import DryRunRequest, print_dry_run
 from agentstudy.commands.minimal_inputs import money_flags, require_model, reservation_rule
 from agentstudy.commands.minimal_outcome import run_and_summarise, sequential_plan
+from agentstudy.commands.run_options import MAX_CONCURRENCY, checked_faults, continue_option, load_predecessor
 from agentstudy.commands.study_agents_options import agent_model_option, other_agent_runs, rehearsal_endpoints
 from agentstudy.commands.view import progress_for_terminal
 from agentstudy.io.claude_cli import project_root
@@ -50,7 +48,6 @@ from agentstudy.protocol.manifest import LoadedManifest, ManifestError, load_man
 from agentstudy.protocol.mcp_spec import McpServerSpec
 from agentstudy.protocol.schedule import Mode, PilotSize, pilot_size
 from agentstudy.protocol.sequential_plan import SequentialPlan
-from agentstudy.rehearsal.messages_server import RehearsalServer
 from agentstudy.runners.cli_request import CliRunRequest
 from agentstudy.runners.http_request import REHEARSAL_KEY, HttpRunRequest
 from agentstudy.runners.minimal import run_cli_study
@@ -397,5 +394,7 @@ def _run_http(
     if not rehearsal:
         return run_and_summarise(lambda: run_http_study(request))
     schedule = None if faults is None else parse_fault_schedule(faults)
+    from agentstudy.rehearsal.messages_server import RehearsalServer  # starlette and uvicorn: a rehearsal's own
+
     with RehearsalServer(latency_ms=latency_ms, faults=schedule) as server:
         return run_and_summarise(lambda: run_http_study(replace(request, base_url=server.base_url)))

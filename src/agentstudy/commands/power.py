@@ -9,8 +9,8 @@ from pathlib import Path
 import click
 
 from agentstudy.commands.common import fail
-from agentstudy.commands.continue_option import partial_chain_option
 from agentstudy.commands.power_ranged import parse_difference, ranged_json, ranged_paragraph, ranged_plan
+from agentstudy.commands.run_options import partial_chain_option
 
 METRIC_KEYS = ("inputTokens", "outputTokens", "toolCalls", "wallTimeMs", "chargedUsd", "correctness")
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from agentstudy.commands.common import fail
-from agentstudy.commands.continue_option import partial_chain_option
+from agentstudy.commands.run_options import partial_chain_option
 
 FIRST_SCREEN_WAIT_S = 30.0
 """How long the command waits for the report's first screen before it prints the URL (it keeps computing)."""

@@ -153,26 +153,33 @@ def messages_view(body: Mapping[str, Any], model: str) -> dict[str, Any]:
     return view
 
 
-def _gemini_call(block: Mapping[str, Any], offered: Sequence[str]) -> dict[str, Any]:
+def _gemini_call(block: Mapping[str, Any], declared: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The ``functionCall`` part for one policy ``tool_use`` block: the Gemini name, and only the arguments the
+    tool declares (the policy's ``Grep`` carries Claude Code's ``output_mode``, which ``grep_search`` has not)."""
     name = str(block["name"])
     back = {policy: gemini for gemini, policy in GEMINI_TOOLS.items()}
     if name in back:
         name = back[name]
     elif name.startswith("mcp__"):
         server, _, tool = name[len("mcp__"):].partition("__")
-        name = next((o for o in offered if o == f"mcp_{server}_{tool}"), f"mcp_{server}_{tool}")
-    return {"functionCall": {"id": str(block["id"]), "name": name, "args": dict(block.get("input") or {})}}
+        name = f"mcp_{server}_{tool}"
+    arguments = dict(block.get("input") or {})
+    schema = declared.get(name, {}).get("parametersJsonSchema", declared.get(name, {}).get("parameters"))
+    properties = schema.get("properties") if isinstance(schema, Mapping) else None
+    if isinstance(properties, Mapping):
+        arguments = {key: value for key, value in arguments.items() if key in properties}
+    return {"functionCall": {"id": str(block["id"]), "name": name, "args": arguments}}
 
 
 def gemini_chunks(reply: ScriptedReply, body: Mapping[str, Any], model: str) -> list[dict[str, Any]]:
     """The ``GenerateContentResponse`` chunks carrying ``reply`` (one text chunk per text block, then one
     with the function calls, ``finishReason: STOP`` and ``usageMetadata`` on the last): prompt tokens =
     the policy's ``input_tokens``, candidates = ``output_tokens``, cached and thoughts 0 (tokens)."""
-    offered = gemini_tool_names(body)
+    declared = {str(d["name"]): d for d in _declarations(body)}
     parts: list[dict[str, Any]] = []
     for block in reply.content:
         if block.get("type") == "tool_use":
-            parts.append(_gemini_call(block, offered))
+            parts.append(_gemini_call(block, declared))
         elif str(block.get("text", "")):
             parts.append({"text": str(block["text"])})
     tokens_in, tokens_out = int(reply.usage.get("input_tokens", 0)), int(reply.usage.get("output_tokens", 0))

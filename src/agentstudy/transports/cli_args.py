@@ -98,7 +98,7 @@ def mcp_config(
     """The ``--mcp-config`` JSON: no server in ``repository-only``, the one server (placeholders filled) otherwise.
 
     ``launcher``: the command that starts the server with an environment of ours
-    (``io.server_launcher.launcher_command``); it replaces the server's argv and ``env`` (issue 29).
+    (``io.server_host``'s relay command); it replaces the server's argv and ``env`` (issue 29).
     ``served``: whether the arm runs ``spec`` (as :func:`arm_tools`; issue 44).
 
     Raises:

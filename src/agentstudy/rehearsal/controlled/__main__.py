@@ -1,8 +1,9 @@
 """``python -m agentstudy.rehearsal.controlled DEST [--pairwise]``: build the example controlled study in DEST.
 
 Prints the ``agentstudy run`` command lines that run it: with the scripted provider
-(``providers.json``), then with the real Codex and Claude Code binaries through the bundled
-adapters in rehearsal (``providers-codex.json``, ``providers-claude-code.json``; zero spend).
+(``providers.json``), then with the real Codex, Claude Code and Gemini CLI binaries through the bundled
+adapters in rehearsal (``providers-codex.json``, ``providers-claude-code.json``, ``providers-gemini.json``;
+zero spend).
 """
 
 from __future__ import annotations
