@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from click.testing import CliRunner
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentstudy.cli import main
@@ -28,6 +28,7 @@ def test_the_two_ids_of_the_break_get_two_names() -> None:
     assert all("/" not in name and not name.startswith(".") for name in names)
 
 
+@settings(deadline=None, max_examples=300)
 @given(st.lists(st.text(min_size=1, max_size=20), min_size=2, max_size=8, unique=True))
 def test_distinct_ids_map_to_distinct_safe_parts(ids: list[str]) -> None:
     parts = [file_name_part(each) for each in ids]

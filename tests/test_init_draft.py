@@ -103,9 +103,13 @@ def test_a_given_probe_is_called_once_and_its_failure_is_an_open_decision(tmp_pa
                 "--probe-arguments", '{"path": "docs"}')
     assert bad.returncode == 0, bad.stderr
     assert "failed with" in bad.stdout and "Path must be absolute" in bad.stdout  # the server's own words
-    [decision] = _load(tmp_path / "bad")["arms"]["treatment"]["undecided"]  # type: ignore[index]
-    assert decision["field"] == "arms.treatment.probe" and "Path must be absolute" in decision["decision"]
-    assert decision["settleWith"].startswith("--probe read_directory --probe-arguments")
+    undecided = _load(tmp_path / "bad")["arms"]["treatment"]["undecided"]  # type: ignore[index]
+    # a listing tool alone cannot search or read files: that is an open decision of its own
+    assert sorted(d["field"] for d in undecided) == ["arms.treatment.probe", "arms.treatment.tools"], undecided
+    [decision] = [d for d in undecided if d["field"] == "arms.treatment.probe"]
+    assert "Path must be absolute" in decision["decision"]
+    # the suggestion follows the tool's schema and is not the call that failed
+    assert decision["settleWith"].startswith("--probe read_directory --probe-arguments '{\"path\": \"{root}\"}'")
 
     for flags, says in [
         (["--probe-arguments", "{}"], "--probe-arguments needs --probe NAME"),

@@ -109,6 +109,10 @@ def test_the_probe_passes_and_the_rehearsed_treatment_attempt_uses_the_server(
         kept = transcript_dir(ledger) / treated["serverStderrFile"]
         assert hashlib.sha256(kept.read_bytes()).hexdigest() == treated["serverStderrSha256"]
         assert "answered tools/call with rss" in kept.read_text(encoding="utf-8")
+        shown = run_agentstudy("transcript", "--ledger", str(ledger), "--task", TASK["id"], "--arm",
+                               "doc-bridge-mcp", "--repetition", "1")
+        assert shown.returncode == 0, shown.stderr
+        assert "the MCP server's stderr ends" in shown.stderr and "with rss" in shown.stderr, shown.stderr
 
 
 def test_a_server_that_dies_during_initialize_fails_init_and_the_probe_with_its_last_stderr_line(

@@ -2,7 +2,8 @@
 
 The observation is found by task, arm (its scenario, or a study file's arm id or label) and
 repetition (and ``--agent`` in a several-agent ledger); its file in ``LEDGER.transcripts/`` is
-checked against the ``transcriptSha256`` the ledger records, then written to stdout as it is.
+checked against the ``transcriptSha256`` the ledger records, then written to stdout as it is; the last lines
+of the MCP server's kept stderr (``serverStderrFile``, issue 39) follow on stderr.
 """
 
 from __future__ import annotations
@@ -75,6 +76,29 @@ def show_kept_transcript(ledger_path: Path, task: str | None, arm: str | None, r
         text = open_transcript(ledger_path, name, observation.get("transcriptSha256"))
     except TranscriptError as error:
         fail(str(error))
+    said = _server_stderr_tail(ledger_path, observation)
     sys.stdout.buffer.write(text)
     sys.stdout.flush()
+    if said:
+        sys.stderr.write(f"the MCP server's stderr ends ({observation['serverStderrFile']}):\n{said}\n")
     sys.exit(0)
+
+
+SERVER_STDERR_LINES = 5
+"""How many of the last lines of the server's kept stderr the command shows (on stderr; the file keeps 64 KiB)."""
+
+
+def _server_stderr_tail(ledger_path: Path, observation: dict[str, Any]) -> str:
+    """The last ``SERVER_STDERR_LINES`` lines of the attempt's kept MCP server stderr (issue 39), checked against
+    its ``serverStderrSha256``; ``""`` when none was kept.
+
+    Exits 2 (one line) when the kept file is missing or does not match its hash."""
+    name = observation.get("serverStderrFile")
+    if not isinstance(name, str):
+        return ""
+    try:
+        kept = open_transcript(ledger_path, name, observation.get("serverStderrSha256"))
+    except TranscriptError as error:
+        fail(str(error))
+    lines = [line for line in kept.decode("utf-8", "replace").splitlines() if line.strip()]
+    return "\n".join(lines[-SERVER_STDERR_LINES:])
