@@ -143,3 +143,21 @@ def test_the_report_calls_the_test_a_randomization_test(randomized_run: Path) ->
     assert "randomization test" in text and "orderSeed 5" in text
     machine = json.loads(CliRunner().invoke(main, ["report", str(randomized_run), "--format", "json"]).output)
     assert {m["test"]["name"] for m in machine["metrics"]} == {"randomization test"}
+
+
+def test_sequential_blocks_and_several_agents_follow_the_same_draw() -> None:
+    from agentstudy.protocol.schedule import block_schedule
+
+    loaded = parse_manifest(json.dumps(_document(order="randomized", orderSeed=11)))
+    rule = order_rule(loaded.manifest, loaded.protocol_hash)
+    full = {(e.task_id, e.repetition, e.scenario): e.position for e in build_schedule(loaded.manifest, "full",
+                                                                                      rule=rule)}
+    order = tuple(reversed([task.id for task in loaded.manifest.tasks]))
+    blocks = block_schedule(loaded.manifest, order, rule)
+    assert {(e.task_id, e.repetition, e.scenario): e.position for e in blocks} == full  # the draw, not the block
+    agents = parse_manifest(json.dumps(_document(order="randomized", orderSeed=11)
+                                       | {"agents": ["claude-code", "codex"]}))
+    several = build_schedule(agents.manifest, "full", rule=order_rule(agents.manifest, agents.protocol_hash))
+    for entry in several:
+        assert entry.position == full[(entry.task_id, entry.repetition, entry.scenario)]
+    assert [e.agent for e in several[:4]] == ["claude-code", "claude-code", "codex", "codex"]
