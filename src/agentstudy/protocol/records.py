@@ -405,8 +405,10 @@ def _drop_unset(data: dict[str, Any]) -> dict[str, Any]:
     if isinstance(data.get("mcpServer"), dict) and data["mcpServer"].get("corpusPath") is None:
         data["mcpServer"].pop("corpusPath", None)  # older ledgers keep their hash
     for arm in data.get("arms") or []:
-        if arm["mcpServer"] is None:
-            del arm["mcpServer"]
+        for key in ("mcpServer", "toolDescriptionsSha256", "toolsListSha256", "mcpCommand", "offeredTools",
+                    "shownDescriptions", "serverVersion", "prepareSteps"):
+            if arm.get(key, "") is None:
+                del arm[key]
     for opened in [data.get("openReservation"), *(data.get("openReservations") or [])]:
         if isinstance(opened, dict) and opened.get("agent", "") is None:
             del opened["agent"]  # Claude Code's: absent, so ledgers written before issue 21 keep their hash

@@ -42,6 +42,7 @@ from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
 
 from agentstudy.pricing.usd_json import optional_usd_number, usd_number
+from agentstudy.protocol.arm_configurations import configuration_sentences
 from agentstudy.report.analysis import Analysis, MetricResult
 from agentstudy.report.clusters import HETEROGENEITY_METHOD
 from agentstudy.report.containment import containment_rows
@@ -245,6 +246,9 @@ def report_json(analysis: Analysis) -> dict[str, Any]:
         "chain": {"complete": not study.chain_missing, "missing": [dict(link) for link in study.chain_missing]},
         "arms": {scenario: study.arm_name(scenario) for scenario in (BASELINE, TREATMENT)},
         "treatment": treatment_json(fidelity),
+        **({"armDifferences": {**fidelity.configurations.to_json(),
+                               "sentences": list(configuration_sentences(fidelity.configurations, study.arm_name))}}
+           if fidelity.configurations.recorded else {}),
         "verdict": verdict(analysis, fidelity),
     }
 

@@ -281,6 +281,8 @@ def parse_ledger(data: bytes, file_name: str, document: Any = None) -> Study:
         open_reservation_usd=_open_usd(opened),
         attempts=attempts,
         arm_labels=ledger_arm_labels(document),
+        arm_records=tuple(arm for arm in document.get("arms") or [] if isinstance(arm, dict))
+        if isinstance(document.get("arms"), list) else (),
         server_name=ledger_server_name(document),
         full_attempts=_full_attempts(document.get("fullAttempts")),
         reservation_rule=rule if isinstance(rule := budget.get("reservationRule"), str) else None,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import Any
 
 from agentstudy.pricing.cost import CacheWrites, ModelTokens
 from agentstudy.protocol.analysis import AnalysisPlan
@@ -192,6 +193,8 @@ class Study:
     unverified: tuple[str, ...] = ()
     arm_labels: dict[str, str] = field(default_factory=dict)
     server_name: str | None = None
+    arm_records: tuple[dict[str, Any], ...] = ()
+    """The ledger's ``arms`` as written (issue 44: a comparison study's per-arm servers); ``()`` when absent."""
     full_attempts: int = 36
     reservation_rule: str | None = None
     worst_turn_usd: Decimal | None = None

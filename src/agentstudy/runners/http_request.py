@@ -23,6 +23,7 @@ from agentstudy.pricing.strict_cap import HTTP_RULE
 from agentstudy.pricing.sums import usd_from_json
 from agentstudy.pricing.tally import Tally
 from agentstudy.pricing.usd_json import usd_number
+from agentstudy.protocol.arm_servers import arm_server
 from agentstudy.protocol.continuation import Predecessor
 from agentstudy.protocol.manifest import LoadedManifest
 from agentstudy.protocol.mcp_spec import McpServerSpec
@@ -34,6 +35,7 @@ from agentstudy.protocol.sequential_plan import SequentialPlan
 from agentstudy.runners.ledger_steps import (
     budget_record,
     now_iso,
+    served_arm,
     study_header,
 )
 from agentstudy.runners.preflight import McpPreflight
@@ -99,6 +101,13 @@ class HttpRunRequest:
     """How often a refused request is sent again (``--api-max-retries``; issue 33)."""
     keep_transcripts: bool = True
     """Keep every attempt's requests and responses in ``LEDGER.transcripts/`` (issue 28; ``--no-transcripts``)."""
+    control_mcp: McpServerSpec | None = None
+    """The control arm's own server (issue 44; ``protocol.arm_servers``); ``None``: the repository-only arm."""
+
+
+def _notes(request: HttpRunRequest, scenario: str) -> tuple[str, ...]:
+    spec = arm_server(scenario, request.mcp, request.control_mcp)
+    return () if spec is None else spec.isolation_notes()
 
 
 def settle_interrupted(ledger: MinimalLedger, request: HttpRunRequest) -> None:
@@ -123,16 +132,20 @@ def settle_interrupted(ledger: MinimalLedger, request: HttpRunRequest) -> None:
         "chargedUsd": usd_number(reserved + charged),
         "cumulativeCapExceeded": ledger.budget.cumulative_cap_exceeded, "wallTimeMs": 0, "status": "failed",
         "statusReason": f"{stop_reason()} before the attempt's result was recorded", "answer": "",
-        **http_isolation(request.containment, entry.scenario, request.mcp.isolation_notes()),
+        **http_isolation(request.containment, entry.scenario, _notes(request, entry.scenario),
+                         served=arm_server(entry.scenario, request.mcp, request.control_mcp) is not None),
     }))
     ledger.open_reservation = None
 
 
-def http_ledger(request: HttpRunRequest, base_url: str, mcp: McpPreflight, planned: int) -> MinimalLedger:
+def http_ledger(request: HttpRunRequest, base_url: str, mcp: McpPreflight, planned: int,
+                control: McpPreflight | None = None) -> MinimalLedger:
     """The http run's ledger as it starts (``running``, no observation): pins, model, upper prices, the agent
-    loop's limits, the MCP server as preflight found it, arms, budget and plan."""
+    loop's limits, the MCP server as preflight found it, arms (``control``: the control arm's own server's
+    preflight, issue 44), budget and plan."""
     return MinimalLedger(
-        **study_header(request.loaded, request.mcp.name),
+        **study_header(request.loaded, request.mcp.name, served_arm(request.mcp, mcp),
+                       served_arm(request.control_mcp, control)),
         engine_bundle_hash=None,
         transport="http",
         model=request.model,
