@@ -31,6 +31,7 @@ from agentstudy.protocol.tool_proposal import (
     reach_decision,
     tool_roles,
     tools_decision,
+    touch_decision,
 )
 
 __all__ = ["ListedTool", "StarterError", "ToolChoice", "choose_tools", "description_comparison", "server_arm",
@@ -95,6 +96,15 @@ class ToolChoice:
             return self
         named = [name for name in candidates if name in answer] + [name for name in candidates if name not in answer]
         return replace(self, undecided=(*self.undecided, prepare_decision(named, None)))
+
+    def with_probe_reach(self, answer: str, word: str, names: Sequence[str], roots: Sequence[str] = ()) -> ToolChoice:
+        """This choice with ``arms.treatment.probe`` as an open decision when the probe answered but never touched
+        the repository (``protocol.tool_proposal.touch_decision``: ``word`` a corpus word, ``names`` the corpus's
+        relative paths, ``roots`` where the server saw it; issue 39 item 6)."""
+        if self.probe is None:
+            return self
+        decision = touch_decision(self.probe, self.probe_arguments, answer, word, names, roots)
+        return self if decision is None else replace(self, undecided=(*self.undecided, decision))
 
     def with_failed_prepare(self, answer: str) -> ToolChoice:
         """This choice with a failed preparation step (the server's words ``answer``) as an open decision."""
