@@ -23,6 +23,7 @@ from agentstudy.pricing.http import (
 from agentstudy.pricing.money_input import MoneyInputError, check_cap_fits_call
 from agentstudy.pricing.strict_cap import HTTP_RULE, NoWorstTurn, ReservationRule
 from agentstudy.pricing.usd_json import usd_number
+from agentstudy.protocol.arm_order import order_rule
 from agentstudy.protocol.manifest import LoadedManifest
 from agentstudy.protocol.prompt import study_prompt
 from agentstudy.protocol.schedule import Mode, build_schedule
@@ -72,7 +73,7 @@ def first_call_usd(loaded: LoadedManifest, mode: Mode, model: str, prices: Upper
     exact reservation in ``repository-only``, a lower bound in ``doc-bridge-mcp`` (whose MCP tool
     definitions are only known once the server runs). Pure.
     """
-    first = build_schedule(loaded.manifest, mode)[0]
+    first = build_schedule(loaded.manifest, mode, rule=order_rule(loaded.manifest, loaded.protocol_hash))[0]
     prompt = study_prompt(loaded.manifest.task(first.task_id).question)
     body = request_body(model, [{"role": "user", "content": prompt}], [dict(d) for d in REPOSITORY_TOOL_DEFINITIONS])
     return call_reservation(encode_request_body(body), DEFAULT_MAX_TOKENS, prices).usd

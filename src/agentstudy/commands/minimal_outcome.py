@@ -21,7 +21,8 @@ def sequential_plan(loaded: LoadedManifest, flag: bool, pilot: bool) -> Sequenti
     otherwise. It decides on the study's declared primary endpoint (``analysis.primary``); a study that declares
     none decides on input tokens, lower is better. Exits 2 (one line) with ``--pilot`` or a study it cannot run
     sequentially (a primary endpoint only known after adjudication, several agents, too few tasks)."""
-    if not flag and getattr(loaded.manifest, "design", None) is None:
+    design = getattr(loaded.manifest, "design", None)
+    if not flag and (design is None or design.sequential is None):
         return None
     if pilot:
         fail("a sequential design runs the study itself, not a pilot (drop --pilot or --sequential)")
