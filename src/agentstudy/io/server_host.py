@@ -6,7 +6,9 @@ binds disagreed with the probe's. So the agent is told to run ``io.server_relay`
 / ``[mcp_servers.NAME]`` command), which connects to a unix socket in a private directory bound
 into the agent's sandbox; for each connection ``ServerHost`` starts ``ServerWorld.command`` — the
 very command line the preflight's probe runs (``io.mcp_sandbox``) — with the world's environment
-and working directory, and copies bytes both ways. The server's stderr is kept, the last
+and working directory, and copies bytes both ways. What the server sends passes a ``protocol.server_word``
+watch (issue 40): a ``tools/list`` answer that breaks the preflight's read-only rule is withheld, the server
+ended and the change kept (``ServerHost.changed``). The server's stderr is kept, the last
 ``SERVER_STDERR_KEPT_BYTES`` of it (tail), for the attempt's evidence.
 """
 
@@ -32,6 +34,7 @@ from agentstudy.io.scratch import owned_mkdtemp, release
 from agentstudy.io.server_binds import own_module_paths
 from agentstudy.io.server_world import ServerWorld, server_world
 from agentstudy.protocol.mcp_spec import McpServerSpec, ServerPaths
+from agentstudy.protocol.server_word import WordWatch
 
 SERVER_STDERR_KEPT_BYTES = 64 * 1024
 """How much of the end of the server's stderr an attempt keeps (bytes)."""
@@ -70,8 +73,13 @@ class ServerHost:
         OSError: on enter, the socket cannot be made.
     """
 
-    def __init__(self, world: ServerWorld, containment: ContainmentMode, directory: Path) -> None:
+    def __init__(self, world: ServerWorld, containment: ContainmentMode, directory: Path,
+                 read_only: tuple[str, ...] = (), open_world: tuple[str, ...] = ()) -> None:
         self._world = world
+        self._rule = read_only, open_world
+        self.changed: str | None = None
+        """The first change of the server's word a ``tools/list`` answer showed (``protocol.server_word``), else
+        ``None`` (issue 40)."""
         self._command = world.command(containment)
         self._path = directory / SOCKET_NAME
         self._directory = directory
@@ -163,8 +171,30 @@ class ServerHost:
         self._servers.append(server)
         assert server.stdin is not None and server.stdout is not None and server.stderr is not None
         self._spawn(_pump_in, connection, server.stdin)
-        self._spawn(_pump_out, server.stdout, connection)
+        self._spawn(self._pump_out, server, connection, WordWatch(*self._rule))
         self._spawn(self._drain, server.stderr)
+
+    def _pump_out(self, server: subprocess.Popen[bytes], connection: socket.socket, watch: WordWatch) -> None:
+        """The server's stdout -> socket through ``watch``; at its end (the server exited, or its word changed and
+        it was ended) the socket is closed."""
+        stdout = server.stdout
+        assert stdout is not None
+        try:
+            while chunk := stdout.read1(65536):  # type: ignore[attr-defined]
+                connection.sendall(watch.feed(chunk))
+                if watch.changed is not None:
+                    break
+            else:
+                connection.sendall(watch.flush())
+        except OSError:
+            pass
+        if watch.changed is not None:
+            with self._lock:
+                self.changed = self.changed or watch.changed
+            _end(server)
+        with suppress(OSError):
+            connection.shutdown(socket.SHUT_RDWR)
+        connection.close()
 
     def _drain(self, stream: IO[bytes]) -> None:
         while chunk := stream.read1(65536):  # type: ignore[attr-defined]
@@ -186,18 +216,6 @@ def _pump_in(connection: socket.socket, stdin: IO[bytes]) -> None:
         pass
     with suppress(OSError):
         stdin.close()
-
-
-def _pump_out(stdout: IO[bytes], connection: socket.socket) -> None:
-    """The server's stdout -> socket; at its end (the server exited) the socket is closed."""
-    try:
-        while chunk := stdout.read1(65536):  # type: ignore[attr-defined]
-            connection.sendall(chunk)
-    except OSError:
-        pass
-    with suppress(OSError):
-        connection.shutdown(socket.SHUT_RDWR)
-    connection.close()
 
 
 def _end(server: subprocess.Popen[bytes]) -> None:
@@ -242,7 +260,7 @@ def attempt_server(spec: McpServerSpec, paths: ServerPaths, containment: Contain
     else:
         sockets.mkdir(mode=0o700)
     try:
-        with ServerHost(world, containment, sockets) as host:
+        with ServerHost(world, containment, sockets, tuple(spec.read_only_tools), tuple(spec.open_world_tools)) as host:
             yield host
     finally:
         if owned:

@@ -222,6 +222,9 @@ class RawAttempt:
     server_stderr: bytes = b""
     """The tail of the MCP server's stderr (``io.server_host.SERVER_STDERR_KEPT_BYTES``), credentials redacted;
     empty outside the MCP arm (issue 39)."""
+    server_changed: str | None = None
+    """How the MCP server changed its word since the preflight (a ``tools/list`` answer that breaks the read-only
+    rule, withheld from the agent; ``io.server_host``, issue 40), else ``None``: the attempt is ``invalid-setup``."""
 
 
 def run_cli_body(body: CliAttemptBody, corpus: CorpusBlobs) -> RawAttempt:
@@ -261,7 +264,7 @@ def run_agent_in(body: CliAttemptBody, cwd: Path, env_source: Mapping[str, str])
     settings = body.settings
     agent = agent_cli(settings.agent)
     scratch = owned_mkdtemp("attempt", agent.scratch_parent(settings))
-    server_stderr = b""
+    server_stderr, server_changed = b"", None
     try:
         with ExitStack() as stack:
             launched = body
@@ -277,7 +280,7 @@ def run_agent_in(body: CliAttemptBody, cwd: Path, env_source: Mapping[str, str])
             agent_files = {} if launch.collect is None else launch.collect()
             if spec is not None and body.server is not None:
                 stack.close()
-                server_stderr = host.said().encode("utf-8")
+                server_stderr, server_changed = host.said().encode("utf-8"), host.changed
     finally:
         for directory, _dirs, _files in os.walk(scratch):
             Path(directory).chmod(stat.S_IRWXU)  # the server snapshot's sealed directories
@@ -289,7 +292,7 @@ def run_agent_in(body: CliAttemptBody, cwd: Path, env_source: Mapping[str, str])
     return RawAttempt(process.stdout, facts, process.wall_time_ms, None, None, None,
                       stderr=process.stderr_tail, watch_stop=process.watch_stop, stderr_bytes=process.stderr_bytes,
                       running_peak_usd=None if launch.watch is None else launch.watch.peak_usd,
-                      server_stderr=server_stderr, agent_files=agent_files)
+                      server_stderr=server_stderr, agent_files=agent_files, server_changed=server_changed)
 
 
 STOPPED_FACTS = ProcessFacts(started=False, timed_out=False, truncated=False, exit_code=None, stopped=True)
@@ -310,6 +313,13 @@ def finish_cli_attempt(body: CliAttemptBody, raw: RawAttempt) -> CliAttemptResul
         return stopped_attempt(settings, scenario, tools)
     agent = agent_cli(settings.agent)
     evaluation = agent.evaluate(body, raw)
+    isolation = agent.isolation(settings, scenario)
+    if raw.server_changed is not None:  # the server's word, checked in the attempt (issue 40)
+        evaluation = dataclasses.replace(evaluation, status="invalid-setup", status_reason=raw.server_changed,
+                                         status_problem=raw.server_changed,
+                                         setup_problems=(*evaluation.setup_problems, raw.server_changed))
+        isolation = {**isolation, "isolation_not_achieved": [*isolation["isolation_not_achieved"],
+                                                             raw.server_changed]}
     return CliAttemptResult(
         status=evaluation.status,
         reported_cost_usd=evaluation.reported_cost_usd,
@@ -328,7 +338,7 @@ def finish_cli_attempt(body: CliAttemptBody, raw: RawAttempt) -> CliAttemptResul
             "export_files": raw.export_files,
             "export_bytes": raw.export_bytes,
             "export_tree_sha256": raw.export_tree_sha256,
-            **agent.isolation(settings, scenario),
+            **isolation,
             **({"usage_complete": False} if raw.facts.stopped else {}),
             **({"worker_node": raw.worker_node} if raw.worker_node is not None else {}),
         },
