@@ -47,7 +47,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import partial
-from typing import Generic, TypeVar
+from typing import Generic, TypeVar, cast
 
 from agentstudy.fsm.attempt import AttemptMachine
 from agentstudy.fsm.run import RunMachine
@@ -170,6 +170,17 @@ def _error_text(error: BaseException, *, with_kind: bool = True) -> str:
     return text
 
 
+class ObservedThenFailed(RuntimeError):
+    """A port's ``observe`` built the attempt's observation, then something after it failed (its transcript could
+    not be kept): the walk records the observation and checkpoints, then stops with this error (issue 40: an
+    internal error after an attempt settles never loses its observation). ``observation`` is the built one
+    (either transport's), ``cause`` the error."""
+
+    def __init__(self, observation: CliObservation | HttpObservation, cause: BaseException) -> None:
+        super().__init__(f"attempt recorded, then: {type(cause).__name__}: {cause}")
+        self.observation, self.cause = observation, cause
+
+
 def body_error_reason(index: int, entry: ScheduleEntry, error: BaseException) -> str:
     """The one-line stop reason of attempt ``index`` whose body raised ``error`` (control characters removed)."""
     return (f"attempt {index} ({entry.task_id}, {entry.scenario}, repetition {entry.repetition}) could not run: "
@@ -222,6 +233,8 @@ class ConcurrentWalk(Generic[R, O]):
         """Set by a worker, under ``_clock``, when its attempt ended with an outcome that stops the run."""
         self._body_raised = False
         """Set by a worker, under ``_clock``, when its attempt's body raised (no admission after it)."""
+        self._late: ObservedThenFailed | None = None
+        """The first error after an attempt's observation was built (raised once the walk has drained)."""
         self._body_error: str | None = None
         """The stop reason of the first attempt (in admission order) whose body raised."""
 
@@ -231,6 +244,8 @@ class ConcurrentWalk(Generic[R, O]):
         Raises:
             StopRequested: a stop signal arrived (every running attempt was recorded first).
             CheckpointError: a checkpoint failed (children terminated, reservations left open).
+            ObservedThenFailed: an attempt's observation was built, then keeping it failed (it was recorded, and
+                every attempt already running, first).
             AttemptBodyError: an attempt's body raised (what was running was recorded first, and the
                 attempt itself as never started, charged its whole reservation).
         """
@@ -247,6 +262,8 @@ class ConcurrentWalk(Generic[R, O]):
                 terminate_children()
             raise
         raise_if_stopped()
+        if self._late is not None:
+            raise self._late
         if self._body_error is not None:
             self.ledger.stop_reason = self._body_error
             raise AttemptBodyError(self._body_error, never_started_usd(self.observations))
@@ -256,7 +273,7 @@ class ConcurrentWalk(Generic[R, O]):
     def _admit(self, pending: deque[tuple[int, ScheduleEntry]]) -> None:
         run_stop_hooks()  # after a stop, the remote attempts (Ray) are cancelled here, never in the handler
         while pending and self._running() < self.concurrency:
-            if stop_signal() is not None or self._body_error is not None:
+            if stop_signal() is not None or self._body_error is not None or self._late is not None:
                 self.run.stop_admission()
             if not self.run.may_admit():
                 return
@@ -333,8 +350,12 @@ class ConcurrentWalk(Generic[R, O]):
         flight.attempt.settle(status=outcome.status)
         self.budget = self.budget.settle(self.reservation, outcome.charged)
         self.tally = self.port.measure(self.tally, outcome.result)
-        observation = self.port.observe(flight.entry, outcome.result, flight.attempt.status, self.reservation,
-                                        outcome.charged, self.budget.cap_exceeded)
+        late: ObservedThenFailed | None = None
+        try:
+            observation = self.port.observe(flight.entry, outcome.result, flight.attempt.status, self.reservation,
+                                            outcome.charged, self.budget.cap_exceeded)
+        except ObservedThenFailed as failed:  # recorded first, then the run stops (issue 40)
+            observation, late = cast(O, failed.observation), failed
         observation = observation.model_copy(update={"started_at": outcome.started_at,
                                                      "ended_at": outcome.ended_at})
         self.observations.append(observation)
@@ -349,7 +370,12 @@ class ConcurrentWalk(Generic[R, O]):
             self.run.stop_admission()
         if self.on_recorded is not None and self.on_recorded(observation):
             self._end_schedule()
+        if late is not None:
+            self.ledger.stop_reason = self.ledger.stop_reason or f"attempt {flight.index} {late}"
         self.store.record(self.ledger)
+        if late is not None and self._late is None:  # no admission after it; what runs finishes and is recorded
+            self._late = late
+            self.run.stop_admission()
         # What the settled attempts cost, not the seed's spent: the reservations of the attempts still running
         # would make the number rise and fall from line to line (the ledger's budget keeps the seed's spent).
         self.progress.attempt_settled(flight.where, flight.attempt.status, observation.tool_calls, outcome.charged,
@@ -370,5 +396,14 @@ class ConcurrentWalk(Generic[R, O]):
             self.ledger.stop_reason = "the per-attempt limit does not fit under the remaining cap"
 
 
-__all__ = ["AttemptBodyError", "AttemptPort", "ConcurrentWalk", "Outcome", "WalkResult",
-           "body_error_reason", "never_started_reason", "never_started_usd"]
+__all__ = [
+    "AttemptBodyError",
+    "AttemptPort",
+    "ConcurrentWalk",
+    "ObservedThenFailed",
+    "Outcome",
+    "WalkResult",
+    "body_error_reason",
+    "never_started_reason",
+    "never_started_usd",
+]

@@ -20,6 +20,7 @@ import os
 from concurrent.futures import Future
 from contextlib import ExitStack
 from decimal import Decimal
+from typing import cast
 
 from agentstudy.agents.registry import DEFAULT_AGENT, agent_cli
 from agentstudy.fsm.attempt import AttemptMachine
@@ -43,6 +44,7 @@ from agentstudy.runners.cli_request import CliRunRequest, cli_ledger, cli_observ
 from agentstudy.runners.concurrent_walk import (
     AttemptBodyError,
     ConcurrentWalk,
+    ObservedThenFailed,
     body_error_reason,
     never_started_reason,
     never_started_usd,
@@ -73,7 +75,12 @@ from agentstudy.runners.progress import (
 )
 from agentstudy.runners.sequential_runs import start_sequential, study_schedule
 from agentstudy.runners.summary import RunSummary, summarize
-from agentstudy.runners.transcript_keeping import SERVER_STDERR_EXTENSION, keep_transcript, transcript_store
+from agentstudy.runners.transcript_keeping import (
+    SERVER_STDERR_EXTENSION,
+    TranscriptError,
+    keep_transcript,
+    transcript_store,
+)
 from agentstudy.transports.cli import CliAttemptBody, CliAttemptResult, run_cli_attempt, unstarted_attempt
 from agentstudy.transports.cli_args import ArmTools, arm_tools
 
@@ -193,10 +200,15 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
     def observe(entry: ScheduleEntry, result: CliAttemptResult, status: str, reserved: Decimal, charged: Decimal,
                 cap_exceeded: bool) -> CliObservation:
         named = entry.agent if entry.agent != DEFAULT_AGENT or request.other_agents else None
-        kept = keep_transcript(transcripts, entry, result.raw_output, named)
-        if result.server_stderr:  # the MCP server's stderr tail, redacted (issue 39)
-            kept.update(keep_transcript(transcripts, entry, result.server_stderr, named, SERVER_STDERR_EXTENSION,
-                                        "server_stderr"))
+        kept: dict[str, str] = {}
+        try:
+            kept = keep_transcript(transcripts, entry, result.raw_output, named)
+            if result.server_stderr:  # the MCP server's stderr tail, redacted (issue 39)
+                kept.update(keep_transcript(transcripts, entry, result.server_stderr, named,
+                                            SERVER_STDERR_EXTENSION, "server_stderr"))
+        except TranscriptError as error:  # the settled attempt is recorded, then the run stops (issue 40)
+            raise ObservedThenFailed(cli_observation(entry, request, versions[entry.agent], result, status, reserved,
+                                                     charged, cap_exceeded, base, {}), error) from error
         return cli_observation(entry, request, versions[entry.agent], result, status, reserved, charged, cap_exceeded,
                             base, kept)
 
@@ -247,7 +259,12 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
             attempt.settle(status=status)
             budget = budget.settle(reservation, charged)
             tally = port.measure(tally, result)
-            observation = port.observe(entry, result, attempt.status, reservation, charged, budget.cap_exceeded)
+            late: ObservedThenFailed | None = None
+            try:
+                observation = port.observe(entry, result, attempt.status, reservation, charged, budget.cap_exceeded)
+            except ObservedThenFailed as failed:  # recorded first, then the run stops (issue 40)
+                observation, late = cast(CliObservation, failed.observation), failed
+                ledger.stop_reason = ledger.stop_reason or f"attempt {index} {failed}"
             observations.append(observation)
             ledger.observations.append(observation)
             ledger.open_reservation = None
@@ -259,6 +276,8 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
             request.progress.attempt_settled(
                 where, attempt.status, observation.tool_calls, charged, budget.spent, budget.cap
             )
+            if late is not None:
+                raise late
             if body_error is not None:
                 raise AttemptBodyError(body_error[1], never_started_usd(observations)) from body_error[0]
             raise_if_stopped()
