@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from agentstudy.agents.registry import agent_cli
 from agentstudy.cli import main
 from agentstudy.io.export import export_pinned_corpus, materialise_corpus, read_pinned_corpus, remove_export
 from agentstudy.pricing.budget import settle_attempt
@@ -69,7 +70,8 @@ def _body() -> CliAttemptBody:
     spec = McpServerSpec(name="doc-bridge", command=("python",))
     settings = CliSettings(binary=Path("/nonexistent/claude"), model="claude-haiku-5-5", mcp=spec)
     tools = ArmTools(expected=("Read",), allowed=("Read",), denied=(), mcp_server=None)
-    return CliAttemptBody(settings, "repository-only", tools, "question?", Decimal("0.1"), None, None)
+    return CliAttemptBody(settings, "repository-only", tools, "question?", Decimal("0.1"), None, None,
+                          agent=agent_cli(settings.agent))
 
 
 def test_a_dead_worker_fails_its_attempt_with_the_whole_reservation_charged() -> None:

@@ -10,10 +10,10 @@ from urllib.parse import urlsplit
 
 import click
 
+from agentstudy.agents.base import GATEWAY_TOKEN_ENV
 from agentstudy.commands.common import fail
 from agentstudy.io.containment import CONTAINMENT_MODES, ContainmentMode
 from agentstudy.io.messages_api import BaseUrlError, check_base_url
-from agentstudy.transports.cli import GATEWAY_TOKEN_ENV
 
 F = TypeVar("F", bound=Callable[..., Any])
 LOOPBACK_NAMES = ("localhost",)

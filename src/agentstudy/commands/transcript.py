@@ -282,7 +282,7 @@ def transcript(
     # prices for Codex) on an attempt body that names nothing to start.
     settings = CliSettings(binary=Path(agent), model=model, mcp=spec, agent=agent)
     body = CliAttemptBody(settings, chosen, arm_tools(chosen, spec, ()), prompt="", reservation_usd=reservation,
-                          server=None, parent_env=None)
+                          server=None, parent_env=None, agent=chosen_agent)
     raw = RawAttempt(data[:STDOUT_LIMIT_BYTES], process, wall_time_ms=0, export_files=None, export_bytes=None,
                      export_tree_sha256=None, stderr=stderr[-STDERR_KEPT_BYTES:], agent_files=agent_files)
     evaluation = chosen_agent.evaluate(body, raw)

@@ -153,8 +153,10 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
     observations: list[CliObservation] = []
 
     def run_attempt(entry: ScheduleEntry) -> CliAttemptResult:
+        attempt_settings = settings_for(settings, request.other_agents, entry.agent)
         return run_cli_attempt(
-            settings_for(settings, request.other_agents, entry.agent),
+            attempt_settings,
+            agent=agent_cli(attempt_settings.agent),
             scenario=entry.scenario,
             tools=arm_tools(entry.scenario, request.settings.mcp, mcp.extra_denied),
             root=request.roots[entry.repository],
@@ -166,14 +168,16 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
         )
 
     def body_for(entry: ScheduleEntry) -> CliAttemptBody:
+        attempt_settings = settings_for(settings, request.other_agents, entry.agent)
         return CliAttemptBody(
-            settings_for(settings, request.other_agents, entry.agent),
+            attempt_settings,
             entry.scenario,
             arm_tools(entry.scenario, request.settings.mcp, mcp.extra_denied),
             study_prompt(manifest.task(entry.task_id).question),
             base,  # Claude Code's --max-budget-usd is the limit, also under --strict-cap
             checked.corpora.paths(entry.repository) if entry.scenario == DOC_BRIDGE_MCP else None,
             request.parent_env,
+            agent=agent_cli(attempt_settings.agent),
         )
 
     def observe(entry: ScheduleEntry, result: CliAttemptResult, status: str, reserved: Decimal, charged: Decimal,
