@@ -7,54 +7,33 @@ import sys
 from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from agentstudy.agents.registry import AGENT_NAMES, DEFAULT_AGENT
-from agentstudy.commands.agent_options import agent_binary, agent_flags, require_agent_price
 from agentstudy.commands.common import (
     check_new_output,
     fail,
     parse_roots,
     stops_on_signals,
 )
-from agentstudy.commands.containment_options import (
-    cli_base_url_option,
-    containment_mode,
-    containment_option,
-    gateway_from_options,
-)
-from agentstudy.commands.mcp_options import mcp_options, study_mcp_spec
-from agentstudy.commands.minimal_dry_run import DryRunRequest, print_dry_run
-from agentstudy.commands.minimal_inputs import money_flags, require_model, reservation_rule
-from agentstudy.commands.minimal_outcome import run_and_summarise, sequential_plan
-from agentstudy.commands.run_options import MAX_CONCURRENCY, checked_faults, continue_option, load_predecessor
-from agentstudy.commands.study_agents_options import agent_model_option, other_agent_runs, rehearsal_endpoints
-from agentstudy.commands.view import progress_for_terminal
-from agentstudy.io.claude_cli import project_root
-from agentstudy.io.containment import ContainmentMode
-from agentstudy.io.messages_api import (
-    DEFAULT_BASE_URL,
-    ApiKeyError,
-    BaseUrlError,
-    api_key_from_environment,
-    check_base_url,
-)
-from agentstudy.pricing.http import UpperPrices
-from agentstudy.protocol.arm_names import namer
-from agentstudy.protocol.continuation import Predecessor
-from agentstudy.protocol.fault_schedule import parse_fault_schedule
-from agentstudy.protocol.manifest import LoadedManifest, ManifestError, load_manifest
-from agentstudy.protocol.mcp_spec import McpServerSpec
-from agentstudy.protocol.schedule import Mode, PilotSize, pilot_size
-from agentstudy.protocol.sequential_plan import SequentialPlan
-from agentstudy.runners.cli_request import CliRunRequest
-from agentstudy.runners.http_request import REHEARSAL_KEY, HttpRunRequest
-from agentstudy.runners.minimal import run_cli_study
-from agentstudy.runners.minimal_http import run_http_study
-from agentstudy.runners.sequential_runs import study_schedule
-from agentstudy.transports.api_retry import DEFAULT_RETRY, RetryPolicy
-from agentstudy.transports.cli import CliSettings
+from agentstudy.commands.containment_options import cli_base_url_option, containment_option
+from agentstudy.commands.mcp_options import mcp_options
+from agentstudy.commands.run_options import MAX_CONCURRENCY, continue_option
+from agentstudy.commands.study_agents_options import agent_model_option
+from agentstudy.io.messages_api import DEFAULT_BASE_URL
+from agentstudy.transports.api_retry import DEFAULT_RETRY
+
+if TYPE_CHECKING:
+    from agentstudy.io.containment import ContainmentMode
+    from agentstudy.pricing.http import UpperPrices
+    from agentstudy.protocol.continuation import Predecessor
+    from agentstudy.protocol.manifest import LoadedManifest
+    from agentstudy.protocol.mcp_spec import McpServerSpec
+    from agentstudy.protocol.schedule import Mode, PilotSize
+    from agentstudy.protocol.sequential_plan import SequentialPlan
+    from agentstudy.transports.api_retry import RetryPolicy
 
 
 @click.command()
@@ -215,6 +194,25 @@ def minimal(
     (``0.10``): no sign, exponent
     or underscore, at most 9 decimals, above zero and at most 1,000,000.
     """
+    from agentstudy.commands.agent_options import agent_binary, agent_flags, require_agent_price
+    from agentstudy.commands.containment_options import containment_mode, gateway_from_options
+    from agentstudy.commands.mcp_options import study_mcp_spec
+    from agentstudy.commands.minimal_dry_run import DryRunRequest, print_dry_run
+    from agentstudy.commands.minimal_inputs import money_flags, require_model, reservation_rule
+    from agentstudy.commands.minimal_outcome import run_and_summarise, sequential_plan
+    from agentstudy.commands.run_options import checked_faults, load_predecessor
+    from agentstudy.commands.study_agents_options import other_agent_runs, rehearsal_endpoints
+    from agentstudy.commands.view import progress_for_terminal
+    from agentstudy.io.claude_cli import project_root
+    from agentstudy.io.messages_api import BaseUrlError, check_base_url
+    from agentstudy.protocol.arm_names import namer
+    from agentstudy.protocol.manifest import ManifestError, load_manifest
+    from agentstudy.protocol.schedule import pilot_size
+    from agentstudy.runners.cli_request import CliRunRequest
+    from agentstudy.runners.minimal import run_cli_study
+    from agentstudy.runners.sequential_runs import study_schedule
+    from agentstudy.transports.api_retry import RetryPolicy
+    from agentstudy.transports.cli import CliSettings
     try:
         loaded = load_manifest(manifest_path)
     except ManifestError as error:
@@ -370,6 +368,14 @@ def _run_http(
     ``concurrency`` and its per-attempt limit ``attempt_budget_usd`` (USD): issue 19; ``executor``,
     ``ray_address``: issue 20.
     """
+    from agentstudy.commands.minimal_outcome import run_and_summarise
+    from agentstudy.commands.view import progress_for_terminal
+    from agentstudy.io.claude_cli import project_root
+    from agentstudy.io.messages_api import ApiKeyError, api_key_from_environment
+    from agentstudy.protocol.arm_names import namer
+    from agentstudy.protocol.fault_schedule import parse_fault_schedule
+    from agentstudy.runners.http_request import REHEARSAL_KEY, HttpRunRequest
+    from agentstudy.runners.minimal_http import run_http_study
     try:
         key = REHEARSAL_KEY if rehearsal else api_key_from_environment(os.environ)
     except ApiKeyError as error:

@@ -4,15 +4,14 @@ run can end with (one line each), the summary it prints, and the plan of a seque
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from agentstudy.commands.common import EXIT_BLOCKED, emit_summary, fail
-from agentstudy.commands.view import print_summary_table
-from agentstudy.io.ledger_store import CheckpointError, OutputPathError
-from agentstudy.protocol.manifest import LoadedManifest
-from agentstudy.protocol.sequential_plan import SequentialPlan, plan_sequential
-from agentstudy.runners.concurrent_walk import AttemptBodyError
-from agentstudy.runners.preflight import PreflightError
-from agentstudy.runners.summary import RunSummary
+
+if TYPE_CHECKING:
+    from agentstudy.protocol.manifest import LoadedManifest
+    from agentstudy.protocol.sequential_plan import SequentialPlan
+    from agentstudy.runners.summary import RunSummary
 
 
 def sequential_plan(loaded: LoadedManifest, flag: bool, pilot: bool) -> SequentialPlan | None:
@@ -20,6 +19,7 @@ def sequential_plan(loaded: LoadedManifest, flag: bool, pilot: bool) -> Sequenti
     otherwise. It decides on the study's declared primary endpoint (``analysis.primary``); a study that declares
     none decides on input tokens, lower is better. Exits 2 (one line) with ``--pilot`` or a study it cannot run
     sequentially (a primary endpoint only known after adjudication, several agents, too few tasks)."""
+    from agentstudy.protocol.sequential_plan import plan_sequential
     if not flag and getattr(loaded.manifest, "design", None) is None:
         return None
     if pilot:
@@ -38,6 +38,10 @@ def run_and_summarise(study: Callable[[], RunSummary]) -> int:
     """Run ``study`` and print its summary (table on stderr, JSON line on stdout); its exit code. A refusal
     before anything was reserved exits 2 (one line); a checkpoint failure, an attempt body's error or an
     internal error exits 1 naming what to review (issue 29: the body's error in its own words)."""
+    from agentstudy.commands.view import print_summary_table
+    from agentstudy.io.ledger_store import CheckpointError, OutputPathError
+    from agentstudy.runners.concurrent_walk import AttemptBodyError
+    from agentstudy.runners.preflight import PreflightError
     try:
         summary = study()
     except (PreflightError, OutputPathError) as error:
