@@ -125,6 +125,20 @@ def test_a_given_probe_is_called_once_and_its_failure_is_an_open_decision(tmp_pa
         assert not (tmp_path / "refused").exists()
 
 
+def test_a_probe_that_never_touches_the_repository_is_an_open_decision(tmp_path: Path, repo: Path) -> None:
+    # build_index takes no argument and answers "index built": it passes without reading anything
+    done = _init(tmp_path / "blind", repo, "--tool", "build_index", "--probe", "build_index")
+    assert done.returncode == 0, done.stderr
+    assert "probe: build_index {} answered 'index built'" in done.stdout
+    undecided = _load(tmp_path / "blind")["arms"]["treatment"]["undecided"]  # type: ignore[index]
+    [decision] = [d for d in undecided if d["field"] == "arms.treatment.probe"]
+    assert "shows nothing of the corpus" in decision["decision"]
+    assert "shows nothing of the corpus" in done.stdout
+    refused = run_agentstudy("minimal", "--manifest", str(tmp_path / "blind" / "study.json"), "--dry-run",
+                             f"--root=r={repo}", "--containment", "restricted")
+    assert refused.returncode == 2 and "arms.treatment.undecided" in refused.stderr
+
+
 def test_an_open_world_tool_is_let_through_only_when_named(tmp_path: Path, repo: Path) -> None:
     done = _init(tmp_path / "open", repo, "--tool", "search_text", "--allow-open-world", "clone_remote")
     assert done.returncode == 0, done.stderr

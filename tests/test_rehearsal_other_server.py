@@ -153,6 +153,19 @@ def test_an_unfillable_search_tool_is_not_chosen() -> None:
     assert _reply(_first([*BUILTINS, *server]), [*BUILTINS, *server]).content[-1]["name"] == "Grep"
 
 
+def test_a_grep_tool_whose_required_paths_take_a_string_or_a_list_is_chosen_with_the_working_directory() -> None:
+    # the shape of mcp-grep 0.2.1's grep tool: pattern plus paths (a string or a list of strings)
+    server = [{"name": "mcp__g__grep", "description": "Search for pattern in files using system grep.",
+               "input_schema": {"type": "object", "properties": {
+                   "pattern": {"type": "string"},
+                   "paths": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]},
+                   "recursive": {"type": "boolean", "default": False}},
+                   "required": ["pattern", "paths"]}}]
+    chosen = choose_server_tools(_by_name(server)).search
+    assert chosen is not None and chosen.name == "mcp__g__grep"
+    assert chosen.arguments("retention") == {"pattern": "retention", "paths": "."}
+
+
 def test_hits_without_the_term_lead_to_one_look_at_every_file() -> None:
     tools = [*BUILTINS, *_filesystem()]
     messages, _ = _answer_call(_first(tools), tools, _structured(f"{ROOT}/src/retention"))

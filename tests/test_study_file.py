@@ -166,8 +166,9 @@ def test_seed_runs_name_no_arms_and_a_study_extrapolates_by_its_own_factor(
     assert names == {"full_attempts": 100, "server_name": "kb",
                      "arm_labels": {R: "Repository tools only", D: "Repository tools + kb"}}
     arms = study_arms(study, "kb")
-    assert arms is not None and [a.model_dump(by_alias=True) for a in arms] == [
-        {"scenario": R, "id": "plain", "label": "Repository tools only", "mcpServer": None},
+    # the comparison fields (toolDescriptionsSha256, ...) stay unset outside a comparison study
+    assert arms is not None and [a.model_dump(by_alias=True, exclude_none=True) for a in arms] == [
+        {"scenario": R, "id": "plain", "label": "Repository tools only"},
         {"scenario": D, "id": "kb-server", "label": "Repository tools + kb", "mcpServer": "kb"},
     ]
     budget = Budget(cap=Decimal("1"), spent=Decimal("0.01"))

@@ -20,7 +20,6 @@ from agentstudy.io.containment import ContainmentMode, contain
 from agentstudy.pricing.budget import format_max_budget
 from agentstudy.pricing.table import price_entry
 from agentstudy.protocol.fault_schedule import parse_fault_schedule
-from agentstudy.protocol.manifest import DOC_BRIDGE_MCP
 from agentstudy.protocol.mcp_spec import McpServerSpec
 from agentstudy.protocol.run_records import AgentRecord
 from agentstudy.rehearsal.messages_server import RehearsalServer
@@ -95,7 +94,8 @@ class ClaudeCodeAgent:
             env_source, home=str(home), tmpdir=str(tmp), base_url=settings.base_url, auth_token=settings.auth_token,
             max_retries=settings.max_retries,
         )
-        relay = body.server_launcher if body.scenario == DOC_BRIDGE_MCP and server is not None else None
+        spec = settings.arm_mcp(body.scenario)  # the arm's own server (issue 44)
+        relay = body.server_launcher if spec is not None and server is not None else None
         launcher = None if relay is None else relay.argv
         command = [
             str(settings.binary),
@@ -103,7 +103,7 @@ class ClaudeCodeAgent:
                 model=settings.model,
                 max_budget_usd=format_max_budget(body.reservation_usd),
                 tools=body.tools,
-                mcp_config_json=mcp_config(body.scenario, settings.mcp, server, launcher),
+                mcp_config_json=mcp_config(body.scenario, spec or settings.mcp, server, launcher, spec is not None),
                 prompt=body.prompt,
             ),
         ]

@@ -8,7 +8,7 @@ import re
 import shlex
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -151,6 +151,63 @@ def _probe_arguments(raw: str | None, probe: str | None) -> dict[str, object] | 
     return value
 
 
+
+def _descriptions(path: Path) -> dict[str, str]:
+    """``--descriptions FILE``: a JSON object of strings (exit 2 with one line otherwise)."""
+    from agentstudy.protocol.json_input import JsonInputError, describe_os_error, load_json, refuse_duplicate_keys
+    try:
+        value = load_json(path.read_text(encoding="utf-8"), object_pairs_hook=refuse_duplicate_keys)
+    except OSError as error:
+        fail(f"--descriptions {path}: {describe_os_error(error)}")
+    except (JsonInputError, UnicodeDecodeError) as error:
+        fail(f"--descriptions {path}: {error}")
+    if not isinstance(value, dict) or not value:
+        fail(f"--descriptions {path} must be a non-empty JSON object {{TOOL: DESCRIPTION}}")
+    for tool, text in value.items():
+        if not isinstance(text, str) or not text.strip():
+            fail(f"--descriptions {path}: {tool} must map to the description's text (only a description can be "
+                 "replaced; a tool's name, input schema and annotations are the server's)")
+    return dict(value)
+
+
+def _check_overrides(overrides: dict[str, str], inspection: ServerInspection) -> None:
+    """Every overridden tool is listed by the server and offered to the agent (exit 2 otherwise)."""
+    listed = {row["name"] for row in _tool_rows(inspection)}
+    for tool in overrides:
+        if tool not in listed:
+            fail(f"--descriptions names {tool}, a tool the server does not list")
+        if tool not in inspection.choice.read_only:
+            fail(f"--descriptions names {tool}, which the agent is not offered (not among the allowed tools)")
+
+
+def _second_arm(command: list[str], first: str, pinned: dict[str, tuple[str, str, str | None]],
+                roots: dict[str, Path], containment: str, sandbox_binds: tuple[str, ...]) -> dict[str, Any]:
+    """The control arm of ``--compare-mcp-command``: the second server, probed and drafted as the first was."""
+    from agentstudy.commands.containment_options import containment_mode
+    from agentstudy.protocol.mcp_spec import McpConfigError, parse_mcp_config
+    from agentstudy.protocol.starter_study import server_arm, server_name_for
+    from agentstudy.runners.server_inspection import InspectionError, inspect_server
+    name = server_name_for(command)
+    try:
+        spec = parse_mcp_config({"mcpServers": {name: {"command": command[0], "args": command[1:]}}},
+                                ("-",), "-", {}, ())
+    except McpConfigError as error:
+        fail(f"--compare-mcp-command: {error}")
+    repository = next(iter(roots))
+    try:
+        inspection = inspect_server(replace(spec, sandbox_binds=sandbox_binds), repository, roots[repository],
+                                    pinned[repository][0], containment_mode(containment), os.environ,
+                                    word=pinned[repository][2] or "the")
+    except InspectionError as error:
+        fail(f"--compare-mcp-command: {error}")
+    if inspection.choice.undecided:
+        decision = inspection.choice.undecided[0]
+        fail(f"--compare-mcp-command: the second server leaves {decision.field} open ({decision.question}); "
+             "draft it alone with agentstudy init to settle it")
+    arm_id = f"{name}-control" if name != first else f"{name}-baseline"
+    return server_arm(arm_id, f"Repository tools + the {name} MCP server (control)", name, command,
+                      inspection.choice, sandbox_binds)
+
 @click.command()
 @click.argument("directory", type=click.Path(path_type=Path))
 @click.option("--repo", "repos", multiple=True, metavar="NAME=PATH",
@@ -179,11 +236,18 @@ def _probe_arguments(raw: str | None, probe: str | None) -> dict[str, object] | 
 @click.option("--allow-open-world", "open_world", multiple=True, metavar="NAME",
               help="Let through a tool annotated openWorldHint: true (denied by default: it may reach outside the "
                    "pinned corpus); recorded as isolation not achieved (repeatable).")
+@click.option("--compare-mcp-command", metavar='"COMMAND ARGS…"',
+              help="A second server for the control arm (server A against server B, a version against the next): "
+                   "probed and drafted like --mcp-command, with its own read-only tools and probe.")
+@click.option("--descriptions", "descriptions_file", type=click.Path(path_type=Path), metavar="FILE",
+              help="A JSON object {TOOL: DESCRIPTION} of description overrides for the treatment arm; the control "
+                   "arm runs the same server with its own descriptions.")
 @containment_option
 @stops_on_signals
 def init(directory: Path, repos: tuple[str, ...], mcp_command: str, server_name: str | None, repetitions: int,
          sandbox_binds: tuple[str, ...], declared: tuple[str, ...], probe: str | None, probe_arguments: str | None,
-         open_world: tuple[str, ...], prepare: tuple[str, ...], containment: str) -> None:
+         open_world: tuple[str, ...], prepare: tuple[str, ...], compare_mcp_command: str | None,
+         descriptions_file: Path | None, containment: str) -> None:
     """Write DIRECTORY/study.json, a draft agentstudy-study-v1 file for your MCP server.
 
     Pins every --repo at its HEAD, starts the server once (contained, over a read-only snapshot
@@ -194,6 +258,10 @@ def init(directory: Path, repos: tuple[str, ...], mcp_command: str, server_name:
     cannot decide is listed under arms.treatment.undecided and here, each with the flag that
     settles it; a run refuses the study until none is left. Never overwrites either file; bad
     input is one line and exit 2.
+
+    A comparison study: --compare-mcp-command gives the control arm a second server of its own
+    (probed and drafted the same way), --descriptions FILE gives the treatment arm rewritten tool
+    descriptions while the control arm runs the same server with its own (docs/comparing.md).
     """
     from agentstudy.commands.containment_options import containment_mode
     from agentstudy.io.git import GitError, head, is_clean
@@ -202,7 +270,12 @@ def init(directory: Path, repos: tuple[str, ...], mcp_command: str, server_name:
     from agentstudy.protocol.json_input import describe_os_error
     from agentstudy.protocol.mcp_spec import McpConfigError, parse_mcp_config
     from agentstudy.protocol.sandbox_binds import kernel_bind_problem
-    from agentstudy.protocol.starter_study import server_name_for, starter_study
+    from agentstudy.protocol.starter_study import (
+        description_comparison,
+        server_comparison,
+        server_name_for,
+        starter_study,
+    )
     from agentstudy.runners.server_inspection import InspectionError, inspect_server
     study_path, tools_path = directory / STUDY_NAME, directory / TOOLS_NAME
     for path in (study_path, tools_path):
@@ -213,6 +286,10 @@ def init(directory: Path, repos: tuple[str, ...], mcp_command: str, server_name:
     _refuse_inside_checkout(directory, roots)
     command = _command(mcp_command)
     probe_values = _probe_arguments(probe_arguments, probe)
+    if compare_mcp_command is not None and descriptions_file is not None:
+        fail("--compare-mcp-command and --descriptions exclude each other (one comparison per study)")
+    overrides = None if descriptions_file is None else _descriptions(descriptions_file)
+    second = None if compare_mcp_command is None else _command(compare_mcp_command)
     name = server_name or server_name_for(command)
     if not _SERVER_NAME.match(name):
         fail(f"--server-name must be [a-z0-9][a-z0-9-]* (at most 41 characters), got {name!r}")
@@ -252,6 +329,11 @@ def init(directory: Path, repos: tuple[str, ...], mcp_command: str, server_name:
         fail(str(error))
     study = starter_study(pinned, name, command, inspection.choice, repetitions=repetitions,
                           sandbox_binds=sandbox_binds)
+    if overrides is not None:
+        _check_overrides(overrides, inspection)
+        study = description_comparison(study, name, overrides)
+    if second is not None:
+        study = server_comparison(study, _second_arm(second, name, pinned, roots, containment, sandbox_binds))
     listing = {"server": name, "command": command, "tools": _tool_rows(inspection),
                "probe": {"tool": inspection.choice.probe, "arguments": dict(inspection.choice.probe_arguments),
                          "answered": inspection.probe_text}}

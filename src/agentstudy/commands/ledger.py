@@ -159,6 +159,12 @@ def _usd(value: Any) -> Decimal | None:
 def summarize_minimal(document: dict[str, Any], problems: tuple[str, ...]) -> dict[str, Any]:
     """Summarise a minimal-study ledger (read tolerantly) and the problems its verification found."""
     from agentstudy.pricing.usd_json import usd_number
+    from agentstudy.protocol.arm_configurations import (
+        configuration_sentences,
+        configurations,
+        observation_calls,
+        observation_first_tokens,
+    )
     from agentstudy.protocol.arm_differences import arm_differences, observation_facts
     from agentstudy.protocol.arm_names import arm_label, ledger_arm_labels, ledger_server_name
     from agentstudy.protocol.study_arms import SCENARIOS
@@ -188,8 +194,12 @@ def summarize_minimal(document: dict[str, Any], problems: tuple[str, ...]) -> di
         "byScenario": by_scenario,
         "arms": {scenario: arm_label(scenario, labels, server) for scenario in [*SCENARIOS, *by_scenario]},
         "mcpServer": server,
-        "armDifferences": list(arm_differences([observation_facts(o) for o in observations],
-                                               lambda scenario: arm_label(scenario, labels, server))),
+        "armDifferences": [*configuration_sentences(  # what the compared configurations differ in, first (issue 44)
+            configurations(document.get("arms"), observation_calls(observations),
+                           observation_first_tokens(observations)),
+            lambda scenario: arm_label(scenario, labels, server)),
+            *arm_differences([observation_facts(o) for o in observations],
+                             lambda scenario: arm_label(scenario, labels, server))],
         **({"byAgent": dict(agents)} if len(agents) > 1 else {}),  # a several-agent study (issue 21)
         "budget": {key: budget.get(key) for key in ("cap", "spent", "reserved", "measured", "cumulativeCapExceeded")}
         | {key: budget[key] for key in ("reservationRule", "worstTurnUsd", "largestOvershootUsd") if key in budget},

@@ -21,7 +21,7 @@ from agentstudy.protocol.seed_names import DOC_BRIDGE_CONFIG_CANDIDATES
 if TYPE_CHECKING:
     from agentstudy.protocol.mcp_spec import McpServerSpec
     from agentstudy.protocol.prepare_steps import PreparedStateCap, PrepareStep
-    from agentstudy.protocol.study_arms import TreatmentArm
+    from agentstudy.protocol.study_arms import ServerArm, TreatmentArm
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -111,6 +111,7 @@ class McpChoice:
         sandbox_binds: extra absolute read-only paths inside the server's sandbox.
         open_world: ``openWorldHint: true`` tools let through (a study file's ``allowOpenWorld``).
         prepare: the preparation steps (a study file's ``prepare``; issue 32).
+        descriptions: ``{TOOL: DESCRIPTION}`` overrides (a study file's ``toolDescriptions``; issue 44).
         prepared_cap: the cap on the prepared state (a study file's ``prepareLimits``; issue 40).
     """
 
@@ -122,6 +123,7 @@ class McpChoice:
     sandbox_binds: tuple[str, ...] = ()
     open_world: tuple[str, ...] = ()
     prepare: tuple[PrepareStep, ...] = ()
+    descriptions: tuple[tuple[str, str], ...] = ()
     prepared_cap: PreparedStateCap = field(default_factory=_default_cap)
 
 
@@ -145,6 +147,10 @@ def build_mcp_spec(choice: McpChoice) -> McpServerSpec:
             fail(f"--sandbox-bind {bind} does not exist")
     try:
         check_tool_choice(choice.tools, choice.probe_tool, choice.probe_arguments)
+        strays = [tool for tool, _ in choice.descriptions if tool not in choice.tools]
+        if strays:
+            raise McpConfigError(f"toolDescriptions names {', '.join(strays)}, not among the tools the agent is "
+                                 "offered")
         if choice.config is None:
             return McpServerSpec(
                 name=DEFAULT_MCP_SERVER.name,
@@ -155,6 +161,7 @@ def build_mcp_spec(choice: McpChoice) -> McpServerSpec:
                 config_candidates=choice.candidates,
                 sandbox_binds=(*DEFAULT_MCP_SERVER.sandbox_binds, *choice.sandbox_binds),
                 prepare=choice.prepare, prepared_cap=choice.prepared_cap,
+                tool_descriptions=dict(choice.descriptions),
             )
         if isinstance(choice.config, Path):
             spec = load_mcp_config(choice.config, choice.tools, choice.probe_tool, choice.probe_arguments,
@@ -165,7 +172,8 @@ def build_mcp_spec(choice: McpChoice) -> McpServerSpec:
     except McpConfigError as error:
         fail(str(error))
     return replace(spec.with_sandbox_binds(choice.sandbox_binds), open_world_tools=choice.open_world,
-                   prepare=choice.prepare, prepared_cap=choice.prepared_cap)
+                   prepare=choice.prepare, prepared_cap=choice.prepared_cap,
+                   tool_descriptions=dict(choice.descriptions))
 
 
 def _given(ctx: click.Context, name: str) -> bool:
@@ -214,5 +222,26 @@ def study_mcp_spec(
         sandbox_binds=sandbox_binds if _given(ctx, "sandbox_binds") else tuple(arm.sandbox_binds or ()),
         open_world=tuple(arm.allow_open_world),
         prepare=tuple(arm.prepare),
+        descriptions=tuple(arm.tool_descriptions.items()),
+        prepared_cap=arm.prepare_limits,
+    ))
+
+
+def arm_mcp_spec(arm: ServerArm) -> McpServerSpec | None:
+    """The spec of an arm's own server as its study file gives it (no flag replaces it), ``None`` for the
+    repository-only arm (issue 44: the control arm's server); exit 2 with one line on a bad value, as the flags."""
+    if arm.tools is None or arm.probe is None:
+        return None
+    return build_mcp_spec(McpChoice(
+        config=arm.mcp_config,
+        candidates=DOC_BRIDGE_CONFIG_CANDIDATES if arm.server_config_candidates is None
+        else tuple(arm.server_config_candidates),
+        tools=tuple(arm.tools),
+        probe_tool=arm.probe.tool,
+        probe_arguments=dict(arm.probe.arguments),
+        sandbox_binds=tuple(arm.sandbox_binds or ()),
+        open_world=tuple(arm.allow_open_world),
+        prepare=tuple(arm.prepare),
+        descriptions=tuple(arm.tool_descriptions.items()),
         prepared_cap=arm.prepare_limits,
     ))

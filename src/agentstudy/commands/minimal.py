@@ -196,7 +196,7 @@ def minimal(
     """
     from agentstudy.commands.agent_options import agent_binary, agent_flags, require_agent_price
     from agentstudy.commands.containment_options import containment_mode, gateway_from_options
-    from agentstudy.commands.mcp_options import study_mcp_spec
+    from agentstudy.commands.mcp_options import arm_mcp_spec, study_mcp_spec
     from agentstudy.commands.minimal_dry_run import DryRunRequest, print_dry_run
     from agentstudy.commands.minimal_inputs import money_flags, require_model, reservation_rule
     from agentstudy.commands.minimal_outcome import run_and_summarise, sequential_plan
@@ -240,6 +240,7 @@ def minimal(
     plan = sequential_plan(loaded, sequential, pilot)
     schedule = study_schedule(loaded, mode, size, plan)
     predecessor = load_predecessor(continue_from, sequential=plan is not None)
+    control_spec = arm_mcp_spec(loaded.arms.control) if loaded.arms is not None else None
     spec = study_mcp_spec(
         ctx, loaded.arms.treatment if loaded.arms else None,
         mcp_config_file, server_config_candidates, mcp_tools, mcp_probe, mcp_probe_arguments, sandbox_binds,
@@ -268,7 +269,7 @@ def minimal(
             agent_explicit=agent_explicit, model=model, money=(budget_usd, attempt_budget_usd, input_usd_per_million,
                                                                 output_usd_per_million),
             rehearsal=rehearsal, concurrency=concurrency, strict_cap=strict_cap, output=output, roots=root_paths,
-            probe=probe, containment=mode_of_containment, sequential=plan,
+            probe=probe, containment=mode_of_containment, sequential=plan, control=control_spec,
         ))
         return
     if not (pilot or full):
@@ -292,6 +293,7 @@ def minimal(
             sequential=plan,
             keep_transcripts=not no_transcripts,
             continuation=predecessor,
+            control_mcp=control_spec,
         ))
     assert money.cap is not None and money.limit is not None
     check_new_output("--output", output, (*root_paths.values(), project_root()))
@@ -300,7 +302,7 @@ def minimal(
         binary=binary, model=chosen_model, mcp=spec, containment=mode_of_containment,
         gateway_base_url=gateway_url, gateway_token=gateway_token,
         login_file=None if rehearsal or gateway_url else chosen_agent.login_file(os.environ),
-        agent=chosen_agent.name, max_retries=api_max_retries,
+        agent=chosen_agent.name, max_retries=api_max_retries, control_mcp=control_spec,
     )
     others = other_agent_runs(loaded, transport, primary, expected_version, agent_models, rehearsal=rehearsal,
                               strict_cap=strict_cap)
@@ -360,13 +362,14 @@ def _run_http(
     sequential: SequentialPlan | None = None,
     keep_transcripts: bool = True,
     continuation: Predecessor | None = None,
+    control_mcp: McpServerSpec | None = None,
 ) -> int:
     """Read the key from the environment, check the output and run (the base URL is checked); the exit code.
 
     ``latency_ms``: the rehearsal server's delay before each answer (ms); ``faults`` its fault SPEC; ``retry``
     the retries of a refused request (issue 33).
     ``concurrency`` and its per-attempt limit ``attempt_budget_usd`` (USD): issue 19; ``executor``,
-    ``ray_address``: issue 20.
+    ``ray_address``: issue 20; ``control_mcp``: the control arm's own server (issue 44).
     """
     from agentstudy.commands.minimal_outcome import run_and_summarise
     from agentstudy.commands.view import progress_for_terminal
@@ -392,6 +395,7 @@ def _run_http(
         retry=retry,
         keep_transcripts=keep_transcripts,
         continuation=continuation,
+        control_mcp=control_mcp,
     )
     if not rehearsal:
         return run_and_summarise(lambda: run_http_study(request))

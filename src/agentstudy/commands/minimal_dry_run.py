@@ -53,6 +53,8 @@ class DryRunRequest:
     containment: ContainmentMode
     sequential: SequentialPlan | None = None
     """A sequential design's plan (issue 35): the dry run prints it (``sequential``)."""
+    control: McpServerSpec | None = None
+    """The control arm's own server (issue 44): the dry run names it in ``arms``."""
 
 
 def print_dry_run(request: DryRunRequest) -> None:
@@ -67,7 +69,7 @@ def print_dry_run(request: DryRunRequest) -> None:
     from agentstudy.commands.agent_options import agent_binary, require_agent_price
     from agentstudy.commands.minimal_inputs import money_flags, require_model, reservation_rule, rule_json
     from agentstudy.io.claude_cli import project_root
-    from agentstudy.protocol.study_arms import arms_record
+    from agentstudy.protocol.study_arms import ServedArm, arms_record
     from agentstudy.runners.preflight import PreflightError, check_corpus_roots
     loaded, transport, model = request.loaded, request.transport, request.model
     if transport == "cli":
@@ -102,7 +104,9 @@ def print_dry_run(request: DryRunRequest) -> None:
     report["mcpServer"] = {"name": spec.name, "tools": list(spec.read_only_tools), "probe": spec.probe_tool,
                            "probeArguments": dict(spec.probe_arguments)}
     if loaded.arms is not None:
-        report["arms"] = arms_record(loaded.arms, spec.name)
+        control = request.control
+        report["arms"] = arms_record(loaded.arms, spec.name, control=None if control is None else ServedArm(
+            control.name, tuple(control.command), tuple(control.read_only_tools)))
     plan = request.sequential
     if plan is not None:
         report["sequential"] = {"maxTasks": plan.design.max_tasks, "alpha": plan.design.alpha,
@@ -122,7 +126,7 @@ def _probe(request: DryRunRequest) -> dict[str, Any]:
     from agentstudy.runners.server_probe import probe_servers
     try:
         server = probe_servers(request.spec, request.loaded.manifest, request.schedule, request.roots,
-                               request.containment, os.environ)
+                               request.containment, os.environ, request.control)
     except PreflightError as error:
         fail(f"MCP probe failed, nothing reserved or written: {error}")
     print_server_tools(server)

@@ -65,11 +65,12 @@ def first_call_usd(loaded: LoadedManifest, mode: Mode, model: str, prices: Upper
     definitions are only known once the server runs). Pure.
     """
     from agentstudy.pricing.http import DEFAULT_MAX_TOKENS, call_reservation, encode_request_body
+    from agentstudy.protocol.arm_order import order_rule
     from agentstudy.protocol.prompt import study_prompt
     from agentstudy.protocol.schedule import build_schedule
     from agentstudy.transports.http import request_body
     from agentstudy.transports.repo_tools import DEFINITIONS as REPOSITORY_TOOL_DEFINITIONS
-    first = build_schedule(loaded.manifest, mode)[0]
+    first = build_schedule(loaded.manifest, mode, rule=order_rule(loaded.manifest, loaded.protocol_hash))[0]
     prompt = study_prompt(loaded.manifest.task(first.task_id).question)
     body = request_body(model, [{"role": "user", "content": prompt}], [dict(d) for d in REPOSITORY_TOOL_DEFINITIONS])
     return call_reservation(encode_request_body(body), DEFAULT_MAX_TOKENS, prices).usd

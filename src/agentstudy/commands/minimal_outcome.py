@@ -20,7 +20,8 @@ def sequential_plan(loaded: LoadedManifest, flag: bool, pilot: bool) -> Sequenti
     none decides on input tokens, lower is better. Exits 2 (one line) with ``--pilot`` or a study it cannot run
     sequentially (a primary endpoint only known after adjudication, several agents, too few tasks)."""
     from agentstudy.protocol.sequential_plan import plan_sequential
-    if not flag and getattr(loaded.manifest, "design", None) is None:
+    design = getattr(loaded.manifest, "design", None)
+    if not flag and (design is None or design.sequential is None):
         return None
     if pilot:
         fail("a sequential design runs the study itself, not a pilot (drop --pilot or --sequential)")

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from agentstudy.io.mcp_child import McpChild, server_text, stderr_tail
 from agentstudy.protocol.read_only import ToolHints
 from agentstudy.protocol.server_words import with_cause
+from agentstudy.protocol.treatment import tool_set_sha256
 
 if TYPE_CHECKING:
     from mcp.client.stdio import StdioServerParameters
@@ -73,6 +74,11 @@ class McpProbe:
             redacted); ``""`` when it succeeded.
         annotations: every listed tool's annotations as sent, camelCase keys
             (``{"readOnlyHint": True, "title": "…"}``; ``{}`` when none).
+        listing_sha256: SHA-256 of the whole ``tools/list`` as the client saw it (every tool's name, description,
+            input schema and annotations; ``protocol.treatment.tool_set_sha256``; issue 44); ``""`` when unknown.
+        descriptions: every listed tool's description as the client saw it (issue 44).
+        server_version: ``serverInfo.version`` of the server's ``initialize`` answer (issue 44); ``None`` when
+            it sent none.
     """
 
     tools: tuple[str, ...]
@@ -80,6 +86,9 @@ class McpProbe:
     probe_ok: bool
     probe_error: str = ""
     annotations: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    listing_sha256: str = ""
+    descriptions: Mapping[str, str] = field(default_factory=dict)
+    server_version: str | None = None
 
 
 ListingCheck = Callable[[McpListing], object]
@@ -155,7 +164,10 @@ async def _probe(
                     if not ok:
                         texts = [getattr(block, "text", "") for block in result.content]
                         said = server_text(" ".join(t for t in texts if t), secrets)
-                return McpProbe(names, hints, ok, said, {tool.name: _annotations(tool) for tool in listed.tools})
+                listing = [tool.model_dump(by_alias=True, exclude_none=True, mode="json") for tool in listed.tools]
+                return McpProbe(names, hints, ok, said, {tool.name: _annotations(tool) for tool in listed.tools},
+                                tool_set_sha256(listing), {tool.name: tool.description or "" for tool in listed.tools},
+                                client.server_info.version if client.server_info is not None else None)
 
 
 def probe_mcp_server(

@@ -58,7 +58,7 @@ def server_read_only_paths(spec: McpServerSpec, paths: ServerPaths, path_env: st
         _refuse_broad_bind(path, paths, spec.reads_live_checkout)
     guarded = () if spec.reads_live_checkout or paths.live is None else (Path(paths.live).resolve(),)
     command = [*command_paths(argv[0], path_env, guarded=guarded), *own_module_paths(argv)]
-    if any(step.scope == "server" for step in spec.prepare):  # the io.warm_up relay runs first (issue 32)
+    if spec.relayed:  # the io.warm_up relay runs first (issues 32, 44)
         relay = [sys.executable, "-I", "-m", WARM_UP_MODULE]
         command += [*command_paths(sys.executable, path_env, guarded=guarded), *own_module_paths(relay)]
     for path in command:

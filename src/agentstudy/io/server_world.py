@@ -104,9 +104,10 @@ def server_world(spec: McpServerSpec, paths: ServerPaths, home: Path, tmp: Path,
     read_only = tuple(dict.fromkeys((corpus, *server_read_only_paths(spec, paths, env.get("PATH")))))
     view = SandboxView(cwd=corpus, read_only=read_only, writable=(home, tmp))
     argv = spec.argv(paths)
-    steps = [spec.prepare_step_for(step, paths) for step in spec.prepare if step.scope == "server"]
-    if steps:
-        encoded = json.dumps([{"tool": step.tool, "arguments": step.arguments} for step in steps])
+    if spec.relayed:  # preparation steps to replay, descriptions to rewrite (issues 32, 44)
+        steps = [spec.prepare_step_for(step, paths) for step in spec.prepare if step.scope == "server"]
+        encoded = json.dumps({"steps": [{"tool": step.tool, "arguments": step.arguments} for step in steps],
+                              "descriptions": dict(spec.tool_descriptions)})
         argv = [sys.executable, "-I", "-m", WARM_UP_MODULE, encoded, "--", *argv]
     secrets = (*spec.env.values(), *(parent_env[name] for name in FORBIDDEN if name in parent_env))
     return ServerWorld(argv, env, view, proc=SERVER_PROC, secrets=tuple(s for s in secrets if s))

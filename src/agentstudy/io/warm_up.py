@@ -14,8 +14,14 @@ stdio relay that sits between the client (the agent, or our SDK client) and the 
 3. a ``tools/call`` of the client waits until the last step has answered;
 4. it exits with the server's status when the server's output ends.
 
-Run as ``python -I -m agentstudy.io.warm_up STEPS_JSON -- SERVER ARGS…`` inside the server's
-own sandbox; standard library only (it runs before anything else of ours is importable there).
+It also rewrites tool descriptions (an arm's ``toolDescriptions``, issue 44): in every answer to the client's
+``tools/list``, a listed tool named in the overrides gets the override as its ``description``; its name, input
+schema and annotations pass as the server sent them. Being between every agent and the server, it serves
+Claude Code, Codex and the http transport alike.
+
+Run as ``python -I -m agentstudy.io.warm_up PLAN_JSON -- SERVER ARGS…`` inside the server's own sandbox, where
+PLAN_JSON is ``{"steps": [{"tool", "arguments"}…], "descriptions": {TOOL: TEXT}}`` (a bare list is the steps
+alone); standard library only (it runs before anything else of ours is importable there).
 """
 
 from __future__ import annotations
@@ -48,9 +54,12 @@ def _send(stream: IO[bytes], line: bytes) -> None:
 class _Relay:
     """The relay's state: the server, the steps still to send, and whether the warm-up is done."""
 
-    def __init__(self, server: subprocess.Popen[bytes], steps: list[dict[str, Any]]) -> None:
+    def __init__(self, server: subprocess.Popen[bytes], steps: list[dict[str, Any]],
+                 descriptions: dict[str, str] | None = None) -> None:
         self.server = server
         self.pending = list(enumerate(steps))
+        self.descriptions = dict(descriptions or {})
+        self.listing_ids: set[str] = set()
         self.ready = threading.Event()
         self.lock = threading.Lock()
         if not steps:
@@ -77,7 +86,10 @@ class _Relay:
         client's ``notifications/initialized`` starts it. Closes the server's stdin when the client ends."""
         try:
             for line in iter(client_in.readline, b""):
-                method = _message(line).get("method")
+                message = _message(line)
+                method = message.get("method")
+                if method == "tools/list" and self.descriptions:
+                    self.listing_ids.add(json.dumps(message.get("id")))
                 if method == "tools/call":
                     self.ready.wait()
                 self.to_server(line)
@@ -102,17 +114,33 @@ class _Relay:
                     sys.stderr.flush()
                 self.next_step()
                 continue
+            if self.descriptions and "id" in message and json.dumps(message["id"]) in self.listing_ids:
+                self.listing_ids.discard(json.dumps(message["id"]))
+                line = rewritten(message, self.descriptions)
             _send(client_out, line)
 
 
+def rewritten(answer: dict[str, Any], descriptions: dict[str, str]) -> bytes:
+    """A ``tools/list`` answer (one JSON-RPC message) as one line, each listed tool named in ``descriptions`` given
+    that text as its ``description``; every other key of every tool is kept as sent (issue 44)."""
+    result = answer.get("result")
+    tools = result.get("tools") if isinstance(result, dict) else None
+    for tool in tools if isinstance(tools, list) else []:
+        if isinstance(tool, dict) and isinstance(tool.get("name"), str) and tool["name"] in descriptions:
+            tool["description"] = descriptions[tool["name"]]
+    return json.dumps(answer, ensure_ascii=False).encode("utf-8")
+
+
 def main(argv: list[str]) -> int:
-    """Run the relay: ``argv`` is ``[STEPS_JSON, "--", SERVER, ARGS…]``; the server's exit status (2 on bad use)."""
+    """Run the relay: ``argv`` is ``[PLAN_JSON, "--", SERVER, ARGS…]``; the server's exit status (2 on bad use)."""
     if len(argv) < 3 or argv[1] != "--":
-        sys.stderr.write("usage: python -m agentstudy.io.warm_up STEPS_JSON -- SERVER ARGS...\n")
+        sys.stderr.write("usage: python -m agentstudy.io.warm_up PLAN_JSON -- SERVER ARGS...\n")
         return 2
+    plan = json.loads(argv[0])
+    steps, descriptions = (plan, {}) if isinstance(plan, list) else (plan.get("steps", []), plan.get("descriptions"))
     server = subprocess.Popen(argv[2:], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     signal.signal(signal.SIGTERM, lambda *_: server.terminate())
-    relay = _Relay(server, json.loads(argv[0]))
+    relay = _Relay(server, steps, descriptions)
     threading.Thread(target=relay.pump_client, args=(sys.stdin.buffer,), daemon=True).start()
     try:
         relay.pump_server(sys.stdout.buffer)

@@ -1,7 +1,7 @@
 """The invariants every reader checks on a minimal-study ledger (check 4 of
 :mod:`agentstudy.protocol.ledger_integrity`, issue 16): spent as the exact sum of its charges, one
 observation per cell, no attempt after one that stops the run, the status, the arms, the budget rule,
-the sequential block, the transport's blocks and a rehearsal's loopback URL. Pure.
+the sequential block, the arms' order, the transport's blocks and a rehearsal's loopback URL. Pure.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 from agentstudy.protocol.agent_names import AGENT_NAMES, DEFAULT_AGENT
 from agentstudy.protocol.ledger_budget_rule import budget_rule_problems
 from agentstudy.protocol.ledger_concurrency import concurrency_problems, continues
+from agentstudy.protocol.ledger_order import order_problems
 from agentstudy.protocol.ledger_sequential import early_stop, sequential_problems
 from agentstudy.protocol.records import MinimalLedger
 from agentstudy.protocol.run_records import CliRunSettings, OpenReservation
@@ -99,6 +100,7 @@ def invariant_problems(ledger: MinimalLedger, document: Mapping[str, Any]) -> It
     yield from _budget_problems(ledger, document)
     yield from budget_rule_problems(ledger, document)
     yield from sequential_problems(ledger, document)
+    yield from order_problems(ledger)
     yield from _transport_problems(ledger)
 
 

@@ -134,6 +134,8 @@ class McpServerSpec:
             (a study file's ``allowOpenWorld``; issue 32); every other open-world tool is refused.
         prepare: the preparation steps run once per checkout before any reservation (a study file's
             ``prepare``; issue 32, ``protocol.prepare_steps``).
+        tool_descriptions: ``{TOOL: DESCRIPTION}`` shown to the agent instead of the server's own (an arm's
+            ``toolDescriptions``; issue 44): the ``io.warm_up`` relay rewrites the server's ``tools/list``.
         prepared_cap: the most files and bytes the prepared state may hold (a study file's
             ``prepareLimits``; issue 40).
     """
@@ -149,6 +151,13 @@ class McpServerSpec:
     open_world_tools: tuple[str, ...] = ()
     prepare: tuple[PrepareStep, ...] = ()
     prepared_cap: PreparedStateCap = field(default_factory=PreparedStateCap)
+    tool_descriptions: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def relayed(self) -> bool:
+        """Whether the server runs behind the ``io.warm_up`` relay: it has ``"scope": "server"`` preparation steps
+        to replay (issue 32) or descriptions to rewrite (issue 44)."""
+        return bool(self.tool_descriptions) or any(step.scope == "server" for step in self.prepare)
 
     def _names(self, placeholder: str) -> bool:
         texts = [*self.command, json.dumps(dict(self.probe_arguments)),

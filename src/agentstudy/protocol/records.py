@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentstudy.pricing.cost import MAX_TOKENS
 from agentstudy.protocol.analysis import AnalysisPlan
+from agentstudy.protocol.arm_order import DesignRecord
 from agentstudy.protocol.run_records import (
     AdjudicationDeclaration,
     ArmRecord,
@@ -68,6 +69,8 @@ class CliObservation(BaseModel):
     """The task's repository (the manifest's name; issue 41): omitted when unset, as in ledgers written before."""
     scenario: Name
     repetition: Repetition
+    position: int | None = Field(default=None, ge=1, le=2)
+    """The attempt's place (1 or 2) in its arm pair under randomised order (issue 41 item 8); omitted otherwise."""
     transport: Literal["cli"] = "cli"
     cli_version: str = Field(alias="cliVersion")
     expected_cli_version: str = Field(alias="expectedCliVersion")
@@ -139,8 +142,8 @@ class CliObservation(BaseModel):
         private transcripts directory (64 KiB, redacted); omitted when the server wrote nothing or none was kept.
         """
         data = self.model_dump(by_alias=True)
-        for key in ("repository", "setupProblem", "costProblem", "statusReason", "observationHash", "startedAt",
-                    "endedAt",
+        for key in ("repository", "position", "setupProblem", "costProblem", "statusReason", "observationHash",
+                    "startedAt", "endedAt",
                     "workerNode", "agent", "exportFiles", "exportBytes", "exportTreeSha256", *RETRY_FIELDS, "treatment",
                     "transcriptFile", "transcriptSha256", "serverStderrFile", "serverStderrSha256"):
             if data[key] is None:
@@ -172,6 +175,8 @@ class HttpObservation(BaseModel):
     """The task's repository (issue 41): omitted when unset, as in ledgers written before."""
     scenario: Name
     repetition: Repetition
+    position: int | None = Field(default=None, ge=1, le=2)
+    """The attempt's place (1 or 2) in its arm pair under randomised order (issue 41 item 8); omitted otherwise."""
     transport: Literal["http"] = "http"
     model: str
     tools: list[str]
@@ -219,7 +224,7 @@ class HttpObservation(BaseModel):
         and ``failureKind`` (why a failed attempt failed) are issue 33's.
         """
         data = self.model_dump(by_alias=True)
-        for key in ("repository", "statusReason", "observationHash", "startedAt", "endedAt", "workerNode",
+        for key in ("repository", "position", "statusReason", "observationHash", "startedAt", "endedAt", "workerNode",
                     *RETRY_FIELDS, "treatment", "transcriptFile", "transcriptSha256"):
             if data[key] is None:
                 del data[key]
@@ -353,6 +358,9 @@ class MinimalLedger(BaseModel):
     executor: Literal["ray"] | None = None
     excluded_workers: list[ExcludedWorker] | None = Field(default=None, alias="excludedWorkers")
     sequential: SequentialRecord | None = None
+    design: DesignRecord | None = None
+    """The arms' order when randomised (issue 41 item 8: ``{"order": "randomized", "orderSeed"}``); absent means
+    the counterbalanced rule (every ledger written before)."""
     journal: Literal["agentstudy-ledger-journal-v1"] | None = None
     """Set (to ``JOURNAL_FORMAT``) in every ``running`` snapshot written with a journal beside it (issue 29):
     the snapshot then says a journal must exist, so a deleted or emptied one is refused, never read as "no
@@ -390,8 +398,8 @@ def _drop_unset(data: dict[str, Any]) -> dict[str, Any]:
         data["prices"].pop("nominal", None)
     for key in ("openReservation", "stopReason", "finishedAt", "cli", "prices", "http", "containment",
                 "hashAlgo", "ledgerHash", "arms", "fullAttempts", "analysis", "concurrency", "openReservations",
-                "executor", "excludedWorkers", "sequential", "journal", "backoffPauses", "transcripts", "runId",
-                "continues"):
+                "executor", "excludedWorkers", "sequential", "design", "journal", "backoffPauses", "transcripts",
+                "runId", "continues"):
         if data[key] is None:
             del data[key]
     if isinstance(data.get("analysis"), dict):
@@ -405,8 +413,10 @@ def _drop_unset(data: dict[str, Any]) -> dict[str, Any]:
     if isinstance(data.get("mcpServer"), dict) and data["mcpServer"].get("corpusPath") is None:
         data["mcpServer"].pop("corpusPath", None)  # older ledgers keep their hash
     for arm in data.get("arms") or []:
-        if arm["mcpServer"] is None:
-            del arm["mcpServer"]
+        for key in ("mcpServer", "toolDescriptionsSha256", "toolsListSha256", "mcpCommand", "offeredTools",
+                    "shownDescriptions", "serverVersion", "prepareSteps"):
+            if arm.get(key, "") is None:
+                del arm[key]
     for opened in [data.get("openReservation"), *(data.get("openReservations") or [])]:
         if isinstance(opened, dict) and opened.get("agent", "") is None:
             del opened["agent"]  # Claude Code's: absent, so ledgers written before issue 21 keep their hash

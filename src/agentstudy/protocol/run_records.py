@@ -107,7 +107,11 @@ CLI_CORPUS_PATH = "the attempt's export: the agent's working directory, at the s
 class ArmRecord(BaseModel):
     """One arm of a study-file run in the ledger's ``arms`` (issue 18): its ledger ``scenario``, ``id`` and ``label``.
 
-    The treatment arm (scenario ``doc-bridge-mcp``) also names ``mcpServer``, the server run.
+    The treatment arm (scenario ``doc-bridge-mcp``) also names ``mcpServer``, the server run. In a study that
+    compares two server configurations (issue 44, ``protocol.study_arms.arms_record``) every arm with a server
+    has ``mcpServer``, ``toolDescriptionsSha256`` (SHA-256 of its overrides' canonical JSON), ``toolsListSha256``
+    (of the ``tools/list`` the agent was shown, as the preflight read it through the same relay), ``mcpCommand``,
+    ``offeredTools``, ``shownDescriptions``, ``prepareSteps`` and ``serverVersion``. Absent when not applicable.
     """
 
     model_config = ConfigDict(extra="forbid", validate_by_name=True, validate_by_alias=True)
@@ -116,6 +120,13 @@ class ArmRecord(BaseModel):
     id: str
     label: str
     mcp_server: str | None = Field(default=None, alias="mcpServer")
+    tool_descriptions_sha256: str | None = Field(default=None, alias="toolDescriptionsSha256")
+    tools_list_sha256: str | None = Field(default=None, alias="toolsListSha256")
+    mcp_command: list[str] | None = Field(default=None, alias="mcpCommand")
+    offered_tools: list[str] | None = Field(default=None, alias="offeredTools")
+    shown_descriptions: dict[str, str] | None = Field(default=None, alias="shownDescriptions")
+    server_version: str | None = Field(default=None, alias="serverVersion")
+    prepare_steps: list[str] | None = Field(default=None, alias="prepareSteps")
 
 
 class BudgetRecord(BaseModel):

@@ -31,9 +31,11 @@ from agentstudy.protocol.tool_proposal import (
     reach_decision,
     tool_roles,
     tools_decision,
+    touch_decision,
 )
 
-__all__ = ["ListedTool", "StarterError", "ToolChoice", "choose_tools", "server_name_for", "starter_study"]
+__all__ = ["ListedTool", "StarterError", "ToolChoice", "choose_tools", "description_comparison", "server_arm",
+           "server_comparison", "server_name_for", "starter_study"]
 
 STUDY_VERSION = "agentstudy-study-v1"
 EXAMPLE_MARK = "EXAMPLE - edit me:"
@@ -94,6 +96,15 @@ class ToolChoice:
             return self
         named = [name for name in candidates if name in answer] + [name for name in candidates if name not in answer]
         return replace(self, undecided=(*self.undecided, prepare_decision(named, None)))
+
+    def with_probe_reach(self, answer: str, word: str, names: Sequence[str], roots: Sequence[str] = ()) -> ToolChoice:
+        """This choice with ``arms.treatment.probe`` as an open decision when the probe answered but never touched
+        the repository (``protocol.tool_proposal.touch_decision``: ``word`` a corpus word, ``names`` the corpus's
+        relative paths, ``roots`` where the server saw it; issue 39 item 6)."""
+        if self.probe is None:
+            return self
+        decision = touch_decision(self.probe, self.probe_arguments, answer, word, names, roots)
+        return self if decision is None else replace(self, undecided=(*self.undecided, decision))
 
     def with_failed_prepare(self, answer: str) -> ToolChoice:
         """This choice with a failed preparation step (the server's words ``answer``) as an open decision."""
@@ -192,6 +203,44 @@ def _example_task(name: str, source: str, topic: str | None) -> dict[str, Any]:
     }
 
 
+def server_arm(arm_id: str, label: str, server: str, command: Sequence[str], choice: ToolChoice,
+               sandbox_binds: Sequence[str] = ()) -> dict[str, Any]:
+    """One arm of a starter study running the MCP server named ``server`` as ``command`` with the tools
+    ``choice`` (its open decisions under ``undecided``)."""
+    return {
+        "id": arm_id,
+        "label": label,
+        "mcpConfig": {"mcpServers": {server: {"command": command[0], "args": list(command[1:])}}},
+        "tools": list(choice.read_only),
+        "probe": ({"tool": choice.probe, "arguments": dict(choice.probe_arguments)}
+                  if choice.probe is not None else None),
+        "serverConfigCandidates": [],
+        "sandboxBinds": list(sandbox_binds),
+        **({"allowOpenWorld": list(choice.open_world)} if choice.open_world else {}),
+        **({"prepare": [dict(step) for step in choice.prepare]} if choice.prepare else {}),
+        **({"undecided": [d.record() for d in choice.undecided]} if choice.undecided else {}),
+    }
+
+
+def description_comparison(study: Mapping[str, Any], server: str, descriptions: Mapping[str, str]
+                           ) -> dict[str, Any]:
+    """``study`` (a :func:`starter_study`) turned into one server against its own description rewrite (issue 44):
+    the control arm runs the treatment's server with the server's own descriptions, the treatment the same
+    server with ``descriptions`` (``toolDescriptions``)."""
+    treatment = dict(study["arms"]["treatment"])
+    control = {**treatment, "id": "own-descriptions", "label": f"Repository tools + {server}, its own descriptions"}
+    control.pop("undecided", None)  # one list of open decisions, the treatment's
+    rewritten = {**treatment, "id": "rewritten-descriptions", "label": f"Repository tools + {server}, rewritten "
+                 "descriptions", "toolDescriptions": dict(descriptions)}
+    return {**study, "arms": {"control": control, "treatment": rewritten}}
+
+
+def server_comparison(study: Mapping[str, Any], control: Mapping[str, Any]) -> dict[str, Any]:
+    """``study`` (a :func:`starter_study`) with ``control`` (a :func:`server_arm`: the second server) as its control
+    arm: server A against server B, or a version against the next (issue 44)."""
+    return {**study, "arms": {"control": dict(control), "treatment": study["arms"]["treatment"]}}
+
+
 def starter_study(
     repositories: Mapping[str, tuple[str, str, str | None]],
     server: str,
@@ -211,19 +260,8 @@ def starter_study(
         "repositories": {name: pin for name, (pin, _, _) in repositories.items()},
         "arms": {
             "control": {"id": "repository-only", "label": "Repository tools only"},
-            "treatment": {
-                "id": f"{server}-mcp",
-                "label": f"Repository tools + the {server} MCP server",
-                "mcpConfig": {"mcpServers": {server: {"command": command[0], "args": list(command[1:])}}},
-                "tools": list(choice.read_only),
-                "probe": ({"tool": choice.probe, "arguments": dict(choice.probe_arguments)}
-                          if choice.probe is not None else None),
-                "serverConfigCandidates": [],
-                "sandboxBinds": list(sandbox_binds),
-                **({"allowOpenWorld": list(choice.open_world)} if choice.open_world else {}),
-                **({"prepare": [dict(step) for step in choice.prepare]} if choice.prepare else {}),
-                **({"undecided": [d.record() for d in choice.undecided]} if choice.undecided else {}),
-            },
+            "treatment": server_arm(f"{server}-mcp", f"Repository tools + the {server} MCP server", server, command,
+                                    choice, sandbox_binds),
         },
         "tasks": [_example_task(name, source, topic) for name, (_, source, topic) in repositories.items()],
     }

@@ -1,11 +1,15 @@
-"""A study file's ``design`` section (issue 35): the pre-declared sequential design. Pure.
+"""A study file's ``design`` section (issue 35): the pre-declared sequential design and the arms' order. Pure.
 
 ``design.sequential`` = ``{"maxTasks", "alpha", "futility", "seed"}`` (``seed`` optional): run the
 tasks in a seeded random order, task block by task block, and stop as soon as the anytime-valid test
-of ``protocol.sequential`` decides. Documented in docs/study-file.md.
+of ``protocol.sequential`` decides. ``design.order`` (issue 41 item 8): ``"counterbalanced"`` (the default, the
+seed's rule) or ``"randomized"`` with an optional ``orderSeed`` (``protocol.arm_order``). Documented in
+docs/study-file.md.
 """
 
 from __future__ import annotations
+
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -39,11 +43,23 @@ class SequentialSettings(BaseModel):
 
 
 class StudyDesign(BaseModel):
-    """A study file's ``design``: ``sequential`` (:class:`SequentialSettings`)."""
+    """A study file's ``design``: ``sequential`` (:class:`SequentialSettings`; absent: a fixed design), ``order``
+    (``counterbalanced``, the default, or ``randomized``; issue 41 item 8) and ``orderSeed`` (0 to 2^63 - 1, only
+    with ``randomized``; absent: taken from the protocol hash)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, populate_by_name=True)
 
-    sequential: SequentialSettings
+    sequential: SequentialSettings | None = None
+    order: Literal["counterbalanced", "randomized"] = Field(
+        default="counterbalanced", description="The arms' order in each task and repetition.")
+    order_seed: int | None = Field(default=None, alias="orderSeed", ge=0, le=2**63 - 1,
+                                   description="Seed of the randomised order (randomized only).")
+
+    @model_validator(mode="after")
+    def _seed_needs_randomized(self) -> StudyDesign:
+        if self.order_seed is not None and self.order != "randomized":
+            raise ValueError('design.orderSeed needs design.order "randomized"')
+        return self
 
 
 __all__ = ["SequentialSettings", "StudyDesign"]

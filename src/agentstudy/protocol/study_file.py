@@ -49,7 +49,8 @@ class StudyFile(BaseModel):
     analysis: AnalysisPlan | None = Field(
         default=None, description="Primary endpoint, secondary metrics, alpha, minimumTreatmentUse; absent: defaults.")
     design: StudyDesign | None = Field(
-        default=None, description="The pre-declared design; design.sequential runs an anytime-valid sequential study.")
+        default=None, description="The pre-declared design; design.sequential runs an anytime-valid sequential study, "
+                    "design.order orders the arms (counterbalanced or randomized).")
     rehearsal_faults: str | None = Field(
         default=None, alias="rehearsalFaults", max_length=2000,
         description="A rehearsal's fault schedule (e.g. '1:429,30%:529,seed=7'); --rehearsal-faults replaces it.")
@@ -62,10 +63,11 @@ class StudyFile(BaseModel):
         check_task_ids_and_repositories(self.tasks, self.repositories)
         if self.agents is not None:
             check_agents(self.agents)
-        if self.design is not None and self.design.sequential.max_tasks > len(self.tasks):
-            raise ValueError(f"design.sequential.maxTasks {self.design.sequential.max_tasks} is more than the "
+        sequential = self.design.sequential if self.design is not None else None
+        if sequential is not None and sequential.max_tasks > len(self.tasks):
+            raise ValueError(f"design.sequential.maxTasks {sequential.max_tasks} is more than the "
                              f"study's {len(self.tasks)} tasks")
-        if self.design is not None and self.agents is not None and len(self.agents) > 1:
+        if sequential is not None and self.agents is not None and len(self.agents) > 1:
             raise ValueError("design.sequential runs one agent; this study lists several")
         used = {task.repository for task in self.tasks}
         for name in self.repositories:

@@ -28,7 +28,7 @@ from agentstudy.protocol.tool_roles import BROAD_GLOB, takes_glob
 
 __all__ = ["ROLES", "Decision", "ProposalError", "ToolRole", "needs_preparation", "prepare_candidates",
            "prepare_decision", "prepare_step", "probe_decision", "probe_suggestions", "propose_probe", "reach_decision",
-           "tool_roles", "tools_decision"]
+           "tool_roles", "tools_decision", "touch_decision"]
 
 ROLES = ("search", "read", "list", "prepare", "denied")
 """The roles a draft proposes, in the order the probe prefers them (search first)."""
@@ -314,3 +314,53 @@ def prepare_decision(candidates: Sequence[str], failed: str | None) -> Decision:
         "writes stays in the server's private state)",
         f"set \"prepare\": [{{\"tool\": \"{tool}\", \"arguments\": {{}}, \"scope\": \"server\"}}] in arms.treatment "
         "and remove this entry from arms.treatment.undecided")
+
+
+_PLACEHOLDERS = ("{root}", "{cwd}")
+_MIN_MARK = 4
+"""The shortest corpus word or file base name counted as a mark of the corpus (characters)."""
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, Mapping):
+        return [s for item in value.values() for s in _strings(item)]
+    if isinstance(value, list):
+        return [s for item in value for s in _strings(item)]
+    return []
+
+
+def _marks(text: str, word: str, names: Sequence[str]) -> bool:
+    """Whether ``text`` holds ``word`` (a whole word, any case) or a corpus path (the whole relative path, or a
+    base name of at least :data:`_MIN_MARK` characters; not as a part of a longer name)."""
+    if len(word) >= _MIN_MARK and re.search(rf"\b{re.escape(word)}\b", text, re.IGNORECASE):
+        return True
+    for name in names:
+        base = name.rsplit("/", 1)[-1]
+        for mark in (name, base) if len(base) >= _MIN_MARK else (name,):
+            if mark in text and re.search(rf"(?<![\w.-]){re.escape(mark)}(?![\w-])", text):
+                return True
+    return False
+
+
+def touch_decision(tool: str, arguments: Mapping[str, Any], answer: str, word: str,
+                   names: Sequence[str], roots: Sequence[str] = ()) -> Decision | None:
+    """The open decision when the accepted probe ``tool`` never touches the repository (issue 39 item 6), else
+    ``None``: its ``arguments`` name no ``{root}``/``{cwd}`` path, no corpus path and not the corpus ``word``,
+    and its ``answer`` shows nothing of the corpus (not the word, no corpus path of ``names`` — relative paths
+    at the pin — and none of ``roots``, the absolute paths the server saw it at)."""
+    values = _strings(dict(arguments))
+    if any(p in v for v in values for p in _PLACEHOLDERS) or any(_marks(v, word, names) for v in values):
+        return None
+    if _marks(answer, word, names) or any(root and root in answer for root in roots):
+        return None
+    return Decision(
+        "arms.treatment.probe",
+        f"the probe {tool} {json.dumps(dict(arguments))} answered, but its arguments name no {{root}} or {{cwd}} "
+        "path and no word of the corpus, and its answer shows nothing of the corpus: it may pass while the server "
+        "cannot read the repository; which call shows the server reads it?",
+        f"--probe {tool} --probe-arguments '{{\"path\": \"{{root}}\"}}' (a call whose arguments or answer "
+        "name the repository; arguments may use {root} and {cwd})",
+        f"set \"probe\" in arms.treatment to a call that reads the repository (or keep {tool} if it does) and "
+        "remove this entry from arms.treatment.undecided")

@@ -8,7 +8,11 @@ but the request's tool list (names, descriptions, input schemas), and ``agentstu
   ``pattern``, ``q``, ``text``, ``search``, ``term``, ``keyword(s)``), every other required
   parameter fillable (a string naming a path/directory gets ``"."``; an id or handle, the agent
   fills from an earlier call's answer); a search of the files' text ranks before one that matches
-  file names by glob (issue 32: code-index-mcp's ``search_code_advanced`` before its ``find_files``);
+  file names by glob (issue 32: code-index-mcp's ``search_code_advanced`` before its ``find_files``); a
+  tool whose description recommends it (``use this first``, ``prefer this``, ``the preferred search``) ranks
+  before every other (and the rehearsal agent then tries no other search-like tool), so a rewrite of the
+  descriptions (an arm's ``toolDescriptions``, issue 44) changes which searches the rehearsal agent makes. That
+  is a property of the rehearsal, never evidence about real agents;
 - a *read-like* tool: one with a required string parameter naming a path, uri, id (``*_id``) or file
   and no other required parameter, preferring names that read (``read``, ``get``, ``fetch``, ``open``,
   ``show``, ``cat``) and descriptions that speak of text, avoiding deprecated and media tools and
@@ -27,12 +31,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["BROAD_GLOB", "SearchTool", "ServerTools", "choose_server_tools", "server_tool_names", "takes_glob"]
+__all__ = ["BROAD_GLOB", "SearchTool", "ServerTools", "choose_server_tools", "recommends_itself", "search_like",
+           "server_tool_names", "takes_glob"]
 
 HTTP_REPOSITORY_TOOLS = frozenset({"repo_list", "repo_read", "repo_search"})
 _QUERY_KEYS = ("query", "q", "pattern", "text", "search", "term", "keyword", "keywords", "regex")
 _PATH_KEYS = ("path", "file_path", "filepath", "file", "uri", "url", "id", "name", "filename")
-_DIRECTORY_KEYS = ("path", "directory", "dir", "root", "folder", "base", "cwd")
+_DIRECTORY_KEYS = ("path", "paths", "directory", "dir", "root", "folder", "base", "cwd")
 _READ_WORDS = re.compile(r"read|get|fetch|open|show|cat|view")
 _AVOID_WORDS = re.compile(r"media|image|binary|multiple|info|stat|list|tree|write|edit|delete|move|create")
 _ID_KEY = re.compile(r"(?:_id|Id|_handle|Handle)$")
@@ -41,6 +46,10 @@ BROAD_GLOB = "**/*"
 """The pattern a glob-style search tool is retried with when the question's term named no file."""
 _GLOB_WORDS = re.compile(r"\bglob|\bwildcard", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n+")
+_RECOMMENDED = re.compile(r"\buse (?:this|it) first\b|\bprefer (?:this|it)\b|\bthe preferred (?:tool|search)\b",
+                          re.IGNORECASE)
+RECOMMENDED_RANK = 100
+"""How far a recommending description moves a search tool ahead (more than any other rank difference)."""
 
 
 def _names(sentence: str, key: str) -> bool:
@@ -148,7 +157,21 @@ def _search_tool(name: str, tool: Mapping[str, Any]) -> tuple[int, SearchTool] |
             return None
     glob = takes_glob(term_key, props, str(tool.get("description") or ""))
     rank = _QUERY_KEYS.index(term_key) + len(fixed) + 2 * len(needs) + (1 if glob else 0)  # text before names
+    if recommends_itself(tool):
+        rank -= RECOMMENDED_RANK  # the description recommends it (issue 44)
     return rank, SearchTool(name, term_key, fixed, glob, tuple(needs))
+
+
+def recommends_itself(tool: Mapping[str, Any]) -> bool:
+    """Whether a tool's description recommends it (``use this first``, ``prefer this``, ``the preferred search``;
+    issue 44): the rehearsal agent searches with it and tries no other search-like tool."""
+    return bool(_RECOMMENDED.search(str(tool.get("description") or "")))
+
+
+def search_like(name: str, tool: Mapping[str, Any]) -> bool:
+    """Whether ``tool`` (a definition ``{description, input_schema}``) is one :func:`choose_server_tools` could
+    pick as the search."""
+    return _search_tool(name, tool) is not None
 
 
 def _read_tool(name: str, tool: Mapping[str, Any]) -> tuple[int, tuple[str, str]] | None:

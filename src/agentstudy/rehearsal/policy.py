@@ -18,7 +18,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from agentstudy.protocol.controlled.agent_prompt import REQUEST_MARKER, request_in_prompt
-from agentstudy.protocol.tool_roles import SearchTool, ServerTools, schema_properties, server_tool_names
+from agentstudy.protocol.tool_roles import (
+    SearchTool,
+    ServerTools,
+    recommends_itself,
+    schema_properties,
+    search_like,
+    server_tool_names,
+)
 from agentstudy.rehearsal.conversation import (
     ToolStep,
     find_cwd,
@@ -312,9 +319,13 @@ def next_reply(body: Mapping[str, Any]) -> ScriptedReply:
             if call is None and (broad := _broad_search(term, kit, steps, server_cwd)) is not None:
                 call, intro = broad, f'No file named "{term}" says it; I will look at every file.'
     if call is None and other_server and term and turn < max_turns + len(server_tool_names(tools)):
-        # every allowed tool of the server once, after the answer is found (issue 32)
-        call = next_untried(tools, server_tool_names(tools), steps, term=term, found=_found(steps, cwd, kit),
-                            cwd=server_cwd)
+        # every allowed tool of the server once, after the answer is found (issue 32); no other search-like tool
+        # when the chosen search's description recommends it (issue 44: a rewrite changes the tool choice)
+        explored = server_tool_names(tools)
+        chosen = kit.server.search
+        if chosen is not None and recommends_itself(tools[chosen.name]):
+            explored = [n for n in explored if n == chosen.name or not search_like(n, tools[n])]
+        call = next_untried(tools, explored, steps, term=term, found=_found(steps, cwd, kit), cwd=server_cwd)
         intro = f"I will also try {call[0]}." if call else ""
 
     content: list[dict[str, Any]]

@@ -26,7 +26,7 @@ from agentstudy.report.infrastructure import (
     infrastructure_sentences,
     infrastructure_table_rows,
 )
-from agentstudy.report.methods import METHOD_REFERENCES, RANDOMIZATION_NOTE
+from agentstudy.report.methods import METHOD_REFERENCES, order_note
 from agentstudy.report.model import BASELINE, SCENARIOS, TREATMENT, Attempt, Study
 from agentstudy.report.power_section import MetricPlan, power_section
 from agentstudy.report.sentences import (
@@ -90,7 +90,7 @@ def _about(analysis: Analysis) -> Section:
     where = Paragraph(f"Provenance (ledger hash, pins, versions, times) is in the last section, {PROVENANCE_TITLE}.")
     methods = Paragraph("Methods and their references:")
     return Section("About this report", (*warning, Bullets(fixed_sentences(study)), where, methods,
-                                         Bullets((*METHOD_REFERENCES, RANDOMIZATION_NOTE))))
+                                         Bullets((*METHOD_REFERENCES, order_note(study.order, study.order_seed)))))
 
 
 def _containment(analysis: Analysis) -> Section:

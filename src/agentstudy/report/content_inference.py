@@ -23,7 +23,7 @@ from agentstudy.report.inference import TaskEffect, TaskLevelSummary
 from agentstudy.report.inference_endpoints import PRIMARY, SECONDARY
 from agentstudy.report.inference_rates import ArmRate
 from agentstudy.report.inference_ratio import ratio_words
-from agentstudy.report.methods import NULL_IN_WORDS
+from agentstudy.report.methods import NULL_IN_WORDS, test_name
 from agentstudy.report.model import BASELINE, TREATMENT
 from agentstudy.report.variance import VarianceComponents
 
@@ -210,7 +210,8 @@ def method_paragraph(analysis: Analysis) -> Paragraph:
         "attempt's charge counts in its arm), correctness every attempt (one that did not complete counts as not "
         "correct); the complete-case rows beside them keep only completed attempts with complete usage. "
         "A task counts for a metric when both arms have at least one value. The null hypothesis tested is "
-        f"{NULL_IN_WORDS}. The p-value is the two-sided sign-flip permutation test of the studentized mean task Δ, "
+        f"{NULL_IN_WORDS}. The p-value is the two-sided sign-flip {test_name(analysis.study.order)} of the "
+        "studentized mean task Δ, "
         "exact over all 2^k sign vectors up to 16 tasks, a seeded Monte Carlo (with its standard error) above. The "
         f"{level(analysis)} % interval is the set of shifts that same test does not reject at alpha "
         f"{analysis.alpha:g}, so it excludes 0 exactly when p < {analysis.alpha:g}; with too few tasks it is "

@@ -42,6 +42,7 @@ from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
 
 from agentstudy.pricing.usd_json import optional_usd_number, usd_number
+from agentstudy.protocol.arm_configurations import configuration_sentences
 from agentstudy.report.analysis import Analysis, MetricResult
 from agentstudy.report.clusters import HETEROGENEITY_METHOD
 from agentstudy.report.containment import containment_rows
@@ -49,7 +50,7 @@ from agentstudy.report.content import build_document
 from agentstudy.report.content_inference import ordered
 from agentstudy.report.inference import design_label
 from agentstudy.report.inference_rates import ArmRate
-from agentstudy.report.methods import NULL_IN_WORDS, STATISTIC
+from agentstudy.report.methods import NULL_IN_WORDS, STATISTIC, test_name
 from agentstudy.report.model import BASELINE, TREATMENT, Attempt, Study
 from agentstudy.report.power_primary import primary_power
 from agentstudy.report.power_section import plan_json, power_plans
@@ -125,8 +126,9 @@ def _repositories(result: MetricResult) -> dict[str, Any]:
     return entry
 
 
-def metric_json(result: MetricResult) -> dict[str, Any]:
-    """One metric's task-level summary as JSON (see the module docstring)."""
+def metric_json(result: MetricResult, order: str = "counterbalanced") -> dict[str, Any]:
+    """One metric's task-level summary as JSON (see the module docstring); ``order`` is the ledger's arms' order
+    (``design.order``), which names the test (``test.name``)."""
     summary, kind = result.task_level, result.metric.kind
     return {
         "metric": result.metric.key, "label": result.metric.label, "unit": result.metric.unit, "role": result.role,
@@ -135,7 +137,7 @@ def metric_json(result: MetricResult) -> dict[str, Any]:
         "ciHigh": _stat(summary.ci_high, kind), "pValue": summary.p_value, "pValueAdjusted": result.p_adjusted,
         "smallestAttainableP": summary.p_min,
         "pMonteCarloSe": summary.p_monte_carlo_se, "pMin": summary.p_min, "method": summary.method,
-        "test": {"statistic": STATISTIC, "null": NULL_IN_WORDS},
+        "test": {"statistic": STATISTIC, "null": NULL_IN_WORDS, "name": test_name(order)},
         **_reason(summary.estimate_note, summary.ci_note, summary.p_note),
         **_ratio(result), **_complete_case(result), **_repositories(result), "variance": _variance_entry(result),
         "taskEffects": [
@@ -236,7 +238,7 @@ def report_json(analysis: Analysis) -> dict[str, Any]:
         "analysis": {**analysis.plan.to_json(), "declared": analysis.plan_declared},
         "inference": {"scope": analysis.scope.scope, "repositories": analysis.scope.repositories,
                       "minRepositories": analysis.scope.min_repositories},
-        "metrics": [metric_json(r) for r in ordered(analysis)],
+        "metrics": [metric_json(r, analysis.study.order) for r in ordered(analysis)],
         "varianceComponents": [variance_json(r) for r in analysis.results],
         **_power(analysis), "powerPlans": [plan_json(plan) for plan in plans],
         "containment": _containment(analysis), "attempts": [_attempt(a) for a in study.attempts],
@@ -245,6 +247,9 @@ def report_json(analysis: Analysis) -> dict[str, Any]:
         "chain": {"complete": not study.chain_missing, "missing": [dict(link) for link in study.chain_missing]},
         "arms": {scenario: study.arm_name(scenario) for scenario in (BASELINE, TREATMENT)},
         "treatment": treatment_json(fidelity),
+        **({"armDifferences": {**fidelity.configurations.to_json(),
+                               "sentences": list(configuration_sentences(fidelity.configurations, study.arm_name))}}
+           if fidelity.configurations.recorded else {}),
         "verdict": verdict(analysis, fidelity),
     }
 

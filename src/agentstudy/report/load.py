@@ -281,6 +281,8 @@ def parse_ledger(data: bytes, file_name: str, document: Any = None) -> Study:
         open_reservation_usd=_open_usd(opened),
         attempts=attempts,
         arm_labels=ledger_arm_labels(document),
+        arm_records=tuple(arm for arm in document.get("arms") or [] if isinstance(arm, dict))
+        if isinstance(document.get("arms"), list) else (),
         server_name=ledger_server_name(document),
         full_attempts=_full_attempts(document.get("fullAttempts")),
         reservation_rule=rule if isinstance(rule := budget.get("reservationRule"), str) else None,
@@ -288,8 +290,18 @@ def parse_ledger(data: bytes, file_name: str, document: Any = None) -> Study:
         largest_overshoot_usd=_money(budget, "largestOvershootUsd", "budget"),
         analysis=analysis_from_json(document.get("analysis")),
         sequential=(record := sequential_record(document.get("sequential"))),
+        **_order(document.get("design")),
         sequential_differences=_replayed(record, planned, document["observations"]),
     )
+
+
+def _order(design: Any) -> dict[str, Any]:
+    """The ``Study`` keywords of the ledger's ``design`` block (issue 41 item 8): ``order`` and ``order_seed``
+    (nothing for a ledger without one: counterbalanced)."""
+    if not isinstance(design, dict) or design.get("order") != "randomized":
+        return {}
+    seed = design.get("orderSeed")
+    return {"order": "randomized", "order_seed": seed if isinstance(seed, int) else None}
 
 
 def _replayed(record: SequentialRecord | None, planned: Any, observations: list[Any]) -> tuple[float | None, ...]:

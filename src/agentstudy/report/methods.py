@@ -12,9 +12,23 @@ STATISTIC = ("studentized mean task difference (mean over its standard error) un
              "it orders the flips exactly as the mean does, so p and interval are those of the mean")
 """The task-level test's statistic (JSON ``test.statistic``)."""
 
-RANDOMIZATION_NOTE = ("The arms' order within each task and repetition is counterbalanced (the seed's rule), not "
-                      "randomised, so the test rests on the assumption that order does not matter rather than on "
-                      "the design.")
+def test_name(order: str) -> str:
+    """What the task-level test is called for a ledger whose arms' order is ``order`` (its ``design.order``;
+    ``counterbalanced`` when absent; issue 41 item 8): a randomization test when the order was randomised, a
+    permutation test otherwise (JSON ``test.name``)."""
+    return "randomization test" if order == "randomized" else "permutation test"
+
+
+def order_note(order: str, seed: int | None) -> str:
+    """The sentence "About this report" says of the arms' order (issue 41 item 8)."""
+    if order == "randomized":
+        return (f"The arms' order within each task and repetition was randomised by the design (seeded, orderSeed "
+                f"{seed}; each attempt's position is in the ledger and verified), so the sign-flip test is a "
+                "randomization test: its null distribution is the design's own.")
+    return ("The arms' order within each task and repetition is counterbalanced (the seed's rule), not "
+            "randomised, so the test is a permutation test resting on the assumption that order does not matter "
+            "rather than on the design (design.order \"randomized\" makes it a randomization test).")
+
 
 METHOD_REFERENCES = (
     "Task-level test: Fisher's sign-flip (randomization) test over the task differences (Fisher 1935, The Design "

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import Any
 
 from agentstudy.pricing.cost import CacheWrites, ModelTokens
 from agentstudy.protocol.analysis import AnalysisPlan
@@ -192,6 +193,8 @@ class Study:
     unverified: tuple[str, ...] = ()
     arm_labels: dict[str, str] = field(default_factory=dict)
     server_name: str | None = None
+    arm_records: tuple[dict[str, Any], ...] = ()
+    """The ledger's ``arms`` as written (issue 44: a comparison study's per-arm servers); ``()`` when absent."""
     full_attempts: int = 36
     reservation_rule: str | None = None
     worst_turn_usd: Decimal | None = None
@@ -202,6 +205,10 @@ class Study:
     sequential_differences: tuple[float | None, ...] = ()
     """A sequential run's task differences of its stopping metric in the order the tasks completed, replayed from
     the observations as the run's monitor saw them (issue 41: the confidence sequence); ``()`` otherwise."""
+    order: str = "counterbalanced"
+    """The arms' order (the ledger's ``design.order``; issue 41 item 8): ``counterbalanced`` when absent."""
+    order_seed: int | None = None
+    """A randomised order's ``orderSeed``; ``None`` otherwise."""
     runs: tuple[ChainRun, ...] = ()
     chain_missing: tuple[dict[str, str | None], ...] = ()
     """The runs of the chain before the first ledger given (issue 40; ``--partial-chain``), oldest first, each

@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from agentstudy.protocol.arm_configurations import Configurations, configuration_sentences, configurations
 from agentstudy.protocol.arm_differences import arm_differences, arm_facts
 from agentstudy.protocol.treatment import DEFAULT_MINIMUM_USE, is_delivered, not_delivered_sentence, used_server
 from agentstudy.report.analysis import CORRECTNESS, Analysis, MetricResult
@@ -58,6 +59,13 @@ class TreatmentSummary:
     per_protocol_tasks: tuple[str, ...]
     differences: tuple[str, ...] = ()
     """Every way the arms differed besides the server, one sentence each (``protocol.arm_differences``)."""
+    configurations: Configurations = field(default_factory=Configurations)
+    """Both arms' server configurations and tool calls by name (issue 44, ``protocol.arm_configurations``)."""
+    control_using: int = 0
+    """Control attempts that used the control arm's own server (issue 44; 0 without one)."""
+    control_calls: int = 0
+    control_errors: int = 0
+    """The control arm's own server's calls and errored calls (issue 44)."""
     overhead_note: str | None = None
     """Why ``tool_definition_tokens`` is ``None`` (one clause), ``None`` when it was measured."""
 
@@ -106,6 +114,13 @@ def summarize_treatment(study: Study, minimum_use: float | None = None) -> Treat
         per_protocol_tasks=per_protocol,
         differences=arm_differences([arm_facts(a.scenario, a.task_id, a.agent, a.treatment, a.agent_version)
                                      for a in study.attempts], study.arm_name),
+        configurations=configurations(list(study.arm_records), [(a.scenario, a.treatment.server_calls_by_tool)
+                                                                for a in study.attempts if a.treatment],
+                                      [(a.scenario, a.treatment.first_request_input_tokens)
+                                       for a in study.attempts if a.treatment]),
+        control_using=sum(1 for a in control if a.treatment and a.treatment.server and used_server(a.treatment)),
+        control_calls=sum(a.treatment.server_calls for a in control if a.treatment and a.treatment.server),
+        control_errors=sum(a.treatment.server_call_errors for a in control if a.treatment and a.treatment.server),
     )
 
 
@@ -159,7 +174,12 @@ def fidelity_line(summary: TreatmentSummary, server: str) -> str:
     if summary.recorded < summary.treatment_attempts:
         line += (f" {summary.treatment_attempts - summary.recorded} treatment attempts carry no treatment record "
                  "(an older ledger): their calls are counted by tool name, their errors are unknown.")
-    if summary.control_offered:
+    control_server = summary.configurations.servers.get(BASELINE)
+    if control_server is not None:  # the control arm's own server (issue 44): its fidelity, per arm
+        line += (f" The control arm's {control_server['name']} was used in {summary.control_using} of "
+                 f"{summary.control_attempts} control attempts ({summary.control_calls} calls, "
+                 f"{summary.control_errors} errored).")
+    elif summary.control_offered:
         line += f" In {summary.control_offered} control attempts a server tool WAS offered."
     elif summary.control_attempts:
         line += f" No server tool was offered in any of the {summary.control_attempts} control attempts."
@@ -248,7 +268,9 @@ def first_screen_blocks(analysis: Analysis, summary: TreatmentSummary, *, primar
     (a warning box), and the per-protocol line when it differs."""
     server = analysis.study.server
     sentence = verdict(analysis, summary, primary=primary, alpha=alpha)
-    blocks: list[Block] = [WarningBox(sentence) if not summary.delivered else Paragraph(sentence),
+    said_first = [Paragraph(line) for line in configuration_sentences(summary.configurations,
+                                                                       analysis.study.arm_name)]  # issue 44
+    blocks: list[Block] = [*said_first, WarningBox(sentence) if not summary.delivered else Paragraph(sentence),
                            Paragraph(fidelity_line(summary, server))]
     blocks.extend(WarningBox(difference) for difference in summary.differences)
     if summary.delivered:
@@ -270,4 +292,7 @@ def treatment_json(summary: TreatmentSummary) -> dict[str, Any]:
         "answeringModels": {scenario: list(models) for scenario, models in summary.models.items()},
         "perProtocolTasks": list(summary.per_protocol_tasks),
         "armDifferences": list(summary.differences),
+        **({"controlServer": {"attemptsUsingServer": summary.control_using, "serverCalls": summary.control_calls,
+                              "serverCallErrors": summary.control_errors}}
+           if summary.configurations.servers.get(BASELINE) is not None else {}),
     }

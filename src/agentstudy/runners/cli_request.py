@@ -29,6 +29,7 @@ from agentstudy.runners.agent_runs import AgentRun, expected_for
 from agentstudy.runners.concurrent_walk import AttemptPort
 from agentstudy.runners.ledger_steps import (
     budget_record,
+    served_arm,
     study_header,
 )
 from agentstudy.runners.preflight import (
@@ -126,6 +127,7 @@ def cli_observation(
         repository=entry.repository,
         scenario=entry.scenario,
         repetition=entry.repetition,
+        position=entry.position,
         agent=entry.agent if entry.agent != DEFAULT_AGENT or request.other_agents else None,  # issue 21
         cli_version=cli_version,
         expected_cli_version=expected_for(request.expected_cli_version, request.settings, request.other_agents,
@@ -150,12 +152,14 @@ def cli_observation(
 
 
 def cli_ledger(
-    request: CliRunRequest, cli_version: str, mcp: McpPreflight, planned: int, started_at: str, rule: ReservationRule
+    request: CliRunRequest, cli_version: str, mcp: McpPreflight, planned: int, started_at: str, rule: ReservationRule,
+    control: McpPreflight | None = None,
 ) -> MinimalLedger:
     """The cli run's ledger as it starts (``running``, no observation): pins, agent, prices, the MCP server as
     preflight found it, arms, budget and plan."""
     return MinimalLedger(
-        **study_header(request.loaded, request.settings.mcp.name),
+        **study_header(request.loaded, request.settings.mcp.name, served_arm(request.settings.mcp, mcp),
+                       served_arm(request.settings.control_mcp, control)),
         engine_bundle_hash=file_sha256(request.settings.binary),
         transport="cli",
         model=request.settings.model,

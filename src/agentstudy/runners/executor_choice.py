@@ -97,6 +97,9 @@ def open_executor(stack: ExitStack, request: CliRunRequest, schedule: tuple[Sche
     uses_mcp = any(entry.scenario == DOC_BRIDGE_MCP for entry in schedule)
     if request.executor == "ray":
         only_pinned_corpus(spec)
+    if request.executor == "ray" and request.settings.control_mcp is not None:  # issue 44
+        raise PreflightError("a study whose control arm runs a server of its own runs on the local executor only "
+                             "(Ray workers prove the treatment's server alone)")
     if request.executor == "ray" and request.other_agents:
         raise PreflightError("a study with several agents runs on the local executor only (one agent per Ray run)")
     needs = WorkerRequirements(binary=request.settings.binary, expected_version=request.expected_cli_version,

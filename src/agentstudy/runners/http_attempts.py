@@ -30,20 +30,28 @@ from agentstudy.pricing.usd_json import usd_number
 from agentstudy.protocol.records import HttpObservation
 from agentstudy.protocol.schedule import ScheduleEntry
 from agentstudy.runners.concurrent_walk import AttemptPort
-from agentstudy.transports.http import http_isolation
+from agentstudy.transports.http import HttpSettings, http_isolation
 from agentstudy.transports.http_contract import CallLedger, HttpAttemptResult
 
 
+def arm_notes(settings: HttpSettings, scenario: str) -> tuple[str, ...] | None:
+    """The ``isolationNotAchieved`` sentences of ``scenario``'s arm's server (``HttpSettings.arm_mcp``; issue 44),
+    ``None`` when the arm runs no server."""
+    spec = settings.arm_mcp(scenario)
+    return None if spec is None else spec.isolation_notes()
+
+
 def http_observation(entry: ScheduleEntry, model: str, result: HttpAttemptResult, status: str,
-                     containment: ContainmentMode, server_notes: Sequence[str], *, charged: Decimal,
+                     containment: ContainmentMode, server_notes: Sequence[str] | None, *, charged: Decimal,
                      cap_exceeded: bool, transcript: dict[str, str] | None = None) -> HttpObservation:
     """The ledger observation of one http attempt settled ``status``, charged ``charged`` USD, with the run's
-    ``cumulativeCapExceeded`` after it (``cap_exceeded``); ``server_notes``: the MCP server's own
-    ``isolationNotAchieved`` sentences (``McpServerSpec.isolation_notes``); ``transcript`` holds its kept
+    ``cumulativeCapExceeded`` after it (``cap_exceeded``); ``server_notes``: the arm's MCP server's own
+    ``isolationNotAchieved`` sentences (``McpServerSpec.isolation_notes``; ``None``: the arm runs no server,
+    :func:`arm_notes`); ``transcript`` holds its kept
     transcript's ``transcript_file`` / ``transcript_sha256`` (issue 28)."""
     return HttpObservation.model_validate({
         "taskId": entry.task_id, "repository": entry.repository,
-        "scenario": entry.scenario, "repetition": entry.repetition, "model": model,
+        "scenario": entry.scenario, "repetition": entry.repetition, "position": entry.position, "model": model,
         "tools": result.tools, "toolCallsByName": result.tool_calls_by_name,
         "toolErrorsByName": result.tool_errors_by_name, "toolCalls": result.tool_calls, "numTurns": result.turns,
         "inputTokens": result.input_tokens, "outputTokens": result.output_tokens,
@@ -51,7 +59,7 @@ def http_observation(entry: ScheduleEntry, model: str, result: HttpAttemptResult
         "measuredUsd": usd_number(result.measured_usd), "chargedUsd": usd_number(charged),
         "cumulativeCapExceeded": cap_exceeded, "wallTimeMs": result.wall_time_ms, "status": status,
         "statusReason": result.status_reason, "answer": result.answer if status == "completed" else "",
-        **http_isolation(containment, entry.scenario, server_notes),
+        **http_isolation(containment, entry.scenario, server_notes or (), served=server_notes is not None),
         **({"workerNode": result.worker_node} if result.worker_node is not None else {}),
         "apiRetries": result.api_retries, "apiRetryWaitMs": result.api_retry_wait_ms,
         "apiRetryStatuses": list(result.api_retry_statuses),

@@ -49,6 +49,7 @@ from agentstudy.protocol.schedule import ScheduleEntry
 from agentstudy.runners.executor import AttemptExecutor, WorkerDied, WorkerRequirements, then
 from agentstudy.runners.executor_choice import only_pinned_corpus, read_corpora, start_executor
 from agentstudy.runners.http_attempts import WITHIN_THE_ATTEMPT
+from agentstudy.runners.preflight import PreflightError
 from agentstudy.transports.cli import WORKER_DIED
 from agentstudy.transports.http import HttpSettings, run_http_attempt
 from agentstudy.transports.http_contract import HttpAttemptResult
@@ -160,6 +161,9 @@ def open_http_executor(stack: ExitStack, request: HttpRunRequest,
             or ``start_executor`` refused (nothing reserved, no ledger).
     """
     only_pinned_corpus(request.mcp)
+    if request.control_mcp is not None:  # issue 44
+        raise PreflightError("a study whose control arm runs a server of its own runs on the local executor only "
+                             "(Ray workers prove the treatment's server alone)")
     corpora = read_corpora(request.roots, request.loaded.manifest.repositories, (e.repository for e in schedule))
     uses_mcp = any(entry.scenario == DOC_BRIDGE_MCP for entry in schedule)
     needs = WorkerRequirements(containment=request.containment if uses_mcp else None,

@@ -23,6 +23,8 @@ from agentstudy.pricing.strict_cap import HTTP_RULE
 from agentstudy.pricing.sums import usd_from_json
 from agentstudy.pricing.tally import Tally
 from agentstudy.pricing.usd_json import usd_number
+from agentstudy.protocol.arm_order import order_rule, pair_position
+from agentstudy.protocol.arm_servers import arm_server
 from agentstudy.protocol.continuation import Predecessor
 from agentstudy.protocol.manifest import LoadedManifest
 from agentstudy.protocol.mcp_spec import McpServerSpec
@@ -34,6 +36,7 @@ from agentstudy.protocol.sequential_plan import SequentialPlan
 from agentstudy.runners.ledger_steps import (
     budget_record,
     now_iso,
+    served_arm,
     study_header,
 )
 from agentstudy.runners.preflight import McpPreflight
@@ -99,6 +102,13 @@ class HttpRunRequest:
     """How often a refused request is sent again (``--api-max-retries``; issue 33)."""
     keep_transcripts: bool = True
     """Keep every attempt's requests and responses in ``LEDGER.transcripts/`` (issue 28; ``--no-transcripts``)."""
+    control_mcp: McpServerSpec | None = None
+    """The control arm's own server (issue 44; ``protocol.arm_servers``); ``None``: the repository-only arm."""
+
+
+def _notes(request: HttpRunRequest, scenario: str) -> tuple[str, ...]:
+    spec = arm_server(scenario, request.mcp, request.control_mcp)
+    return () if spec is None else spec.isolation_notes()
 
 
 def settle_interrupted(ledger: MinimalLedger, request: HttpRunRequest) -> None:
@@ -112,27 +122,34 @@ def settle_interrupted(ledger: MinimalLedger, request: HttpRunRequest) -> None:
     if marker is None:
         return
     reserved, charged = usd_from_json(marker.reserved_usd), usd_from_json(marker.charged_usd)
+    rule = order_rule(request.loaded.manifest, request.loaded.protocol_hash)
     entry = ScheduleEntry(marker.task_id, request.loaded.manifest.task(marker.task_id).repository,
-                          marker.scenario, marker.repetition)
+                          marker.scenario, marker.repetition, position=pair_position(
+                              rule, tuple(request.loaded.manifest.scenarios), marker.task_id, marker.repetition,
+                              marker.scenario))
     ledger.observations.append(HttpObservation.model_validate({
         "taskId": entry.task_id, "repository": entry.repository,
-        "scenario": entry.scenario, "repetition": entry.repetition,
+        "scenario": entry.scenario, "repetition": entry.repetition, "position": entry.position,
         "model": request.model, "tools": [], "toolCallsByName": {}, "toolErrorsByName": {}, "toolCalls": 0,
         "numTurns": 0, "inputTokens": 0, "outputTokens": 0, "usageComplete": False,
         "reservedUsd": usd_number(reserved + charged), "measuredUsd": usd_number(charged),
         "chargedUsd": usd_number(reserved + charged),
         "cumulativeCapExceeded": ledger.budget.cumulative_cap_exceeded, "wallTimeMs": 0, "status": "failed",
         "statusReason": f"{stop_reason()} before the attempt's result was recorded", "answer": "",
-        **http_isolation(request.containment, entry.scenario, request.mcp.isolation_notes()),
+        **http_isolation(request.containment, entry.scenario, _notes(request, entry.scenario),
+                         served=arm_server(entry.scenario, request.mcp, request.control_mcp) is not None),
     }))
     ledger.open_reservation = None
 
 
-def http_ledger(request: HttpRunRequest, base_url: str, mcp: McpPreflight, planned: int) -> MinimalLedger:
+def http_ledger(request: HttpRunRequest, base_url: str, mcp: McpPreflight, planned: int,
+                control: McpPreflight | None = None) -> MinimalLedger:
     """The http run's ledger as it starts (``running``, no observation): pins, model, upper prices, the agent
-    loop's limits, the MCP server as preflight found it, arms, budget and plan."""
+    loop's limits, the MCP server as preflight found it, arms (``control``: the control arm's own server's
+    preflight, issue 44), budget and plan."""
     return MinimalLedger(
-        **study_header(request.loaded, request.mcp.name),
+        **study_header(request.loaded, request.mcp.name, served_arm(request.mcp, mcp),
+                       served_arm(request.control_mcp, control)),
         engine_bundle_hash=None,
         transport="http",
         model=request.model,

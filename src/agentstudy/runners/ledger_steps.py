@@ -20,7 +20,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentstudy.fsm.run import RunMachine
 from agentstudy.io.ledger_journal import JournaledLedger
@@ -31,13 +31,19 @@ from agentstudy.pricing.budget import Budget
 from agentstudy.pricing.strict_cap import ReservationRule
 from agentstudy.pricing.tally import Tally
 from agentstudy.pricing.usd_json import optional_usd_number, usd_number
+from agentstudy.protocol.arm_order import design_record, order_rule
 from agentstudy.protocol.ledger_integrity import seal_ledger
 from agentstudy.protocol.manifest import LoadedManifest
+from agentstudy.protocol.mcp_spec import McpServerSpec
+from agentstudy.protocol.prepare_steps import step_label
 from agentstudy.protocol.records import MinimalLedger
 from agentstudy.protocol.run_records import AdjudicationDeclaration, ArmRecord, BudgetRecord, OpenReservation
 from agentstudy.protocol.schedule import ScheduleEntry
 from agentstudy.protocol.study_agents import DEFAULT_AGENT
-from agentstudy.protocol.study_arms import arms_record
+from agentstudy.protocol.study_arms import ServedArm, arms_record
+
+if TYPE_CHECKING:
+    from agentstudy.runners.preflight import McpPreflight
 
 ERROR_STOP_REASON = "the runner stopped on an error; review the budget before any rerun"
 
@@ -162,26 +168,45 @@ def close_normally(ledger: MinimalLedger, run: RunMachine, save: Callable[[Minim
     run.finish()
 
 
-def study_arms(loaded: LoadedManifest, server_name: str) -> list[ArmRecord] | None:
+def study_arms(loaded: LoadedManifest, server_name: str, treatment: ServedArm | None = None,
+               control: ServedArm | None = None) -> list[ArmRecord] | None:
     """The ledger's ``arms`` for a study file's run (issue 18); ``None`` for a seed manifest (its ledger is unchanged).
 
-    ``server_name`` is the MCP server actually run (a flag may have replaced the study file's).
+    ``server_name`` is the MCP server actually run (a flag may have replaced the study file's); ``treatment`` and
+    ``control`` what the run established about each arm's server (issue 44, ``protocol.study_arms.arms_record``).
     """
     if loaded.arms is None:
         return None
-    return [ArmRecord.model_validate(arm) for arm in arms_record(loaded.arms, server_name)]
+    return [ArmRecord.model_validate(arm) for arm in arms_record(loaded.arms, server_name, treatment, control)]
 
 
-def study_header(loaded: LoadedManifest, server_name: str) -> dict[str, Any]:
+def served_arm(spec: McpServerSpec | None, checked: McpPreflight | None) -> ServedArm | None:
+    """An arm's server as the ledger records it (issue 44): ``spec``'s name, command and offered tools with what
+    its preflight saw (``checked``: the listing's hash, descriptions and ``serverInfo`` version); ``None`` when the
+    arm runs no server."""
+    if spec is None:
+        return None
+    return ServedArm(spec.name, tuple(spec.command), tuple(spec.read_only_tools),
+                     dict(checked.descriptions) if checked is not None else {},
+                     checked.tools_list_sha256 if checked is not None else None,
+                     checked.server_version if checked is not None else None,
+                     tuple(f"{step_label(step)} ({step.scope})" for step in spec.prepare))
+
+
+def study_header(loaded: LoadedManifest, server_name: str, treatment: ServedArm | None = None,
+                 control: ServedArm | None = None) -> dict[str, Any]:
     """The ledger fields every transport starts with, as ``MinimalLedger`` keywords: the pins (manifest version,
-    protocol and manifest hashes, runner hash, engine revision, repositories), the study file's arms, full
-    attempts and analysis, and the empty adjudication declaration (seed 000; issues 18, 30)."""
+    protocol and manifest hashes, runner hash, engine revision, repositories), the study file's arms (with each
+    arm's server, ``treatment`` and ``control``: :func:`served_arm`; issue 44), full attempts and analysis, the
+    empty adjudication declaration, and a randomised order's ``design`` block (seed 000; issues 18, 30, 41)."""
     return {
         "version": loaded.manifest.version, "protocol_hash": loaded.protocol_hash,
         "manifest_sha256": loaded.manifest_sha256, "runner_hash": runner_hash(), "engine_revision": engine_revision(),
-        "repositories": dict(loaded.manifest.repositories), "arms": study_arms(loaded, server_name),
+        "repositories": dict(loaded.manifest.repositories),
+        "arms": study_arms(loaded, server_name, treatment, control),
         "full_attempts": loaded.full_attempts if loaded.arms is not None else None, "analysis": loaded.analysis,
         "adjudication": AdjudicationDeclaration(),
+        "design": design_record(order_rule(loaded.manifest, loaded.protocol_hash)),
     }
 
 

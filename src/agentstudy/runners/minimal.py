@@ -34,7 +34,7 @@ from agentstudy.pricing.strict_cap import NoWorstTurn, ReservationRule
 from agentstudy.pricing.tally import Tally
 from agentstudy.protocol.ledger_integrity import seal_ledger
 from agentstudy.protocol.ledger_invariants import is_loopback_http
-from agentstudy.protocol.manifest import DOC_BRIDGE_MCP
+from agentstudy.protocol.manifest import REPOSITORY_ONLY
 from agentstudy.protocol.prompt import study_prompt
 from agentstudy.protocol.records import CliObservation
 from agentstudy.protocol.schedule import ScheduleEntry
@@ -69,7 +69,7 @@ from agentstudy.runners.sequential_runs import start_sequential, study_schedule
 from agentstudy.runners.summary import RunSummary, summarize
 from agentstudy.runners.transcript_keeping import SERVER_STDERR_EXTENSION, keep_transcript, transcript_store
 from agentstudy.transports.cli import CliAttemptBody, CliAttemptResult, run_cli_attempt
-from agentstudy.transports.cli_args import arm_tools
+from agentstudy.transports.cli_args import ArmTools, arm_tools
 
 
 def run_cli_study(request: CliRunRequest) -> RunSummary:
@@ -108,7 +108,8 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
                                             settings.containment, settings.agent))
 
         checked = prepare_study(stack, settings.mcp, manifest, schedule, request.roots, settings.containment,
-                                request.parent_env, request.concurrency, during_probes=probe_agent_version)
+                                request.parent_env, request.concurrency, during_probes=probe_agent_version,
+                                control=settings.control_mcp)
         raise_if_stopped(NOTHING_WRITTEN)
         cli_version = probed[0]
         try:
@@ -127,7 +128,8 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
         output = resolve_output(request.output, (*request.roots.values(), *request.forbidden_output_roots))
         secrets = environment_secrets({**os.environ, **(request.parent_env or {})})
         transcripts = transcript_store(request.keep_transcripts, output, secrets)
-        ledger = cli_ledger(request, cli_version, mcp, len(schedule), now_iso(), rule)
+        ledger = cli_ledger(request, cli_version, mcp, len(schedule), now_iso(), rule,
+                            checked.arm_preflight(REPOSITORY_ONLY))
         assert ledger.cli is not None
         ledger.cli.agent = agent_record
         ledger.cli.other_agents = [agent.record for agent in others.values()] or None
@@ -152,19 +154,25 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
     run.begin()
     observations: list[CliObservation] = []
 
+    denied = tuple(dict.fromkeys((*mcp.extra_denied, *(checked.control[0].extra_denied if checked.control else ()))))
+
+    def entry_tools(entry: ScheduleEntry) -> ArmTools:  # the deny list is both arms' servers' (issue 44)
+        spec = settings.arm_mcp(entry.scenario)
+        return arm_tools(entry.scenario, spec or settings.mcp, denied, served=spec is not None)
+
     def run_attempt(entry: ScheduleEntry) -> CliAttemptResult:
         attempt_settings = settings_for(settings, request.other_agents, entry.agent)
         return run_cli_attempt(
             attempt_settings,
             agent=agent_cli(attempt_settings.agent),
             scenario=entry.scenario,
-            tools=arm_tools(entry.scenario, request.settings.mcp, mcp.extra_denied),
+            tools=entry_tools(entry),
             root=request.roots[entry.repository],
             pin=manifest.repositories[entry.repository],
             prompt=study_prompt(manifest.task(entry.task_id).question),
             reservation_usd=base,
             parent_env=request.parent_env,
-            server=checked.corpora.paths(entry.repository) if entry.scenario == DOC_BRIDGE_MCP else None,
+            server=checked.server_paths(entry),
         )
 
     def body_for(entry: ScheduleEntry) -> CliAttemptBody:
@@ -172,10 +180,10 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
         return CliAttemptBody(
             attempt_settings,
             entry.scenario,
-            arm_tools(entry.scenario, request.settings.mcp, mcp.extra_denied),
+            entry_tools(entry),
             study_prompt(manifest.task(entry.task_id).question),
             base,  # Claude Code's --max-budget-usd is the limit, also under --strict-cap
-            checked.corpora.paths(entry.repository) if entry.scenario == DOC_BRIDGE_MCP else None,
+            checked.server_paths(entry),
             request.parent_env,
             agent=agent_cli(attempt_settings.agent),
         )

@@ -49,7 +49,7 @@ from agentstudy.pricing.strict_cap import HTTP_RULE
 from agentstudy.pricing.tally import Tally
 from agentstudy.protocol.ledger_integrity import seal_ledger
 from agentstudy.protocol.ledger_invariants import is_loopback_http
-from agentstudy.protocol.manifest import DOC_BRIDGE_MCP
+from agentstudy.protocol.manifest import REPOSITORY_ONLY
 from agentstudy.protocol.prompt import study_prompt
 from agentstudy.protocol.records import BackoffPause, HttpObservation, MinimalLedger
 from agentstudy.protocol.redaction import redact
@@ -57,7 +57,7 @@ from agentstudy.protocol.schedule import ScheduleEntry
 from agentstudy.runners.concurrent_walk import ConcurrentWalk
 from agentstudy.runners.continuation_steps import continued_schedule, start_ledger
 from agentstudy.runners.executor_choice import ray_ledger_fields
-from agentstudy.runners.http_attempts import http_observation, http_port, local_start
+from agentstudy.runners.http_attempts import arm_notes, http_observation, http_port, local_start
 from agentstudy.runners.http_remote import HttpJob, open_http_executor, remote_start
 from agentstudy.runners.http_request import (
     HttpRunRequest,
@@ -134,7 +134,7 @@ def _run_http_study(request: HttpRunRequest, stack: ExitStack) -> RunSummary:
                                         or not Decimal(0) < request.attempt_budget_usd <= request.cap_usd):
             raise PreflightError("a concurrent http run needs a per-attempt limit above zero and at most the cap")
         checked = prepare_study(stack, request.mcp, manifest, schedule, request.roots, request.containment,
-                                request.parent_env, request.concurrency)
+                                request.parent_env, request.concurrency, control=request.control_mcp)
         raise_if_stopped(NOTHING_WRITTEN)
         mcp = checked.mcp
         try:
@@ -147,7 +147,7 @@ def _run_http_study(request: HttpRunRequest, stack: ExitStack) -> RunSummary:
         remote = open_http_executor(stack, request, schedule) if request.executor == "ray" else None
         transcripts = transcript_store(request.keep_transcripts, output,
                                        environment_secrets({**os.environ, **request.parent_env}, [api_key]))
-        ledger = http_ledger(request, base_url, mcp, len(schedule))
+        ledger = http_ledger(request, base_url, mcp, len(schedule), checked.arm_preflight(REPOSITORY_ONLY))
         ledger.transcripts = request.keep_transcripts
         ledger.containment = checked.containment
         start_ledger(ledger, request.continuation)
@@ -180,7 +180,8 @@ def _run_http_study(request: HttpRunRequest, stack: ExitStack) -> RunSummary:
 
     settings = HttpSettings(model=request.model, prices=request.prices, mcp=request.mcp, clock=request.clock,
                             retry=request.retry,
-                            containment=request.containment, parent_env=request.parent_env)
+                            containment=request.containment, parent_env=request.parent_env,
+                            control_mcp=request.control_mcp)
     budget, tally = Budget(cap=request.cap_usd), Tally()
     observations: list[HttpObservation] = []
     run.begin()
@@ -190,14 +191,13 @@ def _run_http_study(request: HttpRunRequest, stack: ExitStack) -> RunSummary:
             settings, sender=client, scenario=entry.scenario, root=request.roots[entry.repository],
             pin=manifest.repositories[entry.repository], prompt=study_prompt(manifest.task(entry.task_id).question),
             budget=within, ledger=calls,
-            server=checked.corpora.paths(entry.repository) if entry.scenario == DOC_BRIDGE_MCP else None, gate=gate,
+            server=checked.server_paths(entry), gate=gate,
         )
 
     def job_for(entry: ScheduleEntry, reservation: Decimal) -> HttpJob:
         return HttpJob(settings, base_url, api_key if request.rehearsal else None, entry.scenario, entry.repository,
                        manifest.repositories[entry.repository], study_prompt(manifest.task(entry.task_id).question),
-                       reservation, checked.corpora.paths(entry.repository) if entry.scenario == DOC_BRIDGE_MCP
-                       else None, api_key=api_key)
+                       reservation, checked.server_paths(entry), api_key=api_key)
 
     try:
         with client:
@@ -208,7 +208,7 @@ def _run_http_study(request: HttpRunRequest, stack: ExitStack) -> RunSummary:
                 def observe(entry: ScheduleEntry, result: HttpAttemptResult, status: str, charged: Decimal,
                             cap_exceeded: bool) -> HttpObservation:
                     return http_observation(entry, request.model, result, status, request.containment,
-                                            request.mcp.isolation_notes(), charged=charged,
+                                            arm_notes(settings, entry.scenario), charged=charged,
                                             cap_exceeded=cap_exceeded,
                                             transcript=keep_transcript(transcripts, entry, result.exchange))
 
@@ -238,7 +238,7 @@ def _run_http_study(request: HttpRunRequest, stack: ExitStack) -> RunSummary:
                     budget, tally = result.budget, checkpoints.tally
                     attempt.settle(status=result.status)
                     observation = http_observation(entry, request.model, result, attempt.status,
-                                                   request.containment, request.mcp.isolation_notes(),
+                                                   request.containment, arm_notes(settings, entry.scenario),
                                                    charged=result.charged_usd, cap_exceeded=result.budget.cap_exceeded,
                                                    transcript=keep_transcript(transcripts, entry, result.exchange))
                     observations.append(observation)

@@ -35,8 +35,8 @@ from agentstudy.io.mcp_sandbox import contained_server
 from agentstudy.io.server_corpus import ServerCorpora, ServerCorpusError
 from agentstudy.io.server_prepare import PrepareError, run_prepare
 from agentstudy.io.signals import StopRequested, raise_if_stopped, stop_signal
-from agentstudy.protocol.manifest import DOC_BRIDGE_MCP, StudyDefinition
-from agentstudy.protocol.mcp_spec import McpServerSpec
+from agentstudy.protocol.manifest import DOC_BRIDGE_MCP, REPOSITORY_ONLY, StudyDefinition
+from agentstudy.protocol.mcp_spec import McpServerSpec, ServerPaths
 from agentstudy.protocol.prepare_steps import PrepareOutcome
 from agentstudy.protocol.read_only import ReadOnlyError, read_only_evidence, require_probe_allowed
 from agentstudy.protocol.schedule import ScheduleEntry
@@ -167,6 +167,10 @@ class McpPreflight:
             ``io.mcp_client.McpProbe.annotations``); shown by ``--dry-run --probe``.
         servers_started: how many servers were started (one per corpus of the MCP arm).
         prepared: per repository, its preparation's outcome (issue 32); empty when the study declares no step.
+        tools_list_sha256: SHA-256 of the first corpus's ``tools/list`` as the agent sees it (descriptions
+            rewritten by the arm's ``toolDescriptions``; issue 44); ``None`` when no server was started.
+        descriptions: that listing's description of every listed tool (issue 44).
+        server_version: the first corpus's server's ``serverInfo.version`` (issue 44); ``None`` when unknown.
     """
 
     listed_tools: tuple[str, ...]
@@ -175,6 +179,9 @@ class McpPreflight:
     annotations: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     servers_started: int = 0
     prepared: Mapping[str, PrepareOutcome] = field(default_factory=dict)
+    tools_list_sha256: str | None = None
+    descriptions: Mapping[str, str] = field(default_factory=dict)
+    server_version: str | None = None
 
 
 def _vet(spec: McpServerSpec, name: str, listing: McpListing) -> None:
@@ -276,6 +283,7 @@ def check_mcp_servers(
     evidence: dict[str, str] = {}
     annotations: Mapping[str, Mapping[str, Any]] = {}
     prepared: dict[str, PrepareOutcome] = {}
+    first: McpProbe | None = None
     for name, future in zip(names, futures, strict=True):
         probe, outcome = future.result()  # re-raises the first failure in name order
         if outcome is not None:
@@ -287,16 +295,25 @@ def check_mcp_servers(
         if listed is not None and seen != evidence:
             raise PreflightError("MCP servers of different corpora annotate the read-only tools differently")
         listed, evidence, annotations = tools, seen, probe.annotations
-    if listed is None:
+        first = first or probe
+    unapplied = sorted(tool for tool, text in spec.tool_descriptions.items()
+                       if first is not None and first.descriptions.get(tool) != text)
+    if unapplied:
+        raise PreflightError(f"the rewritten descriptions of {', '.join(unapplied)} did not reach the client "
+                             "(the description relay did not run)")
+    if listed is None or first is None:
         return McpPreflight((), (), {})
-    return McpPreflight(listed, spec.denied_names(listed), evidence, annotations, len(names), prepared)
+    return McpPreflight(listed, spec.denied_names(listed), evidence, annotations, len(names), prepared,
+                        first.listing_sha256 or None, dict(first.descriptions), first.server_version)
 
 
 def mcp_corpora(
-    spec: McpServerSpec, manifest: StudyDefinition, schedule: Iterable[ScheduleEntry], roots: Mapping[str, Path]
+    spec: McpServerSpec, manifest: StudyDefinition, schedule: Iterable[ScheduleEntry], roots: Mapping[str, Path],
+    scenario: str = DOC_BRIDGE_MCP,
 ) -> ServerCorpora:
-    """The server's view of every corpus an MCP-arm attempt of ``schedule`` uses (enter it to make them)."""
-    names = sorted({e.repository for e in schedule if e.scenario == DOC_BRIDGE_MCP})
+    """The server's view of every corpus an attempt of ``scenario``'s arm in ``schedule`` uses (enter it to make
+    them; the treatment's by default, the control's own server's with ``repository-only``, issue 44)."""
+    names = sorted({e.repository for e in schedule if e.scenario == scenario})
     return ServerCorpora(spec, {name: (roots[name], manifest.repositories[name]) for name in names})
 
 
@@ -308,11 +325,28 @@ class StudyPreflight:
         containment: the proven mechanism as recorded (``"bwrap 0.8.0"`` or ``"restricted"``).
         mcp: the MCP server's live tools and the derived deny list.
         corpora: the server's per-corpus view (snapshots, clones), removed when the run's stack closes.
+        control: the control arm's own server, checked the same way (issue 44): its preflight and corpora;
+            ``None`` when the control is the repository-only arm.
     """
 
     containment: str
     mcp: McpPreflight
     corpora: ServerCorpora
+    control: tuple[McpPreflight, ServerCorpora] | None = None
+
+    def server_paths(self, entry: ScheduleEntry) -> ServerPaths | None:
+        """The placeholder values of ``entry``'s arm's server for its corpus; ``None`` when the arm runs none."""
+        if entry.scenario == DOC_BRIDGE_MCP:
+            return self.corpora.paths(entry.repository)
+        if entry.scenario == REPOSITORY_ONLY and self.control is not None:
+            return self.control[1].paths(entry.repository)
+        return None
+
+    def arm_preflight(self, scenario: str) -> McpPreflight | None:
+        """The preflight of ``scenario``'s arm's server (the treatment's, the control's own), ``None`` without."""
+        if scenario == DOC_BRIDGE_MCP:
+            return self.mcp
+        return self.control[0] if scenario == REPOSITORY_ONLY and self.control is not None else None
 
 
 def prepare_study(
@@ -325,6 +359,7 @@ def prepare_study(
     parent_env: Mapping[str, str],
     parallel: int = 1,
     during_probes: Callable[[], None] | None = None,
+    control: McpServerSpec | None = None,
 ) -> StudyPreflight:
     """Roots, corpus checks, the sweep of killed runs' directories, containment proof, the server's corpus views
     and the MCP probe, in that order.
@@ -334,6 +369,8 @@ def prepare_study(
     runner's agent version probe) runs in a thread while the servers are probed, once every cheap
     check has passed (issue 19: it was a serial step of every run's head start); the MCP verdict is
     read first, so a run that both would refuse names the MCP failure, as a serial preflight did.
+    ``control``: the control arm's own server (issue 44), given its own corpus views and the same checks,
+    after the treatment's.
 
     Raises:
         PreflightError: any check failed (one line); nothing was reserved or written.
@@ -346,12 +383,27 @@ def prepare_study(
         proven = check_containment(containment, allowlisted_environment(parent_env, home="/nonexistent",
                                                                         tmpdir="/nonexistent"))
         corpora = stack.enter_context(mcp_corpora(spec, manifest, schedule, roots))
+        control_corpora = None if control is None else stack.enter_context(
+            mcp_corpora(control, manifest, schedule, roots, REPOSITORY_ONLY))
     except (ContainmentError, ServerCorpusError) as error:
         raise PreflightError(str(error)) from None
+
+    def check_both() -> tuple[McpPreflight, tuple[McpPreflight, ServerCorpora] | None]:
+        mcp = check_mcp_servers(spec, corpora, containment, parent_env, parallel)
+        if control is None or control_corpora is None:
+            return mcp, None
+        return mcp, (check_mcp_servers(control, control_corpora, containment, parent_env, parallel), control_corpora)
+
     if during_probes is None:
-        return StudyPreflight(proven, check_mcp_servers(spec, corpora, containment, parent_env, parallel), corpora)
+        return _preflight(proven, corpora, check_both())
     with ThreadPoolExecutor(max_workers=1) as side:  # leaving it waits for ``during_probes`` to end
         alongside = side.submit(during_probes)
-        mcp = check_mcp_servers(spec, corpora, containment, parent_env, parallel)
+        checked = check_both()
     alongside.result()
-    return StudyPreflight(proven, mcp, corpora)
+    return _preflight(proven, corpora, checked)
+
+
+def _preflight(proven: str, corpora: ServerCorpora,
+               checked: tuple[McpPreflight, tuple[McpPreflight, ServerCorpora] | None]) -> StudyPreflight:
+    """The :class:`StudyPreflight` of the checked servers (the treatment's, then the control's own)."""
+    return StudyPreflight(proven, checked[0], corpora, checked[1])

@@ -5,14 +5,17 @@
 (``agents.registry`` -> ``AgentCli.launch`` / ``evaluate``, ``transports.cli.run_agent_in``: the
 bubblewrap containment, private HOME / TMPDIR (and Codex's ``CODEX_HOME``), the allowlisted
 environment, the agent's own login file only, the bounded spawn that kills the whole tree). The
-working directory is the repository root the runner gave (read-only inside the sandbox).
+working directory is the repository root the runner gave (read-only inside the sandbox), except in the
+MCP arm (below).
 
 Scenarios map to arms: ``repository-only`` gets the repository tools only; every other scenario
 gets the MCP server of the adapter's ``--mcp-config`` (default: the bundled read-only server),
 verified first exactly as a study's preflight does (``runners.preflight.check_mcp_servers``: the
 contained server lists the read-only tools, none annotated otherwise, the probe answers; every
-other listed tool is denied). The server serves a read-only snapshot of the repository at its
-``HEAD``, so that arm needs the root to be a Git checkout. An adjudicator call gets no server.
+other listed tool is denied). That arm runs like every study attempt (``transports.cli.run_cli_body``):
+the agent works in a sealed export of the repository at its ``HEAD`` and the server is started in
+the one server world (``io.server_world``) on that same export, at the agent's absolute path (issue
+39), so that arm needs the root to be a Git checkout. An adjudicator call gets no server.
 
 The agent answers in the output schema (Codex: ``--output-schema``; Claude Code: the schema in
 its prompt and a strict answer parser); :mod:`agentstudy.protocol.controlled.provider_output`
@@ -32,6 +35,7 @@ from typing import Any
 from agentstudy.agents.registry import agent_cli
 from agentstudy.io.agent_binary import AgentBinaryError, probe_version
 from agentstudy.io.containment import ContainmentError, ContainmentMode
+from agentstudy.io.export import read_pinned_corpus
 from agentstudy.io.git import GitError, head
 from agentstudy.io.server_corpus import ServerCorpora, ServerCorpusError
 from agentstudy.io.signals import raise_if_stopped
@@ -50,7 +54,7 @@ from agentstudy.protocol.manifest import DOC_BRIDGE_MCP, REPOSITORY_ONLY
 from agentstudy.protocol.mcp_spec import McpServerSpec, ServerPaths
 from agentstudy.rehearsal.messages_server import RehearsalServer
 from agentstudy.runners.preflight import PreflightError, check_mcp_servers
-from agentstudy.transports.cli import CliAttemptBody, CliSettings, RawAttempt, run_agent_in
+from agentstudy.transports.cli import CliAttemptBody, CliSettings, RawAttempt, run_agent_in, run_cli_body
 from agentstudy.transports.cli_args import arm_tools
 from agentstudy.transports.cli_evaluation import CliEvaluation
 
@@ -151,8 +155,9 @@ def _check_binary(options: AdapterOptions, environ: Mapping[str, str]) -> Path:
 
 
 def _verified_server(stack: ExitStack, options: AdapterOptions, cwd: Path,
-                     environ: Mapping[str, str]) -> tuple[ServerPaths, tuple[str, ...]]:
-    """The MCP server's paths for the repository at ``cwd`` and the deny list, after the study's own checks."""
+                     environ: Mapping[str, str]) -> tuple[ServerPaths, tuple[str, ...], str]:
+    """The MCP server's paths for the repository at ``cwd``, the deny list and the pinned ``HEAD`` (40 hex),
+    after the study's own checks."""
     try:
         pin = head(cwd)
     except GitError:
@@ -163,7 +168,22 @@ def _verified_server(stack: ExitStack, options: AdapterOptions, cwd: Path,
         verified = check_mcp_servers(options.mcp, corpora, options.containment, environ)
     except (ServerCorpusError, PreflightError) as error:
         raise AdapterError(f"MCP server refused: {error}") from None
-    return corpora.paths(SERVER_CORPUS), verified.extra_denied
+    return corpora.paths(SERVER_CORPUS), verified.extra_denied, pin
+
+
+def _run_agent(body: CliAttemptBody, cwd: Path, pin: str | None, environ: Mapping[str, str]) -> RawAttempt:
+    """The agent's attempt: in the MCP arm (``pin`` given) in a fresh export of ``cwd`` at ``pin`` with the
+    server on that export, exactly as a study attempt runs; otherwise in ``cwd`` itself.
+
+    Raises:
+        AdapterError: bubblewrap vanished, the server's world was refused, or the export could not be made.
+    """
+    try:
+        if pin is None:
+            return run_agent_in(body, cwd, environ)
+        return run_cli_body(body, read_pinned_corpus(cwd, pin))
+    except (ContainmentError, ValueError, GitError, OSError) as error:
+        raise AdapterError(str(error)) from None
 
 
 def run_adapter(options: AdapterOptions, request: dict[str, Any], cwd: Path,
@@ -193,7 +213,8 @@ def run_adapter(options: AdapterOptions, request: dict[str, Any], cwd: Path,
         scenario = str((request.get("task") or {}).get("scenarioId", ""))
         arm, prompt, schema = arm_of(scenario), provider_prompt(request), PROVIDER_OUTPUT_SCHEMA
     with ExitStack() as stack:
-        server_paths, denied = _verified_server(stack, options, cwd, environ) if arm == DOC_BRIDGE_MCP else (None, ())
+        server_paths, denied, pin = (_verified_server(stack, options, cwd, environ) if arm == DOC_BRIDGE_MCP
+                                     else (None, (), None))
         server = stack.enter_context(agent.rehearsal_server(0)) if options.rehearsal else None
         settings = CliSettings(
             binary=binary, model=model, mcp=options.mcp,
@@ -204,10 +225,7 @@ def run_adapter(options: AdapterOptions, request: dict[str, Any], cwd: Path,
         )
         body = CliAttemptBody(settings, arm, arm_tools(arm, options.mcp, denied), prompt, options.max_usd,
                               server_paths, environ, output_schema=json.dumps(schema), agent=agent)
-        try:
-            raw = run_agent_in(body, cwd, environ)
-        except (ContainmentError, ValueError) as error:
-            raise AdapterError(str(error)) from None
+        raw = _run_agent(body, cwd, pin, environ)
         evaluation = agent.evaluate(body, raw)
         served = _served(server)
     raise_if_stopped("the agent's tree was killed; nothing was printed")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from agentstudy.protocol.arm_order import order_rule
 from agentstudy.protocol.manifest import LoadedManifest
 from agentstudy.protocol.records import CliObservation, HttpObservation, MinimalLedger
 from agentstudy.protocol.schedule import Mode, PilotSize, ScheduleEntry, block_schedule, build_schedule
@@ -24,10 +25,11 @@ Hook = Callable[[CliObservation | HttpObservation], bool]
 def study_schedule(loaded: LoadedManifest, mode: Mode, pilot: PilotSize,
                    plan: SequentialPlan | None) -> tuple[ScheduleEntry, ...]:
     """The run's schedule: the sequential plan's task blocks (``protocol.schedule.block_schedule``), else the
-    fixed design's pilot or full schedule."""
+    fixed design's pilot or full schedule, each pair in the study's ``design.order`` (issue 41 item 8)."""
+    rule = order_rule(loaded.manifest, loaded.protocol_hash)
     if plan is not None:
-        return block_schedule(loaded.manifest, plan.task_order)
-    return build_schedule(loaded.manifest, mode, pilot)
+        return block_schedule(loaded.manifest, plan.task_order, rule)
+    return build_schedule(loaded.manifest, mode, pilot, rule)
 
 
 def start_sequential(ledger: MinimalLedger, plan: SequentialPlan | None) -> Hook | None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from agentstudy.io.containment import ContainmentError, ContainmentMode
+from agentstudy.io.git import GitError, list_tree
 from agentstudy.io.mcp_client import McpProbeError
 from agentstudy.io.mcp_sandbox import contained_server
 from agentstudy.io.mcp_session import McpSession
@@ -108,7 +109,14 @@ def inspect_server(
     except (McpProbeError, ContainmentError, ServerCorpusError, OSError) as error:
         raise InspectionError(f"{repository}: {error}") from None
     text = result.text[:PROBE_TEXT_CHARS]
-    choice = choice.with_failed_probe(text) if result.is_error else choice.with_probe_answer(result.text)
+    if result.is_error:
+        choice = choice.with_failed_probe(text)
+    else:
+        try:
+            names = [entry.path for entry in list_tree(checkout, pin) if entry.kind == "blob"]
+        except GitError as error:
+            raise InspectionError(f"{repository}: {error}") from None
+        choice = choice.with_probe_answer(result.text).with_probe_reach(result.text, word, names, (paths.root,))
     return ServerInspection(listed, choice, not result.is_error, text)
 
 

@@ -29,6 +29,7 @@ def probe_servers(
     roots: Mapping[str, Path],
     containment: ContainmentMode,
     parent_env: Mapping[str, str],
+    control: McpServerSpec | None = None,
 ) -> dict[str, Any]:
     """Run the study's preflight without a run and describe the server (the dry run's ``mcpProbe`` object).
 
@@ -37,7 +38,9 @@ def probe_servers(
         "probe": {"tool", "ok": true}, "tools": [{"name", "cliName", "allowed",
         "readOnlyEvidence" (str or None), "annotations": {camelCase: value}}…], "prepared": [...]}``, tools
         in the server's sorted order; ``prepared`` (issue 32) only when the study declares preparation steps
-        (``protocol.prepare_steps.prepare_outcomes``, the ledger's ``mcpServer.prepared``).
+        (``protocol.prepare_steps.prepare_outcomes``, the ledger's ``mcpServer.prepared``); ``control`` (issue 44:
+        the control arm's own server, given as ``control``, checked the same way) as
+        ``{"name", "serversStarted", "probe", "listedTools"}``.
 
     Raises:
         PreflightError: as ``prepare_study`` (a missing ``--root``, a failed corpus check, a
@@ -45,7 +48,7 @@ def probe_servers(
             quoting the server's own bounded, scrubbed text).
     """
     with ExitStack() as stack:
-        prepared = prepare_study(stack, spec, manifest, schedule, roots, containment, parent_env)
+        prepared = prepare_study(stack, spec, manifest, schedule, roots, containment, parent_env, control=control)
         checkouts = list(prepared.corpora.names)
     mcp = prepared.mcp
     tools = [
@@ -66,4 +69,8 @@ def probe_servers(
         "probe": {"tool": spec.probe_tool, "ok": True},
         "tools": tools,
         **({"prepared": prepare_outcomes(mcp.prepared)} if mcp.prepared else {}),
+        **({"control": {"name": control.name, "serversStarted": prepared.control[0].servers_started,
+                        "probe": {"tool": control.probe_tool, "ok": True},
+                        "listedTools": list(prepared.control[0].listed_tools)}}
+           if control is not None and prepared.control is not None else {}),
     }

@@ -39,7 +39,7 @@ from agentstudy.io.server_host import ServerLauncher, attempt_server
 from agentstudy.io.signals import stop_signal
 from agentstudy.pricing.cost import AttemptCost
 from agentstudy.protocol.agent_names import DEFAULT_AGENT
-from agentstudy.protocol.manifest import DOC_BRIDGE_MCP
+from agentstudy.protocol.arm_servers import arm_server
 from agentstudy.protocol.mcp_spec import ServerPaths
 from agentstudy.protocol.server_words import server_failure_words
 from agentstudy.protocol.treatment import sha256_text
@@ -94,6 +94,12 @@ class CliSettings:
     max_retries: int = CLI_MAX_RETRIES
     """How often the agent CLI may send a refused request again (``--api-max-retries``; issue 33): Claude Code's
     ``CLAUDE_CODE_MAX_RETRIES``."""
+    control_mcp: McpServerSpec | None = None
+    """The control arm's own server (issue 44); ``None``: the repository-only arm."""
+
+    def arm_mcp(self, scenario: str) -> McpServerSpec | None:
+        """The server ``scenario``'s arm runs (``protocol.arm_servers.arm_server``), ``None`` without one."""
+        return arm_server(scenario, self.mcp, self.control_mcp)
 
     @property
     def base_url(self) -> str | None:
@@ -277,16 +283,17 @@ def run_agent_in(body: CliAttemptBody, cwd: Path, env_source: Mapping[str, str])
     try:
         with ExitStack() as stack:
             launched = body
-            if body.scenario == DOC_BRIDGE_MCP and body.server is not None:
+            spec = settings.arm_mcp(body.scenario)  # the arm's own server (issue 44)
+            if spec is not None and body.server is not None:
                 server = at_corpus(body.server, cwd)  # one path for the repository (issue 39)
-                host = stack.enter_context(attempt_server(settings.mcp, server, settings.containment, env_source,
+                host = stack.enter_context(attempt_server(spec, server, settings.containment, env_source,
                                                           scratch))
                 launched = dataclasses.replace(body, server=server, server_launcher=host.launcher())
             launch = agent.launch(launched, cwd, scratch, env_source)
             process = run_bounded(launch.argv, launch.env, cwd, settings.timeout_s, settings.stdout_limit,
                                   watch=launch.watch, keep_stderr=launch.keep_stderr)
             agent_files = {} if launch.collect is None else launch.collect()
-            if body.scenario == DOC_BRIDGE_MCP and body.server is not None:
+            if spec is not None and body.server is not None:
                 stack.close()
                 server_stderr = host.said().encode("utf-8")
     finally:

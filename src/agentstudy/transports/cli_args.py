@@ -58,10 +58,13 @@ class ArmTools:
     mcp_server: str | None
 
 
-def arm_tools(scenario: str, spec: McpServerSpec, extra_denied: Sequence[str]) -> ArmTools:
-    """The tool sets of ``scenario``; the deny list is identical in both arms."""
+def arm_tools(scenario: str, spec: McpServerSpec, extra_denied: Sequence[str], served: bool | None = None
+              ) -> ArmTools:
+    """The tool sets of ``scenario``; the deny list is identical in both arms. ``served``: whether the arm runs
+    ``spec`` (default: the treatment's scenario does; a control arm with a server of its own passes ``True``,
+    issue 44)."""
     denied = (*STATIC_DENIED_TOOLS, *extra_denied)
-    if scenario == DOC_BRIDGE_MCP:
+    if scenario == DOC_BRIDGE_MCP if served is None else served:
         allowed = (*BUILTIN_TOOLS, *spec.allowed_names())
         return ArmTools(allowed, allowed, denied, spec.name)
     return ArmTools(BUILTIN_TOOLS, BUILTIN_TOOLS, denied, None)
@@ -89,17 +92,19 @@ def tool_lists_problem(spec: McpServerSpec, listed: Sequence[str]) -> str | None
 
 
 def mcp_config(
-    scenario: str, spec: McpServerSpec, paths: ServerPaths | None, launcher: Sequence[str] | None = None
+    scenario: str, spec: McpServerSpec, paths: ServerPaths | None, launcher: Sequence[str] | None = None,
+    served: bool | None = None,
 ) -> str:
     """The ``--mcp-config`` JSON: no server in ``repository-only``, the one server (placeholders filled) otherwise.
 
     ``launcher``: the command that starts the server with an environment of ours
     (``io.server_host``'s relay command); it replaces the server's argv and ``env`` (issue 29).
+    ``served``: whether the arm runs ``spec`` (as :func:`arm_tools`; issue 44).
 
     Raises:
         ValueError: ``paths`` is ``None`` in the MCP arm (a programming error).
     """
-    if scenario != DOC_BRIDGE_MCP:
+    if not (scenario == DOC_BRIDGE_MCP if served is None else served):
         return json.dumps({"mcpServers": {}}, separators=(",", ":"))
     if paths is None:
         raise ValueError("the MCP arm needs the server's corpus paths")

@@ -20,7 +20,6 @@ from agentstudy.io.containment import (
     containment_sentences,
 )
 from agentstudy.io.server_world import SERVER_ACHIEVED_BWRAP, SERVER_ACHIEVED_RESTRICTED
-from agentstudy.protocol.manifest import DOC_BRIDGE_MCP
 
 if TYPE_CHECKING:
     from agentstudy.io.server_host import ServerLauncher
@@ -90,9 +89,10 @@ def isolation(
     """
     contained, missing_by_mode = containment_sentences(settings.containment)
     achieved = [*agent_achieved, *contained]
-    if scenario == DOC_BRIDGE_MCP:
+    spec = settings.arm_mcp(scenario)  # the arm's own server (issue 44)
+    if spec is not None:
         achieved.append(SERVER_ACHIEVED_BWRAP if settings.containment == "bwrap" else SERVER_ACHIEVED_RESTRICTED)
     missing = [*agent_not_achieved, *missing_by_mode]
-    if scenario == DOC_BRIDGE_MCP:
-        missing.extend(settings.mcp.isolation_notes())
+    if spec is not None:
+        missing.extend(spec.isolation_notes())
     return {"containment": settings.containment, "isolation_achieved": achieved, "isolation_not_achieved": missing}

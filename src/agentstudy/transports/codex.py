@@ -37,7 +37,6 @@ from agentstudy.pricing.cost import AttemptCost, CostProblem
 from agentstudy.pricing.openai import OpenAiUsage, openai_cost
 from agentstudy.pricing.usd_json import usd_number
 from agentstudy.protocol.json_input import load_json
-from agentstudy.protocol.manifest import DOC_BRIDGE_MCP
 from agentstudy.protocol.mcp_spec import mcp_tool_name
 from agentstudy.protocol.treatment import tool_set_sha256
 from agentstudy.rehearsal.responses_server import REHEARSAL_KEY, REHEARSAL_KEY_ENV
@@ -78,11 +77,11 @@ def _mcp_table(body: CliAttemptBody, launcher: Sequence[str] | None = None) -> C
     ``launcher``: the command that starts the server (``io.server_host``'s relay, the server's
     environment inside it); without it, the server's own argv and ``env`` (``codex_config``'s pure view).
     """
-    if body.scenario != DOC_BRIDGE_MCP:
+    spec = body.settings.arm_mcp(body.scenario)  # the arm's own server (issue 44)
+    if spec is None:
         return None
     if body.server is None:
         raise ValueError("the MCP arm needs the server's corpus paths")
-    spec = body.settings.mcp
     command = spec.argv(body.server) if launcher is None else launcher
     return CodexMcpServer(name=spec.name, command=command, env=dict(spec.env) if launcher is None else {},
                           enabled_tools=tuple(spec.read_only_tools))
@@ -127,7 +126,7 @@ def codex_launch(body: CliAttemptBody, export: Path, scratch: Path, env_source: 
     home, tmp, codex_home = scratch / "home", scratch / "tmp", scratch / "codex-home"
     for directory in (home, tmp, codex_home):
         directory.mkdir(mode=0o700)
-    relay = body.server_launcher if body.scenario == DOC_BRIDGE_MCP and body.server is not None else None
+    relay = body.server_launcher if settings.arm_mcp(body.scenario) is not None and body.server is not None else None
     launcher = None if relay is None else relay.argv
     (codex_home / "config.toml").write_text(codex_config(body, launcher), encoding="utf-8")
     schema: str | None = None
@@ -315,8 +314,9 @@ running cost the stream or the watcher showed (:func:`charged_floor`). Never rai
     stderr = raw.stderr.decode("utf-8", "replace")
     cost, cost_problem = _price(settings.model, transcript)
     cost = charged_floor(cost, _largest(settings.model, transcript), raw.running_peak_usd)
-    expected = CodexExpectations(settings.mcp.name if body.scenario == DOC_BRIDGE_MCP else None,
-                                 tuple(settings.mcp.read_only_tools))
+    spec = settings.arm_mcp(body.scenario)
+    expected = CodexExpectations(spec.name if spec is not None else None,
+                                 tuple((spec or settings.mcp).read_only_tools))
     killed = raw.facts.timed_out or raw.facts.truncated or raw.facts.stopped
     checked = CodexTranscript() if killed else transcript
     decided: Outcome = codex_outcome(raw.facts, checked, expected, "" if killed else stderr,

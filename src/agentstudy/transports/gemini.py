@@ -22,7 +22,6 @@ from agentstudy.agents.base import Launch
 from agentstudy.io.containment import NETWORK_NOT_ACHIEVED, SANDBOX_UID, SandboxView, command_paths, contain
 from agentstudy.pricing.cost import AttemptCost, CostProblem
 from agentstudy.pricing.gemini import RequestUsage, gemini_cost
-from agentstudy.protocol.manifest import DOC_BRIDGE_MCP
 from agentstudy.protocol.mcp_spec import mcp_tool_name
 from agentstudy.protocol.treatment import ServerCall, text_bytes, tool_set_sha256, treatment_record
 from agentstudy.rehearsal.gemini_server import REHEARSAL_KEY
@@ -58,9 +57,9 @@ _TELEMETRY_FILE = "telemetry.jsonl"
 
 
 def _server(body: CliAttemptBody, launcher: Sequence[str]) -> GeminiMcpServer | None:
-    if body.scenario != DOC_BRIDGE_MCP:
+    spec = body.settings.arm_mcp(body.scenario)  # the arm's own server (issue 44)
+    if spec is None:
         return None
-    spec = body.settings.mcp
     return GeminiMcpServer(server_alias(spec.name), launcher, {}, tuple(spec.read_only_tools))
 
 
@@ -95,7 +94,8 @@ def gemini_launch(body: CliAttemptBody, export: Path, scratch: Path, env_source:
     home, tmp, gemini_home = scratch / "home", scratch / "tmp", scratch / "gemini-home"
     for directory in (home, tmp, gemini_home, gemini_home / ".gemini"):
         directory.mkdir(mode=0o700)
-    relay = body.server_launcher if body.scenario == DOC_BRIDGE_MCP and body.server is not None else None
+    relay = body.server_launcher if body.settings.arm_mcp(body.scenario) is not None and body.server is not None \
+        else None
     server = None if relay is None else _server(body, relay.argv)
     config = gemini_settings(mcp=server, max_attempts=settings.max_retries + 1,
                              telemetry_file=str(gemini_home / _TELEMETRY_FILE))
@@ -148,7 +148,8 @@ def _fields(body: CliAttemptBody, transcript: GeminiTranscript, requests: Sequen
     counts: dict[str, int] = {}
     for name, n in transcript.tool_calls.items():
         tool = mcp_parts(name, server) if server is not None else None
-        key = mcp_tool_name(body.settings.mcp.name, tool) if tool is not None else name
+        key = mcp_tool_name((body.settings.arm_mcp(body.scenario) or body.settings.mcp).name, tool) \
+            if tool is not None else name
         counts[key] = counts.get(key, 0) + n
     errors: dict[str, int] = {}
     for tool_id, result in transcript.tool_results.items():
@@ -195,8 +196,9 @@ def evaluate_gemini_attempt(body: CliAttemptBody, raw: RawAttempt) -> CliEvaluat
     transcript = parse_gemini_stream(raw.stdout.decode("utf-8", "replace").split("\n"))
     requests, session_problems = session_usage(raw.agent_files.get(SESSION, b"").decode("utf-8", "replace"))
     facts = telemetry_facts(raw.agent_files.get(TELEMETRY, b"").decode("utf-8", "replace"))
-    server = server_alias(settings.mcp.name) if body.scenario == DOC_BRIDGE_MCP else None
-    expected = GeminiExpectations(server, tuple(settings.mcp.read_only_tools), facts.first_tools)
+    spec = settings.arm_mcp(body.scenario)  # the arm's own server (issue 44)
+    server = server_alias(spec.name) if spec is not None else None
+    expected = GeminiExpectations(server, tuple((spec or settings.mcp).read_only_tools), facts.first_tools)
     cost, cost_problem = _price(requests, transcript, session_problems)
     killed = raw.facts.timed_out or raw.facts.truncated or raw.facts.stopped
     decided = gemini_outcome(raw.facts, GeminiTranscript() if killed else transcript, expected,

@@ -54,6 +54,7 @@ from agentstudy.pricing.http import (
     settle_response,
 )
 from agentstudy.pricing.tally import Tally
+from agentstudy.protocol.arm_servers import arm_server
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP
 from agentstudy.protocol.mcp_spec import McpServerSpec, ServerPaths
 from agentstudy.protocol.treatment import (
@@ -300,6 +301,12 @@ class HttpSettings:
     parent_env: Mapping[str, str] = field(default_factory=dict)
     retry: RetryPolicy = DEFAULT_RETRY
     """How often and how a refused request is sent again (issue 33)."""
+    control_mcp: McpServerSpec | None = None
+    """The control arm's own server (issue 44); ``None``: the repository-only arm."""
+
+    def arm_mcp(self, scenario: str) -> McpServerSpec | None:
+        """The server ``scenario``'s arm runs (``protocol.arm_servers.arm_server``), ``None`` without one."""
+        return arm_server(scenario, self.mcp, self.control_mcp)
 
 
 def run_http_attempt(
@@ -324,12 +331,13 @@ def run_http_attempt(
         return _not_started(budget, f"{stopped} before the attempt started", 0)
     started = settings.clock()  # wall time: the attempt's first action, the MCP server's start-up included
     try:
-        with agent_tools(scenario, root, pin, settings.mcp, server, settings.containment,
-                         settings.parent_env, corpus) as tools:
+        spec = settings.arm_mcp(scenario)
+        with agent_tools(scenario, root, pin, spec or settings.mcp, server, settings.containment,
+                         settings.parent_env, corpus, served=spec is not None) as tools:
             return agent_loop(sender=sender, tools=tools, model=settings.model, prompt=prompt,
                               prices=settings.prices, budget=budget, ledger=ledger, clock=settings.clock,
                               started=started, retry=settings.retry, gate=gate,
-                              server=settings.mcp.name if scenario == DOC_BRIDGE_MCP else None)
+                              server=spec.name if spec is not None else None)
     except ToolSetupError as error:
         stopped = stop_reason()
         reason = str(error) if stopped is None else f"{stopped} while the tools were prepared"
@@ -354,13 +362,15 @@ HTTP_ISOLATION_ACHIEVED: tuple[str, ...] = (
 )
 
 
-def http_isolation(containment: ContainmentMode, scenario: str, server_notes: Sequence[str]) -> dict[str, Any]:
+def http_isolation(containment: ContainmentMode, scenario: str, server_notes: Sequence[str],
+                   served: bool | None = None) -> dict[str, Any]:
     """The containment record fields of an http attempt (issue 15): only the MCP server is a child process;
-    ``server_notes`` are the server's own ``isolationNotAchieved`` sentences
-    (:meth:`~agentstudy.protocol.mcp_spec.McpServerSpec.isolation_notes`)."""
+    ``server_notes`` are the arm's server's own ``isolationNotAchieved`` sentences
+    (:meth:`~agentstudy.protocol.mcp_spec.McpServerSpec.isolation_notes`), recorded when the arm runs it
+    (``served``; default: the treatment's scenario does; issue 44)."""
     contained, missing = containment_sentences(containment)
     achieved = [*HTTP_ISOLATION_ACHIEVED, *(f"MCP server: {line}" for line in contained)]
     not_achieved = [f"MCP server: {line}" for line in (*missing, NETWORK_NOT_ACHIEVED)]
-    if scenario == DOC_BRIDGE_MCP:
+    if scenario == DOC_BRIDGE_MCP if served is None else served:
         not_achieved.extend(server_notes)
     return {"containment": containment, "isolationAchieved": achieved, "isolationNotAchieved": not_achieved}

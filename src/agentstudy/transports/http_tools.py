@@ -132,6 +132,7 @@ def agent_tools(
     containment: ContainmentMode = "bwrap",
     parent_env: Mapping[str, str] | None = None,
     corpus: CorpusBlobs | None = None,
+    served: bool | None = None,
 ) -> Iterator[AgentTools]:
     """The tools of one attempt of ``scenario``; a fresh MCP server in the ``doc-bridge-mcp`` arm, closed after.
 
@@ -146,7 +147,7 @@ def agent_tools(
         repository = RepositoryTools(root, pin) if corpus is None else RepositoryTools.from_corpus(corpus)
     except Exception:
         raise ToolSetupError("the repository tools could not read the pinned tree") from None
-    if scenario != DOC_BRIDGE_MCP:
+    if not (scenario == DOC_BRIDGE_MCP if served is None else served):  # served: the arm's own server (issue 44)
         yield AgentTools(repository)
         return
     if server is None:

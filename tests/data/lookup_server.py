@@ -1,0 +1,60 @@
+"""A small read-only MCP server with two search tools, for comparisons of servers and descriptions (issue 44).
+
+Run as ``python lookup_server.py ROOT``. It lists ``lookup.find_text(query)`` (a case-insensitive search of
+the Markdown files' lines), ``lookup.grep(pattern)`` (the same search by regular expression) and
+``lookup.read(path)`` (a file's text with line numbers), every one annotated read-only. Both searches answer
+``path:line: text`` lines, so which one an agent picks shows only in its tool calls by name.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+from mcp.server.mcpserver import MCPServer
+from mcp.types import ToolAnnotations
+
+READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
+
+
+def main() -> None:
+    root = Path(sys.argv[1]).resolve()
+    server = MCPServer("lookup")
+
+    def hits(matches: object) -> str:
+        found = []
+        for path in sorted(root.rglob("*.md")):
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+                if callable(matches) and matches(line):
+                    found.append(f"{path.relative_to(root)}:{number}: {line}")
+        return "\n".join(found[:20]) or "no match"
+
+    @server.tool(name="lookup.find_text", annotations=READ_ONLY, structured_output=False)
+    def find_text(query: str) -> str:
+        """Find lines of the documentation containing a word."""
+        return hits(lambda line: query.lower() in line.lower())
+
+    @server.tool(name="lookup.grep", annotations=READ_ONLY, structured_output=False)
+    def grep(pattern: str) -> str:
+        """Match lines against a regular expression."""
+        try:
+            compiled = re.compile(pattern, re.IGNORECASE)
+        except re.error:
+            compiled = re.compile(re.escape(pattern), re.IGNORECASE)
+        return hits(lambda line: compiled.search(line) is not None)
+
+    @server.tool(name="lookup.read", annotations=READ_ONLY, structured_output=False)
+    def read(path: str) -> str:
+        """Read a documentation file's text with line numbers."""
+        target = (root / path).resolve()
+        if root not in target.parents:
+            raise ValueError("outside the corpus")
+        lines = target.read_text(encoding="utf-8").splitlines()
+        return "\n".join(f"{n}\t{text}" for n, text in enumerate(lines, start=1))
+
+    server.run()
+
+
+if __name__ == "__main__":
+    main()
