@@ -74,6 +74,18 @@ def _body() -> CliAttemptBody:
                           agent=agent_cli(settings.agent))
 
 
+def test_an_attempt_body_carries_the_agent_its_settings_name() -> None:
+    """The caller hands the transport its agent (issue 42); one other than the settings' is refused, and the
+    body with its agent still pickles (a Ray task's argument)."""
+    import pickle
+
+    body = _body()
+    assert pickle.loads(pickle.dumps(body)).agent.name == "claude-code"
+    with pytest.raises(ValueError, match="'codex' is not its settings' 'claude-code'"):
+        CliAttemptBody(body.settings, body.scenario, body.tools, body.prompt, body.reservation_usd, None, None,
+                       agent=agent_cli("codex"))
+
+
 def test_a_dead_worker_fails_its_attempt_with_the_whole_reservation_charged() -> None:
     result = submit_cli_attempt(DeadWorkers(), _body(), "lantern").result(timeout=1)
     assert result.status == "failed" and result.status_reason == WORKER_DIED
