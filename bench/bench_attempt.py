@@ -30,6 +30,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from agentstudy.agents.registry import agent_cli
 from agentstudy.io.ledger_store import LedgerFile
 from agentstudy.pricing.budget import format_max_budget, reservation_for, settle_attempt
 from agentstudy.protocol.prompt import study_prompt
@@ -75,6 +76,7 @@ def run(pilot: Pilot, repeats: int) -> dict[str, Any]:
             store.checkpoint(ledger.to_json())
             result = run_cli_attempt(
                 settings,
+                agent=agent_cli(settings.agent),
                 scenario=entry.scenario,
                 tools=arm_tools(entry.scenario, pilot.settings.mcp, pilot.extra_denied),
                 root=pilot.study.roots[entry.repository],

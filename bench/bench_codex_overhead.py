@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from agentstudy.agents.codex import CODEX_LOOKUP
+from agentstudy.agents.registry import agent_cli
 from agentstudy.io.agent_binary import AgentBinaryError, find_agent_binary
 from agentstudy.io.server_corpus import ServerCorpora
 from agentstudy.pricing.budget import reservation_for, settle_attempt
@@ -122,8 +123,8 @@ def _methods(pilot: CodexPilot, entry: ScheduleEntry, statuses: dict[str, set[st
 
     def ours() -> float:
         def attempt() -> None:
-            result = run_cli_attempt(pilot.settings, scenario=entry.scenario, tools=tools, root=root,
-                                     pin=manifest.repositories[entry.repository], prompt=prompt,
+            result = run_cli_attempt(pilot.settings, agent=agent_cli(pilot.settings.agent), scenario=entry.scenario,
+                                     tools=tools, root=root, pin=manifest.repositories[entry.repository], prompt=prompt,
                                      reservation_usd=reservation, parent_env=parent_env, server=server_paths)
             computed = result.computed_cost.usd if result.computed_cost else None
             status, _ = settle_attempt(result.status, reservation, result.reported_cost_usd, computed)
@@ -131,7 +132,7 @@ def _methods(pilot: CodexPilot, entry: ScheduleEntry, statuses: dict[str, set[st
         return timed(attempt)
 
     config = codex_config(CliAttemptBody(pilot.settings, entry.scenario, tools, prompt, reservation, server_paths,
-                                         parent_env))
+                                         parent_env, agent=agent_cli(pilot.settings.agent)))
     argv = [str(pilot.settings.binary), *codex_arguments(export_dir=str(root), prompt=prompt)]
 
     def bare() -> float:

@@ -33,6 +33,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from agentstudy.agents.registry import agent_cli
 from agentstudy.io.containment import ContainmentError, ContainmentMode, bwrap_argv, check_containment, find_bwrap
 from agentstudy.io.export import export_pinned_corpus, remove_export
 from agentstudy.pricing.budget import reservation_for, settle_attempt
@@ -81,6 +82,7 @@ def _attempts(pilot: Pilot, parent_env: dict[str, str], repeats: int) -> dict[st
             def attempt() -> None:
                 done.append(run_cli_attempt(
                     settings,
+                    agent=agent_cli(settings.agent),
                     scenario=entry.scenario,
                     tools=arm_tools(entry.scenario, settings.mcp, pilot.extra_denied),
                     root=pilot.study.roots[entry.repository],

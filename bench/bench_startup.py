@@ -38,7 +38,7 @@ from bench.common import PROJECT_ROOT, load_average, machine
 
 COMMANDS: tuple[str, ...] = (
     "", "minimal", "study", "demo", "init", "diagrams", "transcript", "plan", "suite", "ledger", "schema",
-    "adjudicate", "report", "run", "adjudicate-controlled", "metrics", "power", "provider",
+    "adjudicate", "report", "run", "adjudicate-controlled", "metrics", "power", "provider", "export", "view",
 )
 """``agentstudy [COMMAND] --help`` for each (``""``: the group's own help)."""
 

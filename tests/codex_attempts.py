@@ -55,7 +55,8 @@ def run_codex_attempt(root: Path, pin: str, scenario: str, *, policy: Policy = r
         settings = CliSettings(binary=binary or codex_binary(), model=MODEL, mcp=spec,
                                rehearsal_base_url=server.provider_base_url, containment=containment, agent="codex",
                                agent_home_root=HOMES, timeout_s=180.0)
-        result = run_cli_attempt(settings, scenario=scenario, tools=arm_tools(scenario, spec, ()), root=root, pin=pin,
+        result = run_cli_attempt(settings, agent=agent_cli(settings.agent),
+                                 scenario=scenario, tools=arm_tools(scenario, spec, ()), root=root, pin=pin,
                                  prompt=PROMPT, reservation_usd=reservation_usd, parent_env=env,
                                  server=corpora.paths("corpus") if scenario == DOC_BRIDGE_MCP else None)
     return result, server

@@ -52,7 +52,8 @@ def run_gemini_attempt(root: Path, pin: str, scenario: str, *,
         settings = CliSettings(binary=binary or gemini_binary(), model=MODEL, mcp=spec,
                                rehearsal_base_url=server.agent_base_url, containment=containment, agent="gemini",
                                timeout_s=240.0, max_retries=max_retries)
-        result = run_cli_attempt(settings, scenario=scenario, tools=arm_tools(scenario, spec, ()), root=root, pin=pin,
+        result = run_cli_attempt(settings, agent=agent_cli(settings.agent),
+                                 scenario=scenario, tools=arm_tools(scenario, spec, ()), root=root, pin=pin,
                                  prompt=PROMPT, reservation_usd=reservation_usd, parent_env=env,
                                  server=corpora.paths("corpus") if scenario == DOC_BRIDGE_MCP else None)
     return result, server

@@ -9,6 +9,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from agentstudy.agents.registry import agent_cli
 from agentstudy.io.git import head
 from agentstudy.io.server_corpus import ServerCorpora
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP
@@ -54,6 +55,7 @@ def test_timeout_kills_the_cli_and_its_mcp_server(tmp_path: Path, claude_bin: Pa
         try:
             result = run_cli_attempt(
                 settings,
+                agent=agent_cli(settings.agent),
                 scenario=DOC_BRIDGE_MCP,
                 tools=arm_tools(DOC_BRIDGE_MCP, DEFAULT_MCP_SERVER, ("mcp__doc-bridge__doc_write",)),
                 root=root,

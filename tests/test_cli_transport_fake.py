@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from agentstudy.agents.registry import agent_cli
 from agentstudy.io.git import head
 from agentstudy.pricing.budget import settle_attempt
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP, REPOSITORY_ONLY
@@ -44,6 +45,7 @@ def _attempt(
                   **settings)
     result = run_cli_attempt(
         cli,
+        agent=agent_cli(cli.agent),
         scenario=scenario,
         tools=arm_tools(scenario, DEFAULT_MCP_SERVER, ("mcp__doc-bridge__doc_write",)),
         root=root,

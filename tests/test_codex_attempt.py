@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from agentstudy.agents.registry import agent_cli
 from agentstudy.io.server_corpus import ServerCorpora
 from agentstudy.pricing.budget import settle_attempt
 from agentstudy.pricing.cost import CostProblem
@@ -34,7 +35,7 @@ def _body(scenario: str, server: object = None, *, settings: CliSettings | None 
     settings = settings or CliSettings(binary=codex_binary(), model=MODEL, mcp=DEFAULT_MCP_SERVER,
                                        rehearsal_base_url="http://127.0.0.1:9/v1", agent="codex")
     return CliAttemptBody(settings, scenario, arm_tools(scenario, DEFAULT_MCP_SERVER, ()), PROMPT, Decimal("0.10"),
-                          server, {})  # type: ignore[arg-type]
+                          server, {}, agent=agent_cli(settings.agent))  # type: ignore[arg-type]
 
 
 def test_the_arms_argv_env_and_config_differ_only_by_the_mcp_table(corpus: tuple[Path, str], tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from agentstudy.agents.registry import agent_cli
 from agentstudy.cli import main
 from agentstudy.protocol.fault_schedule import parse_fault_schedule
 from agentstudy.protocol.ledger_integrity import verify_ledger_bytes
@@ -127,7 +128,8 @@ def test_a_codex_attempt_whose_answer_never_comes_is_timed_out_with_failure_kind
         settings = CliSettings(binary=codex_binary(), model=MODEL, mcp=DEFAULT_MCP_SERVER,
                                rehearsal_base_url=server.provider_base_url, containment="bwrap", agent="codex",
                                agent_home_root=HOMES, timeout_s=5.0)
-        result = run_cli_attempt(settings, scenario=REPOSITORY_ONLY, tools=arm_tools(REPOSITORY_ONLY,
+        result = run_cli_attempt(settings, agent=agent_cli(settings.agent),
+                                 scenario=REPOSITORY_ONLY, tools=arm_tools(REPOSITORY_ONLY,
                                  DEFAULT_MCP_SERVER, ()), root=root, pin=pin, prompt=CORPUS_PROMPT,
                                  reservation_usd=Decimal("0.10"), parent_env={**os.environ, **SENTINELS})
     assert result.status == "timed-out"

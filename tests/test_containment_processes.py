@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from agentstudy.agents.registry import agent_cli
 from agentstudy.io.git import head
 from agentstudy.rehearsal.example_study import ExampleStudy, build_example_study
 from agentstudy.runners.preflight import DEFAULT_MCP_SERVER
@@ -75,7 +76,8 @@ def _run(binary: Path, study: ExampleStudy, containment: str, timeout_s: float =
     root = study.roots["lantern-cache"]
     settings = CliSettings(binary=binary, model="claude-haiku-4-5", mcp=DEFAULT_MCP_SERVER,
                            containment=containment, timeout_s=timeout_s)  # type: ignore[arg-type]
-    run_cli_attempt(settings, scenario="repository-only", tools=arm_tools("repository-only", DEFAULT_MCP_SERVER, ()),
+    run_cli_attempt(settings, agent=agent_cli(settings.agent),
+                    scenario="repository-only", tools=arm_tools("repository-only", DEFAULT_MCP_SERVER, ()),
                     root=root, pin=head(root), prompt="q", reservation_usd=Decimal("0.10"), parent_env=os.environ)
 
 

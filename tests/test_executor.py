@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from agentstudy.agents.registry import agent_cli
 from agentstudy.cli import main
 from agentstudy.io.export import export_pinned_corpus, materialise_corpus, read_pinned_corpus, remove_export
 from agentstudy.pricing.budget import settle_attempt
@@ -69,7 +70,20 @@ def _body() -> CliAttemptBody:
     spec = McpServerSpec(name="doc-bridge", command=("python",))
     settings = CliSettings(binary=Path("/nonexistent/claude"), model="claude-haiku-5-5", mcp=spec)
     tools = ArmTools(expected=("Read",), allowed=("Read",), denied=(), mcp_server=None)
-    return CliAttemptBody(settings, "repository-only", tools, "question?", Decimal("0.1"), None, None)
+    return CliAttemptBody(settings, "repository-only", tools, "question?", Decimal("0.1"), None, None,
+                          agent=agent_cli(settings.agent))
+
+
+def test_an_attempt_body_carries_the_agent_its_settings_name() -> None:
+    """The caller hands the transport its agent (issue 42); one other than the settings' is refused, and the
+    body with its agent still pickles (a Ray task's argument)."""
+    import pickle
+
+    body = _body()
+    assert pickle.loads(pickle.dumps(body)).agent.name == "claude-code"
+    with pytest.raises(ValueError, match="'codex' is not its settings' 'claude-code'"):
+        CliAttemptBody(body.settings, body.scenario, body.tools, body.prompt, body.reservation_usd, None, None,
+                       agent=agent_cli("codex"))
 
 
 def test_a_dead_worker_fails_its_attempt_with_the_whole_reservation_charged() -> None:

@@ -147,13 +147,6 @@ def test_every_module_has_a_layer() -> None:
                                                      and m.split(".")[1] not in CORE)] == []
 
 
-KNOWN_CIRCLE = ("agentstudy.transports.cli", "agentstudy.agents.registry")
-"""The one circle left (issue 42): the Claude Code transport looks its agent up by name in the registry, whose
-agent modules import the transport. Cutting it means handing the transport its ``AgentCli`` (the transport
-module is being rewritten in parallel); this edge is the only one allowed to close a circle, and the test
-below fails once it is cut, so the allowance goes with it."""
-
-
 def _described(graph: dict[str, dict[str, int]]) -> list[str]:
     return [" <-> ".join(cycle) + ": " + "; ".join(
         f"{a} line {graph[a][b]} imports {b}" for a in cycle for b in graph[a] if b in cycle)
@@ -161,13 +154,22 @@ def _described(graph: dict[str, dict[str, int]]) -> list[str]:
 
 
 def test_no_two_modules_depend_on_each_other_at_run_time() -> None:
-    graph = {module: dict(targets) for module, targets in _edges().items()}
-    source, target = KNOWN_CIRCLE
-    assert target in graph[source], "the known circle is cut: drop KNOWN_CIRCLE"
-    assert _described(graph) != [], "the known circle no longer closes: drop KNOWN_CIRCLE"
-    del graph[source][target]
-    described = _described(graph)
+    described = _described(_edges())
     assert described == [], "\n".join(described)
+
+
+def test_a_transport_never_imports_the_agent_registry() -> None:
+    """The agent seam owns the lookup by name; a transport is handed its ``AgentCli`` (issue 42)."""
+    assert [module for module, targets in _edges().items()
+            if module.startswith("agentstudy.transports.") and "agentstudy.agents.registry" in targets] == []
+
+
+def test_the_circle_check_sees_a_circle() -> None:
+    """The same check on a graph with the transport's old lookup by name put back finds that circle."""
+    graph = {module: dict(targets) for module, targets in _edges().items()}
+    graph["agentstudy.transports.cli"]["agentstudy.agents.registry"] = 1
+    assert any("agentstudy.transports.cli" in cycle and "agentstudy.agents.registry" in cycle
+               for cycle in _cycles(graph))
 
 
 def test_an_import_by_name_is_an_edge() -> None:

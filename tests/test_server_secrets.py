@@ -113,7 +113,8 @@ def test_the_server_sees_no_credential_no_login_file_and_no_live_checkout(tmp_pa
         settings = CliSettings(binary=binary, model="m", mcp=spec, agent=agent, **gateway)  # type: ignore[arg-type]
         with attempt_server(spec, paths, "bwrap", parent_env, scratch) as host:
             body = CliAttemptBody(settings, DOC_BRIDGE_MCP, arm_tools(DOC_BRIDGE_MCP, spec, ()), "Where?",
-                                  Decimal("0.10"), paths, parent_env, server_launcher=host.launcher())
+                                  Decimal("0.10"), paths, parent_env, server_launcher=host.launcher(),
+                                  agent=agent_cli(agent))
             launch = agent_cli(agent).launch(body, export, scratch, parent_env)
             secret_env = {**launch.env}
             if layout == "gateway":

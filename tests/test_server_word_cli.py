@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from agentstudy.agents.registry import agent_cli
 from agentstudy.io.mcp_child import McpChild
 from agentstudy.io.mcp_session import McpSession
 from agentstudy.io.server_corpus import ServerCorpora, at_corpus
@@ -94,7 +95,7 @@ def test_a_changed_word_ends_the_attempt_invalid_setup_under_isolation_not_achie
     spec = _spec("notes.find", "notes.edit")
     settings = CliSettings(binary=tmp_path / "claude", model="claude-haiku-4-5", mcp=spec)
     body = CliAttemptBody(settings, DOC_BRIDGE_MCP, arm_tools(DOC_BRIDGE_MCP, spec, ()), "Where?", Decimal("0.10"),
-                          None, {})
+                          None, {}, agent=agent_cli(settings.agent))
     change = f"{CHANGED_WORD}: --mcp-tools names notes.edit, which the server annotates readOnlyHint: false"
     facts = ProcessFacts(started=True, timed_out=False, truncated=False, exit_code=0)
     result = finish_cli_attempt(body, RawAttempt(b"", facts, 10, 1, 1, "0" * 64, server_changed=change))

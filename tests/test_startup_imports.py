@@ -1,7 +1,8 @@
 """A command imports only what it uses (issue 42): the help of the group and of every command, each in a
 fresh interpreter, loads none of the heavy libraries, which load only when a server is started or probed
 (the MCP SDK), statistics are computed (numpy, scipy, statsmodels), a plot is drawn (matplotlib), the Ray
-executor is chosen (ray) or HTTP is used (httpx)."""
+executor is chosen (ray) or HTTP is used (httpx); nor our pydantic models, the state machines or rich, which
+load inside the command's function (a command module imports at top only what its options need)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,9 @@ import pytest
 from agentstudy.cli import COMMANDS
 
 HEAVY = ("mcp", "numpy", "scipy", "statsmodels", "matplotlib", "ray", "httpx", "pyarrow")
+MODELS = ("pydantic", "statemachine", "rich")
+"""What a command's options never need: our pydantic models, the state machines and the terminal
+renderer load inside the command's function, so ``--help`` stays at click's floor (issue 42)."""
 
 PROBE = """
 import json, sys
@@ -41,6 +45,7 @@ def test_help_loads_no_heavy_library(argv: list[str]) -> None:
     loaded = _loaded_after(argv)
     assert "click" in loaded and "agentstudy" in loaded  # the probe saw the real command line
     assert sorted(loaded & set(HEAVY)) == []
+    assert sorted(loaded & set(MODELS)) == []
 
 
 def test_the_probe_would_see_a_heavy_library() -> None:
@@ -49,3 +54,11 @@ def test_the_probe_would_see_a_heavy_library() -> None:
                            "print(json.dumps(sorted({n.partition('.')[0] for n in sys.modules})))"],
                           capture_output=True, text=True, check=True, timeout=120)
     assert {"numpy", "scipy"} <= set(json.loads(done.stdout))
+
+
+def test_the_probe_would_see_the_models() -> None:
+    """Importing a study file's models loads pydantic: the ``MODELS`` check can fail."""
+    done = subprocess.run([sys.executable, "-c", "import sys, json; import agentstudy.protocol.study_arms; "
+                           "print(json.dumps(sorted({n.partition('.')[0] for n in sys.modules})))"],
+                          capture_output=True, text=True, check=True, timeout=120)
+    assert "pydantic" in set(json.loads(done.stdout))

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from agentstudy.agents.registry import agent_cli
 from agentstudy.cli import main
 from agentstudy.io.export import export_corpus, remove_export
 from agentstudy.io.process import run_bounded
@@ -172,7 +173,9 @@ def test_clean_doc_bridge_run_completes_and_matches_the_runner(
             binary=claude_bin, model=MODEL, mcp=DEFAULT_MCP_SERVER, rehearsal_base_url=server.base_url,
         )
         attempt = run_cli_attempt(
-            settings, scenario=DOC_BRIDGE_MCP, tools=D_TOOLS, root=corpus.root, pin=corpus.pin, prompt=PROMPT,
+            settings,
+            agent=agent_cli(settings.agent),
+            scenario=DOC_BRIDGE_MCP, tools=D_TOOLS, root=corpus.root, pin=corpus.pin, prompt=PROMPT,
             reservation_usd=Decimal("0.10"), parent_env=os.environ, server=corpora.paths("harbor-playbook"),
         )
     assert attempt.status == "completed", attempt.setup_problems

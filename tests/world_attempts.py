@@ -33,7 +33,8 @@ def treatment_attempt(agent_name: str, spec: McpServerSpec, root: Path, pin: str
         settings = CliSettings(binary=agent.find_binary(None, os.environ), model=agent.rehearsal_model, mcp=spec,
                                rehearsal_base_url=base_url, containment="bwrap", agent=agent_name,
                                agent_home_root=HOMES, timeout_s=180.0)
-        return run_cli_attempt(settings, scenario=DOC_BRIDGE_MCP, tools=arm_tools(DOC_BRIDGE_MCP, spec, ()),
+        return run_cli_attempt(settings, agent=agent_cli(settings.agent),
+                               scenario=DOC_BRIDGE_MCP, tools=arm_tools(DOC_BRIDGE_MCP, spec, ()),
                                root=root, pin=pin, prompt=PROMPT, reservation_usd=Decimal("0.50"),
                                parent_env=dict(os.environ), server=corpora.paths("alpha"))
 

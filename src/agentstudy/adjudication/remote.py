@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from agentstudy.adjudication.items import PreparedItem
 from agentstudy.adjudication.walk import ItemRunner
+from agentstudy.agents.registry import agent_cli
 from agentstudy.protocol.manifest import REPOSITORY_ONLY
 from agentstudy.runners.executor import AttemptExecutor, WorkerRequirements, submit_cli_attempt
 from agentstudy.runners.executor_choice import read_corpora, start_executor
@@ -55,7 +56,7 @@ def remote_item_runner(executor: AttemptExecutor, request: AdjudicationRequest, 
 
     def run_item(item: PreparedItem, reservation: Decimal) -> CliAttemptResult:
         body = CliAttemptBody(request.settings, REPOSITORY_ONLY, tools, item.prompt or "", reservation, None,
-                              request.parent_env)
+                              request.parent_env, agent=agent_cli(request.settings.agent))
         return submit_cli_attempt(executor, body, item.task.repository).result()
 
     return run_item

@@ -45,6 +45,7 @@ from agentstudy.adjudication.ledger_view import MinimalLedgerView
 from agentstudy.adjudication.remote import open_item_executor, remote_item_runner
 from agentstudy.adjudication.scrub import REPLACEMENT, Scrubber
 from agentstudy.adjudication.walk import ItemWalk
+from agentstudy.agents.registry import agent_cli
 from agentstudy.io.containment import ContainmentError, check_containment
 from agentstudy.io.environment import allowlisted_environment
 from agentstudy.io.git import GitError
@@ -245,6 +246,7 @@ def _run_adjudication(request: AdjudicationRequest, stack: ExitStack) -> Adjudic
     def run_item(item: PreparedItem, reservation: Decimal) -> CliAttemptResult:
         return run_cli_attempt(
             request.settings,
+            agent=agent_cli(request.settings.agent),
             scenario=REPOSITORY_ONLY,
             tools=tools,
             root=request.roots[item.task.repository],

@@ -27,6 +27,11 @@ if TYPE_CHECKING:
     from agentstudy.transports.cli import CliAttemptBody, CliSettings, RawAttempt
     from agentstudy.transports.cli_evaluation import CliEvaluation
 
+GATEWAY_TOKEN_ENV = "AGENTSTUDY_GATEWAY_TOKEN"  # noqa: S105 - a variable name, not a credential
+"""Where an LLM gateway's token is read from: the driver's environment, or a Ray worker's own (issue 20).
+Here, in the agent seam, so the commands' options name it without importing a transport (issue 42)."""
+
+
 class StdoutWatch(Protocol):
     """Called with each chunk of the child's stdout as it arrives; a non-``None`` return is the reason
     to stop the child now (``io.process.run_bounded``'s ``watch``; the running per-attempt limit).

@@ -20,18 +20,10 @@ import sys
 from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-from rich.console import Console
-from rich.table import Table
 
-from agentstudy.adjudication.blinding import new_seed
-from agentstudy.adjudication.companion import AdjudicationSummary, SilentAdjudicationProgress
-from agentstudy.adjudication.demo import NO_MCP_SERVER, default_companion_path
-from agentstudy.adjudication.ledger_view import LedgerError, minimal_view, read_ledger_bytes
-from agentstudy.adjudication.run import AdjudicationRefused, AdjudicationRequest, run_adjudication
-from agentstudy.commands.adjudicate_chain import read_chain, run_chain
-from agentstudy.commands.adjudicate_controlled import run_and_print
 from agentstudy.commands.common import (
     EXIT_BLOCKED,
     EXIT_OK,
@@ -42,17 +34,14 @@ from agentstudy.commands.common import (
     positive_usd,
     stops_on_signals,
 )
-from agentstudy.commands.containment_options import containment_mode, containment_option
-from agentstudy.commands.run_options import concurrency_option, executor_choice, executor_options, partial_chain_option
-from agentstudy.io.claude_cli import ClaudeBinaryError, find_claude_binary, find_login_file, project_root
-from agentstudy.io.ledger_store import CheckpointError, OutputPathError
-from agentstudy.pricing.sums import display_usd, usd_from_json
-from agentstudy.protocol.continuation import missing_links
-from agentstudy.protocol.ledger_integrity import few_problems, verify_ledger_bytes
-from agentstudy.protocol.manifest import ManifestError, load_manifest
-from agentstudy.rehearsal.adjudicator_policy import adjudicator_reply
-from agentstudy.rehearsal.messages_server import RehearsalServer
-from agentstudy.transports.cli import CliSettings
+from agentstudy.commands.containment_options import containment_option
+from agentstudy.commands.run_options import concurrency_option, executor_options, partial_chain_option
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from agentstudy.adjudication.companion import AdjudicationSummary
+    from agentstudy.adjudication.run import AdjudicationRequest
 
 
 class ConsoleAdjudicationProgress:
@@ -70,6 +59,7 @@ class ConsoleAdjudicationProgress:
         cap_usd: Decimal,
     ) -> None:
         """Report the settled item."""
+        from agentstudy.pricing.sums import display_usd
         colour = "green" if status == "scored" else "red"
         self._console.print(
             f"[bold][{index}/{total}][/bold] {item_id} [{colour}]{status}[/{colour}], "
@@ -81,6 +71,10 @@ class ConsoleAdjudicationProgress:
 
 def print_adjudication_table(summary: AdjudicationSummary, note: str = "") -> None:
     """Print an adjudication summary as a small table on stderr (never an answer)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from agentstudy.pricing.sums import display_usd, usd_from_json
     line = summary.line
     table = Table(title=f"adjudication {line['status']}" + (f" ({note})" if note else ""), show_header=False)
     table.add_column("what", style="bold")
@@ -187,6 +181,24 @@ def adjudicate(
     left of the one cap; the first that does not finish stops the chain. `agentstudy report A.json B.json
     --adjudication A.adjudication.json --adjudication B.adjudication.json` reports the whole study.
     """
+    from rich.console import Console
+
+    from agentstudy.adjudication.blinding import new_seed
+    from agentstudy.adjudication.companion import SilentAdjudicationProgress
+    from agentstudy.adjudication.demo import NO_MCP_SERVER, default_companion_path
+    from agentstudy.adjudication.ledger_view import LedgerError, minimal_view, read_ledger_bytes
+    from agentstudy.adjudication.run import AdjudicationRequest
+    from agentstudy.commands.adjudicate_chain import read_chain, run_chain
+    from agentstudy.commands.adjudicate_controlled import run_and_print
+    from agentstudy.commands.containment_options import containment_mode
+    from agentstudy.commands.run_options import executor_choice
+    from agentstudy.io.claude_cli import ClaudeBinaryError, find_claude_binary, find_login_file, project_root
+    from agentstudy.protocol.continuation import missing_links
+    from agentstudy.protocol.ledger_integrity import few_problems, verify_ledger_bytes
+    from agentstudy.protocol.manifest import ManifestError, load_manifest
+    from agentstudy.rehearsal.adjudicator_policy import adjudicator_reply
+    from agentstudy.rehearsal.messages_server import RehearsalServer
+    from agentstudy.transports.cli import CliSettings
     chosen = executor_choice(executor, ray_address, concurrency)
     ledger_path = paths[0]
     try:
@@ -280,6 +292,9 @@ def adjudicate(
 
 
 def _run(request: AdjudicationRequest, note: str) -> tuple[int, Decimal]:
+    from agentstudy.adjudication.run import AdjudicationRefused, run_adjudication
+    from agentstudy.io.ledger_store import CheckpointError, OutputPathError
+    from agentstudy.pricing.sums import usd_from_json
     try:
         summary = run_adjudication(request)
     except (AdjudicationRefused, OutputPathError) as error:

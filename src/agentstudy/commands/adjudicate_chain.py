@@ -14,15 +14,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from agentstudy.adjudication.ledger_view import LedgerError, MinimalLedgerView, minimal_view, read_ledger_bytes
 from agentstudy.adjudication.run import AdjudicationRequest
 from agentstudy.commands.common import EXIT_BLOCKED, EXIT_OK
-from agentstudy.pricing.sums import display_usd
-from agentstudy.protocol.continuation import chain_problems
+
+if TYPE_CHECKING:
+    from agentstudy.adjudication.ledger_view import MinimalLedgerView
 
 Runner = Callable[[AdjudicationRequest, str], tuple[int, Decimal]]
 """Runs one adjudication with a note for its table; returns the exit code and the USD it spent."""
@@ -38,6 +38,8 @@ def read_chain(paths: Sequence[Path], first: tuple[bytes, dict[str, Any]], *,
         LedgerError: a ledger that cannot be read, is not a minimal-study ledger or is malformed, or ledgers
             that are not one chain of runs (the message names the first problem).
     """
+    from agentstudy.adjudication.ledger_view import LedgerError, minimal_view, read_ledger_bytes
+    from agentstudy.protocol.continuation import chain_problems
     read: list[tuple[Path, bytes, dict[str, Any]]] = [(paths[0], *first)]
     for path in paths[1:]:
         data, document, kind = read_ledger_bytes(path)
@@ -55,6 +57,7 @@ def run_chain(requests: Sequence[AdjudicationRequest], runner: Runner, rehearsal
     """Run ``requests`` (one per run of the chain, in order; each with the whole cap) one after another under
     the first one's cap: each gets the cap less what the earlier ones spent. Returns the exit code: the first
     that is not 0, ``EXIT_BLOCKED`` when what is left of the cap does not hold one item's limit, else 0."""
+    from agentstudy.pricing.sums import display_usd
     cap = requests[0].cap_usd
     spent = Decimal(0)
     for index, request in enumerate(requests):

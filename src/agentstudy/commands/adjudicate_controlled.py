@@ -18,28 +18,17 @@ import sys
 from collections import Counter
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from agentstudy.commands.common import EXIT_BLOCKED, EXIT_OK, fail, stops_on_signals
-from agentstudy.commands.contract_files import aligned, counts, read_contract, text_or_json
-from agentstudy.commands.run_options import concurrency_option, executor_choice, executor_options
-from agentstudy.controlled.adjudicate import (
-    AdjudicationInputError,
-    Selection,
-    Verdict,
-    adjudicate_ledger,
-    prepare_adjudication,
-)
-from agentstudy.controlled.ledger_file import LedgerFileError, create_ledger_file, persist_ledger
-from agentstudy.controlled.remote import WorkerDiedError, open_controlled_executor
-from agentstudy.io.signals import StopRequested
-from agentstudy.protocol.controlled.config import StudyProviderCliConfigV1
-from agentstudy.protocol.controlled.contracts import ContractError
-from agentstudy.protocol.controlled.ledger import ControlledStudyObservationLedgerV1, Ledger
-from agentstudy.protocol.controlled.suite import StudyTaskSuiteV1
-from agentstudy.runners.preflight import PreflightError
+from agentstudy.commands.contract_files import text_or_json
+from agentstudy.commands.run_options import concurrency_option, executor_options
+
+if TYPE_CHECKING:
+    from agentstudy.controlled.adjudicate import Verdict
+    from agentstudy.protocol.controlled.ledger import Ledger
 
 _FILE = click.Path(path_type=Path, dir_okay=False)
 
@@ -57,6 +46,21 @@ def adjudicate_controlled_command(ledger_path: Path, suite_path: Path, adjudicat
     adjudicators run at once (issue 19); verdicts are applied and persisted in ledger order. With
     ``executor="ray"`` the children run on the cluster at ``ray_address`` (issue 20; ``controlled.remote``).
     """
+    from agentstudy.commands.contract_files import read_contract
+    from agentstudy.controlled.adjudicate import (
+        AdjudicationInputError,
+        Selection,
+        adjudicate_ledger,
+        prepare_adjudication,
+    )
+    from agentstudy.controlled.ledger_file import LedgerFileError, create_ledger_file, persist_ledger
+    from agentstudy.controlled.remote import WorkerDiedError, open_controlled_executor
+    from agentstudy.io.signals import StopRequested
+    from agentstudy.protocol.controlled.config import StudyProviderCliConfigV1
+    from agentstudy.protocol.controlled.contracts import ContractError
+    from agentstudy.protocol.controlled.ledger import ControlledStudyObservationLedgerV1
+    from agentstudy.protocol.controlled.suite import StudyTaskSuiteV1
+    from agentstudy.runners.preflight import PreflightError
     ledger = read_contract(ledger_path, ControlledStudyObservationLedgerV1)
     suite = read_contract(suite_path, StudyTaskSuiteV1)
     config = read_contract(adjudicator_path, StudyProviderCliConfigV1)
@@ -102,6 +106,7 @@ def adjudicate_controlled_command(ledger_path: Path, suite_path: Path, adjudicat
 
 def render_adjudication(summary: dict[str, Any]) -> list[str]:
     """Aligned text lines of an adjudication summary."""
+    from agentstudy.commands.contract_files import aligned, counts
     return aligned([("Adjudicated", f"{summary['selected']} observation(s)"
                                     + (f" of run {summary['runId']}" if summary["runId"] else "")),
                     ("Adjudicator", counts(summary["byResult"])),
@@ -136,6 +141,7 @@ def adjudicate_controlled(ledger: Path, suite: Path, adjudicator_path: Path, out
     failure leaves the observation pending, never approved. Actor, method, configuration
     hash, tokens, latency and cost are recorded; the result is written to --output.
     """
+    from agentstudy.commands.run_options import executor_choice
     chosen = executor_choice(executor, ray_address, concurrency)
     sys.exit(run_and_print(ledger, suite, adjudicator_path, output_path, run_id, offset, limit, as_text,
                            concurrency, chosen, ray_address))

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from agentstudy.agents.base import AgentCli
-from agentstudy.agents.registry import DEFAULT_AGENT, agent_cli
 from agentstudy.commands.common import fail
-from agentstudy.io.agent_binary import AgentBinaryError
+
+if TYPE_CHECKING:
+    from agentstudy.agents.base import AgentCli
 
 
 def agent_flags(transport: str, agent: str, agent_version: str | None, cli_version: str | None,
@@ -16,6 +17,7 @@ def agent_flags(transport: str, agent: str, agent_version: str | None, cli_versi
     """The agent, its expected version and the explicit executable, from the flags (issue 21); exit 2 on a
     contradiction: another agent than claude-code with http, --claude-bin or --cli-version with codex,
     --cli-version and --agent-version both, --claude-bin and --agent-bin both, --strict-cap with codex."""
+    from agentstudy.agents.registry import DEFAULT_AGENT, agent_cli
     chosen = agent_cli(agent)
     if transport != "cli" and agent != DEFAULT_AGENT:
         fail(f"--agent {agent} needs --transport cli (the http loop is the Messages API's)")
@@ -46,6 +48,7 @@ def require_agent_price(agent: AgentCli, model: str, given: str) -> None:
 
 def agent_binary(agent: AgentCli, explicit: str | None) -> Path:
     """The agent's executable as an absolute path (nothing started); else exit 2 with one line."""
+    from agentstudy.io.agent_binary import AgentBinaryError
     try:
         return agent.find_binary(explicit, os.environ)
     except AgentBinaryError as error:

@@ -5,15 +5,15 @@ from __future__ import annotations
 import ipaddress
 import os
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 from urllib.parse import urlsplit
 
 import click
 
 from agentstudy.commands.common import fail
-from agentstudy.io.containment import CONTAINMENT_MODES, ContainmentMode
-from agentstudy.io.messages_api import BaseUrlError, check_base_url
-from agentstudy.transports.cli import GATEWAY_TOKEN_ENV
+
+if TYPE_CHECKING:
+    from agentstudy.io.containment import ContainmentMode
 
 F = TypeVar("F", bound=Callable[..., Any])
 LOOPBACK_NAMES = ("localhost",)
@@ -21,6 +21,7 @@ LOOPBACK_NAMES = ("localhost",)
 
 def containment_option(function: F) -> F:
     """Add ``--containment bwrap|restricted``."""
+    from agentstudy.io.containment import CONTAINMENT_MODES
     return click.option(
         "--containment", type=click.Choice(CONTAINMENT_MODES), default="bwrap", show_default=True,
         envvar="AGENTSTUDY_CONTAINMENT",
@@ -33,6 +34,7 @@ def containment_option(function: F) -> F:
 
 def cli_base_url_option(function: F) -> F:
     """Add ``--cli-base-url URL`` (an LLM gateway for the cli transport)."""
+    from agentstudy.agents.base import GATEWAY_TOKEN_ENV
     return click.option(
         "--cli-base-url", metavar="URL",
         help="cli transport: send Claude Code's requests to this LLM gateway (ANTHROPIC_BASE_URL); https:// or a "
@@ -43,6 +45,7 @@ def cli_base_url_option(function: F) -> F:
 
 def containment_mode(value: str) -> ContainmentMode:
     """The click value as the typed mode."""
+    from agentstudy.io.containment import ContainmentMode
     return cast(ContainmentMode, value)
 
 
@@ -60,6 +63,8 @@ def gateway_from_options(url: str | None, environ: Mapping[str, str] = os.enviro
 
     The token comes from ``AGENTSTUDY_GATEWAY_TOKEN`` only and must not contain CR, LF or NUL.
     """
+    from agentstudy.agents.base import GATEWAY_TOKEN_ENV
+    from agentstudy.io.messages_api import BaseUrlError, check_base_url
     if url is None:
         return None, None
     try:

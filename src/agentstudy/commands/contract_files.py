@@ -10,16 +10,17 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from agentstudy.commands.common import fail
-from agentstudy.protocol.controlled.contracts import ContractError, LoadedContract, describe_mismatches, parse_contract
-from agentstudy.protocol.controlled.formats import ContractModel
-from agentstudy.protocol.json_input import describe_os_error
 
-M = TypeVar("M", bound=ContractModel)
+if TYPE_CHECKING:
+    from agentstudy.protocol.controlled.contracts import LoadedContract
+    from agentstudy.protocol.controlled.formats import ContractModel
+
+M = TypeVar("M", bound="ContractModel")
 
 MAX_CONTRACT_BYTES = 256 * 1024 * 1024
 """Refuse files above 256 MiB before reading them (a full ledger of 100 000 observations fits)."""
@@ -38,6 +39,8 @@ def read_contract(path: Path, model: type[M], *, allow_unverified: bool | None =
     ``allow_unverified`` is ``None`` for commands without ``--allow-unverified``; when true, a
     hash mismatch is printed to stderr as a warning instead.
     """
+    from agentstudy.protocol.controlled.contracts import ContractError, describe_mismatches, parse_contract
+    from agentstudy.protocol.json_input import describe_os_error
     try:
         if path.stat().st_size > MAX_CONTRACT_BYTES:
             fail(f"{path}: larger than {MAX_CONTRACT_BYTES} bytes")

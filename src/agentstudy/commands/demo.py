@@ -10,16 +10,8 @@ from pathlib import Path
 import click
 
 from agentstudy.agents.registry import AGENT_NAMES, DEFAULT_AGENT
-from agentstudy.commands.agent_options import agent_binary, agent_flags
 from agentstudy.commands.common import EXIT_BLOCKED, emit_summary, fail, stops_on_signals
-from agentstudy.commands.containment_options import containment_mode, containment_option
-from agentstudy.commands.run_options import checked_faults
-from agentstudy.commands.view import print_summary_table, progress_for_terminal
-from agentstudy.io.claude_cli import ClaudeBinaryError, find_claude_binary
-from agentstudy.io.ledger_store import CheckpointError, OutputPathError
-from agentstudy.protocol.arm_names import namer
-from agentstudy.runners.preflight import DEFAULT_MCP_SERVER, PreflightError
-from agentstudy.runners.summary import REHEARSAL_NOTE
+from agentstudy.commands.containment_options import containment_option
 
 
 @click.command()
@@ -54,7 +46,16 @@ def demo(output_dir: Path | None, transport: str, claude_bin: str | None, agent:
     report.md beside ledger.json (with --adjudicate, after a blind adjudication whose companion
     is ledger.adjudication.json).
     """
+    from agentstudy.commands.agent_options import agent_binary, agent_flags
+    from agentstudy.commands.containment_options import containment_mode
+    from agentstudy.commands.run_options import checked_faults
+    from agentstudy.commands.view import print_summary_table, progress_for_terminal
+    from agentstudy.io.claude_cli import ClaudeBinaryError, find_claude_binary
+    from agentstudy.io.ledger_store import CheckpointError, OutputPathError
+    from agentstudy.protocol.arm_names import namer
     from agentstudy.runners.demo import run_demo, run_http_demo
+    from agentstudy.runners.preflight import DEFAULT_MCP_SERVER, PreflightError
+    from agentstudy.runners.summary import REHEARSAL_NOTE
 
     faults = checked_faults(rehearsal_faults, None, True)
     chosen, version, explicit = agent_flags(transport, agent, agent_version, None, agent_bin, claude_bin, False)

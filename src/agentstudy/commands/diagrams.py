@@ -7,7 +7,6 @@ from pathlib import Path
 import click
 
 from agentstudy.commands.common import fail
-from agentstudy.fsm.diagrams import DIAGRAMS, mermaid
 
 
 @click.command()
@@ -15,6 +14,7 @@ from agentstudy.fsm.diagrams import DIAGRAMS, mermaid
               help="Folder that receives <machine>.mmd files (must exist).")
 def diagrams(output_dir: Path) -> None:
     """Write docs/attempt-machine.mmd and docs/run-machine.mmd from the machines themselves."""
+    from agentstudy.fsm.diagrams import DIAGRAMS, mermaid
     if not output_dir.is_dir():
         fail(f"--output-dir {output_dir} is not a directory")
     for name in DIAGRAMS:

@@ -8,35 +8,15 @@ import re
 import shlex
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from agentstudy.commands.common import fail, stops_on_signals
-from agentstudy.commands.containment_options import containment_mode, containment_option
-from agentstudy.io.git import GitError, head, is_clean, list_tree, read_blobs, toplevel
-from agentstudy.io.ledger_store import OutputExistsError, OutputPathError, create_new_file
-from agentstudy.io.signals import raise_if_stopped
-from agentstudy.protocol.corpus_filter import is_public_blob
-from agentstudy.protocol.json_input import JsonInputError, describe_os_error, load_json, refuse_duplicate_keys
-from agentstudy.protocol.mcp_spec import (
-    PLACEHOLDERS,
-    McpConfigError,
-    json_strings,
-    parse_mcp_config,
-    unknown_placeholders,
-)
-from agentstudy.protocol.sandbox_binds import kernel_bind_problem
-from agentstudy.protocol.starter_study import (
-    description_comparison,
-    server_arm,
-    server_comparison,
-    server_name_for,
-    starter_study,
-)
-from agentstudy.protocol.task import is_safe_source_path
-from agentstudy.rehearsal.policy import pick_term
-from agentstudy.runners.server_inspection import InspectionError, ServerInspection, inspect_server
+from agentstudy.commands.containment_options import containment_option
+
+if TYPE_CHECKING:
+    from agentstudy.runners.server_inspection import ServerInspection
 
 STUDY_NAME = "study.json"
 TOOLS_NAME = "server-tools.json"
@@ -47,6 +27,7 @@ _SCAN_BLOBS = 200
 
 def _repositories(values: tuple[str, ...]) -> dict[str, Path]:
     """``NAME=PATH`` pairs to checkout top levels; exit 2 on a malformed, repeated or non-checkout one."""
+    from agentstudy.io.git import GitError, toplevel
     found: dict[str, Path] = {}
     for value in values:
         name, sep, raw = value.partition("=")
@@ -87,6 +68,10 @@ def _example_source(checkout: Path, pin: str) -> tuple[str, str | None] | None:
     """A README at the top (any case), else the first public UTF-8 text file at ``pin``, with a
     word of its first prose line to ask about (the term the rehearsal agent would search for, so
     the example rehearses a real lookup); None when there is no such file."""
+    from agentstudy.io.git import list_tree, read_blobs
+    from agentstudy.protocol.corpus_filter import is_public_blob
+    from agentstudy.protocol.task import is_safe_source_path
+    from agentstudy.rehearsal.policy import pick_term
     blobs = [e for e in list_tree(checkout, pin)
              if e.kind == "blob" and is_public_blob(e.mode, e.kind, e.size, e.path) and is_safe_source_path(e.path)]
     readmes = [e for e in blobs if "/" not in e.path and e.path.lower().startswith("readme")]
@@ -149,6 +134,7 @@ def _tool_rows(inspection: ServerInspection) -> list[dict[str, object]]:
 
 def _probe_arguments(raw: str | None, probe: str | None) -> dict[str, object] | None:
     """``--probe-arguments`` as a JSON object (exit 2 when malformed or given without ``--probe``)."""
+    from agentstudy.protocol.mcp_spec import PLACEHOLDERS, json_strings, unknown_placeholders
     if raw is None:
         return None
     if probe is None:
@@ -168,6 +154,7 @@ def _probe_arguments(raw: str | None, probe: str | None) -> dict[str, object] | 
 
 def _descriptions(path: Path) -> dict[str, str]:
     """``--descriptions FILE``: a JSON object of strings (exit 2 with one line otherwise)."""
+    from agentstudy.protocol.json_input import JsonInputError, describe_os_error, load_json, refuse_duplicate_keys
     try:
         value = load_json(path.read_text(encoding="utf-8"), object_pairs_hook=refuse_duplicate_keys)
     except OSError as error:
@@ -196,6 +183,10 @@ def _check_overrides(overrides: dict[str, str], inspection: ServerInspection) ->
 def _second_arm(command: list[str], first: str, pinned: dict[str, tuple[str, str, str | None]],
                 roots: dict[str, Path], containment: str, sandbox_binds: tuple[str, ...]) -> dict[str, Any]:
     """The control arm of ``--compare-mcp-command``: the second server, probed and drafted as the first was."""
+    from agentstudy.commands.containment_options import containment_mode
+    from agentstudy.protocol.mcp_spec import McpConfigError, parse_mcp_config
+    from agentstudy.protocol.starter_study import server_arm, server_name_for
+    from agentstudy.runners.server_inspection import InspectionError, inspect_server
     name = server_name_for(command)
     try:
         spec = parse_mcp_config({"mcpServers": {name: {"command": command[0], "args": command[1:]}}},
@@ -272,6 +263,20 @@ def init(directory: Path, repos: tuple[str, ...], mcp_command: str, server_name:
     (probed and drafted the same way), --descriptions FILE gives the treatment arm rewritten tool
     descriptions while the control arm runs the same server with its own (docs/comparing.md).
     """
+    from agentstudy.commands.containment_options import containment_mode
+    from agentstudy.io.git import GitError, head, is_clean
+    from agentstudy.io.ledger_store import OutputExistsError, OutputPathError, create_new_file
+    from agentstudy.io.signals import raise_if_stopped
+    from agentstudy.protocol.json_input import describe_os_error
+    from agentstudy.protocol.mcp_spec import McpConfigError, parse_mcp_config
+    from agentstudy.protocol.sandbox_binds import kernel_bind_problem
+    from agentstudy.protocol.starter_study import (
+        description_comparison,
+        server_comparison,
+        server_name_for,
+        starter_study,
+    )
+    from agentstudy.runners.server_inspection import InspectionError, inspect_server
     study_path, tools_path = directory / STUDY_NAME, directory / TOOLS_NAME
     for path in (study_path, tools_path):
         if os.path.lexists(path):

@@ -13,34 +13,7 @@ from typing import Any
 import click
 
 from agentstudy.commands.common import fail
-from agentstudy.commands.contract_files import (
-    MAX_CONTRACT_BYTES,
-    aligned,
-    allow_unverified_option,
-    counts,
-    emit,
-    read_contract,
-    table,
-    text_or_json,
-)
-from agentstudy.commands.view import reservation_rule_text
-from agentstudy.io.ledger_journal import LedgerJournalError, describe_journal, read_ledger
-from agentstudy.io.transcripts import transcript_problems
-from agentstudy.pricing.usd_json import usd_number
-from agentstudy.protocol.arm_configurations import (
-    configuration_sentences,
-    configurations,
-    observation_calls,
-    observation_first_tokens,
-)
-from agentstudy.protocol.arm_differences import arm_differences, observation_facts
-from agentstudy.protocol.arm_names import arm_label, ledger_arm_labels, ledger_server_name
-from agentstudy.protocol.controlled.ledger import ControlledStudyObservationLedgerV1
-from agentstudy.protocol.controlled.summary import summarize_ledger
-from agentstudy.protocol.json_input import load_json
-from agentstudy.protocol.ledger_integrity import few_problems, verify_ledger_bytes
-from agentstudy.protocol.records import is_minimal_ledger_version
-from agentstudy.protocol.study_arms import SCENARIOS
+from agentstudy.commands.contract_files import allow_unverified_option, text_or_json
 
 OPEN_LISTED = 10
 """Open reservations named one by one in the text summary; more are counted."""
@@ -78,6 +51,13 @@ def ledger(file: Path, allow_unverified: bool, rebuilt: bool, close: bool, as_te
     A ledger that does not verify is refused (exit 2, the first problem named) unless
     --allow-unverified, which prints the problems as a warning and marks the summary NOT VERIFIED.
     """
+    from agentstudy.commands.contract_files import emit, read_contract
+    from agentstudy.io.ledger_journal import LedgerJournalError, describe_journal, read_ledger
+    from agentstudy.io.transcripts import transcript_problems
+    from agentstudy.protocol.controlled.ledger import ControlledStudyObservationLedgerV1
+    from agentstudy.protocol.controlled.summary import summarize_ledger
+    from agentstudy.protocol.json_input import load_json
+    from agentstudy.protocol.ledger_integrity import few_problems, verify_ledger_bytes
     what = _not_a_ledger(file)
     if what is not None:
         fail(f"{file} is not a ledger: it is {what}")
@@ -120,6 +100,9 @@ def ledger(file: Path, allow_unverified: bool, rebuilt: bool, close: bool, as_te
 def _not_a_ledger(path: Path) -> str | None:
     """What the file is when it is one of our other documents a user may pass by mistake (an adjudication
     companion, a study file, a seed manifest), else ``None`` (a ledger, or something the readers refuse)."""
+    from agentstudy.commands.contract_files import MAX_CONTRACT_BYTES
+    from agentstudy.protocol.json_input import load_json
+    from agentstudy.protocol.records import is_minimal_ledger_version
     try:
         if path.stat().st_size > MAX_CONTRACT_BYTES:
             return None
@@ -150,6 +133,9 @@ def _minimal_bytes(path: Path) -> bytes | None:
     controlled path). An ill-formed one — its version gone or wrong, a field of the wrong shape, text that is not
     strict JSON (NaN, cut short) — is one too, so its problem is named as a minimal-study ledger's (issue 29),
     never as a controlled-study ledger's."""
+    from agentstudy.commands.contract_files import MAX_CONTRACT_BYTES
+    from agentstudy.protocol.json_input import load_json
+    from agentstudy.protocol.records import is_minimal_ledger_version
     try:
         if path.stat().st_size > MAX_CONTRACT_BYTES:
             return None
@@ -172,6 +158,16 @@ def _usd(value: Any) -> Decimal | None:
 
 def summarize_minimal(document: dict[str, Any], problems: tuple[str, ...]) -> dict[str, Any]:
     """Summarise a minimal-study ledger (read tolerantly) and the problems its verification found."""
+    from agentstudy.pricing.usd_json import usd_number
+    from agentstudy.protocol.arm_configurations import (
+        configuration_sentences,
+        configurations,
+        observation_calls,
+        observation_first_tokens,
+    )
+    from agentstudy.protocol.arm_differences import arm_differences, observation_facts
+    from agentstudy.protocol.arm_names import arm_label, ledger_arm_labels, ledger_server_name
+    from agentstudy.protocol.study_arms import SCENARIOS
     raw = document.get("observations")
     observations = [o for o in raw if isinstance(o, dict)] if isinstance(raw, list) else []
     budget: dict[str, Any] = document["budget"] if isinstance(document.get("budget"), dict) else {}
@@ -222,6 +218,8 @@ def summarize_minimal(document: dict[str, Any], problems: tuple[str, ...]) -> di
 
 def render_minimal(summary: dict[str, Any]) -> list[str]:
     """Aligned text lines of ``summarize_minimal``'s output."""
+    from agentstudy.commands.contract_files import aligned, counts
+    from agentstudy.commands.view import reservation_rule_text
     budget = summary["budget"]
     held = [*([summary["openReservation"]] if summary["openReservation"] else []), *summary["openReservations"]]
     arms = summary["arms"]
@@ -270,6 +268,7 @@ def render_minimal(summary: dict[str, Any]) -> list[str]:
 
 def render_ledger(summary: dict[str, Any]) -> list[str]:
     """Aligned text lines and a per-run table of ``summarize_ledger``'s output."""
+    from agentstudy.commands.contract_files import aligned, counts, table
     mismatches = summary["mismatches"]
     nested = [item for item in mismatches if item["path"]]
     top_ok = not any(not item["path"] for item in mismatches)

@@ -16,12 +16,6 @@ from pathlib import Path
 import click
 
 from agentstudy.commands.common import fail
-from agentstudy.io.atomic import write_text_atomic
-from agentstudy.io.ledger_journal import LedgerJournalError, read_ledger
-from agentstudy.io.ledger_store import journal_path
-from agentstudy.protocol.crash_close import closed_crash, open_reservation_count
-from agentstudy.protocol.json_input import load_json
-from agentstudy.protocol.ledger_integrity import verify_ledger_bytes
 
 CLOSED_SUFFIX = ".closed"
 
@@ -32,6 +26,12 @@ def close_crashed(file: Path) -> None:
     Exits 2 with one line, nothing changed: unreadable, a journal that does not verify, a ledger that does not
     verify or is not ``running``, or a ``FILE.journal.closed`` already there.
     """
+    from agentstudy.io.atomic import write_text_atomic
+    from agentstudy.io.ledger_journal import LedgerJournalError, read_ledger
+    from agentstudy.io.ledger_store import journal_path
+    from agentstudy.protocol.crash_close import closed_crash, open_reservation_count
+    from agentstudy.protocol.json_input import load_json
+    from agentstudy.protocol.ledger_integrity import verify_ledger_bytes
     try:
         data = file.read_bytes()
         read = read_ledger(file, data)

@@ -10,25 +10,18 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 from click.core import ParameterSource
 
 from agentstudy.commands.common import fail
-from agentstudy.io.server_config import load_mcp_config
-from agentstudy.protocol.json_input import JsonInputError, load_json
-from agentstudy.protocol.mcp_spec import (
-    DOC_BRIDGE_CONFIG_CANDIDATES,
-    McpConfigError,
-    McpServerSpec,
-    check_tool_choice,
-    parse_mcp_config,
-)
-from agentstudy.protocol.prepare_steps import PreparedStateCap, PrepareStep
-from agentstudy.protocol.sandbox_binds import kernel_bind_problem
-from agentstudy.protocol.study_arms import ServerArm, TreatmentArm
-from agentstudy.runners.preflight import DEFAULT_MCP_SERVER
+from agentstudy.protocol.seed_names import DOC_BRIDGE_CONFIG_CANDIDATES
+
+if TYPE_CHECKING:
+    from agentstudy.protocol.mcp_spec import McpServerSpec
+    from agentstudy.protocol.prepare_steps import PreparedStateCap, PrepareStep
+    from agentstudy.protocol.study_arms import ServerArm, TreatmentArm
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -79,6 +72,7 @@ def mcp_spec_from_options(
     malformed ``--mcp-config`` (not exactly one server, unknown placeholders), or a
     ``--sandbox-bind`` that is not an existing absolute path. Nothing is started.
     """
+    from agentstudy.protocol.json_input import JsonInputError, load_json
     try:
         arguments = load_json(mcp_probe_arguments)
     except JsonInputError as error:
@@ -95,6 +89,12 @@ def mcp_spec_from_options(
 
 def _split(value: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in value.split(",") if part.strip())
+
+
+def _default_cap() -> PreparedStateCap:
+    """The default cap of a prepared server's state, imported when an options object is made (not at ``--help``)."""
+    from agentstudy.protocol.prepare_steps import PreparedStateCap
+    return PreparedStateCap()
 
 
 @dataclass(frozen=True)
@@ -124,7 +124,7 @@ class McpChoice:
     open_world: tuple[str, ...] = ()
     prepare: tuple[PrepareStep, ...] = ()
     descriptions: tuple[tuple[str, str], ...] = ()
-    prepared_cap: PreparedStateCap = field(default_factory=PreparedStateCap)
+    prepared_cap: PreparedStateCap = field(default_factory=_default_cap)
 
 
 def build_mcp_spec(choice: McpChoice) -> McpServerSpec:
@@ -133,6 +133,10 @@ def build_mcp_spec(choice: McpChoice) -> McpServerSpec:
     Checks ``protocol.mcp_spec.check_tool_choice`` (worded with the flag names), every sandbox
     bind (an existing absolute path) and the MCP config (``parse_mcp_config``). Nothing is started.
     """
+    from agentstudy.io.server_config import load_mcp_config
+    from agentstudy.protocol.mcp_spec import McpConfigError, McpServerSpec, check_tool_choice, parse_mcp_config
+    from agentstudy.protocol.sandbox_binds import kernel_bind_problem
+    from agentstudy.runners.preflight import DEFAULT_MCP_SERVER
     for bind in choice.sandbox_binds:
         if not os.path.isabs(bind) or any(c in bind for c in "\r\n\0"):
             fail(f"--sandbox-bind must be an absolute path, got {bind!r}")
@@ -195,6 +199,7 @@ def study_mcp_spec(
     matching one; ``--mcp-probe-arguments`` replaces the probe's arguments only. Exit 2 with one
     line on a bad value, as for the flags.
     """
+    from agentstudy.protocol.json_input import JsonInputError, load_json
     if arm is None:
         return mcp_spec_from_options(mcp_config_file, server_config_candidates, mcp_tools, mcp_probe,
                                      mcp_probe_arguments, sandbox_binds)

@@ -8,16 +8,16 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from agentstudy.commands.common import EXIT_BLOCKED, EXIT_OK
-from agentstudy.commands.contract_files import aligned, allow_unverified_option, counts, read_contract, table
-from agentstudy.controlled.metrics_report import SCOPES, calculate_study_metrics, regressions_of
-from agentstudy.protocol.controlled.hashing import js_json
-from agentstudy.protocol.controlled.ledger import ControlledStudyObservationLedgerV1
-from agentstudy.protocol.controlled.observation import ControlledStudyObservationV1 as Obs
+from agentstudy.commands.contract_files import allow_unverified_option
+from agentstudy.protocol.controlled.metric_scopes import SCOPES
+
+if TYPE_CHECKING:
+    from agentstudy.protocol.controlled.observation import ControlledStudyObservationV1 as Obs
 
 DEFAULT_TEXT_SCOPES = ("aggregate", "model", "scenario")
 
@@ -42,6 +42,9 @@ def metrics_and_observations(ledger_path: Path, *, allow_unverified: bool = Fals
 
     Exits 2 as :func:`metrics_report`.
     """
+    from agentstudy.commands.contract_files import read_contract
+    from agentstudy.controlled.metrics_report import calculate_study_metrics
+    from agentstudy.protocol.controlled.ledger import ControlledStudyObservationLedgerV1
     loaded = read_contract(ledger_path, ControlledStudyObservationLedgerV1, allow_unverified=allow_unverified)
     source = {"ledgerContentHash": loaded.content_hash, "verified": loaded.verified,
               "unverifiedObservations": [item.position for item in loaded.mismatches if item.path]}
@@ -63,6 +66,8 @@ def _number(value: Any) -> str:
 
 def render_metrics(report: dict[str, Any], scopes: tuple[str, ...] = DEFAULT_TEXT_SCOPES) -> list[str]:
     """Text lines: totals, rounds, comparison statuses and regressions, then a table of the chosen scopes."""
+    from agentstudy.commands.contract_files import aligned, counts, table
+    from agentstudy.controlled.metrics_report import regressions_of
     source = report.get("source", {})
     unverified = source.get("unverifiedObservations", [])
     statuses: dict[str, int] = {}
@@ -123,6 +128,8 @@ def metrics(ledger: Path, as_text: bool, allow_regressions: bool, allow_unverifi
     Rates carry Wilson 95 % intervals; missing values stay missing (missingMetrics). The
     report is content-hashed. Exit 1 when a comparison regressed, unless --allow-regressions.
     """
+    from agentstudy.controlled.metrics_report import regressions_of
+    from agentstudy.protocol.controlled.hashing import js_json
     report = metrics_report(ledger, allow_unverified=allow_unverified, baseline_round=baseline_round,
                             current_round=current_round, baseline_run_id=baseline_run_id,
                             current_run_id=current_run_id)

@@ -5,56 +5,26 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import replace
-from decimal import Decimal
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from agentstudy.agents.registry import AGENT_NAMES, DEFAULT_AGENT
-from agentstudy.commands.agent_options import agent_binary, agent_flags, require_agent_price
 from agentstudy.commands.common import (
     check_new_output,
     fail,
     parse_roots,
     stops_on_signals,
 )
-from agentstudy.commands.containment_options import (
-    cli_base_url_option,
-    containment_mode,
-    containment_option,
-    gateway_from_options,
-)
-from agentstudy.commands.mcp_options import arm_mcp_spec, mcp_options, study_mcp_spec
-from agentstudy.commands.minimal_dry_run import DryRunRequest, print_dry_run
-from agentstudy.commands.minimal_inputs import money_flags, require_model, reservation_rule
-from agentstudy.commands.minimal_outcome import run_and_summarise, sequential_plan
-from agentstudy.commands.run_options import MAX_CONCURRENCY, checked_faults, continue_option, load_predecessor
-from agentstudy.commands.study_agents_options import agent_model_option, other_agent_runs, rehearsal_endpoints
-from agentstudy.commands.view import progress_for_terminal
-from agentstudy.io.claude_cli import project_root
-from agentstudy.io.containment import ContainmentMode
-from agentstudy.io.messages_api import (
-    DEFAULT_BASE_URL,
-    ApiKeyError,
-    BaseUrlError,
-    api_key_from_environment,
-    check_base_url,
-)
-from agentstudy.pricing.http import UpperPrices
-from agentstudy.protocol.arm_names import namer
-from agentstudy.protocol.continuation import Predecessor
-from agentstudy.protocol.fault_schedule import parse_fault_schedule
-from agentstudy.protocol.manifest import LoadedManifest, ManifestError, load_manifest
-from agentstudy.protocol.mcp_spec import McpServerSpec
-from agentstudy.protocol.schedule import Mode, PilotSize, pilot_size
-from agentstudy.protocol.sequential_plan import SequentialPlan
-from agentstudy.runners.cli_request import CliRunRequest
-from agentstudy.runners.http_request import REHEARSAL_KEY, HttpRunRequest
-from agentstudy.runners.minimal import run_cli_study
-from agentstudy.runners.minimal_http import run_http_study
-from agentstudy.runners.sequential_runs import study_schedule
-from agentstudy.transports.api_retry import DEFAULT_RETRY, RetryPolicy
-from agentstudy.transports.cli import CliSettings
+from agentstudy.commands.containment_options import cli_base_url_option, containment_option
+from agentstudy.commands.mcp_options import mcp_options
+from agentstudy.commands.run_options import MAX_CONCURRENCY, continue_option
+from agentstudy.commands.study_agents_options import agent_model_option
+from agentstudy.io.messages_api import DEFAULT_BASE_URL
+
+if TYPE_CHECKING:
+    from agentstudy.protocol.schedule import Mode
 
 
 @click.command()
@@ -215,6 +185,25 @@ def minimal(
     (``0.10``): no sign, exponent
     or underscore, at most 9 decimals, above zero and at most 1,000,000.
     """
+    from agentstudy.commands.agent_options import agent_binary, agent_flags, require_agent_price
+    from agentstudy.commands.containment_options import containment_mode, gateway_from_options
+    from agentstudy.commands.mcp_options import arm_mcp_spec, study_mcp_spec
+    from agentstudy.commands.minimal_dry_run import DryRunRequest, print_dry_run
+    from agentstudy.commands.minimal_inputs import money_flags, require_model, reservation_rule
+    from agentstudy.commands.minimal_outcome import run_and_summarise, run_http, sequential_plan
+    from agentstudy.commands.run_options import checked_faults, load_predecessor
+    from agentstudy.commands.study_agents_options import other_agent_runs, rehearsal_endpoints
+    from agentstudy.commands.view import progress_for_terminal
+    from agentstudy.io.claude_cli import project_root
+    from agentstudy.io.messages_api import BaseUrlError, check_base_url
+    from agentstudy.protocol.arm_names import namer
+    from agentstudy.protocol.manifest import ManifestError, load_manifest
+    from agentstudy.protocol.schedule import pilot_size
+    from agentstudy.runners.cli_request import CliRunRequest
+    from agentstudy.runners.minimal import run_cli_study
+    from agentstudy.runners.sequential_runs import study_schedule
+    from agentstudy.transports.api_retry import RetryPolicy
+    from agentstudy.transports.cli import CliSettings
     try:
         loaded = load_manifest(manifest_path)
     except ManifestError as error:
@@ -287,7 +276,7 @@ def minimal(
         fail("--output FILE is required")
     if transport == "http":
         assert money.cap is not None and money.prices is not None
-        sys.exit(_run_http(
+        sys.exit(run_http(
             loaded, mode, root_paths, output, chosen_model, money.cap, spec, rehearsal, base_url,
             money.prices, mode_of_containment, size, latency_ms=rehearsal_latency_ms, faults=rehearsal_faults,
             retry=RetryPolicy(max_retries=api_max_retries),
@@ -339,62 +328,3 @@ def minimal(
         code = run_and_summarise(lambda: run_cli_study(replace(request, settings=settings, other_agents=ready)))
     sys.exit(code)
 
-
-def _run_http(
-    loaded: LoadedManifest,
-    mode: Mode,
-    roots: dict[str, Path],
-    output: Path,
-    model: str,
-    cap: Decimal,
-    spec: McpServerSpec,
-    rehearsal: bool,
-    base_url: str,
-    prices: UpperPrices,
-    containment: ContainmentMode,
-    size: PilotSize,
-    *,
-    latency_ms: int = 0,
-    faults: str | None = None,
-    retry: RetryPolicy = DEFAULT_RETRY,
-    concurrency: int = 1,
-    attempt_budget_usd: Decimal | None = None,
-    executor: str = "local",
-    ray_address: str | None = None,
-    sequential: SequentialPlan | None = None,
-    keep_transcripts: bool = True,
-    continuation: Predecessor | None = None,
-    control_mcp: McpServerSpec | None = None,
-) -> int:
-    """Read the key from the environment, check the output and run (the base URL is checked); the exit code.
-
-    ``latency_ms``: the rehearsal server's delay before each answer (ms); ``faults`` its fault SPEC; ``retry``
-    the retries of a refused request (issue 33).
-    ``concurrency`` and its per-attempt limit ``attempt_budget_usd`` (USD): issue 19; ``executor``,
-    ``ray_address``: issue 20; ``control_mcp``: the control arm's own server (issue 44).
-    """
-    try:
-        key = REHEARSAL_KEY if rehearsal else api_key_from_environment(os.environ)
-    except ApiKeyError as error:
-        fail(str(error))
-    check_new_output("--output", output, (*roots.values(), project_root()))
-    request = HttpRunRequest(
-        loaded=loaded, mode=mode, roots=roots, output=output, model=model, prices=prices, cap_usd=cap,
-        api_key=key, base_url=base_url, mcp=spec, rehearsal=rehearsal, nominal_prices=rehearsal,
-        forbidden_output_roots=(project_root(),),
-        progress=progress_for_terminal(namer(loaded.arms.labels() if loaded.arms else None, spec.name)),
-        containment=containment, parent_env=dict(os.environ), pilot=size,
-        concurrency=concurrency, attempt_budget_usd=attempt_budget_usd,
-        executor="ray" if executor == "ray" else "local", ray_address=ray_address, sequential=sequential,
-        retry=retry,
-        keep_transcripts=keep_transcripts,
-        continuation=continuation,
-        control_mcp=control_mcp,
-    )
-    if not rehearsal:
-        return run_and_summarise(lambda: run_http_study(request))
-    schedule = None if faults is None else parse_fault_schedule(faults)
-    from agentstudy.rehearsal.messages_server import RehearsalServer  # starlette and uvicorn: a rehearsal's own
-
-    with RehearsalServer(latency_ms=latency_ms, faults=schedule) as server:
-        return run_and_summarise(lambda: run_http_study(replace(request, base_url=server.base_url)))

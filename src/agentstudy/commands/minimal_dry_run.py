@@ -11,25 +11,19 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from agentstudy.agents.base import AgentCli
-from agentstudy.commands.agent_options import agent_binary, require_agent_price
 from agentstudy.commands.common import check_new_output, fail
-from agentstudy.commands.minimal_inputs import money_flags, require_model, reservation_rule, rule_json
-from agentstudy.commands.view import print_server_tools
-from agentstudy.io.agent_binary import AgentBinaryError
-from agentstudy.io.claude_cli import project_root
-from agentstudy.io.containment import ContainmentMode
-from agentstudy.protocol.manifest import LoadedManifest
-from agentstudy.protocol.mcp_spec import McpServerSpec
-from agentstudy.protocol.schedule import Mode, ScheduleEntry
-from agentstudy.protocol.sequential_plan import SequentialPlan
-from agentstudy.protocol.study_arms import ServedArm, arms_record
-from agentstudy.runners.preflight import PreflightError, check_corpus_roots
-from agentstudy.runners.server_probe import probe_servers
+
+if TYPE_CHECKING:
+    from agentstudy.agents.base import AgentCli
+    from agentstudy.io.containment import ContainmentMode
+    from agentstudy.protocol.manifest import LoadedManifest
+    from agentstudy.protocol.mcp_spec import McpServerSpec
+    from agentstudy.protocol.schedule import Mode, ScheduleEntry
+    from agentstudy.protocol.sequential_plan import SequentialPlan
 
 __all__ = ["DryRunRequest", "print_dry_run"]
 
@@ -72,6 +66,11 @@ def print_dry_run(request: DryRunRequest) -> None:
     study file, ``arms``; with ``probe`` also ``mcpProbe`` (the live tools, also printed on stderr).
     Exits 2 with one line on bad input (``commands.common.fail``).
     """
+    from agentstudy.commands.agent_options import agent_binary, require_agent_price
+    from agentstudy.commands.minimal_inputs import money_flags, require_model, reservation_rule, rule_json
+    from agentstudy.io.claude_cli import project_root
+    from agentstudy.protocol.study_arms import ServedArm, arms_record
+    from agentstudy.runners.preflight import PreflightError, check_corpus_roots
     loaded, transport, model = request.loaded, request.transport, request.model
     if transport == "cli":
         agent_binary(request.agent, request.agent_explicit)
@@ -120,6 +119,11 @@ def print_dry_run(request: DryRunRequest) -> None:
 
 def _probe(request: DryRunRequest) -> dict[str, Any]:
     """``--dry-run --probe``: the server's tools (printed on stderr); exit 2 with the server's own words on failure."""
+    from agentstudy.commands.agent_options import agent_binary
+    from agentstudy.commands.view import print_server_tools
+    from agentstudy.io.agent_binary import AgentBinaryError
+    from agentstudy.runners.preflight import PreflightError
+    from agentstudy.runners.server_probe import probe_servers
     try:
         server = probe_servers(request.spec, request.loaded.manifest, request.schedule, request.roots,
                                request.containment, os.environ, request.control)

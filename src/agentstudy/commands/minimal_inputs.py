@@ -10,25 +10,15 @@ import os
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agentstudy.commands.common import attempt_limit, fail, positive_usd
-from agentstudy.io.claude_cli import ClaudeBinaryError, find_claude_binary
-from agentstudy.pricing.http import (
-    DEFAULT_MAX_TOKENS,
-    UpperPrices,
-    call_reservation,
-    encode_request_body,
-    rehearsal_prices,
-)
-from agentstudy.pricing.money_input import MoneyInputError, check_cap_fits_call
-from agentstudy.pricing.strict_cap import HTTP_RULE, NoWorstTurn, ReservationRule
-from agentstudy.pricing.usd_json import usd_number
-from agentstudy.protocol.arm_order import order_rule
-from agentstudy.protocol.manifest import LoadedManifest
-from agentstudy.protocol.prompt import study_prompt
-from agentstudy.protocol.schedule import Mode, build_schedule
-from agentstudy.transports.http import request_body
-from agentstudy.transports.repo_tools import DEFINITIONS as REPOSITORY_TOOL_DEFINITIONS
+
+if TYPE_CHECKING:
+    from agentstudy.pricing.http import UpperPrices
+    from agentstudy.pricing.strict_cap import ReservationRule
+    from agentstudy.protocol.manifest import LoadedManifest
+    from agentstudy.protocol.schedule import Mode
 
 CAP_NAME = "the cumulative cap (STUDY_BUDGET_USD or --budget-usd)"
 LIMIT_NAME = "--attempt-budget-usd"
@@ -60,6 +50,7 @@ def require_model(model: str | None) -> str:
 
 def claude_binary(claude_bin: str | None) -> Path:
     """The Claude Code binary as an absolute executable path (``find_claude_binary``, nothing started); else exit 2."""
+    from agentstudy.io.claude_cli import ClaudeBinaryError, find_claude_binary
     try:
         return find_claude_binary(claude_bin, os.environ)
     except ClaudeBinaryError as error:
@@ -73,6 +64,12 @@ def first_call_usd(loaded: LoadedManifest, mode: Mode, model: str, prices: Upper
     exact reservation in ``repository-only``, a lower bound in ``doc-bridge-mcp`` (whose MCP tool
     definitions are only known once the server runs). Pure.
     """
+    from agentstudy.pricing.http import DEFAULT_MAX_TOKENS, call_reservation, encode_request_body
+    from agentstudy.protocol.arm_order import order_rule
+    from agentstudy.protocol.prompt import study_prompt
+    from agentstudy.protocol.schedule import build_schedule
+    from agentstudy.transports.http import request_body
+    from agentstudy.transports.repo_tools import DEFINITIONS as REPOSITORY_TOOL_DEFINITIONS
     first = build_schedule(loaded.manifest, mode, rule=order_rule(loaded.manifest, loaded.protocol_hash))[0]
     prompt = study_prompt(loaded.manifest.task(first.task_id).question)
     body = request_body(model, [{"role": "user", "content": prompt}], [dict(d) for d in REPOSITORY_TOOL_DEFINITIONS])
@@ -103,6 +100,8 @@ def money_flags(
     per-attempt limit, which must be at most the cap and hold :func:`first_call_usd` (each attempt's calls
     reserve within it).
     """
+    from agentstudy.pricing.http import UpperPrices, rehearsal_prices
+    from agentstudy.pricing.money_input import MoneyInputError, check_cap_fits_call
     cap = positive_usd(CAP_NAME, budget_usd) if required or budget_usd is not None else None
     if transport == "cli":
         return MoneyFlags(cap, attempt_limit(LIMIT_NAME, attempt_budget_usd, cap, CAP_NAME), None)
@@ -137,6 +136,7 @@ def reservation_rule(transport: str, model: str | None, money: MoneyFlags, *, st
     limits in the table, or when one reservation (the limit plus one worst-case turn, USD) does not fit
     under a given cap. ``None`` for a dry run of cli without a limit (never: it has a default).
     """
+    from agentstudy.pricing.strict_cap import HTTP_RULE, NoWorstTurn, ReservationRule
     if transport != "cli":
         return HTTP_RULE
     if money.limit is None:
@@ -156,6 +156,7 @@ def reservation_rule(transport: str, model: str | None, money: MoneyFlags, *, st
 def rule_json(rule: ReservationRule | None) -> dict[str, object] | None:
     """The dry run's ``budget`` entry: ``reservationRule`` and, for cli, ``reservationPerAttemptUsd`` and
     ``worstTurnUsd`` (USD; ``None`` without a rule)."""
+    from agentstudy.pricing.usd_json import usd_number
     if rule is None:
         return None
     entry: dict[str, object] = {"reservationRule": rule.name}

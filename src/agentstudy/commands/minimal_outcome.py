@@ -1,19 +1,29 @@
 """How ``agentstudy minimal`` turns a run into an exit code, and its sequential plan: the refusals and stops a
-run can end with (one line each), the summary it prints, and the plan of a sequential design."""
+run can end with (one line each), the summary it prints, the plan of a sequential design, and the run of the
+Messages API transport (``run_http``)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
+from dataclasses import replace
+from decimal import Decimal
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-from agentstudy.commands.common import EXIT_BLOCKED, emit_summary, fail
-from agentstudy.commands.view import print_summary_table
-from agentstudy.io.ledger_store import CheckpointError, OutputPathError
-from agentstudy.pricing.usd_json import usd_number
-from agentstudy.protocol.manifest import LoadedManifest
-from agentstudy.protocol.sequential_plan import SequentialPlan, plan_sequential
-from agentstudy.runners.concurrent_walk import AttemptBodyError
-from agentstudy.runners.preflight import PreflightError
-from agentstudy.runners.summary import RunSummary
+from agentstudy.commands.common import EXIT_BLOCKED, check_new_output, emit_summary, fail
+from agentstudy.transports.api_retry import DEFAULT_RETRY
+
+if TYPE_CHECKING:
+    from agentstudy.io.containment import ContainmentMode
+    from agentstudy.pricing.http import UpperPrices
+    from agentstudy.protocol.continuation import Predecessor
+    from agentstudy.protocol.manifest import LoadedManifest
+    from agentstudy.protocol.mcp_spec import McpServerSpec
+    from agentstudy.protocol.schedule import Mode, PilotSize
+    from agentstudy.protocol.sequential_plan import SequentialPlan
+    from agentstudy.runners.summary import RunSummary
+    from agentstudy.transports.api_retry import RetryPolicy
 
 
 def sequential_plan(loaded: LoadedManifest, flag: bool, pilot: bool) -> SequentialPlan | None:
@@ -21,6 +31,7 @@ def sequential_plan(loaded: LoadedManifest, flag: bool, pilot: bool) -> Sequenti
     otherwise. It decides on the study's declared primary endpoint (``analysis.primary``); a study that declares
     none decides on input tokens, lower is better. Exits 2 (one line) with ``--pilot`` or a study it cannot run
     sequentially (a primary endpoint only known after adjudication, several agents, too few tasks)."""
+    from agentstudy.protocol.sequential_plan import plan_sequential
     design = getattr(loaded.manifest, "design", None)
     if not flag and (design is None or design.sequential is None):
         return None
@@ -40,6 +51,11 @@ def run_and_summarise(study: Callable[[], RunSummary]) -> int:
     """Run ``study`` and print its summary (table on stderr, JSON line on stdout); its exit code. A refusal
     before anything was reserved exits 2 (one line); a checkpoint failure, an attempt body's error or an
     internal error exits 1 naming what to review (issue 29: the body's error in its own words)."""
+    from agentstudy.commands.view import print_summary_table
+    from agentstudy.io.ledger_store import CheckpointError, OutputPathError
+    from agentstudy.pricing.usd_json import usd_number
+    from agentstudy.runners.concurrent_walk import AttemptBodyError
+    from agentstudy.runners.preflight import PreflightError
     try:
         summary = study()
     except (PreflightError, OutputPathError) as error:
@@ -59,3 +75,69 @@ def run_and_summarise(study: Callable[[], RunSummary]) -> int:
     return emit_summary(summary)
 
 
+def run_http(
+    loaded: LoadedManifest,
+    mode: Mode,
+    roots: dict[str, Path],
+    output: Path,
+    model: str,
+    cap: Decimal,
+    spec: McpServerSpec,
+    rehearsal: bool,
+    base_url: str,
+    prices: UpperPrices,
+    containment: ContainmentMode,
+    size: PilotSize,
+    *,
+    latency_ms: int = 0,
+    faults: str | None = None,
+    retry: RetryPolicy = DEFAULT_RETRY,
+    concurrency: int = 1,
+    attempt_budget_usd: Decimal | None = None,
+    executor: str = "local",
+    ray_address: str | None = None,
+    sequential: SequentialPlan | None = None,
+    keep_transcripts: bool = True,
+    continuation: Predecessor | None = None,
+    control_mcp: McpServerSpec | None = None,
+) -> int:
+    """``agentstudy minimal --transport http``: read the key from the environment, check the output and run (the
+    base URL is checked); the exit code.
+
+    ``latency_ms``: the rehearsal server's delay before each answer (ms); ``faults`` its fault SPEC; ``retry``
+    the retries of a refused request (issue 33).
+    ``concurrency`` and its per-attempt limit ``attempt_budget_usd`` (USD): issue 19; ``executor``,
+    ``ray_address``: issue 20; ``control_mcp``: the control arm's own server (issue 44).
+    """
+    from agentstudy.commands.view import progress_for_terminal
+    from agentstudy.io.claude_cli import project_root
+    from agentstudy.io.messages_api import ApiKeyError, api_key_from_environment
+    from agentstudy.protocol.arm_names import namer
+    from agentstudy.protocol.fault_schedule import parse_fault_schedule
+    from agentstudy.runners.http_request import REHEARSAL_KEY, HttpRunRequest
+    from agentstudy.runners.minimal_http import run_http_study
+    try:
+        key = REHEARSAL_KEY if rehearsal else api_key_from_environment(os.environ)
+    except ApiKeyError as error:
+        fail(str(error))
+    check_new_output("--output", output, (*roots.values(), project_root()))
+    request = HttpRunRequest(
+        loaded=loaded, mode=mode, roots=roots, output=output, model=model, prices=prices, cap_usd=cap,
+        api_key=key, base_url=base_url, mcp=spec, rehearsal=rehearsal, nominal_prices=rehearsal,
+        forbidden_output_roots=(project_root(),),
+        progress=progress_for_terminal(namer(loaded.arms.labels() if loaded.arms else None, spec.name)),
+        containment=containment, parent_env=dict(os.environ), pilot=size,
+        concurrency=concurrency, attempt_budget_usd=attempt_budget_usd,
+        executor="ray" if executor == "ray" else "local", ray_address=ray_address, sequential=sequential,
+        retry=retry,
+        keep_transcripts=keep_transcripts,
+        continuation=continuation,
+        control_mcp=control_mcp,
+    )
+    if not rehearsal:
+        return run_and_summarise(lambda: run_http_study(request))
+    schedule = None if faults is None else parse_fault_schedule(faults)
+    from agentstudy.rehearsal.messages_server import RehearsalServer  # starlette and uvicorn: a rehearsal's own
+
+    with RehearsalServer(latency_ms=latency_ms, faults=schedule) as server:
+        return run_and_summarise(lambda: run_http_study(replace(request, base_url=server.base_url)))

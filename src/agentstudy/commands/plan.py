@@ -8,11 +8,7 @@ from typing import Any
 import click
 
 from agentstudy.commands.common import fail
-from agentstudy.commands.contract_files import aligned, emit, read_contract, table, text_or_json
-from agentstudy.protocol.controlled.plan import ControlledStudyRunPlanV1
-from agentstudy.protocol.controlled.selection import SelectionError, select_for_plan
-from agentstudy.protocol.controlled.suite import StudyTaskSuiteV1
-from agentstudy.protocol.controlled.summary import describe_plan
+from agentstudy.commands.contract_files import text_or_json
 
 
 @click.command()
@@ -27,6 +23,11 @@ def plan(file: Path, suite_path: Path | None, as_text: bool) -> None:
     and task ids must match it, and the executions its sampling selects are counted per
     model×scenario stratum. A plan that verifies is well formed, not yet a baseline.
     """
+    from agentstudy.commands.contract_files import emit, read_contract
+    from agentstudy.protocol.controlled.plan import ControlledStudyRunPlanV1
+    from agentstudy.protocol.controlled.selection import SelectionError, select_for_plan
+    from agentstudy.protocol.controlled.suite import StudyTaskSuiteV1
+    from agentstudy.protocol.controlled.summary import describe_plan
     loaded = read_contract(file, ControlledStudyRunPlanV1)
     if suite_path is None:
         description = describe_plan(loaded)
@@ -47,6 +48,7 @@ def _scenario(scenario: dict[str, Any]) -> str:
 
 def render_plan(plan: dict[str, Any]) -> list[str]:
     """Aligned text lines of ``describe_plan``'s output."""
+    from agentstudy.commands.contract_files import aligned, table
     hashes, sampling, budget = plan["hashes"], plan["sampling"], plan["budget"]
     models = table(["", "", "", "", ""], [[m["id"], m["role"], f"{m['provider']} {m['model']}", m["version"],
                                            f"context {m['contextLimit']}"] for m in plan["models"]])[1:]

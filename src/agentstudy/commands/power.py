@@ -9,7 +9,6 @@ from pathlib import Path
 import click
 
 from agentstudy.commands.common import fail
-from agentstudy.commands.power_ranged import parse_difference, ranged_json, ranged_paragraph, ranged_plan
 from agentstudy.commands.run_options import partial_chain_option
 
 METRIC_KEYS = ("inputTokens", "outputTokens", "toolCalls", "wallTimeMs", "chargedUsd", "correctness")
@@ -91,6 +90,7 @@ def power(ledgers: tuple[Path, ...], metric: str | None, effect: str | None, alp
     --metric's unit, default input tokens; --alpha default 0.05): power, expected tasks and USD to the
     stop, and the fixed design of the same maximum size, by simulation under the same variance model.
     """
+    from agentstudy.commands.power_ranged import parse_difference, ranged_json, ranged_paragraph, ranged_plan
     from agentstudy.report.analysis import analyse
     from agentstudy.report.chain import load_chain
     from agentstudy.report.document import Document, Section

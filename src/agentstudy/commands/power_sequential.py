@@ -9,7 +9,6 @@ from pathlib import Path
 import click
 
 from agentstudy.commands.common import fail
-from agentstudy.commands.power_ranged import parse_difference
 
 
 def plan_sequential_power(ledger: Path, adjudication: Path | None, metric_key: str, effect_text: str, alpha: float,
@@ -19,6 +18,7 @@ def plan_sequential_power(ledger: Path, adjudication: Path | None, metric_key: s
 
     The model and the SD are :func:`agentstudy.report.sequential_power.plan_from_ledger`'s.
     """
+    from agentstudy.commands.power_ranged import parse_difference
     from agentstudy.pricing.sums import display_usd
     from agentstudy.pricing.usd_json import usd_number
     from agentstudy.protocol.sequential import SequentialDesign

@@ -19,18 +19,17 @@ import re
 import sys
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from agentstudy.agents.registry import AGENT_NAMES
 from agentstudy.commands.common import fail, stops_on_signals
-from agentstudy.commands.containment_options import containment_mode, containment_option
-from agentstudy.commands.mcp_options import mcp_options, mcp_spec_from_options
-from agentstudy.controlled.requests import ADJUDICATOR_PROTOCOL, PROVIDER_PROTOCOL
-from agentstudy.protocol.controlled.formats import MODEL_REFERENCE_PATTERN
-from agentstudy.protocol.json_input import JsonInputError, load_json, refuse_duplicate_keys
-from agentstudy.runners.provider_adapter import AdapterError, AdapterOptions, run_adapter
+from agentstudy.commands.containment_options import containment_option
+from agentstudy.commands.mcp_options import mcp_options
+
+if TYPE_CHECKING:
+    from agentstudy.runners.provider_adapter import AdapterOptions
 
 MAX_REQUEST_BYTES = 8_000_000
 """The largest request read from stdin (the contract's ``maxInputBytes`` ceiling)."""
@@ -38,6 +37,7 @@ EXIT_NO_ANSWER = 1
 
 
 def _request(expected: str) -> dict[str, Any]:
+    from agentstudy.protocol.json_input import JsonInputError, load_json, refuse_duplicate_keys
     raw = sys.stdin.buffer.read(MAX_REQUEST_BYTES + 1)
     if len(raw) > MAX_REQUEST_BYTES:
         fail(f"the request on stdin is larger than {MAX_REQUEST_BYTES} bytes")
@@ -74,6 +74,11 @@ def provider(agent: str, model: str | None, rehearsal: bool, adjudicator: bool, 
     directory (read-only), prints one JSON object. repository-only gets the repository tools
     only; any other scenario also gets the --mcp-config server (default: the bundled one).
     """
+    from agentstudy.commands.containment_options import containment_mode
+    from agentstudy.commands.mcp_options import mcp_spec_from_options
+    from agentstudy.controlled.requests import ADJUDICATOR_PROTOCOL, PROVIDER_PROTOCOL
+    from agentstudy.protocol.controlled.formats import MODEL_REFERENCE_PATTERN
+    from agentstudy.runners.provider_adapter import AdapterOptions
     if model is None and not rehearsal:
         fail("--model is required unless --rehearsal is given")
     if model is not None and not re.match(MODEL_REFERENCE_PATTERN, model):
@@ -95,6 +100,7 @@ def provider(agent: str, model: str | None, rehearsal: bool, adjudicator: bool, 
 
 @stops_on_signals
 def _answer(options: AdapterOptions, request: dict[str, Any]) -> None:
+    from agentstudy.runners.provider_adapter import AdapterError, run_adapter
     try:
         body = run_adapter(options, request, Path.cwd(), os.environ)
     except AdapterError as error:

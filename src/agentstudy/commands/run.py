@@ -13,30 +13,25 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from agentstudy.commands.common import EXIT_BLOCKED, fail, stops_on_signals
-from agentstudy.commands.contract_files import aligned, counts, read_contract, text_or_json
-from agentstudy.commands.run_options import concurrency_option, executor_choice, executor_options
-from agentstudy.controlled.command import AttemptReport
-from agentstudy.controlled.ledger_file import LedgerFileError
-from agentstudy.controlled.preflight import PlannedExecution, RunInputError, RunInputs
-from agentstudy.controlled.remote import WorkerDiedError
-from agentstudy.controlled.run import RunOptions, SilentRunProgress, run_controlled_study
-from agentstudy.protocol.controlled.config import StudyProviderCliConfigV1, StudyRepositoryConfigV1
-from agentstudy.protocol.controlled.contracts import ContractError
-from agentstudy.protocol.controlled.formats import REFERENCE_PATTERN
-from agentstudy.protocol.controlled.observation import ControlledStudyObservationV1
-from agentstudy.protocol.controlled.plan import ControlledStudyRunPlanV1
-from agentstudy.protocol.controlled.suite import StudyTaskSuiteV1
+from agentstudy.commands.contract_files import text_or_json
+from agentstudy.commands.run_options import concurrency_option, executor_options
+
+if TYPE_CHECKING:
+    from agentstudy.controlled.command import AttemptReport
+    from agentstudy.controlled.preflight import PlannedExecution
+    from agentstudy.protocol.controlled.observation import ControlledStudyObservationV1
 
 _FILE = click.Path(path_type=Path, dir_okay=False)
 
 
-class TerminalProgress(SilentRunProgress):
-    """One stderr line per attempt and per recorded observation (identities and statuses only)."""
+class TerminalProgress:
+    """One stderr line per attempt and per recorded observation (identities and statuses only): a
+    ``controlled.run.RunProgress``."""
 
     def execution_started(self, index: int, total: int, planned: PlannedExecution) -> None:
         """Name the execution about to run."""
@@ -59,6 +54,7 @@ class TerminalProgress(SilentRunProgress):
 
 def render_run(summary: dict[str, Any]) -> list[str]:
     """Aligned text lines of a run summary."""
+    from agentstudy.commands.contract_files import aligned, counts
     rows = [("Run", f"{summary['runId']}  ({summary['status']})"),
             ("Planned", str(summary["planned"])),
             ("Executed", str(summary["executed"])),
@@ -80,6 +76,16 @@ def run_command(plan_path: Path, suite_path: Path, providers_path: Path, reposit
     Returns:
         The run summary (see ``agentstudy.controlled.run.run_controlled_study``).
     """
+    from agentstudy.commands.contract_files import read_contract
+    from agentstudy.controlled.ledger_file import LedgerFileError
+    from agentstudy.controlled.preflight import RunInputError, RunInputs
+    from agentstudy.controlled.remote import WorkerDiedError
+    from agentstudy.controlled.run import RunOptions, SilentRunProgress, run_controlled_study
+    from agentstudy.protocol.controlled.config import StudyProviderCliConfigV1, StudyRepositoryConfigV1
+    from agentstudy.protocol.controlled.contracts import ContractError
+    from agentstudy.protocol.controlled.formats import REFERENCE_PATTERN
+    from agentstudy.protocol.controlled.plan import ControlledStudyRunPlanV1
+    from agentstudy.protocol.controlled.suite import StudyTaskSuiteV1
     if round_id is not None and not re.fullmatch(REFERENCE_PATTERN, round_id):
         fail(f"--round {round_id!r} is not a reference (lowercase letters, digits, '.', '_', ':' or '-')")
     inputs = RunInputs(read_contract(plan_path, ControlledStudyRunPlanV1), read_contract(suite_path, StudyTaskSuiteV1),
@@ -124,6 +130,7 @@ def run(plan: Path, suite: Path, providers_path: Path, repositories_path: Path, 
     skipped; a ledger holding the run id under another plan hash is refused. Raw output,
     prompts, repository content and credentials are never recorded.
     """
+    from agentstudy.commands.run_options import executor_choice
     chosen = executor_choice(executor, ray_address, concurrency)
     summary = run_command(plan, suite, providers_path, repositories_path, ledger_path, round_id, dry_run,
                           show_progress=not dry_run and sys.stderr.isatty(), concurrency=concurrency,

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 import click
 
 from agentstudy.commands.common import fail
-from agentstudy.protocol.fault_schedule import FaultScheduleError, parse_fault_schedule
 
 if TYPE_CHECKING:  # the ledger's models and verifier load when a chain is read, not with --help (issue 42)
     from agentstudy.protocol.continuation import Predecessor
@@ -75,6 +74,7 @@ def checked_faults(flag: str | None, loaded: LoadedManifest | None, rehearsal: b
     Exits 2 (one line) when the SPEC does not parse, or when the flag is given without ``--rehearsal``
     (a study file's schedule is simply unused by a real run).
     """
+    from agentstudy.protocol.fault_schedule import FaultScheduleError, parse_fault_schedule
     file_spec = getattr(loaded.manifest, "rehearsal_faults", None) if loaded is not None else None
     spec = flag if flag is not None else file_spec
     if flag is not None and not rehearsal:

@@ -7,7 +7,6 @@ import json
 import click
 
 from agentstudy.commands.common import fail
-from agentstudy.protocol.schemas import SCHEMAS, json_schema
 
 
 @click.command()
@@ -17,6 +16,7 @@ def schema(name: str | None) -> None:
 
     Without NAME, list the names, one per line.
     """
+    from agentstudy.protocol.schemas import SCHEMAS, json_schema
     if name is None:
         click.echo("\n".join(sorted(SCHEMAS)))
         return

@@ -13,17 +13,16 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import replace
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from agentstudy.agents.registry import agent_cli
-from agentstudy.commands.agent_options import agent_binary, require_agent_price
 from agentstudy.commands.common import fail
-from agentstudy.commands.minimal_inputs import require_model
-from agentstudy.protocol.manifest import LoadedManifest
-from agentstudy.runners.agent_runs import AgentRun
-from agentstudy.transports.cli import CliSettings
+
+if TYPE_CHECKING:
+    from agentstudy.protocol.manifest import LoadedManifest
+    from agentstudy.runners.agent_runs import AgentRun
+    from agentstudy.transports.cli import CliSettings
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -37,6 +36,7 @@ def agent_model_option(command: F) -> F:
 
 
 def _models(given: tuple[str, ...]) -> dict[str, str]:
+    from agentstudy.commands.minimal_inputs import require_model
     models: dict[str, str] = {}
     for item in given:
         name, sep, model = item.partition("=")
@@ -54,6 +54,9 @@ def other_agent_runs(loaded: LoadedManifest, transport: str, primary: CliSetting
     exit 2 with one line when the study lists agents and ``--agent`` is not among them, with the http
     transport, with ``--strict-cap``, for an ``--agent-model`` of an agent the study does not run, or for
     a real run's agent without a model. ``expected_version`` is the primary's (unused here)."""
+    from agentstudy.agents.registry import agent_cli
+    from agentstudy.commands.agent_options import agent_binary, require_agent_price
+    from agentstudy.runners.agent_runs import AgentRun
     del expected_version
     models = _models(agent_models)
     listed = loaded.agents if getattr(loaded.manifest, "agents", None) else ()
@@ -91,6 +94,7 @@ def rehearsal_endpoints(runs: Mapping[str, AgentRun], latency_ms: int,
                         faults: str | None = None) -> Iterator[dict[str, AgentRun]]:
     """``runs`` with each agent's own scripted rehearsal server started (127.0.0.1, each with its own copy of the
     fault SPEC ``faults``) and its URL set."""
+    from agentstudy.agents.registry import agent_cli
     with ExitStack() as stack:
         ready = {name: replace(run, settings=replace(run.settings, rehearsal_base_url=stack.enter_context(
             agent_cli(name).rehearsal_endpoint(latency_ms, faults)))) for name, run in runs.items()}

@@ -7,9 +7,7 @@ from typing import Any
 
 import click
 
-from agentstudy.commands.contract_files import aligned, counts, emit, read_contract, text_or_json
-from agentstudy.protocol.controlled.suite import StudyTaskSuiteV1
-from agentstudy.protocol.controlled.summary import describe_suite
+from agentstudy.commands.contract_files import text_or_json
 
 
 @click.command()
@@ -17,12 +15,16 @@ from agentstudy.protocol.controlled.summary import describe_suite
 @text_or_json
 def suite(file: Path, as_text: bool) -> None:
     """Verify a task suite (content hash, formats, safe text, coverage and budget rules) and describe it."""
+    from agentstudy.commands.contract_files import emit, read_contract
+    from agentstudy.protocol.controlled.suite import StudyTaskSuiteV1
+    from agentstudy.protocol.controlled.summary import describe_suite
     loaded = read_contract(file, StudyTaskSuiteV1)
     emit(as_text, "suite", describe_suite(loaded), render_suite)
 
 
 def render_suite(suite: dict[str, Any]) -> list[str]:
     """Aligned text lines of ``describe_suite``'s output."""
+    from agentstudy.commands.contract_files import aligned, counts
     return aligned([
         ("Suite", f"{suite['title']}  (suite {suite['suiteVersion']}, protocol {suite['protocolVersion']})"),
         ("Content hash", f"{suite['contentHash']}  {'verified' if suite['verified'] else 'NOT VERIFIED'}"),

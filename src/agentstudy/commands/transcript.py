@@ -14,28 +14,20 @@ from __future__ import annotations
 import json
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 from click.core import ParameterSource
 
-from agentstudy.agents.registry import AGENT_NAMES, DEFAULT_AGENT, agent_cli
+from agentstudy.agents.registry import AGENT_NAMES, DEFAULT_AGENT
 from agentstudy.commands.common import EXIT_BLOCKED, EXIT_OK, fail, positive_usd
-from agentstudy.commands.mcp_options import mcp_options, study_mcp_spec
-from agentstudy.commands.transcript_open import show_kept_transcript
-from agentstudy.io.process import STDOUT_LIMIT_BYTES
-from agentstudy.pricing.budget import reservation_for, settle_attempt
-from agentstudy.pricing.usd_json import optional_usd_number, usd_number
-from agentstudy.protocol.manifest import DOC_BRIDGE_MCP, REPOSITORY_ONLY, ManifestError, load_manifest
-from agentstudy.protocol.mcp_spec import McpServerSpec
-from agentstudy.protocol.records import CliObservation
-from agentstudy.protocol.study_arms import StudyArms
-from agentstudy.stream.denials import refused_out_of_export_reads
-from agentstudy.stream.outcome import ProcessFacts
-from agentstudy.transports.cli import CliAttemptBody, CliSettings, RawAttempt
-from agentstudy.transports.cli_args import arm_tools
-from agentstudy.transports.cli_evaluation import CliEvaluation, cli_failure_kind, settled_reason
-from agentstudy.transports.codex import STDERR_KEPT_BYTES
+from agentstudy.commands.mcp_options import mcp_options
+from agentstudy.protocol.seed_names import DOC_BRIDGE_MCP, REPOSITORY_ONLY
+
+if TYPE_CHECKING:
+    from agentstudy.protocol.mcp_spec import McpServerSpec
+    from agentstudy.protocol.study_arms import StudyArms
+    from agentstudy.transports.cli_evaluation import CliEvaluation
 
 FIRST_KEYS = (
     "status",
@@ -59,6 +51,7 @@ CONTAINMENT_NOTES = {
 
 def _json_name(field: str) -> str:
     """The ledger's JSON name of a record field (the seed's camelCase, e.g. ``toolCallsByName``)."""
+    from agentstudy.protocol.records import CliObservation
     info = CliObservation.model_fields.get(field)
     return info.alias if info is not None and info.alias else field
 
@@ -81,6 +74,10 @@ def attempt_record(
     ``bwrap``, ``restricted`` or ``unknown`` (a transcript does not say how the child was
     confined). Money is JSON numbers of USD.
     """
+    from agentstudy.pricing.budget import settle_attempt
+    from agentstudy.pricing.usd_json import optional_usd_number, usd_number
+    from agentstudy.stream.denials import refused_out_of_export_reads
+    from agentstudy.transports.cli_evaluation import cli_failure_kind, settled_reason
     computed = evaluation.computed_cost.usd if evaluation.computed_cost is not None else None
     status, charged = settle_attempt(evaluation.status, reservation_usd, evaluation.reported_cost_usd, computed)
     reason = settled_reason(evaluation.status, evaluation.status_problem, status, charged, reservation_usd)
@@ -130,6 +127,7 @@ def _scenario(given: str, arms: StudyArms | None) -> str:
 
 def _study_arms(study: Path | None) -> StudyArms | None:
     """The arms of ``--study FILE`` (``None`` without one, or for a seed manifest); exit 2 on a bad file."""
+    from agentstudy.protocol.manifest import ManifestError, load_manifest
     if study is None:
         return None
     try:
@@ -240,6 +238,15 @@ def transcript(
     Exit codes: 0 the status is `completed`; 1 any other status; 2 bad input (a missing or
     unreadable FILE, a bad option value). With --ledger: 0 the transcript was printed, 2 it could not be.
     """
+    from agentstudy.agents.registry import agent_cli
+    from agentstudy.commands.mcp_options import study_mcp_spec
+    from agentstudy.commands.transcript_open import show_kept_transcript
+    from agentstudy.io.process import STDOUT_LIMIT_BYTES
+    from agentstudy.pricing.budget import reservation_for
+    from agentstudy.stream.outcome import ProcessFacts
+    from agentstudy.transports.cli import CliAttemptBody, CliSettings, RawAttempt
+    from agentstudy.transports.cli_args import arm_tools
+    from agentstudy.transports.codex import STDERR_KEPT_BYTES
     if ledger is not None:
         show_kept_transcript(ledger, task, arm, repetition,
                              agent if ctx.get_parameter_source("agent") != ParameterSource.DEFAULT else None)
@@ -282,7 +289,7 @@ def transcript(
     # prices for Codex) on an attempt body that names nothing to start.
     settings = CliSettings(binary=Path(agent), model=model, mcp=spec, agent=agent)
     body = CliAttemptBody(settings, chosen, arm_tools(chosen, spec, ()), prompt="", reservation_usd=reservation,
-                          server=None, parent_env=None)
+                          server=None, parent_env=None, agent=chosen_agent)
     raw = RawAttempt(data[:STDOUT_LIMIT_BYTES], process, wall_time_ms=0, export_files=None, export_bytes=None,
                      export_tree_sha256=None, stderr=stderr[-STDERR_KEPT_BYTES:], agent_files=agent_files)
     evaluation = chosen_agent.evaluate(body, raw)

@@ -14,16 +14,13 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from agentstudy.commands.common import fail
-from agentstudy.io.ledger_journal import LedgerJournalError, read_ledger
-from agentstudy.io.transcripts import TranscriptError, open_transcript
-from agentstudy.protocol.arm_names import arm_label, ledger_arm_labels, ledger_server_name
-from agentstudy.protocol.study_agents import observation_agent
-from agentstudy.protocol.study_arms import SCENARIOS
 
 
 def _arm_scenarios(ledger: dict[str, Any], arm: str) -> set[str]:
     """The scenarios ``arm`` may name: itself, the scenario of the ledger's arm with that id or label, or the
     scenario whose label (as reports show it, ``protocol.arm_names.arm_label``) is ``arm``."""
+    from agentstudy.protocol.arm_names import arm_label, ledger_arm_labels, ledger_server_name
+    from agentstudy.protocol.study_arms import SCENARIOS
     names = {arm}
     for record in ledger.get("arms") or []:
         if isinstance(record, dict) and arm in (record.get("id"), record.get("label")):
@@ -40,6 +37,7 @@ def find_observation(ledger: dict[str, Any], task: str, arm: str, repetition: in
     Raises:
         LookupError: none matches, or several do (then ``--agent`` is needed).
     """
+    from agentstudy.protocol.study_agents import observation_agent
     scenarios = _arm_scenarios(ledger, arm)
     found = [o for o in ledger.get("observations") or [] if isinstance(o, dict) and o.get("taskId") == task
              and o.get("scenario") in scenarios and o.get("repetition") == repetition
@@ -54,6 +52,8 @@ def find_observation(ledger: dict[str, Any], task: str, arm: str, repetition: in
 def show_kept_transcript(ledger_path: Path, task: str | None, arm: str | None, repetition: int | None,
                          agent: str | None) -> NoReturn:
     """Print the kept transcript's bytes and exit 0; exit 2 with one line on any problem."""
+    from agentstudy.io.ledger_journal import LedgerJournalError, read_ledger
+    from agentstudy.io.transcripts import TranscriptError, open_transcript
     if task is None or arm is None or repetition is None:
         fail("--ledger needs --task, --arm and --repetition")
     try:
@@ -93,6 +93,7 @@ def _server_stderr_tail(ledger_path: Path, observation: dict[str, Any]) -> str:
     its ``serverStderrSha256``; ``""`` when none was kept.
 
     Exits 2 (one line) when the kept file is missing or does not match its hash."""
+    from agentstudy.io.transcripts import TranscriptError, open_transcript
     name = observation.get("serverStderrFile")
     if not isinstance(name, str):
         return ""

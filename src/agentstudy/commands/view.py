@@ -18,27 +18,16 @@ import sys
 import time
 from collections.abc import Callable
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.panel import Panel
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
-from rich.table import Table
+from agentstudy.protocol.arm_names import arm_label
 
-from agentstudy.io.environment import FORBIDDEN as CREDENTIAL_VARIABLES
-from agentstudy.pricing.sums import display_usd, usd_from_json
-from agentstudy.protocol.arm_names import arm_label, server_label
-from agentstudy.protocol.redaction import redact
-from agentstudy.runners.progress import AttemptProgress, RunProgress, SilentProgress
-from agentstudy.runners.summary import RunSummary
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import TaskID
+
+    from agentstudy.runners.progress import AttemptProgress, RunProgress
+    from agentstudy.runners.summary import RunSummary
 
 
 class ConsoleProgress:
@@ -82,6 +71,7 @@ class ConsoleProgress:
 def settled_line(attempt: AttemptProgress, status: str, tool_calls: int, charged_usd: Decimal, spent_usd: Decimal,
                  cap_usd: Decimal, elapsed_s: float) -> str:
     """The rich markup of a settled attempt's line (USD; seconds)."""
+    from agentstudy.pricing.sums import display_usd
     colour = "green" if status == "completed" else "red"
     return (f"[bold][{attempt.index}/{attempt.total}][/bold] [{colour}]{status}[/{colour}] in {elapsed_s:.1f} s, "
             f"{tool_calls} tool calls, charged {display_usd(charged_usd)} USD; spent {display_usd(spent_usd)} of "
@@ -97,6 +87,14 @@ class BarProgress:
     """
 
     def __init__(self, console: Console, name: Callable[[str], str] = arm_label) -> None:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
         self._name = name  # an arm's label (protocol.arm_names)
         self.progress = Progress(
             TextColumn("[bold]attempts[/bold]"), BarColumn(), MofNCompleteColumn(),
@@ -129,6 +127,7 @@ class BarProgress:
         cap_usd: Decimal,
     ) -> None:
         """Advance the bar by one, update spend vs cap, and print the attempt's line above the bar."""
+        from agentstudy.pricing.sums import display_usd
         _, started = self._running.pop(attempt.index, (attempt, time.monotonic()))
         self._spend = f"spent {display_usd(spent_usd)} of {display_usd(cap_usd, places=2)} USD"
         self.progress.console.print(settled_line(attempt, status, tool_calls, charged_usd, spent_usd, cap_usd,
@@ -146,6 +145,9 @@ class BarProgress:
 def progress_for_terminal(name: Callable[[str], str] = arm_label) -> RunProgress:
     """Silence unless stdout is a terminal; then the live bar when stderr is a terminal too, else plain lines;
     ``name`` labels an attempt's arm (``protocol.arm_names.arm_label`` with the run's labels and server)."""
+    from rich.console import Console
+
+    from agentstudy.runners.progress import SilentProgress
     if not sys.stdout.isatty():
         return SilentProgress()
     if sys.stderr.isatty():
@@ -156,6 +158,12 @@ def progress_for_terminal(name: Callable[[str], str] = arm_label) -> RunProgress
 def print_summary_table(summary: RunSummary, note: str = "") -> None:
     """Print the run's summary as a small table on stderr; its title carries ``note``, else the line's own
     (a rehearsal's "rehearsal: no real money")."""
+    from rich.console import Console
+    from rich.panel import Panel
+    from rich.table import Table
+
+    from agentstudy.pricing.sums import display_usd, usd_from_json
+    from agentstudy.protocol.arm_names import server_label
     line = summary.line
     note = note or line.get("note", "")
     table = Table(title=f"run {line['status']}" + (f" ({note})" if note else ""), show_header=False)
@@ -222,6 +230,8 @@ def stopped_line(stopped: dict[str, Any], name: Callable[[str], str] = arm_label
     """The one line under a blocked run's summary table (issue 32): which attempt stopped the run and the first
     problem it met, in the server's own words when a server call failed; every credential of the environment
     (``ANTHROPIC_API_KEY``, ``OPENAI_API_KEY``) redacted (``protocol.redaction``); ``name`` labels the arm."""
+    from agentstudy.io.environment import FORBIDDEN as CREDENTIAL_VARIABLES
+    from agentstudy.protocol.redaction import redact
     text = (f"why: {stopped.get('status')} in task {stopped.get('taskId')} ({name(str(stopped.get('scenario')))}, "
             f"repetition {stopped.get('repetition')}): {stopped.get('reason')}")
     for variable in CREDENTIAL_VARIABLES:
@@ -234,6 +244,7 @@ def stopped_line(stopped: dict[str, Any], name: Callable[[str], str] = arm_label
 def reservation_rule_text(line: dict[str, Any]) -> str:
     """The reservation rule and the largest overshoot in words (issue 19), from a summary line's or a ledger
     budget block's ``reservationRule``, ``worstTurnUsd`` and ``largestOvershootUsd`` (USD)."""
+    from agentstudy.pricing.sums import display_usd, usd_from_json
     def usd_text(value: Any) -> str:
         try:
             return f"{display_usd(usd_from_json(value))} USD"
@@ -252,6 +263,8 @@ def print_server_tools(server: dict[str, Any]) -> None:
 
     ``server`` is ``runners.server_probe.probe_servers``'s object; stdout keeps the one JSON line.
     """
+    from rich.console import Console
+    from rich.table import Table
     checkouts = ", ".join(server["checkouts"])
     title = (f"MCP server {server['name']}: started {server['serversStarted']}x ({checkouts}), "
              f"probe {server['probe']['tool']} ok")

@@ -29,6 +29,7 @@ from agentstudy.controlled.metrics import metric_set
 from agentstudy.pricing.study_costs import above_share, below_share, change_usd, relative_change_usd, usd_of
 from agentstudy.pricing.usd_json import usd_number
 from agentstudy.protocol.controlled.hashing import with_content_hash
+from agentstudy.protocol.controlled.metric_scopes import SCOPES as SCOPES
 from agentstudy.protocol.controlled.observation import (
     ADJUDICATION_STATUSES,
     EXECUTION_STATUSES,
@@ -37,7 +38,6 @@ from agentstudy.protocol.controlled.observation import (
 
 Obs = ControlledStudyObservationV1
 UNASSIGNED = "unassigned"
-SCOPES = ("task", "repository", "category", "difficulty", "model", "scenario", "replicate", "aggregate")
 COMPARED = (
     "completedRate", "successRate", "evidenceCitationRate", "evidenceQualityRate", "searchHitRate",
     "acceptanceCheckRate", "errorRate", "safetyRate", "adjudicatedSuccessRate", "documentationFindingCount",

@@ -14,6 +14,7 @@ from typing import Any
 
 from agentstudy.protocol.prepare_steps import PreparedStateCap, PrepareStep
 from agentstudy.protocol.read_only import ReadOnlyError, require_probe_allowed
+from agentstudy.protocol.seed_names import DOC_BRIDGE_CONFIG_CANDIDATES as DOC_BRIDGE_CONFIG_CANDIDATES
 from agentstudy.protocol.tool_names import listing_problem
 
 
@@ -26,17 +27,6 @@ def mcp_tool_name(server: str, tool: str) -> str:
     return f"mcp__{server}__{tool.replace('.', '_')}"
 
 
-DOC_BRIDGE_CONFIG_CANDIDATES: tuple[str, ...] = (
-    "doc-bridge.config.ts",
-    "doc-bridge.config.mts",
-    "doc-bridge.config.js",
-    "doc-bridge.config.mjs",
-    "doc-bridge.config.json",
-    "doc-bridge.config.yaml",
-    "doc-bridge.config.yml",
-    "package.json#docBridge",
-)
-"""doc-bridge's own config-file order; ``package.json#docBridge`` means package.json with that key."""
 
 
 PLACEHOLDERS: tuple[str, ...] = ("{root}", "{pin}", "{config}", "{git}", "{checkout}", "{cwd}")

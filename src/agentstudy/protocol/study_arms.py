@@ -29,16 +29,12 @@ from agentstudy.protocol.mcp_spec import (
 )
 from agentstudy.protocol.prepare_steps import MAX_STEPS, PreparedStateCap, PrepareStep
 from agentstudy.protocol.sandbox_binds import kernel_bind_problem
+from agentstudy.protocol.seed_names import DOC_BRIDGE_MCP as DOC_BRIDGE_MCP
+from agentstudy.protocol.seed_names import REPOSITORY_ONLY as REPOSITORY_ONLY
+from agentstudy.protocol.seed_names import SCENARIOS as SCENARIOS
 from agentstudy.protocol.task import plain_text
 from agentstudy.protocol.tool_names import listing_problem
 from agentstudy.protocol.treatment import tool_set_sha256
-
-REPOSITORY_ONLY = "repository-only"
-"""The ledger scenario of the control arm (the seed's name)."""
-DOC_BRIDGE_MCP = "doc-bridge-mcp"
-"""The ledger scenario of the treatment arm (the seed's name, whatever the server)."""
-SCENARIOS: tuple[str, str] = (REPOSITORY_ONLY, DOC_BRIDGE_MCP)
-"""The two scenarios in their forward order: control, then treatment."""
 
 ARM_ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 MAX_LABEL_CHARS = 200

@@ -174,8 +174,10 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
         return arm_tools(entry.scenario, spec or settings.mcp, denied, served=spec is not None)
 
     def run_attempt(entry: ScheduleEntry) -> CliAttemptResult:
+        attempt_settings = settings_for(settings, request.other_agents, entry.agent)
         return run_cli_attempt(
-            settings_for(settings, request.other_agents, entry.agent),
+            attempt_settings,
+            agent=agent_cli(attempt_settings.agent),
             scenario=entry.scenario,
             tools=entry_tools(entry),
             root=request.roots[entry.repository],
@@ -187,14 +189,16 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
         )
 
     def body_for(entry: ScheduleEntry) -> CliAttemptBody:
+        attempt_settings = settings_for(settings, request.other_agents, entry.agent)
         return CliAttemptBody(
-            settings_for(settings, request.other_agents, entry.agent),
+            attempt_settings,
             entry.scenario,
             entry_tools(entry),
             study_prompt(manifest.task(entry.task_id).question),
             base,  # Claude Code's --max-budget-usd is the limit, also under --strict-cap
             checked.server_paths(entry),
             request.parent_env,
+            agent=agent_cli(attempt_settings.agent),
         )
 
     def observe(entry: ScheduleEntry, result: CliAttemptResult, status: str, reserved: Decimal, charged: Decimal,

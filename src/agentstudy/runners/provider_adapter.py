@@ -224,7 +224,7 @@ def run_adapter(options: AdapterOptions, request: dict[str, Any], cwd: Path,
             timeout_s=options.timeout_s, agent=agent.name,
         )
         body = CliAttemptBody(settings, arm, arm_tools(arm, options.mcp, denied), prompt, options.max_usd,
-                              server_paths, environ, output_schema=json.dumps(schema))
+                              server_paths, environ, output_schema=json.dumps(schema), agent=agent)
         raw = _run_agent(body, cwd, pin, environ)
         evaluation = agent.evaluate(body, raw)
         served = _served(server)

@@ -3,10 +3,11 @@
 The caller has already reserved and checkpointed; this module runs the child in a fresh
 export of the pinned corpus with private directories, contained as the run asks
 (``io.containment``: bubblewrap by default, issue 15). What is agent-specific — the argv and
-environment, the stdout watcher, the meaning of the output — comes from the settings' agent
-(``agents.registry``, issue 21): for Claude Code ``transports.cli_evaluation.evaluate_cli_attempt``
-(parse, setup checks, costs, outcome — the same code path as ``agentstudy transcript``), for
-Codex ``transports.codex``. Settlement is the caller's, through
+environment, the stdout watcher, the meaning of the output — comes from the attempt's agent, handed in
+by the caller (an ``agents.base.AgentCli``, issue 21; this module never looks an agent up by name, so
+the agent modules import it without a circle, issue 42): for Claude Code
+``transports.cli_evaluation.evaluate_cli_attempt`` (parse, setup checks, costs, outcome — the same code
+path as ``agentstudy transcript``), for Codex ``transports.codex``. Settlement is the caller's, through
 ``pricing.budget.settle_attempt`` and the attempt machine. After a stop signal
 (``io.signals``) nothing new is started: the attempt ends as a child that never started
 (``failed``, usage incomplete), and a child already running is terminated by ``run_bounded``.
@@ -23,9 +24,9 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agentstudy.agents.registry import DEFAULT_AGENT, agent_cli
+from agentstudy.agents.base import GATEWAY_TOKEN_ENV
 from agentstudy.io.containment import (
     ContainmentMode,
 )
@@ -37,6 +38,7 @@ from agentstudy.io.server_corpus import at_corpus
 from agentstudy.io.server_host import ServerLauncher, attempt_server
 from agentstudy.io.signals import stop_signal
 from agentstudy.pricing.cost import AttemptCost
+from agentstudy.protocol.agent_names import DEFAULT_AGENT
 from agentstudy.protocol.arm_servers import arm_server
 from agentstudy.protocol.mcp_spec import ServerPaths
 from agentstudy.protocol.server_words import server_failure_words
@@ -45,9 +47,12 @@ from agentstudy.stream.outcome import CliStatus, ProcessFacts
 from agentstudy.transports.cli_args import CLI_MAX_RETRIES, REHEARSAL_TOKEN, ArmTools, McpServerSpec
 from agentstudy.transports.cli_evaluation import evaluate_cli_attempt
 
+if TYPE_CHECKING:
+    from agentstudy.agents.base import AgentCli
+
+__all__ = ["GATEWAY_TOKEN_ENV"]  # re-exported: the transports' importers read it here
+
 ATTEMPT_TIMEOUT_S = 300.0
-GATEWAY_TOKEN_ENV = "AGENTSTUDY_GATEWAY_TOKEN"  # noqa: S105 - a variable name, not a credential
-"""Where the gateway's token is read from: the driver's environment, or a Ray worker's own (issue 20)."""
 
 
 @dataclass(frozen=True)
@@ -137,6 +142,7 @@ class CliAttemptResult:
 def run_cli_attempt(
     settings: CliSettings,
     *,
+    agent: AgentCli,
     scenario: str,
     tools: ArmTools,
     root: Path,
@@ -146,7 +152,8 @@ def run_cli_attempt(
     parent_env: Mapping[str, str],
     server: ServerPaths | None = None,
 ) -> CliAttemptResult:
-    """Run one attempt of ``scenario`` against the corpus at ``root``/``pin``.
+    """Run one attempt of ``scenario`` against the corpus at ``root``/``pin`` with ``agent`` (the
+    ``AgentCli`` named by ``settings.agent``; ``agents.registry.agent_cli``).
 
     ``server`` holds the MCP server's placeholder values (its read-only snapshot, …) and is
     required in the MCP arm. The export and the attempt's private directories are removed
@@ -157,14 +164,14 @@ def run_cli_attempt(
     (``finish_cli_attempt``) are the same two steps an executor runs apart (issue 20).
     """
     if stop_signal() is not None:
-        return stopped_attempt(settings, scenario, tools)
+        return stopped_attempt(settings, scenario, tools, agent)
     try:
         corpus = read_pinned_corpus(root, pin)
     except GitError:
         if stop_signal() is not None:  # the stop ended git under us
-            return stopped_attempt(settings, scenario, tools)
+            return stopped_attempt(settings, scenario, tools, agent)
         raise
-    body = CliAttemptBody(settings, scenario, tools, prompt, reservation_usd, server, parent_env)
+    body = CliAttemptBody(settings, scenario, tools, prompt, reservation_usd, server, parent_env, agent=agent)
     return finish_cli_attempt(body, run_cli_body(body, corpus))
 
 
@@ -175,7 +182,12 @@ class CliAttemptBody:
     ``parent_env`` is the environment the child's allowlisted one is built from; ``None`` means
     the environment of the process that runs the body (a Ray worker's own), so nothing of the
     driver's environment is shipped. ``server`` is the MCP arm's placeholder values; its ``{root}`` is
-    moved to the attempt's own export, wherever the body runs (``run_agent_in``; issue 39).
+    moved to the attempt's own export, wherever the body runs (``run_agent_in``; issue 39). ``agent`` is
+    the ``AgentCli`` named by ``settings.agent`` (the caller looks it up, issue 42; a module-level object,
+    so the body still pickles).
+
+    Raises:
+        ValueError: ``agent`` is not the agent ``settings`` names.
     """
 
     settings: CliSettings
@@ -191,6 +203,13 @@ class CliAttemptBody:
     output_schema: str | None = None
     """A JSON Schema (text) the agent's final message must match, for agents that take one (Codex's
     ``--output-schema``; the bundled provider adapters, issue 34); ``None`` in a study attempt."""
+    agent: AgentCli = field(kw_only=True)
+    """The agent that runs the attempt (``agents.registry.agent_cli(settings.agent)``)."""
+
+    def __post_init__(self) -> None:
+        """Refuse an agent other than the one the settings name."""
+        if self.agent.name != self.settings.agent:
+            raise ValueError(f"the attempt's agent {self.agent.name!r} is not its settings' {self.settings.agent!r}")
 
 
 @dataclass(frozen=True)
@@ -261,8 +280,7 @@ def run_agent_in(body: CliAttemptBody, cwd: Path, env_source: Mapping[str, str])
     Raises:
         ContainmentError: bubblewrap vanished, or the server's world is refused (nothing was spawned).
     """
-    settings = body.settings
-    agent = agent_cli(settings.agent)
+    settings, agent = body.settings, body.agent
     scratch = owned_mkdtemp("attempt", agent.scratch_parent(settings))
     server_stderr, server_changed = b"", None
     try:
@@ -310,8 +328,8 @@ def finish_cli_attempt(body: CliAttemptBody, raw: RawAttempt) -> CliAttemptResul
     """
     settings, scenario, tools = body.settings, body.scenario, body.tools
     if raw.export_files is None and not raw.facts.started:
-        return stopped_attempt(settings, scenario, tools)
-    agent = agent_cli(settings.agent)
+        return stopped_attempt(settings, scenario, tools, body.agent)
+    agent = body.agent
     evaluation = agent.evaluate(body, raw)
     isolation = agent.isolation(settings, scenario)
     if raw.server_changed is not None:  # the server's word, checked in the attempt (issue 40)
@@ -366,11 +384,11 @@ def unstarted_attempt(body: CliAttemptBody, reason: str) -> CliAttemptResult:
     """The result of an attempt that ended without a child result: ``failed`` with ``reason`` as its
     ``statusReason`` (a body that raised before its agent started, issue 40: ``never started: …``), usage
     incomplete, no cost (settlement charges the whole reservation)."""
-    result = stopped_attempt(body.settings, body.scenario, body.tools)
+    result = stopped_attempt(body.settings, body.scenario, body.tools, body.agent)
     return dataclasses.replace(result, status="failed", status_reason=reason)
 
 
-def stopped_attempt(settings: CliSettings, scenario: str, tools: ArmTools) -> CliAttemptResult:
+def stopped_attempt(settings: CliSettings, scenario: str, tools: ArmTools, agent: AgentCli) -> CliAttemptResult:
     """The result of an attempt a stop signal kept from starting: ``failed`` as a child that never started,
     no export, usage incomplete, no cost (settlement charges the whole reservation)."""
     evaluation = evaluate_cli_attempt(b"", STOPPED_FACTS, model=settings.model, tools=tools)
@@ -378,5 +396,5 @@ def stopped_attempt(settings: CliSettings, scenario: str, tools: ArmTools) -> Cl
         status=evaluation.status, reported_cost_usd=None, computed_cost=None, setup_problems=(),
         cost_problem=evaluation.cost_problem, exit_code=None, wall_time_ms=0,
         fields={**evaluation.fields, "usage_complete": False,
-                **agent_cli(settings.agent).isolation(settings, scenario)},
+                **agent.isolation(settings, scenario)},
     )
