@@ -30,7 +30,10 @@ from pathlib import Path
 from typing import Any
 
 import agentstudy.agents.claude_code as claude_code_agent
-import agentstudy.commands.minimal as minimal_command
+import agentstudy.commands.view as terminal_view
+import agentstudy.rehearsal.gemini_server
+import agentstudy.rehearsal.messages_server as messages_server
+import agentstudy.rehearsal.responses_server  # noqa: F401 -- likewise
 from agentstudy.cli import main
 from agentstudy.io.ledger_store import LedgerFile
 from agentstudy.rehearsal.messages_server import RehearsalServer
@@ -107,10 +110,10 @@ def _install(hold: _Hold) -> None:
     if hold.point in ("first-request", "mcp-request", "last-answer"):
         policy = functools.partial(_holding_policy, hold)
         holding = functools.partial(RehearsalServer, policy=policy)
-        minimal_command.RehearsalServer = holding  # the http transport's server
+        messages_server.RehearsalServer = holding  # type: ignore[misc]  # the http transport's (imported on use)
         claude_code_agent.RehearsalServer = holding  # type: ignore[misc]  # Claude Code's (AgentCli.rehearsal_endpoint)
     elif hold.point == "between":
-        minimal_command.progress_for_terminal = lambda *_: _HoldingProgress(hold)
+        terminal_view.progress_for_terminal = lambda *_: _HoldingProgress(hold)  # type: ignore[assignment]
     elif hold.point == "final":
         original = LedgerFile.checkpoint
 

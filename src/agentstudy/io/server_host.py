@@ -20,6 +20,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
@@ -233,13 +234,37 @@ def _signal_group(pid: int, sig: signal.Signals) -> None:
         os.killpg(pid, sig)
 
 
+def _fits(directory: Path) -> bool:
+    return len(os.fsencode(directory / SOCKET_NAME)) <= SOCKET_PATH_MAX
+
+
+def socket_directory(scratch: Path) -> tuple[Path, bool]:
+    """A new private directory (mode 0700) for an attempt's socket whose path fits a unix socket's limit:
+    ``scratch/mcp-socket`` when it fits, else an owned ``agentstudy-socket-…`` directory in the temp dir, else in
+    ``/tmp`` (a deep TMPDIR). Returns ``(directory, owned)``: an owned one is removed and released by the caller.
+
+    Raises:
+        OSError: the directory cannot be made, or no candidate is short enough.
+    """
+    in_place = scratch / "mcp-socket"
+    if _fits(in_place):
+        in_place.mkdir(mode=0o700)
+        return in_place, False
+    for parent in (None, Path("/tmp")):  # noqa: S108 -- mkdtemp: a new 0700 directory, owned and released
+        probe = Path(tempfile.gettempdir() if parent is None else parent) / "agentstudy-socket-XXXXXXXX"
+        if _fits(probe):
+            return owned_mkdtemp("socket", parent), True
+    raise OSError(f"no directory for the MCP server's socket has a path short enough ({SOCKET_PATH_MAX} bytes)")
+
+
 @contextmanager
 def attempt_server(spec: McpServerSpec, paths: ServerPaths, containment: ContainmentMode,
                    parent_env: Mapping[str, str], scratch: Path) -> Iterator[ServerHost]:
     """The MCP server of one attempt, served from ``scratch`` (the attempt's private directory): a private HOME
     and TMPDIR (``scratch/server-home``, ``scratch/server-tmp``, mode 0700, seeded with the prepared state
     when ``paths.state`` is set, issue 32), ``io.server_world.server_world`` over them, and a ``ServerHost``
-    on a socket in ``scratch/mcp-socket`` (or an owned temp directory when that path is too long).
+    on a socket in ``scratch/mcp-socket`` (or, when that path is too long, an owned directory in the temp dir, or
+    in ``/tmp`` when the temp dir's own path is too long too: :func:`socket_directory`).
 
     Raises:
         ContainmentError: the world is refused, bubblewrap is missing, or the prepared state cannot be copied.
@@ -253,12 +278,7 @@ def attempt_server(spec: McpServerSpec, paths: ServerPaths, containment: Contain
     except OSError as error:
         raise ContainmentError(f"the MCP server's prepared state could not be copied: {error}") from None
     world = server_world(spec, paths, home, tmp, parent_env)
-    sockets = scratch / "mcp-socket"
-    owned = len(os.fsencode(sockets / SOCKET_NAME)) > SOCKET_PATH_MAX
-    if owned:
-        sockets = owned_mkdtemp("socket")
-    else:
-        sockets.mkdir(mode=0o700)
+    sockets, owned = socket_directory(scratch)
     try:
         with ServerHost(world, containment, sockets, tuple(spec.read_only_tools), tuple(spec.open_world_tools)) as host:
             yield host
