@@ -20,7 +20,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
@@ -240,21 +239,22 @@ def _fits(directory: Path) -> bool:
 
 def socket_directory(scratch: Path) -> tuple[Path, bool]:
     """A new private directory (mode 0700) for an attempt's socket whose path fits a unix socket's limit:
-    ``scratch/mcp-socket`` when it fits, else an owned ``agentstudy-socket-…`` directory in the temp dir, else in
-    ``/tmp`` (a deep TMPDIR). Returns ``(directory, owned)``: an owned one is removed and released by the caller.
+    ``scratch/mcp-socket`` when it fits, else an owned ``agentstudy-socket-…`` directory in the temp dir, else one
+    in ``/tmp`` (a deep TMPDIR). Returns ``(directory, owned)``: an owned one is removed and released by the caller.
 
     Raises:
-        OSError: the directory cannot be made, or no candidate is short enough.
+        OSError: a directory cannot be made (a full temp dir: the attempt never starts).
     """
     in_place = scratch / "mcp-socket"
     if _fits(in_place):
         in_place.mkdir(mode=0o700)
         return in_place, False
-    for parent in (None, Path("/tmp")):  # noqa: S108 -- mkdtemp: a new 0700 directory, owned and released
-        probe = Path(tempfile.gettempdir() if parent is None else parent) / "agentstudy-socket-XXXXXXXX"
-        if _fits(probe):
-            return owned_mkdtemp("socket", parent), True
-    raise OSError(f"no directory for the MCP server's socket has a path short enough ({SOCKET_PATH_MAX} bytes)")
+    owned = owned_mkdtemp("socket")
+    if _fits(owned):
+        return owned, True
+    owned.rmdir()
+    release(owned)
+    return owned_mkdtemp("socket", Path("/tmp")), True  # noqa: S108 -- a new 0700 directory, owned and released
 
 
 @contextmanager
