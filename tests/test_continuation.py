@@ -168,7 +168,8 @@ def test_the_chain_is_adjudicated_and_its_report_shows_correctness_over_every_ce
     base = ["adjudicate", "--manifest", str(study.manifest_path), *roots, "--rehearsal", "--model", "claude-haiku-5-5",
             "--budget-usd", "1", "--seed", "7"]
     backwards = _invoke([*base[:1], str(second_path), str(first_path), *base[1:]])
-    assert backwards.exit_code == 2 and "not one chain of runs" in backwards.output
+    # given backwards, the later run comes first with its predecessor not yet given: refused, oldest first asked
+    assert backwards.exit_code == 2 and "oldest first" in backwards.output
     one_output = _invoke([*base[:1], str(first_path), str(second_path), *base[1:], "--output",
                           str(first_path.with_name("both.adjudication.json"))])
     assert one_output.exit_code == 2 and "a chain of runs writes one beside each ledger" in one_output.output

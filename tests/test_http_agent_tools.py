@@ -95,7 +95,7 @@ def test_a_missing_read_only_tool_or_a_dead_server_is_a_setup_error(
     missing = McpServerSpec(name="doc-bridge", command=DEFAULT_MCP_SERVER.command,
                             read_only_tools=("doc.search", "doc.nothing"),
                             sandbox_binds=DEFAULT_MCP_SERVER.sandbox_binds)
-    with pytest.raises(ToolSetupError, match=r"does not list doc\.nothing"), \
+    with pytest.raises(ToolSetupError, match=r"names doc\.nothing, which the server does not list"), \
             agent_tools("doc-bridge-mcp", root, pin, missing, snapshot):
         pass
     with pytest.raises(ToolSetupError, match="no corpus snapshot"), \

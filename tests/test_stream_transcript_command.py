@@ -39,8 +39,9 @@ def test_help_documents_the_exit_codes_and_the_policy() -> None:
     assert code == 0
     flat = " ".join(out.split())
     assert "Exit codes: 0 the status is `completed`; 1 any other status; 2 bad input" in flat
+    unbroken = "".join(out.split())  # the help's wrapping may break a name at its hyphen
     for name in ("mcp__doc-bridge__doc_search", "mcp__doc-bridge__doc_get", "mcp__doc-bridge__handoff_resolve"):
-        assert name in flat
+        assert name in unbroken
     for flag in ("--scenario", "--model", "--exit-code", "--timed-out", "--reservation-usd", "--containment",
                  "--json"):
         assert flag in flat
@@ -74,6 +75,9 @@ def test_clean_transcript_completes_with_the_seed_field_names() -> None:
         "observationHash", "startedAt", "endedAt", "workerNode",
         # Only a failed or timed-out attempt says why (issue 33).
         "failureKind",
+        # A run keeps the MCP server's stderr beside its transcript (issue 39), records the task's repository
+        # (issue 41) and, in a randomised order, the attempt's position in its pair: none is in a saved stream.
+        "serverStderrFile", "serverStderrSha256", "repository", "position",
     }
     assert ANSWER_WORD not in json.dumps(record)
 

@@ -114,6 +114,8 @@ def plan_from_ledger(values: TaskValues, charges: list[Decimal], design: Sequent
         raise ValueError(f"{len(effects)} task(s) with values in both arms; at least 2 are needed")
     try:
         components = estimate_components(values)
+        if components.repetitions <= 1:  # one repetition a cell: task and repetition variance are not separable
+            raise PilotTooSmall("one repetition")
         planned = repetitions or components.repetitions
         sd, source = components.difference_sd(planned), "variance components"
     except PilotTooSmall:
