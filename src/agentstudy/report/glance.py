@@ -27,9 +27,8 @@ from agentstudy.report.treatment import first_screen_blocks, summarize_treatment
 TITLE = "Result at a glance"
 GLANCE_METRICS = (CORRECTNESS, INPUT, TOOLS, WALL, CHARGED)
 """The metrics of the glance table, in display order (correctness only when adjudicated)."""
-CAVEATS = ("Caveats: only the primary endpoint answers the study's question, every other metric is secondary "
-           "(Holm-adjusted in the task-level table); the task is the unit of analysis; small samples support no "
-           "general claim; token or latency reductions alone do not establish correctness.")
+CAVEATS = ("Caveats: only the primary endpoint answers the study's question; the task is the unit of analysis; "
+           "small samples support no general claim; token or latency reductions alone do not establish correctness.")
 
 NO_FINDING = ("The comparison table is left out: with the treatment not delivered, a difference between the arms "
               "says nothing about the server. The statistics below describe the attempts only.")
@@ -83,8 +82,7 @@ def _containment_line(analysis: Analysis) -> str:
     arms = "; ".join(f"{row.label} {row.mechanism_cell()}" for row in rows)
     if all(row.bubblewrapped for row in rows):
         return f"Containment achieved: {arms}; every attempt ran in bubblewrap."
-    line = f"Containment achieved: {arms}; not every attempt ran in bubblewrap (the Containment section says what " \
-           "was not achieved)."
+    line = f"Containment achieved: {arms}; not all ran in bubblewrap (see Containment)."
     confounded = [s for s in containment_sentences(rows) if s.startswith("The arms were contained differently")]
     return line + (f" {confounded[0]}" if confounded else "")
 
@@ -116,7 +114,7 @@ def glance_section(analysis: Analysis, *, primary: str | None = None, minimum_us
         blocks.insert(0, Paragraph(PARTIAL_CHAIN_SENTENCE + " " + "; ".join(
             f"run {link['runId']} (ledger SHA-256 {link['ledgerSha256']})" for link in study.chain_missing) + "."))
     if study.unverified:
-        blocks.append(Paragraph(UNVERIFIED_SENTENCE + " First: " + study.unverified[0]))
+        blocks.append(Paragraph(UNVERIFIED_SENTENCE))  # the failed checks: About this report
     run = study.mode or "mode not recorded"
     status = study.status or "no status recorded"
     blocks.append(Paragraph(
@@ -134,7 +132,9 @@ def glance_section(analysis: Analysis, *, primary: str | None = None, minimum_us
     why = _not_computable(shown) if fidelity.delivered else None
     if why:
         blocks.append(Paragraph(why))
-    if CORRECTNESS.key not in present:
+    primary_key = analysis.plan.primary.metric if primary is None else primary
+    if CORRECTNESS.key not in present and not (fidelity.delivered and primary_key == CORRECTNESS.key):
+        # with correctness primary, the verdict and the primary-endpoint paragraph already say it is not reported
         blocks.append(Paragraph("Correctness: not adjudicated, so not reported."))
     blocks.append(Paragraph(_containment_line(analysis)))
     blocks.append(Paragraph(CAVEATS))

@@ -32,7 +32,7 @@ PARTIAL_CHAIN_SENTENCE = (
 
 UNVERIFIED_SENTENCE = (
     "UNVERIFIED: this ledger's hashes or invariants do not hold (read with --allow-unverified), so any number "
-    "in this report may have been changed after the run wrote it."
+    "here may have changed after the run wrote it."
 )
 PILOT_SENTENCE = "This is a pilot: its observations never count toward the full study."
 WALL_TIME_SENTENCE = (

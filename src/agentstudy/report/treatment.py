@@ -158,8 +158,7 @@ def _overhead_note(treated: list[Attempt], control: list[Attempt]) -> str | None
     recorded = [a for a in (*treated, *control) if a.treatment is not None]
     if recorded and all(a.treatment is not None and a.treatment.first_request_input_tokens is None
                         for a in recorded):
-        return ("not measurable for this agent (its output reports no request's own usage, so the first "
-                "request's prompt size is unknown)")
+        return "not measurable for this agent (its output reports no request's own usage)"
     return "not measured (no task has the first request's prompt size in both arms)"
 
 
@@ -186,7 +185,7 @@ def fidelity_line(summary: TreatmentSummary, server: str) -> str:
     if summary.tool_definition_tokens is not None:
         line += f" The server's tools add ~{round(summary.tool_definition_tokens):,} input tokens to every request."
     elif summary.overhead_note is not None:
-        line += f" The input tokens the server's tools add to every request: {summary.overhead_note}."
+        line += f" Tokens the server's tools add per request: {summary.overhead_note}."
     return line
 
 
@@ -231,7 +230,7 @@ def verdict(analysis: Analysis, summary: TreatmentSummary, *, primary: str | Non
     p_text = "p not computable" if p is None else f"p {p:.3g}"
     return (f"{not_a_finding(study)}Does {server} help? On the primary metric, {result.metric.label}: {words} "
             f"({p_text}, {level.design}; intention to treat), {judged}"
-            f"{'' if analysis.plan_declared else '; exploratory (the default primary endpoint)'}; "
+            f"{'' if analysis.plan_declared else '; exploratory (default endpoint)'}; "
             f"{scope_sentence(analysis.scope)}.")
 
 
