@@ -140,21 +140,32 @@ def test_random_ledgers_keep_every_attempt_and_count_pairs_by_the_rules(specs: l
     for rendering in (markdown, text, page):
         assert ANSWER not in rendering
     results = {r.metric.key: r for r in analysis.results}
-    # per task (k // 3): each arm's completed values; a task counts when both arms have one.
-    tokens: dict[int, tuple[list[int], list[int]]] = {}
-    charged: dict[int, tuple[list[int], list[int]]] = {}
-    for k, s in enumerate(specs):
-        for table, treatment_kept in ((tokens, True), (charged, not s[8])):
-            base, treat = table.setdefault(k // 3, ([], []))
-            if s[0] == "completed":
-                base.append(s[2] if table is tokens else s[6])
-            if s[1] == "completed" and treatment_kept:
-                treat.append(s[3] if table is tokens else s[7])
-    token_diffs = [statistics.fmean(t) - statistics.fmean(b) for b, t in tokens.values() if b and t]
-    assert results["inputTokens"].task_level.tasks == len(token_diffs)
-    assert results["chargedUsd"].task_level.tasks == sum(1 for b, t in charged.values() if b and t)
-    if token_diffs:
-        assert results["inputTokens"].task_level.estimate == pytest.approx(statistics.fmean(token_diffs))
+    # per task (k // 3): each arm's values under the two rules (docs/statistics.md). Intention to treat: an
+    # attempt counts when it completed or was charged more than 0 USD, whatever its status, with the value it
+    # recorded (a missing charge has no USD value and is no charge). Complete case: completed attempts only.
+    for itt in (True, False):
+        tokens: dict[int, tuple[list[int], list[int]]] = {}
+        charged: dict[int, tuple[list[int], list[int]]] = {}
+        for k, (rs, ds, rt, dt, _, _, rc, dc, missing) in enumerate(specs):
+            arms = ((rs, rt, rc), (ds, dt, None if missing else dc))
+            for table in (tokens, charged):
+                for values, (status, spent_tokens, charge) in zip(table.setdefault(k // 3, ([], [])), arms,
+                                                                  strict=True):
+                    counts = status == "completed" or (itt and charge is not None and charge > 0)
+                    value = spent_tokens if table is tokens else charge
+                    if counts and value is not None:
+                        values.append(value)
+        token_diffs = [statistics.fmean(t) - statistics.fmean(b) for b, t in tokens.values() if b and t]
+        charged_diffs = [statistics.fmean(t) - statistics.fmean(b) for b, t in charged.values() if b and t]
+        token_summary = results["inputTokens"].task_level if itt else results["inputTokens"].complete_case
+        charged_summary = results["chargedUsd"].task_level if itt else results["chargedUsd"].complete_case
+        assert token_summary is not None and charged_summary is not None
+        assert token_summary.tasks == len(token_diffs)
+        assert charged_summary.tasks == len(charged_diffs)
+        if token_diffs:
+            assert token_summary.estimate == pytest.approx(statistics.fmean(token_diffs))
+        if charged_diffs:
+            assert charged_summary.estimate == pytest.approx(statistics.fmean(charged_diffs) / 10**6, abs=1e-12)
     attempts = next(t for t in document.tables() if t.key == "attempts")
     assert len(attempts.rows) == 2 * len(specs)
     failed = sum((s[0] != "completed") + (s[1] != "completed") for s in specs)
