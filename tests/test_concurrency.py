@@ -112,10 +112,10 @@ def test_the_progress_spend_never_falls_while_other_attempts_hold_reservations(
 ) -> None:
     """A fresh user's 36-attempt run at --concurrency 4 printed "spent 0.50", "0.41", ... "0.04": the settled
     line counted the other attempts' open reservations. It shows what the settled attempts cost."""
-    from agentstudy.commands import minimal as minimal_command
+    from agentstudy.commands import view as terminal_view
 
     recorder = _SpentRecorder()
-    monkeypatch.setattr(minimal_command, "progress_for_terminal", lambda *_: recorder)
+    monkeypatch.setattr(terminal_view, "progress_for_terminal", lambda *_: recorder)
     fake_claude.behave(mode="sleep", sleepSeconds=0.5, reportedCost=0.001)
     ledger_path = tmp_path / "ledger.json"
     result = _run(study, fake_claude, ledger_path, "--pilot", "--pilot-tasks", "3", "--concurrency", "4",

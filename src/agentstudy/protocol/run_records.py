@@ -108,7 +108,7 @@ class ArmRecord(BaseModel):
     """One arm of a study-file run in the ledger's ``arms`` (issue 18): its ledger ``scenario``, ``id`` and ``label``.
 
     The treatment arm (scenario ``doc-bridge-mcp``) also names ``mcpServer``, the server run. In a study that
-    compares two server configurations (issue 44, ``protocol.study_arms.arms_record``) every arm with a server
+    compares two server configurations (``protocol.study_arms.arms_record``) every arm with a server
     has ``mcpServer``, ``toolDescriptionsSha256`` (SHA-256 of its overrides' canonical JSON), ``toolsListSha256``
     (of the ``tools/list`` the agent was shown, as the preflight read it through the same relay), ``mcpCommand``,
     ``offeredTools``, ``shownDescriptions``, ``prepareSteps`` and ``serverVersion``. Absent when not applicable.

@@ -234,7 +234,7 @@ class TreatmentArm(ServerArm):
 
 class ControlArm(ServerArm):
     """The control arm: the repository tools only, or, given ``tools`` and ``probe``, with a server of its own
-    (issue 44: server A against server B, a version against the next); the same fields and checks as
+    (server A against server B, a version against the next); the same fields and checks as
     :class:`TreatmentArm`."""
 
     SLOT: ClassVar[str] = "control"
