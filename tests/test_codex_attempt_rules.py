@@ -40,22 +40,20 @@ def test_a_required_server_that_fails_to_start_is_invalid_setup(corpus: tuple[Pa
     assert server.requests == ()  # Codex refused before asking the model anything
 
 
-def test_a_declared_tool_is_approved_and_reaches_the_server(corpus: tuple[Path, str]) -> None:
-    # Every tool the study declares gets approval_mode "approve" (Codex's gate no longer cancels it; the
-    # read-only check of the declaration is preflight's: tests/test_read_only_preflight.py). A spec that declares
-    # the bundled server's doc.write (disabled: it always refuses) therefore reaches the server, whose refusal is
-    # counted as that tool's error; the attempt goes on and the other calls count as use.
+def test_a_declared_destructive_tool_never_reaches_the_server(corpus: tuple[Path, str]) -> None:
+    # A spec that declares the bundled server's doc.write (annotated destructiveHint: true) past the preflight:
+    # the attempt's relay holds the server's tools/list to the preflight's read-only rule, offers the agent no tool
+    # of that server and ends the attempt invalid-setup naming the annotation (the server's word is checked where
+    # it is used). Every other declared tool is approved for Codex: tests/test_any_server_both_agents_e2e.py.
     spec = McpServerSpec(name="doc-bridge", command=DEFAULT_MCP_SERVER.command,
                          read_only_tools=("doc.search", "doc.get", "doc.write"),
                          sandbox_binds=DEFAULT_MCP_SERVER.sandbox_binds)
     policy = first_call("mcp__doc_bridge__doc_write", {"path": "NOTES.md", "text": "x"})
     result, _ = run_codex_attempt(*corpus, DOC_BRIDGE_MCP, spec=spec, policy=policy)
-    assert result.status == "completed", result.setup_problems
-    assert not any("cancelled or denied" in p for p in result.setup_problems)
-    assert result.fields["tool_errors_by_name"] == {"mcp__doc-bridge__doc_write": 1}
-    treatment = result.fields["treatment"]
-    assert treatment["serverCallsByTool"]["doc.write"] == 1
-    assert treatment["serverCallErrors"] == 1 and treatment["serverCalls"] > 1
+    assert result.status == "invalid-setup", result.setup_problems
+    problems = " ".join(result.setup_problems)
+    assert "doc.write" in problems and "destructiveHint: true" in problems, problems
+    assert "no tool of it was offered to the agent" in problems, problems
 
 
 def test_every_mcp_call_erroring_loses_the_treatment(corpus: tuple[Path, str]) -> None:
