@@ -43,11 +43,12 @@ class GeminiCliAgent:
     rehearsal_model = REHEARSAL_MODEL
     reports_cost = False
     bounds_worst_turn = False
-    judged_with_stderr = False
+    judged_with_stderr = True
+    """Its retry loop's lines on stderr count the request-level retries (``stream.gemini_records``)."""
     start_env: Mapping[str, str] = START_ENV
     record_files: tuple[str, ...] = transport.RECORDS
     repository_tools: tuple[str, ...] = READ_ONLY_BUILTINS
-    limit_rule = "is settled on its computed cost after the attempt (its stream carries no running usage)"
+    limit_rule = "is stopped at the limit by its running usage (its session file, read while it runs)"
 
     def find_binary(self, explicit: str | None, environ: Mapping[str, str]) -> Path:
         """``--agent-bin``, ``AGENTSTUDY_GEMINI_BIN``, ``.tools/gemini-cli``, ``gemini`` on PATH (AgentBinaryError)."""
