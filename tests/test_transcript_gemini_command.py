@@ -74,3 +74,18 @@ def test_bad_records_are_one_line_errors(args: list[str], message: str) -> None:
     code, _, err = _run(str(DATA / "control.stream.jsonl"), "--scenario", "repository-only", "--model",
                         "rehearsal-scripted", *args)
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_saved_stderr_counts_the_retries_its_retry_loop_printed(tmp_path: Path) -> None:
+    # The stored real persistent-429 stream (its telemetry not given) with the lines 0.61.0's retry loop printed
+    # for general.maxAttempts = 3: two refusals sent again, the third ended the attempt.
+    stderr = tmp_path / "gemini.stderr"
+    stderr.write_text('Attempt 1 failed with status 429. Retrying with backoff... _ApiError: {"type":"error"}\n'
+                      'Attempt 2 failed with status 429. Retrying with backoff... _ApiError: {"type":"error"}\n'
+                      'Attempt 3 failed: {"type":"error"}. Max attempts reached\n')
+    code, out, _ = _run(str(DATA / "persistent-429.stream.jsonl"), "--agent", "gemini", "--scenario",
+                        "repository-only", "--model", "rehearsal-scripted", "--stderr", str(stderr), "--json")
+    assert code == 1
+    record = json.loads(out)
+    assert record["status"] == "failed"
+    assert (record["apiRetries"], record["apiRetryStatuses"]) == (2, [429, 429])
