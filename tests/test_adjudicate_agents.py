@@ -160,3 +160,35 @@ def test_the_price_check_uses_the_adjudicator_agents_table(study: ExampleStudy, 
     with pytest.raises(AdjudicationRefused, match="no price in Gemini CLI's table"):
         run_adjudication(request)
     assert not (tmp_path / "companion.json").exists()
+
+
+def test_a_ray_adjudication_checks_the_workers_by_the_adjudicator_agents_version_rule(
+    monkeypatch: pytest.MonkeyPatch, study: ExampleStudy, ledger: Path, tmp_path: Path
+) -> None:
+    # What every Ray worker proves before it runs an item: the adjudicator agent's binary at its version, read
+    # by that agent's rule (Gemini's bare "0.61.0", not Claude Code's first token).
+    from contextlib import ExitStack
+
+    from agentstudy.adjudication import remote
+    seen: list[Any] = []
+
+    class Started:
+        excluded: tuple[Any, ...] = ()
+
+    def start(stack: ExitStack, **kwargs: Any) -> Started:
+        seen.append(kwargs["needs"])
+        return Started()
+
+    monkeypatch.setattr(remote, "start_executor", start)
+    agent = agent_cli("gemini")
+    request = AdjudicationRequest(
+        ledger=load_view(ledger), loaded=load_manifest(study.manifest_path), roots=dict(study.roots),
+        output=tmp_path / "companion.json",
+        settings=CliSettings(binary=agent.find_binary(None, os.environ), model=agent.rehearsal_model,
+                             mcp=NO_MCP_SERVER, agent="gemini"),
+        cap_usd=Decimal("1"), item_budget_usd=Decimal("0.10"), expected_cli_version=agent.pinned_version, seed=1,
+        parent_env=dict(os.environ), executor="ray", concurrency=2,
+    )
+    with ExitStack() as stack:
+        remote.open_item_executor(stack, request, [])
+    assert [(needs.agent, needs.expected_version) for needs in seen] == [("gemini", "0.61.0")]
