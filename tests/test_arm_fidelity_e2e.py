@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from agentstudy.protocol.server_word import CHANGED_WORD
 from agentstudy.protocol.treatment import CONTROL_SERVER_LOST, TREATMENT_LOST
 from agentstudy.rehearsal.example_study import build_example_study
 
@@ -111,3 +112,25 @@ def test_a_healthy_control_server_is_delivered_in_its_own_arm(
     assert report["treatment"]["delivered"] is True and "cannot answer" not in report["verdict"]
     shown = json.loads(run_agentstudy("ledger", str(ledger), "--json").stdout)["ledger"]["fidelity"]
     assert shown["notDelivered"] is None and shown["control"]["delivered"] is True
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "codex"])
+def test_the_control_servers_word_is_held_to_its_own_preflight(
+        tmp_path: Path, example: tuple[dict[str, Any], list[str]], agent: str, claude_bin: Path) -> None:
+    """Server B (the control's) passes its preflight, then annotates ``lookup.grep`` ``readOnlyHint: false`` in
+    the attempts: the relay withholds that answer and the control's attempt ends ``invalid-setup`` naming B's
+    changed tool — B's word held to B's own preflight, while the treatment's server (other tool names, which B
+    never lists) is held to its own."""
+    ran, written, ledger = _pilot(tmp_path, example, agent, claude_bin, "--changes-word")
+    assert ran.returncode == 1, ran.stderr
+    by_arm = {o["scenario"]: o for o in written["observations"]}
+    control = by_arm["repository-only"]
+    assert control["status"] == "invalid-setup", control
+    assert control["statusReason"].startswith(CHANGED_WORD), control["statusReason"]
+    assert "lookup.grep" in control["statusReason"] and "readOnlyHint: false" in control["statusReason"]
+    assert "doc." not in control["statusReason"]  # not compared with the treatment's word
+    assert control["treatment"]["serverCalls"] == 0
+    if "doc-bridge-mcp" in by_arm:  # the treatment's server, held to its own word, unchanged
+        assert by_arm["doc-bridge-mcp"]["status"] == "completed"
+    report = json.loads(_report(ledger, "json"))
+    assert report["treatment"]["arms"]["control"]["delivered"] is False

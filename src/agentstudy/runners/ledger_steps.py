@@ -215,8 +215,9 @@ def summary_names(loaded: LoadedManifest, server_name: str, control_server: str 
     (scenario → label) and its declared ``analysis.minimumTreatmentUse`` (issues 28, 30); the server's name for
     every run (the summary names the arms and the server by it; issue 28 item 7); ``control_server``, the control arm's
     own server's name when it has one (its fidelity is judged like the treatment's; issue 44)."""
-    names: dict[str, Any] = {"full_attempts": loaded.full_attempts, "server_name": server_name,
-                             "control_server": control_server}
+    names: dict[str, Any] = {"full_attempts": loaded.full_attempts, "server_name": server_name}
+    if control_server is not None:
+        names["control_server"] = control_server
     if loaded.analysis is not None:
         names["minimum_use"] = loaded.analysis.minimum_treatment_use
     if loaded.arms is not None:
