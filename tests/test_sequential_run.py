@@ -53,13 +53,14 @@ def test_every_difference_of_one_sign_stops_for_efficacy_before_twenty_tasks(
     assert 7 <= record.tasks_completed < 20 and record.max_tasks == 20
     assert record.looks[-1].e_value >= 20 > record.looks[-2].e_value
     assert [look.decision for look in record.looks[:-1]] == ["continue"] * (record.tasks_completed - 1)
-    # Every task difference had the same sign: the MCP arm read more input tokens on every task.
+    # Every task difference had the same sign: the MCP arm read more input tokens on every task (declared better).
     by_task: dict[str, dict[str, int]] = {}
     for o in ledger.observations:
         assert o.input_tokens is not None
         by_task.setdefault(o.task_id, {})[o.scenario] = o.input_tokens
     assert all(arms["doc-bridge-mcp"] > arms["repository-only"] for arms in by_task.values())
-    assert record.direction == "worse"
+    assert record.direction == "better" and record.construction == "magnitudeMixture"
+    assert record.sidedness == "one-sided"
     # Nothing after the stop: exactly the decided tasks' blocks, in the recorded order, all completed.
     assert len(ledger.observations) == 2 * record.tasks_completed < ledger.planned_attempts == 40
     assert list(by_task) == record.task_order[:record.tasks_completed]
@@ -74,7 +75,7 @@ def test_every_difference_of_one_sign_stops_for_efficacy_before_twenty_tasks(
     (lambda s: s["looks"].pop(), "stopReason"),
     (lambda s: s.update(stoppedEarly=False), "stoppedEarly"),
     (lambda s: s.update(taskOrder=list(reversed(s["taskOrder"]))), "out of the planned block order"),
-    (lambda s: s.update(direction="better"), "direction"),
+    (lambda s: s.update(direction="worse"), "direction"),
 ])
 def test_the_verifier_refuses_changed_looks(stopped_run: tuple[Path, MinimalLedger, Path], change: Any,
                                             problem: str) -> None:

@@ -24,11 +24,11 @@ from agentstudy.report.inversion import (
     MAX_EXACT_TASKS,
     MONTE_CARLO_FLIPS,
     SignFlipNull,
-    inverted_interval,
     p_at,
     sign_flip_null,
     smallest_attainable_p,
 )
+from agentstudy.report.mean_test import mean_test
 from agentstudy.report.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, CONFIDENCE_LEVEL
 
 DEFAULT_ALPHA = 0.05
@@ -249,11 +249,12 @@ def task_level_summary(
         note = "not computable with 1 task (needs at least 2)"
         return TaskLevelSummary(k, repetitions, design, estimate, None, None, note, None, note, None, method,
                                 effects, smallest_attainable_p(differences), alpha=alpha)
-    null = sign_flip_null(differences, seed=seed)
-    p_value, p_se = _p_and_se(null)
-    low, high = inverted_interval(null, alpha)
+    test = mean_test(differences, seed=seed, alpha=alpha)
+    p_value, low, high = test.p_value, test.low, test.high
     if low is not None and high is not None and p_value >= alpha:  # one decision: never an interval without 0
         low, high = min(low, 0.0), max(high, 0.0)  # while p says "not rejected" (float ties; issue 41 item 5)
     ci_note = unbounded_note(k, alpha) if low is None else point_note(low, high, k)
-    return TaskLevelSummary(k, repetitions, design, estimate, low, high, ci_note, p_value, None, p_se, method,
-                            effects, smallest_attainable_p(differences, monte_carlo_floor=null.draws), alpha=alpha)
+    draws = [n.draws for n in (test.flip, test.bootstrap) if n is not None and n.draws is not None]
+    floor = smallest_attainable_p(differences, monte_carlo_floor=min(draws) if draws else None)
+    return TaskLevelSummary(k, repetitions, design, estimate, low, high, ci_note, p_value, None, test.p_monte_carlo_se,
+                            method, effects, floor, alpha=alpha)
