@@ -76,6 +76,9 @@ def test_every_difference_of_one_sign_stops_for_efficacy_before_twenty_tasks(
     (lambda s: s.update(stoppedEarly=False), "stoppedEarly"),
     (lambda s: s.update(taskOrder=list(reversed(s["taskOrder"]))), "out of the planned block order"),
     (lambda s: s.update(direction="worse"), "direction"),
+    # issue 41: each block replays with its own construction; an older (absent) one is the two-sided e-process
+    (lambda s: s.pop("construction"), "not what the observations give"),
+    (lambda s: s.update(sidedness="two-sided"), "sidedness"),
 ])
 def test_the_verifier_refuses_changed_looks(stopped_run: tuple[Path, MinimalLedger, Path], change: Any,
                                             problem: str) -> None:
