@@ -28,7 +28,8 @@ repetitions, the rejection rate when the arm means are equal but the treatment a
 each treatment attempt ``N(mu_i, 3^2)`` against the control's ``N(mu_i, 1.5^2)`` (task differences symmetric: the
 sign-flip part is exact); ``skewed``, each treatment attempt ``mu_i + 3 (Exp(1) - 1)`` (mean ``mu_i``, SD 3,
 skewness 2). Beside it the sign-flip test alone (the report's test before the bootstrap part) and the Monte Carlo SE
-(``--equal-mean`` prints that table only).
+(``--equal-mean`` prints that table only). :func:`power_table` prints what the bootstrap part costs in power
+(``--power``).
 
 Run ``.venv/bin/python -m bench.bench_coverage [--studies N] [--equal-mean]``; it prints a Markdown table and
 asserts nothing (``property_tests/test_coverage_properties.py`` asserts the bands on fewer studies).
@@ -183,6 +184,29 @@ def equal_mean_table(studies: int, seed: int = SEED) -> list[str]:
     return lines
 
 
+def power_table(studies: int, seed: int = SEED, effects: tuple[float, ...] = (0.5, 1.0)) -> list[str]:
+    """What the bootstrap part costs: per cell of 10 and 20 tasks × :data:`REPETITIONS` and per mean effect in
+    ``effects`` (the ``normal`` shape: task differences ``N(effect, 1)``, repetitions with SD 1.5), the share of
+    ``studies`` in which the report's test and the sign-flip test alone reject at alpha."""
+    grid = list(itertools.product((10, 20), REPETITIONS, effects))
+    streams = np.random.SeedSequence([seed, 41, 7]).spawn(len(grid))
+    lines = ["| tasks | reps | effect | studies | power, report's test | power, sign-flip test alone |",
+             "| ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for (k, r, effect), stream in zip(grid, streams, strict=True):
+        rng = np.random.default_rng(stream)
+        both = flips = 0
+        for index in range(studies):
+            level = rng.normal(0.0, 3.0, size=k)
+            base = level[:, None] + rng.normal(0.0, 1.5, size=(k, r))
+            treat = (level + rng.normal(effect, 1.0, size=k))[:, None] + rng.normal(0.0, 1.5, size=(k, r))
+            test = mean_test((treat.mean(axis=1) - base.mean(axis=1)).tolist(), seed=index, alpha=ALPHA,
+                             resamples=BOOT_T, flips=FLIPS)
+            both += int(test.p_value < ALPHA)
+            flips += int(test.p_flip < ALPHA)
+        lines.append(f"| {k} | {r} | {effect:g} | {studies} | {both / studies:.1%} | {flips / studies:.1%} |")
+    return lines
+
+
 def table(cells: list[Cell]) -> list[str]:
     """A Markdown table, one row per cell: coverage of both intervals (nominal 95 %), unbounded share,
     type-I error of the test and the bootstrap's false exclusions of 0."""
@@ -203,8 +227,15 @@ def main() -> None:
     parser.add_argument("--studies", type=int, default=300, help="studies per cell (and as many without effect)")
     parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument("--equal-mean", action="store_true", help="only the equal-mean, unequal-spread type-I table")
+    parser.add_argument("--power", action="store_true", help="only the power table, report's test vs sign flips")
     args = parser.parse_args()
     started = time.perf_counter()
+    if args.power:
+        lines = power_table(args.studies, args.seed)
+        print(f"Power at alpha {ALPHA} (normal task effects, SD 1; repetition SD 1.5); {args.studies} studies per "
+              f"cell; seed {args.seed}; {time.perf_counter() - started:.0f} s")
+        print("\n".join(lines))
+        return
     if args.equal_mean:
         lines = equal_mean_table(args.studies, args.seed)
         print(f"Type-I error at alpha {ALPHA} with equal arm means and a more variable, skewed treatment arm; "

@@ -107,6 +107,7 @@ def test_a_persistent_429_fails_after_the_clis_own_retries(corpus: tuple[Path, s
     refused = [r.status for r in server.requests if r.fault is not None]
     assert result.fields["api_retries"] == len(refused) - 1 == 1
     assert result.fields["api_retry_statuses"] == refused[:-1] == [429]
+    assert result.fields["api_error_status"] == 429, "the refusal that ended it (failureKind rate-limited)"
     assert result.fields["treatment"]["answeringModels"] == ["rehearsal-scripted"]
 
 

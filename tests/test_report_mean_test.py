@@ -10,6 +10,7 @@ import math
 import numpy as np
 import pytest
 
+from agentstudy.report.inference import task_level_summary
 from agentstudy.report.inversion import p_at, sign_flip_null
 from agentstudy.report.mean_test import MIN_TASKS, bootstrap_t_null, mean_test
 
@@ -152,3 +153,15 @@ def test_non_finite_differences_are_refused() -> None:
         bootstrap_t_null([1.0] * 11 + [math.inf], seed=1)
     with pytest.raises(ValueError):
         mean_test([1.0, math.nan] * 6, seed=1, alpha=0.05)
+
+
+def test_the_report_summary_is_this_test_and_says_so() -> None:
+    data = _skewed(11, k=12)
+    values = {f"t{i}": ([0.0, 0.0], [d, d]) for i, d in enumerate(data)}
+    summary = task_level_summary(values, seed=5)
+    test = mean_test(data, seed=5, alpha=0.05)
+    assert summary.p_value == test.p_value and (summary.ci_low, summary.ci_high) == (test.low, test.high)
+    assert "bootstrap-t" in summary.method and "9999 resamples, seed 5" in summary.method
+    few = task_level_summary({k: v for k, v in list(values.items())[:8]}, seed=5)
+    assert "bootstrap" not in few.method
+    assert few.p_value == p_at(sign_flip_null(data[:8], seed=5), 0.0)

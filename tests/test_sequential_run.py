@@ -76,6 +76,9 @@ def test_every_difference_of_one_sign_stops_for_efficacy_before_twenty_tasks(
     (lambda s: s.update(stoppedEarly=False), "stoppedEarly"),
     (lambda s: s.update(taskOrder=list(reversed(s["taskOrder"]))), "out of the planned block order"),
     (lambda s: s.update(direction="worse"), "direction"),
+    # issue 41: each block replays with its own construction; an older (absent) one is the two-sided e-process
+    (lambda s: s.pop("construction"), "not what the observations give"),
+    (lambda s: s.update(sidedness="two-sided"), "sidedness"),
 ])
 def test_the_verifier_refuses_changed_looks(stopped_run: tuple[Path, MinimalLedger, Path], change: Any,
                                             problem: str) -> None:
@@ -170,6 +173,14 @@ def test_the_report_opens_with_the_stop_and_the_money_not_spent(stopped_run: tup
     paragraphs = [" ".join(block.split()) for block in glance.split("\n\n") if block.strip()]
     stop = next(i for i, block in enumerate(paragraphs) if block.startswith("Stopped after"))
     assert paragraphs[stop + 1].startswith("Anytime-valid 95% confidence sequence for the mean task difference")
+    # The fixed-design figures are labelled as on an optionally stopped sample; the stopping rule answers.
+    verdict = next(block for block in paragraphs if "Does doc-bridge help?" in block)
+    assert "optionally stopped sample, not the answer" in verdict and "the sequential test decided: more input" \
+        in verdict and "a difference at" not in verdict
+    primary = next(block for block in paragraphs if block.startswith("Primary endpoint"))
+    assert "Primary result: The sequential test decided" in primary and "optionally stopped" in primary
+    assert "task level (exploratory; fixed design on an optionally stopped sample, not the answer)" in glance
+    assert "one-sided magnitude-aware e-process" in glance
 
 
 def test_power_sequential_plans_from_the_ledger(stopped_run: tuple[Path, MinimalLedger, Path]) -> None:
@@ -181,6 +192,7 @@ def test_power_sequential_plans_from_the_ledger(stopped_run: tuple[Path, Minimal
     assert plan["maxTasks"] == 20 and plan["metric"] == "inputTokens" and plan["repetitions"] == 1
     assert 0 < plan["power"] <= 1 and 7 <= plan["expectedTasks"] <= 20
     assert plan["expectedUsd"] < plan["fixedDesignUsd"]
+    assert (plan["construction"], plan["sidedness"]) == ("magnitudeMixture", "one-sided")
     missing = CliRunner().invoke(main, ["power", str(output), "--sequential"])
     assert missing.exit_code == 2 and "--effect" in missing.output
 

@@ -22,6 +22,7 @@ from agentstudy.stream.gemini import (
 )
 from agentstudy.stream.gemini_records import (
     TelemetryFacts,
+    printed_failure,
     printed_retries,
     reconcile,
     retry_statuses,
@@ -156,6 +157,16 @@ def test_the_printed_retries_count_every_request_sent_again_but_not_the_last_ref
     assert printed_retries(PRINTED) == (429, 503, 0)
     assert printed_retries("Attempt 1 failed: x. Max attempts reached\nattempt 2 failed with status 429.") == ()
     assert printed_retries("") == ()
+
+
+def test_the_printed_failure_is_the_status_of_the_last_error_block_or_network() -> None:
+    block = ("Error when talking to Gemini API Full report available at: /tmp/r.json RetryableQuotaError: {}\n"
+             "  cause: {\n    code: 503,\n    details: []\n  },\n  retryDelayMs: undefined,\n  status: 503\n}\n")
+    assert printed_failure(PRINTED + block) == 503
+    assert printed_failure(block.replace("503", "429") + "Later line\n  status: 500\n") == 429
+    assert printed_failure("Error when talking to Gemini API Full report available at: /tmp/r.json Error: exception "
+                           "TypeError: fetch failed sending request\n") == "network"
+    assert printed_failure(PRINTED) is None and printed_failure("") is None
 
 
 def test_the_retry_statuses_keep_the_telemetry_order_only_when_it_saw_every_printed_retry() -> None:

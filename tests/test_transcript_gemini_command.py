@@ -82,10 +82,13 @@ def test_a_saved_stderr_counts_the_retries_its_retry_loop_printed(tmp_path: Path
     stderr = tmp_path / "gemini.stderr"
     stderr.write_text('Attempt 1 failed with status 429. Retrying with backoff... _ApiError: {"type":"error"}\n'
                       'Attempt 2 failed with status 429. Retrying with backoff... _ApiError: {"type":"error"}\n'
-                      'Attempt 3 failed: {"type":"error"}. Max attempts reached\n')
+                      'Attempt 3 failed: {"type":"error"}. Max attempts reached\n'
+                      'Error when talking to Gemini API Full report available at: /tmp/report.json '
+                      'RetryableQuotaError: {"type":"error"}\n  cause: {\n    code: 429,\n    details: []\n  },\n'
+                      '  retryDelayMs: undefined,\n  status: 429\n}\n')
     code, out, _ = _run(str(DATA / "persistent-429.stream.jsonl"), "--agent", "gemini", "--scenario",
                         "repository-only", "--model", "rehearsal-scripted", "--stderr", str(stderr), "--json")
     assert code == 1
     record = json.loads(out)
-    assert record["status"] == "failed"
+    assert record["status"] == "failed" and record["failureKind"] == "rate-limited"  # the refusal that ended it
     assert (record["apiRetries"], record["apiRetryStatuses"]) == (2, [429, 429])

@@ -131,6 +131,19 @@ def _test_words(record: SequentialRecord) -> str:
             f"treatment is not better on {record.metric}; a worse treatment stops for futility, never for efficacy)")
 
 
+OPTIONALLY_STOPPED = "fixed design on an optionally stopped sample, not the answer"
+"""How the fixed-design figures are labelled after a sequential stop (issue 41 item 7)."""
+
+
+def stopped_answer(study: Study, metric: str) -> str | None:
+    """After the sequential test stopped, the clause the primary's verdict says instead of the fixed-design p,
+    when ``metric`` is the stopping rule's (``None`` otherwise): ``the sequential test decided: <verdict>``."""
+    record = study.sequential
+    if record is None or record.stop_reason is None or record.metric != metric:
+        return None
+    return f"the sequential test decided: {verdict(record, study.arm_name(TREATMENT))}"
+
+
 def stopped_sequence(study: Study) -> ConfidenceSequence | None:
     """After a stop, the anytime-valid confidence sequence of the stopping metric's mean task difference
     (``protocol.sequential_confidence``, issue 41 item 7); ``None`` for a fixed design or before a stop."""
@@ -154,5 +167,6 @@ def confidence_sentence(study: Study) -> str | None:
             "optionally stopped sample and are not the answer.")
 
 
-__all__ = ["FIXED_DESIGN_NOTE", "MoneyNotSpent", "confidence_sentence", "money_not_spent", "sequential_line",
-           "sequential_record", "sequential_sentences", "stopped_sequence", "verdict"]
+__all__ = ["FIXED_DESIGN_NOTE", "OPTIONALLY_STOPPED", "MoneyNotSpent", "confidence_sentence", "money_not_spent",
+           "sequential_line", "sequential_record", "sequential_sentences", "stopped_answer", "stopped_sequence",
+           "verdict"]

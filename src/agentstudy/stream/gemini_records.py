@@ -14,6 +14,8 @@
 - The child's stderr: the CLI's retry loop prints ``Attempt N failed with status S. Retrying with backoff...``
   (``Attempt N failed. Retrying ...`` without a status: a reset) synchronously before each wait, so
   :func:`printed_retries` counts every request-level retry exactly; :func:`retry_statuses` merges the two.
+  The request that ended the attempt is printed last as ``Error when talking to Gemini API ...`` with the
+  error's fields indented below it (``status: 429``): :func:`printed_failure`.
 
 :func:`reconcile` compares the session's per-request sums with ``result.stats`` (a disagreement is a
 problem: the attempt's usage cannot be trusted).
@@ -30,8 +32,8 @@ from typing import Any
 from agentstudy.pricing.cost import CostProblem
 from agentstudy.pricing.gemini import RequestUsage
 
-__all__ = ["RECORD_LIMIT_BYTES", "TelemetryFacts", "printed_retries", "reconcile", "retry_statuses", "session_usage",
-           "telemetry_facts"]
+__all__ = ["RECORD_LIMIT_BYTES", "TelemetryFacts", "printed_failure", "printed_retries", "reconcile", "retry_statuses",
+           "session_usage", "telemetry_facts"]
 
 RECORD_LIMIT_BYTES = 16 * 1024 * 1024
 """The most of each record file read after an attempt (bytes); a longer file is cut there."""
@@ -174,3 +176,25 @@ def retry_statuses(printed: Sequence[int], telemetry: TelemetryFacts, stderr_com
         return telemetry.error_statuses
     broken = len(telemetry.error_statuses) - len(telemetry.request_errors)
     return (*printed, *(0,) * broken)
+
+
+_FINAL_ERROR = "Error when talking to Gemini API"
+_STATUS_FIELD = re.compile(r"^\s+status: (\d{3})\s*$")
+_NETWORK_WORDS = ("fetch failed", "ECONNRESET", "ECONNREFUSED", "ETIMEDOUT", "socket hang up", "terminated")
+
+
+def printed_failure(stderr: str) -> int | str | None:
+    """The refusal that ended the attempt, from the CLI's last ``Error when talking to Gemini API`` block on
+    ``stderr``: its ``status`` field (an HTTP status), ``"network"`` when the request never got one (a reset,
+    a refused connection), ``None`` when no such block was printed or it names neither."""
+    at = stderr.rfind(_FINAL_ERROR)
+    if at < 0:
+        return None
+    first, *rest = stderr[at:].splitlines() or [""]
+    for line in rest:
+        if line and not line[0].isspace() and not line.startswith("}"):
+            break  # the block ends at the next unindented line
+        match = _STATUS_FIELD.match(line)
+        if match:
+            return int(match.group(1))
+    return "network" if any(word in first for word in _NETWORK_WORDS) else None

@@ -35,6 +35,7 @@ from agentstudy.stream.gemini import (
 )
 from agentstudy.stream.gemini_records import (
     RECORD_LIMIT_BYTES,
+    printed_failure,
     printed_retries,
     reconcile,
     retry_statuses,
@@ -171,7 +172,8 @@ def _treatment(body: CliAttemptBody, transcript: GeminiTranscript, offered: tupl
 
 
 def _fields(body: CliAttemptBody, transcript: GeminiTranscript, requests: Sequence[RequestUsage],
-            offered: tuple[str, ...] | None, retries: tuple[int, ...], server: str | None) -> dict[str, Any]:
+            offered: tuple[str, ...] | None, retries: tuple[int, ...], server: str | None,
+            final: int | str | None) -> dict[str, Any]:
     counts: dict[str, int] = {}
     for name, n in transcript.tool_calls.items():
         tool = mcp_parts(name, server) if server is not None else None
@@ -206,7 +208,8 @@ def _fields(body: CliAttemptBody, transcript: GeminiTranscript, requests: Sequen
         "api_retries": len(retries),
         "api_retry_wait_ms": None,
         "api_retry_statuses": list(retries),
-        "api_error_status": str(error.get("type")) if isinstance(error, Mapping) and error.get("type") else None,
+        "api_error_status": final if final is not None and transcript.result is not None and result.get("status")
+        != "success" else str(error.get("type")) if isinstance(error, Mapping) and error.get("type") else None,
         "treatment": _treatment(body, transcript, offered, requests, server),
     }
 
@@ -227,8 +230,8 @@ def evaluate_gemini_attempt(body: CliAttemptBody, raw: RawAttempt) -> CliEvaluat
     transcript = parse_gemini_stream(raw.stdout.decode("utf-8", "replace").split("\n"))
     requests, session_problems = session_usage(raw.agent_files.get(SESSION, b"").decode("utf-8", "replace"))
     facts = telemetry_facts(raw.agent_files.get(TELEMETRY, b"").decode("utf-8", "replace"))
-    retries = retry_statuses(printed_retries(raw.stderr.decode("utf-8", "replace")), facts,
-                             stderr_complete=raw.stderr_bytes <= len(raw.stderr))
+    stderr = raw.stderr.decode("utf-8", "replace")
+    retries = retry_statuses(printed_retries(stderr), facts, stderr_complete=raw.stderr_bytes <= len(raw.stderr))
     spec = settings.arm_mcp(body.scenario)  # the arm's own server (issue 44)
     server = server_alias(spec.name) if spec is not None else None
     expected = GeminiExpectations(server, tuple((spec or settings.mcp).read_only_tools), facts.first_tools)
@@ -247,7 +250,7 @@ def evaluate_gemini_attempt(body: CliAttemptBody, raw: RawAttempt) -> CliEvaluat
     return CliEvaluation(
         status=decided.status, status_problem=decided.problem, status_reason=decided.reason,
         reported_cost_usd=None, computed_cost=cost, setup_problems=problems, cost_problem=cost_problem,
-        fields=_fields(body, transcript, requests, facts.first_tools, retries, server),
+        fields=_fields(body, transcript, requests, facts.first_tools, retries, server, printed_failure(stderr)),
         measurements={"thoughtsTokens": sum(r.thoughts for r in requests)} if requests else {},
     )
 

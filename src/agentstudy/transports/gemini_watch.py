@@ -69,7 +69,9 @@ class SessionWatch:
         data = None if path is None else read_regular(path)
         if data is None or len(data) == self._size:
             return None
-        self._size = len(data)
+        grown, self._size = data[max(0, self._size):] if len(data) > self._size else data, len(data)
+        if b'"tokens"' not in grown:
+            return None  # no request's usage was added (a user turn, a streamed update): nothing to price again
         requests, _ = session_usage(data.decode("utf-8", "replace"))
         if not requests:
             return None
