@@ -238,6 +238,7 @@ def minimal(
     spec = study_mcp_spec(
         ctx, loaded.arms.treatment if loaded.arms else None,
         mcp_config_file, server_config_candidates, mcp_tools, mcp_probe, mcp_probe_arguments, sandbox_binds,
+        control=loaded.arms.control if loaded.arms else None,
     )
     mode_of_containment = containment_mode(containment)
     base_url = api_base_url
