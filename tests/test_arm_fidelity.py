@@ -55,6 +55,7 @@ def test_the_run_summary_is_not_delivered_when_the_control_server_was_not() -> N
     line = treatment_line(observed, "doc", 0.5, control_server="lookup")  # type: ignore[arg-type]
     assert line["delivered"] is False and line["control"]["delivered"] is False
     assert line["warning"].startswith("This study cannot answer whether doc helps against lookup")
+    assert line["notDeliveredArm"] == "control"
     assert (line["treatmentAttempts"], line["attemptsUsingServer"]) == (1, 1)
     plain = treatment_line(observed[1:], "doc", 0.5)  # type: ignore[arg-type]
     assert plain == {"delivered": True, "treatmentAttempts": 1, "attemptsUsingServer": 1, "serverCalls": 1}
