@@ -237,8 +237,10 @@ def _drop_unset(data: dict[str, Any]) -> dict[str, Any]:
         for key in ("earlierRuns", "completedBefore"):
             if data["continues"].get(key) is None:
                 del data["continues"][key]
-    if isinstance(data.get("sequential"), dict) and data["sequential"].get("taskPool") is None:
-        data["sequential"].pop("taskPool", None)  # a sequential ledger written before issue 40 keeps its hash
+    if isinstance(data.get("sequential"), dict):  # a sequential ledger written before issues 40/41 keeps its hash
+        for key in ("taskPool", "construction", "sidedness", "carried"):
+            if data["sequential"].get(key) is None:
+                data["sequential"].pop(key, None)
     if data.get("http") is not None and data["http"].get("attemptBudgetUsd") is None:
         del data["http"]["attemptBudgetUsd"]  # a sequential http ledger is unchanged
     if data.get("cli") is not None and data["cli"].get("baseUrl") is None:

@@ -41,6 +41,7 @@ from agentstudy.report.clusters import scope_sentence
 from agentstudy.report.document import Block, Paragraph, WarningBox
 from agentstudy.report.in_words import direction
 from agentstudy.report.model import BASELINE, TREATMENT, Attempt, Study
+from agentstudy.report.sequential import OPTIONALLY_STOPPED, stopped_answer
 
 
 @dataclass(frozen=True)
@@ -257,6 +258,9 @@ def verdict(analysis: Analysis, summary: TreatmentSummary, *, primary: str | Non
     judged = ("not distinguishable from no difference" if p is None or p >= alpha
               else f"a difference at α = {alpha:g}")
     p_text = "p not computable" if p is None else f"p {p:.3g}"
+    answer = stopped_answer(study, result.metric.key)
+    if answer is not None:  # issue 41 item 7: after a sequential stop the stopping rule answers
+        judged, p_text = answer, f"{p_text}, {OPTIONALLY_STOPPED}"
     return (f"{not_a_finding(study)}Does {server} help? On the primary metric, {result.metric.label}: {words} "
             f"({p_text}, {level.design}; intention to treat), {judged}"
             f"{'' if analysis.plan_declared else '; exploratory (default endpoint)'}; "

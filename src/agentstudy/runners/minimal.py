@@ -148,7 +148,7 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
         ledger.cli.other_agents = [agent.record for agent in others.values()] or None
         ledger.containment = checked.containment
         start_ledger(ledger, request.continuation)
-        looked = start_sequential(ledger, request.sequential)
+        looked = start_sequential(ledger, request.sequential, request.continuation)
         if request.executor == "ray" and executor is not None:
             ledger.executor, ledger.excluded_workers = "ray", list(executor.excluded)
             for worker in executor.excluded:

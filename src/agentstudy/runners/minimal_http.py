@@ -151,7 +151,7 @@ def _run_http_study(request: HttpRunRequest, stack: ExitStack) -> RunSummary:
         ledger.transcripts = request.keep_transcripts
         ledger.containment = checked.containment
         start_ledger(ledger, request.continuation)
-        looked = start_sequential(ledger, request.sequential)
+        looked = start_sequential(ledger, request.sequential, request.continuation)
         if remote is not None:
             ray_ledger_fields(ledger, remote, request.progress)
         store = JournaledLedger(output, ledger, transform=lambda value: redact(value, api_key))
