@@ -190,7 +190,7 @@ def minimal(
     from agentstudy.commands.mcp_options import arm_mcp_spec, study_mcp_spec
     from agentstudy.commands.minimal_dry_run import DryRunRequest, print_dry_run
     from agentstudy.commands.minimal_inputs import money_flags, require_model, reservation_rule
-    from agentstudy.commands.minimal_outcome import run_and_summarise, run_http, sequential_plan
+    from agentstudy.commands.minimal_outcome import continued_plan, run_and_summarise, run_http
     from agentstudy.commands.run_options import checked_faults, load_predecessor
     from agentstudy.commands.study_agents_options import other_agent_runs, rehearsal_endpoints
     from agentstudy.commands.view import progress_for_terminal
@@ -228,13 +228,15 @@ def minimal(
     except ValueError as error:
         fail(str(error))
     mode: Mode = "pilot" if pilot else "full"
-    plan = sequential_plan(loaded, sequential, pilot)
+    predecessor = load_predecessor(continue_from, sequential=sequential or getattr(
+        getattr(loaded.manifest, "design", None), "sequential", None) is not None)
+    plan = continued_plan(loaded, sequential, pilot, predecessor)
     schedule = study_schedule(loaded, mode, size, plan)
-    predecessor = load_predecessor(continue_from, sequential=plan is not None)
     control_spec = arm_mcp_spec(loaded.arms.control) if loaded.arms is not None else None
     spec = study_mcp_spec(
         ctx, loaded.arms.treatment if loaded.arms else None,
         mcp_config_file, server_config_candidates, mcp_tools, mcp_probe, mcp_probe_arguments, sandbox_binds,
+        control=loaded.arms.control if loaded.arms else None,
     )
     mode_of_containment = containment_mode(containment)
     base_url = api_base_url

@@ -25,6 +25,7 @@ from agentstudy.report.inference_rates import ArmRate
 from agentstudy.report.inference_ratio import ratio_words
 from agentstudy.report.methods import NULL_IN_WORDS, test_name
 from agentstudy.report.model import BASELINE, TREATMENT
+from agentstudy.report.sequential import OPTIONALLY_STOPPED, stopped_answer
 from agentstudy.report.variance import VarianceComponents
 
 _ROLE_ORDER = {PRIMARY: 0, SECONDARY: 1}
@@ -119,6 +120,11 @@ def primary_paragraph(analysis: Analysis) -> Paragraph:
                if summary.p_value < plan.alpha else
                f"p {fmt.p_value(summary.p_value, None)} ≥ {plan.alpha:g}: no difference shown on the primary endpoint")
     interval = fmt.interval(summary.ci_low, summary.ci_high, summary.ci_note, result.metric.kind)
+    answer = stopped_answer(analysis.study, primary.metric)
+    if answer is not None:  # issue 41 item 7: after a sequential stop the stopping rule answers
+        return Paragraph(f"{head}. Primary result: {answer[0].upper()}{answer[1:]}. Fixed-design figures "
+                         f"({OPTIONALLY_STOPPED}): {fmt.statistic(summary.estimate, result.metric.kind)} per task "
+                         f"{interval} ({summary.design}), p {fmt.p_value(summary.p_value, None)}.")
     return Paragraph(f"{head}. Primary result: {fmt.statistic(summary.estimate, result.metric.kind)} per task "
                      f"{interval} ({summary.design}); {verdict}.")
 
