@@ -7,7 +7,7 @@ valid: when the arms differ in spread and one is skewed, the task differences ar
 10–20 tasks. Studentizing the sign-flip statistic does not help: a sign flip keeps ``sum(d_i^2)``, so the flipped
 vector's ``t = mean / (sd / sqrt k)`` is an increasing function of its mean and orders the flips exactly as the mean
 does. The second part is the studentized bootstrap (bootstrap-t) of Hall's skewness-removing transformation of ``t``
-(Hall 1992, JRSS B 54: 221–228; Zhou and Dinh 2005, Biostatistics 6: 54–70), second-order accurate for the mean of
+(Hall 1992, JRSS B 54: 221–228; Efron and Tibshirani 1993, chapter 12), second-order accurate for the mean of
 skewed data. The test rejects a shift only when both parts reject it: ``p = max(p_flip, p_boot)``. So it keeps the
 sign-flip test's exactness under "no effect on any task" and the bootstrap's accuracy for "equal means".
 
