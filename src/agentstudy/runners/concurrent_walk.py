@@ -28,7 +28,13 @@ is not refilled, the attempts already running finish and are recorded, and the w
 A body raises only before its agent process is spawned, so the attempt itself is recorded too (issue 40,
 break 11: no open reservation is left): ``port.unstarted`` gives its ``failed`` result with the
 ``statusReason`` ``never started: <error>``, settled by the seed's conservative rule (a failure keeps
-its whole reservation: charged, not spent; :func:`never_started_usd`).
+its whole reservation: charged, not spent; :func:`never_started_usd`). A body that raised after its agent
+ended (``protocol.late_errors.AgentEndedThenFailed``) is recorded the same way with the reason ``internal error
+after the agent ended: …`` (it spent money the run cannot know, so it is not counted as charged-not-spent).
+Once an attempt has its result, settling, counting and observing it go through
+``runners.attempt_port.observe_result``: an internal error there still writes its observation (``failed``,
+the error named, charged its whole reservation at least), checkpoints it, and the walk raises
+:class:`ObservedThenFailed` when what was running has been recorded.
 
 A stop signal stops admission; the handler has already terminated every child (an http attempt
 stops at its next safe point: before a request or a tool call, or when its request in flight
@@ -47,7 +53,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import partial
-from typing import Generic, TypeVar, cast
+from typing import Generic
 
 from agentstudy.fsm.attempt import AttemptMachine
 from agentstudy.fsm.run import RunMachine
@@ -57,8 +63,10 @@ from agentstudy.pricing.budget import Budget
 from agentstudy.pricing.money import exact
 from agentstudy.pricing.strict_cap import ReservationRule
 from agentstudy.pricing.tally import Tally
+from agentstudy.protocol.late_errors import AgentEndedThenFailed, error_text, internal_error_reason
 from agentstudy.protocol.records import NEVER_STARTED, CliObservation, HttpObservation, MinimalLedger
 from agentstudy.protocol.schedule import ScheduleEntry
+from agentstudy.runners.attempt_port import AttemptPort, O, ObservedThenFailed, R, observe_result
 from agentstudy.runners.executor import then
 from agentstudy.runners.ledger_steps import budget_record, now_iso, open_reservation
 from agentstudy.runners.progress import AttemptProgress, RunProgress
@@ -67,39 +75,20 @@ from agentstudy.transports.api_retry import BackoffGate
 WAIT_SLICE_S = 0.5
 """Seconds the coordinator waits for a result before it looks at the stop flag again."""
 
-R = TypeVar("R")
-"""An attempt's raw result (``CliAttemptResult``, ``HttpAttemptResult``)."""
-O = TypeVar("O", CliObservation, HttpObservation)  # noqa: E741
-"""An attempt's ledger observation (either transport's; both carry ``startedAt`` / ``endedAt``)."""
-
-
-@dataclass(frozen=True)
-class AttemptPort(Generic[R, O]):
-    """What the walk needs from a transport, as four callables (no transport names in the walk).
-
-    Attributes:
-        submit: starts one scheduled attempt on an executor; its future holds the result (the body
-            runs off the coordinator and must not touch the ledger or the run's budget).
-        settle: the pure settlement of a result against the attempt's reservation: ``(status, charged)``,
-            ``charged`` in USD (in the thread that completed the future).
-        measure: the tally after counting a result's measured cost (coordinator).
-        observe: ``(entry, result, status, reservation, charged, cap_exceeded)`` -> the observation
-            (coordinator; the walk adds ``startedAt`` / ``endedAt``).
-    """
-
-    submit: Callable[[ScheduleEntry], Future[R]]
-    settle: Callable[[R], tuple[str, Decimal]]
-    measure: Callable[[Tally, R], Tally]
-    observe: Callable[[ScheduleEntry, R, str, Decimal, Decimal, bool], O]
-    unstarted: Callable[[ScheduleEntry, str], R]
-    """``(entry, status_reason)`` -> the ``failed`` result of an attempt whose body raised before its agent
-    process started (issue 40, break 11); ``settle`` charges it its whole reservation."""
 
 
 def never_started_reason(error: BaseException) -> str:
     """The ``statusReason`` of an attempt whose body raised ``error`` before its agent process started:
     ``never started: <message>`` (control characters removed, at most ``REASON_CHARS`` characters)."""
-    return NEVER_STARTED + _error_text(error, with_kind=False)
+    return NEVER_STARTED + error_text(error, with_kind=False)
+
+
+def body_status_reason(error: BaseException) -> str:
+    """The ``statusReason`` of an attempt whose body raised ``error``: ``internal error after the agent ended: …``
+    when its agent had ended (``AgentEndedThenFailed``; it spent money), else ``never started: …``."""
+    if isinstance(error, AgentEndedThenFailed):
+        return internal_error_reason(error)
+    return never_started_reason(error)
 
 
 def never_started_usd(observations: Sequence[CliObservation] | Sequence[HttpObservation]) -> Decimal:
@@ -112,13 +101,15 @@ def never_started_usd(observations: Sequence[CliObservation] | Sequence[HttpObse
 
 @dataclass(frozen=True)
 class Outcome(Generic[R]):
-    """A finished attempt: its result, settled ``status`` and ``charged`` USD, and when it ran (ISO 8601 ms)."""
+    """A finished attempt: its result, settled ``status`` and ``charged`` USD, and when it ran (ISO 8601 ms);
+    ``settle_error`` when settling raised (then ``status`` is ``failed`` until the walk records it, issue 40)."""
 
     result: R
     status: str
     charged: Decimal
     started_at: str
     ended_at: str
+    settle_error: BaseException | None = None
 
 
 @dataclass
@@ -142,10 +133,6 @@ class WalkResult(Generic[O]):
 
 
 
-REASON_CHARS = 300
-"""The most characters of an attempt body's error kept in the stop reason."""
-
-
 class AttemptBodyError(RuntimeError):
     """An attempt's body raised: the walk stopped admission, recorded what was running, and ends with this.
 
@@ -159,32 +146,12 @@ class AttemptBodyError(RuntimeError):
         self.charged_not_spent_usd = charged_not_spent_usd
 
 
-def _error_text(error: BaseException, *, with_kind: bool = True) -> str:
-    message = " ".join("".join(c if c.isprintable() else " " for c in str(error)).split())
-    if isinstance(error, OSError) and error.strerror:
-        message = message if with_kind else " ".join(error.strerror.split())
-    kind = type(error).__name__
-    text = (f"{kind}: {message}" if with_kind else message) if message else kind
-    if len(text) > REASON_CHARS:
-        text = text[: REASON_CHARS - 1] + "…"
-    return text
-
-
-class ObservedThenFailed(RuntimeError):
-    """A port's ``observe`` built the attempt's observation, then something after it failed (its transcript could
-    not be kept): the walk records the observation and checkpoints, then stops with this error (issue 40: an
-    internal error after an attempt settles never loses its observation). ``observation`` is the built one
-    (either transport's), ``cause`` the error."""
-
-    def __init__(self, observation: CliObservation | HttpObservation, cause: BaseException) -> None:
-        super().__init__(f"attempt recorded, then: {type(cause).__name__}: {cause}")
-        self.observation, self.cause = observation, cause
-
-
 def body_error_reason(index: int, entry: ScheduleEntry, error: BaseException) -> str:
     """The one-line stop reason of attempt ``index`` whose body raised ``error`` (control characters removed)."""
-    return (f"attempt {index} ({entry.task_id}, {entry.scenario}, repetition {entry.repetition}) could not run: "
-            f"{_error_text(error)}")
+    where = f"attempt {index} ({entry.task_id}, {entry.scenario}, repetition {entry.repetition})"
+    if isinstance(error, AgentEndedThenFailed):
+        return f"{where} was recorded after an internal error once its agent ended: {error_text(error.cause)}"
+    return f"{where} could not run: {error_text(error)}"
 
 
 class ConcurrentWalk(Generic[R, O]):
@@ -311,16 +278,20 @@ class ConcurrentWalk(Generic[R, O]):
         """When an attempt's result is in: settle it (pure), then stamp its end under ``_clock``."""
         try:
             result = done.result()
-            status, charged = self.port.settle(result)
         except BaseException:
             with self._clock:  # before this future is done: no slot is refilled after it (issue 29)
                 self._body_raised = True
             raise
+        settle_error: Exception | None = None
+        try:
+            status, charged = self.port.settle(result)
+        except Exception as error:
+            status, charged, settle_error = "failed", Decimal(0), error
         with self._clock:
             ended = now_iso()
-            if self.run.stops(status):
+            if settle_error is not None or self.run.stops(status):
                 self._stopping_outcome_ended = True
-        return Outcome(result, status, charged, started, ended)
+        return Outcome(result, status, charged, started, ended, settle_error)
 
     def _running(self) -> int:
         return sum(not flight.future.done() for flight in self.flights)
@@ -342,21 +313,17 @@ class ConcurrentWalk(Generic[R, O]):
                 continue
             if self._body_error is None:
                 self._body_error = body_error_reason(flight.index, flight.entry, error)
-            result = self.port.unstarted(flight.entry, never_started_reason(error))  # recorded, never left open
+            result = self.port.unstarted(flight.entry, body_status_reason(error))  # recorded, never left open
             status, charged = self.port.settle(result)
             self._record(flight, Outcome(result, status, charged, flight.started, now_iso()))
 
     def _record(self, flight: _Flight[R], outcome: Outcome[R]) -> None:
-        flight.attempt.settle(status=outcome.status)
-        self.budget = self.budget.settle(self.reservation, outcome.charged)
-        self.tally = self.port.measure(self.tally, outcome.result)
-        late: ObservedThenFailed | None = None
-        try:
-            observation = self.port.observe(flight.entry, outcome.result, flight.attempt.status, self.reservation,
-                                            outcome.charged, self.budget.cap_exceeded)
-        except ObservedThenFailed as failed:  # recorded first, then the run stops (issue 40)
-            observation, late = cast(O, failed.observation), failed
-        observation = observation.model_copy(update={"started_at": outcome.started_at,
+        observed = observe_result(self.port, flight.entry, outcome.result, reservation=self.reservation,
+                                  budget=self.budget, tally=self.tally, settled=(outcome.status, outcome.charged),
+                                  settle_error=outcome.settle_error)  # recorded first, then the run stops (issue 40)
+        flight.attempt.settle(status=observed.observation.status)
+        self.budget, self.tally, late = observed.budget, observed.tally, observed.late
+        observation = observed.observation.model_copy(update={"started_at": outcome.started_at,
                                                      "ended_at": outcome.ended_at})
         self.observations.append(observation)
         self.ledger.observations.append(observation)
@@ -378,7 +345,7 @@ class ConcurrentWalk(Generic[R, O]):
             self.run.stop_admission()
         # What the settled attempts cost, not the seed's spent: the reservations of the attempts still running
         # would make the number rise and fall from line to line (the ledger's budget keeps the seed's spent).
-        self.progress.attempt_settled(flight.where, flight.attempt.status, observation.tool_calls, outcome.charged,
+        self.progress.attempt_settled(flight.where, flight.attempt.status, observation.tool_calls, observed.charged,
                                       self.budget.settled_usd, self.budget.cap)
 
     def _end_schedule(self) -> None:
@@ -404,6 +371,7 @@ __all__ = [
     "Outcome",
     "WalkResult",
     "body_error_reason",
+    "body_status_reason",
     "never_started_reason",
     "never_started_usd",
 ]
