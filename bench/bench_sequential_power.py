@@ -15,9 +15,13 @@ magnitude-aware mixture two-sided (``protocol.sequential_magnitude``, for compar
 ``E >= 1/alpha`` (no futility stop, so the rates are the efficacy boundary's own); the runners' full rule
 (``protocol.sequential.decisions`` with futility 0.1 and the out-of-reach stop) for the expected tasks at stop;
 and the fixed design: the two-sided sign-flip test on all ``n`` tasks (``report.power.sign_flip_rejects``).
-Reported: power (or type-I), the mean tasks at the stop, and the bound ``alpha + 2 MC SE``.
+Reported: power (or type-I), the mean tasks at the stop, and the bound ``alpha + 2 MC SE``. A second table
+(``--bet-studies``, its own seed) weighs the bet grid: each candidate grid ``BET_CHOICES`` under the whole rule at
+``BET_TASKS`` tasks and 0.5 SD (normal; power with its MC SE, without the futility stop beside it) and its type-I
+under the mirrored unequal-spread null, the one the one-sided test lets through.
 
-Run ``.venv/bin/python -m bench.bench_sequential_power [--studies N] [--output bench/results-sequential-power.json]``;
+Run ``.venv/bin/python -m bench.bench_sequential_power [--studies N] [--bet-studies M]
+[--output bench/results-sequential-power.json]``;
 it prints a Markdown table and writes the JSON; it asserts nothing (tests/test_sequential_magnitude.py proves the
 martingale property exactly on small cases).
 """
@@ -84,6 +88,36 @@ def _sequential(d: np.ndarray) -> dict[str, dict[str, float]]:
     return out
 
 
+BET_CHOICES: tuple[tuple[float, ...], ...] = ((0.5, 0.7), (0.7,), (0.75,), (0.8,))
+BET_TASKS = 20
+BET_STUDIES = 100_000
+
+
+def bet_sizes(studies: int, seed: int) -> list[dict[str, Any]]:
+    """Per grid of :data:`BET_CHOICES`: the whole rule's power at :data:`BET_TASKS` tasks and 0.5 SD (normal) with
+    its MC SE, the power without the futility stop, the mean tasks at stop, and the whole rule's type-I under
+    ``unequal-spread-mirrored``; every grid sees the same draws."""
+    rng = np.random.default_rng(seed)
+    alternative = rng.standard_normal((studies, BET_TASKS)) + 0.5
+    null = NULL_SHAPES["unequal-spread-mirrored"](rng, (studies, BET_TASKS))
+    efficacy = DECISIONS.index("efficacy")
+    rows = []
+    for grid in BET_CHOICES:
+        row: dict[str, Any] = {"grid": list(grid)}
+        for key, d, futility in (("power", alternative, FUTILITY), ("powerNoFutility", alternative, None),
+                                 ("mirroredTypeI", null, FUTILITY)):
+            design = SequentialDesign(max_tasks=BET_TASKS, alpha=ALPHA, futility=futility,
+                                      construction="magnitudeMixture")
+            e = magnitude_e_process(d, "higher", two_sided=False, grid=grid)
+            tasks, codes = first_stop(decisions(e, design))
+            row[key] = float((codes == efficacy).mean())
+            if key == "power":
+                row["meanTasks"] = float(tasks.mean())
+        row["powerSE"] = math.sqrt(row["power"] * (1 - row["power"]) / studies)
+        rows.append(row)
+    return rows
+
+
 def run(studies: int, seed: int) -> dict[str, Any]:
     """Every cell: alternatives (shape x tasks x effect) and nulls (shape x tasks)."""
     rng = np.random.default_rng(seed)
@@ -105,10 +139,11 @@ def main() -> None:
     """Run every cell, print the tables, write the JSON."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--studies", type=int, default=STUDIES)
+    parser.add_argument("--bet-studies", type=int, default=BET_STUDIES)
     parser.add_argument("--output", type=Path, default=Path(__file__).with_name("results-sequential-power.json"))
     args = parser.parse_args()
     started = time.monotonic()
-    cells = run(args.studies, SEED)
+    cells: dict[str, Any] = {**run(args.studies, SEED), "betSizes": bet_sizes(args.bet_studies, SEED + 1)}
     elapsed = time.monotonic() - started
     bound = ALPHA + 2 * math.sqrt(ALPHA * (1 - ALPHA) / args.studies)
     print(f"alpha {ALPHA}; {args.studies} studies per cell; bound alpha + 2 MC SE = {bound:.4f}; {elapsed:.1f} s\n")
@@ -125,7 +160,14 @@ def main() -> None:
     for z in cells["nulls"]:
         print(f"| {z['shape']} | {z['tasks']} | {z['signWeighted']['rejects']:.4f} | {z['magnitude']['rejects']:.4f} "
               f"| {z['magnitudeOneSided']['rejects']:.4f} | {z['rule']['rejects']:.4f} | {z['fixed']:.4f} |")
-    args.output.write_text(json.dumps({"alpha": ALPHA, "studies": args.studies, "seed": SEED, "bound": bound,
+    print(f"\n| bet grid | power, whole rule ({BET_TASKS} tasks, 0.5 SD; {args.bet_studies} studies) | MC SE | "
+          "without futility | mean tasks at stop | mirrored unequal-spread type-I |")
+    print("|---|---|---|---|---|---|")
+    for b in cells["betSizes"]:
+        print(f"| {', '.join(str(c) for c in b['grid'])} | {b['power']:.4f} | {b['powerSE']:.4f} | "
+              f"{b['powerNoFutility']:.4f} | {b['meanTasks']:.1f} | {b['mirroredTypeI']:.4f} |")
+    args.output.write_text(json.dumps({"alpha": ALPHA, "studies": args.studies, "betStudies": args.bet_studies,
+                                       "seed": SEED, "bound": bound,
                                        "seconds": elapsed, **cells}, indent=2) + "\n")
 
 
