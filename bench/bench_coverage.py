@@ -238,7 +238,7 @@ def main() -> None:
         return
     if args.equal_mean:
         lines = equal_mean_table(args.studies, args.seed)
-        print(f"Type-I error at alpha {ALPHA} with equal arm means and a more variable, skewed treatment arm; "
+        print(f"Type-I error at alpha {ALPHA} with equal arm means and a more variable treatment arm; "
               f"{args.studies} studies per cell; seed {args.seed}; {time.perf_counter() - started:.0f} s")
         print("\n".join(lines))
         return

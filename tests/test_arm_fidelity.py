@@ -55,6 +55,23 @@ def test_the_run_summary_is_not_delivered_when_the_control_server_was_not() -> N
     line = treatment_line(observed, "doc", 0.5, control_server="lookup")  # type: ignore[arg-type]
     assert line["delivered"] is False and line["control"]["delivered"] is False
     assert line["warning"].startswith("This study cannot answer whether doc helps against lookup")
+    assert line["notDeliveredArm"] == "control"
     assert (line["treatmentAttempts"], line["attemptsUsingServer"]) == (1, 1)
     plain = treatment_line(observed[1:], "doc", 0.5)  # type: ignore[arg-type]
     assert plain == {"delivered": True, "treatmentAttempts": 1, "attemptsUsingServer": 1, "serverCalls": 1}
+
+
+def test_ray_workers_prove_every_scheduled_arms_server_command() -> None:
+    from agentstudy.protocol.mcp_spec import McpServerSpec
+    from agentstudy.protocol.schedule import ScheduleEntry
+    from agentstudy.runners.executor_choice import served_commands
+
+    def spec(command: str) -> McpServerSpec:
+        return McpServerSpec(name=command, command=(f"/opt/{command}", "{root}"), read_only_tools=("x.find",),
+                             probe_tool="x.find", config_candidates=())
+
+    both = (ScheduleEntry("t", "r", "repository-only", 1), ScheduleEntry("t", "r", "doc-bridge-mcp", 1))
+    assert served_commands(both, spec("a"), spec("b")) == ("/opt/b", "/opt/a")  # first scheduled first
+    assert served_commands(both, spec("a"), None) == ("/opt/a",)  # a repository-only control runs none
+    assert served_commands(both[:1], spec("a"), None) == ()
+    assert served_commands(both, spec("a"), spec("a")) == ("/opt/a",)  # one server, two configurations

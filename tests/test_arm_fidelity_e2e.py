@@ -45,7 +45,9 @@ def example(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], l
 
 
 def _pilot(tmp_path: Path, example: tuple[dict[str, Any], list[str]], agent: str, claude_bin: Path,
-           *flags: str) -> tuple[Any, dict[str, Any], Path]:
+           *flags: str, concurrency: int = 1) -> tuple[Any, dict[str, Any], Path]:
+    """A one-pair rehearsal pilot with server B (``flags``) in the control arm; ``concurrency`` 2 admits both arms'
+    attempts at once, so both are recorded although one ends the run."""
     document, roots = example
     document = {**document, "arms": {**document["arms"], "control": _lookup(*flags)}}
     path, ledger = tmp_path / "study.json", tmp_path / "ledger.json"
@@ -53,7 +55,8 @@ def _pilot(tmp_path: Path, example: tuple[dict[str, Any], list[str]], agent: str
     model = (["--model", "rehearsal-scripted"] if agent == "codex"
              else ["--model", "claude-haiku-5-5", "--claude-bin", str(claude_bin)])
     ran = run_agentstudy("study", "--manifest", str(path), "--pilot", "--rehearsal", *roots, "--budget-usd", "1",
-                         "--output", str(ledger), "--containment", "bwrap", *AGENTS[agent], *model)
+                         "--output", str(ledger), "--containment", "bwrap", "--concurrency", str(concurrency),
+                         *AGENTS[agent], *model)
     return ran, json.loads(ledger.read_text(encoding="utf-8")), ledger
 
 
@@ -66,7 +69,7 @@ def _report(ledger: Path, output_format: str) -> str:
 @pytest.mark.parametrize("agent", sorted(AGENTS))
 def test_a_control_server_broken_after_its_probe_is_not_delivered_and_said_per_arm(
         tmp_path: Path, example: tuple[dict[str, Any], list[str]], agent: str, claude_bin: Path) -> None:
-    ran, written, ledger = _pilot(tmp_path, example, agent, claude_bin, "--only-probe")
+    ran, written, ledger = _pilot(tmp_path, example, agent, claude_bin, "--only-probe", concurrency=2)
     assert ran.returncode == 1, ran.stderr  # an invalid setup stops the run, in either arm
     by_arm = {o["scenario"]: o for o in written["observations"]}
     control = by_arm["repository-only"]
@@ -83,16 +86,17 @@ def test_a_control_server_broken_after_its_probe_is_not_delivered_and_said_per_a
     assert arms["control"]["attemptsUsingServer"] == 0 and arms["control"]["attemptsAllCallsFailed"] == 1
     assert arms["treatment"]["server"] == "doc-bridge"
     assert report["treatment"]["delivered"] is False and "cannot answer" in report["verdict"]
-    if "doc-bridge-mcp" in by_arm and by_arm["doc-bridge-mcp"]["status"] == "completed":  # the order put it first
-        assert arms["treatment"]["delivered"] is True
-        assert report["verdict"].startswith("This study cannot answer whether doc-bridge helps against lookup: "
-                                            "the control arm's server was not delivered")
+    assert by_arm["doc-bridge-mcp"]["status"] == "completed"  # admitted beside it, the treatment's server delivered
+    assert arms["treatment"]["delivered"] is True
+    assert report["verdict"].startswith("This study cannot answer whether doc-bridge helps against lookup: "
+                                        "the control arm's server was not delivered")
     markdown = _report(ledger, "md")
     assert "The control arm's lookup was used in 0 of 1 control attempts" in markdown
     assert "NOT delivered" in markdown
 
     summary = json.loads(ran.stdout.strip().splitlines()[-1])["treatment"]
     assert summary["delivered"] is False and summary["control"]["delivered"] is False and "warning" in summary
+    assert summary["notDeliveredArm"] == "control" and "WARNING: control arm's server not delivered" in ran.stderr
     shown = run_agentstudy("ledger", str(ledger), "--json")
     fidelity = json.loads(shown.stdout)["ledger"]["fidelity"]
     assert fidelity["control"] == arms["control"] and fidelity["notDelivered"]

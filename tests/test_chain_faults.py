@@ -156,3 +156,69 @@ def test_adjudicate_refuses_one_link_without_partial_chain(study: tuple[ExampleS
         result = _invoke(["adjudicate", *map(str, ledgers), *base])
         assert result.exit_code == 2 and "--partial-chain" in result.output, result.output
         assert not ledgers[-1].with_suffix(".adjudication.json").exists()
+
+
+def _copied(chain: tuple[Path, ...], directory: Path) -> tuple[Path, ...]:
+    """The chain's three ledgers (and their transcripts) copied byte for byte into ``directory``: the links hold."""
+    import shutil
+    copies = []
+    for path in chain[:3]:
+        copy = directory / path.name
+        copy.write_bytes(path.read_bytes())
+        kept = path.with_name(path.name + ".transcripts")
+        if kept.is_dir():
+            shutil.copytree(kept, directory / kept.name)
+        copies.append(copy)
+    return tuple(copies)
+
+
+def test_adjudicate_says_whether_the_chain_is_whole(study: tuple[ExampleStudy, Path], chain: tuple[Path, ...],
+                                                    tmp_path: Path) -> None:
+    """One link with --partial-chain: PARTIAL CHAIN first and ``chain.complete`` false in every JSON line; the
+    whole chain: ``{"complete": true, "missing": []}`` (issue 40)."""
+    built, manifest = study
+    roots = [f"--root={name}={path}" for name, path in built.roots.items()]
+    base = ["--manifest", str(manifest), *roots, "--rehearsal", "--model", MODEL, "--budget-usd", "1"]
+    (tmp_path / "part").mkdir()
+    (tmp_path / "whole").mkdir()
+    part = _copied(chain, tmp_path / "part")
+    r1, r2, r3 = (_read(p) for p in part)
+    result = _invoke(["adjudicate", str(part[2]), *base, "--partial-chain"])
+    assert result.exit_code == 0, result.output
+    assert result.stderr.lstrip().startswith("agentstudy: PARTIAL CHAIN: 2 earlier run(s) not given"), result.stderr
+    lines = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    assert [line["chain"] for line in lines] == [{"complete": False, "missing": [
+        {"ledgerSha256": r2["continues"]["ledgerSha256"], "runId": r1["runId"]},
+        {"ledgerSha256": r3["continues"]["ledgerSha256"], "runId": r2["runId"]}]}]
+    whole = _copied(chain, tmp_path / "whole")
+    result = _invoke(["adjudicate", *map(str, whole), *base])
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    assert [line["chain"] for line in lines] == [{"complete": True, "missing": []}] * 3
+    assert "PARTIAL CHAIN" not in result.output
+
+
+def test_power_reads_one_link_only_with_partial_chain_and_says_so(chain: tuple[Path, ...]) -> None:
+    """``power`` (and ``power --sequential``) of a continuation alone: refused without --partial-chain; with it,
+    PARTIAL CHAIN first and ``chain`` in JSON, as ``report`` (issue 40)."""
+    missing = json.loads(_invoke(["report", str(chain[2]), "--format", "json", "--partial-chain"]).stdout)["chain"]
+    assert missing["complete"] is False and len(missing["missing"]) == 2
+    sequential = ["--sequential", "--metric", "inputTokens", "--effect", "100", "--max-tasks", "8"]
+    refused = _invoke(["power", str(chain[2]), "--json"])
+    assert refused.exit_code == 2 and "--partial-chain" in refused.output, refused.output
+    result = _invoke(["power", str(chain[2]), "--json", "--partial-chain"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["chain"] == missing
+    text = _invoke(["power", str(chain[2]), "--partial-chain"])
+    assert text.exit_code == 0 and "PARTIAL CHAIN: 2 earlier run(s) not given" in text.stdout.split("\n")[0]
+    whole = _invoke(["power", *map(str, chain[:3]), "--json"])
+    assert whole.exit_code == 0 and json.loads(whole.stdout)["chain"] == {"complete": True, "missing": []}
+    # --sequential reads one ledger through the same reader: a continuation alone is refused the same way (this
+    # one link has too few tasks to plan from, which it then says instead), a first run is a whole chain.
+    refused = _invoke(["power", str(chain[2]), *sequential, "--json"])
+    assert refused.exit_code == 2 and "--partial-chain" in refused.output, refused.output
+    alone = _invoke(["power", str(chain[2]), *sequential, "--json", "--partial-chain"])
+    assert "--partial-chain" not in alone.output and "at least 2 are needed" in alone.output, alone.output
+    first = _invoke(["power", str(chain[3]), *sequential, "--json"])
+    assert first.exit_code == 0, first.output
+    assert json.loads(first.stdout)["chain"] == {"complete": True, "missing": []}

@@ -165,3 +165,17 @@ def test_the_report_summary_is_this_test_and_says_so() -> None:
     few = task_level_summary({k: v for k, v in list(values.items())[:8]}, seed=5)
     assert "bootstrap" not in few.method
     assert few.p_value == p_at(sign_flip_null(data[:8], seed=5), 0.0)
+
+
+def test_zero_between_the_two_parts_intervals_is_not_rejected(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both parts' intervals hold the mean, so 0 cannot fall between them on real data; should a bootstrap
+    interval ever miss the mean, the hull holds 0 and p is raised to alpha (interval and test one decision)."""
+    import agentstudy.report.mean_test as module
+
+    data = [-2.0 - 0.1 * i for i in range(12)]  # every difference negative: the sign-flip part rejects 0
+    far = module.SignFlipNull(np.linspace(5.0, 6.0, 9999), 1, 10_000, False, 9999, 1e-9)  # rejects 0 from above
+    monkeypatch.setattr(module, "bootstrap_t_null", lambda *args, **kwargs: far)
+    test = mean_test(data, seed=1, alpha=0.05)
+    assert test.p_flip < 0.05 and test.p_bootstrap is not None and test.p_bootstrap < 0.05
+    assert test.low is not None and test.high is not None and test.low < 0.0 < test.high
+    assert test.p_value == 0.05

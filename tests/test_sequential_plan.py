@@ -135,6 +135,9 @@ def test_the_one_sided_test_never_declares_a_worse_treatment_efficacious() -> No
     assert all(look.e_value < 1 for look in one_sided.looks)
     record = one_sided.record()
     assert (record.construction, record.sidedness, record.direction) == ("magnitudeMixture", "one-sided", None)
+    from agentstudy.report.sequential import verdict
+
+    assert verdict(record, "MCP").startswith("MCP not shown better on input tokens (e-value ")
     legacy = _run(SequentialDesign(max_tasks=12, alpha=0.05, futility=0.1), "lower", worse)
     assert legacy.looks[-1].decision == "efficacy" and legacy.looks[-1].direction == "worse"
     assert legacy.record().construction is None  # a legacy block keeps its older form (and its hash)

@@ -98,6 +98,13 @@ def test_a_killed_sequential_study_continues_to_the_same_decision(tmp_path: Path
     assert not [p for p in chain_problems(documents) if "completed in both" in p]
     assert len(crashed.observations) + len(continued.observations) >= 2 * uninterrupted.tasks_completed
 
+    # The chain's report answers with the confidence sequence over every task of the study (carried ones first).
+    machine = json.loads(CliRunner().invoke(main, ["report", str(first), str(second), "--format", "json"],
+                                            catch_exceptions=False).output)
+    assert machine["sequential"]["stopReason"] == "efficacy"
+    sequence = machine["sequential"]["confidenceSequence"]
+    assert sequence["low"] is not None and sequence["low"] > 0 and sequence["high"] is None
+
     # Stopped now: a further continuation of the chain is refused with the stop's reason, nothing written.
     third = tmp_path / "third.json"
     refused = CliRunner().invoke(main, _command(study, manifest, third, "--continue-from", str(first),

@@ -23,7 +23,6 @@ from agentstudy.protocol.fault_schedule import parse_fault_schedule
 from agentstudy.protocol.mcp_spec import McpServerSpec
 from agentstudy.protocol.run_records import AgentRecord
 from agentstudy.rehearsal.messages_server import RehearsalServer
-from agentstudy.rehearsal.policy import next_reply
 from agentstudy.stream.steps import Step, claude_steps
 from agentstudy.transports.cli import CliAttemptBody, CliSettings, RawAttempt
 from agentstudy.transports.cli_args import BUILTIN_TOOLS, child_environment, cli_arguments, mcp_config
@@ -71,7 +70,9 @@ class ClaudeCodeAgent:
     def rehearsal_server(self, latency_ms: int, policy: MessagesPolicy | None = None) -> RehearsalServer:
         """A ``RehearsalServer`` (not started) answering after ``latency_ms`` ms with ``policy`` (default the
         careful study agent)."""
-        return RehearsalServer(latency_ms=latency_ms, policy=policy or next_reply)
+        if policy is None:
+            return RehearsalServer(latency_ms=latency_ms)
+        return RehearsalServer(latency_ms=latency_ms, policy=policy)
 
     def login_file(self, environ: Mapping[str, str]) -> Path | None:
         """``$HOME/.claude/.credentials.json`` when it is a regular file (``io.claude_cli.find_login_file``)."""

@@ -21,7 +21,6 @@ from agentstudy.protocol.fault_schedule import parse_fault_schedule
 from agentstudy.protocol.mcp_spec import McpServerSpec
 from agentstudy.protocol.run_records import AgentRecord
 from agentstudy.rehearsal.gemini_server import GeminiRehearsalServer
-from agentstudy.rehearsal.policy import next_reply
 from agentstudy.stream.gemini import READ_ONLY_BUILTINS
 from agentstudy.stream.steps import Step, gemini_steps
 from agentstudy.transports import gemini as transport
@@ -65,7 +64,9 @@ class GeminiCliAgent:
     def rehearsal_server(self, latency_ms: int, policy: MessagesPolicy | None = None) -> GeminiRehearsalServer:
         """A ``GeminiRehearsalServer`` (not started) answering after ``latency_ms`` ms with ``policy`` (the
         server hands it the Messages-shaped view; default the careful study agent)."""
-        return GeminiRehearsalServer(latency_ms=latency_ms, policy=policy or next_reply)
+        if policy is None:
+            return GeminiRehearsalServer(latency_ms=latency_ms)
+        return GeminiRehearsalServer(latency_ms=latency_ms, policy=policy)
 
     def login_file(self, environ: Mapping[str, str]) -> Path | None:
         """``None``: a real run authenticates with the user's own ``GEMINI_API_KEY`` (passed to the child, the

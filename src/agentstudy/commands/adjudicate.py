@@ -14,13 +14,14 @@ before anything was reserved or written; 128 + n stopped by signal n (the compan
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
 from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -213,6 +214,7 @@ def adjudicate(
     from agentstudy.protocol.ledger_integrity import few_problems, verify_ledger_bytes
     from agentstudy.protocol.manifest import ManifestError, load_manifest
     from agentstudy.rehearsal.adjudicator_policy import adjudicator_reply
+    from agentstudy.report.chain import chain_json, partial_chain_note, partial_chain_refusal
     from agentstudy.transports.cli import CliSettings
     chosen = executor_choice(executor, ray_address, concurrency)
     ledger_path = paths[0]
@@ -232,12 +234,10 @@ def adjudicate(
         fail("a minimal-study ledger needs --manifest FILE")
     missing = missing_links(document)  # a chain is one study (issue 40)
     if missing and not partial_chain:
-        fail(f"{ledger_path.name} continues another run ({len(missing)} earlier run(s) not given, the last run "
-             f"{missing[-1]['runId']}): a chain is one study; give every ledger of it, oldest first, or "
-             "--partial-chain to adjudicate this part alone")
-    if missing:
-        click.echo(f"agentstudy: PARTIAL CHAIN: {ledger_path.name} continues {len(missing)} run(s) not given: "
-                   + "; ".join(f"run {link['runId']}" for link in missing), err=True)
+        fail(partial_chain_refusal(ledger_path.name, missing, "adjudicate"))
+    partial = partial_chain_note(missing) if missing else ""
+    if partial:
+        click.echo(f"agentstudy: {partial}", err=True)
     if len(paths) > 1 and output is not None:
         fail("--output names one companion; a chain of runs writes one beside each ledger")
     if transport == "http":
@@ -296,16 +296,18 @@ def adjudicate(
     )
     requests = [replace(request, ledger=each, output=path, seed=request.seed + index)
                 for index, (each, path) in enumerate(checked)]
+    runner = functools.partial(_run, chain=chain_json(missing))  # every run's line says whether the chain is whole
     if not rehearsal:
-        sys.exit(run_chain(requests, _run, rehearsal_note=""))
+        sys.exit(run_chain(requests, runner, rehearsal_note=partial))
     with chosen_agent.rehearsal_server(rehearsal_latency_ms, policy=adjudicator_reply) as server:
         requests = [replace(each, settings=replace(each.settings, rehearsal_base_url=server.agent_base_url))
                     for each in requests]
-        code = run_chain(requests, _run, rehearsal_note="rehearsal: no real money")
+        code = run_chain(requests, runner, rehearsal_note=", ".join(filter(None, (partial,
+                                                                                  "rehearsal: no real money"))))
     sys.exit(code)
 
 
-def _run(request: AdjudicationRequest, note: str) -> tuple[int, Decimal]:
+def _run(request: AdjudicationRequest, note: str, *, chain: dict[str, Any]) -> tuple[int, Decimal]:
     from agentstudy.adjudication.run import AdjudicationRefused, run_adjudication
     from agentstudy.io.ledger_store import CheckpointError, OutputPathError
     from agentstudy.pricing.sums import usd_from_json
@@ -320,7 +322,7 @@ def _run(request: AdjudicationRequest, note: str) -> tuple[int, Decimal]:
         fail("adjudication stopped on an internal error; see the companion, review the budget before a rerun",
              EXIT_BLOCKED)
     print_adjudication_table(summary, note=note)
-    line = summary.line
+    line = {**summary.line, "chain": chain}  # issue 40: part of a chain says so
     if request.ledger.unverified:
         line = {**line, "ledgerUnverified": list(request.ledger.unverified)}
     click.echo(json.dumps(line, separators=(",", ":")))

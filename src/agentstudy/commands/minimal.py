@@ -103,9 +103,11 @@ if TYPE_CHECKING:
 @click.option("--ray-address", metavar="ADDR", help="With --executor ray: the running cluster's head (host:port).")
 @click.option("--sequential", is_flag=True,
               help="Run the sequential design (docs/sequential.md): tasks in a seeded random order, each a complete "
-                   "block of both arms and every repetition, and stop as soon as the anytime-valid test on input "
-                   "tokens decides (efficacy at an e-value of 1/alpha, futility, or maxTasks); nothing is reserved "
-                   "after the stop. The study file's design.sequential sets maxTasks, alpha and futility (a file "
+                   "block of both arms and every repetition, and stop as soon as the anytime-valid one-sided test "
+                   "on the declared primary (analysis.primary; input tokens, lower is better, without one) decides "
+                   "(efficacy at an e-value of 1/alpha, futility, or maxTasks); nothing is reserved after the "
+                   "stop. --continue-from a sequential study that has not stopped continues it sequentially. "
+                   "The study file's design.sequential sets maxTasks, alpha and futility (a file "
                    "with it always runs this way); without one: every task, alpha 0.05, futility 0.1.")
 @click.option("--no-transcripts", is_flag=True,
               help="Do not keep each attempt's raw agent output in the private directory LEDGER.transcripts/ "

@@ -69,10 +69,12 @@ def continued_plan(loaded: LoadedManifest, flag: bool, pilot: bool,
 def run_and_summarise(study: Callable[[], RunSummary]) -> int:
     """Run ``study`` and print its summary (table on stderr, JSON line on stdout); its exit code. A refusal
     before anything was reserved exits 2 (one line); a checkpoint failure, an attempt body's error or an
-    internal error exits 1 naming what to review (issue 29: the body's error in its own words)."""
+    internal error exits 1 naming what to review (issue 29: the body's error in its own words; issue 40: an internal
+    error after an attempt ended, which was recorded first)."""
     from agentstudy.commands.view import print_summary_table
     from agentstudy.io.ledger_store import CheckpointError, OutputPathError
     from agentstudy.pricing.usd_json import usd_number
+    from agentstudy.runners.attempt_port import ObservedThenFailed
     from agentstudy.runners.concurrent_walk import AttemptBodyError
     from agentstudy.runners.preflight import PreflightError
     try:
@@ -87,6 +89,9 @@ def run_and_summarise(study: Callable[[], RunSummary]) -> int:
                      "started" if error.charged_not_spent_usd else "")
         fail(f"the run stopped: {error}; the attempts already running were recorded{unstarted}, see the ledger and "
              "review the budget before any rerun", EXIT_BLOCKED)
+    except ObservedThenFailed as error:
+        fail(f"the run stopped on an internal error after an attempt ended ({error}); the attempts already running "
+             "were recorded, see the ledger and review the budget before any rerun", EXIT_BLOCKED)
     except Exception:
         fail("the run stopped on an internal error; see the ledger, do not retry without a budget review",
              EXIT_BLOCKED)

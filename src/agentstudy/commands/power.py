@@ -92,7 +92,7 @@ def power(ledgers: tuple[Path, ...], metric: str | None, effect: str | None, alp
     """
     from agentstudy.commands.power_ranged import parse_difference, ranged_json, ranged_paragraph, ranged_plan
     from agentstudy.report.analysis import analyse
-    from agentstudy.report.chain import load_chain
+    from agentstudy.report.chain import chain_json, load_chain, partial_chain_note
     from agentstudy.report.document import Document, Section
     from agentstudy.report.model import NotSupportedYet, ReportInputError
     from agentstudy.report.power_section import arm_pair, plan_json, power_blocks, power_plans, study_alpha
@@ -116,7 +116,7 @@ def power(ledgers: tuple[Path, ...], metric: str | None, effect: str | None, alp
         plan_sequential_power(ledger, adjudication, metric or "inputTokens", effect,
                               _share("--alpha", alpha) if alpha is not None else 0.05,
                               _share("--futility", futility), max_tasks, repetitions, as_json=as_json,
-                              allow_unverified=allow_unverified)
+                              allow_unverified=allow_unverified, partial_chain=partial_chain)
         return
     if max_tasks is not None:
         fail("--max-tasks goes with --sequential")
@@ -151,15 +151,13 @@ def power(ledgers: tuple[Path, ...], metric: str | None, effect: str | None, alp
         ranged = ranged_plan(analysis, metric, effect_value, repetitions, alpha_value, power_value, ratio=ratio)
     if as_json:
         click.echo(json.dumps({"ledger": " + ".join(map(str, ledgers)), "unverified": list(study.unverified),
-                               "chain": {"complete": not study.chain_missing,
-                                         "missing": [dict(link) for link in study.chain_missing]},
+                               "chain": chain_json(study.chain_missing),
                                **(ranged_json(ranged) if ranged is not None else {}),
                                "power": [plan_json(p, power_value) for p in plans]},
                               separators=(",", ":")))
         return
     title = (f"Power planning: {study.file_name}" + (" (UNVERIFIED)" if study.unverified else "")
-             + (f" (PARTIAL CHAIN: {len(study.chain_missing)} earlier run(s) not given)" if study.chain_missing
-                else ""))
+             + (f" ({partial_chain_note(study.chain_missing)})" if study.chain_missing else ""))
     blocks = (*((ranged_paragraph(ranged),) if ranged is not None else ()),
               *power_blocks(plans, power_value, arm_pair(study)))
     section = Section("Design, components and needed designs", blocks)

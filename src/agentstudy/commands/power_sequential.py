@@ -13,8 +13,10 @@ from agentstudy.commands.common import fail
 
 def plan_sequential_power(ledger: Path, adjudication: Path | None, metric_key: str, effect_text: str, alpha: float,
                           futility: float, max_tasks: int | None, repetitions: int | None, *, as_json: bool,
-                          allow_unverified: bool) -> None:
-    """Print the sequential plan (text or one JSON line); exits 2 with one line on bad input.
+                          allow_unverified: bool, partial_chain: bool = False) -> None:
+    """Print the sequential plan (text or one JSON line); exits 2 with one line on bad input, and on a
+    continuation without the runs it continues unless ``partial_chain`` (issue 40: then it says so first, and
+    in JSON ``chain``).
 
     The model and the SD are :func:`agentstudy.report.sequential_power.plan_from_ledger`'s.
     """
@@ -23,13 +25,15 @@ def plan_sequential_power(ledger: Path, adjudication: Path | None, metric_key: s
     from agentstudy.pricing.usd_json import usd_number
     from agentstudy.protocol.sequential import CONSTRUCTION, LEGACY_CONSTRUCTION, SIDEDNESS, SequentialDesign
     from agentstudy.report.analysis import analyse, task_values
-    from agentstudy.report.load import load_study
+    from agentstudy.report.chain import chain_json, load_chain, partial_chain_note
     from agentstudy.report.model import NotSupportedYet, ReportInputError
     from agentstudy.report.sequential_power import plan_from_ledger
 
     effect = parse_difference(effect_text)
     try:
-        study = load_study(ledger, adjudication, allow_unverified=allow_unverified)
+        study = load_chain((ledger,), allow_unverified=allow_unverified,
+                           adjudications=(adjudication,) if adjudication is not None else (),
+                           partial_chain=partial_chain)
         analysis = analyse(study)
     except NotSupportedYet:
         fail(f"{ledger} is a controlled-study ledger; power planning reads minimal-study ledgers")
@@ -61,12 +65,14 @@ def plan_sequential_power(ledger: Path, adjudication: Path | None, metric_key: s
             "expectedTasks": result.expected_tasks, "stopShares": result.stop_shares,
             "expectedUsd": money(result.expected_usd), "fixedDesignPower": result.fixed_power,
             "fixedDesignUsd": money(result.full_usd), "expectedSavedShare": result.saved_share,
-            "unverified": list(study.unverified)}
+            "unverified": list(study.unverified), "chain": chain_json(study.chain_missing)}
     if as_json:
         click.echo(json.dumps(data, separators=(",", ":")))
         return
     spend = ("" if result.expected_usd is None or result.full_usd is None else
              f"; expected spend {display_usd(result.expected_usd)} USD against {display_usd(result.full_usd)} USD")
+    if study.chain_missing:
+        click.echo(partial_chain_note(study.chain_missing))
     click.echo(f"Sequential design for {metric.label}: at most {tasks} tasks x {planned_reps} repetition(s), alpha "
                f"{alpha:g}, futility {futility:g}; effect {effect:g} {metric.unit}, task-difference SD {sd:.4g} "
                f"({source}); {result.simulations} simulated studies (seeded).")

@@ -14,7 +14,7 @@ import contextlib
 import hashlib
 import os
 import stat
-from collections.abc import Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from pathlib import Path
 
 from agentstudy.protocol.file_names import joined_file_name
@@ -67,6 +67,9 @@ class TranscriptStore:
     def __init__(self, ledger: Path, secrets: Iterable[str]) -> None:
         self.directory = transcript_dir(ledger)
         self._secrets = tuple(secrets)
+        self.kept: dict[str, tuple[Hashable, str]] = {}
+        """Each file kept so far, by name: whose it is (the caller's key) and its SHA-256 hex (issue 40: a second
+        observation of the same attempt, after an internal error, names the file kept the first time)."""
 
     def _ensure_directory(self) -> None:
         with contextlib.suppress(FileExistsError):

@@ -121,13 +121,15 @@ class SequentialMonitor:
     _arms: dict[str, list[tuple[str, float | None]]] = field(default_factory=dict)
 
     def carry(self, observations: Iterable[Mapping[str, Any]]) -> None:
-        """Count the observations a continuation carries over from its chain (observation JSON, or the ledger's
-        ``carried`` entries ``{"taskId", "scenario", "value"}``), in the chain's order, before any of its own: the
-        looks they complete are the chain's looks, recorded again in the new block (issue 40)."""
-        for observation in observations:
-            value = observation["value"] if "value" in observation else _value(observation, self.plan.metric)
-            entry = CarriedObservation(task_id=str(observation.get("taskId")),
-                                       scenario=str(observation.get("scenario")), value=value)
+        """Count the observations (their JSON) a continuation carries over from its chain, in the chain's order,
+        before any of its own: the looks they complete are the chain's looks, recorded again in the new block
+        (issue 40)."""
+        self.carry_recorded(CarriedObservation(task_id=str(o.get("taskId")), scenario=str(o.get("scenario")),
+                                               value=_value(o, self.plan.metric)) for o in observations)
+
+    def carry_recorded(self, entries: Iterable[CarriedObservation]) -> None:
+        """:meth:`carry` from a block's ``carried`` entries (the verifier's replay)."""
+        for entry in entries:
             self.carried.append(entry)
             self.observe({"taskId": entry.task_id, "scenario": entry.scenario, "status": "completed",
                           self.plan.metric: entry.value})
@@ -208,7 +210,7 @@ def replay(record: SequentialRecord, repetitions: int, observations: Iterable[Ma
         ValueError: as :func:`plan_from_record`.
     """
     monitor = SequentialMonitor(plan_from_record(record, repetitions))
-    monitor.carry(entry.model_dump(by_alias=True) for entry in record.carried or [])
+    monitor.carry_recorded(record.carried or [])
     for observation in observations:
         monitor.observe(observation)
     return monitor

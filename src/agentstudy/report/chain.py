@@ -16,7 +16,7 @@ ledger's SHA-256), and the chain's adjudication is their sum (:func:`chain_adjud
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
@@ -74,6 +74,26 @@ def chain_adjudication(infos: Sequence[AdjudicationInfo]) -> AdjudicationInfo:
     )
 
 
+def chain_json(missing: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The ``chain`` block every reader of a chain prints (``report``, ``power``, ``adjudicate``; issue 40):
+    ``{"complete": bool, "missing": [{"ledgerSha256", "runId"}, ...]}``, ``missing`` the runs not given
+    (:func:`agentstudy.protocol.continuation.missing_links`), oldest first."""
+    return {"complete": not missing, "missing": [dict(link) for link in missing]}
+
+
+def partial_chain_refusal(file_name: str, missing: Sequence[Mapping[str, Any]], what: str = "read") -> str:
+    """The one line refusing part of a chain without ``--partial-chain`` (issue 40); ``what`` the command's verb."""
+    return (f"{file_name} continues another run ({len(missing)} earlier run(s) not given, the last run "
+            f"{missing[-1]['runId']}): a chain is one study; give every ledger of it, oldest first, or "
+            f"--partial-chain to {what} this part alone")
+
+
+def partial_chain_note(missing: Sequence[Mapping[str, Any]]) -> str:
+    """The first-screen words of part of a chain: ``PARTIAL CHAIN: N earlier run(s) not given (run …; …)``."""
+    runs = "; ".join(f"run {link['runId']}" for link in missing)
+    return f"PARTIAL CHAIN: {len(missing)} earlier run(s) not given ({runs})"
+
+
 def load_chain(ledgers: Sequence[Path], *, allow_unverified: bool = False,
                adjudications: Sequence[Path] = (), partial_chain: bool = False,
                keep_documents: list[Any] | None = None) -> Study:
@@ -99,10 +119,7 @@ def load_chain(ledgers: Sequence[Path], *, allow_unverified: bool = False,
     documents = [_document(path) for path in ledgers]
     missing = tuple(missing_links(documents[0]))
     if missing and not partial_chain:
-        raise ReportInputError(
-            f"{studies[0].file_name} continues another run ({len(missing)} earlier run(s) not given, the last "
-            f"run {missing[-1]['runId']}): a chain is one study; give every ledger of it, oldest first, or "
-            "--partial-chain to read this part alone")
+        raise ReportInputError(partial_chain_refusal(studies[0].file_name, missing))
     if len(studies) == 1:
         return replace(studies[0], chain_missing=missing)
     problems = chain_problems([(s.file_name, s.sha256, d) for s, d in zip(studies, documents, strict=True)],

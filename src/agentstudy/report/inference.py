@@ -30,7 +30,7 @@ from agentstudy.report.inversion import (
     sign_flip_null,
     smallest_attainable_p,
 )
-from agentstudy.report.mean_test import BOOTSTRAP_T_RESAMPLES, LARGE_RESAMPLES, MANY_TASKS, MIN_TASKS, mean_test
+from agentstudy.report.mean_test import BOOTSTRAP_T_RESAMPLES, MIN_TASKS, mean_test
 from agentstudy.report.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, CONFIDENCE_LEVEL
 
 DEFAULT_ALPHA = 0.05
@@ -208,7 +208,7 @@ def _method(k: int, seed: int, alpha: float) -> str:
              else f"seeded Monte Carlo, {MONTE_CARLO_FLIPS} sign vectors, seed {seed}")
     bootstrap = ("" if k < MIN_TASKS else
                  f", rejecting only when the bootstrap-t of the skewness-corrected studentized mean also rejects "
-                 f"({BOOTSTRAP_T_RESAMPLES if k <= MANY_TASKS else LARGE_RESAMPLES} resamples, seed {seed})")
+                 f"({BOOTSTRAP_T_RESAMPLES} resamples, seed {seed})")
     return METHOD.format(flips=flips, bootstrap=bootstrap, level=f"{100 * (1 - alpha):g}", alpha=alpha)
 
 

@@ -45,6 +45,7 @@ from typing import Any
 from agentstudy.pricing.usd_json import optional_usd_number, usd_number
 from agentstudy.protocol.arm_configurations import configuration_sentences
 from agentstudy.report.analysis import Analysis, MetricResult
+from agentstudy.report.chain import chain_json
 from agentstudy.report.clusters import HETEROGENEITY_METHOD
 from agentstudy.report.containment import containment_rows
 from agentstudy.report.content import build_document
@@ -248,7 +249,7 @@ def report_json(analysis: Analysis) -> dict[str, Any]:
         "containment": _containment(analysis), "attempts": [_attempt(a) for a in study.attempts],
         "spend": _spend(analysis), "status": study.status, "stopReason": study.stop_reason, "tables": tables,
         **_sequential(analysis), **_runs(study),
-        "chain": {"complete": not study.chain_missing, "missing": [dict(link) for link in study.chain_missing]},
+        "chain": chain_json(study.chain_missing),
         "arms": {scenario: study.arm_name(scenario) for scenario in (BASELINE, TREATMENT)},
         "treatment": treatment_json(fidelity),
         **({"armDifferences": {**fidelity.configurations.to_json(),

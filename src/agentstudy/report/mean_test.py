@@ -7,7 +7,7 @@ valid: when the arms differ in spread and one is skewed, the task differences ar
 10–20 tasks. Studentizing the sign-flip statistic does not help: a sign flip keeps ``sum(d_i^2)``, so the flipped
 vector's ``t = mean / (sd / sqrt k)`` is an increasing function of its mean and orders the flips exactly as the mean
 does. The second part is the studentized bootstrap (bootstrap-t) of Hall's skewness-removing transformation of ``t``
-(Hall 1992, JRSS B 54: 221–228; Zhou and Dinh 2005, Biostatistics 6: 54–70), second-order accurate for the mean of
+(Hall 1992, JRSS B 54: 221–228; Efron and Tibshirani 1993, chapter 12), second-order accurate for the mean of
 skewed data. The test rejects a shift only when both parts reject it: ``p = max(p_flip, p_boot)``. So it keeps the
 sign-flip test's exactness under "no effect on any task" and the bootstrap's accuracy for "equal means".
 
@@ -33,16 +33,12 @@ import numpy as np
 from agentstudy.report.inversion import MONTE_CARLO_FLIPS, SignFlipNull, inverted_interval, p_at, sign_flip_null
 
 BOOTSTRAP_T_RESAMPLES = 9_999
-"""Resamples of the skewness-corrected bootstrap-t up to :data:`MANY_TASKS` tasks (``D = 10,000``, so ``alpha * D /
-2`` is whole at 0.05 and 0.01)."""
+"""Resamples of the skewness-corrected bootstrap-t (``D = 10,000``, so ``alpha * D / 2`` is whole at 0.05 and 0.01;
+about 2.5 s at 25,000 tasks, where the Monte Carlo sign flips take about 18 s)."""
 MIN_TASKS = 10
 """Fewer tasks than this: the sign-flip test alone. A bootstrap of so few values is no reliable reference (its
 intervals run to several times the data's range), and the sign-flip test's discreteness kept its equal-mean type-I
 at or below alpha in every cell measured under 10 tasks (docs/benchmarks.md)."""
-MANY_TASKS = 2_000
-LARGE_RESAMPLES = 999
-"""Resamples above :data:`MANY_TASKS` tasks, so a 25,000-task metric draws 25 million values, not 250 million (its
-p is then at least 0.002)."""
 _CELLS_PER_BATCH = 2_000_000
 """Resampled values drawn at a time (memory stays linear in the number of tasks)."""
 
@@ -85,7 +81,7 @@ def bootstrap_t_null(differences: Sequence[float], *, seed: int,
     sorted, ``base`` 1, ``denominator`` B + 1, ``exact`` False, ``draws`` B, the sign-flip test's ``tolerance``), or
     ``None`` when fewer than :data:`MIN_TASKS` differences or all equal (no spread to studentize by). Seeded,
     deterministic.
-    ``resamples`` defaults to :data:`BOOTSTRAP_T_RESAMPLES`, :data:`LARGE_RESAMPLES` above :data:`MANY_TASKS` tasks.
+    ``resamples`` defaults to :data:`BOOTSTRAP_T_RESAMPLES`.
 
     Raises:
         ValueError: a non-finite difference.
@@ -101,7 +97,7 @@ def bootstrap_t_null(differences: Sequence[float], *, seed: int,
     if sd <= floor:
         return None
     if resamples is None:
-        resamples = BOOTSTRAP_T_RESAMPLES if k <= MANY_TASKS else LARGE_RESAMPLES
+        resamples = BOOTSTRAP_T_RESAMPLES
     rng = np.random.default_rng([seed, 41, 3])
     batch = max(1, _CELLS_PER_BATCH // k)
     parts: list[np.ndarray] = []
@@ -152,10 +148,10 @@ def _interval(null: SignFlipNull, alpha: float) -> tuple[float | None, float | N
 def mean_test(differences: Sequence[float], *, seed: int, alpha: float, resamples: int | None = None,
               flips: int = MONTE_CARLO_FLIPS) -> MeanTest:
     """The test of "the mean task difference is 0" over ``differences`` (one per task, metric unit; module
-    docstring), its interval at ``alpha`` and both parts (``resamples`` bootstrap-t resamples, default by the number
-    of tasks; ``flips`` Monte Carlo sign vectors above 16 tasks). The interval is the hull of the two parts'
-    intervals (each holds the mean); should 0 ever fall between them while both parts reject it, p is raised to
-    ``alpha`` so the interval and the test stay one decision (issue 41 item 5).
+    docstring), its interval at ``alpha`` and both parts (``resamples`` bootstrap-t resamples, by default
+    :data:`BOOTSTRAP_T_RESAMPLES`; ``flips`` Monte Carlo sign vectors above 16 tasks). The interval is the hull of
+    the two parts' intervals (each holds the mean); should 0 ever fall between them while both parts reject it, p
+    is raised to ``alpha`` so the interval and the test stay one decision (issue 41 item 5).
 
     Raises:
         ValueError: no differences, or a non-finite one.

@@ -64,7 +64,8 @@ def _e(value: float) -> str:
 
 def verdict(record: SequentialRecord, treatment: str) -> str:
     """The decision in words, with the e-value against its bound: ``more input tokens with X (e-value 29.7 ≥ 20)``,
-    ``no clear difference in input tokens (e-value 0.08 ≤ 0.1)``, ``no decision at maxTasks (e-value 3.1 < 20)``,
+    ``no clear difference in input tokens (e-value 0.08 ≤ 0.1)`` (one-sided: ``X not shown better on input
+    tokens (…)``), ``no decision at maxTasks (e-value 3.1 < 20)``,
     or ``still running`` / ``stopped before a decision`` when no look decided."""
     noun, more, less = _NOUNS.get(record.metric, (record.metric, "more", "less"))
     threshold = 1 / record.alpha
@@ -75,10 +76,11 @@ def verdict(record: SequentialRecord, treatment: str) -> str:
             less if record.better_when == "lower" else more)
         return f"{word} {noun} with {treatment} (e-value {_e(e)} ≥ {threshold:g})"
     if record.stop_reason == "futility":
+        what = (f"no clear difference in {noun}" if record.construction is None else  # one-sided: "not better"
+                f"{treatment} not shown better on {noun}")
         if record.futility is not None and e <= record.futility:
-            return f"no clear difference in {noun} (e-value {_e(e)} ≤ {record.futility:g}, the futility bound)"
-        return (f"no clear difference in {noun} (e-value {_e(e)}; {threshold:g} is out of reach within "
-                f"{record.max_tasks} tasks)")
+            return f"{what} (e-value {_e(e)} ≤ {record.futility:g}, the futility bound)"
+        return f"{what} (e-value {_e(e)}; {threshold:g} is out of reach within {record.max_tasks} tasks)"
     if record.stop_reason == "maxTasks":
         return f"no decision at maxTasks (e-value {_e(e)} < {threshold:g})"
     return f"no decision yet (e-value {_e(e)} < {threshold:g})"

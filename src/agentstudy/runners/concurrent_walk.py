@@ -28,7 +28,13 @@ is not refilled, the attempts already running finish and are recorded, and the w
 A body raises only before its agent process is spawned, so the attempt itself is recorded too (issue 40,
 break 11: no open reservation is left): ``port.unstarted`` gives its ``failed`` result with the
 ``statusReason`` ``never started: <error>``, settled by the seed's conservative rule (a failure keeps
-its whole reservation: charged, not spent; :func:`never_started_usd`).
+its whole reservation: charged, not spent; :func:`never_started_usd`). A body that raised after its agent
+ended (``protocol.late_errors.AgentEndedThenFailed``) is recorded the same way with the reason ``internal error
+after the agent ended: …`` (it spent money the run cannot know, so it is not counted as charged-not-spent).
+Once an attempt has its result, settling, counting and observing it go through
+``runners.attempt_port.observe_result``: an internal error there still writes its observation (``failed``,
+the error named, charged its whole reservation at least), checkpoints it, and the walk raises
+:class:`ObservedThenFailed` when what was running has been recorded.
 
 A stop signal stops admission; the handler has already terminated every child (an http attempt
 stops at its next safe point: before a request or a tool call, or when its request in flight
@@ -36,48 +42,74 @@ returns), so each running attempt ends as a non-completed one and ``port.settle`
 least its whole reservation, then
 ``StopRequested`` is raised for the caller's ``close_on_error``. Any other error terminates the
 children and leaves the unsettled reservations open (charged in full) in the ledger.
-
-The port, the outcome and the errors live in :mod:`agentstudy.runners.walk_port` (re-exported here).
 """
 
 from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import partial
-from typing import Generic, cast
+from typing import Generic
 
 from agentstudy.fsm.attempt import AttemptMachine
 from agentstudy.fsm.run import RunMachine
 from agentstudy.io.ledger_journal import JournaledLedger
 from agentstudy.io.signals import raise_if_stopped, run_stop_hooks, stop_signal, terminate_children
 from agentstudy.pricing.budget import Budget
+from agentstudy.pricing.money import exact
 from agentstudy.pricing.strict_cap import ReservationRule
 from agentstudy.pricing.tally import Tally
-from agentstudy.protocol.records import MinimalLedger
+from agentstudy.protocol.late_errors import AgentEndedThenFailed, error_text, internal_error_reason
+from agentstudy.protocol.records import NEVER_STARTED, CliObservation, HttpObservation, MinimalLedger
 from agentstudy.protocol.schedule import ScheduleEntry
+from agentstudy.runners.attempt_port import AttemptPort, O, ObservedThenFailed, R, observe_result
 from agentstudy.runners.executor import then
 from agentstudy.runners.ledger_steps import budget_record, now_iso, open_reservation
 from agentstudy.runners.progress import AttemptProgress, RunProgress
-from agentstudy.runners.walk_port import (
-    AttemptBodyError,
-    AttemptPort,
-    O,
-    ObservedThenFailed,
-    Outcome,
-    R,
-    body_error_reason,
-    never_started_reason,
-    never_started_usd,
-)
 from agentstudy.transports.api_retry import BackoffGate
 
 WAIT_SLICE_S = 0.5
 """Seconds the coordinator waits for a result before it looks at the stop flag again."""
+
+
+
+def never_started_reason(error: BaseException) -> str:
+    """The ``statusReason`` of an attempt whose body raised ``error`` before its agent process started:
+    ``never started: <message>`` (control characters removed, at most ``REASON_CHARS`` characters)."""
+    return NEVER_STARTED + error_text(error, with_kind=False)
+
+
+def body_status_reason(error: BaseException) -> str:
+    """The ``statusReason`` of an attempt whose body raised ``error``: ``internal error after the agent ended: …``
+    when its agent had ended (``AgentEndedThenFailed``; it spent money), else ``never started: …``."""
+    if isinstance(error, AgentEndedThenFailed):
+        return internal_error_reason(error)
+    return never_started_reason(error)
+
+
+def never_started_usd(observations: Sequence[CliObservation] | Sequence[HttpObservation]) -> Decimal:
+    """What the attempts that never started were charged (USD): charged by the seed's conservative rule,
+    never spent on any provider (issue 40, break 11)."""
+    with exact():
+        return sum((Decimal(str(o.charged_usd)) for o in observations
+                    if (o.status_reason or "").startswith(NEVER_STARTED)), Decimal(0))
+
+
+@dataclass(frozen=True)
+class Outcome(Generic[R]):
+    """A finished attempt: its result, settled ``status`` and ``charged`` USD, and when it ran (ISO 8601 ms);
+    ``settle_error`` when settling raised (then ``status`` is ``failed`` until the walk records it, issue 40)."""
+
+    result: R
+    status: str
+    charged: Decimal
+    started_at: str
+    ended_at: str
+    settle_error: BaseException | None = None
 
 
 @dataclass
@@ -99,6 +131,27 @@ class WalkResult(Generic[O]):
     observations: list[O]
 
 
+
+
+class AttemptBodyError(RuntimeError):
+    """An attempt's body raised: the walk stopped admission, recorded what was running, and ends with this.
+
+    ``str(error)`` is one line, ``attempt N (task, scenario, repetition R) could not run: Kind: message``
+    (also the ledger's ``stopReason``). ``charged_not_spent_usd`` is what the attempts that never started
+    were charged (USD; :func:`never_started_usd`, issue 40).
+    """
+
+    def __init__(self, reason: str, charged_not_spent_usd: Decimal = Decimal(0)) -> None:
+        super().__init__(reason)
+        self.charged_not_spent_usd = charged_not_spent_usd
+
+
+def body_error_reason(index: int, entry: ScheduleEntry, error: BaseException) -> str:
+    """The one-line stop reason of attempt ``index`` whose body raised ``error`` (control characters removed)."""
+    where = f"attempt {index} ({entry.task_id}, {entry.scenario}, repetition {entry.repetition})"
+    if isinstance(error, AgentEndedThenFailed):
+        return f"{where} was recorded after an internal error once its agent ended: {error_text(error.cause)}"
+    return f"{where} could not run: {error_text(error)}"
 
 
 class ConcurrentWalk(Generic[R, O]):
@@ -225,16 +278,20 @@ class ConcurrentWalk(Generic[R, O]):
         """When an attempt's result is in: settle it (pure), then stamp its end under ``_clock``."""
         try:
             result = done.result()
-            status, charged = self.port.settle(result)
         except BaseException:
             with self._clock:  # before this future is done: no slot is refilled after it (issue 29)
                 self._body_raised = True
             raise
+        settle_error: Exception | None = None
+        try:
+            status, charged = self.port.settle(result)
+        except Exception as error:
+            status, charged, settle_error = "failed", Decimal(0), error
         with self._clock:
             ended = now_iso()
-            if self.run.stops(status):
+            if settle_error is not None or self.run.stops(status):
                 self._stopping_outcome_ended = True
-        return Outcome(result, status, charged, started, ended)
+        return Outcome(result, status, charged, started, ended, settle_error)
 
     def _running(self) -> int:
         return sum(not flight.future.done() for flight in self.flights)
@@ -256,21 +313,17 @@ class ConcurrentWalk(Generic[R, O]):
                 continue
             if self._body_error is None:
                 self._body_error = body_error_reason(flight.index, flight.entry, error)
-            result = self.port.unstarted(flight.entry, never_started_reason(error))  # recorded, never left open
+            result = self.port.unstarted(flight.entry, body_status_reason(error))  # recorded, never left open
             status, charged = self.port.settle(result)
             self._record(flight, Outcome(result, status, charged, flight.started, now_iso()))
 
     def _record(self, flight: _Flight[R], outcome: Outcome[R]) -> None:
-        flight.attempt.settle(status=outcome.status)
-        self.budget = self.budget.settle(self.reservation, outcome.charged)
-        self.tally = self.port.measure(self.tally, outcome.result)
-        late: ObservedThenFailed | None = None
-        try:
-            observation = self.port.observe(flight.entry, outcome.result, flight.attempt.status, self.reservation,
-                                            outcome.charged, self.budget.cap_exceeded)
-        except ObservedThenFailed as failed:  # recorded first, then the run stops (issue 40)
-            observation, late = cast(O, failed.observation), failed
-        observation = observation.model_copy(update={"started_at": outcome.started_at,
+        observed = observe_result(self.port, flight.entry, outcome.result, reservation=self.reservation,
+                                  budget=self.budget, tally=self.tally, settled=(outcome.status, outcome.charged),
+                                  settle_error=outcome.settle_error)  # recorded first, then the run stops (issue 40)
+        flight.attempt.settle(status=observed.observation.status)
+        self.budget, self.tally, late = observed.budget, observed.tally, observed.late
+        observation = observed.observation.model_copy(update={"started_at": outcome.started_at,
                                                      "ended_at": outcome.ended_at})
         self.observations.append(observation)
         self.ledger.observations.append(observation)
@@ -292,7 +345,7 @@ class ConcurrentWalk(Generic[R, O]):
             self.run.stop_admission()
         # What the settled attempts cost, not the seed's spent: the reservations of the attempts still running
         # would make the number rise and fall from line to line (the ledger's budget keeps the seed's spent).
-        self.progress.attempt_settled(flight.where, flight.attempt.status, observation.tool_calls, outcome.charged,
+        self.progress.attempt_settled(flight.where, flight.attempt.status, observation.tool_calls, observed.charged,
                                       self.budget.settled_usd, self.budget.cap)
 
     def _end_schedule(self) -> None:
@@ -318,6 +371,7 @@ __all__ = [
     "Outcome",
     "WalkResult",
     "body_error_reason",
+    "body_status_reason",
     "never_started_reason",
     "never_started_usd",
 ]

@@ -17,19 +17,24 @@ signal an attempt that did not complete is charged at least its whole reservatio
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future
 from decimal import Decimal
+from typing import cast
 
 from agentstudy.io.containment import ContainmentMode
 from agentstudy.io.signals import stop_signal
+from agentstudy.io.transcripts import TranscriptStore
 from agentstudy.pricing.budget import Budget, conservative_charge
 from agentstudy.pricing.http import CallReservation, CallSettlement
 from agentstudy.pricing.tally import Tally
 from agentstudy.pricing.usd_json import usd_number
+from agentstudy.protocol.late_errors import internal_error_reason
 from agentstudy.protocol.records import HttpObservation
 from agentstudy.protocol.schedule import ScheduleEntry
-from agentstudy.runners.concurrent_walk import AttemptPort
+from agentstudy.runners.attempt_port import AttemptPort, ObservedThenFailed, kept_or_late
+from agentstudy.runners.transcript_keeping import keep_transcript
 from agentstudy.transports.http import HttpSettings, http_isolation
 from agentstudy.transports.http_contract import CallLedger, HttpAttemptResult
 
@@ -69,6 +74,36 @@ def http_observation(entry: ScheduleEntry, model: str, result: HttpAttemptResult
         **({"transcriptFile": transcript["transcript_file"], "transcriptSha256": transcript["transcript_sha256"]}
            if transcript else {}),
     })
+
+
+def observe_settled_http(entry: ScheduleEntry, model: str, result: HttpAttemptResult, containment: ContainmentMode,
+                         server_notes: Sequence[str] | None,
+                         transcripts: TranscriptStore | None) -> tuple[HttpObservation, ObservedThenFailed | None]:
+    """The one-at-a-time http loop's observation of ``result`` (its calls already settled: charged
+    ``result.charged_usd`` USD) with its transcript kept, and the internal error that came after its result, if any
+    (issue 40): a transcript not kept leaves the observation without it; any other error gives the ``failed``
+    observation of the same calls and charge, its ``statusReason`` naming the error. Either way it is recorded,
+    then the run stops."""
+
+    def build(of: HttpAttemptResult, kept: dict[str, str]) -> HttpObservation:
+        return http_observation(entry, model, of, of.status, containment, server_notes, charged=of.charged_usd,
+                                cap_exceeded=of.budget.cap_exceeded, transcript=kept)
+
+    def keep() -> dict[str, str]:
+        return keep_transcript(transcripts, entry, result.exchange)
+
+    try:
+        return kept_or_late(lambda kept: build(result, kept), keep), None
+    except ObservedThenFailed as failed:
+        return cast(HttpObservation, failed.observation), failed
+    except Exception as error:  # the transcript kept before it is named (the store keeps each file once)
+        failed_result = dataclasses.replace(result, status="failed", status_reason=internal_error_reason(error),
+                                            answer="", usage_complete=False)
+        try:
+            observation = kept_or_late(lambda kept: build(failed_result, kept), keep)
+        except ObservedThenFailed as again:
+            observation = cast(HttpObservation, again.observation)
+        return observation, ObservedThenFailed(observation, error)
 
 
 class _WithinTheAttempt:
@@ -148,4 +183,4 @@ def http_port(
 
 
 __all__ = ["WITHIN_THE_ATTEMPT", "AttemptLoop", "AttemptStart", "http_observation", "http_port", "local_start",
-           "unstarted_result"]
+           "observe_settled_http", "unstarted_result"]

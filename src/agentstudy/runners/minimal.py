@@ -20,7 +20,7 @@ import os
 from concurrent.futures import Future
 from contextlib import ExitStack
 from decimal import Decimal
-from typing import Any, cast
+from typing import Any
 
 from agentstudy.agents.registry import DEFAULT_AGENT, agent_cli
 from agentstudy.fsm.attempt import AttemptMachine
@@ -40,13 +40,14 @@ from agentstudy.protocol.prompt import study_prompt
 from agentstudy.protocol.records import CliObservation
 from agentstudy.protocol.schedule import ScheduleEntry
 from agentstudy.runners.agent_runs import check_other_agents, schedule_for, settings_for
+from agentstudy.runners.attempt_port import kept_or_late, observe_result
 from agentstudy.runners.cli_request import CliRunRequest, cli_ledger, cli_observation, cli_port
 from agentstudy.runners.concurrent_walk import (
     AttemptBodyError,
     ConcurrentWalk,
     ObservedThenFailed,
     body_error_reason,
-    never_started_reason,
+    body_status_reason,
     never_started_usd,
 )
 from agentstudy.runners.continuation_steps import continued_schedule, start_ledger
@@ -77,7 +78,6 @@ from agentstudy.runners.sequential_runs import start_sequential, study_schedule
 from agentstudy.runners.summary import RunSummary, summarize
 from agentstudy.runners.transcript_keeping import (
     SERVER_STDERR_EXTENSION,
-    TranscriptError,
     keep_transcript,
     transcript_store,
 )
@@ -204,17 +204,19 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
     def observe(entry: ScheduleEntry, result: CliAttemptResult, status: str, reserved: Decimal, charged: Decimal,
                 cap_exceeded: bool) -> CliObservation:
         named = entry.agent if entry.agent != DEFAULT_AGENT or request.other_agents else None
-        kept: dict[str, str] = {}
-        try:
+
+        def keep() -> dict[str, str]:
             kept = keep_transcript(transcripts, entry, result.raw_output, named)
             if result.server_stderr:  # the MCP server's stderr tail, redacted (issue 39)
                 kept.update(keep_transcript(transcripts, entry, result.server_stderr, named,
                                             SERVER_STDERR_EXTENSION, "server_stderr"))
-        except TranscriptError as error:  # the settled attempt is recorded, then the run stops (issue 40)
-            raise ObservedThenFailed(cli_observation(entry, request, versions[entry.agent], result, status, reserved,
-                                                     charged, cap_exceeded, base, {}), error) from error
-        return cli_observation(entry, request, versions[entry.agent], result, status, reserved, charged, cap_exceeded,
-                            base, kept)
+            return kept
+
+        def build(kept: dict[str, str]) -> CliObservation:
+            return cli_observation(entry, request, versions[entry.agent], result, status, reserved, charged,
+                                   cap_exceeded, base, kept)
+
+        return kept_or_late(build, keep)  # a transcript not kept: recorded, then the run stops (issue 40)
 
     def submit(entry: ScheduleEntry) -> Future[CliAttemptResult]:
         assert executor is not None  # only the concurrent walk submits
@@ -258,17 +260,14 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
             except Exception as error:  # the same stop as the concurrent walk's (issue 29, break 6)
                 body_error = error, body_error_reason(index, entry, error)  # recorded, then the stop (issue 40)
                 ledger.stop_reason = body_error[1]
-                result = unstarted(entry, never_started_reason(error))
-            status, charged = port.settle(result)
-            attempt.settle(status=status)
-            budget = budget.settle(reservation, charged)
-            tally = port.measure(tally, result)
-            late: ObservedThenFailed | None = None
-            try:
-                observation = port.observe(entry, result, attempt.status, reservation, charged, budget.cap_exceeded)
-            except ObservedThenFailed as failed:  # recorded first, then the run stops (issue 40)
-                observation, late = cast(CliObservation, failed.observation), failed
-                ledger.stop_reason = ledger.stop_reason or f"attempt {index} {failed}"
+                result = unstarted(entry, body_status_reason(error))
+            observed = observe_result(port, entry, result, reservation=reservation, budget=budget, tally=tally)
+            observation, charged = observed.observation, observed.charged
+            budget, tally = observed.budget, observed.tally
+            attempt.settle(status=observation.status)
+            late: ObservedThenFailed | None = observed.late  # recorded first, then the run stops (issue 40)
+            if late is not None:
+                ledger.stop_reason = ledger.stop_reason or f"attempt {index} {late}"
             observations.append(observation)
             ledger.observations.append(observation)
             ledger.open_reservation = None

@@ -54,10 +54,11 @@ from agentstudy.protocol.prompt import study_prompt
 from agentstudy.protocol.records import BackoffPause, HttpObservation, MinimalLedger
 from agentstudy.protocol.redaction import redact
 from agentstudy.protocol.schedule import ScheduleEntry
+from agentstudy.runners.attempt_port import kept_or_late
 from agentstudy.runners.concurrent_walk import ConcurrentWalk
 from agentstudy.runners.continuation_steps import continued_schedule, start_ledger
 from agentstudy.runners.executor_choice import ray_ledger_fields
-from agentstudy.runners.http_attempts import arm_notes, http_observation, http_port, local_start
+from agentstudy.runners.http_attempts import arm_notes, http_observation, http_port, local_start, observe_settled_http
 from agentstudy.runners.http_remote import HttpJob, open_http_executor, remote_start
 from agentstudy.runners.http_request import (
     HttpRunRequest,
@@ -207,10 +208,10 @@ def _run_http_study(request: HttpRunRequest, stack: ExitStack) -> RunSummary:
 
                 def observe(entry: ScheduleEntry, result: HttpAttemptResult, status: str, charged: Decimal,
                             cap_exceeded: bool) -> HttpObservation:
-                    return http_observation(entry, request.model, result, status, request.containment,
-                                            arm_notes(settings, entry.scenario), charged=charged,
-                                            cap_exceeded=cap_exceeded,
-                                            transcript=keep_transcript(transcripts, entry, result.exchange))
+                    return kept_or_late(lambda kept: http_observation(
+                        entry, request.model, result, status, request.containment, arm_notes(settings, entry.scenario),
+                        charged=charged, cap_exceeded=cap_exceeded, transcript=kept,
+                    ), lambda: keep_transcript(transcripts, entry, result.exchange))
 
                 with ThreadPoolExecutor(max_workers=request.concurrency, thread_name_prefix="attempt") as pool:
                     start = (local_start(attempt_loop, reservation, pool) if remote is None
@@ -236,11 +237,11 @@ def _run_http_study(request: HttpRunRequest, stack: ExitStack) -> RunSummary:
                     checkpoints = _Checkpoints(ledger, record, entry, tally)
                     result = attempt_loop(entry, budget, checkpoints)
                     budget, tally = result.budget, checkpoints.tally
-                    attempt.settle(status=result.status)
-                    observation = http_observation(entry, request.model, result, attempt.status,
-                                                   request.containment, arm_notes(settings, entry.scenario),
-                                                   charged=result.charged_usd, cap_exceeded=result.budget.cap_exceeded,
-                                                   transcript=keep_transcript(transcripts, entry, result.exchange))
+                    observation, late = observe_settled_http(entry, request.model, result, request.containment,
+                                                             arm_notes(settings, entry.scenario), transcripts)
+                    attempt.settle(status=observation.status)
+                    if late is not None:  # recorded first, then the run stops (issue 40)
+                        ledger.stop_reason = ledger.stop_reason or f"attempt {index} {late}"
                     observations.append(observation)
                     ledger.observations.append(observation)
                     ledger.open_reservation = None
@@ -252,6 +253,8 @@ def _run_http_study(request: HttpRunRequest, stack: ExitStack) -> RunSummary:
                     request.progress.attempt_settled(
                         where, attempt.status, result.tool_calls, result.charged_usd, budget.spent, budget.cap
                     )
+                    if late is not None:
+                        raise late
                     raise_if_stopped()
                     if run.should_stop():
                         if attempt.status in HTTP_STOPPING_STATUSES:

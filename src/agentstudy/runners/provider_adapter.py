@@ -50,6 +50,7 @@ from agentstudy.protocol.controlled.provider_output import (
     parse_provider_answer,
     provider_stdout,
 )
+from agentstudy.protocol.late_errors import AgentEndedThenFailed
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP, REPOSITORY_ONLY
 from agentstudy.protocol.mcp_spec import McpServerSpec, ServerPaths
 from agentstudy.rehearsal.messages_server import RehearsalServer
@@ -176,13 +177,14 @@ def _run_agent(body: CliAttemptBody, cwd: Path, pin: str | None, environ: Mappin
     server on that export, exactly as a study attempt runs; otherwise in ``cwd`` itself.
 
     Raises:
-        AdapterError: bubblewrap vanished, the server's world was refused, or the export could not be made.
+        AdapterError: bubblewrap vanished, the server's world was refused, the export could not be made, or
+            reading what the agent left failed after it ended.
     """
     try:
         if pin is None:
             return run_agent_in(body, cwd, environ)
         return run_cli_body(body, read_pinned_corpus(cwd, pin))
-    except (ContainmentError, ValueError, GitError, OSError) as error:
+    except (ContainmentError, ValueError, GitError, OSError, AgentEndedThenFailed) as error:
         raise AdapterError(str(error)) from None
 
 

@@ -52,7 +52,8 @@ def treatment_line(observations: Sequence[CliObservation] | Sequence[HttpObserva
     report's not-delivered sentence) when the treatment was not delivered (issue 28). When the control arm runs
     a server of its own (``control_server``, issue 44), ``control`` is its fidelity
     (``protocol.arm_fidelity.ArmFidelity.to_json``), judged by the same rule: ``delivered`` is false, with the
-    report's sentence as ``warning``, when either arm's server was not delivered."""
+    report's sentence as ``warning``, when either arm's server was not delivered (``notDeliveredArm``:
+    ``"control"`` when the treatment's was and the control's was not)."""
     control, treated = arms_fidelity([(o.scenario, o.treatment) for o in observations],
                                      {DOC_BRIDGE_MCP: server_name or "the server", REPOSITORY_ONLY: control_server},
                                      minimum_use)
@@ -66,6 +67,7 @@ def treatment_line(observations: Sequence[CliObservation] | Sequence[HttpObserva
                                                  minimum_use)
     elif control.delivered is False:
         line["warning"] = arm_not_delivered_sentence(control, server_name or "the server")
+        line["notDeliveredArm"] = "control"
     return line
 
 

@@ -31,7 +31,8 @@ def keep_transcript(store: TranscriptStore | None, entry: ScheduleEntry, data: b
     fields (empty without a store, or when the file could not be written: a full disk must not cost the
     observation, whose checkpoint then says what failed; the observation then names no transcript).
     ``extension`` / ``field``: another file of the attempt kept the same way (the MCP server's stderr,
-    ``server-stderr.txt`` -> ``server_stderr_file`` / ``server_stderr_sha256``; issue 39).
+    ``server-stderr.txt`` -> ``server_stderr_file`` / ``server_stderr_sha256``; issue 39). The same attempt's file
+    asked for again (its observation rebuilt after an internal error, issue 40) is the one already kept.
 
     Raises:
         TranscriptError: the directory is not private or the file already exists (never overwritten).
@@ -39,12 +40,17 @@ def keep_transcript(store: TranscriptStore | None, entry: ScheduleEntry, data: b
     if store is None:
         return {}
     name = transcript_name(entry.task_id, entry.scenario, entry.repetition, agent, extension)
+    owner = (entry.task_id, entry.scenario, entry.repetition, agent)
+    if name in store.kept and store.kept[name][0] == owner:  # the attempt observed again (issue 40)
+        return {f"{field}_file": name, f"{field}_sha256": store.kept[name][1]}
     try:
-        return {f"{field}_file": name, f"{field}_sha256": store.keep(name, data)}
+        digest = store.keep(name, data)
     except TranscriptError:
         raise
     except OSError:
         return {}
+    store.kept[name] = (owner, digest)
+    return {f"{field}_file": name, f"{field}_sha256": digest}
 
 
 __all__ = ["SERVER_STDERR_EXTENSION", "TranscriptError", "keep_transcript", "transcript_store"]

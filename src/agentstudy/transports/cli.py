@@ -40,6 +40,7 @@ from agentstudy.io.signals import stop_signal
 from agentstudy.pricing.cost import AttemptCost
 from agentstudy.protocol.agent_names import DEFAULT_AGENT
 from agentstudy.protocol.arm_servers import arm_server
+from agentstudy.protocol.late_errors import AgentEndedThenFailed
 from agentstudy.protocol.mcp_spec import ServerPaths
 from agentstudy.protocol.server_words import server_failure_words
 from agentstudy.protocol.treatment import sha256_text
@@ -279,6 +280,7 @@ def run_agent_in(body: CliAttemptBody, cwd: Path, env_source: Mapping[str, str])
 
     Raises:
         ContainmentError: bubblewrap vanished, or the server's world is refused (nothing was spawned).
+        AgentEndedThenFailed: collecting the agent's files or closing its server failed after it ended.
     """
     settings, agent = body.settings, body.agent
     scratch = owned_mkdtemp("attempt", agent.scratch_parent(settings))
@@ -295,10 +297,13 @@ def run_agent_in(body: CliAttemptBody, cwd: Path, env_source: Mapping[str, str])
             launch = agent.launch(launched, cwd, scratch, env_source)
             process = run_bounded(launch.argv, launch.env, cwd, settings.timeout_s, settings.stdout_limit,
                                   watch=launch.watch, keep_stderr=launch.keep_stderr)
-            agent_files = {} if launch.collect is None else launch.collect()
-            if spec is not None and body.server is not None:
-                stack.close()
-                server_stderr, server_changed = host.said().encode("utf-8"), host.changed
+            try:  # the agent has ended: an error now is not "never started" (issue 40)
+                agent_files = {} if launch.collect is None else launch.collect()
+                if spec is not None and body.server is not None:
+                    stack.close()
+                    server_stderr, server_changed = host.said().encode("utf-8"), host.changed
+            except Exception as error:
+                raise AgentEndedThenFailed(error) from error
     finally:
         for directory, _dirs, _files in os.walk(scratch):
             Path(directory).chmod(stat.S_IRWXU)  # the server snapshot's sealed directories
@@ -324,12 +329,19 @@ def finish_cli_attempt(body: CliAttemptBody, raw: RawAttempt) -> CliAttemptResul
     """The driver's part of an attempt (issue 20): the pure stream checks and costs over the body's raw result.
 
     Settlement stays the caller's. A body that never made an export (a stop kept it from
-    starting) gives ``stopped_attempt``'s result.
+    starting) gives ``stopped_attempt``'s result. Raises ``AgentEndedThenFailed`` (issue 40) when evaluating
+    or pricing the raw result fails.
     """
-    settings, scenario, tools = body.settings, body.scenario, body.tools
     if raw.export_files is None and not raw.facts.started:
-        return stopped_attempt(settings, scenario, tools, body.agent)
-    agent = body.agent
+        return stopped_attempt(body.settings, body.scenario, body.tools, body.agent)
+    try:
+        return _finished(body, raw)
+    except Exception as error:  # the agent ran: never "never started" (issue 40)
+        raise AgentEndedThenFailed(error) from error
+
+
+def _finished(body: CliAttemptBody, raw: RawAttempt) -> CliAttemptResult:
+    settings, scenario, agent = body.settings, body.scenario, body.agent
     evaluation = agent.evaluate(body, raw)
     isolation = agent.isolation(settings, scenario)
     if raw.server_changed is not None:  # the server's word, checked in the attempt (issue 40)
