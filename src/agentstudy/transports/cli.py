@@ -43,7 +43,7 @@ from agentstudy.protocol.late_errors import AgentEndedThenFailed
 from agentstudy.protocol.mcp_spec import ServerPaths
 from agentstudy.protocol.server_words import with_server_words
 from agentstudy.protocol.treatment import sha256_text
-from agentstudy.stream.outcome import STOPPED_FACTS, CliStatus, ProcessFacts
+from agentstudy.stream.outcome import STOPPED_FACTS, ProcessFacts
 from agentstudy.transports.cli_args import CLI_MAX_RETRIES, REHEARSAL_TOKEN, ArmTools, McpServerSpec
 from agentstudy.transports.cli_evaluation import evaluate_cli_attempt
 from agentstudy.transports.cli_records import CliAttemptResult, RawAttempt
