@@ -41,9 +41,9 @@ from agentstudy.protocol.agent_names import DEFAULT_AGENT
 from agentstudy.protocol.arm_servers import arm_server
 from agentstudy.protocol.late_errors import AgentEndedThenFailed
 from agentstudy.protocol.mcp_spec import ServerPaths
-from agentstudy.protocol.server_words import server_failure_words
+from agentstudy.protocol.server_words import with_server_words
 from agentstudy.protocol.treatment import sha256_text
-from agentstudy.stream.outcome import CliStatus, ProcessFacts
+from agentstudy.stream.outcome import STOPPED_FACTS, ProcessFacts
 from agentstudy.transports.cli_args import CLI_MAX_RETRIES, REHEARSAL_TOKEN, ArmTools, McpServerSpec
 from agentstudy.transports.cli_evaluation import evaluate_cli_attempt
 from agentstudy.transports.cli_records import CliAttemptResult, RawAttempt
@@ -259,9 +259,6 @@ def run_agent_in(body: CliAttemptBody, cwd: Path, env_source: Mapping[str, str])
                       server_stderr=server_stderr, agent_files=agent_files, server_changed=server_changed)
 
 
-STOPPED_FACTS = ProcessFacts(started=False, timed_out=False, truncated=False, exit_code=None, stopped=True)
-"""The facts of a child a stop signal kept from starting."""
-
 WORKER_DIED = "worker died"
 """The ``statusReason`` of an attempt whose Ray worker or node died under it (issue 20)."""
 
@@ -299,7 +296,7 @@ def _finished(body: CliAttemptBody, raw: RawAttempt) -> CliAttemptResult:
         cost_problem=evaluation.cost_problem,
         exit_code=raw.facts.exit_code,
         wall_time_ms=raw.wall_time_ms,
-        status_reason=_with_server_words(evaluation.status, evaluation.status_reason, raw.server_stderr),
+        status_reason=with_server_words(evaluation.status, evaluation.status_reason, raw.server_stderr),
         raw_output=raw.stdout,
         server_stderr=raw.server_stderr,
         fields={
@@ -314,15 +311,6 @@ def _finished(body: CliAttemptBody, raw: RawAttempt) -> CliAttemptResult:
             **({"worker_node": raw.worker_node} if raw.worker_node is not None else {}),
         },
     )
-
-
-def _with_server_words(status: CliStatus, reason: str | None, server_stderr: bytes) -> str | None:
-    """``reason`` followed by what the MCP server's stderr says (``protocol.server_words``) when the attempt did
-    not complete (issue 39): the root cause, not only the first failed call."""
-    words = server_failure_words(server_stderr.decode("utf-8", "replace")) if status != "completed" else None
-    if words is None:
-        return reason
-    return f"{reason}; {words}" if reason else words
 
 
 def worker_died_attempt(body: CliAttemptBody, worker_node: str | None) -> CliAttemptResult:
