@@ -11,22 +11,25 @@ Cells: ``k`` tasks in :data:`TASKS` (2, 3, 4, 6, 10, 20) × ``r`` repetitions in
   ``exp(8 + 0.32 + 0.125) (exp(-0.18) - 1)``.
 - ``skewed``: as ``normal`` but ``d_i = 1 + (chi2_1 - 1) / sqrt(2)`` (skewness 2.8; mean 1).
 
-Per study, on the same data: the report's interval (the exact sign-flip test inverted at alpha
-0.05, :mod:`agentstudy.report.inversion`; Monte Carlo with :data:`FLIPS` sign vectors above 16
-tasks) and the former percentile cluster bootstrap (``report.inference.cluster_bootstrap_interval``,
-:data:`RESAMPLES` resamples). Coverage is the share of studies whose interval holds the estimand
-(an unbounded interval always does; the share of unbounded intervals is printed). Type-I error:
-the same cell with no treatment effect at all (treatment repetitions drawn exactly like control
-ones), the share of studies where the test rejects at 0.05 and where the bootstrap interval
-excludes 0. For the lognormal shape also the ratio interval's coverage of the true geometric mean
-ratio ``exp(-0.2)`` (:mod:`agentstudy.report.inference_ratio`'s method). Every cell has its own random stream
+Per study, on the same data: the report's interval (its test of the mean inverted at alpha 0.05,
+:mod:`agentstudy.report.mean_test`: the exact sign-flip test, Monte Carlo with :data:`FLIPS` sign vectors above 16
+tasks, and from 10 tasks on the skewness-corrected bootstrap-t with :data:`BOOT_T` resamples — fewer than the
+report's 9,999, to keep the run short) and the former percentile cluster bootstrap
+(``report.inference.cluster_bootstrap_interval``, :data:`RESAMPLES` resamples). Coverage is the share of studies
+whose interval holds the estimand (an unbounded interval always does; the share of unbounded intervals is printed).
+Type-I error: the same cell with no treatment effect at all (treatment repetitions drawn exactly like control ones),
+the share of studies where the test rejects at 0.05 and where the bootstrap interval excludes 0. For the lognormal
+shape also the ratio interval's coverage of the true geometric mean ratio ``exp(-0.2)``
+(:mod:`agentstudy.report.inference_ratio`'s method). Every cell has its own random stream
 (``SeedSequence(SEED).spawn``).
 
-Issue 41: the test's null is "no effect on any task"; as a test of *equal arm means* it is exact only when
-the task differences are symmetric. :func:`equal_mean_type_one` measures, per cell of tasks × repetitions, the
-rejection rate when the arm means are equal but the treatment arm is more variable and skewed (each treatment
-attempt ``mu_i + 3 (Exp(1) - 1)``: mean ``mu_i``, SD 3 against the control's 1.5, skewness 2), beside its Monte
-Carlo SE (``--equal-mean`` prints that table only).
+Issue 41: the test's null is "equal arm means". :func:`equal_mean_type_one` measures, per cell of tasks ×
+repetitions, the rejection rate when the arm means are equal but the treatment arm is more variable: ``symmetric``,
+each treatment attempt ``N(mu_i, 3^2)`` against the control's ``N(mu_i, 1.5^2)`` (task differences symmetric: the
+sign-flip part is exact); ``skewed``, each treatment attempt ``mu_i + 3 (Exp(1) - 1)`` (mean ``mu_i``, SD 3,
+skewness 2). Beside it the sign-flip test alone (the report's test before the bootstrap part) and the Monte Carlo SE
+(``--equal-mean`` prints that table only). :func:`power_table` prints what the bootstrap part costs in power
+(``--power``).
 
 Run ``.venv/bin/python -m bench.bench_coverage [--studies N] [--equal-mean]``; it prints a Markdown table and
 asserts nothing (``property_tests/test_coverage_properties.py`` asserts the bands on fewer studies).
@@ -43,7 +46,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from agentstudy.report.inference import cluster_bootstrap_interval
-from agentstudy.report.inversion import inverted_interval, p_at, sign_flip_null
+from agentstudy.report.inversion import inverted_interval, sign_flip_null
+from agentstudy.report.mean_test import mean_test
 
 TASKS = (2, 3, 4, 6, 10, 20)
 REPETITIONS = (1, 3)
@@ -52,6 +56,8 @@ ALPHA = 0.05
 SEED = 20261203
 FLIPS = 4000
 """Monte Carlo sign vectors per study above 16 tasks (the report uses 100,000)."""
+BOOT_T = 1999
+"""Bootstrap-t resamples per study of 10 tasks or more (the report uses 9,999)."""
 RESAMPLES = 299
 """Cluster-bootstrap resamples per study for the former interval (the report used 10,000)."""
 LOGNORMAL_TRUTH = math.exp(8 + 0.32 + 0.125) * (math.exp(-0.18) - 1)
@@ -101,10 +107,10 @@ def _study(k: int, r: int, shape: str, rng: np.random.Generator, *,
 def _intervals(base: np.ndarray, treat: np.ndarray, seed: int) -> tuple[tuple[float | None, float | None], float,
                                                                           tuple[float, float]]:
     differences = (treat.mean(axis=1) - base.mean(axis=1)).tolist()
-    null = sign_flip_null(differences, seed=seed, draws=FLIPS)
+    test = mean_test(differences, seed=seed, alpha=ALPHA, resamples=BOOT_T, flips=FLIPS)
     values = {f"t{i}": (base[i].tolist(), treat[i].tolist()) for i in range(base.shape[0])}
     old = cluster_bootstrap_interval(values, seed=seed, resamples=RESAMPLES)
-    return inverted_interval(null, ALPHA), p_at(null, 0.0), old
+    return (test.low, test.high), test.p_value, old
 
 
 def _ratio_covers(base: np.ndarray, treat: np.ndarray, seed: int) -> int:
@@ -143,30 +149,61 @@ def simulate(studies: int, *, seed: int = SEED, tasks: tuple[int, ...] = TASKS,
     return [simulate_cell(k, r, shape, studies, stream) for (k, r, shape), stream in zip(grid, streams, strict=True)]
 
 
-def equal_mean_type_one(k: int, r: int, studies: int, seed: np.random.SeedSequence) -> float:
-    """The share of ``studies`` equal-mean, unequal-spread, skewed studies (module docstring) of ``k`` tasks × ``r``
-    repetitions in which the report's test rejects at alpha."""
+EQUAL_MEAN_SHAPES = ("symmetric", "skewed")
+
+
+def equal_mean_type_one(k: int, r: int, studies: int, seed: np.random.SeedSequence,
+                        shape: str = "skewed") -> tuple[float, float]:
+    """The shares of ``studies`` equal-mean, unequal-spread studies of ``shape`` (module docstring) of ``k`` tasks ×
+    ``r`` repetitions in which the report's test, and the sign-flip test alone, reject at alpha."""
     rng = np.random.default_rng(seed)
-    rejects = 0
+    rejects = flips_reject = 0
     for index in range(studies):
         level = rng.normal(0.0, 3.0, size=k)
         base = level[:, None] + rng.normal(0.0, 1.5, size=(k, r))
-        treat = level[:, None] + 3.0 * (rng.exponential(1.0, size=(k, r)) - 1.0)
-        differences = (treat.mean(axis=1) - base.mean(axis=1)).tolist()
-        rejects += int(p_at(sign_flip_null(differences, seed=index, draws=FLIPS), 0.0) < ALPHA)
-    return rejects / studies
+        spread = (3.0 * (rng.exponential(1.0, size=(k, r)) - 1.0) if shape == "skewed"
+                  else rng.normal(0.0, 3.0, size=(k, r)))
+        differences = ((level[:, None] + spread).mean(axis=1) - base.mean(axis=1)).tolist()
+        test = mean_test(differences, seed=index, alpha=ALPHA, resamples=BOOT_T, flips=FLIPS)
+        rejects += int(test.p_value < ALPHA)
+        flips_reject += int(test.p_flip < ALPHA)
+    return rejects / studies, flips_reject / studies
 
 
 def equal_mean_table(studies: int, seed: int = SEED) -> list[str]:
-    """The type-I table of :func:`equal_mean_type_one` per cell, with ``alpha + 2 MC SE`` beside it."""
-    grid = list(itertools.product(TASKS, REPETITIONS))
+    """The type-I table of :func:`equal_mean_type_one` per cell and shape, with ``alpha + 2 MC SE`` beside it."""
+    grid = list(itertools.product(TASKS, REPETITIONS, EQUAL_MEAN_SHAPES))
     streams = np.random.SeedSequence([seed, 41]).spawn(len(grid))
     limit = ALPHA + 2 * math.sqrt(ALPHA * (1 - ALPHA) / studies)
-    lines = [f"| tasks | reps | studies | type-I, equal means, unequal skewed spread | within alpha + 2 MC SE "
-             f"({limit:.2%}) |", "| ---: | ---: | ---: | ---: | --- |"]
-    for (k, r), stream in zip(grid, streams, strict=True):
-        share = equal_mean_type_one(k, r, studies, stream)
-        lines.append(f"| {k} | {r} | {studies} | {share:.2%} | {'yes' if share <= limit else 'NO'} |")
+    lines = [f"| tasks | reps | arms' spread | studies | type-I, report's test | within alpha + 2 MC SE ({limit:.2%}) "
+             "| type-I, sign-flip test alone |", "| ---: | ---: | --- | ---: | ---: | --- | ---: |"]
+    for (k, r, shape), stream in zip(grid, streams, strict=True):
+        share, flips = equal_mean_type_one(k, r, studies, stream, shape)
+        lines.append(f"| {k} | {r} | unequal, {shape} | {studies} | {share:.2%} | {'yes' if share <= limit else 'NO'} "
+                     f"| {flips:.2%} |")
+    return lines
+
+
+def power_table(studies: int, seed: int = SEED, effects: tuple[float, ...] = (0.5, 1.0)) -> list[str]:
+    """What the bootstrap part costs: per cell of 10 and 20 tasks × :data:`REPETITIONS` and per mean effect in
+    ``effects`` (the ``normal`` shape: task differences ``N(effect, 1)``, repetitions with SD 1.5), the share of
+    ``studies`` in which the report's test and the sign-flip test alone reject at alpha."""
+    grid = list(itertools.product((10, 20), REPETITIONS, effects))
+    streams = np.random.SeedSequence([seed, 41, 7]).spawn(len(grid))
+    lines = ["| tasks | reps | effect | studies | power, report's test | power, sign-flip test alone |",
+             "| ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for (k, r, effect), stream in zip(grid, streams, strict=True):
+        rng = np.random.default_rng(stream)
+        both = flips = 0
+        for index in range(studies):
+            level = rng.normal(0.0, 3.0, size=k)
+            base = level[:, None] + rng.normal(0.0, 1.5, size=(k, r))
+            treat = (level + rng.normal(effect, 1.0, size=k))[:, None] + rng.normal(0.0, 1.5, size=(k, r))
+            test = mean_test((treat.mean(axis=1) - base.mean(axis=1)).tolist(), seed=index, alpha=ALPHA,
+                             resamples=BOOT_T, flips=FLIPS)
+            both += int(test.p_value < ALPHA)
+            flips += int(test.p_flip < ALPHA)
+        lines.append(f"| {k} | {r} | {effect:g} | {studies} | {both / studies:.1%} | {flips / studies:.1%} |")
     return lines
 
 
@@ -190,11 +227,18 @@ def main() -> None:
     parser.add_argument("--studies", type=int, default=300, help="studies per cell (and as many without effect)")
     parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument("--equal-mean", action="store_true", help="only the equal-mean, unequal-spread type-I table")
+    parser.add_argument("--power", action="store_true", help="only the power table, report's test vs sign flips")
     args = parser.parse_args()
     started = time.perf_counter()
+    if args.power:
+        lines = power_table(args.studies, args.seed)
+        print(f"Power at alpha {ALPHA} (normal task effects, SD 1; repetition SD 1.5); {args.studies} studies per "
+              f"cell; seed {args.seed}; {time.perf_counter() - started:.0f} s")
+        print("\n".join(lines))
+        return
     if args.equal_mean:
         lines = equal_mean_table(args.studies, args.seed)
-        print(f"Type-I error at alpha {ALPHA} with equal arm means and a more variable, skewed treatment arm; "
+        print(f"Type-I error at alpha {ALPHA} with equal arm means and a more variable treatment arm; "
               f"{args.studies} studies per cell; seed {args.seed}; {time.perf_counter() - started:.0f} s")
         print("\n".join(lines))
         return

@@ -7,7 +7,8 @@ draw around it from one of three families: ``normal`` (SD 20 % of the level), ``
 distribution, so every task difference (treatment mean minus control mean) is symmetric about zero; under
 the alternatives the treatment's draws are scaled by ``1 - effect`` for each of ``EFFECTS`` (a moderate 10 %
 and a large 25 % reduction). Each study
-runs the runners' own e-process (``E = (E+ + E-) / 2`` from ``protocol.sequential.sides``) and decisions
+runs the runners' own e-process for new studies (the one-sided ``magnitudeMixture`` construction of
+``protocol.sequential.e_values``, in the declared direction: lower is better) and decisions
 (``protocol.sequential``), vectorised over studies.
 
 Reported per cell (family x repetitions): under the null the type-I error — the share of studies that ever
@@ -33,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from agentstudy.protocol.sequential import DECISIONS, SequentialDesign, decisions, first_stop, sides
+from agentstudy.protocol.sequential import CONSTRUCTION, DECISIONS, SequentialDesign, decisions, e_values, first_stop
 from agentstudy.report.power import sign_flip_rejects
 
 MAX_TASKS = 40
@@ -71,15 +72,15 @@ def task_differences(rng: np.random.Generator, draw: Draw, studies: int, reps: i
 
 def run_cell(family: str, reps: int, studies: int, seed: int) -> dict[str, Any]:
     """One cell: the null's type-I error at every stopping time, and the alternative's power and savings."""
-    design = SequentialDesign(max_tasks=MAX_TASKS, alpha=ALPHA, futility=FUTILITY)
+    design = SequentialDesign(max_tasks=MAX_TASKS, alpha=ALPHA, futility=FUTILITY, construction=CONSTRUCTION)
     rng = np.random.default_rng([seed, list(FAMILIES).index(family), reps])
     efficacy = DECISIONS.index("efficacy")
     cell: dict[str, Any] = {"family": family, "repetitions": reps, "studies": studies}
     cell["alternatives"] = []
     for name, effect in (("null", 0.0), *(("alternative", e) for e in EFFECTS)):
         d = task_differences(rng, FAMILIES[family], studies, reps, effect)
-        better, worse = sides(d, "lower")
-        tasks, codes = first_stop(decisions((better + worse) / 2, design))
+        e, better = e_values(d, "lower", CONSTRUCTION)
+        tasks, codes = first_stop(decisions(e, design))
         at_stop = (np.arange(studies), tasks - 1)
         rejected = codes == efficacy
         if name == "null":
@@ -92,7 +93,7 @@ def run_cell(family: str, reps: int, studies: int, seed: int) -> dict[str, Any]:
         else:
             cell["alternatives"].append({
                 "effect": f"treatment x {1 - effect:g}", "power": float(rejected.mean()),
-                "powerRightDirection": float((rejected & (better[at_stop] >= worse[at_stop])).mean()),
+                "powerRightDirection": float((rejected & better[at_stop]).mean()),
                 "meanTasks": float(tasks.mean()), "budgetSaved": float(1 - tasks.mean() / MAX_TASKS),
                 "fixedDesignPower": float(sign_flip_rejects(d, ALPHA, seed=seed).mean()),
                 "stopShares": {n: float((codes == i).mean()) for i, n in enumerate(DECISIONS) if i}})

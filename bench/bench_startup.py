@@ -10,9 +10,11 @@ The pilot runs from the working tree only (its MCP server child gets no ``PYTHON
 revision's pilot from a checkout of it.
 
 The pilot: ``agentstudy demo``'s study in rehearsal (``minimal --pilot --rehearsal --transport cli``)
-with the real pinned Claude Code binary; the ledger path is polled every millisecond and the child's
-CPU (``/proc/PID/stat`` utime + stime) read the moment it holds a byte. The child is then stopped
-(SIGTERM, as an operator would) and reaped.
+with the real pinned Claude Code binary; the ledger path is polled every millisecond and, the moment it holds
+a byte, the CPU read twice: the pilot's own process (``/proc/PID/stat`` utime + stime), and it with every
+descendant (the MCP probe's process and the server, the agent's version probe, the containment proof, git):
+the live tree's own and reaped CPU plus the orphans this process reaped as their subreaper. The child is then
+stopped (SIGTERM, as an operator would) and reaped.
 
 Run on its own: ``.venv/bin/python -m bench.bench_startup [--baseline main] [--repeats 5]``; prints a
 Markdown table and writes ``bench/results-startup.json``. Nothing here asserts a number.
@@ -71,17 +73,74 @@ def help_cpu_seconds(command: str, source: Path | None) -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def _stat_fields(pid: int) -> list[str]:
+    """The fields of ``/proc/PID/stat`` after the command name (field 3, the state, is index 0)."""
+    return Path(f"/proc/{pid}/stat").read_text(encoding="ascii").rpartition(")")[2].split()
+
+
 def _proc_cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text(encoding="ascii").rpartition(")")[2].split()
+    fields = _stat_fields(pid)
     return (int(fields[11]) + int(fields[12])) / TICKS
 
 
-def pilot_first_byte_cpu(source: Path | None, work: Path) -> float:
-    """CPU seconds the pilot's own process had spent when its ledger first held a byte.
+def _tree_cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of ``pid`` and of its live descendants: each one's own (``utime`` + ``stime``)
+    and what it has reaped (``cutime`` + ``cstime``), read from ``/proc`` at once (``task/*/children``)."""
+    total, todo = 0, [pid]
+    while todo:
+        current = todo.pop()
+        try:
+            fields = _stat_fields(current)
+            tasks = list(Path(f"/proc/{current}/task").iterdir())
+        except (OSError, ValueError):
+            continue  # ended while we looked
+        total += sum(int(value) for value in fields[11:15])
+        for task in tasks:
+            try:
+                todo.extend(int(child) for child in (task / "children").read_text(encoding="ascii").split())
+            except OSError:
+                continue
+    return total / TICKS
+
+
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+def _become_subreaper() -> None:
+    """Make this process the reaper of the pilot's orphans (``prctl(PR_SET_CHILD_SUBREAPER)``), so a descendant
+    whose parent ended before it (a server whose sandbox was killed) is reaped here and its CPU counted."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER)")
+
+
+def _reap_orphans(keep: int) -> float:
+    """Reap every ended child of this process but ``keep``; return their CPU seconds (with what they reaped)."""
+    cpu = 0.0
+    while True:
+        try:
+            ended = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            return cpu
+        if ended is None or ended.si_pid in (0, keep):
+            return cpu
+        _, _, usage = os.wait4(ended.si_pid, 0)
+        cpu += usage.ru_utime + usage.ru_stime
+
+
+def pilot_first_byte_cpu(source: Path | None, work: Path) -> tuple[float, float]:
+    """CPU seconds when the pilot's ledger first held a byte: ``(its own process, it and every descendant)``
+    (the descendants: the server probes and the servers, the agent's version probe, the containment proof,
+    git): the live tree's (:func:`_tree_cpu_seconds`, with what each reaped) plus the orphans this process
+    reaped as their subreaper (:func:`_reap_orphans`).
 
     Raises:
         RuntimeError: the pilot ended (or 120 s passed) before writing a ledger byte.
     """
+    _become_subreaper()
+    orphans = 0.0
     run_dir = Path(tempfile.mkdtemp(dir=work))
     ledger = run_dir / "ledger.json"
     argv = [sys.executable, "-c", ENTRY, "demo", "--output-dir", str(run_dir / "out")]
@@ -89,12 +148,13 @@ def pilot_first_byte_cpu(source: Path | None, work: Path) -> float:
                              cwd=run_dir)
     target = run_dir / "out" / ledger.name
     deadline = time.monotonic() + 120
-    cpu: float | None = None
+    cpu: tuple[float, float] | None = None
     journal = target.with_name(target.name + ".journal")
     while time.monotonic() < deadline and child.poll() is None:
         if any(path.exists() and path.stat().st_size > 0 for path in (target, journal)):
-            cpu = _proc_cpu_seconds(child.pid)
+            cpu = (_proc_cpu_seconds(child.pid), _tree_cpu_seconds(child.pid) + orphans + _reap_orphans(child.pid))
             break
+        orphans += _reap_orphans(child.pid)
         time.sleep(0.001)
     if child.poll() is None:
         child.send_signal(signal.SIGTERM)
@@ -103,6 +163,7 @@ def pilot_first_byte_cpu(source: Path | None, work: Path) -> float:
     except subprocess.TimeoutExpired:
         child.kill()
         child.wait()
+    _reap_orphans(child.pid)
     if cpu is None:
         raise RuntimeError("the pilot wrote no ledger byte")
     return cpu
@@ -132,17 +193,21 @@ def measure(baseline: str | None, repeats: int, pilot_repeats: int) -> dict[str,
         sources = _sources(baseline, work)
         helps: dict[str, dict[str, list[float]]] = {name: {c: [] for c in COMMANDS} for name in sources}
         pilots: dict[str, list[float]] = {name: [] for name in sources}
+        trees: dict[str, list[float]] = {name: [] for name in sources}
         for round_number in range(repeats):
             order = list(sources) if round_number % 2 == 0 else list(reversed(sources))
             for name in order:
                 for command in COMMANDS:
                     helps[name][command].append(help_cpu_seconds(command, sources[name]))
                 if round_number < pilot_repeats and sources[name] is None:
-                    pilots[name].append(pilot_first_byte_cpu(None, work))
+                    own, tree = pilot_first_byte_cpu(None, work)
+                    pilots[name].append(own)
+                    trees[name].append(tree)
         return {
             "machine": machine(), "load_average_after": load_average(), "repeats": repeats,
             "help_cpu": {name: {c or "(group)": _summary(v) for c, v in per.items()} for name, per in helps.items()},
             "pilot_first_ledger_byte_cpu": {name: _summary(v) for name, v in pilots.items() if v},
+            "pilot_first_ledger_byte_cpu_with_children": {name: _summary(v) for name, v in trees.items() if v},
         }
 
 
@@ -155,10 +220,13 @@ def table(results: dict[str, Any]) -> str:
         label = f"`agentstudy {command} --help`" if command != "(group)" else "`agentstudy --help`"
         lines.append(f"| {label} | " + " | ".join(f"{results['help_cpu'][n][command]['median_s']:.2f}"
                                                 for n in names) + " |")
-    pilot = results["pilot_first_ledger_byte_cpu"]
-    if pilot:
-        lines.append("| rehearsal pilot (`demo`): CPU at its first ledger byte | "
-                     + " | ".join(f"{pilot[n]['median_s']:.2f}" if n in pilot else "—" for n in names) + " |")
+    for key, label in (("pilot_first_ledger_byte_cpu", "rehearsal pilot (`demo`): its CPU at its first ledger byte"),
+                       ("pilot_first_ledger_byte_cpu_with_children",
+                        "rehearsal pilot (`demo`): its and its children's CPU at its first ledger byte")):
+        pilot = results.get(key) or {}
+        if pilot:
+            lines.append(f"| {label} | "
+                         + " | ".join(f"{pilot[n]['median_s']:.2f}" if n in pilot else "—" for n in names) + " |")
     return "\n".join(lines)
 
 

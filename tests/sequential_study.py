@@ -9,10 +9,14 @@ from typing import Any
 from agentstudy.rehearsal.example_study import ExampleStudy, build_example_study
 
 
-def sequential_rehearsal(dest: Path, tasks: int = 20, **sequential: Any) -> tuple[ExampleStudy, Path]:
+def sequential_rehearsal(dest: Path, tasks: int = 20, better_when: str = "higher",
+                         **sequential: Any) -> tuple[ExampleStudy, Path]:
     """The example study built under ``dest`` and a study file beside it: its six tasks cycled to ``tasks``
     (ids ``…-2``, ``…-3`` for the copies), one repetition, ``design.sequential`` with ``maxTasks`` = ``tasks``,
-    alpha 0.05, futility 0.1, seed 7 unless given."""
+    alpha 0.05, futility 0.1, seed 7 unless given, and the declared primary input tokens with ``better_when``.
+
+    The rehearsal's MCP arm reads more input tokens on every task, so with ``higher`` (the default) the one-sided
+    sequential test finds the treatment better and stops for efficacy; with ``lower`` it stops for futility."""
     study = build_example_study(dest)
     document = json.loads((Path(__file__).resolve().parents[1] / "src/agentstudy/rehearsal/example-study.json")
                           .read_text())
@@ -20,6 +24,7 @@ def sequential_rehearsal(dest: Path, tasks: int = 20, **sequential: Any) -> tupl
     document["tasks"] = [{**base[i % len(base)], "id": base[i % len(base)]["id"] + (
         f"-{i // len(base) + 1}" if i >= len(base) else "")} for i in range(tasks)]
     document["repetitions"] = 1
+    document["analysis"] = {"primary": {"metric": "inputTokens", "betterWhen": better_when}}
     document["design"] = {"sequential": {"maxTasks": tasks, "alpha": 0.05, "futility": 0.1, "seed": 7,
                                          **sequential}}
     path = dest / "sequential-study.json"

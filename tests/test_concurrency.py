@@ -170,8 +170,9 @@ def test_verification_holds_a_concurrent_ledger_to_its_width(
 
 
 _MOMENTS = random.Random(19)
-KILL_MOMENTS_S = tuple(sorted(round(_MOMENTS.uniform(0.0, 3.0), 2) for _ in range(10)))
-"""Ten seeded moments (s after the ledger appeared: its walk has begun) at which a concurrent run is killed."""
+KILL_MOMENTS_S = tuple(sorted({round(_MOMENTS.uniform(0.0, 3.0), 2) for _ in range(10)}))
+"""The seeded moments (s after the ledger appeared: its walk has begun) at which a concurrent run is killed: ten
+draws, each moment once (two draws are the same, 0.78 s: killing the run there twice covered nothing more)."""
 
 
 @pytest.mark.parametrize("delay_s", KILL_MOMENTS_S)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import time
 from collections.abc import Mapping
 from decimal import Decimal
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from agentstudy.pricing.budget import settle_attempt
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP, REPOSITORY_ONLY
 from agentstudy.rehearsal.example_study import build_corpus_repository
 from agentstudy.rehearsal.policy import ScriptedReply, next_reply
@@ -99,11 +101,13 @@ def test_a_persistent_429_fails_after_the_clis_own_retries(corpus: tuple[Path, s
     result, server = run_gemini_attempt(corpus[0], corpus[1], REPOSITORY_ONLY, faults="*:429", max_retries=1)
     assert [r.status for r in server.requests] == [429, 429]
     assert result.status == "failed" and result.fields["usage_complete"] is False
-    # The refusals it counts come from its telemetry file, which 0.61.0 flushes on a timer: when the CLI exits
-    # at once after its last refusal on a loaded machine the record can be missing (an undercount, never an
-    # invented retry): what is counted is a prefix of what the server refused.
-    statuses = result.fields["api_retry_statuses"]
-    assert statuses == [429, 429][:len(statuses)] and len(statuses) <= 1
+    # Counted exactly from the lines its retry loop prints on stderr (its telemetry file, flushed on a timer,
+    # can miss them when the CLI exits at once after its last refusal): every refusal but the last, which ended
+    # the attempt, was sent again.
+    refused = [r.status for r in server.requests if r.fault is not None]
+    assert result.fields["api_retries"] == len(refused) - 1 == 1
+    assert result.fields["api_retry_statuses"] == refused[:-1] == [429]
+    assert result.fields["api_error_status"] == 429, "the refusal that ended it (failureKind rate-limited)"
     assert result.fields["treatment"]["answeringModels"] == ["rehearsal-scripted"]
 
 
@@ -116,3 +120,29 @@ def test_a_refused_request_is_retried_by_the_cli_and_counted(corpus: tuple[Path,
     assert result.status == "completed", result.status_reason
     # a reset and a stream broken after its HTTP 200 have no status: 0
     assert result.fields["api_retries"] == 4 and result.fields["api_retry_statuses"] == [429, 503, 0, 0]
+
+
+def test_the_running_limit_stops_an_attempt_whose_session_usage_passes_it(corpus: tuple[Path, str]) -> None:
+    # The scripted model's first answer costs 0.10 USD of input at the nominal rehearsal rate (1,000,000 tokens at
+    # 0.10 USD per million), twice the 0.05 USD limit; later answers come slowly. The session file gains the first
+    # request's tokens while the attempt runs, so the watcher stops the child before the attempt can finish.
+    answered: list[int] = []
+
+    def dear_then_slow(body: Mapping[str, Any]) -> ScriptedReply:
+        answered.append(len(answered) + 1)
+        reply = next_reply(body)
+        if len(answered) == 1:
+            return dataclasses.replace(reply, usage={**reply.usage, "input_tokens": 1_000_000})
+        time.sleep(5)
+        return reply
+
+    result, _ = run_gemini_attempt(corpus[0], corpus[1], REPOSITORY_ONLY, policy=dear_then_slow,
+                                   reservation_usd=Decimal("0.05"))
+    assert result.status == "budget-exceeded", result.status_reason
+    assert "passed the per-attempt limit of 0.05 USD" in (result.status_reason or "")
+    assert result.fields["cli_subtype"] is None, "stopped before its result event"
+    assert result.computed_cost is not None and result.computed_cost.usd >= Decimal("0.10")
+    assert result.computed_cost.basis["runningPeakUsd"] >= 0.10
+    status, charged = settle_attempt(result.status, Decimal("0.05"), result.reported_cost_usd,
+                                     result.computed_cost.usd)
+    assert status == "budget-exceeded" and charged == result.computed_cost.usd  # charged what ran, not the limit

@@ -26,7 +26,7 @@ def _demo(directory: Path, *extra: str) -> dict[str, Any]:
 
 
 def test_the_gemini_demo_completes_both_arms_for_free(tmp_path: Path) -> None:
-    ledger = _demo(tmp_path / "demo")
+    ledger = _demo(tmp_path / "demo", "--adjudicate")
     observations = ledger["observations"]
     assert [o["status"] for o in observations] == ["completed", "completed"]
     by_arm = {o["scenario"]: o for o in observations}
@@ -38,6 +38,12 @@ def test_the_gemini_demo_completes_both_arms_for_free(tmp_path: Path) -> None:
     assert ledger["cli"]["agent"] == {"name": "gemini", "version": "0.61.0"}
     assert ledger["rehearsal"] is True and ledger["cli"]["prices"]["source"].startswith("nominal rehearsal price")
     assert verify_ledger_bytes((tmp_path / "demo" / "ledger.json").read_bytes()).problems == ()
+    # --adjudicate: the same agent adjudicates blind against its scripted server (the key-term adjudicator)
+    companion = json.loads((tmp_path / "demo" / "ledger.adjudication.json").read_text())
+    assert companion["status"] == "adjudicated" and companion["adjudicator"]["agent"] == "gemini"
+    assert companion["adjudicator"]["cliVersion"] == "0.61.0" and companion["adjudicator"]["mcpServers"] == []
+    assert [item["attemptStatus"] for item in companion["items"]] == ["completed", "completed"]
+    assert all(item["status"] == "scored" and item["computedCostUsd"] > 0 for item in companion["items"])
 
 
 def test_no_parent_credential_reaches_the_gemini_child(tmp_path: Path) -> None:

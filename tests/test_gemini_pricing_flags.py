@@ -64,7 +64,7 @@ def _minimal(study: ExampleStudy, tmp_path: Path, *flags: str) -> tuple[int, str
 @pytest.mark.parametrize(("flags", "message"), [
     (["--transport", "cli", "--dry-run", "--model", "gemini-2.5-pro", "--strict-cap"],
      "--strict-cap bounds an attempt by one worst-case turn after the agent's own limit check; Gemini CLI is "
-     "settled on its computed cost after the attempt (its stream carries no running usage) instead"),
+     "stopped at the limit by its running usage (its session file, read while it runs) instead"),
     (["--transport", "http", "--dry-run", "--model", "gemini-2.5-pro"], "--agent gemini needs --transport cli"),
     (["--transport", "cli", "--dry-run", "--model", "gemini-99"], "gemini-99"),
 ])

@@ -34,7 +34,7 @@ def test_futility_defaults_to_the_designs_floor() -> None:
 def test_the_study_file_carries_the_design_and_refuses_bad_ones() -> None:
     loaded = parse_manifest(json.dumps(sequential_study(10, 2, seed=11)))
     plan = plan_sequential(loaded.manifest, loaded.protocol_hash)
-    assert plan.design == SequentialDesign(max_tasks=10, alpha=0.05, futility=0.1)
+    assert plan.design == SequentialDesign(max_tasks=10, alpha=0.05, futility=0.1, construction="magnitudeMixture")
     assert plan.seed == 11 and plan.repetitions == 2 and plan.metric == "inputTokens"
     assert sorted(plan.task_order) == sorted(task.id for task in loaded.manifest.tasks)
     assert plan.task_order == task_order([t.id for t in loaded.manifest.tasks], 11, 10)
@@ -113,3 +113,54 @@ def test_a_missing_value_bets_nothing() -> None:
     monitor.observe(observation("t1", R, 100))
     second = monitor.observe(incomplete)
     assert second is not None and second.e_value == 1.0
+
+
+def _run(design: SequentialDesign, better_when: str, tokens: list[tuple[int, int]]) -> SequentialMonitor:
+    plan = SequentialPlan(design, "inputTokens", better_when,  # type: ignore[arg-type]
+                          1, tuple(f"t{i}" for i in range(len(tokens))), 1)
+    monitor = SequentialMonitor(plan)
+    for i, (control, treatment) in enumerate(tokens):
+        monitor.observe(observation(f"t{i}", R, control))
+        monitor.observe(observation(f"t{i}", D, treatment))
+    return monitor
+
+
+def test_the_one_sided_test_never_declares_a_worse_treatment_efficacious() -> None:
+    """Issue 41 item 7: the new construction tests the declared direction only; a treatment worse on every task
+    stops for futility (the legacy two-sided one declares it "worse" with efficacy), and the block says so."""
+    worse = [(1000, 1400 + 10 * i) for i in range(12)]  # lower is better: the treatment reads more on every task
+    one_sided = _run(SequentialDesign(max_tasks=12, alpha=0.05, futility=0.1, construction="magnitudeMixture"),
+                     "lower", worse)
+    assert one_sided.looks[-1].decision == "futility" and len(one_sided.looks) < 12
+    assert all(look.e_value < 1 for look in one_sided.looks)
+    record = one_sided.record()
+    assert (record.construction, record.sidedness, record.direction) == ("magnitudeMixture", "one-sided", None)
+    from agentstudy.report.sequential import verdict
+
+    assert verdict(record, "MCP").startswith("MCP not shown better on input tokens (e-value ")
+    legacy = _run(SequentialDesign(max_tasks=12, alpha=0.05, futility=0.1), "lower", worse)
+    assert legacy.looks[-1].decision == "efficacy" and legacy.looks[-1].direction == "worse"
+    assert legacy.record().construction is None  # a legacy block keeps its older form (and its hash)
+    # The same differences declared the other way round (higher is better) stop for efficacy, "better".
+    better = _run(SequentialDesign(max_tasks=12, alpha=0.05, futility=0.1, construction="magnitudeMixture"),
+                  "higher", worse)
+    assert better.looks[-1].decision == "efficacy" and better.record().direction == "better"
+    # Each replays with its own construction, and only with it.
+    observed = [observation(f"t{i}", s, t) for i, (c, d) in enumerate(worse) for s, t in ((R, c), (D, d))]
+    assert replay(record, 1, observed).looks == one_sided.looks
+    assert replay(legacy.record(), 1, observed).looks == legacy.looks
+    assert replay(record.model_copy(update={"construction": None}), 1, observed).looks != one_sided.looks
+
+
+def test_the_one_sided_confidence_sequence_bounds_the_better_side_only() -> None:
+    from agentstudy.protocol.sequential_confidence import confidence_sequence
+
+    differences: list[float | None] = [300.0 + 17 * (i % 5) for i in range(10)]
+    higher = confidence_sequence(differences, "higher", 0.05, "magnitudeMixture")
+    assert higher.estimate is not None and higher.low is not None and 0 < higher.low < higher.estimate
+    assert higher.high is None
+    lower = confidence_sequence([-d for d in differences if d is not None], "lower", 0.05, "magnitudeMixture")
+    assert lower.estimate is not None and lower.high is not None and lower.estimate < lower.high < 0
+    assert lower.low is None
+    legacy = confidence_sequence(differences, "higher", 0.05)
+    assert legacy.low is not None and legacy.high is not None  # the two-sided one bounds both

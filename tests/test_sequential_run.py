@@ -53,13 +53,14 @@ def test_every_difference_of_one_sign_stops_for_efficacy_before_twenty_tasks(
     assert 7 <= record.tasks_completed < 20 and record.max_tasks == 20
     assert record.looks[-1].e_value >= 20 > record.looks[-2].e_value
     assert [look.decision for look in record.looks[:-1]] == ["continue"] * (record.tasks_completed - 1)
-    # Every task difference had the same sign: the MCP arm read more input tokens on every task.
+    # Every task difference had the same sign: the MCP arm read more input tokens on every task (declared better).
     by_task: dict[str, dict[str, int]] = {}
     for o in ledger.observations:
         assert o.input_tokens is not None
         by_task.setdefault(o.task_id, {})[o.scenario] = o.input_tokens
     assert all(arms["doc-bridge-mcp"] > arms["repository-only"] for arms in by_task.values())
-    assert record.direction == "worse"
+    assert record.direction == "better" and record.construction == "magnitudeMixture"
+    assert record.sidedness == "one-sided"
     # Nothing after the stop: exactly the decided tasks' blocks, in the recorded order, all completed.
     assert len(ledger.observations) == 2 * record.tasks_completed < ledger.planned_attempts == 40
     assert list(by_task) == record.task_order[:record.tasks_completed]
@@ -74,7 +75,10 @@ def test_every_difference_of_one_sign_stops_for_efficacy_before_twenty_tasks(
     (lambda s: s["looks"].pop(), "stopReason"),
     (lambda s: s.update(stoppedEarly=False), "stoppedEarly"),
     (lambda s: s.update(taskOrder=list(reversed(s["taskOrder"]))), "out of the planned block order"),
-    (lambda s: s.update(direction="better"), "direction"),
+    (lambda s: s.update(direction="worse"), "direction"),
+    # issue 41: each block replays with its own construction; an older (absent) one is the two-sided e-process
+    (lambda s: s.pop("construction"), "not what the observations give"),
+    (lambda s: s.update(sidedness="two-sided"), "sidedness"),
 ])
 def test_the_verifier_refuses_changed_looks(stopped_run: tuple[Path, MinimalLedger, Path], change: Any,
                                             problem: str) -> None:
@@ -169,6 +173,14 @@ def test_the_report_opens_with_the_stop_and_the_money_not_spent(stopped_run: tup
     paragraphs = [" ".join(block.split()) for block in glance.split("\n\n") if block.strip()]
     stop = next(i for i, block in enumerate(paragraphs) if block.startswith("Stopped after"))
     assert paragraphs[stop + 1].startswith("Anytime-valid 95% confidence sequence for the mean task difference")
+    # The fixed-design figures are labelled as on an optionally stopped sample; the stopping rule answers.
+    verdict = next(block for block in paragraphs if "Does doc-bridge help?" in block)
+    assert "optionally stopped sample, not the answer" in verdict and "the sequential test decided: more input" \
+        in verdict and "a difference at" not in verdict
+    primary = next(block for block in paragraphs if block.startswith("Primary endpoint"))
+    assert "Primary result: The sequential test decided" in primary and "optionally stopped" in primary
+    assert "task level (exploratory; fixed design on an optionally stopped sample, not the answer)" in glance
+    assert "one-sided magnitude-aware e-process" in glance
 
 
 def test_power_sequential_plans_from_the_ledger(stopped_run: tuple[Path, MinimalLedger, Path]) -> None:
@@ -180,6 +192,7 @@ def test_power_sequential_plans_from_the_ledger(stopped_run: tuple[Path, Minimal
     assert plan["maxTasks"] == 20 and plan["metric"] == "inputTokens" and plan["repetitions"] == 1
     assert 0 < plan["power"] <= 1 and 7 <= plan["expectedTasks"] <= 20
     assert plan["expectedUsd"] < plan["fixedDesignUsd"]
+    assert (plan["construction"], plan["sidedness"]) == ("magnitudeMixture", "one-sided")
     missing = CliRunner().invoke(main, ["power", str(output), "--sequential"])
     assert missing.exit_code == 2 and "--effect" in missing.output
 

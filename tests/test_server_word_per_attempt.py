@@ -14,7 +14,7 @@ import pytest
 
 from agentstudy.io.git import head
 from agentstudy.io.server_corpus import ServerCorpora
-from agentstudy.protocol.manifest import DOC_BRIDGE_MCP
+from agentstudy.protocol.manifest import DOC_BRIDGE_MCP, REPOSITORY_ONLY
 from agentstudy.protocol.mcp_spec import McpServerSpec
 from agentstudy.transports.http_tools import ToolSetupError, agent_tools
 
@@ -54,5 +54,20 @@ def test_an_unchanged_server_offers_its_read_only_tools(repo: Path) -> None:
     spec = _spec("notes.find")
     with ServerCorpora(spec, {"notes": (repo, head(repo))}) as corpora, agent_tools(
             DOC_BRIDGE_MCP, repo, head(repo), spec, corpora.paths("notes"), "bwrap") as tools:
+        exposed = [name for name in tools.names if tools.mcp_name(name) == "notes.find"]
+        assert len(exposed) == 1 and not tools.call(exposed[0], {"term": "x"}).is_error
+
+
+def test_a_control_arms_own_server_is_held_to_its_own_word(repo: Path) -> None:
+    """Issue 44: in a comparison the control arm (``repository-only``) runs a server of its own; its http attempt
+    checks that server's listing against that server's own read-only tools, never the treatment's."""
+    control = _spec("notes.find", "notes.edit")  # the control's preflight word; the server now says otherwise
+    with ServerCorpora(control, {"notes": (repo, head(repo))}) as corpora, pytest.raises(ToolSetupError) as raised:
+        agent_tools(REPOSITORY_ONLY, repo, head(repo), control, corpora.paths("notes"), "bwrap",
+                    served=True).__enter__()
+    assert "changed its word since the preflight" in str(raised.value) and "notes.edit" in str(raised.value)
+    held = _spec("notes.find")  # its own word unchanged: offered, although the treatment lists other tools
+    with ServerCorpora(held, {"notes": (repo, head(repo))}) as corpora, agent_tools(
+            REPOSITORY_ONLY, repo, head(repo), held, corpora.paths("notes"), "bwrap", served=True) as tools:
         exposed = [name for name in tools.names if tools.mcp_name(name) == "notes.find"]
         assert len(exposed) == 1 and not tools.call(exposed[0], {"term": "x"}).is_error

@@ -20,7 +20,15 @@ from agentstudy.stream.gemini import (
     gemini_outcome,
     parse_gemini_stream,
 )
-from agentstudy.stream.gemini_records import reconcile, session_usage, telemetry_facts
+from agentstudy.stream.gemini_records import (
+    TelemetryFacts,
+    printed_failure,
+    printed_retries,
+    reconcile,
+    retry_statuses,
+    session_usage,
+    telemetry_facts,
+)
 from agentstudy.stream.outcome import ProcessFacts
 
 DATA = Path(__file__).parent / "data" / "gemini"
@@ -132,6 +140,45 @@ def test_a_session_that_disagrees_with_the_stats_is_named() -> None:
         f"result.stats ({sum(r.input for r in requests) + 1})"]
     assert session_usage('{"type":"gemini","id":"a","model":"m","tokens":{"input":-1}}\nnot json')[1] == [
         "session file line 1: a Gemini usage count is not an integer >= 0", "session file line 2 is not JSON"]
+
+
+# What 0.61.0's retry loop printed on stderr against the scripted server ("1:429,2:503,3:reset" and a persistent
+# 429 with general.maxAttempts = 3), the stack-trace lines cut.
+PRINTED = (
+    "Ripgrep is not available. Falling back to GrepTool.\n"
+    'Attempt 1 failed with status 429. Retrying with backoff... _ApiError: {"type":"error"}\n  status: 429\n}\n'
+    'Attempt 2 failed with status 503. Retrying with backoff... _ApiError: {"type":"error"}\n  status: 503\n}\n'
+    "Attempt 3 failed. Retrying with backoff... Error: exception TypeError: fetch failed sending request\n"
+    'Attempt 4 failed: {"type":"error"}. Max attempts reached\n'
+)
+
+
+def test_the_printed_retries_count_every_request_sent_again_but_not_the_last_refusal() -> None:
+    assert printed_retries(PRINTED) == (429, 503, 0)
+    assert printed_retries("Attempt 1 failed: x. Max attempts reached\nattempt 2 failed with status 429.") == ()
+    assert printed_retries("") == ()
+
+
+def test_the_printed_failure_is_the_status_of_the_last_error_block_or_network() -> None:
+    block = ("Error when talking to Gemini API Full report available at: /tmp/r.json RetryableQuotaError: {}\n"
+             "  cause: {\n    code: 503,\n    details: []\n  },\n  retryDelayMs: undefined,\n  status: 503\n}\n")
+    assert printed_failure(PRINTED + block) == 503
+    assert printed_failure(block.replace("503", "429") + "Later line\n  status: 500\n") == 429
+    assert printed_failure("Error when talking to Gemini API Full report available at: /tmp/r.json Error: exception "
+                           "TypeError: fetch failed sending request\n") == "network"
+    assert printed_failure(PRINTED) is None and printed_failure("") is None
+
+
+def test_the_retry_statuses_keep_the_telemetry_order_only_when_it_saw_every_printed_retry() -> None:
+    complete = TelemetryFacts(None, (429, 0, 503), (429, 503))  # a broken stream sent again between them
+    assert retry_statuses((429, 503), complete) == (429, 0, 503)
+    unflushed = TelemetryFacts(None, (), ())  # the CLI exited before its telemetry batch was written
+    assert retry_statuses((429,), unflushed) == (429,)
+    partial = TelemetryFacts(None, (429, 0), (429,))
+    assert retry_statuses((429, 429), partial) == (429, 429, 0)
+    # a cut stderr tail: the telemetry's longer evidence wins
+    assert retry_statuses((503,), TelemetryFacts(None, (429, 503), (429, 503)), stderr_complete=False) == (429, 503)
+    assert retry_statuses((), TelemetryFacts(None, (0,), ())) == (0,)
 
 
 def test_telemetry_facts_read_the_first_tool_list_and_the_failed_requests() -> None:

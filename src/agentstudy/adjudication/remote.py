@@ -43,7 +43,7 @@ def open_item_executor(stack: ExitStack, request: AdjudicationRequest, items: li
     corpora = read_corpora(request.roots, request.loaded.manifest.repositories,
                            {item.task.repository for item in items if item.prompt is not None})
     needs = WorkerRequirements(binary=request.settings.binary, expected_version=request.expected_cli_version,
-                               containment=request.settings.containment)
+                               containment=request.settings.containment, agent=request.settings.agent)
     executor = start_executor(stack, executor="ray", ray_address=request.ray_address,
                               concurrency=request.concurrency, corpora=corpora, needs=needs)
     for worker in executor.excluded:

@@ -2,8 +2,9 @@
 
 Per item, like a study attempt: admit it only if the full per-item limit fits under the
 adjudication's own cap (``pricing.budget.open_attempt``), reserve and checkpoint, run a fresh
-Claude Code attempt in a read-only export of the item's pinned corpus with only Read, Grep and
-Glob (no MCP server), settle (``close_attempt``) and checkpoint. A completed attempt whose reply
+attempt of the adjudicator agent (``settings.agent``, through the one agent seam: Claude Code, Codex
+or Gemini CLI; issue 45) in a read-only export of the item's pinned corpus with only its read-only
+repository tools (no MCP server), settle (``close_attempt``) and checkpoint. A completed attempt whose reply
 is the strict JSON asked for scores the item; anything else leaves it ``pending``, never a
 default score. An attempt that does not complete, a refused item or a passed cap stops the
 run; the rest stay pending. State changes go through ``fsm.attempt``; money through ``pricing``.
@@ -53,7 +54,6 @@ from agentstudy.io.ledger_store import CheckpointError, LedgerFile, OutputPathEr
 from agentstudy.io.provenance import file_sha256
 from agentstudy.io.signals import StopRequested, raise_if_stopped, stop_reason, stop_signal
 from agentstudy.pricing.budget import Budget
-from agentstudy.pricing.table import CLI_PRICES, price_entry
 from agentstudy.pricing.tally import Tally
 from agentstudy.pricing.usd_json import usd_number
 from agentstudy.protocol.adjudication import (
@@ -66,8 +66,7 @@ from agentstudy.protocol.prompt import MAX_PROMPT_BYTES
 from agentstudy.runners.ledger_steps import SALVAGED_NOTE, budget_record, checkpoint_stop_reason
 from agentstudy.runners.preflight import NOTHING_WRITTEN, PreflightError, check_cli_version, check_corpus_roots, refusal
 from agentstudy.transports.cli import CliAttemptResult, CliSettings, run_cli_attempt
-from agentstudy.transports.cli_args import BUILTIN_TOOLS, arm_tools
-from agentstudy.transports.cli_isolation import isolation
+from agentstudy.transports.cli_args import arm_tools
 
 ADJUDICABLE_RUN_STATUSES = ("awaiting-adjudication", "blocked")
 
@@ -134,15 +133,18 @@ def _preflight(request: AdjudicationRequest) -> _Checked:
     missing = [name for name in needed if name not in request.roots]
     if missing:
         raise AdjudicationRefused(f"missing --root {missing[0]}=PATH")
-    if request.settings.model not in CLI_PRICES:
-        raise AdjudicationRefused(f"the adjudicator model {request.settings.model!r} has no price in the table")
+    agent = agent_cli(request.settings.agent)
+    if agent.price_entry(request.settings.model) is None:
+        raise AdjudicationRefused(f"the adjudicator model {request.settings.model!r} has no price in "
+                                  f"{agent.label}'s table")
     output = resolve_output(request.output, (*request.roots.values(), *request.forbidden_output_roots))
     try:
         check_corpus_roots(manifest, {name: request.roots[name] for name in needed})
         check_containment(request.settings.containment, allowlisted_environment(
             request.parent_env, home="/nonexistent", tmpdir="/nonexistent"))
         cli_version = check_cli_version(
-            request.settings.binary, request.expected_cli_version, request.parent_env, request.settings.containment
+            request.settings.binary, request.expected_cli_version, request.parent_env, request.settings.containment,
+            agent.name,
         )
         corpora = {name: PinnedCorpus(request.roots[name], manifest.repositories[name]) for name in needed}
         labels = {*SCENARIOS, *(o.scenario for o in ledger.observations), *ledger.arm_terms}
@@ -158,16 +160,18 @@ def _preflight(request: AdjudicationRequest) -> _Checked:
 
 def _companion(request: AdjudicationRequest, checked: _Checked) -> MinimalAdjudication:
     ledger, settings = request.ledger, request.settings
-    shell = isolation(settings, REPOSITORY_ONLY)
+    agent = agent_cli(settings.agent)
+    shell = agent.isolation(settings, REPOSITORY_ONLY)
     adjudicator: dict[str, Any] = {
         "transport": "cli",
+        "agent": agent.name,
         "model": settings.model,
         "cliVersion": checked.cli_version,
         "expectedCliVersion": request.expected_cli_version,
         "engineBundleHash": file_sha256(settings.binary),
         "itemBudgetUsd": usd_number(request.item_budget_usd),
-        "prices": price_entry(settings.model),
-        "tools": list(BUILTIN_TOOLS),
+        "prices": agent.price_entry(settings.model),
+        "tools": list(agent.repository_tools),
         "mcpServers": [],
         "promptMaxBytes": MAX_PROMPT_BYTES,
         "rehearsal": settings.rehearsal_base_url is not None,

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from agentstudy.protocol.mcp_spec import McpServerSpec
     from agentstudy.protocol.run_records import AgentRecord
     from agentstudy.rehearsal.messages_server import RehearsalServer
+    from agentstudy.rehearsal.policy import ScriptedReply
     from agentstudy.stream.steps import Step
     from agentstudy.transports.cli import CliAttemptBody, CliSettings, RawAttempt
     from agentstudy.transports.cli_evaluation import CliEvaluation
@@ -30,6 +31,10 @@ if TYPE_CHECKING:
 GATEWAY_TOKEN_ENV = "AGENTSTUDY_GATEWAY_TOKEN"  # noqa: S105 - a variable name, not a credential
 """Where an LLM gateway's token is read from: the driver's environment, or a Ray worker's own (issue 20).
 Here, in the agent seam, so the commands' options name it without importing a transport (issue 42)."""
+
+
+MessagesPolicy = Callable[[Mapping[str, Any]], "ScriptedReply"]
+"""A scripted model: the Messages-shaped view of one request -> its reply (``rehearsal.policy``)."""
 
 
 class StdoutWatch(Protocol):
@@ -85,6 +90,8 @@ class AgentCli(Protocol):
             ``GEMINI_CLI_NO_RELAUNCH``, without which it starts itself twice); empty for most agents.
         record_files: the names of the records ``Launch.collect`` reads after an attempt (``RawAttempt.agent_files``;
             Gemini CLI: ``session``, ``telemetry``), which ``agentstudy transcript --record`` takes; empty for most.
+        repository_tools: the agent's read-only repository tools an attempt offers besides a server's (the
+            adjudicator's whole tool set, recorded in the companion; issue 45).
         limit_rule: how the per-attempt limit holds for this agent, as the end of a sentence naming it
             (``is stopped at the limit by its running usage``); said where ``--strict-cap`` is refused.
     """
@@ -98,6 +105,7 @@ class AgentCli(Protocol):
     judged_with_stderr: bool
     start_env: Mapping[str, str]
     record_files: tuple[str, ...]
+    repository_tools: tuple[str, ...]
     limit_rule: str
 
     def find_binary(self, explicit: str | None, environ: Mapping[str, str]) -> Path:
@@ -118,9 +126,12 @@ class AgentCli(Protocol):
         ``faults``: a fault SPEC (``protocol.fault_schedule``; issue 33) the server parses for itself."""
         ...
 
-    def rehearsal_server(self, latency_ms: int) -> RehearsalServer:
+    def rehearsal_server(self, latency_ms: int, policy: MessagesPolicy | None = None) -> RehearsalServer:
         """The same scripted server as ``rehearsal_endpoint``, not yet started, for a caller that reads its
-        request log (the provider adapters' served-token counts, issue 34); its ``agent_base_url`` is the URL."""
+        request log (the provider adapters' served-token counts, issue 34); its ``agent_base_url`` is the URL.
+        ``policy``: who answers, over the Messages-shaped view of each request whatever the agent's wire (the
+        key-term adjudicator of ``agentstudy adjudicate --rehearsal``, issue 45); ``None``: the careful study
+        agent (``rehearsal.policy.next_reply``)."""
         ...
 
     def login_file(self, environ: Mapping[str, str]) -> Path | None:

@@ -13,7 +13,7 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
-from agentstudy.agents.base import Launch
+from agentstudy.agents.base import Launch, MessagesPolicy
 from agentstudy.io.agent_binary import find_agent_binary
 from agentstudy.io.claude_cli import CLAUDE_LOOKUP, find_login_file, version_token
 from agentstudy.io.containment import ContainmentMode, contain
@@ -25,7 +25,7 @@ from agentstudy.protocol.run_records import AgentRecord
 from agentstudy.rehearsal.messages_server import RehearsalServer
 from agentstudy.stream.steps import Step, claude_steps
 from agentstudy.transports.cli import CliAttemptBody, CliSettings, RawAttempt
-from agentstudy.transports.cli_args import child_environment, cli_arguments, mcp_config
+from agentstudy.transports.cli_args import BUILTIN_TOOLS, child_environment, cli_arguments, mcp_config
 from agentstudy.transports.cli_evaluation import CliEvaluation, evaluate_cli_attempt
 from agentstudy.transports.cli_isolation import attempt_view, isolation, link_login
 
@@ -45,6 +45,7 @@ class ClaudeCodeAgent:
     judged_with_stderr = False
     start_env: Mapping[str, str] = {}
     record_files: tuple[str, ...] = ()
+    repository_tools: tuple[str, ...] = BUILTIN_TOOLS
     limit_rule = "stops itself at the limit (--max-budget-usd) after each turn"
 
     def find_binary(self, explicit: str | None, environ: Mapping[str, str]) -> Path:
@@ -66,9 +67,12 @@ class ClaudeCodeAgent:
         ``ANTHROPIC_BASE_URL``."""
         return _messages_server(latency_ms, faults)
 
-    def rehearsal_server(self, latency_ms: int) -> RehearsalServer:
-        """A ``RehearsalServer`` (not started) answering after ``latency_ms`` ms."""
-        return RehearsalServer(latency_ms=latency_ms)
+    def rehearsal_server(self, latency_ms: int, policy: MessagesPolicy | None = None) -> RehearsalServer:
+        """A ``RehearsalServer`` (not started) answering after ``latency_ms`` ms with ``policy`` (default the
+        careful study agent)."""
+        if policy is None:
+            return RehearsalServer(latency_ms=latency_ms)
+        return RehearsalServer(latency_ms=latency_ms, policy=policy)
 
     def login_file(self, environ: Mapping[str, str]) -> Path | None:
         """``$HOME/.claude/.credentials.json`` when it is a regular file (``io.claude_cli.find_login_file``)."""

@@ -14,7 +14,7 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
-from agentstudy.agents.base import Launch
+from agentstudy.agents.base import Launch, MessagesPolicy
 from agentstudy.io.agent_binary import BinaryLookup, find_agent_binary
 from agentstudy.io.containment import ContainmentMode
 from agentstudy.pricing.openai import openai_price_entry
@@ -22,6 +22,7 @@ from agentstudy.protocol.fault_schedule import parse_fault_schedule
 from agentstudy.protocol.mcp_spec import McpServerSpec
 from agentstudy.protocol.run_records import AgentRecord
 from agentstudy.rehearsal.responses_server import ResponsesRehearsalServer
+from agentstudy.rehearsal.responses_wire import messages_view
 from agentstudy.stream.steps import Step, codex_steps
 from agentstudy.transports import codex as transport
 from agentstudy.transports.cli import CliAttemptBody, CliSettings, RawAttempt
@@ -60,6 +61,8 @@ class CodexAgent:
     judged_with_stderr = True
     start_env: Mapping[str, str] = {}
     record_files: tuple[str, ...] = ()
+    repository_tools: tuple[str, ...] = ("shell",)
+    """Codex reads the repository by its shell in a read-only sandbox (counted as ``shell:<program>``)."""
     limit_rule = "is stopped at the limit by its running usage"
 
     def find_binary(self, explicit: str | None, environ: Mapping[str, str]) -> Path:
@@ -75,9 +78,14 @@ class CodexAgent:
         ``[model_providers.rehearsal]``."""
         return _responses_server(latency_ms, faults)
 
-    def rehearsal_server(self, latency_ms: int) -> ResponsesRehearsalServer:
-        """A ``ResponsesRehearsalServer`` (not started) answering after ``latency_ms`` ms."""
-        return ResponsesRehearsalServer(latency_ms=latency_ms)
+    def rehearsal_server(self, latency_ms: int, policy: MessagesPolicy | None = None) -> ResponsesRehearsalServer:
+        """A ``ResponsesRehearsalServer`` (not started) answering after ``latency_ms`` ms with ``policy`` over
+        each request's Messages-shaped view (``rehearsal.responses_wire.messages_view``; default the careful
+        study agent)."""
+        if policy is None:
+            return ResponsesRehearsalServer(latency_ms=latency_ms)
+        chosen = policy
+        return ResponsesRehearsalServer(latency_ms=latency_ms, policy=lambda body: chosen(messages_view(body)))
 
     def login_file(self, environ: Mapping[str, str]) -> Path | None:
         """The user's Codex login, ``$CODEX_HOME/auth.json`` (default ``$HOME/.codex``), when it is a regular

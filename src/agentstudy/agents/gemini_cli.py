@@ -13,7 +13,7 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
-from agentstudy.agents.base import Launch
+from agentstudy.agents.base import Launch, MessagesPolicy
 from agentstudy.io.agent_binary import BinaryLookup, find_agent_binary
 from agentstudy.io.containment import ContainmentMode
 from agentstudy.pricing.gemini import gemini_price_entry
@@ -21,6 +21,7 @@ from agentstudy.protocol.fault_schedule import parse_fault_schedule
 from agentstudy.protocol.mcp_spec import McpServerSpec
 from agentstudy.protocol.run_records import AgentRecord
 from agentstudy.rehearsal.gemini_server import GeminiRehearsalServer
+from agentstudy.stream.gemini import READ_ONLY_BUILTINS
 from agentstudy.stream.steps import Step, gemini_steps
 from agentstudy.transports import gemini as transport
 from agentstudy.transports.cli import CliAttemptBody, CliSettings, RawAttempt
@@ -41,10 +42,12 @@ class GeminiCliAgent:
     rehearsal_model = REHEARSAL_MODEL
     reports_cost = False
     bounds_worst_turn = False
-    judged_with_stderr = False
+    judged_with_stderr = True
+    """Its retry loop's lines on stderr count the request-level retries (``stream.gemini_records``)."""
     start_env: Mapping[str, str] = START_ENV
     record_files: tuple[str, ...] = transport.RECORDS
-    limit_rule = "is settled on its computed cost after the attempt (its stream carries no running usage)"
+    repository_tools: tuple[str, ...] = READ_ONLY_BUILTINS
+    limit_rule = "is stopped at the limit by its running usage (its session file, read while it runs)"
 
     def find_binary(self, explicit: str | None, environ: Mapping[str, str]) -> Path:
         """``--agent-bin``, ``AGENTSTUDY_GEMINI_BIN``, ``.tools/gemini-cli``, ``gemini`` on PATH (AgentBinaryError)."""
@@ -58,9 +61,12 @@ class GeminiCliAgent:
         """The scripted Gemini API server (with the fault SPEC ``faults``); its URL is ``GOOGLE_GEMINI_BASE_URL``."""
         return _gemini_server(latency_ms, faults)
 
-    def rehearsal_server(self, latency_ms: int) -> GeminiRehearsalServer:
-        """A ``GeminiRehearsalServer`` (not started) answering after ``latency_ms`` ms."""
-        return GeminiRehearsalServer(latency_ms=latency_ms)
+    def rehearsal_server(self, latency_ms: int, policy: MessagesPolicy | None = None) -> GeminiRehearsalServer:
+        """A ``GeminiRehearsalServer`` (not started) answering after ``latency_ms`` ms with ``policy`` (the
+        server hands it the Messages-shaped view; default the careful study agent)."""
+        if policy is None:
+            return GeminiRehearsalServer(latency_ms=latency_ms)
+        return GeminiRehearsalServer(latency_ms=latency_ms, policy=policy)
 
     def login_file(self, environ: Mapping[str, str]) -> Path | None:
         """``None``: a real run authenticates with the user's own ``GEMINI_API_KEY`` (passed to the child, the

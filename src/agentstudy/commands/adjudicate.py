@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from agentstudy.agents.registry import AGENT_NAMES, DEFAULT_AGENT
 from agentstudy.commands.common import (
     EXIT_BLOCKED,
     EXIT_OK,
@@ -116,9 +117,16 @@ def print_adjudication_table(summary: AdjudicationSummary, note: str = "") -> No
 @click.option("--rehearsal", is_flag=True,
               help="Rehearse for free against a scripted key-term adjudicator on 127.0.0.1 (dummy token).")
 @click.option("--transport", type=click.Choice(["cli", "http"]), default="cli", show_default=True,
-              help="Headless Claude Code (cli) or the Messages API (http, not implemented yet).")
+              help="A headless agent CLI (cli) or the Messages API (http, not implemented yet).")
+@click.option("--agent", type=click.Choice(AGENT_NAMES), default=DEFAULT_AGENT, show_default=True,
+              help="The adjudicator agent: Claude Code, the Codex CLI or Gemini CLI, contained and credentialed "
+                   "as a study attempt (with --rehearsal, against its own scripted server).")
+@click.option("--agent-bin", help="The adjudicator agent's executable (default: AGENTSTUDY_CLAUDE_BIN / "
+                                  "AGENTSTUDY_CODEX_BIN / AGENTSTUDY_GEMINI_BIN, the pinned install, PATH).")
+@click.option("--agent-version", help="The adjudicator agent's expected version (default: its pin, 2.1.296 / "
+                                      "0.171.0 / 0.61.0).")
 @click.option("--claude-bin", help="Claude Code executable (default: AGENTSTUDY_CLAUDE_BIN, pinned install, PATH).")
-@click.option("--cli-version", default="2.1.296", show_default=True, help="Expected `claude --version`.")
+@click.option("--cli-version", help="Expected `claude --version` (default 2.1.296; --agent-version for any agent).")
 @click.option("--seed", type=click.IntRange(min=0), help="Blinding seed (default: random; always recorded).")
 @click.option("--allow-unverified", is_flag=True,
               help="Minimal study: adjudicate a ledger that does not verify (its hashes or invariants); the "
@@ -147,8 +155,11 @@ def adjudicate(
     approve_budget: bool,
     rehearsal: bool,
     transport: str,
+    agent: str,
+    agent_bin: str | None,
+    agent_version: str | None,
     claude_bin: str | None,
-    cli_version: str,
+    cli_version: str | None,
     seed: int | None,
     allow_unverified: bool,
     rehearsal_latency_ms: int,
@@ -171,6 +182,10 @@ def adjudicate(
     and --output and runs the independent adjudicator process of the controlled runner (the
     same as `agentstudy adjudicate-controlled`).
 
+    The adjudicator is --agent (Claude Code by default, or the Codex CLI or Gemini CLI, whatever agent ran
+    the study), contained and given credentials exactly as a study attempt of that agent; --model must have a
+    price in that agent's table, and with --rehearsal it talks to that agent's own scripted server.
+
     A minimal-study ledger must verify as for `agentstudy report` (its hashes and invariants);
     one that does not is refused naming the first problem (exit 2) unless --allow-unverified,
     which goes on with a warning and records the problems in the companion.
@@ -191,14 +206,14 @@ def adjudicate(
     from agentstudy.adjudication.run import AdjudicationRequest
     from agentstudy.commands.adjudicate_chain import read_chain, run_chain
     from agentstudy.commands.adjudicate_controlled import run_and_print
+    from agentstudy.commands.agent_options import agent_binary, agent_flags
     from agentstudy.commands.containment_options import containment_mode
     from agentstudy.commands.run_options import executor_choice
-    from agentstudy.io.claude_cli import ClaudeBinaryError, find_claude_binary, find_login_file, project_root
+    from agentstudy.io.claude_cli import project_root
     from agentstudy.protocol.continuation import missing_links
     from agentstudy.protocol.ledger_integrity import few_problems, verify_ledger_bytes
     from agentstudy.protocol.manifest import ManifestError, load_manifest
     from agentstudy.rehearsal.adjudicator_policy import adjudicator_reply
-    from agentstudy.rehearsal.messages_server import RehearsalServer
     from agentstudy.report.chain import chain_json, partial_chain_note, partial_chain_refusal
     from agentstudy.transports.cli import CliSettings
     chosen = executor_choice(executor, ray_address, concurrency)
@@ -227,6 +242,8 @@ def adjudicate(
         fail("--output names one companion; a chain of runs writes one beside each ledger")
     if transport == "http":
         fail("the http adjudicator is not implemented yet; use --transport cli")
+    chosen_agent, version, explicit = agent_flags(transport, agent, agent_version, cli_version, agent_bin, claude_bin,
+                                                  False)
     if rehearsal_latency_ms and not rehearsal:
         fail("--rehearsal-latency-ms needs --rehearsal (it delays the scripted adjudicator's answers)")
     try:
@@ -256,21 +273,18 @@ def adjudicate(
             view = replace(view, unverified=verification.problems)
         checked.append((view, companion_path))
     view, companion_path = checked[0]
-    try:
-        binary = find_claude_binary(claude_bin, os.environ)
-    except ClaudeBinaryError as error:
-        fail(str(error))
+    binary = agent_binary(chosen_agent, explicit)
     request = AdjudicationRequest(
         ledger=view,
         loaded=loaded,
         roots=parse_roots(roots),
         output=companion_path,
         settings=CliSettings(binary=binary, model=model.strip(), mcp=NO_MCP_SERVER,
-                             containment=containment_mode(containment),
-                             login_file=None if rehearsal else find_login_file(os.environ)),
+                             containment=containment_mode(containment), agent=chosen_agent.name,
+                             login_file=None if rehearsal else chosen_agent.login_file(os.environ)),
         cap_usd=cap,
         item_budget_usd=limit,
-        expected_cli_version=cli_version,
+        expected_cli_version=version,
         seed=new_seed() if seed is None else seed,
         parent_env=dict(os.environ),
         forbidden_output_roots=(project_root(),),
@@ -285,8 +299,8 @@ def adjudicate(
     runner = functools.partial(_run, chain=chain_json(missing))  # every run's line says whether the chain is whole
     if not rehearsal:
         sys.exit(run_chain(requests, runner, rehearsal_note=partial))
-    with RehearsalServer(policy=adjudicator_reply, latency_ms=rehearsal_latency_ms) as server:
-        requests = [replace(each, settings=replace(each.settings, rehearsal_base_url=server.base_url))
+    with chosen_agent.rehearsal_server(rehearsal_latency_ms, policy=adjudicator_reply) as server:
+        requests = [replace(each, settings=replace(each.settings, rehearsal_base_url=server.agent_base_url))
                     for each in requests]
         code = run_chain(requests, runner, rehearsal_note=", ".join(filter(None, (partial,
                                                                                   "rehearsal: no real money"))))

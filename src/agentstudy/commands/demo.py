@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 import tempfile
 from pathlib import Path
@@ -28,7 +27,7 @@ from agentstudy.commands.containment_options import containment_option
 @click.option("--agent-version", help="The agent's expected version (default: its pin, 2.1.296 / 0.171.0 / "
                                       "0.61.0); the demo refuses another binary before it starts.")
 @click.option("--adjudicate", is_flag=True,
-              help="Then adjudicate the pilot blind with Claude Code against a scripted adjudicator (zero spend).")
+              help="Then adjudicate the pilot blind with the same agent against a scripted adjudicator (zero spend).")
 @click.option("--rehearsal-latency-ms", type=click.IntRange(0, 600_000), default=0, show_default=True,
               help="The scripted server answers every request after this many ms.")
 @click.option("--rehearsal-faults", metavar="SPEC",
@@ -50,7 +49,6 @@ def demo(output_dir: Path | None, transport: str, claude_bin: str | None, agent:
     from agentstudy.commands.containment_options import containment_mode
     from agentstudy.commands.run_options import checked_faults
     from agentstudy.commands.view import print_summary_table, progress_for_terminal
-    from agentstudy.io.claude_cli import ClaudeBinaryError, find_claude_binary
     from agentstudy.io.ledger_store import CheckpointError, OutputPathError
     from agentstudy.protocol.arm_names import namer
     from agentstudy.runners.demo import run_demo, run_http_demo
@@ -63,14 +61,9 @@ def demo(output_dir: Path | None, transport: str, claude_bin: str | None, agent:
         fail("--agent-version is the cli agent's; the http demo starts no agent binary")
     binary: Path | None = None
     agent_binary_path: Path | None = None
-    if adjudicate and agent != DEFAULT_AGENT:
-        fail("--adjudicate adjudicates with Claude Code; run the codex demo without it")
     if transport == "cli" or adjudicate:
-        try:
-            binary = find_claude_binary(claude_bin, os.environ) if adjudicate or agent == DEFAULT_AGENT else None
-        except ClaudeBinaryError as error:
-            fail(str(error))
         agent_binary_path = agent_binary(chosen, explicit)
+        binary = agent_binary_path if adjudicate else None
     if output_dir is None:
         directory = Path(tempfile.mkdtemp(prefix="agentstudy-demo-"))
     else:
@@ -101,7 +94,7 @@ def demo(output_dir: Path | None, transport: str, claude_bin: str | None, agent:
     companion = None
     if adjudicate and binary is not None and summary.status == "awaiting-adjudication":
         adjudication = run_demo_adjudication(directory, binary, summary.ledger, containment=mode,
-                                             cli_version=version if agent == DEFAULT_AGENT else None)
+                                             cli_version=version, agent=chosen.name)
         print_adjudication_table(adjudication, note=REHEARSAL_NOTE)
         companion = adjudication.companion
     for path in write_demo_reports(directory, summary.ledger, companion):

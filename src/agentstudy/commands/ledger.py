@@ -179,6 +179,8 @@ def summarize_minimal(document: dict[str, Any], problems: tuple[str, ...]) -> di
     agents = Counter(str(o.get("agent", "claude-code")) for o in observations)  # absent: Claude Code's
     labels, server = ledger_arm_labels(document), ledger_server_name(document)
     by_scenario = dict(Counter(str(o.get("scenario")) for o in observations))
+    found = configurations(document.get("arms"), observation_calls(observations),
+                           observation_first_tokens(observations))
     return {
         "type": "minimal-study-ledger",
         "version": document.get("version"),
@@ -195,11 +197,10 @@ def summarize_minimal(document: dict[str, Any], problems: tuple[str, ...]) -> di
         "arms": {scenario: arm_label(scenario, labels, server) for scenario in [*SCENARIOS, *by_scenario]},
         "mcpServer": server,
         "armDifferences": [*configuration_sentences(  # what the compared configurations differ in, first (issue 44)
-            configurations(document.get("arms"), observation_calls(observations),
-                           observation_first_tokens(observations)),
-            lambda scenario: arm_label(scenario, labels, server)),
+            found, lambda scenario: arm_label(scenario, labels, server)),
             *arm_differences([observation_facts(o) for o in observations],
                              lambda scenario: arm_label(scenario, labels, server))],
+        "fidelity": ledger_fidelity(document, observations, found.servers, server),
         **({"byAgent": dict(agents)} if len(agents) > 1 else {}),  # a several-agent study (issue 21)
         "budget": {key: budget.get(key) for key in ("cap", "spent", "reserved", "measured", "cumulativeCapExceeded")}
         | {key: budget[key] for key in ("reservationRule", "worstTurnUsd", "largestOvershootUsd") if key in budget},
@@ -214,6 +215,49 @@ def summarize_minimal(document: dict[str, Any], problems: tuple[str, ...]) -> di
         "verified": not problems,
         "problems": list(problems),
     }
+
+
+def ledger_fidelity(document: dict[str, Any], observations: list[dict[str, Any]], servers: Any,
+                    server: str | None) -> dict[str, Any]:
+    """Each arm's fidelity (``protocol.arm_fidelity``, the report's rule; issue 44): ``{"control": …, "treatment":
+    …}`` (``ArmFidelity.to_json``), the minimum share of attempts from the ledger's ``analysis``, and the sentence of
+    an arm whose server was not delivered (``notDelivered``, ``None`` when both were)."""
+    from agentstudy.protocol.arm_fidelity import ARM_WORDS, arm_not_delivered_sentence, arms_fidelity
+    from agentstudy.protocol.study_arms import DOC_BRIDGE_MCP, REPOSITORY_ONLY
+    from agentstudy.protocol.treatment import DEFAULT_MINIMUM_USE, not_delivered_sentence, read_treatment
+    analysis = document.get("analysis")
+    share = analysis.get("minimumTreatmentUse") if isinstance(analysis, dict) else None
+    minimum = float(share) if isinstance(share, int | float) and not isinstance(share, bool) else DEFAULT_MINIMUM_USE
+    served = servers.get(REPOSITORY_ONLY) if isinstance(servers, dict) else None
+    name = server or "the server"
+    control, treatment = arms_fidelity(
+        [(str(o.get("scenario")), read_treatment(o.get("treatment"))) for o in observations],
+        {DOC_BRIDGE_MCP: name, REPOSITORY_ONLY: str(served["name"]) if isinstance(served, dict) else None}, minimum)
+    said = (not_delivered_sentence(name, treatment.using, treatment.attempts, minimum)
+            if treatment.attempts and not treatment.delivered
+            else arm_not_delivered_sentence(control, name) if control.delivered is False else None)
+    return {**{ARM_WORDS[arm.scenario]: arm.to_json() for arm in (control, treatment)}, "notDelivered": said}
+
+
+def _fidelity_rows(fidelity: dict[str, Any], arm: Any) -> list[tuple[str, str]]:
+    """The ``Fidelity`` rows of ``agentstudy ledger``: per arm, its server's use (or that it runs none)."""
+    from agentstudy.protocol.study_arms import DOC_BRIDGE_MCP, REPOSITORY_ONLY
+    rows: list[tuple[str, str]] = []
+    for scenario, key in ((REPOSITORY_ONLY, "control"), (DOC_BRIDGE_MCP, "treatment")):
+        each = fidelity.get(key) or {}
+        if each.get("server") is None:
+            text = (f"no server; a server tool offered in {each.get('attemptsOffered', 0)} of "
+                    f"{each.get('attempts', 0)} attempts")
+        else:
+            delivered = each.get("delivered")
+            verdict = "delivered" if delivered is True else "NOT delivered" if delivered is False else "unknown"
+            text = (f"{each['server']} used in {each.get('attemptsUsingServer')} of {each.get('attempts')} attempts "
+                    f"({each.get('serverCalls')} calls, {each.get('serverCallErrors')} errored, "
+                    f"{each.get('attemptsAllCallsFailed')} where every call failed): {verdict}")
+        rows.append(("Fidelity" if not rows else "", f"{arm(scenario)}: {text}"))
+    if fidelity.get("notDelivered"):
+        rows.append(("", str(fidelity["notDelivered"])))
+    return rows
 
 
 def render_minimal(summary: dict[str, Any]) -> list[str]:
@@ -243,6 +287,7 @@ def render_minimal(summary: dict[str, Any]) -> list[str]:
         *([("Arm differences" if number == 0 else "", sentence)
            for number, sentence in enumerate(summary["armDifferences"])]
           or [("Arm differences", "none besides the server (models, agent versions, prompts, built-in tools)")]),
+        *_fidelity_rows(summary.get("fidelity") or {}, arm),
         *([("Agents", counts(summary["byAgent"]))] if summary.get("byAgent") else []),
         ("Budget", f"spent {budget['spent']} of a {budget['cap']} USD cap (charges {summary['chargedUsd']}); "
                    f"reserved {budget['reserved']}, measured {budget['measured']}"),

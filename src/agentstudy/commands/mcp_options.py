@@ -1,7 +1,9 @@
 """Flags that configure the MCP server under study, shared by the commands that run studies.
 
 A study file's treatment arm gives their defaults (issue 18, :func:`study_mcp_spec`); the flags and the
-file go through one check (:func:`build_mcp_spec`).
+file go through one check (:func:`build_mcp_spec`). A flag replaces the treatment arm's value only, so a study
+file whose control arm runs a server of its own (a comparison, issue 44) refuses every one of them: the two
+configurations compared are the file's, never half a file and half a command line.
 """
 
 from __future__ import annotations
@@ -35,7 +37,9 @@ def mcp_options(function: F) -> F:
                           "server). Placeholders in its command/args: {root} a read-only snapshot of the pinned "
                           "corpus (the export's tree), {pin}, {config} the server config found in that snapshot, "
                           "{git} a private read-only clone with the pin's history only, {checkout} the live "
-                          "checkout (recorded as not isolated)."),
+                          "checkout (recorded as not isolated). With a study file these MCP flags replace its "
+                          "treatment arm's values only; a study file whose control arm runs a server of its own "
+                          "(a comparison) refuses them: edit its arms instead."),
         click.option("--server-config-candidates", default=",".join(DOC_BRIDGE_CONFIG_CANDIDATES), show_default=True,
                      help="Files tried in order in each corpus snapshot for {config}; NAME#KEY needs that JSON key; "
                           "\"\" means the server needs no config file."),
@@ -176,6 +180,12 @@ def build_mcp_spec(choice: McpChoice) -> McpServerSpec:
                    tool_descriptions=dict(choice.descriptions))
 
 
+MCP_FLAGS = {"mcp_config_file": "--mcp-config", "server_config_candidates": "--server-config-candidates",
+             "mcp_tools": "--mcp-tools", "mcp_probe": "--mcp-probe", "mcp_probe_arguments": "--mcp-probe-arguments",
+             "sandbox_binds": "--sandbox-bind"}
+""":func:`mcp_options`' flags by parameter name, in their order."""
+
+
 def _given(ctx: click.Context, name: str) -> bool:
     source = ctx.get_parameter_source(name)
     return source is not None and source not in (ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP)
@@ -190,6 +200,7 @@ def study_mcp_spec(
     mcp_probe: str,
     mcp_probe_arguments: str,
     sandbox_binds: tuple[str, ...] = (),
+    control: ServerArm | None = None,
 ) -> McpServerSpec:
     """The spec of a run from a study file's treatment arm, each MCP flag given explicitly overriding it (issue 18).
 
@@ -197,9 +208,16 @@ def study_mcp_spec(
     ``mcpConfig``, ``serverConfigCandidates``, ``tools``, ``probe`` and ``sandboxBinds`` are the
     defaults and a flag typed on the command line (click's parameter source) replaces the
     matching one; ``--mcp-probe-arguments`` replaces the probe's arguments only. Exit 2 with one
-    line on a bad value, as for the flags.
+    line on a bad value, as for the flags. ``control`` (the file's control arm): when it runs a server of its own
+    (a comparison study, issue 44), any MCP flag given is refused, exit 2 with one line naming it (it would change
+    the treatment arm alone).
     """
     from agentstudy.protocol.json_input import JsonInputError, load_json
+    if control is not None and control.has_server:
+        given = [flag for name, flag in MCP_FLAGS.items() if _given(ctx, name)]
+        if given:
+            fail(f"{given[0]} would change only the treatment arm of a comparison study (its control arm runs a "
+                 "server of its own): set both servers in the study file's arms.control and arms.treatment")
     if arm is None:
         return mcp_spec_from_options(mcp_config_file, server_config_candidates, mcp_tools, mcp_probe,
                                      mcp_probe_arguments, sandbox_binds)

@@ -103,9 +103,11 @@ if TYPE_CHECKING:
 @click.option("--ray-address", metavar="ADDR", help="With --executor ray: the running cluster's head (host:port).")
 @click.option("--sequential", is_flag=True,
               help="Run the sequential design (docs/sequential.md): tasks in a seeded random order, each a complete "
-                   "block of both arms and every repetition, and stop as soon as the anytime-valid test on input "
-                   "tokens decides (efficacy at an e-value of 1/alpha, futility, or maxTasks); nothing is reserved "
-                   "after the stop. The study file's design.sequential sets maxTasks, alpha and futility (a file "
+                   "block of both arms and every repetition, and stop as soon as the anytime-valid one-sided test "
+                   "on the declared primary (analysis.primary; input tokens, lower is better, without one) decides "
+                   "(efficacy at an e-value of 1/alpha, futility, or maxTasks); nothing is reserved after the "
+                   "stop. --continue-from a sequential study that has not stopped continues it sequentially. "
+                   "The study file's design.sequential sets maxTasks, alpha and futility (a file "
                    "with it always runs this way); without one: every task, alpha 0.05, futility 0.1.")
 @click.option("--no-transcripts", is_flag=True,
               help="Do not keep each attempt's raw agent output in the private directory LEDGER.transcripts/ "
@@ -190,7 +192,7 @@ def minimal(
     from agentstudy.commands.mcp_options import arm_mcp_spec, study_mcp_spec
     from agentstudy.commands.minimal_dry_run import DryRunRequest, print_dry_run
     from agentstudy.commands.minimal_inputs import money_flags, require_model, reservation_rule
-    from agentstudy.commands.minimal_outcome import run_and_summarise, run_http, sequential_plan
+    from agentstudy.commands.minimal_outcome import continued_plan, run_and_summarise, run_http
     from agentstudy.commands.run_options import checked_faults, load_predecessor
     from agentstudy.commands.study_agents_options import other_agent_runs, rehearsal_endpoints
     from agentstudy.commands.view import progress_for_terminal
@@ -228,13 +230,15 @@ def minimal(
     except ValueError as error:
         fail(str(error))
     mode: Mode = "pilot" if pilot else "full"
-    plan = sequential_plan(loaded, sequential, pilot)
+    predecessor = load_predecessor(continue_from, sequential=sequential or getattr(
+        getattr(loaded.manifest, "design", None), "sequential", None) is not None)
+    plan = continued_plan(loaded, sequential, pilot, predecessor)
     schedule = study_schedule(loaded, mode, size, plan)
-    predecessor = load_predecessor(continue_from, sequential=plan is not None)
     control_spec = arm_mcp_spec(loaded.arms.control) if loaded.arms is not None else None
     spec = study_mcp_spec(
         ctx, loaded.arms.treatment if loaded.arms else None,
         mcp_config_file, server_config_candidates, mcp_tools, mcp_probe, mcp_probe_arguments, sandbox_binds,
+        control=loaded.arms.control if loaded.arms else None,
     )
     mode_of_containment = containment_mode(containment)
     base_url = api_base_url

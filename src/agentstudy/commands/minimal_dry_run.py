@@ -109,9 +109,13 @@ def print_dry_run(request: DryRunRequest) -> None:
             control.name, tuple(control.command), tuple(control.read_only_tools)))
     plan = request.sequential
     if plan is not None:
+        from agentstudy.protocol.sequential import SIDEDNESS
+
         report["sequential"] = {"maxTasks": plan.design.max_tasks, "alpha": plan.design.alpha,
                                 "futility": plan.design.futility, "metric": plan.metric,
-                                "betterWhen": plan.better_when, "seed": plan.seed, "taskOrder": list(plan.task_order)}
+                                "betterWhen": plan.better_when, "seed": plan.seed, "taskOrder": list(plan.task_order),
+                                "construction": plan.design.construction,
+                                "sidedness": SIDEDNESS[plan.design.construction]}
     if request.probe:
         report["mcpProbe"] = _probe(request)
     click.echo(json.dumps(report, separators=(",", ":")))

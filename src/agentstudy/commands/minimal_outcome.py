@@ -47,6 +47,25 @@ def sequential_plan(loaded: LoadedManifest, flag: bool, pilot: bool) -> Sequenti
         fail(f"--sequential: {error}")
 
 
+def continued_plan(loaded: LoadedManifest, flag: bool, pilot: bool,
+                   predecessor: Predecessor | None) -> SequentialPlan | None:
+    """The plan of a run that continues ``predecessor`` (issue 40): a sequential chain that had not stopped goes on
+    under its own block's plan (seed, task order, construction), whatever the flag says; otherwise
+    :func:`sequential_plan`. Exits 2 (one line) for ``--pilot`` on a sequential chain or a block that cannot be
+    replayed."""
+    record = None if predecessor is None else predecessor.ledger.sequential
+    if record is None:
+        return sequential_plan(loaded, flag, pilot)
+    if pilot:
+        fail("--continue-from: a sequential study continues as the study itself, not a pilot (drop --pilot)")
+    from agentstudy.protocol.sequential_plan import plan_from_record
+
+    try:
+        return plan_from_record(record, loaded.manifest.repetitions)
+    except ValueError as error:
+        fail(f"--continue-from: {error}")
+
+
 def run_and_summarise(study: Callable[[], RunSummary]) -> int:
     """Run ``study`` and print its summary (table on stderr, JSON line on stdout); its exit code. A refusal
     before anything was reserved exits 2 (one line); a checkpoint failure, an attempt body's error or an

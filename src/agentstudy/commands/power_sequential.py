@@ -23,7 +23,7 @@ def plan_sequential_power(ledger: Path, adjudication: Path | None, metric_key: s
     from agentstudy.commands.power_ranged import parse_difference
     from agentstudy.pricing.sums import display_usd
     from agentstudy.pricing.usd_json import usd_number
-    from agentstudy.protocol.sequential import SequentialDesign
+    from agentstudy.protocol.sequential import CONSTRUCTION, LEGACY_CONSTRUCTION, SIDEDNESS, SequentialDesign
     from agentstudy.report.analysis import analyse, task_values
     from agentstudy.report.chain import chain_json, load_chain, partial_chain_note
     from agentstudy.report.model import NotSupportedYet, ReportInputError
@@ -45,7 +45,8 @@ def plan_sequential_power(ledger: Path, adjudication: Path | None, metric_key: s
     record = study.sequential
     tasks = max_tasks or (record.max_tasks if record is not None else len({a.task_id for a in study.attempts}))
     try:
-        design = SequentialDesign(max_tasks=tasks, alpha=alpha, futility=futility)
+        design = SequentialDesign(max_tasks=tasks, alpha=alpha, futility=futility, construction=(
+            record.construction or LEGACY_CONSTRUCTION) if record is not None else CONSTRUCTION)
         planned = plan_from_ledger(task_values(study, metric, analysis.repriced),
                                    [a.charged_usd for a in study.attempts if a.charged_usd is not None],
                                    design, effect, repetitions)
@@ -59,6 +60,7 @@ def plan_sequential_power(ledger: Path, adjudication: Path | None, metric_key: s
 
     data = {"ledger": str(ledger), "metric": metric.key, "effect": effect, "taskDifferenceSd": sd, "sdSource": source,
             "maxTasks": tasks, "repetitions": planned_reps, "alpha": alpha, "futility": futility,
+            "construction": design.construction, "sidedness": SIDEDNESS[design.construction],
             "simulations": result.simulations, "power": result.power, "powerMonteCarloSe": result.power_se,
             "expectedTasks": result.expected_tasks, "stopShares": result.stop_shares,
             "expectedUsd": money(result.expected_usd), "fixedDesignPower": result.fixed_power,

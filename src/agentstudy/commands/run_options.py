@@ -136,8 +136,9 @@ def load_predecessor(paths: Sequence[Path], *, sequential: bool) -> Predecessor 
 
     Exits 2 with one line: a ledger unreadable or not a verified minimal-study ledger, the ledgers not one
     whole chain (the first continuing a run not given, a broken link, a cell completed twice), any run of it
-    still ``running`` or a sequential study that stopped (naming the stop's reason), or a continuation of a
-    sequential design (whose stop rule covers one run).
+    still ``running`` or a sequential study that stopped (naming the stop's reason), a chain mixing sequential
+    and fixed-design runs, or ``sequential`` (the new run's flag or design) continuing a fixed-design chain. A
+    sequential chain that has not stopped is continued sequentially (issue 40: ``commands.minimal_outcome``).
     """
     if not paths:
         return None
@@ -156,10 +157,12 @@ def load_predecessor(paths: Sequence[Path], *, sequential: bool) -> Predecessor 
         problems = continuation_problems(link.ledger)
         if problems:
             fail(f"--continue-from {link.name}: cannot be continued: {'; '.join(problems)}")
-    for link, _document in links:
-        if link.ledger.sequential is not None or sequential:
-            fail(f"--continue-from {link.name}: a sequential design cannot be continued (its stopping rule "
-                 "covers one run)")
+    designs = {link.ledger.sequential is not None for link, _document in links}
+    if len(designs) > 1:
+        fail("--continue-from: the ledgers mix sequential and fixed-design runs; a chain is one study")
+    if sequential and designs == {False}:
+        fail(f"--continue-from {links[-1][0].name}: a fixed-design run cannot be continued sequentially "
+             "(drop --sequential)")
     last = links[-1][0]
     return Predecessor(ledger=last.ledger, sha256=last.sha256, name=last.name,
                        earlier=tuple(link for link, _document in links[:-1]))

@@ -261,6 +261,7 @@ def transcript(
     spec: McpServerSpec = study_mcp_spec(
         ctx, arms.treatment if arms is not None else None,
         mcp_config_file, server_config_candidates, mcp_tools, mcp_probe, mcp_probe_arguments, sandbox_binds,
+        control=arms.control if arms is not None else None,
     )
     data = _read(file)
     chosen_agent = agent_cli(agent)

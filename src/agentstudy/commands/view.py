@@ -200,11 +200,17 @@ def print_summary_table(summary: RunSummary, note: str = "") -> None:
         table.add_row("treatment", f"{server_label(server)} used in {treatment['attemptsUsingServer']} of "
                                    f"{treatment['treatmentAttempts']} treatment attempts "
                                    f"({treatment['serverCalls']} calls)")
+    control = treatment.get("control") if isinstance(treatment, dict) else None
+    if isinstance(control, dict) and control.get("server"):  # the control arm's own server (issue 44)
+        table.add_row("control server", f"{control['server']} used in {control.get('attemptsUsingServer')} of "
+                                        f"{control.get('attempts')} control attempts ({control.get('serverCalls')} "
+                                        "calls)")
     table.add_row("ledger", line["ledger"])
     console = Console(stderr=True)
     console.print(table)
     if isinstance(treatment, dict) and treatment.get("warning"):
-        console.print(Panel(str(treatment["warning"]), title="WARNING: treatment not delivered", style="bold red"))
+        whose = "control arm's server" if treatment.get("notDeliveredArm") == "control" else "treatment"
+        console.print(Panel(str(treatment["warning"]), title=f"WARNING: {whose} not delivered", style="bold red"))
     stopped = line.get("stoppedBy")
     if isinstance(stopped, dict):
         console.print(stopped_line(stopped, name), markup=False, highlight=False, soft_wrap=True)

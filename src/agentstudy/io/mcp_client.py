@@ -7,47 +7,39 @@ refused before anything is called, and a broken server refuses the run with noth
 The server runs in a private environment (``io.mcp_child``); what it said explains a failure:
 its stderr tail, a protocol error's message, or a failed probe's ``isError`` text, always
 through ``io.mcp_child.server_text`` (one line, at most 2 KiB, secrets redacted; issue 18).
+
+The probe runs in a process of its own (``io.mcp_probe_child``, issue 42): the SDK's import, about a second of
+CPU, stays out of the run's process, whose first ledger byte comes that much sooner. The server it starts is the
+same contained command as before; the listing comes back to be vetted here, and the server's words are made
+safe here, where the secrets are.
 """
 
 from __future__ import annotations
 
-import gc
-import importlib
-import logging
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from agentstudy.io.environment import allowlisted_environment
 from agentstudy.io.mcp_child import McpChild, server_text, stderr_tail
+from agentstudy.io.mcp_sdk import leaf_error, load_mcp_sdk
 from agentstudy.protocol.read_only import ToolHints
 from agentstudy.protocol.server_words import with_cause
-from agentstudy.protocol.treatment import tool_set_sha256
 
-if TYPE_CHECKING:
-    from mcp.client.stdio import StdioServerParameters
+__all__ = [
+    "MCP_PROBE_TIMEOUT_S", "ListingCheck", "McpListing", "McpProbe", "McpProbeError", "failure_text", "failure_words",
+    "leaf_error", "load_mcp_sdk", "probe_mcp_server",
+]
 
 MCP_PROBE_TIMEOUT_S = 30.0
-
-logging.getLogger("mcp").addHandler(logging.NullHandler())
-"""The SDK logs a server's unparsable stdout line with its traceback (``logger.exception``);
-with no handler configured Python would print it to our stderr. Refusals stay one line."""
-
-
-def load_mcp_sdk() -> None:
-    """Import the MCP SDK's client (and anyio) now, once per process, with Python's cyclic collector paused.
-
-    The SDK is imported when a server is first probed, prepared or started, never with a command (issue 42):
-    it is most of a command's start-up CPU (about a second). Building its pydantic models makes nothing
-    collectable, and the collections during that import were a tenth to a fifth of its CPU.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        importlib.import_module("mcp.client.stdio")
-    finally:
-        if was_enabled:
-            gc.enable()
+"""Seconds the probe (start, list, call) may take in its process before it is refused."""
 
 
 class McpProbeError(RuntimeError):
@@ -95,22 +87,6 @@ ListingCheck = Callable[[McpListing], object]
 """Vets a listing before the probe is called; raises to refuse it."""
 
 
-@dataclass(frozen=True)
-class _Refused:
-    error: Exception
-
-
-def _hints(tool: Any) -> ToolHints:
-    return ToolHints.of(tool.annotations)
-
-
-def leaf_error(error: BaseException) -> BaseException:
-    """The first error inside (nested) exception groups: what the task group's failure really was."""
-    while isinstance(error, BaseExceptionGroup) and error.exceptions:
-        error = error.exceptions[0]
-    return error
-
-
 def _server_name(command: str, args: Sequence[str]) -> str:
     """The server's own command: the one after bwrap's ``--`` when it runs contained."""
     return args[list(args).index("--") + 1] if Path(command).name == "bwrap" and "--" in args else command
@@ -121,53 +97,62 @@ def failure_text(raised: BaseException, child: McpChild) -> str:
     message, then the server's last stderr output when it wrote any (both through ``server_text``:
     one line, bounded, secrets redacted; issue 18 item 5)."""
     error = leaf_error(raised)
+    return failure_words(error.__class__.__name__, str(error), child)
+
+
+def failure_words(kind: str, message: str, child: McpChild) -> str:
+    """:func:`failure_text` of an error known by its class name ``kind`` and raw ``message`` (the probe's
+    process reports them so)."""
     said = server_text(stderr_tail(child.stderr_path), child.secrets)
-    own = server_text(str(error), child.secrets, limit=500)
-    text = error.__class__.__name__ + (f": {own}" if own else "") + (f" (server stderr: {said})" if said else "")
+    own = server_text(message, child.secrets, limit=500)
+    text = kind + (f": {own}" if own else "") + (f" (server stderr: {said})" if said else "")
     return with_cause(text, f"{own}\n{said}")
 
 
-def _annotations(tool: Any) -> dict[str, Any]:
-    if tool.annotations is None:
-        return {}
-    dumped: dict[str, Any] = tool.annotations.model_dump(by_alias=True, exclude_none=True, mode="json")
-    return dumped
+PROBE_MODULE = "agentstudy.io.mcp_probe_child"
+"""The probe's own process (``python -I -m``; :mod:`agentstudy.io.mcp_probe_child`)."""
+PROBE_GRACE_S = 30.0
+"""Seconds past ``MCP_PROBE_TIMEOUT_S`` the probe's process is given before it is killed."""
 
 
-async def _probe(
-    params: StdioServerParameters,
-    errlog_path: str,
-    secrets: Sequence[str],
-    probe_tool: str | None,
-    probe_arguments: Mapping[str, Any],
-    check: ListingCheck | None,
-) -> McpProbe | _Refused:
-    import anyio  # the MCP SDK and anyio load when a server is probed, not with the command (issue 42)
-    from mcp import Client
-    from mcp.client.stdio import stdio_client
+def _hints_of(raw: Mapping[str, Any]) -> dict[str, ToolHints]:
+    return {name: ToolHints(*values) for name, values in raw.items()}
 
-    with anyio.fail_after(MCP_PROBE_TIMEOUT_S):
-        with open(errlog_path, "w", encoding="utf-8") as errlog:  # the SDK wants a text stream with a file
-            async with Client(stdio_client(params, errlog=errlog), mode="legacy", cache=None) as client:
-                listed = await client.list_tools()
-                names = tuple(tool.name for tool in listed.tools)
-                hints = {tool.name: _hints(tool) for tool in listed.tools}
-                if check is not None:
-                    try:
-                        check(McpListing(names, hints))
-                    except Exception as error:  # re-raised unchanged once the server has stopped
-                        return _Refused(error)
-                ok, said = True, ""
-                if probe_tool is not None:
-                    result = await client.call_tool(probe_tool, dict(probe_arguments))
-                    ok = not result.is_error
-                    if not ok:
-                        texts = [getattr(block, "text", "") for block in result.content]
-                        said = server_text(" ".join(t for t in texts if t), secrets)
-                listing = [tool.model_dump(by_alias=True, exclude_none=True, mode="json") for tool in listed.tools]
-                return McpProbe(names, hints, ok, said, {tool.name: _annotations(tool) for tool in listed.tools},
-                                tool_set_sha256(listing), {tool.name: tool.description or "" for tool in listed.tools},
-                                client.server_info.version if client.server_info is not None else None)
+
+def _probe_from(raw: Mapping[str, Any], secrets: Sequence[str]) -> McpProbe:
+    """The :class:`McpProbe` of the probe process's answer; the server's own text made safe here."""
+    return McpProbe(tuple(raw["tools"]), _hints_of(raw["hints"]), bool(raw["probeOk"]),
+                    server_text(raw["probeError"], secrets) if raw["probeError"] else "",
+                    {name: dict(value) for name, value in raw["annotations"].items()}, raw["listingSha256"],
+                    dict(raw["descriptions"]), raw["serverVersion"])
+
+
+def _exchange(process: subprocess.Popen[str], request: Mapping[str, Any], check: ListingCheck | None,
+              ) -> tuple[dict[str, Any], BaseException | None]:
+    """Send ``request``, answer the listing with ``check``'s verdict, return the last line and what ``check`` raised.
+
+    Raises:
+        RuntimeError: the probe process ended without an answer (its own stderr's last line named).
+    """
+    assert process.stdin is not None and process.stdout is not None
+    process.stdin.write(json.dumps(request) + "\n")
+    process.stdin.flush()
+    refused: BaseException | None = None
+    while True:
+        line = process.stdout.readline()
+        if not line:
+            raise RuntimeError("the probe process ended without an answer")
+        message: dict[str, Any] = json.loads(line)
+        if "listing" not in message:
+            return message, refused
+        listing = message["listing"]
+        try:
+            if check is not None:
+                check(McpListing(tuple(listing["tools"]), _hints_of(listing["hints"])))
+        except Exception as error:  # re-raised unchanged once the server has stopped
+            refused = error
+        process.stdin.write(json.dumps({"go": refused is None}) + "\n")
+        process.stdin.flush()
 
 
 def probe_mcp_server(
@@ -195,18 +180,35 @@ def probe_mcp_server(
             ``server_text``).
         Exception: whatever ``check`` raised.
     """
-    load_mcp_sdk()
-    import anyio
-    from mcp.client.stdio import StdioServerParameters
-
-    params = StdioServerParameters(command=command, args=list(args), env=child.env, cwd=cwd)
-    try:
-        outcome = anyio.run(
-            _probe, params, str(child.stderr_path), child.secrets, probe_tool, probe_arguments or {}, check
-        )
-    except Exception as raised:  # the SDK raises many kinds; the caller needs one
+    request = {"command": command, "args": list(args), "env": child.env, "cwd": None if cwd is None else str(cwd),
+               "stderrPath": str(child.stderr_path), "probeTool": probe_tool,
+               "probeArguments": dict(probe_arguments or {}), "check": check is not None,
+               "timeoutS": MCP_PROBE_TIMEOUT_S}
+    own_env = allowlisted_environment(os.environ, home=str(child.home), tmpdir=str(child.tmpdir))
+    with tempfile.TemporaryFile() as own_stderr:
+        process = subprocess.Popen([sys.executable, "-I", "-m", PROBE_MODULE], stdin=subprocess.PIPE,
+                                   stdout=subprocess.PIPE, stderr=own_stderr, env=own_env, cwd=child.tmpdir,
+                                   text=True, encoding="utf-8")
+        timer = threading.Timer(MCP_PROBE_TIMEOUT_S + PROBE_GRACE_S, process.kill)
+        timer.start()
+        try:
+            outcome, refused = _exchange(process, request, check)
+        except (OSError, ValueError, RuntimeError) as error:
+            process.kill()
+            own_stderr.seek(0)
+            said = (own_stderr.read().decode("utf-8", "replace").strip().splitlines() or [""])[-1]
+            outcome, refused = {"error": {"kind": type(error).__name__, "message": f"{error} {said}".strip()}}, None
+        finally:
+            timer.cancel()
+            for pipe in (process.stdin, process.stdout):
+                if pipe is not None:
+                    pipe.close()
+            process.wait()
+    if refused is not None:
+        raise refused
+    if "error" in outcome:
         raise McpProbeError(f"MCP server {_server_name(command, args)} could not be probed: "
-                            f"{failure_text(raised, child)}") from None
-    if isinstance(outcome, _Refused):
-        raise outcome.error
-    return outcome
+                            f"{failure_words(outcome['error']['kind'], outcome['error']['message'], child)}")
+    if "probe" not in outcome:
+        raise McpProbeError(f"MCP server {_server_name(command, args)} could not be probed: the probe gave no answer")
+    return _probe_from(outcome["probe"], child.secrets)

@@ -122,7 +122,7 @@ def open_transcript(ledger: Path, name: str, sha256: str | None) -> bytes:
 def transcript_problems(ledger: Path, observations: Iterable[Mapping[str, object]]) -> list[str]:
     """What is wrong with ``LEDGER.transcripts/`` when it exists (issue 40; ``agentstudy ledger``): not a plain
     directory of this user with mode 0700, an entry that is not a regular file of mode 0600 (a symlink
-    included), a file an observation names (``transcriptFile``, ``serverStderrFile``) that is missing or whose
+    included), a file an observation names (its transcript, or its MCP server's stderr) that is missing or whose
     SHA-256 is not the recorded one, or a file no observation names. Empty when the directory is absent
     (``--no-transcripts``, or none written yet)."""
     directory = transcript_dir(ledger)
@@ -139,8 +139,7 @@ def transcript_problems(ledger: Path, observations: Iterable[Mapping[str, object
         problems.append(f"{directory} has mode {stat.S_IMODE(info.st_mode):04o}, not a private directory (0700) "
                         "of this user")
     named = {str(o[f"{kind}File"]): o.get(f"{kind}Sha256") for o in observations
-             for kind in ("transcript", "serverStderr")  # the MCP server's stderr tail is kept beside it (issue 39)
-             if isinstance(o.get(f"{kind}File"), str)}
+             for kind in ("transcript", "serverStderr") if isinstance(o.get(f"{kind}File"), str)}
     present = {entry.name: entry for entry in directory.iterdir()}
     for name, entry in sorted(present.items()):
         mode = entry.lstat().st_mode

@@ -14,7 +14,7 @@ billed as output). ``OWN_GEMINI_PRICES`` holds the rehearsal's nominal ``rehears
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Any
 
@@ -30,7 +30,10 @@ __all__ = ["GOOGLE", "OWN_GEMINI_PRICES", "TIER_RULE", "RequestUsage", "gemini_c
 GOOGLE = "google"
 """genai-prices' provider id of Gemini models."""
 TIER_RULE = "tier chosen per request by that request's prompt tokens (the session file records each request)"
-OWN_GEMINI_PRICES: dict[str, OpenAiPrice] = {"rehearsal-scripted": OWN_OPENAI_PRICES["rehearsal-scripted"]}
+OWN_GEMINI_PRICES: dict[str, OpenAiPrice] = {"rehearsal-scripted": replace(
+    OWN_OPENAI_PRICES["rehearsal-scripted"],
+    source="nominal rehearsal price (no money moves: the scripted Gemini API server on 127.0.0.1); the same "
+           "nominal rates as the Codex rehearsal's, cached input at 0.1 x input")}
 """Our own rows, looked up before genai-prices: only the rehearsal's nominal model (the same nominal rates as
 the Codex rehearsal's; no money moves)."""
 

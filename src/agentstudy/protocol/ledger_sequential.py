@@ -7,6 +7,11 @@ blocks); the looks are exactly what the observations give when replayed through 
 (``protocol.sequential_plan.replay``); ``taskOrder`` is what ``seed`` draws from ``taskPool`` (issue 40;
 older ledgers record no pool); and no attempt started after the stop (``startedAt`` at most
 ``stoppedAt`` in a concurrent run; none beyond the decided tasks' blocks in a one-at-a-time run).
+
+A continuation (issue 40) verifies on its own: its ``plannedAttempts`` plus ``continues.completedBefore`` are the
+``maxTasks`` blocks, and the replay first carries the block's ``carried`` observations (the chain's), so its
+looks, which go on after the earlier runs' tasks, are recomputed too. Each block replays with its own
+``construction`` (absent: the legacy two-sided one); a ``sidedness`` that does not belong to it is refused.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from datetime import datetime
 from typing import Any
 
 from agentstudy.protocol.records import MinimalLedger
+from agentstudy.protocol.sequential import LEGACY_CONSTRUCTION, SIDEDNESS
 from agentstudy.protocol.sequential_plan import replay, task_order
 from agentstudy.protocol.sequential_record import SequentialRecord
 from agentstudy.protocol.study_arms import SCENARIOS
@@ -37,11 +43,17 @@ def sequential_problems(ledger: MinimalLedger, document: Mapping[str, Any]) -> I
     if record is None:
         return
     yield from _look_problems(record)
+    construction = record.construction or LEGACY_CONSTRUCTION
+    if record.construction is not None and record.sidedness != SIDEDNESS[construction]:
+        yield f"sequential.sidedness {record.sidedness!r} is not the {construction} construction's"
     blocks = 2 * record.max_tasks
-    if ledger.planned_attempts % blocks:
+    before = (ledger.continues.completed_before or 0) if ledger.continues is not None else 0
+    if (ledger.planned_attempts + before) % blocks:
         yield f"sequential: plannedAttempts {ledger.planned_attempts} is not maxTasks {record.max_tasks} whole blocks"
         return
-    repetitions = ledger.planned_attempts // blocks
+    if record.carried and ledger.continues is None:
+        yield "sequential.carried in a run that continues none"
+    repetitions = (ledger.planned_attempts + before) // blocks
     position = {task: index for index, task in enumerate(record.task_order)}
     if len(position) != record.max_tasks or len(record.task_order) != record.max_tasks:
         yield f"sequential.taskOrder must list {record.max_tasks} distinct tasks"
@@ -111,7 +123,7 @@ def _after_stop_problems(ledger: MinimalLedger, record: SequentialRecord, docume
     if record.stop_reason is None:
         return
     if ledger.concurrency is None:
-        decided = record.tasks_completed * repetitions * len(SCENARIOS)
+        decided = record.tasks_completed * repetitions * len(SCENARIOS) - len(record.carried or [])
         if len(document["observations"]) > decided or ledger.open_reservation is not None:
             yield f"an attempt after the sequential stop at {record.tasks_completed} tasks"
         return

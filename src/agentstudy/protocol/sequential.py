@@ -1,4 +1,12 @@
-"""The anytime-valid sequential test of a paired study (issue 35): an e-process on task differences. Pure.
+"""The anytime-valid sequential test of a paired study (issues 35, 41 item 7): e-processes on task differences. Pure.
+
+Two constructions, named in the ledger's ``sequential.construction`` so that every ledger replays with its own:
+
+- ``magnitudeMixture`` (issue 41, new studies): one-sided in the declared direction of the primary, the null
+  "the treatment is not better" (its sign-flip form: each task's arms are interchangeable); the bet-size mixture
+  of ``protocol.sequential_magnitude`` on the standardized differences, betting only that the treatment does
+  better. "Worse" is never an efficacy stop; evidence against "better" stops for futility.
+- ``signWeighted`` (issue 35, ledgers written before issue 41, which record no construction): two-sided, below.
 
 The unit is the task: its difference is the treatment arm's mean minus the control arm's mean of
 the primary metric over the task's repetitions (``doc-bridge-mcp - repository-only``). Under the
@@ -47,6 +55,14 @@ if TYPE_CHECKING:  # numpy loads when a test is computed, not with every study f
     from numpy.typing import ArrayLike, NDArray
 
 BetterWhen = Literal["lower", "higher"]
+Construction = Literal["signWeighted", "magnitudeMixture"]
+Sidedness = Literal["two-sided", "one-sided"]
+LEGACY_CONSTRUCTION: Construction = "signWeighted"
+"""The construction of ledgers that record none (issue 35): two-sided, sign-weighted."""
+CONSTRUCTION: Construction = "magnitudeMixture"
+"""The construction of every new sequential study (issue 41 item 7): one-sided, magnitude-aware."""
+SIDEDNESS: dict[Construction, Sidedness] = {"signWeighted": "two-sided", "magnitudeMixture": "one-sided"}
+"""Each construction's sidedness (recorded beside it in the ledger)."""
 Decision = Literal["continue", "efficacy", "futility", "maxTasks"]
 StopReason = Literal["efficacy", "futility", "maxTasks"]
 DECISIONS: tuple[Decision, ...] = ("continue", "efficacy", "futility", "maxTasks")
@@ -69,6 +85,8 @@ class SequentialDesign:
         alpha: the type-I error, in (0, 1); efficacy is declared at ``E >= 1/alpha``.
         futility: the e-value floor in (0, 1) (stop when ``E <= futility``), or ``None`` for none (the
             out-of-reach rule always applies).
+        construction: the e-process (:data:`Construction`); the default is the legacy one, so a design replayed
+            from a ledger that records none is what it ran with. New studies pass :data:`CONSTRUCTION`.
 
     Raises:
         ValueError: a value out of range.
@@ -77,6 +95,7 @@ class SequentialDesign:
     max_tasks: int
     alpha: float
     futility: float | None = 0.1
+    construction: Construction = LEGACY_CONSTRUCTION
 
     def __post_init__(self) -> None:
         if self.max_tasks < 1:
@@ -85,7 +104,7 @@ class SequentialDesign:
             raise ValueError(f"alpha must be between 0 and 1, got {self.alpha}")
         if self.futility is not None and not 0 < self.futility < 1:
             raise ValueError(f"futility must be between 0 and 1, got {self.futility}")
-        fewest = fewest_tasks(self.alpha)
+        fewest = fewest_tasks(self.alpha, self.construction)
         if self.max_tasks < fewest:
             raise ValueError(f"maxTasks {self.max_tasks} can never reach an e-value of {self.threshold:g} "
                              f"(alpha {self.alpha:g}); it needs at least {fewest} tasks")
@@ -96,9 +115,9 @@ class SequentialDesign:
         return 1.0 / self.alpha
 
 
-def fewest_tasks(alpha: float) -> int:
-    """The fewest tasks after which ``E >= 1/alpha`` is possible at all (every difference in one direction with
-    full weight): 7 for alpha 0.05, 10 for 0.01.
+def fewest_tasks(alpha: float, construction: Construction = LEGACY_CONSTRUCTION) -> int:
+    """The fewest tasks after which ``E >= 1/alpha`` is reached when every difference is the same and better:
+    7 for alpha 0.05 and 10 for 0.01 with either construction.
 
     Raises:
         ValueError: alpha not in (0, 1).
@@ -108,7 +127,7 @@ def fewest_tasks(alpha: float) -> int:
     import numpy as np
 
     tasks = 1
-    while e_process(np.ones(tasks), "higher")[-1] < 1.0 / alpha:
+    while e_values(np.ones(tasks), "higher", construction)[0][-1] < 1.0 / alpha:
         tasks += 1
     return tasks
 
@@ -180,6 +199,27 @@ def e_process(differences: ArrayLike, better_when: BetterWhen) -> NDArray[np.flo
     return ((better + worse) / 2.0).astype(np.float64)
 
 
+def e_values(differences: ArrayLike, better_when: BetterWhen,
+             construction: Construction) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+    """The e-values ``E_1 .. E_n`` of ``construction`` after each task (last axis) and, per look, whether the
+    evidence points to "better" (always, one-sided; the larger side, two-sided)."""
+    import numpy as np
+
+    if construction == "magnitudeMixture":
+        from agentstudy.protocol.sequential_magnitude import magnitude_e_process
+
+        e = magnitude_e_process(differences, better_when, two_sided=False)
+        return e, np.ones(e.shape, dtype=np.bool_)
+    better, worse = sides(differences, better_when)
+    return ((better + worse) / 2.0).astype(np.float64), better >= worse
+
+
+def growth(construction: Construction) -> float:
+    """The most one task can multiply ``construction``'s e-value by (``1 + LAMBDA_MAX``; below 2 for the
+    mixture, whose every bet is under 1): the out-of-reach futility rule's bound."""
+    return 1.0 + LAMBDA_MAX if construction == "signWeighted" else 2.0
+
+
 def decisions(e: NDArray[np.float64], design: SequentialDesign) -> NDArray[np.int8]:
     """The decision code (index into :data:`DECISIONS`) at every look (last axis: after 1, 2, … tasks; at most
     ``design.max_tasks`` looks), ignoring earlier stops (:func:`first_stop` finds the first)."""
@@ -194,7 +234,7 @@ def decisions(e: NDArray[np.float64], design: SequentialDesign) -> NDArray[np.in
     codes = np.zeros(e.shape, dtype=np.int8)
     codes = np.where(tasks == design.max_tasks, DECISIONS.index("maxTasks"), codes)
     # Out of reach: compared in logs, with a small margin so that a path that could reach it exactly is kept.
-    reach = np.log(np.maximum(e, 1e-300)) + remaining * math.log1p(LAMBDA_MAX)
+    reach = np.log(np.maximum(e, 1e-300)) + remaining * math.log(growth(design.construction))
     futile = reach < math.log(threshold) - 1e-9
     if design.futility is not None:
         futile = futile | (e <= design.futility)
@@ -228,12 +268,11 @@ def looks(differences: Sequence[float | None], design: SequentialDesign, better_
     import numpy as np
 
     values = np.array([math.nan if d is None else float(d) for d in differences], dtype=np.float64)
-    better, worse = sides(values, better_when)
-    e = (better + worse) / 2.0
+    e, better = e_values(values, better_when, design.construction)
     codes = decisions(e, design)
     found: list[Look] = []
     for index, code in enumerate(codes):
-        direction: Literal["better", "worse"] = "better" if better[index] >= worse[index] else "worse"
+        direction: Literal["better", "worse"] = "better" if better[index] else "worse"
         found.append(Look(index + 1, float(e[index]), DECISIONS[int(code)], direction))
         if code != 0:
             break
@@ -241,6 +280,28 @@ def looks(differences: Sequence[float | None], design: SequentialDesign, better_
 
 
 __all__ = [
-    "DECISIONS", "LAMBDA_MAX", "BetterWhen", "Decision", "Look", "SequentialDesign", "StopReason", "bets",
-    "decisions", "e_process", "fewest_tasks", "first_stop", "looks", "one_side", "oriented", "sides", "signals",
+    "CONSTRUCTION",
+    "DECISIONS",
+    "LAMBDA_MAX",
+    "LEGACY_CONSTRUCTION",
+    "SIDEDNESS",
+    "BetterWhen",
+    "Construction",
+    "Decision",
+    "Look",
+    "SequentialDesign",
+    "Sidedness",
+    "StopReason",
+    "bets",
+    "decisions",
+    "e_process",
+    "e_values",
+    "fewest_tasks",
+    "first_stop",
+    "growth",
+    "looks",
+    "one_side",
+    "oriented",
+    "sides",
+    "signals",
 ]

@@ -11,6 +11,12 @@ It is computed on a grid of :data:`GRID` shifts spanning the differences' range 
 the reported ``low``/``high`` are the hull of the accepted grid points widened by one grid step (so the set
 is never narrower than the accepted shifts), ``None`` when an accepted shift reaches the grid's edge (the
 data cannot bound that side). The estimate is the mean of the present task differences.
+
+Each construction inverts its own e-process (``protocol.sequential.e_values``). The one-sided ``magnitudeMixture``
+(issue 41 item 7) tests "not better" only, so its sequence bounds the effect on one side: it holds every shift
+short of which the evidence that the treatment does better than that shift stays under ``1/alpha``; the bound in
+the better direction's opposite is the one reported (``low`` when higher is better, ``high`` when lower is), the
+other end ``None``. After an efficacy stop it excludes 0, as the test did.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agentstudy.protocol.sequential import BetterWhen, e_process
+from agentstudy.protocol.sequential import LEGACY_CONSTRUCTION, BetterWhen, Construction, e_values
 
 GRID = 4001
 
@@ -35,10 +41,11 @@ class ConfidenceSequence:
     alpha: float
 
 
-def confidence_sequence(differences: Sequence[float | None], better_when: BetterWhen,
-                        alpha: float) -> ConfidenceSequence:
+def confidence_sequence(differences: Sequence[float | None], better_when: BetterWhen, alpha: float,
+                        construction: Construction = LEGACY_CONSTRUCTION) -> ConfidenceSequence:
     """The confidence sequence after every difference of ``differences`` (treatment − control per task, in the
-    order the tasks completed; ``None`` for a task without both arms), see the module docstring."""
+    order the tasks completed; ``None`` for a task without both arms) under ``construction``, see the module
+    docstring."""
     import numpy as np
 
     present = [d for d in differences if d is not None and math.isfinite(d)]
@@ -49,7 +56,7 @@ def confidence_sequence(differences: Sequence[float | None], better_when: Better
     low_data, high_data = min(present), max(present)
     span = max(high_data - low_data, abs(estimate), 1e-12)
     shifts = np.linspace(low_data - span, high_data + span, GRID)
-    wealth = e_process(values[None, :] - shifts[:, None], better_when)[:, -1]
+    wealth = e_values(values[None, :] - shifts[:, None], better_when, construction)[0][:, -1]
     accepted = np.flatnonzero(wealth < 1.0 / alpha)
     if accepted.size == 0:  # no shift survives (cannot happen for the centre of the data, kept for safety)
         return ConfidenceSequence(estimate, None, None, alpha)
@@ -57,4 +64,6 @@ def confidence_sequence(differences: Sequence[float | None], better_when: Better
     first, last = int(accepted[0]), int(accepted[-1])
     low = None if first == 0 else float(shifts[first]) - step
     high = None if last == GRID - 1 else float(shifts[last]) + step
+    if construction != LEGACY_CONSTRUCTION:  # one-sided: only the bound against the better direction
+        low, high = (low, None) if better_when == "higher" else (None, high)
     return ConfidenceSequence(estimate, low, high, alpha)

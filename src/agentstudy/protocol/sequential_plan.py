@@ -9,6 +9,11 @@ order, which was fixed by the seed before any outcome) and takes one look per co
 (``protocol.sequential.looks``); after the first stopping look it takes no more, so attempts still in
 flight at the stop are recorded but never enter the decision. :func:`replay` is the same monitor over a
 ledger's observations: the ledger verifier recomputes the looks with it.
+
+New plans use the one-sided ``magnitudeMixture`` construction (issue 41 item 7); a plan read back from a
+ledger's block (:func:`plan_from_record`: a replay, or a continuation of a study that had not stopped, issue 40)
+keeps the construction, seed and order recorded there. A continuation's monitor first :meth:`~SequentialMonitor.carry`
+the chain's completed observations, so its e-process goes on from the chain's, never restarted.
 """
 
 from __future__ import annotations
@@ -17,8 +22,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentstudy.protocol.sequential import BetterWhen, Look, SequentialDesign, looks
-from agentstudy.protocol.sequential_record import LookRecord, SequentialRecord
+from agentstudy.protocol.sequential import (
+    CONSTRUCTION,
+    LEGACY_CONSTRUCTION,
+    SIDEDNESS,
+    BetterWhen,
+    Look,
+    SequentialDesign,
+    looks,
+)
+from agentstudy.protocol.sequential_record import CarriedObservation, LookRecord, SequentialRecord
 from agentstudy.protocol.study_agents import study_agents
 from agentstudy.protocol.study_arms import DOC_BRIDGE_MCP, REPOSITORY_ONLY
 
@@ -80,7 +93,8 @@ def plan_sequential(manifest: Any, protocol_hash: str, *, metric: str = DEFAULT_
         design = settings.design()
         seed = settings.seed if settings.seed is not None else seed_from_hash(protocol_hash)
     else:
-        design = SequentialDesign(max_tasks=len(ids), alpha=DEFAULT_ALPHA, futility=DEFAULT_FUTILITY)
+        design = SequentialDesign(max_tasks=len(ids), alpha=DEFAULT_ALPHA, futility=DEFAULT_FUTILITY,
+                                  construction=CONSTRUCTION)
         seed = seed_from_hash(protocol_hash)
     return SequentialPlan(design, metric, better_when, seed, task_order(ids, seed, design.max_tasks),
                           manifest.repetitions, tuple(ids))
@@ -103,7 +117,22 @@ class SequentialMonitor:
     looks: list[Look] = field(default_factory=list)
     differences: list[float | None] = field(default_factory=list)
     stopped_at: str | None = None
+    carried: list[CarriedObservation] = field(default_factory=list)
     _arms: dict[str, list[tuple[str, float | None]]] = field(default_factory=dict)
+
+    def carry(self, observations: Iterable[Mapping[str, Any]]) -> None:
+        """Count the observations (their JSON) a continuation carries over from its chain, in the chain's order,
+        before any of its own: the looks they complete are the chain's looks, recorded again in the new block
+        (issue 40)."""
+        self.carry_recorded(CarriedObservation(task_id=str(o.get("taskId")), scenario=str(o.get("scenario")),
+                                               value=_value(o, self.plan.metric)) for o in observations)
+
+    def carry_recorded(self, entries: Iterable[CarriedObservation]) -> None:
+        """:meth:`carry` from a block's ``carried`` entries (the verifier's replay)."""
+        for entry in entries:
+            self.carried.append(entry)
+            self.observe({"taskId": entry.task_id, "scenario": entry.scenario, "status": "completed",
+                          self.plan.metric: entry.value})
 
     @property
     def stopped(self) -> bool:
@@ -138,7 +167,15 @@ class SequentialMonitor:
             futility=design.futility, metric=self.plan.metric, better_when=self.plan.better_when,
             seed=self.plan.seed, task_order=list(self.plan.task_order), stopped_at=self.stopped_at,
             direction=self.looks[-1].direction if reason == "efficacy" else None,
-            task_pool=None if self.plan.task_pool is None else list(self.plan.task_pool))
+            task_pool=None if self.plan.task_pool is None else list(self.plan.task_pool),
+            **_construction_fields(design), carried=list(self.carried) or None)
+
+
+def _construction_fields(design: SequentialDesign) -> dict[str, Any]:
+    """The block's ``construction`` and ``sidedness``: absent for the legacy construction (older ledgers)."""
+    if design.construction == LEGACY_CONSTRUCTION:
+        return {}
+    return {"construction": design.construction, "sidedness": SIDEDNESS[design.construction]}
 
 
 def _difference(arms: list[tuple[str, float | None]]) -> float | None:
@@ -149,22 +186,35 @@ def _difference(arms: list[tuple[str, float | None]]) -> float | None:
     return sum(treatment) / len(treatment) - sum(control) / len(control)
 
 
-def replay(record: SequentialRecord, repetitions: int, observations: Iterable[Mapping[str, Any]]) -> SequentialMonitor:
-    """The monitor a run with ``record``'s plan would hold after recording ``observations`` in order.
+def plan_from_record(record: SequentialRecord, repetitions: int) -> SequentialPlan:
+    """The plan ``record`` was written under: its design (with its construction; the legacy one when the block
+    names none), metric, seed, task order and pool, with ``repetitions`` per arm.
 
     Raises:
-        ValueError: the record's design is invalid (as :class:`SequentialDesign`).
+        ValueError: the record's design is invalid (as :class:`SequentialDesign`) or its metric is not one a
+            sequential run decides on.
     """
-    design = SequentialDesign(max_tasks=record.max_tasks, alpha=record.alpha, futility=record.futility)
+    design = SequentialDesign(max_tasks=record.max_tasks, alpha=record.alpha, futility=record.futility,
+                              construction=record.construction or LEGACY_CONSTRUCTION)
     if record.metric not in SEQUENTIAL_METRICS:
         raise ValueError(f"sequential.metric {record.metric!r} is not one a sequential run decides on")
-    plan = SequentialPlan(design, record.metric, record.better_when, record.seed, tuple(record.task_order),
+    return SequentialPlan(design, record.metric, record.better_when, record.seed, tuple(record.task_order),
                           repetitions, None if record.task_pool is None else tuple(record.task_pool))
-    monitor = SequentialMonitor(plan)
+
+
+def replay(record: SequentialRecord, repetitions: int, observations: Iterable[Mapping[str, Any]]) -> SequentialMonitor:
+    """The monitor a run with ``record``'s plan would hold after carrying ``record.carried`` (a continuation's)
+    and recording ``observations`` in order.
+
+    Raises:
+        ValueError: as :func:`plan_from_record`.
+    """
+    monitor = SequentialMonitor(plan_from_record(record, repetitions))
+    monitor.carry_recorded(record.carried or [])
     for observation in observations:
         monitor.observe(observation)
     return monitor
 
 
-__all__ = ["DEFAULT_METRIC", "SEQUENTIAL_METRICS", "SequentialMonitor", "SequentialPlan", "plan_sequential",
-           "replay", "seed_from_hash", "task_order"]
+__all__ = ["DEFAULT_METRIC", "SEQUENTIAL_METRICS", "SequentialMonitor", "SequentialPlan", "plan_from_record",
+           "plan_sequential", "replay", "seed_from_hash", "task_order"]

@@ -6,6 +6,13 @@ plus what makes the looks reproducible from the observations alone: ``alpha``, `
 when the stop was decided; no attempt is admitted after it) and, after an efficacy stop, ``direction``
 (``better`` or ``worse``: which way the treatment differs), and ``taskPool`` (the study's task ids the seed
 permuted; absent from older ledgers). Checked by ``protocol.ledger_sequential``.
+
+Issue 41 item 7 adds ``construction`` (``magnitudeMixture``; absent: the two-sided ``signWeighted`` of older
+ledgers, which replay with it) and ``sidedness`` (``one-sided``/``two-sided``, absent with it). Issue 40 adds
+``carried`` to a continuation of a sequential study that had not stopped: every observation the chain before it
+completed on a planned task, ``{"taskId", "scenario", "value"}`` (the primary's value, ``null`` when missing) in
+the chain's order; the monitor replays them before the run's own, so the e-process carries over and the looks
+go on numbering from the chain's (the looks listed are all of the study's, the carried ones first).
 """
 
 from __future__ import annotations
@@ -14,7 +21,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentstudy.protocol.sequential import Decision
+from agentstudy.protocol.sequential import Construction, Decision, Sidedness
 
 
 class LookRecord(BaseModel):
@@ -25,6 +32,17 @@ class LookRecord(BaseModel):
     tasks: int
     e_value: float = Field(alias="eValue")
     decision: Decision
+
+
+class CarriedObservation(BaseModel):
+    """One observation a continuation carries over from its chain: ``taskId``, ``scenario`` and ``value`` (the
+    primary metric's, in its unit; ``None`` when the observation has none)."""
+
+    model_config = ConfigDict(extra="forbid", validate_by_name=True, validate_by_alias=True)
+
+    task_id: str = Field(alias="taskId")
+    scenario: str
+    value: float | None
 
 
 class SequentialRecord(BaseModel):
@@ -50,6 +68,12 @@ class SequentialRecord(BaseModel):
     task_pool: list[str] | None = Field(default=None, alias="taskPool")
     """Every task id of the study in its file's order: what ``seed`` permuted into ``taskOrder``, so the verifier
     redraws the order (issue 40); absent from older ledgers (serialised only when set)."""
+    construction: Construction | None = None
+    """The e-process (issue 41 item 7); ``None`` (absent) in older ledgers: ``signWeighted``."""
+    sidedness: Sidedness | None = None
+    """``one-sided`` (the declared direction only) or ``two-sided``; absent with ``construction``."""
+    carried: list[CarriedObservation] | None = None
+    """A continuation's observations carried over from its chain (see the module docstring); absent otherwise."""
 
 
-__all__ = ["LookRecord", "SequentialRecord"]
+__all__ = ["CarriedObservation", "LookRecord", "SequentialRecord"]

@@ -13,14 +13,15 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from agentstudy.protocol.sequential import SequentialDesign
+from agentstudy.protocol.sequential import CONSTRUCTION, SequentialDesign
 
 
 class SequentialSettings(BaseModel):
     """``design.sequential``: ``maxTasks`` (1–1000, at most the study's tasks), ``alpha`` in (0, 1) (efficacy at
-    an e-value of ``1/alpha``), ``futility`` in (0, 1) or ``null``, 0.1 when absent (stop when the evidence that
-    the treatment is worse reaches ``1/futility``; efficacy out of reach always stops), ``seed`` (optional, 0 to
-    2^63 - 1: the task order's seed; absent: taken from the protocol hash)."""
+    an e-value of ``1/alpha``; the test is one-sided in the declared direction of the primary, issue 41 item 7),
+    ``futility`` in (0, 1) or ``null``, 0.1 when absent (stop when the e-value, the evidence that the treatment is
+    better, falls to it; efficacy out of reach always stops), ``seed`` (optional, 0 to 2^63 - 1: the task order's
+    seed; absent: taken from the protocol hash)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, populate_by_name=True)
 
@@ -28,7 +29,8 @@ class SequentialSettings(BaseModel):
     alpha: float = Field(gt=0, lt=1, description="Type-I error; efficacy at an e-value of 1/alpha.")
     futility: float | None = Field(
         default=0.1, gt=0, lt=1,
-        description="Harm bound: stop when the evidence of a worse treatment reaches 1/futility (default 0.1).")
+        description="Futility bound: stop when the e-value (evidence of a better treatment) falls to it "
+                    "(default 0.1).")
     seed: int | None = Field(default=None, ge=0, le=2**63 - 1, description="Seed of the random task order.")
 
     @model_validator(mode="after")
@@ -39,7 +41,8 @@ class SequentialSettings(BaseModel):
     def design(self) -> SequentialDesign:
         """The :class:`~agentstudy.protocol.sequential.SequentialDesign` (raises ``ValueError`` when efficacy
         can never be reached within ``maxTasks``)."""
-        return SequentialDesign(max_tasks=self.max_tasks, alpha=self.alpha, futility=self.futility)
+        return SequentialDesign(max_tasks=self.max_tasks, alpha=self.alpha, futility=self.futility,
+                                construction=CONSTRUCTION)
 
 
 class StudyDesign(BaseModel):

@@ -21,9 +21,19 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentstudy.protocol.seed_names import REPOSITORY_ONLY
+
 TREATMENT_LOST = "every MCP tool call returned an error (treatment lost)"
 """The setup problem of a treatment attempt whose every server call errored: the same words on every
 transport and agent (cli, Codex, http)."""
+CONTROL_SERVER_LOST = "every MCP tool call returned an error (the control arm's server lost)"
+"""The same problem in a control arm that runs a server of its own (issue 44): the same rule, its own arm named."""
+
+
+def server_lost(scenario: str) -> str:
+    """The words of an attempt of ``scenario``'s arm whose every call to its server errored: :data:`TREATMENT_LOST`,
+    or :data:`CONTROL_SERVER_LOST` in the control arm (``repository-only``; issue 44)."""
+    return CONTROL_SERVER_LOST if scenario == REPOSITORY_ONLY else TREATMENT_LOST
 
 DEFAULT_MINIMUM_USE = 0.5
 """The study's minimum share of treatment attempts that must use the server (the study file's

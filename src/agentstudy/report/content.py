@@ -79,7 +79,8 @@ def provenance_section(analysis: Analysis) -> Section:
                                      f"status {adjudication.status}; adjudicator {models}; method agent, "
                                      f"no human review"))
     rows.append(("interval", f"the exact sign-flip test inverted at alpha {analysis.alpha:g} (Monte Carlo "
-                             f"above 16 tasks, seed {analysis.seed})"))
+                             f"above 16 tasks, seed {analysis.seed}), from 10 tasks joined with the "
+                             "skewness-corrected bootstrap-t's"))
     table = Table("about", "The study and this report's inputs", ("field", "value"), tuple(rows))
     return Section(PROVENANCE_TITLE, (table,))
 

@@ -25,6 +25,7 @@ from agentstudy.report.inference_rates import ArmRate
 from agentstudy.report.inference_ratio import ratio_words
 from agentstudy.report.methods import NULL_IN_WORDS, test_name
 from agentstudy.report.model import BASELINE, TREATMENT
+from agentstudy.report.sequential import OPTIONALLY_STOPPED, stopped_answer
 from agentstudy.report.variance import VarianceComponents
 
 _ROLE_ORDER = {PRIMARY: 0, SECONDARY: 1}
@@ -119,6 +120,11 @@ def primary_paragraph(analysis: Analysis) -> Paragraph:
                if summary.p_value < plan.alpha else
                f"p {fmt.p_value(summary.p_value, None)} ≥ {plan.alpha:g}: no difference shown on the primary endpoint")
     interval = fmt.interval(summary.ci_low, summary.ci_high, summary.ci_note, result.metric.kind)
+    answer = stopped_answer(analysis.study, primary.metric)
+    if answer is not None:  # issue 41 item 7: after a sequential stop the stopping rule answers
+        return Paragraph(f"{head}. Primary result: {answer[0].upper()}{answer[1:]}. Fixed-design figures "
+                         f"({OPTIONALLY_STOPPED}): {fmt.statistic(summary.estimate, result.metric.kind)} per task "
+                         f"{interval} ({summary.design}), p {fmt.p_value(summary.p_value, None)}.")
     return Paragraph(f"{head}. Primary result: {fmt.statistic(summary.estimate, result.metric.kind)} per task "
                      f"{interval} ({summary.design}); {verdict}.")
 
@@ -211,9 +217,11 @@ def method_paragraph(analysis: Analysis) -> Paragraph:
         "correct); the complete-case rows beside them keep only completed attempts with complete usage. "
         "A task counts for a metric when both arms have at least one value. The null hypothesis tested is "
         f"{NULL_IN_WORDS}. The p-value is the two-sided sign-flip {test_name(analysis.study.order)} of the "
-        "studentized mean task Δ, "
-        "exact over all 2^k sign vectors up to 16 tasks, a seeded Monte Carlo (with its standard error) above. The "
-        f"{level(analysis)} % interval is the set of shifts that same test does not reject at alpha "
+        "mean task Δ, "
+        "exact over all 2^k sign vectors up to 16 tasks, a seeded Monte Carlo (with its standard error) above; "
+        "from 10 tasks it is the larger of that p and a seeded bootstrap-t p of the skewness-corrected studentized "
+        f"mean (9,999 resamples). The {level(analysis)} % interval is the set of shifts that same test does not "
+        f"reject at alpha "
         f"{analysis.alpha:g}, so it excludes 0 exactly when p < {analysis.alpha:g}; with too few tasks it is "
         "unbounded. With n non-zero task Δs no p below 2/2^n is attainable. Ratios are the ratio of the arm means "
         "over tasks (no task left out), their interval the same test of t − ρ·b inverted over ρ. The secondary "

@@ -21,7 +21,7 @@ from agentstudy.report.inference import TaskLevelSummary
 from agentstudy.report.inference_endpoints import EXPLORATORY, PRIMARY, SECONDARY
 from agentstudy.report.model import BASELINE, TREATMENT
 from agentstudy.report.sentences import PARTIAL_CHAIN_SENTENCE, REHEARSAL_SENTENCE, UNVERIFIED_SENTENCE
-from agentstudy.report.sequential import sequential_sentences
+from agentstudy.report.sequential import OPTIONALLY_STOPPED, sequential_sentences
 from agentstudy.report.treatment import first_screen_blocks, summarize_treatment
 
 TITLE = "Result at a glance"
@@ -103,6 +103,8 @@ def glance_section(analysis: Analysis, *, primary: str | None = None, minimum_us
     treatment = study.arm_name(TREATMENT)  # a study file's own label (issue 18), else the default one
     rows = tuple(_row(m, summary, treatment, results[m.key].role, results[m.key].p_adjusted) for m, summary in shown)
     fixed = "; fixed design, not the stopping rule" if study.sequential is not None else ""
+    if study.sequential is not None and study.sequential.stop_reason is not None:
+        fixed = f"; {OPTIONALLY_STOPPED}"  # issue 41 item 7
     table = Table("glance", f"{study.arm_name(TREATMENT)} compared with {study.arm_name(BASELINE)}, "
                   f"task level (exploratory{fixed})",
                   ("metric", "in words", "Δ per task", f"{level(analysis)} % interval", "p (sign-flip)", "design",

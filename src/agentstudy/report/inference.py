@@ -5,7 +5,9 @@ USD as float, or a 0-1 score). Per task each arm's mean over its repetitions and
 difference ``treatment - baseline``; the estimate is the mean of the task differences. The
 p-value is the two-sided sign-flip permutation test over the task differences, exact over all
 ``2^k`` sign vectors for ``k <= 16`` tasks, above that a seeded Monte Carlo whose standard error is
-returned beside it; the interval is that same test inverted (:mod:`agentstudy.report.inversion`):
+returned beside it, and from 10 tasks the larger of that p and the skewness-corrected bootstrap-t's
+(:mod:`agentstudy.report.mean_test`; issue 41 item 3); the interval is that same test inverted
+(:mod:`agentstudy.report.inversion`):
 the shifts it does not reject at ``alpha``, so it excludes 0 exactly when ``p < alpha``, and is
 unbounded when the design cannot reject anything. Repetitions of one task are never treated as
 independent pairs. The percentile cluster bootstrap that the report used to show is kept only as
@@ -24,11 +26,11 @@ from agentstudy.report.inversion import (
     MAX_EXACT_TASKS,
     MONTE_CARLO_FLIPS,
     SignFlipNull,
-    inverted_interval,
     p_at,
     sign_flip_null,
     smallest_attainable_p,
 )
+from agentstudy.report.mean_test import BOOTSTRAP_T_RESAMPLES, MIN_TASKS, mean_test
 from agentstudy.report.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, CONFIDENCE_LEVEL
 
 DEFAULT_ALPHA = 0.05
@@ -58,8 +60,9 @@ class TaskLevelSummary:
     has r repetitions in each arm, else ``None``; ``design`` says it in words ("6 tasks × 3
     repetitions", "6 tasks × 1–3 repetitions"). ``estimate`` is the mean task difference;
     ``ci_low``/``ci_high`` the ``1 - alpha`` interval of the inverted sign-flip test (an end is
-    ``None`` when unbounded, ``ci_note`` saying why in one sentence); ``p_value`` the two-sided
-    sign-flip p; ``p_monte_carlo_se`` its Monte Carlo standard error (only for k > 16); ``p_min`` the
+    ``None`` when unbounded, ``ci_note`` saying why in one sentence); ``p_value`` the two-sided p of
+    :func:`agentstudy.report.mean_test.mean_test`; ``p_monte_carlo_se`` its Monte Carlo standard error (when
+    the part that gave it is a Monte Carlo); ``p_min`` the
     smallest two-sided p the data can reach at 0 (``2 / 2^n``, n the non-zero task differences).
     Each is ``None`` with a reason in the matching ``*_note`` when not computable. ``method`` is one
     sentence naming the procedure; ``alpha`` the level of the interval.
@@ -196,14 +199,17 @@ def cluster_bootstrap_interval(
 
 
 METHOD = ("estimate: mean over tasks of (treatment mean − baseline mean over repetitions); p: two-sided "
-          "sign-flip permutation test over the task differences ({flips}); {level} % interval: the shifts that "
-          "test does not reject at alpha {alpha:g} (test inversion)")
+          "sign-flip permutation test over the task differences ({flips}){bootstrap}; {level} % interval: the "
+          "shifts that test does not reject at alpha {alpha:g} (test inversion)")
 
 
 def _method(k: int, seed: int, alpha: float) -> str:
     flips = (f"exact, all 2^{k} sign vectors" if k <= MAX_EXACT_TASKS
              else f"seeded Monte Carlo, {MONTE_CARLO_FLIPS} sign vectors, seed {seed}")
-    return METHOD.format(flips=flips, level=f"{100 * (1 - alpha):g}", alpha=alpha)
+    bootstrap = ("" if k < MIN_TASKS else
+                 f", rejecting only when the bootstrap-t of the skewness-corrected studentized mean also rejects "
+                 f"({BOOTSTRAP_T_RESAMPLES} resamples, seed {seed})")
+    return METHOD.format(flips=flips, bootstrap=bootstrap, level=f"{100 * (1 - alpha):g}", alpha=alpha)
 
 
 def unbounded_note(k: int, alpha: float) -> str:
@@ -249,11 +255,12 @@ def task_level_summary(
         note = "not computable with 1 task (needs at least 2)"
         return TaskLevelSummary(k, repetitions, design, estimate, None, None, note, None, note, None, method,
                                 effects, smallest_attainable_p(differences), alpha=alpha)
-    null = sign_flip_null(differences, seed=seed)
-    p_value, p_se = _p_and_se(null)
-    low, high = inverted_interval(null, alpha)
+    test = mean_test(differences, seed=seed, alpha=alpha)
+    p_value, low, high = test.p_value, test.low, test.high
     if low is not None and high is not None and p_value >= alpha:  # one decision: never an interval without 0
         low, high = min(low, 0.0), max(high, 0.0)  # while p says "not rejected" (float ties; issue 41 item 5)
     ci_note = unbounded_note(k, alpha) if low is None else point_note(low, high, k)
-    return TaskLevelSummary(k, repetitions, design, estimate, low, high, ci_note, p_value, None, p_se, method,
-                            effects, smallest_attainable_p(differences, monte_carlo_floor=null.draws), alpha=alpha)
+    draws = [n.draws for n in (test.flip, test.bootstrap) if n is not None and n.draws is not None]
+    floor = smallest_attainable_p(differences, monte_carlo_floor=min(draws) if draws else None)
+    return TaskLevelSummary(k, repetitions, design, estimate, low, high, ci_note, p_value, None, test.p_monte_carlo_se,
+                            method, effects, floor, alpha=alpha)

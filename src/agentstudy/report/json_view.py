@@ -23,7 +23,8 @@ Shape (camelCase; ``null`` with a ``reason`` where a value is not computable)::
      "sequential"?: {the ledger's sequential block, "line", "plannedUsd", "notSpentUsd"},
      "chain": {"complete": bool, "missing": [{"ledgerSha256", "runId"}]} (issue 40: runs not given),
      "treatment": {"delivered", "treatmentAttempts", "attemptsUsingServer", "serverCalls", "serverCallErrors",
-                   "attemptsAllCallsFailed", "toolDefinitionTokens", ...}, "verdict": "one sentence"}
+                   "attemptsAllCallsFailed", "toolDefinitionTokens", ..., "arms": {"control", "treatment"}},
+     "verdict": "one sentence"}
 
 ``tables`` holds every table of the text report as its display strings, so nothing the report
 shows is missing here. Metrics are listed primary first (issue 30); ``role`` is ``primary``,

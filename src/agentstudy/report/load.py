@@ -291,7 +291,7 @@ def parse_ledger(data: bytes, file_name: str, document: Any = None) -> Study:
         analysis=analysis_from_json(document.get("analysis")),
         sequential=(record := sequential_record(document.get("sequential"))),
         **_order(document.get("design")),
-        sequential_differences=_replayed(record, planned, document["observations"]),
+        sequential_differences=_replayed(record, planned, document["observations"], document.get("continues")),
     )
 
 
@@ -304,9 +304,14 @@ def _order(design: Any) -> dict[str, Any]:
     return {"order": "randomized", "order_seed": seed if isinstance(seed, int) else None}
 
 
-def _replayed(record: SequentialRecord | None, planned: Any, observations: list[Any]) -> tuple[float | None, ...]:
+def _replayed(record: SequentialRecord | None, planned: Any, observations: list[Any],
+              continues: Any = None) -> tuple[float | None, ...]:
     """The sequential run's task differences as its monitor saw them (``protocol.sequential_plan.replay``, what the
-    verifier replays too); ``()`` for a fixed design or a block that cannot be replayed."""
+    verifier replays too: a continuation's carried observations first, its plan the chain's, issue 40); ``()`` for
+    a fixed design or a block that cannot be replayed."""
+    before = continues.get("completedBefore") if isinstance(continues, dict) else None
+    if isinstance(planned, int) and isinstance(before, int) and not isinstance(before, bool):
+        planned += before
     if record is None or not isinstance(planned, int) or record.max_tasks < 1 or planned % (2 * record.max_tasks):
         return ()
     from agentstudy.protocol.sequential_plan import replay

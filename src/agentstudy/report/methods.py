@@ -3,13 +3,15 @@ docs/statistics.md explains, and the null hypothesis of the task-level test in w
 
 from __future__ import annotations
 
-NULL_IN_WORDS = ("no effect on any task: within each task the two arms' results are interchangeable, so each task "
-                 "difference is as likely to have either sign (the test is exact for this); for larger samples it "
-                 "is also a valid test of equal arm means when the arms differ in spread")
+NULL_IN_WORDS = ("equal arm means: the mean task difference is 0. The test is exact when there is no effect on any "
+                 "task (within each task the arms' results are interchangeable, so each task difference is as "
+                 "likely to have either sign); when the arms differ in spread or shape it is asymptotically valid, "
+                 "with a skewness correction from 10 tasks on")
 """The task-level test's null hypothesis in words (JSON ``test.null``)."""
 
-STATISTIC = ("studentized mean task difference (mean over its standard error) under sign flips; for sign flips "
-             "it orders the flips exactly as the mean does, so p and interval are those of the mean")
+STATISTIC = ("mean task difference under sign flips (exact below 17 tasks; studentizing it orders the flips "
+             "identically, since a flip keeps the sum of squares) and, from 10 tasks, Hall's skewness-corrected "
+             "studentized mean under the bootstrap (bootstrap-t); the test rejects only when both parts do")
 """The task-level test's statistic (JSON ``test.statistic``)."""
 
 def test_name(order: str) -> str:
@@ -32,8 +34,10 @@ def order_note(order: str, seed: int | None) -> str:
 
 METHOD_REFERENCES = (
     "Task-level test: Fisher's sign-flip (randomization) test over the task differences (Fisher 1935, The Design "
-    "of Experiments), with the studentized statistic (Janssen 1997, Statistics & Probability Letters 36: "
-    "studentized permutation tests).",
+    "of Experiments), exact when no task has an effect; from 10 tasks it rejects only when the bootstrap-t of "
+    "Hall's skewness-corrected studentized mean also rejects (Hall 1992, JRSS B 54; Efron and Tibshirani 1993, "
+    "An Introduction to the Bootstrap, chapter 12), which keeps the test of equal means near its level when the "
+    "arms differ in spread and skew.",
     "Intervals: inversion of the same test, the shifts it does not reject (Lehmann and Romano, Testing "
     "Statistical Hypotheses, 3rd ed., 2005, sections 3.5 and 5.9); ratios by Fieller's construction "
     "(Fieller 1954) with the sign-flip test.",
@@ -46,8 +50,11 @@ METHOD_REFERENCES = (
     "Variance components: method-of-moments (ANOVA) estimators of a two-way random-effects model (Searle, "
     "Casella and McCulloch, Variance Components, 1992).",
     "Sequential design: an e-process bounded by Ville's inequality (Ville 1939) from the betting construction "
-    "(Waudby-Smith and Ramdas 2024, JRSS B 86; Shafer and Vovk 2019).",
+    "(Waudby-Smith and Ramdas 2024, JRSS B 86; Shafer and Vovk 2019): one-sided in the declared direction, an "
+    "equal mixture of the sign-flip likelihood-ratio bets tanh(c z) on the standardized task differences "
+    "(c = 0.5, 0.7; a mixture of test martingales is one), its confidence sequence by inversion (Howard, Ramdas, "
+    "McAuliffe and Sekhon 2021, Annals of Statistics 49).",
     "Simulated operating characteristics (type-I error, coverage, power) are in docs/benchmarks.md "
-    "(bench/bench_coverage.py, bench/bench_sequential.py).",
+    "(bench/bench_coverage.py, bench/bench_sequential.py, bench/bench_sequential_power.py).",
 )
 """One sentence per method, each with its reference."""

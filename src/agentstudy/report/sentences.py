@@ -21,8 +21,8 @@ ENDPOINT_SENTENCE = (
 COMPLETED_SENTENCE = "Completed means an answer returned, not that it was correct; no run status means approval."
 REHEARSAL_SENTENCE = (
     "This ledger is a rehearsal: a scripted API server on 127.0.0.1 (the Messages API for Claude Code, the "
-    "Responses API for Codex) answered instead of a model, so its numbers exercise the machinery and say nothing "
-    "about agents."
+    "Responses API for Codex, the Gemini API for Gemini CLI) answered instead of a model, so its numbers exercise "
+    "the machinery and say nothing about agents."
 )
 PARTIAL_CHAIN_SENTENCE = (
     "PARTIAL CHAIN: these ledgers continue earlier runs that were not given (read with --partial-chain), so this "

@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from agentstudy.pricing.sums import sum_usd
+from agentstudy.protocol.sequential import LEGACY_CONSTRUCTION
 from agentstudy.protocol.sequential_confidence import ConfidenceSequence, confidence_sequence
 from agentstudy.protocol.sequential_record import SequentialRecord
 from agentstudy.report import fmt
@@ -63,7 +64,8 @@ def _e(value: float) -> str:
 
 def verdict(record: SequentialRecord, treatment: str) -> str:
     """The decision in words, with the e-value against its bound: ``more input tokens with X (e-value 29.7 ≥ 20)``,
-    ``no clear difference in input tokens (e-value 0.08 ≤ 0.1)``, ``no decision at maxTasks (e-value 3.1 < 20)``,
+    ``no clear difference in input tokens (e-value 0.08 ≤ 0.1)`` (one-sided: ``X not shown better on input
+    tokens (…)``), ``no decision at maxTasks (e-value 3.1 < 20)``,
     or ``still running`` / ``stopped before a decision`` when no look decided."""
     noun, more, less = _NOUNS.get(record.metric, (record.metric, "more", "less"))
     threshold = 1 / record.alpha
@@ -74,10 +76,11 @@ def verdict(record: SequentialRecord, treatment: str) -> str:
             less if record.better_when == "lower" else more)
         return f"{word} {noun} with {treatment} (e-value {_e(e)} ≥ {threshold:g})"
     if record.stop_reason == "futility":
+        what = (f"no clear difference in {noun}" if record.construction is None else  # one-sided: "not better"
+                f"{treatment} not shown better on {noun}")
         if record.futility is not None and e <= record.futility:
-            return f"no clear difference in {noun} (e-value {_e(e)} ≤ {record.futility:g}, the futility bound)"
-        return (f"no clear difference in {noun} (e-value {_e(e)}; {threshold:g} is out of reach within "
-                f"{record.max_tasks} tasks)")
+            return f"{what} (e-value {_e(e)} ≤ {record.futility:g}, the futility bound)"
+        return f"{what} (e-value {_e(e)}; {threshold:g} is out of reach within {record.max_tasks} tasks)"
     if record.stop_reason == "maxTasks":
         return f"no decision at maxTasks (e-value {_e(e)} < {threshold:g})"
     return f"no decision yet (e-value {_e(e)} < {threshold:g})"
@@ -111,14 +114,36 @@ def sequential_sentences(study: Study) -> tuple[str, ...]:
     if line is None or record is None:
         return ()
     beyond = len([a for a in study.attempts if a.task_id not in set(record.task_order[:record.tasks_completed])])
-    detail = (f"Sequential design: alpha {record.alpha:g}, futility {record.futility if record.futility else 'none'}, "
-              f"primary {record.metric} ({record.better_when} is better), task order seeded {record.seed}; the "
-              "planned spend is the average charge per attempt times the planned attempts.")
+    detail = (f"Sequential design: {_test_words(record)}, alpha {record.alpha:g}, futility "
+              f"{record.futility if record.futility else 'none'}, primary {record.metric} ({record.better_when} is "
+              f"better), task order seeded {record.seed}; the planned spend is the average charge per attempt times "
+              "the planned attempts.")
     if beyond and record.stop_reason is not None:
         detail += (f" {beyond} attempt{'s' if beyond > 1 else ''} already running at the stop "
                    f"{'were' if beyond > 1 else 'was'} recorded and reported, outside the decision.")
     sequence = confidence_sentence(study)
     return (line[0].upper() + line[1:] + ".", *((sequence,) if sequence else ()), detail, FIXED_DESIGN_NOTE)
+
+
+def _test_words(record: SequentialRecord) -> str:
+    """The test in words: its sidedness, null and construction (issue 41 item 7)."""
+    if record.construction is None:
+        return "two-sided sign-weighted e-process (null: no effect on any task)"
+    return ("one-sided magnitude-aware e-process (a mixture of bets on standardized task differences; null: the "
+            f"treatment is not better on {record.metric}; a worse treatment stops for futility, never for efficacy)")
+
+
+OPTIONALLY_STOPPED = "fixed design on an optionally stopped sample, not the answer"
+"""How the fixed-design figures are labelled after a sequential stop (issue 41 item 7)."""
+
+
+def stopped_answer(study: Study, metric: str) -> str | None:
+    """After the sequential test stopped, the clause the primary's verdict says instead of the fixed-design p,
+    when ``metric`` is the stopping rule's (``None`` otherwise): ``the sequential test decided: <verdict>``."""
+    record = study.sequential
+    if record is None or record.stop_reason is None or record.metric != metric:
+        return None
+    return f"the sequential test decided: {verdict(record, study.arm_name(TREATMENT))}"
 
 
 def stopped_sequence(study: Study) -> ConfidenceSequence | None:
@@ -127,7 +152,8 @@ def stopped_sequence(study: Study) -> ConfidenceSequence | None:
     record = study.sequential
     if record is None or record.stop_reason is None or not study.sequential_differences:
         return None
-    return confidence_sequence(study.sequential_differences, record.better_when, record.alpha)
+    return confidence_sequence(study.sequential_differences, record.better_when, record.alpha,
+                               record.construction or LEGACY_CONSTRUCTION)
 
 
 def confidence_sentence(study: Study) -> str | None:
@@ -143,5 +169,6 @@ def confidence_sentence(study: Study) -> str | None:
             "optionally stopped sample and are not the answer.")
 
 
-__all__ = ["FIXED_DESIGN_NOTE", "MoneyNotSpent", "confidence_sentence", "money_not_spent", "sequential_line",
-           "sequential_record", "sequential_sentences", "stopped_sequence", "verdict"]
+__all__ = ["FIXED_DESIGN_NOTE", "OPTIONALLY_STOPPED", "MoneyNotSpent", "confidence_sentence", "money_not_spent",
+           "sequential_line", "sequential_record", "sequential_sentences", "stopped_answer", "stopped_sequence",
+           "verdict"]

@@ -20,7 +20,7 @@ from decimal import Decimal
 import numpy as np
 
 from agentstudy.pricing.sums import sum_usd
-from agentstudy.protocol.sequential import DECISIONS, Decision, SequentialDesign, decisions, e_process, first_stop
+from agentstudy.protocol.sequential import DECISIONS, Decision, SequentialDesign, decisions, e_values, first_stop
 from agentstudy.report.inference import TaskValues, task_effects
 from agentstudy.report.power import SEED, PilotTooSmall, estimate_components, simulate_power
 
@@ -55,9 +55,10 @@ class SequentialOperating:
 
 
 def stopping(standardised: np.ndarray, design: SequentialDesign) -> tuple[np.ndarray, np.ndarray]:
-    """Per simulated study (rows of task differences in units of their SD), the tasks at the stop and its
-    decision code (``protocol.sequential.DECISIONS``)."""
-    return first_stop(decisions(e_process(standardised, "lower"), design))
+    """Per simulated study (rows of task differences in units of their SD, positive meaning better), the tasks at
+    the stop and its decision code (``protocol.sequential.DECISIONS``), under ``design.construction`` (issue 41
+    item 7: one-sided in the better direction for new studies)."""
+    return first_stop(decisions(e_values(standardised, "higher", design.construction)[0], design))
 
 
 def simulate_sequential(effect: float, sd: float, design: SequentialDesign, repetitions: int, *,
@@ -71,11 +72,12 @@ def simulate_sequential(effect: float, sd: float, design: SequentialDesign, repe
     if not (math.isfinite(effect) and math.isfinite(sd)) or sd < 0 or simulations < 1:
         raise ValueError("need a finite effect, a finite SD >= 0 and at least one simulation")
     rng = np.random.default_rng([seed, design.max_tasks])
+    better = abs(effect)  # the effect worth detecting, in the declared better direction (a one-sided test)
     if sd == 0:
-        data = np.full((1, design.max_tasks), effect)
+        data = np.full((1, design.max_tasks), better)
         simulations = 1
     else:
-        data = effect / sd + rng.standard_normal((simulations, design.max_tasks))
+        data = better / sd + rng.standard_normal((simulations, design.max_tasks))
     tasks, codes = stopping(data, design)
     power = float((codes == DECISIONS.index("efficacy")).mean())
     shares = {name: float((codes == index).mean()) for index, name in enumerate(DECISIONS) if index}

@@ -25,12 +25,23 @@ from typing import Any
 
 from agentstudy.protocol.arm_configurations import Configurations, configuration_sentences, configurations
 from agentstudy.protocol.arm_differences import arm_differences, arm_facts
+from agentstudy.protocol.arm_fidelity import (
+    ARM_WORDS,
+    ArmFidelity,
+    AttemptUse,
+    arm_fidelity,
+    arm_not_delivered_sentence,
+    control_sentence,
+    record_use,
+    use_clause,
+)
 from agentstudy.protocol.treatment import DEFAULT_MINIMUM_USE, is_delivered, not_delivered_sentence, used_server
 from agentstudy.report.analysis import CORRECTNESS, Analysis, MetricResult
 from agentstudy.report.clusters import scope_sentence
 from agentstudy.report.document import Block, Paragraph, WarningBox
 from agentstudy.report.in_words import direction
 from agentstudy.report.model import BASELINE, TREATMENT, Attempt, Study
+from agentstudy.report.sequential import OPTIONALLY_STOPPED, stopped_answer
 
 
 @dataclass(frozen=True)
@@ -61,18 +72,24 @@ class TreatmentSummary:
     """Every way the arms differed besides the server, one sentence each (``protocol.arm_differences``)."""
     configurations: Configurations = field(default_factory=Configurations)
     """Both arms' server configurations and tool calls by name (issue 44, ``protocol.arm_configurations``)."""
-    control_using: int = 0
-    """Control attempts that used the control arm's own server (issue 44; 0 without one)."""
-    control_calls: int = 0
-    control_errors: int = 0
-    """The control arm's own server's calls and errored calls (issue 44)."""
+    arms: tuple[ArmFidelity, ...] = ()
+    """Each arm's fidelity, control first (issue 44, ``protocol.arm_fidelity``): a control arm with a server of its
+    own is counted and judged exactly like the treatment's."""
     overhead_note: str | None = None
     """Why ``tool_definition_tokens`` is ``None`` (one clause), ``None`` when it was measured."""
 
     @property
+    def control(self) -> ArmFidelity | None:
+        """The control arm's fidelity (``None`` when not summarised)."""
+        return next((arm for arm in self.arms if arm.scenario == BASELINE), None)
+
+    @property
     def delivered(self) -> bool:
-        """At least ``minimum_use`` of the treatment attempts used the server (never with none)."""
-        return is_delivered(self.attempts_using_server, self.treatment_attempts, self.minimum_use)
+        """At least ``minimum_use`` of the treatment attempts used the server (never with none), and, when the
+        control arm runs a server of its own, at least ``minimum_use`` of its attempts used that one (issue 44)."""
+        control = self.control
+        return (is_delivered(self.attempts_using_server, self.treatment_attempts, self.minimum_use)
+                and (control is None or control.delivered is not False))
 
 
 def _fallback_calls(attempt: Attempt) -> int:
@@ -89,6 +106,14 @@ def _used(attempt: Attempt) -> bool:
     return used_server(record)
 
 
+def _treatment_use(attempt: Attempt) -> AttemptUse:
+    """A treatment attempt's use of the server: its record's, else counted by tool name (an older ledger)."""
+    if attempt.treatment is not None:
+        return record_use(attempt.treatment)
+    calls = _fallback_calls(attempt)
+    return AttemptUse(calls > 0, calls, 0, False, False)
+
+
 def summarize_treatment(study: Study, minimum_use: float | None = None) -> TreatmentSummary:
     """The treatment fidelity of ``study``'s attempts (see the module docstring); ``minimum_use`` defaults to the
     study file's ``analysis.minimumTreatmentUse`` (:data:`DEFAULT_MINIMUM_USE` when none is declared)."""
@@ -96,17 +121,23 @@ def summarize_treatment(study: Study, minimum_use: float | None = None) -> Treat
         minimum_use = study.analysis.minimum_treatment_use if study.analysis is not None else DEFAULT_MINIMUM_USE
     treated = [a for a in study.attempts if a.scenario == TREATMENT]
     control = [a for a in study.attempts if a.scenario == BASELINE]
-    calls = [a.treatment.server_calls if a.treatment else _fallback_calls(a) for a in treated]
-    using = [a for a in treated if _used(a)]
+    found = configurations(list(study.arm_records), [(a.scenario, a.treatment.server_calls_by_tool)
+                                                     for a in study.attempts if a.treatment],
+                           [(a.scenario, a.treatment.first_request_input_tokens)
+                            for a in study.attempts if a.treatment])
+    served = found.servers.get(BASELINE)
+    arms = (arm_fidelity(BASELINE, str(served["name"]) if served is not None else None,
+                         [record_use(a.treatment) for a in control], minimum_use),
+            arm_fidelity(TREATMENT, study.server, [_treatment_use(a) for a in treated], minimum_use))
+    treatment = arms[1]
     models: dict[str, tuple[str, ...]] = {}
     for scenario, group in ((BASELINE, control), (TREATMENT, treated)):
         models[scenario] = tuple(dict.fromkeys(m for a in group if a.treatment for m in a.treatment.answering_models))
     per_protocol = tuple(t for t, group in _by_task(treated).items() if all(_used(a) for a in group))
     return TreatmentSummary(
-        treatment_attempts=len(treated), attempts_using_server=len(using), server_calls=sum(calls),
-        server_call_errors=sum(a.treatment.server_call_errors for a in treated if a.treatment),
-        attempts_all_calls_failed=sum(1 for a in treated if a.treatment and a.treatment.all_calls_failed),
-        median_calls=statistics.median(c for a, c in zip(treated, calls, strict=True) if _used(a)) if using else None,
+        treatment_attempts=treatment.attempts, attempts_using_server=treatment.using, server_calls=treatment.calls,
+        server_call_errors=treatment.errors, attempts_all_calls_failed=treatment.all_failed,
+        median_calls=treatment.median_calls,
         tool_definition_tokens=_overhead(treated, control), overhead_note=_overhead_note(treated, control),
         control_attempts=len(control),
         control_offered=sum(1 for a in control if a.treatment and a.treatment.server_offered),
@@ -114,13 +145,7 @@ def summarize_treatment(study: Study, minimum_use: float | None = None) -> Treat
         per_protocol_tasks=per_protocol,
         differences=arm_differences([arm_facts(a.scenario, a.task_id, a.agent, a.treatment, a.agent_version)
                                      for a in study.attempts], study.arm_name),
-        configurations=configurations(list(study.arm_records), [(a.scenario, a.treatment.server_calls_by_tool)
-                                                                for a in study.attempts if a.treatment],
-                                      [(a.scenario, a.treatment.first_request_input_tokens)
-                                       for a in study.attempts if a.treatment]),
-        control_using=sum(1 for a in control if a.treatment and a.treatment.server and used_server(a.treatment)),
-        control_calls=sum(a.treatment.server_calls for a in control if a.treatment and a.treatment.server),
-        control_errors=sum(a.treatment.server_call_errors for a in control if a.treatment and a.treatment.server),
+        configurations=found, arms=arms,
     )
 
 
@@ -164,24 +189,24 @@ def _overhead_note(treated: list[Attempt], control: list[Attempt]) -> str | None
 
 def fidelity_line(summary: TreatmentSummary, server: str) -> str:
     """"the server was used in 17 of 18 treatment attempts (median 3 calls; 2 calls errored; 0 attempts where
-    every call failed)", plus the control arm's proof and the tool-definition overhead."""
-    median = (f"median {summary.median_calls:g} calls" if summary.median_calls is not None
-              else "no call answered" if summary.server_call_errors else "no calls")
-    line = (f"Fidelity: {server} was used in {summary.attempts_using_server} of {summary.treatment_attempts} "
-            f"treatment attempts ({median}; {summary.server_call_errors} calls errored; "
-            f"{summary.attempts_all_calls_failed} attempts where every call failed).")
+    every call failed)", plus the control arm's (its own server's use in the same words, or the proof that no
+    server tool was offered: ``protocol.arm_fidelity``) and the tool-definition overhead."""
+    treatment = next((arm for arm in summary.arms if arm.scenario == TREATMENT), None)
+    if treatment is None:  # a summary built by hand: the treatment's counts
+        treatment = arm_fidelity(TREATMENT, server, [], summary.minimum_use)
+        treatment = replace(treatment, attempts=summary.treatment_attempts, using=summary.attempts_using_server,
+                            errors=summary.server_call_errors, all_failed=summary.attempts_all_calls_failed,
+                            median_calls=summary.median_calls)
+    line = f"Fidelity: {server} was {use_clause(treatment)}."
     if summary.recorded < summary.treatment_attempts:
         line += (f" {summary.treatment_attempts - summary.recorded} treatment attempts carry no treatment record "
                  "(an older ledger): their calls are counted by tool name, their errors are unknown.")
-    control_server = summary.configurations.servers.get(BASELINE)
-    if control_server is not None:  # the control arm's own server (issue 44): its fidelity, per arm
-        line += (f" The control arm's {control_server['name']} was used in {summary.control_using} of "
-                 f"{summary.control_attempts} control attempts ({summary.control_calls} calls, "
-                 f"{summary.control_errors} errored).")
-    elif summary.control_offered:
-        line += f" In {summary.control_offered} control attempts a server tool WAS offered."
-    elif summary.control_attempts:
-        line += f" No server tool was offered in any of the {summary.control_attempts} control attempts."
+    control = summary.control
+    if control is None:
+        control = replace(arm_fidelity(BASELINE, None, [], summary.minimum_use), attempts=summary.control_attempts,
+                          offered=summary.control_offered)
+    said = control_sentence(control)
+    line += f" {said}" if said else ""
     if summary.tool_definition_tokens is not None:
         line += f" The server's tools add ~{round(summary.tool_definition_tokens):,} input tokens to every request."
     elif summary.overhead_note is not None:
@@ -198,7 +223,12 @@ def primary_result(analysis: Analysis, primary: str | None = None) -> MetricResu
 
 
 def not_delivered(summary: TreatmentSummary, server: str) -> str:
-    """The verdict of a study whose treatment was not delivered (``protocol.treatment.not_delivered_sentence``)."""
+    """The verdict of a study whose treatment was not delivered (``protocol.treatment.not_delivered_sentence``),
+    or whose treatment was but whose control arm's own server was not (``protocol.arm_fidelity``; issue 44)."""
+    control = summary.control
+    if (is_delivered(summary.attempts_using_server, summary.treatment_attempts, summary.minimum_use)
+            and control is not None and control.delivered is False):
+        return arm_not_delivered_sentence(control, server)
     return not_delivered_sentence(server, summary.attempts_using_server, summary.treatment_attempts,
                                   summary.minimum_use)
 
@@ -228,6 +258,9 @@ def verdict(analysis: Analysis, summary: TreatmentSummary, *, primary: str | Non
     judged = ("not distinguishable from no difference" if p is None or p >= alpha
               else f"a difference at α = {alpha:g}")
     p_text = "p not computable" if p is None else f"p {p:.3g}"
+    answer = stopped_answer(study, result.metric.key)
+    if answer is not None:  # issue 41 item 7: after a sequential stop the stopping rule answers
+        judged, p_text = answer, f"{p_text}, {OPTIONALLY_STOPPED}"
     return (f"{not_a_finding(study)}Does {server} help? On the primary metric, {result.metric.label}: {words} "
             f"({p_text}, {level.design}; intention to treat), {judged}"
             f"{'' if analysis.plan_declared else '; exploratory (default endpoint)'}; "
@@ -291,7 +324,5 @@ def treatment_json(summary: TreatmentSummary) -> dict[str, Any]:
         "answeringModels": {scenario: list(models) for scenario, models in summary.models.items()},
         "perProtocolTasks": list(summary.per_protocol_tasks),
         "armDifferences": list(summary.differences),
-        **({"controlServer": {"attemptsUsingServer": summary.control_using, "serverCalls": summary.control_calls,
-                              "serverCallErrors": summary.control_errors}}
-           if summary.configurations.servers.get(BASELINE) is not None else {}),
+        "arms": {ARM_WORDS[arm.scenario]: arm.to_json() for arm in summary.arms},
     }

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from agentstudy.io.export import CorpusBlobs, read_pinned_corpus
 from agentstudy.io.git import GitError
-from agentstudy.protocol.manifest import DOC_BRIDGE_MCP
+from agentstudy.protocol.arm_servers import arm_server
 from agentstudy.protocol.mcp_spec import McpServerSpec
 from agentstudy.protocol.records import MinimalLedger
 from agentstudy.protocol.schedule import ScheduleEntry
@@ -85,6 +85,14 @@ def only_pinned_corpus(spec: McpServerSpec) -> None:
                              "{checkout} runs with the local executor")
 
 
+def served_commands(schedule: tuple[ScheduleEntry, ...], treatment: McpServerSpec,
+                    control: McpServerSpec | None) -> tuple[str, ...]:
+    """The commands of every server the scheduled arms run (``protocol.arm_servers``: the treatment's, and the
+    control arm's own when it has one; issue 44), in first-scheduled order: what each Ray worker must prove."""
+    served = (arm_server(entry.scenario, treatment, control) for entry in schedule)
+    return tuple(dict.fromkeys(spec.command[0] for spec in served if spec is not None))
+
+
 def open_executor(stack: ExitStack, request: CliRunRequest, schedule: tuple[ScheduleEntry, ...]) -> AttemptExecutor:
     """The executor of a concurrent CLI run (``local`` or ``ray``; ``start_executor``).
 
@@ -93,21 +101,19 @@ def open_executor(stack: ExitStack, request: CliRunRequest, schedule: tuple[Sche
             MCP server needs what is never shipped (``only_pinned_corpus``).
     """
     corpora = read_corpora(request.roots, request.loaded.manifest.repositories, (e.repository for e in schedule))
-    spec = request.settings.mcp
-    uses_mcp = any(entry.scenario == DOC_BRIDGE_MCP for entry in schedule)
+    spec, control = request.settings.mcp, request.settings.control_mcp
     if request.executor == "ray":
-        only_pinned_corpus(spec)
-    if request.executor == "ray" and request.settings.control_mcp is not None:  # issue 44
-        raise PreflightError("a study whose control arm runs a server of its own runs on the local executor only "
-                             "(Ray workers prove the treatment's server alone)")
+        for each in (spec, control):  # both arms' servers ship on the pinned corpus alone (issue 44)
+            if each is not None:
+                only_pinned_corpus(each)
     if request.executor == "ray" and request.other_agents:
         raise PreflightError("a study with several agents runs on the local executor only (one agent per Ray run)")
     needs = WorkerRequirements(binary=request.settings.binary, expected_version=request.expected_cli_version,
                                agent=request.settings.agent, containment=request.settings.containment,
-                               commands=(spec.command[0],) if uses_mcp else ())
+                               commands=served_commands(schedule, spec, control))
     return start_executor(stack, executor=request.executor, ray_address=request.ray_address,
                           concurrency=request.concurrency, corpora=corpora, needs=needs)
 
 
 __all__ = ["WorkerRequirements", "only_pinned_corpus", "open_executor", "ray_ledger_fields", "read_corpora",
-           "start_executor"]
+           "served_commands", "start_executor"]

@@ -43,13 +43,11 @@ from agentstudy.io.messages_api import API_KEY_ENV, MessagesClient, api_key_from
 from agentstudy.io.scratch import owned_mkdtemp, release
 from agentstudy.io.server_corpus import own_snapshot
 from agentstudy.pricing.budget import Budget
-from agentstudy.protocol.manifest import DOC_BRIDGE_MCP
 from agentstudy.protocol.mcp_spec import ServerPaths
 from agentstudy.protocol.schedule import ScheduleEntry
 from agentstudy.runners.executor import AttemptExecutor, WorkerDied, WorkerRequirements, then
-from agentstudy.runners.executor_choice import only_pinned_corpus, read_corpora, start_executor
+from agentstudy.runners.executor_choice import only_pinned_corpus, read_corpora, served_commands, start_executor
 from agentstudy.runners.http_attempts import WITHIN_THE_ATTEMPT, unstarted_result
-from agentstudy.runners.preflight import PreflightError
 from agentstudy.transports.cli import WORKER_DIED
 from agentstudy.transports.http import HttpSettings, run_http_attempt
 from agentstudy.transports.http_contract import HttpAttemptResult
@@ -144,21 +142,20 @@ def open_http_executor(stack: ExitStack, request: HttpRunRequest,
                        schedule: tuple[ScheduleEntry, ...]) -> AttemptExecutor:
     """The Ray executor of a concurrent http run (``--executor ray``), part of its preflight.
 
-    The workers prove the MCP server's command and the containment when the MCP arm is
-    scheduled, and their own ``ANTHROPIC_API_KEY`` in a real run (a rehearsal ships its dummy key).
+    The workers prove the command of every scheduled arm's MCP server (the treatment's, and the control arm's own
+    when it has one: ``executor_choice.served_commands``) and the containment when any arm runs one, and their own
+    ``ANTHROPIC_API_KEY`` in a real run (a rehearsal ships its dummy key).
 
     Raises:
         PreflightError: a corpus cannot be read, the MCP server needs ``{git}`` or ``{checkout}``,
             or ``start_executor`` refused (nothing reserved, no ledger).
     """
-    only_pinned_corpus(request.mcp)
-    if request.control_mcp is not None:  # issue 44
-        raise PreflightError("a study whose control arm runs a server of its own runs on the local executor only "
-                             "(Ray workers prove the treatment's server alone)")
+    for spec in (request.mcp, request.control_mcp):  # both arms' servers, each proven (issue 44)
+        if spec is not None:
+            only_pinned_corpus(spec)
     corpora = read_corpora(request.roots, request.loaded.manifest.repositories, (e.repository for e in schedule))
-    uses_mcp = any(entry.scenario == DOC_BRIDGE_MCP for entry in schedule)
-    needs = WorkerRequirements(containment=request.containment if uses_mcp else None,
-                               commands=(request.mcp.command[0],) if uses_mcp else (),
+    commands = served_commands(schedule, request.mcp, request.control_mcp)
+    needs = WorkerRequirements(containment=request.containment if commands else None, commands=commands,
                                variables=() if request.rehearsal else (API_KEY_ENV,))
     return start_executor(stack, executor="ray", ray_address=request.ray_address,
                           concurrency=request.concurrency, corpora=corpora, needs=needs)

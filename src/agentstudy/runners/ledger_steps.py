@@ -210,11 +210,14 @@ def study_header(loaded: LoadedManifest, server_name: str, treatment: ServedArm 
     }
 
 
-def summary_names(loaded: LoadedManifest, server_name: str) -> dict[str, Any]:
+def summary_names(loaded: LoadedManifest, server_name: str, control_server: str | None = None) -> dict[str, Any]:
     """``summarize``'s study keywords (issue 18): the study's full attempts, and for a study file its arm labels
     (scenario → label) and its declared ``analysis.minimumTreatmentUse`` (issues 28, 30); the server's name for
-    every run (the summary names the arms and the server by it; issue 28 item 7)."""
+    every run (the summary names the arms and the server by it; issue 28 item 7); ``control_server``, the control arm's
+    own server's name when it has one (its fidelity is judged like the treatment's; issue 44)."""
     names: dict[str, Any] = {"full_attempts": loaded.full_attempts, "server_name": server_name}
+    if control_server is not None:
+        names["control_server"] = control_server
     if loaded.analysis is not None:
         names["minimum_use"] = loaded.analysis.minimum_treatment_use
     if loaded.arms is not None:

@@ -20,6 +20,7 @@ import os
 from concurrent.futures import Future
 from contextlib import ExitStack
 from decimal import Decimal
+from typing import Any
 
 from agentstudy.agents.registry import DEFAULT_AGENT, agent_cli
 from agentstudy.fsm.attempt import AttemptMachine
@@ -147,7 +148,7 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
         ledger.cli.other_agents = [agent.record for agent in others.values()] or None
         ledger.containment = checked.containment
         start_ledger(ledger, request.continuation)
-        looked = start_sequential(ledger, request.sequential)
+        looked = start_sequential(ledger, request.sequential, request.continuation)
         if request.executor == "ray" and executor is not None:
             ledger.executor, ledger.excluded_workers = "ray", list(executor.excluded)
             for worker in executor.excluded:
@@ -236,7 +237,7 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
             close_normally(ledger, run, lambda finished: store.checkpoint(seal_ledger(finished.to_json())))
             return summarize(run.status, request.mode, len(schedule), observations, budget, output,
                              rehearsal=request.settings.rehearsal_base_url is not None, recorded=ledger.budget,
-                             sequential=ledger.sequential, **summary_names(request.loaded, request.settings.mcp.name))
+                             sequential=ledger.sequential, **_names(request))
         for index, entry in enumerate(schedule, start=1):
             raise_if_stopped()
             where = AttemptProgress(index, len(schedule), entry.task_id, entry.scenario, entry.repetition)
@@ -299,4 +300,10 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
         raise StopRequested(signum, stopped_detail(output)) from error
     return summarize(run.status, request.mode, len(schedule), observations, budget, output,
                      rehearsal=request.settings.rehearsal_base_url is not None, recorded=ledger.budget,
-                     sequential=ledger.sequential, **summary_names(request.loaded, request.settings.mcp.name))
+                     sequential=ledger.sequential, **_names(request))
+
+
+def _names(request: CliRunRequest) -> dict[str, Any]:
+    """``summarize``'s study keywords of ``request`` (``ledger_steps.summary_names``), both arms' servers named."""
+    control = request.settings.control_mcp
+    return summary_names(request.loaded, request.settings.mcp.name, control.name if control is not None else None)

@@ -152,7 +152,7 @@ def _run_http_study(request: HttpRunRequest, stack: ExitStack) -> RunSummary:
         ledger.transcripts = request.keep_transcripts
         ledger.containment = checked.containment
         start_ledger(ledger, request.continuation)
-        looked = start_sequential(ledger, request.sequential)
+        looked = start_sequential(ledger, request.sequential, request.continuation)
         if remote is not None:
             ray_ledger_fields(ledger, remote, request.progress)
         store = JournaledLedger(output, ledger, transform=lambda value: redact(value, api_key))
@@ -273,4 +273,5 @@ def _run_http_study(request: HttpRunRequest, stack: ExitStack) -> RunSummary:
         raise StopRequested(signum, stopped_detail(output)) from error
     return summarize(run.status, request.mode, len(schedule), observations, budget, output, transport="http",
                      rehearsal=request.rehearsal, recorded=ledger.budget, backoff_pauses=len(gate.pauses),
-                     sequential=ledger.sequential, **summary_names(request.loaded, request.mcp.name))
+                     sequential=ledger.sequential, **summary_names(
+                         request.loaded, request.mcp.name, request.control_mcp.name if request.control_mcp else None))

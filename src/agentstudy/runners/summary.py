@@ -11,11 +11,12 @@ from typing import Any
 from agentstudy.pricing.budget import Budget
 from agentstudy.pricing.sums import exact_factor, scaled
 from agentstudy.pricing.usd_json import usd_number
-from agentstudy.protocol.manifest import DOC_BRIDGE_MCP
+from agentstudy.protocol.arm_fidelity import arm_not_delivered_sentence, arms_fidelity
+from agentstudy.protocol.manifest import DOC_BRIDGE_MCP, REPOSITORY_ONLY
 from agentstudy.protocol.records import CliObservation, HttpObservation
 from agentstudy.protocol.run_records import BudgetRecord
 from agentstudy.protocol.sequential_record import SequentialRecord
-from agentstudy.protocol.treatment import DEFAULT_MINIMUM_USE, is_delivered, not_delivered_sentence, used_server
+from agentstudy.protocol.treatment import DEFAULT_MINIMUM_USE, not_delivered_sentence
 
 SEED_FULL_ATTEMPTS = 36
 """The seed's full schedule; a pilot of ``n`` attempts extrapolates by ``full attempts / n`` (18 for 2)."""
@@ -45,18 +46,31 @@ def _cache_tokens(observations: Sequence[CliObservation] | Sequence[HttpObservat
 
 
 def treatment_line(observations: Sequence[CliObservation] | Sequence[HttpObservation], server_name: str | None,
-                   minimum_use: float = DEFAULT_MINIMUM_USE) -> dict[str, Any]:
+                   minimum_use: float = DEFAULT_MINIMUM_USE, control_server: str | None = None) -> dict[str, Any]:
     """The summary's ``treatment``: ``{"delivered", "treatmentAttempts", "attemptsUsingServer", "serverCalls"}``
     from the treatment attempts' records (an attempt without one used no server), plus ``warning`` (the
-    report's not-delivered sentence) when the treatment was not delivered (issue 28)."""
-    treated = [o.treatment for o in observations if o.scenario == DOC_BRIDGE_MCP]
-    using = sum(1 for record in treated if record is not None and used_server(record))
-    delivered = is_delivered(using, len(treated), minimum_use)
-    line: dict[str, Any] = {"delivered": delivered, "treatmentAttempts": len(treated), "attemptsUsingServer": using,
-                            "serverCalls": sum(record.server_calls for record in treated if record is not None)}
-    if not delivered and treated:
-        line["warning"] = not_delivered_sentence(server_name or "the server", using, len(treated), minimum_use)
+    report's not-delivered sentence) when the treatment was not delivered (issue 28). When the control arm runs
+    a server of its own (``control_server``, issue 44), ``control`` is its fidelity
+    (``protocol.arm_fidelity.ArmFidelity.to_json``), judged by the same rule: ``delivered`` is false, with the
+    report's sentence as ``warning``, when either arm's server was not delivered (``notDeliveredArm``:
+    ``"control"`` when the treatment's was and the control's was not)."""
+    control, treated = arms_fidelity([(o.scenario, o.treatment) for o in observations],
+                                     {DOC_BRIDGE_MCP: server_name or "the server", REPOSITORY_ONLY: control_server},
+                                     minimum_use)
+    line: dict[str, Any] = {"delivered": bool(treated.delivered) and control.delivered is not False,
+                            "treatmentAttempts": treated.attempts, "attemptsUsingServer": treated.using,
+                            "serverCalls": treated.calls}
+    if control_server is not None:
+        line["control"] = control.to_json()
+    if not treated.delivered and treated.attempts:
+        line["warning"] = not_delivered_sentence(server_name or "the server", treated.using, treated.attempts,
+                                                 minimum_use)
+    elif control.delivered is False:
+        line["warning"] = arm_not_delivered_sentence(control, server_name or "the server")
+        line["notDeliveredArm"] = "control"
     return line
+
+
 STOP_REASON_CHARS = 400
 """How much of the stopping attempt's ``statusReason`` the summary carries (one line)."""
 
@@ -106,6 +120,7 @@ def summarize(
     backoff_pauses: int = 0,
     minimum_use: float = DEFAULT_MINIMUM_USE,
     sequential: SequentialRecord | None = None,
+    control_server: str | None = None,
 ) -> RunSummary:
     """Build the summary of a finished run (``transport`` ``cli`` or ``http``; HTTP has no cache tokens).
 
@@ -125,7 +140,8 @@ def summarize(
     paused (``backoff_pauses``, the ledger's
     ``backoffPauses``), the line adds ``apiRetries``, ``apiRetryWaitMs`` and ``backoffPauses`` (a count;
     issue 33).
-    ``treatment`` (issue 28) says whether the server was delivered (:func:`treatment_line`).
+    ``treatment`` (issue 28) says whether the server was delivered (:func:`treatment_line`; ``control_server``,
+    the control arm's own server's name, issue 44).
     ``sequential`` (the ledger's block of a sequential run) puts its stop on the line (issue 42):
     ``{"stopReason", "tasksCompleted", "maxTasks", "eValue", "threshold", "direction"}``, ``stopReason`` ``None``
     while no look decided (a run blocked or stopped before one).
@@ -166,7 +182,7 @@ def summarize(
         line["apiRetries"] = retries
         line["apiRetryWaitMs"] = sum(o.api_retry_wait_ms or 0 for o in observations)
         line["backoffPauses"] = backoff_pauses
-    line["treatment"] = treatment_line(observations, server_name, minimum_use)
+    line["treatment"] = treatment_line(observations, server_name, minimum_use, control_server)
     stopped = _stopped_by(status, observations)
     if stopped is not None:
         line["stoppedBy"] = stopped

@@ -75,6 +75,8 @@ class CodexExpectations:
 
     mcp_server: str | None
     allowed_tools: tuple[str, ...] = ()
+    lost: str = TREATMENT_LOST
+    """The problem's words when every call to ``mcp_server`` failed (``protocol.treatment.server_lost``)."""
 
 
 @dataclass
@@ -332,7 +334,7 @@ def check_codex_setup(transcript: CodexTranscript, expected: CodexExpectations, 
            if expected.mcp_server is not None and c.get("server") == expected.mcp_server]
     if mcp and all(c.get("status") == "failed" for c in mcp):
         said = _call_error(mcp[0])
-        problems.append(TREATMENT_LOST + (f": the first call answered {said!r}" if said else ""))
+        problems.append(expected.lost + (f": the first call answered {said!r}" if said else ""))
     problems.extend(f"{what} in a read-only study" for what in transcript.forbidden)
     if transcript.agent_requests:
         problems.append("the agent asked for user input, which exec mode cannot give")

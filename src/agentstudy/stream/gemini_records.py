@@ -9,7 +9,13 @@
   machine): pretty-printed JSON log records one after another. :func:`telemetry_facts` reads the tools the
   CLI offered the model in its first request (``gen_ai.tool.definitions``) and the HTTP status of every
   failed request (``gemini_cli.api_error``, and ``gemini_cli.chat.content_retry`` for a stream that broke
-  off: the CLI's own retries).
+  off: the CLI's own retries). 0.61.0 exports these records in batches on a timer and does not flush them
+  when it exits on a fatal error, so the file can miss the last ones (measured under a persistent 429).
+- The child's stderr: the CLI's retry loop prints ``Attempt N failed with status S. Retrying with backoff...``
+  (``Attempt N failed. Retrying ...`` without a status: a reset) synchronously before each wait, so
+  :func:`printed_retries` counts every request-level retry exactly; :func:`retry_statuses` merges the two.
+  The request that ended the attempt is printed last as ``Error when talking to Gemini API ...`` with the
+  error's fields indented below it (``status: 429``): :func:`printed_failure`.
 
 :func:`reconcile` compares the session's per-request sums with ``result.stats`` (a disagreement is a
 problem: the attempt's usage cannot be trusted).
@@ -26,7 +32,8 @@ from typing import Any
 from agentstudy.pricing.cost import CostProblem
 from agentstudy.pricing.gemini import RequestUsage
 
-__all__ = ["RECORD_LIMIT_BYTES", "TelemetryFacts", "reconcile", "session_usage", "telemetry_facts"]
+__all__ = ["RECORD_LIMIT_BYTES", "TelemetryFacts", "printed_failure", "printed_retries", "reconcile", "retry_statuses",
+           "session_usage", "telemetry_facts"]
 
 RECORD_LIMIT_BYTES = 16 * 1024 * 1024
 """The most of each record file read after an attempt (bytes); a longer file is cut there."""
@@ -93,6 +100,8 @@ class TelemetryFacts:
 
     first_tools: tuple[str, ...] | None
     error_statuses: tuple[int, ...]
+    request_errors: tuple[int, ...] = ()
+    """The ``gemini_cli.api_error`` part of ``error_statuses`` alone (the request-level retries), in order."""
 
 
 _NAME_RE = re.compile(r'"name"\s*:\s*"([^"]+)"')
@@ -124,6 +133,7 @@ def telemetry_facts(text: str) -> TelemetryFacts:
     """The facts :class:`TelemetryFacts` names, from a local telemetry file's ``text`` (never raises)."""
     first: tuple[str, ...] | None = None
     errors: list[int] = []
+    requests: list[int] = []
     for record in _records(text):
         attributes = _attributes(record)
         definitions = attributes.get("gen_ai.tool.definitions")
@@ -139,6 +149,52 @@ def telemetry_facts(text: str) -> TelemetryFacts:
         if attributes.get("event.name") == "gemini_cli.api_error":
             status = attributes.get("status_code")
             errors.append(status if isinstance(status, int) and not isinstance(status, bool) else 0)
+            requests.append(errors[-1])
         elif attributes.get("event.name") == "gemini_cli.chat.content_retry":  # a broken stream sent again
             errors.append(0)
-    return TelemetryFacts(first, tuple(errors))
+    return TelemetryFacts(first, tuple(errors), tuple(requests))
+
+
+_PRINTED_RETRY = re.compile(r"^Attempt (\d+) failed(?: with status (\d{3}))?\. Retrying with backoff", re.MULTILINE)
+
+
+def printed_retries(stderr: str) -> tuple[int, ...]:
+    """The HTTP status of every request the CLI's retry loop sent again, in order, from its ``stderr`` text
+    (0 for a failure without a status: a reset or a refused connection); ``()`` when none was printed.
+    The refusal that ends an attempt (``... Max attempts reached``) is no retry and is not counted."""
+    return tuple(int(match.group(2) or 0) for match in _PRINTED_RETRY.finditer(stderr))
+
+
+def retry_statuses(printed: Sequence[int], telemetry: TelemetryFacts, stderr_complete: bool = True) -> tuple[int, ...]:
+    """The attempt's ``apiRetryStatuses``: the telemetry's full order (request errors and broken streams sent
+    again) when its request errors are exactly the ``printed`` retries; else the ``printed`` ones (exact: the
+    telemetry missed a record it had not flushed) followed by the telemetry's broken-stream retries (status 0;
+    a lower bound). With ``stderr_complete`` false (the kept stderr tail was cut) the longer evidence wins."""
+    if list(telemetry.request_errors) == list(printed):
+        return telemetry.error_statuses
+    if not stderr_complete and len(telemetry.request_errors) > len(printed):
+        return telemetry.error_statuses
+    broken = len(telemetry.error_statuses) - len(telemetry.request_errors)
+    return (*printed, *(0,) * broken)
+
+
+_FINAL_ERROR = "Error when talking to Gemini API"
+_STATUS_FIELD = re.compile(r"^\s+status: (\d{3})\s*$")
+_NETWORK_WORDS = ("fetch failed", "ECONNRESET", "ECONNREFUSED", "ETIMEDOUT", "socket hang up", "terminated")
+
+
+def printed_failure(stderr: str) -> int | str | None:
+    """The refusal that ended the attempt, from the CLI's last ``Error when talking to Gemini API`` block on
+    ``stderr``: its ``status`` field (an HTTP status), ``"network"`` when the request never got one (a reset,
+    a refused connection), ``None`` when no such block was printed or it names neither."""
+    at = stderr.rfind(_FINAL_ERROR)
+    if at < 0:
+        return None
+    first, *rest = stderr[at:].splitlines() or [""]
+    for line in rest:
+        if line and not line[0].isspace() and not line.startswith("}"):
+            break  # the block ends at the next unindented line
+        match = _STATUS_FIELD.match(line)
+        if match:
+            return int(match.group(1))
+    return "network" if any(word in first for word in _NETWORK_WORDS) else None

@@ -32,6 +32,8 @@ class SetupExpectations:
     model: str
     tools: tuple[str, ...]
     mcp_server: str | None
+    lost: str = TREATMENT_LOST
+    """The problem's words when every call to ``mcp_server`` errored (``protocol.treatment.server_lost``)."""
 
 
 def _check_init(init: dict[str, Any] | None, expected: SetupExpectations) -> list[str]:
@@ -115,5 +117,5 @@ def check_setup(
         mcp_ids = [i for i, use in transcript.tool_uses.items() if use.name.startswith(prefix)]
         if mcp_ids and all(i in transcript.tool_errors for i in mcp_ids):
             said = transcript.tool_error_texts.get(mcp_ids[0], "")
-            problems.append(TREATMENT_LOST + (f": the server answered {said!r}" if said else ""))
+            problems.append(expected.lost + (f": the server answered {said!r}" if said else ""))
     return problems

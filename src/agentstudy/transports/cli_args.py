@@ -21,6 +21,7 @@ from agentstudy.protocol.mcp_spec import McpServerSpec as McpServerSpec
 from agentstudy.protocol.mcp_spec import ServerPaths
 from agentstudy.protocol.mcp_spec import mcp_tool_name as mcp_tool_name
 from agentstudy.protocol.prompt import MAX_PROMPT_BYTES
+from agentstudy.protocol.treatment import TREATMENT_LOST, server_lost
 
 BUILTIN_TOOLS: tuple[str, ...] = ("Read", "Grep", "Glob")
 STATIC_DENIED_TOOLS: tuple[str, ...] = (
@@ -56,6 +57,8 @@ class ArmTools:
     allowed: tuple[str, ...]
     denied: tuple[str, ...]
     mcp_server: str | None
+    lost: str = TREATMENT_LOST
+    """The setup problem's words when every call to ``mcp_server`` errored (``protocol.treatment.server_lost``)."""
 
 
 def arm_tools(scenario: str, spec: McpServerSpec, extra_denied: Sequence[str], served: bool | None = None
@@ -66,7 +69,7 @@ def arm_tools(scenario: str, spec: McpServerSpec, extra_denied: Sequence[str], s
     denied = (*STATIC_DENIED_TOOLS, *extra_denied)
     if scenario == DOC_BRIDGE_MCP if served is None else served:
         allowed = (*BUILTIN_TOOLS, *spec.allowed_names())
-        return ArmTools(allowed, allowed, denied, spec.name)
+        return ArmTools(allowed, allowed, denied, spec.name, server_lost(scenario))
     return ArmTools(BUILTIN_TOOLS, BUILTIN_TOOLS, denied, None)
 
 

@@ -227,7 +227,7 @@ def evaluate_cli_attempt(stdout: bytes, process: ProcessFacts, *, model: str, to
     transcript = parse_transcript(stdout.decode("utf-8", "replace").split("\n"))
     setup_problems: list[str] = []
     if process.started and not (process.timed_out or process.truncated or process.stopped):
-        expected = SetupExpectations(model, tools.expected, tools.mcp_server)
+        expected = SetupExpectations(model, tools.expected, tools.mcp_server, tools.lost)
         setup_problems = check_setup(transcript, expected, tools.allowed)
     totals, cost, cost_problem = _price(transcript)
     decided = outcome(process, setup_problems, cost_problem, transcript.result)

@@ -38,7 +38,7 @@ from agentstudy.pricing.openai import OpenAiUsage, openai_cost
 from agentstudy.pricing.usd_json import usd_number
 from agentstudy.protocol.json_input import load_json
 from agentstudy.protocol.mcp_spec import mcp_tool_name
-from agentstudy.protocol.treatment import tool_set_sha256
+from agentstudy.protocol.treatment import server_lost, tool_set_sha256
 from agentstudy.rehearsal.responses_server import REHEARSAL_KEY, REHEARSAL_KEY_ENV
 from agentstudy.stream.codex import (
     CodexExpectations,
@@ -316,7 +316,7 @@ running cost the stream or the watcher showed (:func:`charged_floor`). Never rai
     cost = charged_floor(cost, _largest(settings.model, transcript), raw.running_peak_usd)
     spec = settings.arm_mcp(body.scenario)
     expected = CodexExpectations(spec.name if spec is not None else None,
-                                 tuple((spec or settings.mcp).read_only_tools))
+                                 tuple((spec or settings.mcp).read_only_tools), server_lost(body.scenario))
     killed = raw.facts.timed_out or raw.facts.truncated or raw.facts.stopped
     checked = CodexTranscript() if killed else transcript
     decided: Outcome = codex_outcome(raw.facts, checked, expected, "" if killed else stderr,

@@ -22,6 +22,7 @@ from agentstudy.agents.base import Launch
 from agentstudy.io.containment import NETWORK_NOT_ACHIEVED, SANDBOX_UID, SandboxView, command_paths, contain
 from agentstudy.pricing.cost import AttemptCost, CostProblem
 from agentstudy.pricing.gemini import RequestUsage, gemini_cost
+from agentstudy.pricing.usd_json import usd_number
 from agentstudy.protocol.mcp_spec import mcp_tool_name
 from agentstudy.protocol.treatment import ServerCall, text_bytes, tool_set_sha256, treatment_record
 from agentstudy.rehearsal.gemini_server import REHEARSAL_KEY
@@ -32,7 +33,16 @@ from agentstudy.stream.gemini import (
     mcp_parts,
     parse_gemini_stream,
 )
-from agentstudy.stream.gemini_records import RECORD_LIMIT_BYTES, reconcile, session_usage, telemetry_facts
+from agentstudy.stream.gemini_records import (
+    RECORD_LIMIT_BYTES,
+    printed_failure,
+    printed_retries,
+    reconcile,
+    retry_statuses,
+    session_usage,
+    telemetry_facts,
+)
+from agentstudy.stream.outcome import Outcome
 from agentstudy.transports.cli import CliAttemptBody, CliSettings, RawAttempt
 from agentstudy.transports.cli_evaluation import CliEvaluation
 from agentstudy.transports.cli_isolation import isolation
@@ -46,14 +56,18 @@ from agentstudy.transports.gemini_args import (
     server_alias,
     settings_json,
 )
+from agentstudy.transports.gemini_watch import SessionWatch
 
-__all__ = ["RECORDS", "SESSION", "TELEMETRY", "collect", "evaluate_gemini_attempt", "gemini_isolation", "gemini_launch"]
+__all__ = ["RECORDS", "SESSION", "STDERR_KEPT_BYTES", "TELEMETRY", "collect", "evaluate_gemini_attempt",
+           "gemini_isolation", "gemini_launch"]
 
 SESSION = "session"
 TELEMETRY = "telemetry"
 RECORDS = (SESSION, TELEMETRY)
 """The records :func:`collect` reads (``AgentCli.record_files``)."""
 _TELEMETRY_FILE = "telemetry.jsonl"
+STDERR_KEPT_BYTES = 64 * 1024
+"""The tail of the child's stderr kept for the retry count (``stream.gemini_records.printed_retries``)."""
 
 
 def _server(body: CliAttemptBody, launcher: Sequence[str]) -> GeminiMcpServer | None:
@@ -110,14 +124,28 @@ def gemini_launch(body: CliAttemptBody, export: Path, scratch: Path, env_source:
     read_only = [export, *command_paths(str(settings.binary), env.get("PATH")), *(relay.read_only if relay else ())]
     view = SandboxView(cwd=export, read_only=tuple(dict.fromkeys(read_only)),
                        writable=(home, tmp, gemini_home, *(relay.writable if relay else ())), uid=SANDBOX_UID)
-    return Launch(contain(settings.containment, view, command), env, collect=lambda: collect(gemini_home))
+    return Launch(contain(settings.containment, view, command), env, keep_stderr=STDERR_KEPT_BYTES,
+                  watch=SessionWatch(gemini_home, body.reservation_usd), collect=lambda: collect(gemini_home))
+
+
+def _output_problems(requests: Sequence[RequestUsage], transcript: GeminiTranscript,
+                     session_problems: Sequence[str]) -> list[str]:
+    """Where the agent's own records contradict each other or break their grammar: the session file's malformed
+    lines and its per-request sums against ``result.stats`` (none without a ``result``; without any answered
+    request the session is missing, not contradicting: a cost problem). Issue 45: an output problem like a
+    broken stream, never a cost problem alone."""
+    if transcript.result is None:
+        return []
+    return [*session_problems, *(reconcile(requests, transcript.result.get("stats")) if requests else [])]
 
 
 def _price(requests: Sequence[RequestUsage], transcript: GeminiTranscript,
-           session_problems: Sequence[str]) -> tuple[AttemptCost | None, str | None]:
+           output_problems: Sequence[str]) -> tuple[AttemptCost | None, str | None]:
     if transcript.result is None:
         return None, None
-    problems = [*session_problems, *reconcile(requests, transcript.result.get("stats"))]
+    problems = [*output_problems]
+    if not requests:
+        problems += reconcile(requests, transcript.result.get("stats"))
     if not requests and transcript.result.get("status") == "success":
         problems.append("no answered request in the session file")
     if problems:
@@ -144,7 +172,8 @@ def _treatment(body: CliAttemptBody, transcript: GeminiTranscript, offered: tupl
 
 
 def _fields(body: CliAttemptBody, transcript: GeminiTranscript, requests: Sequence[RequestUsage],
-            offered: tuple[str, ...] | None, retries: tuple[int, ...], server: str | None) -> dict[str, Any]:
+            offered: tuple[str, ...] | None, retries: tuple[int, ...], server: str | None,
+            final: int | str | None) -> dict[str, Any]:
     counts: dict[str, int] = {}
     for name, n in transcript.tool_calls.items():
         tool = mcp_parts(name, server) if server is not None else None
@@ -179,7 +208,8 @@ def _fields(body: CliAttemptBody, transcript: GeminiTranscript, requests: Sequen
         "api_retries": len(retries),
         "api_retry_wait_ms": None,
         "api_retry_statuses": list(retries),
-        "api_error_status": str(error.get("type")) if isinstance(error, Mapping) and error.get("type") else None,
+        "api_error_status": final if final is not None and transcript.result is not None and result.get("status")
+        != "success" else str(error.get("type")) if isinstance(error, Mapping) and error.get("type") else None,
         "treatment": _treatment(body, transcript, offered, requests, server),
     }
 
@@ -189,25 +219,38 @@ def evaluate_gemini_attempt(body: CliAttemptBody, raw: RawAttempt) -> CliEvaluat
 
     The stream checks (``stream.gemini``; a child killed by its timeout, bound or a stop is not checked for
     setup), the fidelity check (the MCP tools of the first request, from the telemetry file), the computed
-    cost of the session file's requests (a session that disagrees with ``result.stats`` is a cost problem:
-    ``invalid-cost``), and the status. Gemini CLI reports no cost (``reported_cost_usd`` is ``None``).
+    cost of the session file's requests, and the status. A session file that disagrees with ``result.stats``
+    (or has malformed lines) is an invalid output, as a broken stream is (issue 45): ``invalid-setup`` with
+    the disagreement as its problem, the minimal study's word for an output that breaks its contract
+    (seed minimal-study-runner-v1), and its usage is not trusted (no computed cost: the attempt is charged at
+    least its whole reservation). A success without any answered request in the session file stays a cost
+    problem (``invalid-cost``: nothing to price). Gemini CLI reports no cost (``reported_cost_usd`` is ``None``).
     """
     settings = body.settings
     transcript = parse_gemini_stream(raw.stdout.decode("utf-8", "replace").split("\n"))
     requests, session_problems = session_usage(raw.agent_files.get(SESSION, b"").decode("utf-8", "replace"))
     facts = telemetry_facts(raw.agent_files.get(TELEMETRY, b"").decode("utf-8", "replace"))
+    stderr = raw.stderr.decode("utf-8", "replace")
+    retries = retry_statuses(printed_retries(stderr), facts, stderr_complete=raw.stderr_bytes <= len(raw.stderr))
     spec = settings.arm_mcp(body.scenario)  # the arm's own server (issue 44)
     server = server_alias(spec.name) if spec is not None else None
     expected = GeminiExpectations(server, tuple((spec or settings.mcp).read_only_tools), facts.first_tools)
-    cost, cost_problem = _price(requests, transcript, session_problems)
+    output_problems = _output_problems(requests, transcript, session_problems)
+    cost, cost_problem = _price(requests, transcript, output_problems)
     killed = raw.facts.timed_out or raw.facts.truncated or raw.facts.stopped
     decided = gemini_outcome(raw.facts, GeminiTranscript() if killed else transcript, expected,
-                             None if killed else cost_problem)
+                             None if killed else cost_problem, () if killed else output_problems)
     problems = tuple(decided.problem.split("; ")) if decided.status == "invalid-setup" and decided.problem else ()
+    if raw.watch_stop is not None and not raw.facts.stopped:  # the running limit (transports.gemini_watch)
+        decided = Outcome("budget-exceeded", raw.watch_stop, raw.watch_stop)
+    peak = raw.running_peak_usd
+    if peak is not None and (cost is None or peak > cost.usd):  # charged at least the running cost seen
+        cost = AttemptCost(usd=peak, basis={**(cost.basis if cost is not None else {"pricing": "gemini"}),
+                                            "runningPeakUsd": usd_number(peak)})
     return CliEvaluation(
         status=decided.status, status_problem=decided.problem, status_reason=decided.reason,
         reported_cost_usd=None, computed_cost=cost, setup_problems=problems, cost_problem=cost_problem,
-        fields=_fields(body, transcript, requests, facts.first_tools, facts.error_statuses, server),
+        fields=_fields(body, transcript, requests, facts.first_tools, retries, server, printed_failure(stderr)),
         measurements={"thoughtsTokens": sum(r.thoughts for r in requests)} if requests else {},
     )
 
@@ -227,8 +270,9 @@ GEMINI_ACHIEVED: tuple[str, ...] = (
 )
 GEMINI_NOT_ACHIEVED: tuple[str, ...] = (
     NETWORK_NOT_ACHIEVED,
-    "Gemini CLI's own retries (up to general.maxAttempts) are visible only as failed requests in its telemetry "
-    "file; their waits are not recorded",
+    "Gemini CLI's own retries (up to general.maxAttempts) are counted from the lines its retry loop prints on "
+    "stderr and, for a stream that broke off after its HTTP 200, from its telemetry file, which it may not flush "
+    "before exiting (a lower bound there); their waits are not recorded",
 )
 
 

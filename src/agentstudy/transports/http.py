@@ -61,6 +61,7 @@ from agentstudy.protocol.treatment import (
     TREATMENT_LOST,
     ServerCall,
     TreatmentRecord,
+    server_lost,
     server_not_ready,
     sha256_text,
     tool_set_sha256,
@@ -109,8 +110,8 @@ class _Attempt:
     """Running totals of one attempt (money through ``pricing`` only)."""
 
     def __init__(self, budget: Budget, tools: ToolBox, clock: Callable[[], float], started: float | None,
-                 server: str | None = None) -> None:
-        self.budget, self.tools, self.clock, self.server = budget, tools, clock, server
+                 server: str | None = None, lost: str = TREATMENT_LOST) -> None:
+        self.budget, self.tools, self.clock, self.server, self.lost_words = budget, tools, clock, server, lost
         self.server_calls: list[ServerCall] = []
         self.models: list[str] = []
         self.first_prompt: int | None = None
@@ -160,7 +161,7 @@ class _Attempt:
         kind = (failure_kind(self.lost, status == "timed-out") if status in ("failed", "timed-out") else None)
         treatment = self.treatment()
         if status in TREATMENT_CHECKED and self.server is not None and treatment.all_calls_failed:
-            status, reason = "invalid-setup", TREATMENT_LOST  # the cli rule, in the cli's words
+            status, reason = "invalid-setup", self.lost_words  # the cli rule, in the cli's words
         return HttpAttemptResult(
             api_retries=self.retry.retries, api_retry_wait_ms=self.retry.wait_ms,
             api_retry_statuses=tuple(self.retry.statuses), failure_kind=kind,
@@ -190,6 +191,7 @@ def agent_loop(
     *, sender: Sender, tools: ToolBox, model: str, prompt: str, prices: UpperPrices, budget: Budget,
     ledger: CallLedger, clock: Callable[[], float] = time.monotonic, started: float | None = None,
     retry: RetryPolicy = DEFAULT_RETRY, gate: BackoffGate | None = None, server: str | None = None,
+    lost: str = TREATMENT_LOST,
 ) -> HttpAttemptResult:
     """Run the bounded loop of one attempt (digest 2.1) against ``sender`` and return its result.
 
@@ -199,12 +201,13 @@ def agent_loop(
     the retries of a refused request; ``gate`` is the run's one back-off (issue 33). ``server`` names the
     arm's MCP server (``None`` in the control arm): a treatment attempt that ran to its own end
     (``completed`` or ``incomplete``) with every server call errored is ``invalid-setup`` with the cli's
-    problem text (``protocol.treatment.TREATMENT_LOST``; issue 28).
+    problem text (``protocol.treatment.TREATMENT_LOST``; issue 28; ``lost``: the arm's words,
+    ``protocol.treatment.server_lost``, issue 44).
 
     Raises:
         OSError: from ``ledger`` when a reservation cannot be persisted (then no request was sent).
     """
-    state = _Attempt(budget, tools, clock, started, server)
+    state = _Attempt(budget, tools, clock, started, server, lost)
     state.prompt_sha256 = sha256_text(prompt)
     messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
     definitions = tools.definitions
@@ -337,7 +340,7 @@ def run_http_attempt(
             return agent_loop(sender=sender, tools=tools, model=settings.model, prompt=prompt,
                               prices=settings.prices, budget=budget, ledger=ledger, clock=settings.clock,
                               started=started, retry=settings.retry, gate=gate,
-                              server=spec.name if spec is not None else None)
+                              server=spec.name if spec is not None else None, lost=server_lost(scenario))
     except ToolSetupError as error:
         stopped = stop_reason()
         reason = str(error) if stopped is None else f"{stopped} while the tools were prepared"
