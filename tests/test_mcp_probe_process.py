@@ -103,3 +103,31 @@ def _children_running(module: str) -> list[int]:
             if module.encode() in cmdline and state != "Z":
                 found.append(int(pid))
     return found
+
+
+def test_probes_of_one_preflight_share_one_process_ended_at_its_end(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Three probes in turn (one refused by the vet) through one ``ProbeProcesses``: one probe process, which
+    answers each, and is gone once the set is left."""
+    started: list[subprocess.Popen[str]] = []
+    real_popen = subprocess.Popen
+
+    def recording_popen(*args: Any, **kwargs: Any) -> Any:
+        process = real_popen(*args, **kwargs)
+        started.append(process)
+        return process
+
+    def refuse(listing: McpListing) -> None:
+        raise LookupError(f"{len(listing.tools)} tools")
+
+    monkeypatch.setattr(mcp_client.subprocess, "Popen", recording_popen)
+    with mcp_client.ProbeProcesses() as processes, mcp_child() as child:
+        first = probe_mcp_server(sys.executable, [SERVER], child, "notes.find", {"term": "x"}, processes=processes)
+        with pytest.raises(LookupError, match="5 tools"):
+            probe_mcp_server(sys.executable, [SERVER], child, "notes.find", {"term": "x"}, check=refuse,
+                             processes=processes)
+        third = probe_mcp_server(sys.executable, [SERVER], child, "notes.find", {"bogus": 1}, processes=processes)
+        [process] = started
+        assert process.poll() is None, "kept for the next probe"
+    assert first.probe_ok and not third.probe_ok and first.tools == third.tools
+    assert process.returncode == 0, "ended at the end of its stdin"
+    assert _children_running("agentstudy.io.mcp_probe_child") == []

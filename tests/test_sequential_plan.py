@@ -164,3 +164,25 @@ def test_the_one_sided_confidence_sequence_bounds_the_better_side_only() -> None
     assert lower.low is None
     legacy = confidence_sequence(differences, "higher", 0.05)
     assert legacy.low is not None and legacy.high is not None  # the two-sided one bounds both
+
+
+@pytest.mark.parametrize("sizes_seed", [1, 2, 3])
+def test_the_one_sided_rule_rejects_at_most_alpha_over_every_sign_vector(sizes_seed: int) -> None:
+    """Exact (no simulation): under the sign-flip null every one of the 2^12 sign vectors of fixed sizes is equally
+    likely, and the runners' whole one-sided rule (efficacy, futility, out of reach) declares efficacy in at most
+    an alpha share of them, at whatever look it stops."""
+    import itertools
+
+    import numpy as np
+
+    from agentstudy.protocol.sequential import DECISIONS, decisions, e_values, first_stop
+
+    n, alpha = 12, 0.2  # alpha 0.2 so that 12 tasks can reach it; the bound is Ville's, the same at any alpha
+    sizes = np.random.default_rng(sizes_seed).lognormal(0.0, 1.0, n)
+    signs = np.array(list(itertools.product((-1.0, 1.0), repeat=n)))
+    design = SequentialDesign(max_tasks=n, alpha=alpha, futility=0.1, construction="magnitudeMixture")
+    e, _ = e_values(signs * sizes, "higher", "magnitudeMixture")
+    assert np.allclose(e.mean(axis=0), 1.0)  # a test martingale: mean 1 at every look
+    _, codes = first_stop(decisions(e, design))
+    rejected = float((codes == DECISIONS.index("efficacy")).mean())
+    assert 0 < rejected <= alpha

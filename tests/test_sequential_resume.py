@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +105,9 @@ def test_a_killed_sequential_study_continues_to_the_same_decision(tmp_path: Path
     assert machine["sequential"]["stopReason"] == "efficacy"
     sequence = machine["sequential"]["confidenceSequence"]
     assert sequence["low"] is not None and sequence["low"] > 0 and sequence["high"] is None
+    charges = [o.charged_usd for o in (*crashed.observations, *continued.observations)]
+    planned = Decimal(str(sum(Decimal(str(c)) for c in charges) / len(charges) * 40))  # 20 tasks x 2 arms, once
+    assert abs(Decimal(str(machine["sequential"]["plannedUsd"])) - planned) < Decimal("1e-9")
 
     # Stopped now: a further continuation of the chain is refused with the stop's reason, nothing written.
     third = tmp_path / "third.json"

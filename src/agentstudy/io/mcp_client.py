@@ -16,6 +16,7 @@ safe here, where the secrets are.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -34,8 +35,8 @@ from agentstudy.protocol.read_only import ToolHints
 from agentstudy.protocol.server_words import with_cause
 
 __all__ = [
-    "MCP_PROBE_TIMEOUT_S", "ListingCheck", "McpListing", "McpProbe", "McpProbeError", "failure_text", "failure_words",
-    "leaf_error", "load_mcp_sdk", "probe_mcp_server",
+    "MCP_PROBE_TIMEOUT_S", "ListingCheck", "McpListing", "McpProbe", "McpProbeError", "ProbeProcesses", "failure_text",
+    "failure_words", "leaf_error", "load_mcp_sdk", "probe_mcp_server",
 ]
 
 MCP_PROBE_TIMEOUT_S = 30.0
@@ -127,12 +128,82 @@ def _probe_from(raw: Mapping[str, Any], secrets: Sequence[str]) -> McpProbe:
                     dict(raw["descriptions"]), raw["serverVersion"])
 
 
+class _ProbeProcess:
+    """One probe process (``io.mcp_probe_child``) and the file its own stderr goes to."""
+
+    def __init__(self) -> None:
+        self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 -- kept open with the process, closed by close()
+        own_env = allowlisted_environment(os.environ, home="/nonexistent", tmpdir=tempfile.gettempdir())
+        try:
+            self.process = subprocess.Popen([sys.executable, "-I", "-m", PROBE_MODULE], stdin=subprocess.PIPE,
+                                            stdout=subprocess.PIPE, stderr=self.stderr, env=own_env, cwd="/",
+                                            text=True, encoding="utf-8")
+        except BaseException:
+            self.stderr.close()
+            raise
+
+    def last_words(self) -> str:
+        """The last line the process wrote on its own stderr ("" when none)."""
+        self.stderr.seek(0)
+        return (self.stderr.read().decode("utf-8", "replace").strip().splitlines() or [""])[-1]
+
+    def close(self, kill: bool = False) -> None:
+        """End the process (its stdin closed: it ends; ``kill``: at once) and reap it."""
+        if kill:
+            self.process.kill()
+        for pipe in (self.process.stdin, self.process.stdout):
+            if pipe is not None:
+                pipe.close()
+        try:
+            self.process.wait(timeout=PROBE_GRACE_S)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.stderr.close()
+
+
+class ProbeProcesses:
+    """The probe processes of one preflight: a probe takes an idle one or starts one, and gives it back after a
+    whole answer, so several corpora probed in turn import the SDK once (at most one process per probe running at
+    once). Use as a context manager: leaving it ends every process."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._idle: list[_ProbeProcess] = []
+        self._closed = False
+
+    def take(self) -> _ProbeProcess:
+        """An idle probe process, or a new one."""
+        with self._lock:
+            if self._idle:
+                return self._idle.pop()
+        return _ProbeProcess()
+
+    def give(self, process: _ProbeProcess) -> None:
+        """Keep ``process`` for the next probe (ended instead once the set is closed)."""
+        with self._lock:
+            if not self._closed:
+                self._idle.append(process)
+                return
+        process.close()
+
+    def __enter__(self) -> ProbeProcesses:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for process in idle:
+            process.close()
+
+
 def _exchange(process: subprocess.Popen[str], request: Mapping[str, Any], check: ListingCheck | None,
               ) -> tuple[dict[str, Any], BaseException | None]:
     """Send ``request``, answer the listing with ``check``'s verdict, return the last line and what ``check`` raised.
 
     Raises:
-        RuntimeError: the probe process ended without an answer (its own stderr's last line named).
+        RuntimeError: the probe process ended without an answer.
     """
     assert process.stdin is not None and process.stdout is not None
     process.stdin.write(json.dumps(request) + "\n")
@@ -163,6 +234,7 @@ def probe_mcp_server(
     probe_arguments: Mapping[str, Any] | None = None,
     check: ListingCheck | None = None,
     cwd: Path | None = None,
+    processes: ProbeProcesses | None = None,
 ) -> McpProbe:
     """Start ``command args…`` over stdio, list its tools, vet them with ``check``, then call ``probe_tool``.
 
@@ -173,6 +245,8 @@ def probe_mcp_server(
     Args:
         check: called with the listing after ``tools/list``; whatever it raises is re-raised
             unchanged after the server stopped, and the probe is never called.
+        processes: the preflight's probe processes to take one from and give it back to; without it a probe
+            process is started for this probe alone and ended before this returns.
 
     Raises:
         McpProbeError: on any start, protocol or timeout failure (one line: the error's own
@@ -184,26 +258,29 @@ def probe_mcp_server(
                "stderrPath": str(child.stderr_path), "probeTool": probe_tool,
                "probeArguments": dict(probe_arguments or {}), "check": check is not None,
                "timeoutS": MCP_PROBE_TIMEOUT_S}
-    own_env = allowlisted_environment(os.environ, home=str(child.home), tmpdir=str(child.tmpdir))
-    with tempfile.TemporaryFile() as own_stderr:
-        process = subprocess.Popen([sys.executable, "-I", "-m", PROBE_MODULE], stdin=subprocess.PIPE,
-                                   stdout=subprocess.PIPE, stderr=own_stderr, env=own_env, cwd=child.tmpdir,
-                                   text=True, encoding="utf-8")
-        timer = threading.Timer(MCP_PROBE_TIMEOUT_S + PROBE_GRACE_S, process.kill)
+    with contextlib.ExitStack() as stack:
+        pool = processes if processes is not None else stack.enter_context(ProbeProcesses())
+        try:
+            worker = pool.take()
+        except OSError as error:
+            raise McpProbeError(f"MCP server {_server_name(command, args)} could not be probed: the probe process "
+                                f"could not start: {error.strerror or error}") from None
+        timer = threading.Timer(MCP_PROBE_TIMEOUT_S + PROBE_GRACE_S, worker.process.kill)
         timer.start()
         try:
-            outcome, refused = _exchange(process, request, check)
+            outcome, refused = _exchange(worker.process, request, check)
         except (OSError, ValueError, RuntimeError) as error:
-            process.kill()
-            own_stderr.seek(0)
-            said = (own_stderr.read().decode("utf-8", "replace").strip().splitlines() or [""])[-1]
-            outcome, refused = {"error": {"kind": type(error).__name__, "message": f"{error} {said}".strip()}}, None
-        finally:
             timer.cancel()
-            for pipe in (process.stdin, process.stdout):
-                if pipe is not None:
-                    pipe.close()
-            process.wait()
+            said = worker.last_words()
+            worker.close(kill=True)
+            outcome, refused = {"error": {"kind": type(error).__name__, "message": f"{error} {said}".strip()}}, None
+        except BaseException:
+            timer.cancel()
+            worker.close(kill=True)
+            raise
+        else:
+            timer.cancel()
+            pool.give(worker)
     if refused is not None:
         raise refused
     if "error" in outcome:

@@ -2,16 +2,17 @@
 ``io.mcp_client.probe_mcp_server`` (issue 42: the SDK's import, most of a pilot's CPU before its first ledger
 byte, leaves the run's process).
 
-It starts the server under study over stdio through the official ``mcp`` client SDK, exactly as the caller
+Each request starts the server under study over stdio through the official ``mcp`` client SDK, exactly as the caller
 built it (the contained command of ``io.mcp_sandbox.contained_server``, the server's environment and working
 directory), lists its tools, and calls the probe. It speaks one JSON object per line:
 
-- stdin, first line: ``{"command", "args", "env", "cwd", "stderrPath", "probeTool", "probeArguments",
-  "check", "timeoutS"}`` (``env`` the server's complete environment; ``stderrPath`` the file its stderr goes to);
+- stdin, one line per request (the process ends at the end of stdin): ``{"command", "args", "env", "cwd",
+  "stderrPath", "probeTool", "probeArguments", "check", "timeoutS"}`` (``env`` the server's complete
+  environment; ``stderrPath`` the file its stderr goes to);
 - stdout, when ``check`` is true: ``{"listing": {"tools": [name…], "hints": {name: [readOnly, destructive,
   openWorld]}}}``, then it reads ``{"go": true}`` (call the probe) or ``{"go": false}`` (stop the server, call
   nothing) from stdin;
-- stdout, last line: ``{"probe": {…McpProbe's fields…}}``, ``{"refused": true}`` after a ``go: false``, or
+- stdout, the request's last line: ``{"probe": {…McpProbe's fields…}}``, ``{"refused": true}`` after a ``go: false``, or
   ``{"error": {"kind", "message"}}`` (the first real error's class name and message).
 
 The server's words come back raw (the failed probe's ``isError`` text, an error's message): the caller, which
@@ -84,25 +85,28 @@ async def _probe(request: Mapping[str, Any], reader: IO[str], out: IO[str]) -> d
 
 
 def main(reader: IO[str] = sys.stdin, out: IO[str] = sys.stdout) -> int:
-    """Read the request, probe, write the outcome (see the module docstring); exit status 0 whenever an outcome
-    line was written, 2 on a malformed request."""
-    try:
-        request = json.loads(reader.readline())
-        if not isinstance(request, dict):
-            raise ValueError("the request is not a JSON object")
-    except ValueError as bad:
-        print(f"mcp_probe_child: bad request: {bad}", file=sys.stderr)
-        return 2
+    """Answer requests until stdin ends, one outcome line each (see the module docstring; one process may probe
+    several servers in turn, the SDK imported once); exit status 0 at the end of stdin, 2 on a malformed request."""
     load_mcp_sdk()
     import anyio
 
-    try:
-        outcome = anyio.run(_probe, request, reader, out)
-    except Exception as raised:  # the SDK raises many kinds; the caller names the first real one
-        first = leaf_error(raised)
-        outcome = {"error": {"kind": first.__class__.__name__, "message": str(first)}}
-    _send(out, outcome)
-    return 0
+    while True:
+        line = reader.readline()
+        if not line:
+            return 0
+        try:
+            request = json.loads(line)
+            if not isinstance(request, dict):
+                raise ValueError("the request is not a JSON object")
+        except ValueError as bad:
+            print(f"mcp_probe_child: bad request: {bad}", file=sys.stderr)
+            return 2
+        try:
+            outcome = anyio.run(_probe, request, reader, out)
+        except Exception as raised:  # the SDK raises many kinds; the caller names the first real one
+            first = leaf_error(raised)
+            outcome = {"error": {"kind": first.__class__.__name__, "message": str(first)}}
+        _send(out, outcome)
 
 
 if __name__ == "__main__":

@@ -50,6 +50,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from agentstudy.protocol.sequential_magnitude import magnitude_e_process, oriented
+
 if TYPE_CHECKING:  # numpy loads when a test is computed, not with every study file (issue 42)
     import numpy as np
     from numpy.typing import ArrayLike, NDArray
@@ -143,15 +145,6 @@ class Look:
     direction: Literal["better", "worse"] = "better"
 
 
-def oriented(differences: ArrayLike, better_when: BetterWhen) -> NDArray[np.float64]:
-    """Task differences (treatment - control, shape ``(..., n)``) turned so that positive means the
-    treatment did better; NaN (a missing difference) stays NaN."""
-    import numpy as np
-
-    values = np.asarray(differences, dtype=np.float64)
-    return -values if better_when == "lower" else values
-
-
 def signals(turned: NDArray[np.float64]) -> NDArray[np.float64]:
     """``X_i = sign(d_i) * min(1, |d_i| / m_i)`` along the last axis (see the module docstring); 0 for a
     tie or a NaN. ``m_i`` is the mean size of the earlier non-zero, non-missing differences (``w = 1``
@@ -206,8 +199,6 @@ def e_values(differences: ArrayLike, better_when: BetterWhen,
     import numpy as np
 
     if construction == "magnitudeMixture":
-        from agentstudy.protocol.sequential_magnitude import magnitude_e_process
-
         e = magnitude_e_process(differences, better_when, two_sided=False)
         return e, np.ones(e.shape, dtype=np.bool_)
     better, worse = sides(differences, better_when)

@@ -53,6 +53,15 @@ def standardized(turned: NDArray[np.float64]) -> NDArray[np.float64]:
     return z.astype(np.float64)
 
 
+def oriented(differences: ArrayLike, better_when: BetterWhen) -> NDArray[np.float64]:
+    """Task differences (treatment - control, shape ``(..., n)``) turned so that positive means the
+    treatment did better; NaN (a missing difference) stays NaN."""
+    import numpy as np
+
+    values = np.asarray(differences, dtype=np.float64)
+    return -values if better_when == "lower" else values
+
+
 def magnitude_e_process(differences: ArrayLike, better_when: BetterWhen, *, two_sided: bool = True,
                         grid: tuple[float, ...] = BET_GRID) -> NDArray[np.float64]:
     """The e-values ``E_1 .. E_n`` after each task (shape of ``differences``, last axis the tasks in completion
@@ -64,8 +73,6 @@ def magnitude_e_process(differences: ArrayLike, better_when: BetterWhen, *, two_
     if not grid or min(grid) <= 0:
         raise ValueError("the bet grid needs at least one positive bet size")
     import numpy as np
-
-    from agentstudy.protocol.sequential import oriented
 
     z = standardized(oriented(differences, better_when))
     total = np.zeros(z.shape, dtype=np.float64)

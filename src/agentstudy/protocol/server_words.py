@@ -48,3 +48,12 @@ def server_failure_words(stderr: str) -> str | None:
     if not line:
         return None
     return with_cause(f"the MCP server's stderr ends: {line}", stderr)
+
+
+def with_server_words(status: str, reason: str | None, server_stderr: bytes) -> str | None:
+    """``reason`` followed by what the MCP server's stderr says (:func:`server_failure_words`) when the attempt's
+    ``status`` is not ``completed`` (issue 39): the root cause, not only the first failed call. Pure."""
+    words = server_failure_words(server_stderr.decode("utf-8", "replace")) if status != "completed" else None
+    if words is None:
+        return reason
+    return f"{reason}; {words}" if reason else words

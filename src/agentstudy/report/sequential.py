@@ -49,12 +49,28 @@ class MoneyNotSpent:
     not_spent_usd: Decimal
 
 
+def planned_attempts(study: Study) -> int | None:
+    """The attempts the study planned: for a sequential one, ``maxTasks`` blocks of the size its decided tasks
+    show (so a chain of runs, issue 40, counts the study's blocks once, not each run's plan); else
+    ``study.planned``."""
+    record = study.sequential
+    if record is None:
+        return study.planned
+    decided = set(record.task_order[:record.tasks_completed])
+    counts: dict[str, int] = {}
+    for attempt in study.attempts:
+        if attempt.task_id in decided and not attempt.superseded:
+            counts[attempt.task_id] = counts.get(attempt.task_id, 0) + 1
+    return max(counts.values()) * record.max_tasks if counts else study.planned
+
+
 def money_not_spent(study: Study) -> MoneyNotSpent | None:
     """:class:`MoneyNotSpent` of ``study``; ``None`` without a spend, attempts or a planned count."""
     charges = [a.charged_usd for a in study.attempts if a.charged_usd is not None]
-    if study.spent_usd is None or not charges or study.planned is None:
+    count = planned_attempts(study)
+    if study.spent_usd is None or not charges or count is None:
         return None
-    planned = sum_usd(charges) / len(charges) * study.planned
+    planned = sum_usd(charges) / len(charges) * count
     return MoneyNotSpent(planned, max(planned - study.spent_usd, Decimal(0)))
 
 
@@ -170,5 +186,6 @@ def confidence_sentence(study: Study) -> str | None:
 
 
 __all__ = ["FIXED_DESIGN_NOTE", "OPTIONALLY_STOPPED", "MoneyNotSpent", "confidence_sentence", "money_not_spent",
-           "sequential_line", "sequential_record", "sequential_sentences", "stopped_answer", "stopped_sequence",
+           "planned_attempts", "sequential_line", "sequential_record", "sequential_sentences", "stopped_answer",
+           "stopped_sequence",
            "verdict"]

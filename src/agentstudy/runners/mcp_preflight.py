@@ -13,7 +13,7 @@ from functools import partial
 from typing import Any
 
 from agentstudy.io.containment import ContainmentError, ContainmentMode
-from agentstudy.io.mcp_client import McpListing, McpProbe, McpProbeError, probe_mcp_server
+from agentstudy.io.mcp_client import McpListing, McpProbe, McpProbeError, ProbeProcesses, probe_mcp_server
 from agentstudy.io.mcp_sandbox import contained_server
 from agentstudy.io.server_corpus import ServerCorpora
 from agentstudy.io.server_prepare import PrepareError, run_prepare
@@ -93,7 +93,8 @@ def _prepare_corpus(
 
 
 def _probe_corpus(
-    spec: McpServerSpec, corpora: ServerCorpora, containment: ContainmentMode, parent_env: Mapping[str, str], name: str
+    spec: McpServerSpec, corpora: ServerCorpora, containment: ContainmentMode, parent_env: Mapping[str, str],
+    processes: ProbeProcesses, name: str,
 ) -> tuple[McpProbe, PrepareOutcome | None]:
     """Run corpus ``name``'s preparation steps, then start the contained server on it (with the prepared state),
     vet its listing and call its probe (never after a stop signal).
@@ -111,7 +112,7 @@ def _probe_corpus(
         with contained_server(spec, paths, containment, parent_env) as (argv, child, cwd):
             probe = probe_mcp_server(
                 argv[0], argv[1:], child, spec.probe_tool, spec.probe_arguments_for(paths),
-                check=partial(_vet, spec, name), cwd=cwd,
+                check=partial(_vet, spec, name), cwd=cwd, processes=processes,
             )
     except (McpProbeError, ContainmentError) as error:
         raise PreflightError(f"{name}: {error}") from None
@@ -131,7 +132,9 @@ def check_mcp_servers(
 ) -> McpPreflight:
     """Start the contained server for every corpus the MCP arm uses, vet its tools, probe it, compare.
 
-    Up to ``parallel`` corpora are probed at once (a run's ``--concurrency``; issue 19: the probes
+    The corpora's probes share the preflight's probe processes (``io.mcp_client.ProbeProcesses``: the SDK is
+    imported once per process, not once per corpus; all ended before this returns). Up to ``parallel`` corpora
+    are probed at once (a run's ``--concurrency``; issue 19: the probes
     were a serial head start of every run). The verdict does not depend on ``parallel``: every
     probe finishes, then the results are read in corpus-name order, so the first failure named is
     the same as in a serial preflight.
@@ -150,8 +153,8 @@ def check_mcp_servers(
     except ReadOnlyError as error:
         raise PreflightError(str(error)) from None
     names = list(corpora.names)
-    probe_one = partial(_probe_corpus, spec, corpora, containment, parent_env)
-    with ThreadPoolExecutor(max_workers=max(1, min(parallel, len(names)))) as pool:
+    with ProbeProcesses() as processes, ThreadPoolExecutor(max_workers=max(1, min(parallel, len(names)))) as pool:
+        probe_one = partial(_probe_corpus, spec, corpora, containment, parent_env, processes)
         futures = [pool.submit(probe_one, name) for name in names]
     listed: tuple[str, ...] | None = None
     evidence: dict[str, str] = {}

@@ -166,3 +166,7 @@ def classify(
 ) -> CliStatus:
     """The attempt's status alone (``outcome(...).status``; pure)."""
     return outcome(process, setup_problems, cost_problem, result).status
+
+
+STOPPED_FACTS = ProcessFacts(started=False, timed_out=False, truncated=False, exit_code=None, stopped=True)
+"""The facts of a child a stop signal kept from starting (``transports.cli``)."""

@@ -24,54 +24,95 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agentstudy.agents.base import GATEWAY_TOKEN_ENV
+from agentstudy.io.containment import (
+    ContainmentMode,
+)
 from agentstudy.io.export import CorpusBlobs, materialise_corpus, read_pinned_corpus, remove_export
 from agentstudy.io.git import GitError
-from agentstudy.io.process import run_bounded
+from agentstudy.io.process import STDOUT_LIMIT_BYTES, run_bounded
 from agentstudy.io.scratch import owned_mkdtemp, release
 from agentstudy.io.server_corpus import at_corpus
 from agentstudy.io.server_host import ServerLauncher, attempt_server
 from agentstudy.io.signals import stop_signal
-from agentstudy.pricing.cost import AttemptCost
+from agentstudy.protocol.agent_names import DEFAULT_AGENT
+from agentstudy.protocol.arm_servers import arm_server
 from agentstudy.protocol.late_errors import AgentEndedThenFailed
 from agentstudy.protocol.mcp_spec import ServerPaths
-from agentstudy.protocol.server_words import server_failure_words
+from agentstudy.protocol.server_words import with_server_words
 from agentstudy.protocol.treatment import sha256_text
-from agentstudy.stream.outcome import CliStatus, ProcessFacts
-from agentstudy.transports.cli_args import ArmTools
+from agentstudy.stream.outcome import STOPPED_FACTS, ProcessFacts
+from agentstudy.transports.cli_args import CLI_MAX_RETRIES, REHEARSAL_TOKEN, ArmTools, McpServerSpec
 from agentstudy.transports.cli_evaluation import evaluate_cli_attempt
-from agentstudy.transports.cli_settings import ATTEMPT_TIMEOUT_S, CliSettings
+from agentstudy.transports.cli_records import CliAttemptResult, RawAttempt
 
 if TYPE_CHECKING:
     from agentstudy.agents.base import AgentCli
 
-__all__ = ["ATTEMPT_TIMEOUT_S", "GATEWAY_TOKEN_ENV", "CliSettings"]  # re-exported: importers read them here
+__all__ = ["GATEWAY_TOKEN_ENV", "CliAttemptResult", "RawAttempt"]  # re-exported: importers read them here
+
+ATTEMPT_TIMEOUT_S = 300.0
+
 
 @dataclass(frozen=True)
-class CliAttemptResult:
-    """Everything one attempt produced before settlement.
+class CliSettings:
+    """Run-wide settings of the CLI transport.
 
-    ``status`` is the pre-settlement status and ``status_reason`` why it is not ``completed``,
-    in our own short words (``stream.outcome``: a spawn error, the timeout, stdout over its
-    bound, a signal, …; ``None`` when completed); costs are ``Decimal`` USD or ``None`` when
-    invalid; ``fields`` are record fields taken from the transcript.
+    Attributes:
+        binary: the Claude Code executable.
+        model: ``STUDY_MODEL``.
+        mcp: the MCP server under study.
+        rehearsal_base_url: the local Messages API server in rehearsal, else ``None``.
+        containment: ``bwrap`` (default) or ``restricted`` (issue 15).
+        gateway_base_url: ``--cli-base-url``, an LLM gateway the CLI talks to instead of the API.
+        gateway_token: the gateway's token (``AGENTSTUDY_GATEWAY_TOKEN``), sent as
+            ``ANTHROPIC_AUTH_TOKEN``; never recorded.
+        login_file: in real runs, the CLI's own credentials file, mounted read-only into the
+            private HOME at ``.claude/.credentials.json``; ``None`` when absent or in rehearsal.
+        timeout_s: attempt timeout in seconds.
+        stdout_limit: stdout bound in bytes.
+        agent: which coding agent the binary is (issue 21).
+        agent_home_root: the parent of per-attempt homes kept out of temp dirs (Codex).
     """
 
-    status: CliStatus
-    reported_cost_usd: Decimal | None
-    computed_cost: AttemptCost | None
-    setup_problems: tuple[str, ...]
-    cost_problem: str | None
-    exit_code: int | None
-    wall_time_ms: int
-    fields: dict[str, Any]
-    status_reason: str | None = None
-    raw_output: bytes = b""
-    """The child's raw stdout (bounded), kept as the attempt's private transcript (issue 28); empty when none."""
-    server_stderr: bytes = b""
-    """The MCP server's stderr tail (redacted; ``RawAttempt.server_stderr``), kept beside the transcript (issue 39)."""
+    binary: Path
+    model: str
+    mcp: McpServerSpec
+    rehearsal_base_url: str | None = None
+    containment: ContainmentMode = "bwrap"
+    gateway_base_url: str | None = None
+    gateway_token: str | None = field(default=None, repr=False)
+    login_file: Path | None = None
+    timeout_s: float = ATTEMPT_TIMEOUT_S
+    stdout_limit: int = STDOUT_LIMIT_BYTES
+    agent: str = DEFAULT_AGENT
+    """The agent (``agents.registry``; issue 21): ``claude-code`` or ``codex``."""
+    agent_home_root: Path | None = None
+    """Where agents that refuse a home under a temp dir (Codex) make their per-attempt private
+    directories; ``None`` means ``agents.codex.default_home_root()``."""
+    max_retries: int = CLI_MAX_RETRIES
+    """How often the agent CLI may send a refused request again (``--api-max-retries``; issue 33): Claude Code's
+    ``CLAUDE_CODE_MAX_RETRIES``."""
+    control_mcp: McpServerSpec | None = None
+    """The control arm's own server (issue 44); ``None``: the repository-only arm."""
+
+    def arm_mcp(self, scenario: str) -> McpServerSpec | None:
+        """The server ``scenario``'s arm runs (``protocol.arm_servers.arm_server``), ``None`` without one."""
+        return arm_server(scenario, self.mcp, self.control_mcp)
+
+    @property
+    def base_url(self) -> str | None:
+        """Where the child sends Messages API requests, when not the CLI's default."""
+        return self.rehearsal_base_url or self.gateway_base_url
+
+    @property
+    def auth_token(self) -> str | None:
+        """The ``ANTHROPIC_AUTH_TOKEN`` of the child: a dummy in rehearsal, the gateway's token, or none."""
+        if self.rehearsal_base_url is not None:
+            return REHEARSAL_TOKEN
+        return self.gateway_token
 
 
 def run_cli_attempt(
@@ -147,40 +188,6 @@ class CliAttemptBody:
             raise ValueError(f"the attempt's agent {self.agent.name!r} is not its settings' {self.settings.agent!r}")
 
 
-@dataclass(frozen=True)
-class RawAttempt:
-    """What an attempt's body returns (issue 20): the child's raw stdout (bytes, bounded), how it ended,
-    its wall time (ms), the export's facts (files, bytes, tree SHA-256; ``None`` when no export was
-    made), the Ray node id that ran it (``None`` for the local executor), the kept stderr tail and why
-    a watcher stopped the child (issue 21)."""
-
-    stdout: bytes
-    facts: ProcessFacts
-    wall_time_ms: int
-    export_files: int | None
-    export_bytes: int | None
-    export_tree_sha256: str | None
-    worker_node: str | None = None
-    stderr: bytes = b""
-    """The tail of the child's stderr the agent asked to keep (``Launch.keep_stderr`` bytes; else empty)."""
-    watch_stop: str | None = None
-    """Why the agent's stdout watcher stopped the child (the running per-attempt limit), else ``None``."""
-    running_peak_usd: Decimal | None = None
-    """The largest running cost (USD) the agent's stdout watcher saw, ``None`` without one (issue 29): the
-    attempt is charged at least this, whatever the kept stdout says at its end."""
-    stderr_bytes: int = 0
-    """Bytes the child wrote to stderr (counted, never kept beyond ``stderr``)."""
-    agent_files: Mapping[str, bytes] = field(default_factory=dict)
-    """What ``Launch.collect`` read of the agent's own records (bounded bytes by name; Gemini CLI's session
-    and telemetry files), empty for agents that keep none."""
-    server_stderr: bytes = b""
-    """The tail of the MCP server's stderr (``io.server_host.SERVER_STDERR_KEPT_BYTES``), credentials redacted;
-    empty outside the MCP arm (issue 39)."""
-    server_changed: str | None = None
-    """How the MCP server changed its word since the preflight (a ``tools/list`` answer that breaks the read-only
-    rule, withheld from the agent; ``io.server_host``, issue 40), else ``None``: the attempt is ``invalid-setup``."""
-
-
 def run_cli_body(body: CliAttemptBody, corpus: CorpusBlobs) -> RawAttempt:
     """One attempt's body (issue 20): materialise the export from ``corpus``, contain, spawn, read (bounded).
 
@@ -252,9 +259,6 @@ def run_agent_in(body: CliAttemptBody, cwd: Path, env_source: Mapping[str, str])
                       server_stderr=server_stderr, agent_files=agent_files, server_changed=server_changed)
 
 
-STOPPED_FACTS = ProcessFacts(started=False, timed_out=False, truncated=False, exit_code=None, stopped=True)
-"""The facts of a child a stop signal kept from starting."""
-
 WORKER_DIED = "worker died"
 """The ``statusReason`` of an attempt whose Ray worker or node died under it (issue 20)."""
 
@@ -292,7 +296,7 @@ def _finished(body: CliAttemptBody, raw: RawAttempt) -> CliAttemptResult:
         cost_problem=evaluation.cost_problem,
         exit_code=raw.facts.exit_code,
         wall_time_ms=raw.wall_time_ms,
-        status_reason=_with_server_words(evaluation.status, evaluation.status_reason, raw.server_stderr),
+        status_reason=with_server_words(evaluation.status, evaluation.status_reason, raw.server_stderr),
         raw_output=raw.stdout,
         server_stderr=raw.server_stderr,
         fields={
@@ -307,15 +311,6 @@ def _finished(body: CliAttemptBody, raw: RawAttempt) -> CliAttemptResult:
             **({"worker_node": raw.worker_node} if raw.worker_node is not None else {}),
         },
     )
-
-
-def _with_server_words(status: CliStatus, reason: str | None, server_stderr: bytes) -> str | None:
-    """``reason`` followed by what the MCP server's stderr says (``protocol.server_words``) when the attempt did
-    not complete (issue 39): the root cause, not only the first failed call."""
-    words = server_failure_words(server_stderr.decode("utf-8", "replace")) if status != "completed" else None
-    if words is None:
-        return reason
-    return f"{reason}; {words}" if reason else words
 
 
 def worker_died_attempt(body: CliAttemptBody, worker_node: str | None) -> CliAttemptResult:
