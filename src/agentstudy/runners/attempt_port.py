@@ -64,15 +64,17 @@ class ObservedThenFailed(RuntimeError):
         self.observation, self.cause = observation, cause
 
 
-def kept_or_late(build: Callable[[dict[str, str]], O], keep: Callable[[], dict[str, str]]) -> O:
-    """``build(keep())``: an observation with what ``keep`` kept of its attempt (its transcript's and its server
-    stderr's file and sha256 fields). When ``keep`` raises (a transcript name already taken, a directory that is
-    not private, an ``OSError``, a bug), the observation is built without them and comes back in an
-    :class:`ObservedThenFailed` (recorded, then the run stops; issue 40)."""
+def kept_or_late(build: Callable[[dict[str, str]], O], keep: Callable[[dict[str, str]], None]) -> O:
+    """``build(kept)``: an observation with what ``keep`` kept of its attempt (``keep`` adds each file's
+    ``*_file`` / ``*_sha256`` fields to ``kept`` as it is written: the transcript, the server's stderr tail).
+    When ``keep`` raises (a transcript name already taken, a directory that is not private, an ``OSError``, a
+    bug), the observation is built with what was kept before it — a file on disk is always named — and comes
+    back in an :class:`ObservedThenFailed` (recorded, then the run stops; issue 40)."""
+    kept: dict[str, str] = {}
     try:
-        kept = keep()
+        keep(kept)
     except Exception as error:
-        raise ObservedThenFailed(build({}), error) from error
+        raise ObservedThenFailed(build(dict(kept)), error) from error
     return build(kept)
 
 

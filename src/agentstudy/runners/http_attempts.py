@@ -89,8 +89,8 @@ def observe_settled_http(entry: ScheduleEntry, model: str, result: HttpAttemptRe
         return http_observation(entry, model, of, of.status, containment, server_notes, charged=of.charged_usd,
                                 cap_exceeded=of.budget.cap_exceeded, transcript=kept)
 
-    def keep() -> dict[str, str]:
-        return keep_transcript(transcripts, entry, result.exchange)
+    def keep(kept: dict[str, str]) -> None:
+        kept.update(keep_transcript(transcripts, entry, result.exchange))
 
     try:
         return kept_or_late(lambda kept: build(result, kept), keep), None

@@ -205,12 +205,11 @@ def _run_cli_study(request: CliRunRequest, stack: ExitStack) -> RunSummary:
                 cap_exceeded: bool) -> CliObservation:
         named = entry.agent if entry.agent != DEFAULT_AGENT or request.other_agents else None
 
-        def keep() -> dict[str, str]:
-            kept = keep_transcript(transcripts, entry, result.raw_output, named)
+        def keep(kept: dict[str, str]) -> None:
+            kept.update(keep_transcript(transcripts, entry, result.raw_output, named))
             if result.server_stderr:  # the MCP server's stderr tail, redacted (issue 39)
                 kept.update(keep_transcript(transcripts, entry, result.server_stderr, named,
                                             SERVER_STDERR_EXTENSION, "server_stderr"))
-            return kept
 
         def build(kept: dict[str, str]) -> CliObservation:
             return cli_observation(entry, request, versions[entry.agent], result, status, reserved, charged,

@@ -211,7 +211,7 @@ def _run_http_study(request: HttpRunRequest, stack: ExitStack) -> RunSummary:
                     return kept_or_late(lambda kept: http_observation(
                         entry, request.model, result, status, request.containment, arm_notes(settings, entry.scenario),
                         charged=charged, cap_exceeded=cap_exceeded, transcript=kept,
-                    ), lambda: keep_transcript(transcripts, entry, result.exchange))
+                    ), lambda kept: kept.update(keep_transcript(transcripts, entry, result.exchange)))
 
                 with ThreadPoolExecutor(max_workers=request.concurrency, thread_name_prefix="attempt") as pool:
                     start = (local_start(attempt_loop, reservation, pool) if remote is None
