@@ -9,9 +9,11 @@ from __future__ import annotations
 import json
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 
+from agentstudy.io.ledger_journal import LedgerJournalError, read_ledger
 from agentstudy.io.ledger_store import journal_path
 from agentstudy.protocol.ledger_integrity import verify_ledger_bytes
 from agentstudy.protocol.records import MinimalLedger
@@ -43,3 +45,13 @@ def verified(path: Path) -> MinimalLedger:
     jsonschema.validate(document, json_schema("ledger"))
     assert not journal_path(path).exists()  # a run that closed leaves only its ledger
     return MinimalLedger.model_validate(document)
+
+
+def live_state(path: Path) -> dict[str, Any] | None:
+    """The state of a ledger a running study is writing (its snapshot plus its journal), or ``None`` when the
+    file is absent or the read fell between a snapshot's write and its journal's (a poller reads again)."""
+    try:
+        document: dict[str, Any] = json.loads(read_ledger(path, path.read_bytes()).data)
+    except (OSError, ValueError, LedgerJournalError):
+        return None
+    return document

@@ -27,7 +27,6 @@ import pytest
 from click.testing import CliRunner
 
 from agentstudy.cli import main
-from agentstudy.io.ledger_journal import read_ledger
 from agentstudy.pricing.http import UpperPrices
 from agentstudy.protocol.manifest import load_manifest
 from agentstudy.protocol.schedule import build_schedule
@@ -37,7 +36,7 @@ from agentstudy.rehearsal.policy import ScriptedReply
 from agentstudy.runners.http_request import REHEARSAL_KEY, HttpRunRequest
 from agentstudy.runners.minimal_http import run_http_study
 from agentstudy.runners.preflight import DEFAULT_MCP_SERVER
-from concurrent_ledgers import moment, peak_overlap, verified
+from concurrent_ledgers import live_state, moment, peak_overlap, verified
 
 MODEL = "claude-haiku-5-5"
 PRICES = UpperPrices(Decimal("0.01"), Decimal("10"))
@@ -170,8 +169,8 @@ def test_sigint_mid_run_ends_the_running_attempts_charged_their_whole_reservatio
     opened = 0
     while opened < 4 and runner.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
-        if ledger_path.exists():
-            document = json.loads(read_ledger(ledger_path, ledger_path.read_bytes()).data)
+        document = live_state(ledger_path)
+        if document is not None:
             opened = len(document.get("openReservations") or [])
     assert opened == 4, "the run never had four attempts in flight"
     runner.send_signal(signal.SIGINT)

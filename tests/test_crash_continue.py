@@ -13,7 +13,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -23,6 +22,7 @@ from agentstudy.io.ledger_journal import read_ledger
 from agentstudy.io.ledger_store import journal_path
 from agentstudy.protocol.ledger_integrity import verify_ledger_bytes
 from agentstudy.rehearsal.example_study import build_example_study
+from concurrent_ledgers import live_state
 
 from checkout_run import SRC
 from study_files import EXAMPLE_STUDY
@@ -52,10 +52,9 @@ def crashed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, P
     try:
         while time.monotonic() < deadline:
             assert runner.poll() is None, "the run ended before it was killed"
-            if journal_path(ledger).exists():
-                rebuilt: dict[str, Any] = json.loads(read_ledger(ledger, ledger.read_bytes()).data)
-                if len(rebuilt["observations"]) >= 2 and rebuilt.get("openReservation") is not None:
-                    break
+            rebuilt = live_state(ledger) if journal_path(ledger).exists() else None
+            if rebuilt is not None and len(rebuilt["observations"]) >= 2 and rebuilt.get("openReservation") is not None:
+                break
             time.sleep(0.02)
     finally:
         os.killpg(runner.pid, signal.SIGKILL)

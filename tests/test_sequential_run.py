@@ -17,11 +17,10 @@ import pytest
 from click.testing import CliRunner
 
 from agentstudy.cli import main
-from agentstudy.io.ledger_journal import read_ledger
 from agentstudy.pricing.sums import display_usd
 from agentstudy.protocol.ledger_integrity import seal_ledger, verify_ledger
 from agentstudy.protocol.records import MinimalLedger
-from concurrent_ledgers import moment, verified
+from concurrent_ledgers import live_state, moment, verified
 from sequential_study import sequential_rehearsal
 
 MODEL = "claude-haiku-5-5"
@@ -121,8 +120,8 @@ def test_sigterm_at_concurrency_four_keeps_the_looks_and_reserves_nothing_after(
     looks_before: list[dict[str, Any]] = []
     while runner.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
-        if ledger_path.exists():
-            document = json.loads(read_ledger(ledger_path, ledger_path.read_bytes()).data)
+        document = live_state(ledger_path)
+        if document is not None:
             looks_before = document["sequential"]["looks"]
             if len(looks_before) >= 2 and len(document.get("openReservations") or []) == 4:
                 break
