@@ -277,7 +277,7 @@ def test_the_http_study_on_ray_matches_the_local_executor(cluster: Cluster, stud
         return (o["status"], o["inputTokens"], o["outputTokens"], o["numTurns"], o["toolCalls"],
                 o["toolCallsByName"], o["chargedUsd"], o["reservedUsd"], o["answer"])
 
-    assert len(ray_ledger["observations"]) == len(local_ledger["observations"]) == 18  # 3 tasks, 2 arms, 2 reps
+    assert len(ray_ledger["observations"]) == len(local_ledger["observations"]) == 12  # 3 tasks, 2 arms, 2 reps
     assert ({_key(o): facts(o) for o in ray_ledger["observations"]}
             == {_key(o): facts(o) for o in local_ledger["observations"]})
     assert {o["status"] for o in ray_ledger["observations"]} == {"completed"}
