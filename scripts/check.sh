@@ -2,7 +2,8 @@
 # The whole test suite: lint, strict typing, the documentation site (warnings are errors), then every
 # example and property test, in parallel: one pytest worker per core plus one (the suite waits on real
 # binaries, servers and git as much as it computes); a test file stays on one worker (--dist loadfile),
-# so a file's shared fixtures (a Ray cluster, a built corpus) are built once. PYTEST_WORKERS overrides.
+# so a file's shared fixtures (a Ray cluster, a built corpus) are built once; the 30 slowest tests are listed at
+# the end (where the suite's time goes). PYTEST_WORKERS overrides.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # No merge-conflict marker anywhere in the tracked tree.
@@ -16,4 +17,4 @@ site="$(mktemp -d)"
 trap 'rm -rf "$site"' EXIT
 .venv/bin/mkdocs build --strict --quiet --site-dir "$site"
 workers="${PYTEST_WORKERS:-$(( $(nproc) + 1 ))}"
-.venv/bin/python -m pytest -n "$workers" --dist loadfile tests property_tests "$@"
+.venv/bin/python -m pytest -n "$workers" --dist loadfile --durations=30 tests property_tests "$@"

@@ -80,7 +80,8 @@ def no_processes_no_sockets(monkeypatch: pytest.MonkeyPatch) -> None:
 
 HEAVY_FIRST = ("test_signals", "test_ray_executor", "test_concurrency", "test_report_screen", "test_power_command",
                "test_init_command", "test_ledger_home", "test_attack_codex", "test_report_containment",
-               "test_http_transport", "test_attempt_reasons", "test_ledger_full_disk", "test_demo_e2e")
+               "test_http_transport", "test_attempt_reasons", "test_ledger_full_disk", "test_demo_e2e",
+               "test_ray_compare", "test_arm_fidelity_e2e", "test_report_honest_intervals", "test_server_word_e2e")
 """The test files that took longest (``--durations``, a measured parallel run): under ``pytest -n`` a file runs
 on one worker (``--dist loadfile``, scripts/check.sh) and files are handed out in collection order, so these go
 first and the run does not end waiting for one of them."""
