@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,7 @@ from typing import Any
 import pytest
 
 from agentstudy.rehearsal.example_study import build_example_study
-from test_ray_executor import ADDRESS, Cluster, _child_env, _ledger
+from test_ray_executor import ADDRESS, Cluster, _child_env, _ledger, started_cluster
 
 from study_files import EXAMPLE_STUDY
 
@@ -29,16 +28,7 @@ LOOKUP_SERVER = Path(__file__).resolve().parent / "data" / "lookup_server.py"
 
 @pytest.fixture(scope="module")
 def ray_cluster() -> Iterator[Cluster]:
-    temp = Path(tempfile.mkdtemp(prefix="agentstudy-ray-"))
-    made = Cluster(temp)
-    try:
-        made.start_node(head=True, cpus=2)
-        made.start_node(head=False, cpus=1)
-        made.wait_for_nodes(2)
-        yield made
-    finally:
-        made.close()
-        subprocess.run(["rm", "-rf", str(temp)], check=False)
+    yield from started_cluster()
 
 
 TRANSPORTS = {"http": ["--transport", "http", "--input-usd-per-million", "0.5", "--output-usd-per-million", "2.5",

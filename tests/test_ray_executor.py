@@ -129,18 +129,25 @@ class Cluster:
         self.namespace.wait(timeout=30)
 
 
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[Cluster]:
+def started_cluster(workers: int = 1) -> Iterator[Cluster]:
+    """A loopback-only cluster: a head node with 2 CPUs and ``workers`` worker nodes of 1 CPU, closed and its
+    temp dir removed afterwards (the body of every Ray test file's module fixture)."""
     temp = Path(tempfile.mkdtemp(prefix="agentstudy-ray-"))
     made = Cluster(temp)
     try:
         made.start_node(head=True, cpus=2)
-        made.start_node(head=False, cpus=1)
-        made.wait_for_nodes(2)
+        for _ in range(workers):
+            made.start_node(head=False, cpus=1)
+        made.wait_for_nodes(1 + workers)
         yield made
     finally:
         made.close()
         subprocess.run(["rm", "-rf", str(temp)], check=False)
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Cluster]:
+    yield from started_cluster()
 
 
 @pytest.fixture(scope="module")

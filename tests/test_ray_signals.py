@@ -16,7 +16,6 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,22 +23,14 @@ from pathlib import Path
 import pytest
 
 from agentstudy.rehearsal.example_study import ExampleStudy, build_example_study
-from test_ray_executor import ADDRESS, HERE, Cluster, _args, _child_env, _ledger
+from test_ray_executor import ADDRESS, HERE, Cluster, _args, _child_env, _ledger, started_cluster
 
 DRIVER_TITLE = f"{sys.executable}\0{HERE / 'ray_driver.py'}"
 
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Cluster]:
-    temp = Path(tempfile.mkdtemp(prefix="agentstudy-ray-"))
-    made = Cluster(temp)
-    try:
-        made.start_node(head=True, cpus=2)
-        made.wait_for_nodes(1)
-        yield made
-    finally:
-        made.close()
-        subprocess.run(["rm", "-rf", str(temp)], check=False)
+    yield from started_cluster(workers=0)
 
 
 @pytest.fixture(scope="module")
