@@ -80,7 +80,7 @@ def test_markdown_report_shows_two_paired_results_side_by_side(two_agent_ledger:
     assert inputs["codex: Δ per task [95 % interval]"] == "-300.0 —"
     assert inputs["claude-code: in words"] == "100 more input tokens per task with Repository tools + doc-bridge"
     assert inputs["codex: in words"] == "300 fewer input tokens per task with Repository tools + doc-bridge"
-    assert "3 tasks × 2 repetitions" in inputs["codex: p (sign-flip); design"]
+    assert "3 tasks × 2 repetitions" in inputs["codex: p (test of the mean); design"]
     assert "No number in this report pools agents, and there is no overall line" in text
     # Each agent's one-agent report follows, every section and table labelled with the agent.
     for agent in AGENTS:

@@ -120,7 +120,7 @@ def test_the_demo_writes_both_reports_beside_its_ledger(tmp_path: Path, claude_b
     assert extrapolation["full run, charged spend × 18"] == expected
     summary_rows = {r["metric"]: r for r in tables["Task-level paired differences per metric"]}
     assert summary_rows["input tokens"]["design"] == "1 task × 1 repetition"
-    interval = summary_rows["input tokens"]["95 % interval (inverted sign-flip test)"]
+    interval = summary_rows["input tokens"]["95 % interval (inverted test of the mean)"]
     assert interval == "not computable with 1 task (needs at least 2)"
     ledger_answers = [o["answer"] for o in json.loads((tmp_path / "ledger.json").read_text())["observations"]]
     for answer in filter(None, ledger_answers):

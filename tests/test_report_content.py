@@ -28,7 +28,7 @@ from test_report_builders import (
 )
 
 SUMMARY = "Task-level paired differences per metric"
-INTERVAL = "95 % interval (inverted sign-flip test)"
+INTERVAL = "95 % interval (inverted test of the mean)"
 PER_TASK = ("Per task: mean of Repository tools + doc-bridge − mean of Repository tools over repetitions "
             "(— : not in both arms for that metric)")
 VARIANCE = "Variance components per metric (method of moments)"
@@ -67,7 +67,7 @@ def test_task_level_estimates_equal_the_hand_values(tmp_path: Path) -> None:
     task_input = [sum(INPUT_DIFFS[3 * t:3 * t + 3]) / 3 for t in range(6)]
     assert (summary["input tokens"]["design"], summary["input tokens"]["mean task Δ"]) == \
         ("6 tasks × 3 repetitions", "-111.1")
-    assert summary["input tokens"]["sign-flip p"] == f"{_exact_sign_flip(task_input):.3f}"
+    assert summary["input tokens"]["p (test of the mean)"] == f"{_exact_sign_flip(task_input):.3f}"
     assert summary["input tokens"]["smallest attainable p"] == "0.0312"
     # tool calls: task differences -2, -2/3, -1, -4/3, 0, -2 -> -7/6.
     assert summary["tool calls"]["mean task Δ"] == "-1.2"
@@ -75,9 +75,9 @@ def test_task_level_estimates_equal_the_hand_values(tmp_path: Path) -> None:
     assert summary["charged USD"]["mean task Δ"] == "-0.000500"
     assert summary["charged USD"][INTERVAL].startswith("-0.000500 (a single point: all 6 task differences are equal")
     # every charged difference is negative: two-sided p = 2/64.
-    assert summary["charged USD"]["sign-flip p"] == "0.031"
+    assert summary["charged USD"]["p (test of the mean)"] == "0.031"
     assert (summary["wall time"]["mean task Δ"], summary["output tokens"]["mean task Δ"]) == ("-500.0", "0.0")
-    assert summary["output tokens"]["sign-flip p"] == "1.000"
+    assert summary["output tokens"]["p (test of the mean)"] == "1.000"
     low, high = summary["input tokens"][INTERVAL].strip("[]").split(", ")
     assert float(low) < -111.1 < float(high)
     per_task = {row["task"]: row for row in markdown_tables(markdown)[PER_TASK]}
@@ -169,7 +169,7 @@ def test_a_pilot_shows_both_extrapolations(tmp_path: Path) -> None:
     assert (summary["input tokens"]["design"], summary["input tokens"]["mean task Δ"]) == \
         ("1 task × 1 repetition", "+1078.0")
     assert summary["input tokens"][INTERVAL] == "not computable with 1 task (needs at least 2)"
-    assert summary["input tokens"]["sign-flip p"] == "not computable with 1 task (needs at least 2)"
+    assert summary["input tokens"]["p (test of the mean)"] == "not computable with 1 task (needs at least 2)"
     assert "This ledger is a rehearsal" in markdown
 
 

@@ -60,10 +60,10 @@ def test_the_glance_comes_first_with_correctness_first_and_provenance_last(tmp_p
     assert by_metric["correctness"]["better when"] == "higher" and by_metric["input tokens"]["better when"] == "lower"
     for row in table:
         assert row["design"] == "6 tasks × 3 repetitions"
-        assert row["p (sign-flip)"].startswith("0.031")  # 2 / 2^6: every task difference has one sign
+        assert row["p (test of the mean)"].startswith("0.031")  # 2 / 2^6: every task difference has one sign
     # correctness is the default primary (its p alone); the four secondaries carry Holm's p beside (issue 41)
-    assert by_metric["correctness"]["p (sign-flip)"] == "0.031"
-    assert by_metric["tool calls"]["p (sign-flip)"] == "0.031; Holm-adjusted 0.156"
+    assert by_metric["correctness"]["p (test of the mean)"] == "0.031"
+    assert by_metric["tool calls"]["p (test of the mean)"] == "0.031; Holm-adjusted 0.156"
     assert "Containment achieved:" in glance and "Caveats: only the primary endpoint answers" in glance
     assert "Real run (full, awaiting-adjudication, 36 attempts, transport cli)" in glance
 
@@ -95,3 +95,20 @@ def test_a_secondary_metrics_raw_p_never_stands_alone_and_a_pilot_is_not_a_findi
     assert verdict.startswith("A pilot, not a finding.")
     assert "0.031; Holm-adjusted 0.062" in glance  # wall time: raw 2/64, Holm over the two secondaries
     assert "| 0.031 |" in glance  # the primary's p alone: it is tested at alpha
+
+
+def test_the_declared_primarys_direction_is_shown_where_it_differs_from_the_metrics_default(tmp_path: Path) -> None:
+    # a study that wants the agent to read more (input tokens: higher is better), against the metric's default
+    observations = []
+    for t, task in enumerate(TASKS):
+        observations += [cli_obs(task, "repository-only", 1, input_tokens=1000, tool_calls=4),
+                         cli_obs(task, "doc-bridge-mcp", 1, input_tokens=1100 + t, tool_calls=2)]
+    write(tmp_path / "ledger.json", ledger(observations, analysis={
+        "primary": {"metric": "inputTokens", "betterWhen": "higher"}}))
+    by_metric = {r["metric"]: r for r in markdown_tables(build_report(tmp_path / "ledger.json",
+                                                                      output_format="md"))[CAPTION]}
+    assert by_metric["input tokens"]["better when"] == "higher"  # the declared direction
+    assert by_metric["tool calls"]["better when"] == "lower"  # not the primary: the metric's default
+    text = " ".join(build_report(tmp_path / "ledger.json").split())
+    assert "Primary endpoint: inputTokens (higher is better;" in text
+    assert "the treatment is better on the primary endpoint" in text  # more input tokens, as declared

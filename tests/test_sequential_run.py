@@ -4,6 +4,7 @@ records every look and verifies, nothing is reserved after the stop, and a SIGTE
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -172,14 +173,25 @@ def test_the_report_opens_with_the_stop_and_the_money_not_spent(stopped_run: tup
     paragraphs = [" ".join(block.split()) for block in glance.split("\n\n") if block.strip()]
     stop = next(i for i, block in enumerate(paragraphs) if block.startswith("Stopped after"))
     assert paragraphs[stop + 1].startswith("Anytime-valid 95% confidence sequence for the mean task difference")
-    # The fixed-design figures are labelled as on an optionally stopped sample; the stopping rule answers.
+    # The first screen shows the stop, the confidence sequence and the design; the fixed-design p and interval are
+    # an appendix at the end, labelled optionally stopped (issue 41 item 7).
     verdict = next(block for block in paragraphs if "Does doc-bridge help?" in block)
-    assert "optionally stopped sample, not the answer" in verdict and "the sequential test decided: more input" \
-        in verdict and "a difference at" not in verdict
+    assert "the sequential test decided: more input" in verdict and "a difference at" not in verdict
+    assert re.search(r"\bp [0-9<]", verdict) is None and f"{record.tasks_completed} tasks × 1 repetition" in verdict
     primary = next(block for block in paragraphs if block.startswith("Primary endpoint"))
-    assert "Primary result: The sequential test decided" in primary and "optionally stopped" in primary
-    assert "task level (exploratory; fixed design on an optionally stopped sample, not the answer)" in glance
+    assert "Primary result: The sequential test decided" in primary and "in the appendix" in primary
+    assert re.search(r"\bp [0-9<]", primary) is None
+    assert "task level (exploratory" not in glance and "p (test of the mean)" not in glance
     assert "one-sided magnitude-aware e-process" in glance
+    for output_format in ("text", "md", "html"):
+        page = text if output_format == "text" else CliRunner().invoke(
+            main, ["report", str(output), "--format", output_format], catch_exceptions=False).output
+        assert page.count("Appendix: fixed-design figures (optionally stopped)") == 1
+        appendix = " ".join(page.split("Appendix: fixed-design figures (optionally stopped)", 1)[1].split())
+        assert "Appendix: provenance" not in appendix  # the last section
+        assert "task level (exploratory; fixed design on an optionally stopped sample, not the answer)" in appendix
+        assert ("Fixed-design figures of the primary endpoint, inputTokens (fixed design on an optionally stopped "
+                "sample, not the answer)") in appendix and re.search(r"\bp [0-9<]", appendix) is not None
 
 
 def test_power_sequential_plans_from_the_ledger(stopped_run: tuple[Path, MinimalLedger, Path]) -> None:

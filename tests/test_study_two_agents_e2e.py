@@ -100,7 +100,7 @@ def test_the_report_shows_two_paired_results_one_per_agent(two_agent_run: tuple[
     for agent in AGENTS:
         cell = rows["input tokens"][f"{agent}: Δ per task [95 % interval]"]
         assert cell not in ("", "—")
-        assert "1 task × 1 repetition" in rows["input tokens"][f"{agent}: p (sign-flip); design"]
+        assert "1 task × 1 repetition" in rows["input tokens"][f"{agent}: p (test of the mean); design"]
         assert f"## Agent {agent}: Paired differences" in report.stdout
     assert "there is no overall line" in report.stdout
     assert "claude-code: 2 attempts, 1 pair; codex: 2 attempts, 1 pair" in report.stdout

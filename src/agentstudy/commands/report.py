@@ -43,8 +43,9 @@ def report(ledgers: tuple[Path, ...], adjudications: tuple[Path, ...], output_fo
     The task is the unit of analysis: per task, each arm's mean over its repetitions and their
     difference (the arm with the server minus the arm without it) in input and output tokens, tool calls,
     wall time, charged USD and (with --adjudication) correctness; per metric the mean task
-    difference with its design ("6 tasks × 3 repetitions"), the exact sign-flip p-value over the
-    task differences and the interval that test does not reject (Holm-adjusted p for secondary
+    difference with its design ("6 tasks × 3 repetitions"), the p-value of the test of the mean over
+    the task differences (the sign-flip test and, from 10 tasks, the skewness-corrected bootstrap-t)
+    and the interval that test does not reject (Holm-adjusted p for secondary
     metrics, the declared primary endpoint first), ratios for tokens, time and money,
     correctness as intention to treat with per-arm rates, and the variance components
     (between-task, task × arm, within-task per arm, ICC). --format json writes every number as

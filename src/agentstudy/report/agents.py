@@ -107,8 +107,8 @@ def agents_section(analyses: Mapping[str, Analysis]) -> Section:
     agents = list(analyses)
     keys = [m for m in GLANCE_METRICS if all(any(r.metric.key == m.key for r in a.results) for a in analyses.values())]
     shown = level(next(iter(analyses.values())))
-    header = ("metric", *(f"{agent}: {what}" for agent in agents for what in (f"Δ per task [{shown} % interval]",
-                                                                              "p (sign-flip); design", "in words")))
+    columns = (f"Δ per task [{shown} % interval]", "p (test of the mean); design", "in words")
+    header = ("metric", *(f"{agent}: {what}" for agent in agents for what in columns))
     rows = tuple((m.label, *(c for agent in agents for c in _cell(analyses[agent], m.key))) for m in keys)
     first = next(iter(analyses.values())).study
     caption = (f"{first.arm_name(TREATMENT)} compared with {first.arm_name(BASELINE)}, task level, "

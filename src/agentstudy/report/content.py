@@ -19,7 +19,7 @@ from agentstudy.report.containment import LEGEND, containment_rows, containment_
 from agentstudy.report.content_inference import inference_blocks
 from agentstudy.report.content_money import correctness_section, distribution_section, money_section
 from agentstudy.report.document import Block, Bullets, Document, Figure, Paragraph, Section, Table, WarningBox
-from agentstudy.report.glance import glance_section
+from agentstudy.report.glance import glance_section, stopped_appendix
 from agentstudy.report.infrastructure import (
     any_recorded,
     infrastructure_rows,
@@ -253,4 +253,5 @@ def build_document(analysis: Analysis, figures: tuple[Figure, ...] = (), *,
     for figure in figures:
         index = FIGURE_PLACES.get(figure.key, len(sections) - 1)
         sections[index] = Section(sections[index].title, (*sections[index].blocks, figure))
-    return Document(title, tuple(sections))
+    stopped = stopped_appendix(analysis)  # after a sequential stop: the fixed-design figures, last (issue 41 item 7)
+    return Document(title, (*sections, *([stopped] if stopped is not None else [])))

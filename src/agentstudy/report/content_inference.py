@@ -90,14 +90,16 @@ def metric_table(analysis: Analysis) -> Table:
                              "— (not in the family)"))
     return Table("task-level-summary", "Task-level paired differences per metric",
                  ("metric", "role", "unit", "design", "mean task Δ",
-                  f"{level(analysis)} % interval (inverted sign-flip test)", "sign-flip p", "Holm-adjusted p",
-                  "smallest attainable p", "ratio (of arm means over tasks)"),
+                  f"{level(analysis)} % interval (inverted test of the mean)", "p (test of the mean)",
+                  "Holm-adjusted p", "smallest attainable p", "ratio (of arm means over tasks)"),
                  tuple(rows), frozenset({4, 5}))
 
 
-def primary_paragraph(analysis: Analysis) -> Paragraph:
+def primary_paragraph(analysis: Analysis, *, fixed_design: bool = False) -> Paragraph:
     """The primary endpoint: which metric answers the question, direction, alpha, where it was declared, and
-    its result (or why it is not reported)."""
+    its result (or why it is not reported). After a sequential stop the stopping rule's decision is the result and
+    the fixed-design figures are in the appendix; ``fixed_design`` gives the appendix's paragraph: those figures,
+    labelled as on an optionally stopped sample (issue 41 item 7)."""
     plan = analysis.plan
     primary = plan.primary
     source = ("declared in the study file" if analysis.plan_declared
@@ -121,10 +123,13 @@ def primary_paragraph(analysis: Analysis) -> Paragraph:
                f"p {fmt.p_value(summary.p_value, None)} ≥ {plan.alpha:g}: no difference shown on the primary endpoint")
     interval = fmt.interval(summary.ci_low, summary.ci_high, summary.ci_note, result.metric.kind)
     answer = stopped_answer(analysis.study, primary.metric)
+    if answer is not None and fixed_design:
+        return Paragraph(f"Fixed-design figures of the primary endpoint, {primary.metric} ({OPTIONALLY_STOPPED}): "
+                         f"{fmt.statistic(summary.estimate, result.metric.kind)} per task {interval} "
+                         f"({summary.design}), p {fmt.p_value(summary.p_value, None)}.")
     if answer is not None:  # issue 41 item 7: after a sequential stop the stopping rule answers
-        return Paragraph(f"{head}. Primary result: {answer[0].upper()}{answer[1:]}. Fixed-design figures "
-                         f"({OPTIONALLY_STOPPED}): {fmt.statistic(summary.estimate, result.metric.kind)} per task "
-                         f"{interval} ({summary.design}), p {fmt.p_value(summary.p_value, None)}.")
+        return Paragraph(f"{head}. Primary result: {answer[0].upper()}{answer[1:]} ({summary.design}). The "
+                         f"fixed-design p and interval are in the appendix, labelled optionally stopped.")
     return Paragraph(f"{head}. Primary result: {fmt.statistic(summary.estimate, result.metric.kind)} per task "
                      f"{interval} ({summary.design}); {verdict}.")
 

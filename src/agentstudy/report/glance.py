@@ -25,6 +25,7 @@ from agentstudy.report.sequential import OPTIONALLY_STOPPED, sequential_sentence
 from agentstudy.report.treatment import first_screen_blocks, summarize_treatment
 
 TITLE = "Result at a glance"
+STOPPED_APPENDIX_TITLE = "Appendix: fixed-design figures (optionally stopped)"
 GLANCE_METRICS = (CORRECTNESS, INPUT, TOOLS, WALL, CHARGED)
 """The metrics of the glance table, in display order (correctness only when adjudicated)."""
 CAVEATS = ("Caveats: only the primary endpoint answers the study's question; the task is the unit of analysis; "
@@ -42,9 +43,10 @@ def favours(metric: Metric) -> str:
 
 
 def _row(metric: Metric, summary: TaskLevelSummary, treatment: str, role: str = PRIMARY,
-         adjusted: float | None = None) -> tuple[str, ...]:
+         adjusted: float | None = None, better_when: str | None = None) -> tuple[str, ...]:
     """One metric's cells; an interval or p that is not computable is ``—`` (the reasons follow the table). A
-    secondary metric's raw p never stands alone: its Holm-adjusted p is beside it (issue 41 item 10)."""
+    secondary metric's raw p never stands alone: its Holm-adjusted p is beside it (issue 41 item 10). "better
+    when" is ``better_when`` (the declared primary's direction) or else the metric's default (:func:`favours`)."""
     p_text = fmt.p_value(summary.p_value, None)
     if summary.p_monte_carlo_se is not None:
         p_text += f" (Monte Carlo SE {summary.p_monte_carlo_se:.4f})"
@@ -54,7 +56,7 @@ def _row(metric: Metric, summary: TaskLevelSummary, treatment: str, role: str = 
         p_text += " (exploratory, unadjusted)"
     return (metric.label, direction(summary, metric, treatment), fmt.statistic(summary.estimate, metric.kind),
             fmt.interval(summary.ci_low, summary.ci_high, None, metric.kind), p_text, summary.design,
-            favours(metric))
+            better_when or favours(metric))
 
 
 def _not_computable(summaries: list[tuple[Metric, TaskLevelSummary]]) -> str | None:
@@ -87,6 +89,46 @@ def _containment_line(analysis: Analysis) -> str:
     return line + (f" {confounded[0]}" if confounded else "")
 
 
+def _table(analysis: Analysis, shown: list[tuple[Metric, TaskLevelSummary]], treatment: str) -> Table:
+    """The glance table of the ``shown`` metrics: one row each (:func:`_row`), titled with the design it holds for."""
+    study = analysis.study
+    results = {r.metric.key: r for r in analysis.results}
+    primary = analysis.plan.primary  # the study's declared direction for its primary (issue 41), else the default
+    rows = tuple(_row(m, summary, treatment, results[m.key].role, results[m.key].p_adjusted,
+                      primary.better_when if m.key == primary.metric else None) for m, summary in shown)
+    fixed = "; fixed design, not the stopping rule" if study.sequential is not None else ""
+    if study.sequential is not None and study.sequential.stop_reason is not None:
+        fixed = f"; {OPTIONALLY_STOPPED}"  # issue 41 item 7
+    return Table("glance", f"{study.arm_name(TREATMENT)} compared with {study.arm_name(BASELINE)}, "
+                 f"task level (exploratory{fixed})",
+                 ("metric", "in words", "Δ per task", f"{level(analysis)} % interval", "p (test of the mean)",
+                  "design", "better when"),
+                 rows, frozenset({2, 3, 4}))
+
+
+def stopped_appendix(analysis: Analysis, *, minimum_use: float | None = None) -> Section | None:
+    """After a sequential stop, the appendix of the fixed-design figures (issue 41 item 7): the primary's estimate,
+    interval and p and the glance table, each labelled as computed on an optionally stopped sample (``None`` for a
+    fixed design, before a stop, or when the treatment was not delivered). The first screen shows the stop, the
+    confidence sequence and the design only."""
+    study = analysis.study
+    if study.sequential is None or study.sequential.stop_reason is None:
+        return None
+    if not summarize_treatment(study, minimum_use).delivered:
+        return None
+    summaries = {r.metric.key: r.task_level for r in analysis.results}
+    shown = [(m, summaries[m.key]) for m in GLANCE_METRICS if m.key in summaries]
+    blocks: list[Block] = [Paragraph(
+        f"These are the fixed-design figures ({OPTIONALLY_STOPPED}): the study stopped when its sequential test "
+        "decided, so their p-values and intervals do not hold at their level; the answer is the stopping rule's "
+        "decision and the confidence sequence in the first section."),
+        primary_paragraph(analysis, fixed_design=True), _table(analysis, shown, study.arm_name(TREATMENT))]
+    why = _not_computable(shown)
+    if why:
+        blocks.append(Paragraph(why))
+    return Section(STOPPED_APPENDIX_TITLE, tuple(blocks))
+
+
 def glance_section(analysis: Analysis, *, primary: str | None = None, minimum_use: float | None = None,
                    alpha: float | None = None) -> Section:
     """The first section of every minimal report: the verdict for the ``primary`` metric and the treatment's
@@ -97,19 +139,11 @@ def glance_section(analysis: Analysis, *, primary: str | None = None, minimum_us
     study = analysis.study
     fidelity = summarize_treatment(study, minimum_use)
     summaries = {r.metric.key: r.task_level for r in analysis.results}
-    results = {r.metric.key: r for r in analysis.results}
     present = set(summaries)
     shown = [(m, summaries[m.key]) for m in GLANCE_METRICS if m.key in present]
     treatment = study.arm_name(TREATMENT)  # a study file's own label (issue 18), else the default one
-    rows = tuple(_row(m, summary, treatment, results[m.key].role, results[m.key].p_adjusted) for m, summary in shown)
-    fixed = "; fixed design, not the stopping rule" if study.sequential is not None else ""
-    if study.sequential is not None and study.sequential.stop_reason is not None:
-        fixed = f"; {OPTIONALLY_STOPPED}"  # issue 41 item 7
-    table = Table("glance", f"{study.arm_name(TREATMENT)} compared with {study.arm_name(BASELINE)}, "
-                  f"task level (exploratory{fixed})",
-                  ("metric", "in words", "Δ per task", f"{level(analysis)} % interval", "p (sign-flip)", "design",
-                   "better when"),
-                  rows, frozenset({2, 3, 4}))
+    stopped = study.sequential is not None and study.sequential.stop_reason is not None
+    table = _table(analysis, shown, treatment)
     blocks: list[Block] = [Paragraph(text) for text in sequential_sentences(study)]  # issue 35: the stop first
     blocks.extend(first_screen_blocks(analysis, fidelity, primary=primary, alpha=alpha))
     if study.chain_missing:
@@ -128,10 +162,11 @@ def glance_section(analysis: Analysis, *, primary: str | None = None, minimum_us
                                 f"{study.stop_reason or 'no stop reason recorded'}."))
     if fidelity.delivered:
         blocks.append(primary_paragraph(analysis))
-        blocks.append(table)
+        if not stopped:  # after a sequential stop the fixed-design table is an appendix (issue 41 item 7)
+            blocks.append(table)
     else:
         blocks.append(Paragraph(NO_FINDING))
-    why = _not_computable(shown) if fidelity.delivered else None
+    why = _not_computable(shown) if fidelity.delivered and not stopped else None
     if why:
         blocks.append(Paragraph(why))
     primary_key = analysis.plan.primary.metric if primary is None else primary

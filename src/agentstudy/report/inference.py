@@ -198,9 +198,9 @@ def cluster_bootstrap_interval(
     return float(low), float(high)
 
 
-METHOD = ("estimate: mean over tasks of (treatment mean − baseline mean over repetitions); p: two-sided "
-          "sign-flip permutation test over the task differences ({flips}){bootstrap}; {level} % interval: the "
-          "shifts that test does not reject at alpha {alpha:g} (test inversion)")
+METHOD = ("estimate: mean over tasks of (treatment mean − baseline mean over repetitions); p: two-sided test "
+          "of the mean, the sign-flip permutation test over the task differences (Fisher 1935; {flips}){bootstrap}; "
+          "{level} % interval: the shifts that test does not reject at alpha {alpha:g} (test inversion)")
 
 
 def _method(k: int, seed: int, alpha: float) -> str:
@@ -208,7 +208,7 @@ def _method(k: int, seed: int, alpha: float) -> str:
              else f"seeded Monte Carlo, {MONTE_CARLO_FLIPS} sign vectors, seed {seed}")
     bootstrap = ("" if k < MIN_TASKS else
                  f", rejecting only when the bootstrap-t of the skewness-corrected studentized mean also rejects "
-                 f"({BOOTSTRAP_T_RESAMPLES} resamples, seed {seed})")
+                 f"(Hall 1992; {BOOTSTRAP_T_RESAMPLES} resamples, seed {seed})")
     return METHOD.format(flips=flips, bootstrap=bootstrap, level=f"{100 * (1 - alpha):g}", alpha=alpha)
 
 

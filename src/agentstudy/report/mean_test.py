@@ -25,12 +25,19 @@ have no bootstrap part (the sign-flip test alone).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from agentstudy.report.inversion import MONTE_CARLO_FLIPS, SignFlipNull, inverted_interval, p_at, sign_flip_null
+from agentstudy.report.inversion import (
+    MONTE_CARLO_FLIPS,
+    SignFlipNull,
+    flipped_set_sums,
+    inverted_interval,
+    p_at,
+    sign_flip_null,
+)
 
 BOOTSTRAP_T_RESAMPLES = 9_999
 """Resamples of the skewness-corrected bootstrap-t (``D = 10,000``, so ``alpha * D / 2`` is whole at 0.05 and 0.01;
@@ -40,26 +47,29 @@ MIN_TASKS = 10
 intervals run to several times the data's range), and the sign-flip test's discreteness kept its equal-mean type-I
 at or below alpha in every cell measured under 10 tasks (docs/benchmarks.md)."""
 _CELLS_PER_BATCH = 2_000_000
-"""Resampled values drawn at a time (memory stays linear in the number of tasks)."""
+"""Resampled task indices drawn at a time (memory stays linear in the number of tasks)."""
+_FLAT = 1e-9
+"""A resample's spread at most this share of its mean square about the data's mean is rounding (no spread): a
+resample of one repeated value leaves about ``2 k`` machine epsilons there."""
 
 
 def _hall(t: np.ndarray, skew: np.ndarray, k: int) -> np.ndarray:
     """Hall's (1992) transformation of studentized means ``t`` with sample skewness ``skew`` of ``k`` values."""
     root = math.sqrt(k)
-    return np.asarray(t + skew * t**2 / (3 * root) + skew**2 * t**3 / (27 * k) + skew / (6 * root))
+    square = t * t
+    return np.asarray(t + skew * square / (3 * root) + skew * skew * (square * t) / (27 * k) + skew / (6 * root))
 
 
-def _hall_inverse(h: np.ndarray, skew: float, k: int) -> np.ndarray:
-    """The ``t`` whose :func:`_hall` transform is ``h`` (the transform is an increasing cubic, so one real root)."""
-    a = skew / (3 * math.sqrt(k))
+def _hall_inverse(h: np.ndarray, skew: np.ndarray, k: int) -> np.ndarray:
+    """The ``t`` whose :func:`_hall` transform is ``h`` (the transform is an increasing cubic, so one real root);
+    ``skew`` broadcasts against ``h`` (a row's skewness beside its resamples)."""
+    a = np.asarray(skew / (3 * math.sqrt(k)))
     shifted = h - skew / (6 * math.sqrt(k))
-    if a == 0.0:
-        return np.asarray(shifted)
     u = 3 * a * shifted
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore"):
         # cbrt(1 + u) - 1, accurate for small u (expm1/log1p) and real for 1 + u <= 0
         cube = np.where(u > -1.0, np.expm1(np.log1p(np.where(u > -1.0, u, 0.0)) / 3.0), np.cbrt(1.0 + u) - 1.0)
-    return np.asarray(cube / a)
+        return np.asarray(np.where(a == 0.0, shifted, cube / np.where(a == 0.0, 1.0, a)))
 
 
 def _moments(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -73,6 +83,46 @@ def _moments(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     with np.errstate(divide="ignore", invalid="ignore"):
         skew = np.where(sd > 0, squares.mean(axis=1) / sd**3, 0.0)
     return mean, sd, skew
+
+
+def _count_batches(k: int, seed: int, resamples: int) -> Iterator[np.ndarray]:
+    """How often each resample draws each task (``resamples`` x ``k`` floats in all, batches of at most
+    :data:`_CELLS_PER_BATCH` cells), from the task indices of the generator seeded with ``[seed, 41, 3]``: the same
+    for every data set of ``k`` tasks."""
+    rng = np.random.default_rng([seed, 41, 3])
+    batch = max(1, _CELLS_PER_BATCH // k)
+    for start in range(0, resamples, batch):
+        drawn = rng.integers(0, k, size=(min(batch, resamples - start), k))
+        offsets = np.arange(drawn.shape[0])[:, None] * k
+        yield np.bincount((offsets + drawn).ravel(), minlength=drawn.size).reshape(drawn.shape).astype(float)
+
+
+def _thresholds(rows: np.ndarray, counts: np.ndarray, mean: np.ndarray, sd: np.ndarray, skew: np.ndarray,
+                floor: np.ndarray | float) -> np.ndarray:
+    """The thresholds ``δ_j`` (module docstring) of the resamples ``counts`` (b x k draws of each task) for each row of
+    ``rows`` (n x k differences with moments ``mean``, ``sd``, ``skew`` and no-spread ``floor``, each of n): n x b.
+    One computation for the report's test of one data set and the planner's of many (a check is a promise).
+
+    Each resample's moments come from its counts of each task (b x k) times the powers 1-3 of the row's differences
+    about the row's mean (matrix products: the resampled values are never materialised). A resample whose spread
+    is at most :data:`_FLAT` of its mean square about the row's mean, or whose SD is at most ``floor``, has no spread
+    (all its values equal, up to rounding)."""
+    n, k = rows.shape
+    centred = rows - mean[:, None]
+    square = centred * centred
+    sums = np.concatenate([centred, square, square * centred]) @ counts.T
+    s1, s2, s3 = sums[:n], sums[n:2 * n], sums[2 * n:]
+    shift = s1 / k  # the resample's mean minus the row's
+    spread = np.maximum(s2 - s1 * shift, 0.0)  # sum over the resample of (value - its mean)^2
+    r_sd = np.sqrt(spread / (k - 1))
+    flat = (spread <= _FLAT * s2) | (r_sd <= np.asarray(floor, dtype=float).reshape(-1, 1))
+    safe_sd = np.where(flat, 1.0, r_sd)
+    r_skew = np.where(flat, 0.0, (s3 - 3.0 * shift * s2 + 2.0 * k * (shift * shift * shift)) / k
+                      / (safe_sd * safe_sd * safe_sd))
+    sd_ = sd[:, None]
+    t_star = shift / (np.where(flat, sd_, r_sd) / math.sqrt(k))  # studentized by the data's SD when flat
+    h_star = _hall(t_star, r_skew, k)
+    return np.asarray(mean[:, None] - (sd_ / math.sqrt(k)) * _hall_inverse(h_star, skew[:, None], k))
 
 
 def bootstrap_t_null(differences: Sequence[float], *, seed: int,
@@ -98,16 +148,8 @@ def bootstrap_t_null(differences: Sequence[float], *, seed: int,
         return None
     if resamples is None:
         resamples = BOOTSTRAP_T_RESAMPLES
-    rng = np.random.default_rng([seed, 41, 3])
-    batch = max(1, _CELLS_PER_BATCH // k)
-    parts: list[np.ndarray] = []
-    for start in range(0, resamples, batch):
-        drawn = data[rng.integers(0, k, size=(min(batch, resamples - start), k))]
-        r_mean, r_sd, r_skew = _moments(drawn)
-        flat = r_sd <= floor  # no spread (up to rounding): studentized by the data's SD, skewness 0
-        t_star = (r_mean - mean) / (np.where(flat, sd, r_sd) / math.sqrt(k))
-        h_star = _hall(t_star, np.where(flat, 0.0, r_skew), k)
-        parts.append(mean - (sd / math.sqrt(k)) * _hall_inverse(h_star, skew, k))
+    parts = [_thresholds(data[None, :], counts, np.array([mean]), np.array([sd]), np.array([skew]), floor)[0]
+             for counts in _count_batches(k, seed, resamples)]
     thresholds = np.sort(np.concatenate(parts))
     tolerance = 1e-12 * max(1.0, float(np.max(np.abs(data)))) * k
     return SignFlipNull(thresholds, 1, resamples + 1, False, resamples, tolerance)
@@ -173,3 +215,90 @@ def mean_test(differences: Sequence[float], *, seed: int, alpha: float, resample
         if p_value < alpha and low <= 0.0 <= high:  # 0 between the two parts' intervals
             p_value = alpha
     return MeanTest(p_value, p_flip, p_boot, low, high, se, flip, bootstrap)
+
+
+PLANNER_RESAMPLES = 1_000
+"""Bootstrap-t resamples of the power planner's simulated studies (the report runs :data:`BOOTSTRAP_T_RESAMPLES`).
+``D = 1,001`` puts ``alpha * D / 2`` just above a whole count at the usual levels (25.025 at 0.05), so the largest
+rejecting p is just below alpha as in the report's test; with 999 (``D = 1,000``) it was 0.048 and the planner's
+power fell 0.7 points short of the report's test at 10 tasks. Measured on 4,000 normal studies a cell
+(docs/benchmarks.md): the planner's rejection rate is within 0.2 points of the report's test at 10 tasks and within
+0.7 at 20, inside the planner's Monte Carlo SE (1.44 points at 1,200 studies), and never above it."""
+PLANNER_FLIPS = 4_000
+"""Monte Carlo sign vectors of the planner's simulated studies above 16 tasks (the report: 100,000); ``D = 4,001``
+for the reason given at :data:`PLANNER_RESAMPLES`."""
+_PLANNER_CELLS = 4_000_000
+"""Values held at a time by :func:`mean_test_rejects` (flipped-set sums or resampled differences)."""
+
+
+def _counts(values: np.ndarray, tolerance: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per column of ``values`` (null draws x studies): how many are at most ``tolerance`` and at least
+    ``-tolerance`` — :func:`agentstudy.report.inversion.p_at`'s ties at δ = 0, counted for many studies."""
+    return (values <= tolerance).sum(axis=0), (values >= -tolerance).sum(axis=0)
+
+
+def _flip_part(data: np.ndarray, tolerance: np.ndarray, seed: int, flips: int) -> tuple[np.ndarray, np.ndarray]:
+    """The sign-flip part's two-sided p at 0 and its side (True: the data lie above 0) for each row of ``data``."""
+    n = data.shape[0]
+    greater, less = np.empty(n), np.empty(n)
+    base = denominator = 0
+    step = None
+    start = 0
+    while start < n:
+        chunk = data[start:start + (step or 1)]
+        flipped = flipped_set_sums(chunk.T, seed=seed, draws=flips)  # the report's flipped sets (same seed, same k)
+        base, denominator = flipped.base, flipped.denominator
+        g, l_ = _counts(flipped.sums / flipped.sizes[:, None], tolerance[start:start + chunk.shape[0]])
+        greater[start:start + chunk.shape[0]], less[start:start + chunk.shape[0]] = base + g, base + l_
+        start += chunk.shape[0]
+        step = max(1, _PLANNER_CELLS // flipped.sums.shape[0])
+    return np.minimum(1.0, 2.0 * np.minimum(greater, less) / denominator), greater < less
+
+
+def _bootstrap_part(data: np.ndarray, tolerance: np.ndarray, seed: int,
+                    resamples: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The bootstrap part's p at 0, its side and whether the row has one (spread above the floor, as
+    :func:`bootstrap_t_null` decides) for each row of ``data`` (at least :data:`MIN_TASKS` columns)."""
+    n, k = data.shape
+    mean, sd, skew = _moments(data)
+    floor = 1e-12 * np.maximum(1.0, np.max(np.abs(data), axis=1))
+    present = sd > floor
+    greater, less = np.zeros(n), np.zeros(n)
+    batches = list(_count_batches(k, seed, resamples))
+    rows = np.flatnonzero(present)
+    step = max(1, _PLANNER_CELLS // 4 // resamples)
+    for start in range(0, rows.size, step):
+        chosen = rows[start:start + step]
+        for counts in batches:
+            thresholds = _thresholds(data[chosen], counts, mean[chosen], sd[chosen], skew[chosen], floor[chosen])
+            g, l_ = _counts(thresholds.T, tolerance[chosen])
+            greater[chosen] += g
+            less[chosen] += l_
+    p = np.minimum(1.0, 2.0 * np.minimum(1 + greater, 1 + less) / (resamples + 1))
+    return p, greater < less, present
+
+
+def mean_test_rejects(differences: np.ndarray, alpha: float, *, seed: int, resamples: int = PLANNER_RESAMPLES,
+                      flips: int = PLANNER_FLIPS) -> np.ndarray:
+    """Whether :func:`mean_test` of each row of ``differences`` (studies x k task differences, metric unit) with
+    ``seed``, ``resamples`` and ``flips`` rejects "the mean task difference is 0" at ``alpha`` (``p_value < alpha``,
+    the report's decision): a boolean array of one entry per study. The same flipped sets
+    (:func:`~agentstudy.report.inversion.flipped_set_sums`), resample indices and thresholds (:func:`_thresholds`)
+    as :func:`mean_test` computes for one study, counted at 0 for many at once; the two parts rejecting on opposite
+    sides of 0 is no rejection, as :func:`mean_test` raises p to ``alpha`` then. For the power planner (issue 41).
+
+    Raises:
+        ValueError: a non-finite difference, or no task.
+    """
+    data = np.asarray(differences, dtype=float)
+    if data.ndim != 2 or data.shape[1] == 0 or not np.all(np.isfinite(data)):
+        raise ValueError("the test of the mean needs finite differences, one row per study")
+    k = data.shape[1]
+    tolerance = 1e-12 * np.maximum(1.0, np.max(np.abs(data), axis=1)) * k
+    p_flip, flip_above = _flip_part(data, tolerance, seed, flips)
+    rejected: np.ndarray = p_flip < alpha
+    if k < MIN_TASKS:
+        return rejected
+    p_boot, boot_above, present = _bootstrap_part(data, tolerance, seed, resamples)
+    both = rejected & (p_boot < alpha) & (boot_above == flip_above)
+    return np.where(present, both, rejected)

@@ -145,7 +145,7 @@ def _difference_axes(ax: Axes, result: MetricResult, tasks: Sequence[str], show_
     if bar is not None:
         ax.errorbar([mean], [rows], xerr=[[bar[0]], [bar[1]]], fmt="D",
                     color="black", capsize=4, markersize=5,
-                    label="mean over tasks, interval of the inverted sign-flip test",
+                    label="mean over tasks, interval of the inverted test of the mean",
                     zorder=4)
     else:
         ax.plot([mean], [rows], "D", color="black", markersize=5, label="mean over tasks", zorder=4)

@@ -251,6 +251,22 @@ def _normal_rejects(differences: np.ndarray, alpha: float) -> np.ndarray:
     return rejected
 
 
+def study_rejects(differences: np.ndarray, alpha: float, *, seed: int = SEED) -> np.ndarray:
+    """Whether the report's task-level test rejects at ``alpha`` for each row of ``differences`` (studies x k task
+    differences): :func:`agentstudy.report.mean_test.mean_test_rejects` (the sign-flip test and, from 10 tasks, the
+    bootstrap-t; :data:`~agentstudy.report.mean_test.PLANNER_RESAMPLES` resamples,
+    :data:`~agentstudy.report.mean_test.PLANNER_FLIPS` sign vectors), and from :data:`NORMAL_MIN_TASKS` tasks on the
+    normal approximation of the sign-flip part alone (:func:`_normal_rejects`; at that size the sign-flip part's p
+    is the larger wherever either could reject: its statistic ``sum d / sqrt(sum d^2)`` is below ``|t|`` once
+    ``|t| > 1``, and the bootstrap-t of near-normal differences is close to the normal reference). Boolean, one
+    entry per study."""
+    from agentstudy.report.mean_test import mean_test_rejects
+
+    if differences.shape[1] >= NORMAL_MIN_TASKS:
+        return _normal_rejects(differences, alpha)
+    return mean_test_rejects(differences, alpha, seed=seed)
+
+
 def simulate_power(effect: float, sd: float, tasks: int, repetitions: int, alpha: float, *,
                    seed: int = SEED, simulations: int = SIMULATIONS) -> PowerEstimate:
     """Simulated power of ``tasks`` x ``repetitions`` at true mean difference ``effect`` (metric unit),
@@ -265,10 +281,10 @@ def simulate_power(effect: float, sd: float, tasks: int, repetitions: int, alpha
         raise ValueError("need at least one task and a finite effect and SD >= 0")
     if sd == 0:
         data = np.full((1, tasks), effect)
-        share = float(sign_flip_rejects(data, alpha, seed=seed)[0]) if effect != 0 else 0.0
+        share = float(study_rejects(data, alpha, seed=seed)[0]) if effect != 0 else 0.0
         return PowerEstimate(tasks, repetitions, effect, share, 0.0, simulations)
     data = effect / sd + _draws(tasks, repetitions, seed, simulations)
-    share = float(sign_flip_rejects(data, alpha, seed=seed).mean())
+    share = float(study_rejects(data, alpha, seed=seed).mean())
     return PowerEstimate(tasks, repetitions, effect, share, math.sqrt(share * (1 - share) / simulations), simulations)
 
 

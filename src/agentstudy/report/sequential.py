@@ -181,8 +181,8 @@ def confidence_sentence(study: Study) -> str | None:
     high = "unbounded" if sequence.high is None else f"{sequence.high:.4g}"
     return (f"Anytime-valid {1 - sequence.alpha:.0%} confidence sequence for the mean task difference in "
             f"{record.metric} ({study.arm_name(TREATMENT)} − {study.arm_name(BASELINE)}), valid at the stop: "
-            f"{sequence.estimate:.4g} [{low}, {high}]. The fixed-design p and interval below were computed on an "
-            "optionally stopped sample and are not the answer.")
+            f"{sequence.estimate:.4g} [{low}, {high}]. The fixed-design p and interval, computed on an optionally "
+            "stopped sample, are not the answer: they are in the appendix.")
 
 
 __all__ = ["FIXED_DESIGN_NOTE", "OPTIONALLY_STOPPED", "MoneyNotSpent", "confidence_sentence", "money_not_spent",

@@ -41,7 +41,7 @@ from agentstudy.report.clusters import scope_sentence
 from agentstudy.report.document import Block, Paragraph, WarningBox
 from agentstudy.report.in_words import direction
 from agentstudy.report.model import BASELINE, TREATMENT, Attempt, Study
-from agentstudy.report.sequential import OPTIONALLY_STOPPED, stopped_answer
+from agentstudy.report.sequential import stopped_answer
 
 
 @dataclass(frozen=True)
@@ -259,10 +259,11 @@ def verdict(analysis: Analysis, summary: TreatmentSummary, *, primary: str | Non
               else f"a difference at α = {alpha:g}")
     p_text = "p not computable" if p is None else f"p {p:.3g}"
     answer = stopped_answer(study, result.metric.key)
-    if answer is not None:  # issue 41 item 7: after a sequential stop the stopping rule answers
-        judged, p_text = answer, f"{p_text}, {OPTIONALLY_STOPPED}"
+    design = f"{p_text}, {level.design}"
+    if answer is not None:  # issue 41 item 7: after a sequential stop the stopping rule answers; the fixed-design
+        judged, design = answer, level.design  # p is in the appendix (optionally stopped)
     return (f"{not_a_finding(study)}Does {server} help? On the primary metric, {result.metric.label}: {words} "
-            f"({p_text}, {level.design}; intention to treat), {judged}"
+            f"({design}; intention to treat), {judged}"
             f"{'' if analysis.plan_declared else '; exploratory (default endpoint)'}; "
             f"{scope_sentence(analysis.scope)}.")
 
