@@ -179,3 +179,49 @@ def test_zero_between_the_two_parts_intervals_is_not_rejected(monkeypatch: pytes
     assert test.p_flip < 0.05 and test.p_bootstrap is not None and test.p_bootstrap < 0.05
     assert test.low is not None and test.high is not None and test.low < 0.0 < test.high
     assert test.p_value == 0.05
+
+
+@pytest.mark.parametrize("k", [3, 6, 9, 10, 12, 16, 17, 24])
+def test_the_planners_vectorised_decisions_are_the_reports_test_row_by_row(k: int) -> None:
+    # the power planner's many simulated studies at once, against mean_test on each study alone (a check is a
+    # promise): skewed, tied, constant and one-sign rows, at several levels
+    from agentstudy.report.mean_test import mean_test_rejects
+
+    generator = np.random.default_rng(500 + k)
+    rows = generator.exponential(1.0, size=(48, k)) - 0.7 + generator.normal(0.0, 0.2, size=(48, k))
+    rows[0] = 1.0  # no spread: the sign-flip part alone
+    rows[1] = np.round(rows[1])  # ties
+    rows[2] = np.abs(rows[2])  # one sign
+    rows[3] *= 1e6
+    for alpha in (0.01, 0.05, 0.2):
+        vector = mean_test_rejects(rows, alpha, seed=11, resamples=500, flips=1000)
+        alone = [mean_test(row.tolist(), seed=11, alpha=alpha, resamples=500, flips=1000).p_value < alpha
+                 for row in rows]
+        assert vector.tolist() == alone
+    rejected = int(mean_test_rejects(rows, 0.2, seed=11, resamples=500, flips=1000).sum())
+    assert rejected == 0 if k < 4 else 0 < rejected < rows.shape[0]  # 3 tasks: the smallest p is 2/8
+    with pytest.raises(ValueError):
+        mean_test_rejects(np.array([[1.0, math.inf] * 5]), 0.05, seed=1)
+
+
+def test_the_bootstrap_thresholds_from_task_counts_are_those_of_the_resampled_values() -> None:
+    # the thresholds come from each resample's counts of each task (matrix products); the same resamples drawn as
+    # values give the same thresholds, and a resample of one repeated value is studentized by the data's SD
+    from agentstudy.report.mean_test import _count_batches, _hall, _hall_inverse, _thresholds
+
+    generator = np.random.default_rng(8)
+    data = np.round(generator.gamma(0.6, 3.0, size=12), 1)
+    k = data.size
+    mean, sd = data.mean(), data.std(ddof=1)
+    skew = float(np.mean((data - mean) ** 3) / sd**3)
+    counts = next(_count_batches(k, 4, 300))
+    counts[0] = 0.0
+    counts[0, 3] = k  # every draw the same task: no spread
+    got = _thresholds(data[None, :], counts, np.array([mean]), np.array([sd]), np.array([skew]), 1e-12)[0]
+    drawn = np.array([np.repeat(data, row.astype(int)) for row in counts])
+    r_mean, r_sd = drawn.mean(axis=1), drawn.std(axis=1, ddof=1)
+    flat = r_sd <= 1e-9 * np.abs(drawn - mean).max(axis=1)
+    r_skew = np.where(flat, 0.0, np.mean((drawn - r_mean[:, None]) ** 3, axis=1) / np.where(flat, 1.0, r_sd) ** 3)
+    t_star = (r_mean - mean) / (np.where(flat, sd, r_sd) / math.sqrt(k))
+    expected = mean - sd / math.sqrt(k) * _hall_inverse(_hall(t_star, r_skew, k), np.array(skew), k)
+    assert flat[0] and np.allclose(got, expected, rtol=0, atol=1e-9 * sd)

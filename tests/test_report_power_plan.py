@@ -65,3 +65,48 @@ def test_a_pilot_without_variance_is_no_basis_for_planning(tmp_path: Path) -> No
     report = _report(_ledger(tmp_path, spread=False,
                              analysis={"primary": PRIMARY, "minimumEffect": {"inputTokens": 30}}))
     assert report["power"] is None and "do not vary at all" in report["powerNote"]
+
+
+def test_a_skewed_ten_task_pilot_plans_for_the_reports_test_of_the_mean(tmp_path: Path, monkeypatch: Any) -> None:
+    # 10 tasks whose differences are skewed (exponential): the plan simulates the test the report runs (the
+    # sign-flip test and, from 10 tasks, the bootstrap-t), which rejects less often than the sign-flip test
+    # alone, so it plans at least as many tasks, and more at some end of the range
+    import numpy as np
+
+    import agentstudy.report.power as power
+    from agentstudy.report.mean_test import mean_test
+
+    generator = np.random.default_rng(5)
+    observations = []
+    for task in range(10):
+        shift = 300 * (generator.exponential(1.0) - 1.0) + 200
+        for rep in (1, 2, 3):
+            observations.append(cli_obs(f"t{task}", BASE, rep, input_tokens=int(5000 + generator.normal(0, 150))))
+            observations.append(cli_obs(f"t{task}", TREAT, rep,
+                                        input_tokens=int(5000 + shift + generator.normal(0, 150))))
+    path = tmp_path / "ledger.json"
+    write(path, ledger(observations, analysis={"primary": PRIMARY, "minimumEffect": {"inputTokens": 100}}))
+    arguments = ["power", str(path), "--metric", "inputTokens", "--effect", "100", "--json"]
+    planned = json.loads(CliRunner().invoke(main, arguments).stdout)["tasksNeeded"]
+    assert _report(path)["power"]["tasksNeeded"] == {k: planned[k] for k in ("estimate", "low", "high")}
+    studies = []
+    real = power.study_rejects
+
+    def watched(differences: Any, alpha: float, *, seed: int = power.SEED) -> Any:
+        studies.append(differences[:2].copy())
+        return real(differences, alpha, seed=seed)
+
+    monkeypatch.setattr(power, "study_rejects", watched)
+    assert json.loads(CliRunner().invoke(main, arguments).stdout)["tasksNeeded"] == planned
+    # each simulated study's decision is mean_test's own (10 or more tasks: with the bootstrap part)
+    row = next(d[0] for d in studies if d.shape[1] >= 10)
+    from agentstudy.report.mean_test import PLANNER_FLIPS, PLANNER_RESAMPLES
+    decision = mean_test(row.tolist(), seed=power.SEED, alpha=0.05, resamples=PLANNER_RESAMPLES,
+                         flips=PLANNER_FLIPS).p_value < 0.05
+    assert bool(real(row[None, :], 0.05)[0]) == decision
+    monkeypatch.setattr(power, "study_rejects", lambda d, alpha, *, seed=power.SEED: power.sign_flip_rejects(
+        d, alpha, seed=seed))
+    sign_flip_alone = json.loads(CliRunner().invoke(main, arguments).stdout)["tasksNeeded"]
+    ends = ("estimate", "low", "high")
+    assert all(planned[end] >= sign_flip_alone[end] for end in ends)
+    assert any(planned[end] > sign_flip_alone[end] for end in ends), (planned, sign_flip_alone)

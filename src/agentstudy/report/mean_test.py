@@ -221,9 +221,9 @@ PLANNER_RESAMPLES = 1_000
 """Bootstrap-t resamples of the power planner's simulated studies (the report runs :data:`BOOTSTRAP_T_RESAMPLES`).
 ``D = 1,001`` puts ``alpha * D / 2`` just above a whole count at the usual levels (25.025 at 0.05), so the largest
 rejecting p is just below alpha as in the report's test; with 999 (``D = 1,000``) it was 0.048 and the planner's
-power fell 0.7 points short of the report's test at 10 tasks. Measured on 4,000 normal studies a cell
-(docs/benchmarks.md): the planner's rejection rate is within 0.2 points of the report's test at 10 tasks and within
-0.7 at 20, inside the planner's Monte Carlo SE (1.44 points at 1,200 studies), and never above it."""
+power fell 0.7 points short of the report's test at 10 tasks. Measured on the same 4,000 normal studies a cell
+(docs/benchmarks.md): the planner's rejection rate is 0.2 points below the report's test at 10 tasks, 0.7 at 20 and
+40, 1.1 at 80 — inside the planner's Monte Carlo SE (1.44 points at 1,200 studies), and never above it."""
 PLANNER_FLIPS = 4_000
 """Monte Carlo sign vectors of the planner's simulated studies above 16 tasks (the report: 100,000); ``D = 4,001``
 for the reason given at :data:`PLANNER_RESAMPLES`."""

@@ -1,4 +1,4 @@
-"""Power planning for a paired study, by simulation with the task-level sign-flip test (issue 17, item 3).
+"""Power planning for a paired study, by simulation with the report's task-level test (issue 17, item 3; issue 41).
 
 The model. A study has ``k`` tasks and ``r`` repetitions per task and arm. Task ``i``'s true paired
 difference ``d_i`` (``doc-bridge-mcp - repository-only``, in the metric's unit) is drawn from
@@ -6,19 +6,23 @@ difference ``d_i`` (``doc-bridge-mcp - repository-only``, in the metric's unit) 
 sigma_a^2)`` with ``mu_it - mu_ib = d_i``. The analysis (item 1) takes, per task, each arm's mean over
 its repetitions and their difference ``D_i``, which is therefore ``N(delta, sigma_task^2 +
 (sigma_b^2 + sigma_t^2) / r)``; the study is simulated by drawing the ``D_i`` directly from that
-distribution (the same distribution as drawing every repetition), and tested with the two-sided
-sign-flip permutation test over the ``D_i`` at ``alpha``: exact over all ``2^k`` sign vectors for
-``k <= 16`` (``p`` = the share of sign vectors whose ``|mean|`` is at least the observed one), above
-that a seeded Monte Carlo over :data:`MONTE_CARLO_SIGNS` random sign vectors with ``p = (1 + hits) /
-(1 + M)``, and from :data:`NORMAL_MIN_TASKS` tasks on the normal approximation of that null (so a
-50,000-observation ledger plans in linear time). Power is the share of :data:`SIMULATIONS` simulated
-studies that reject (Monte Carlo SE at most 1.44 points; labelled Monte Carlo error wherever shown: the
-simulation's error only). The test is scale-free, so only ``delta / sd`` matters. Each point ``(k, r)`` of
-a curve or search draws from its own independent stream (:func:`point_stream`:
-``numpy.random.SeedSequence(seed, spawn_key=(k, r))``, the stream ``SeedSequence(seed).spawn`` would give
-that point), so one unlucky stream cannot bias a whole curve; within a point the search over ``delta``
-reuses that point's standard-normal draws (common random numbers), so the simulated power never falls as
-``delta`` grows and the minimum-detectable bisection is monotone.
+distribution (the same distribution as drawing every repetition), and tested with the report's test of
+the mean at ``alpha`` (:func:`study_rejects`: :func:`agentstudy.report.mean_test.mean_test_rejects`, the
+same flipped sets, resamples and thresholds as the report's :func:`~agentstudy.report.mean_test.mean_test`,
+for all simulated studies at once): the two-sided sign-flip test, exact over all ``2^k`` sign vectors for
+``k <= 16``, above that a seeded Monte Carlo, and from 10 tasks also the skewness-corrected bootstrap-t,
+rejecting when both parts do (``p < alpha``, the report's decision). The planner's Monte Carlo counts are
+smaller than the report's (:data:`~agentstudy.report.mean_test.PLANNER_FLIPS`,
+:data:`~agentstudy.report.mean_test.PLANNER_RESAMPLES`; their rejection rate is measured against the
+report's, docs/benchmarks.md). From :data:`NORMAL_MIN_TASKS` tasks on the normal approximation of the
+sign-flip part stands for the test (so a 50,000-observation ledger plans in linear time). Power is the share
+of :data:`SIMULATIONS` simulated studies that reject (Monte Carlo SE at most 1.44 points; labelled Monte
+Carlo error wherever shown: the simulation's error only). The test is scale-free, so only ``delta / sd``
+matters. Each point ``(k, r)`` of a curve or search draws from its own independent stream
+(:func:`point_stream`: ``numpy.random.SeedSequence(seed, spawn_key=(k, r))``, the stream
+``SeedSequence(seed).spawn`` would give that point), so one unlucky stream cannot bias a whole curve; within
+a point the search over ``delta`` reuses that point's standard-normal draws (common random numbers), so the
+simulated power never falls as ``delta`` grows and the minimum-detectable bisection is monotone.
 
 With ``k`` tasks the smallest two-sided sign-flip p is ``2 / 2^k``, so below
 :func:`smallest_tasks` (6 at ``alpha`` 0.05) no difference is ever detectable; this module says so
@@ -38,6 +42,7 @@ import numpy as np
 from scipy import stats as scipy_stats
 
 from agentstudy.report.inference import TaskValues, task_effects
+from agentstudy.report.mean_test import mean_test_rejects
 
 SEED = 20261017
 SIMULATIONS = 1200
@@ -46,8 +51,8 @@ EXACT_MAX_TASKS = 16
 MONTE_CARLO_SIGNS = 1999
 MAX_TASKS = 400
 NORMAL_MIN_TASKS = 101
-"""From this many tasks on, the simulated sign-flip test uses the normal approximation of its null
-(linear in ``k``; the Monte Carlo over sign vectors costs ``k x M`` per study: issue 29, scale)."""
+"""From this many tasks on, the simulated test is the normal approximation of the sign-flip part's null
+(linear in ``k``; the Monte Carlo over sign vectors and resamples costs ``k x M`` per study: issue 29, scale)."""
 """The largest number of tasks the needed-design search tries."""
 PLAN_REPETITIONS = (1, 2, 3, 5)
 _CHUNK_CELLS = 4_000_000
@@ -203,7 +208,8 @@ def _signs(k: int, seed: int) -> tuple[np.ndarray, bool]:
 
 
 def sign_flip_rejects(differences: np.ndarray, alpha: float, *, seed: int = SEED) -> np.ndarray:
-    """Whether the two-sided sign-flip test rejects at ``alpha``, for each row of ``differences``
+    """Whether the two-sided sign-flip test alone (the report's test before issue 41; the benches' fixed-design
+    reference, not the planner's test) rejects at ``alpha``, for each row of ``differences``
     (shape (studies, k), k task differences per simulated study): a boolean array of shape (studies,).
 
     Exact for ``k <= 16`` (the half enumeration with the first sign fixed is enough: ``s`` and ``-s``
@@ -260,8 +266,6 @@ def study_rejects(differences: np.ndarray, alpha: float, *, seed: int = SEED) ->
     is the larger wherever either could reject: its statistic ``sum d / sqrt(sum d^2)`` is below ``|t|`` once
     ``|t| > 1``, and the bootstrap-t of near-normal differences is close to the normal reference). Boolean, one
     entry per study."""
-    from agentstudy.report.mean_test import mean_test_rejects
-
     if differences.shape[1] >= NORMAL_MIN_TASKS:
         return _normal_rejects(differences, alpha)
     return mean_test_rejects(differences, alpha, seed=seed)
