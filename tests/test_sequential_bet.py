@@ -6,6 +6,7 @@ whole rule."""
 from __future__ import annotations
 
 import itertools
+import json
 import math
 from typing import Any
 
@@ -151,7 +152,6 @@ def test_the_confidence_sequence_inverts_the_recorded_bet() -> None:
 def test_a_continuation_keeps_the_chains_first_bet_size() -> None:
     """A run continuing a sequential chain that had not stopped goes on under the chain's block: its bet size is the
     recorded one, not what the study file's maxTasks would plan today, and its own block records it again."""
-    import json
     from types import SimpleNamespace
     from typing import cast
 
@@ -171,3 +171,32 @@ def test_a_continuation_keeps_the_chains_first_bet_size() -> None:
     continued = continued_plan(loaded, True, False, predecessor)
     assert continued is not None and continued.design.bet_size == 0.9
     assert SequentialMonitor(continued).record().bet_size == 0.9
+
+
+@pytest.mark.parametrize("name, stop", [("efficacy", 7), ("futility", 4)])
+def test_a_grid_ledger_written_before_replays_unchanged_and_keeps_its_hash(name: str, stop: int) -> None:
+    """Ledgers written by the code before ``magnitudeBet`` (the rehearsal study of tests/sequential_study.py, one
+    stopping for efficacy, one for futility; kept byte for byte in tests/data) record ``magnitudeMixture`` and no
+    ``betSize``: they verify, re-serialise to the same hash and replay to the same looks; the efficacy one's
+    confidence sequence is the one that code computed."""
+    from pathlib import Path
+
+    from agentstudy.protocol.ledger_integrity import seal_ledger, verify_ledger
+    from agentstudy.protocol.records import MinimalLedger
+    from agentstudy.protocol.sequential_confidence import confidence_sequence
+
+    text = (Path(__file__).parent / "data" / f"sequential-mixture-{name}-ledger.json").read_text()
+    document = json.loads(text)
+    assert "betSize" not in document["sequential"] and document["sequential"]["construction"] == "magnitudeMixture"
+    assert verify_ledger(document).problems == ()
+    ledger = MinimalLedger.model_validate(document)
+    assert seal_ledger(ledger.to_json())["ledgerHash"] == document["ledgerHash"]
+    record = ledger.sequential
+    assert record is not None and record.bet_size is None and record.tasks_completed == stop
+    replayed = replay(record, 1, document["observations"])
+    assert [(a.tasks, a.decision) for a in replayed.looks] == [(b.tasks, b.decision) for b in record.looks]
+    assert all(a.e_value == pytest.approx(b.e_value, rel=1e-12) for a, b in zip(replayed.looks, record.looks,
+                                                                                 strict=True))
+    if name == "efficacy":
+        sequence = confidence_sequence(replayed.differences, "higher", 0.05, "magnitudeMixture")
+        assert sequence.low == pytest.approx(483.0187500000002, rel=1e-12) and sequence.high is None
