@@ -174,6 +174,7 @@ def test_the_report_opens_with_the_stop_and_the_money_not_spent(stopped_run: tup
     assert abs(Decimal(str(machine["sequential"]["notSpentUsd"])) - (planned - spent)) < Decimal("1e-12")
     # issue 41: the answer after a stop is the anytime-valid confidence sequence, shown right after the stop line
     sequence = machine["sequential"]["confidenceSequence"]
+    assert (machine["sequential"]["construction"], machine["sequential"]["betSize"]) == ("magnitudeBet", 0.648)
     assert sequence["low"] is not None and sequence["low"] > 0  # an efficacy stop: the sequence excludes 0
     paragraphs = [" ".join(block.split()) for block in glance.split("\n\n") if block.strip()]
     stop = next(i for i, block in enumerate(paragraphs) if block.startswith("Stopped after"))
