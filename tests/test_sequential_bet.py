@@ -46,6 +46,21 @@ def test_every_e_value_has_mean_one_over_all_sign_flips(sizes: tuple[float, ...]
     assert e[np.arange(len(signs)), stop].mean() == pytest.approx(1.0, abs=1e-12)
 
 
+@pytest.mark.parametrize("sizes_seed", [1, 2, 3])
+def test_the_whole_rule_rejects_at_most_alpha_over_every_sign_vector(sizes_seed: int) -> None:
+    """Exact: under the sign-flip null every one of the 2^12 sign vectors of fixed sizes is equally likely, and the
+    runners' whole rule with the planned bet (efficacy, futility, out of reach) declares efficacy in at most an alpha
+    share of them, at whatever look it stops (alpha 0.2 so that 12 tasks can reach it; Ville's bound is the same)."""
+    n, alpha = 12, 0.2
+    design = new_design(n, alpha, 0.1)
+    sizes = np.random.default_rng(sizes_seed).lognormal(0.0, 1.0, n)
+    signs = np.array(list(itertools.product((-1.0, 1.0), repeat=n)))
+    e, _ = e_values(signs * sizes, "higher", design.construction, design.bet_size)
+    assert np.allclose(e.mean(axis=0), 1.0)
+    _, codes = first_stop(decisions(e, design))
+    assert 0 < float((codes == DECISIONS.index("efficacy")).mean()) <= alpha
+
+
 def test_the_whole_rule_keeps_its_type_one_error_under_sign_flip_nulls() -> None:
     """20,000 simulated null studies of 20 tasks a shape (seeded): the runners' rule with the planned bet declares
     efficacy in at most alpha + 3 Monte Carlo SE of them."""
