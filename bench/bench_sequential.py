@@ -7,8 +7,9 @@ draw around it from one of three families: ``normal`` (SD 20 % of the level), ``
 distribution, so every task difference (treatment mean minus control mean) is symmetric about zero; under
 the alternatives the treatment's draws are scaled by ``1 - effect`` for each of ``EFFECTS`` (a moderate 10 %
 and a large 25 % reduction). Each study
-runs the runners' own e-process for new studies (the one-sided ``magnitudeMixture`` construction of
-``protocol.sequential.e_values``, in the declared direction: lower is better) and decisions
+runs the runners' own e-process for new studies (the one-sided ``magnitudeBet`` construction of
+``protocol.sequential.e_values`` with the bet size ``protocol.sequential.new_design`` plans from ``MAX_TASKS``, in
+the declared direction: lower is better) and decisions
 (``protocol.sequential``), vectorised over studies.
 
 Reported per cell (family x repetitions): under the null the type-I error — the share of studies that ever
@@ -34,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from agentstudy.protocol.sequential import CONSTRUCTION, DECISIONS, SequentialDesign, decisions, e_values, first_stop
+from agentstudy.protocol.sequential import DECISIONS, decisions, e_values, first_stop, new_design
 from agentstudy.report.power import sign_flip_rejects
 
 MAX_TASKS = 40
@@ -72,14 +73,14 @@ def task_differences(rng: np.random.Generator, draw: Draw, studies: int, reps: i
 
 def run_cell(family: str, reps: int, studies: int, seed: int) -> dict[str, Any]:
     """One cell: the null's type-I error at every stopping time, and the alternative's power and savings."""
-    design = SequentialDesign(max_tasks=MAX_TASKS, alpha=ALPHA, futility=FUTILITY, construction=CONSTRUCTION)
+    design = new_design(MAX_TASKS, ALPHA, FUTILITY)
     rng = np.random.default_rng([seed, list(FAMILIES).index(family), reps])
     efficacy = DECISIONS.index("efficacy")
     cell: dict[str, Any] = {"family": family, "repetitions": reps, "studies": studies}
     cell["alternatives"] = []
     for name, effect in (("null", 0.0), *(("alternative", e) for e in EFFECTS)):
         d = task_differences(rng, FAMILIES[family], studies, reps, effect)
-        e, better = e_values(d, "lower", CONSTRUCTION)
+        e, better = e_values(d, "lower", design.construction, design.bet_size)
         tasks, codes = first_stop(decisions(e, design))
         at_stop = (np.arange(studies), tasks - 1)
         rejected = codes == efficacy

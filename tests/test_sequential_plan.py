@@ -34,13 +34,14 @@ def test_futility_defaults_to_the_designs_floor() -> None:
 def test_the_study_file_carries_the_design_and_refuses_bad_ones() -> None:
     loaded = parse_manifest(json.dumps(sequential_study(10, 2, seed=11)))
     plan = plan_sequential(loaded.manifest, loaded.protocol_hash)
-    assert plan.design == SequentialDesign(max_tasks=10, alpha=0.05, futility=0.1, construction="magnitudeMixture")
+    assert plan.design == SequentialDesign(max_tasks=10, alpha=0.05, futility=0.1, construction="magnitudeBet",
+                                           bet_size=1.092)  # 0.9 sqrt(ln 20 / 10) + 2 ln 20 / 10, rounded
     assert plan.seed == 11 and plan.repetitions == 2 and plan.metric == "inputTokens"
     assert sorted(plan.task_order) == sorted(task.id for task in loaded.manifest.tasks)
     assert plan.task_order == task_order([t.id for t in loaded.manifest.tasks], 11, 10)
     assert plan.task_order != tuple(t.id for t in loaded.manifest.tasks)  # really shuffled
     bads: list[tuple[dict[str, Any], str]] = [({"maxTasks": 11}, "more than the study's 10 tasks"),
-                         ({"maxTasks": 4}, "needs at least 7 tasks"),
+                         ({"maxTasks": 4}, "needs at least 5 tasks"),
                          ({"alpha": 0.0}, "alpha"), ({"futility": 2.0}, "futility"), ({"extra": 1}, "extra")]
     for bad, message in bads:
         with pytest.raises(ManifestError, match=message):

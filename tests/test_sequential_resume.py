@@ -84,7 +84,8 @@ def test_a_killed_sequential_study_continues_to_the_same_decision(tmp_path: Path
     assert record is not None and record.carried is not None
     assert len(record.carried) == sum(o.status == "completed" for o in crashed.observations)
     assert record.seed == uninterrupted.seed and record.task_order == uninterrupted.task_order
-    assert record.construction == uninterrupted.construction == "magnitudeMixture"
+    assert record.construction == uninterrupted.construction == "magnitudeBet"
+    assert crashed.sequential is not None and record.bet_size == crashed.sequential.bet_size == 0.648  # the chain's
     # The same decision at the same task, with the e-process carried over: every look equals the uninterrupted's.
     assert (record.stop_reason, record.tasks_completed, record.direction) == (
         uninterrupted.stop_reason, uninterrupted.tasks_completed, uninterrupted.direction)

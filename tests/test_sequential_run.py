@@ -59,8 +59,8 @@ def test_every_difference_of_one_sign_stops_for_efficacy_before_twenty_tasks(
         assert o.input_tokens is not None
         by_task.setdefault(o.task_id, {})[o.scenario] = o.input_tokens
     assert all(arms["doc-bridge-mcp"] > arms["repository-only"] for arms in by_task.values())
-    assert record.direction == "better" and record.construction == "magnitudeMixture"
-    assert record.sidedness == "one-sided"
+    assert record.direction == "better" and record.construction == "magnitudeBet"
+    assert record.sidedness == "one-sided" and record.bet_size == 0.648  # planned from maxTasks 20, alpha 0.05
     # Nothing after the stop: exactly the decided tasks' blocks, in the recorded order, all completed.
     assert len(ledger.observations) == 2 * record.tasks_completed < ledger.planned_attempts == 40
     assert list(by_task) == record.task_order[:record.tasks_completed]
@@ -77,8 +77,13 @@ def test_every_difference_of_one_sign_stops_for_efficacy_before_twenty_tasks(
     (lambda s: s.update(taskOrder=list(reversed(s["taskOrder"]))), "out of the planned block order"),
     (lambda s: s.update(direction="worse"), "direction"),
     # issue 41: each block replays with its own construction; an older (absent) one is the two-sided e-process
-    (lambda s: s.pop("construction"), "not what the observations give"),
+    (lambda s: (s.pop("construction"), s.pop("betSize")), "not what the observations give"),
     (lambda s: s.update(sidedness="two-sided"), "sidedness"),
+    # the recorded bet is the one replayed: another bet gives other e-values; none, or one beside another
+    # construction, is refused
+    (lambda s: s.update(betSize=0.9), "not what the observations give"),
+    (lambda s: s.pop("betSize"), "betSize is required"),
+    (lambda s: s.update(construction="magnitudeMixture"), "betSize is required"),
 ])
 def test_the_verifier_refuses_changed_looks(stopped_run: tuple[Path, MinimalLedger, Path], change: Any,
                                             problem: str) -> None:
@@ -105,6 +110,7 @@ def test_sequential_input_is_refused_in_one_line(tmp_path: Path, stopped_run: tu
     assert dry.exit_code == 0, dry.output
     line = json.loads(dry.stdout.strip().splitlines()[-1])
     assert line["attempts"] == 40 and line["sequential"]["maxTasks"] == 20 and line["sequential"]["seed"] == 7
+    assert (line["sequential"]["construction"], line["sequential"]["betSize"]) == ("magnitudeBet", 0.648)
     assert sorted(line["sequential"]["taskOrder"]) == sorted(json.loads(manifest.read_text())["tasks"][i]["id"]
                                                              for i in range(20))
 
@@ -169,6 +175,7 @@ def test_the_report_opens_with_the_stop_and_the_money_not_spent(stopped_run: tup
     assert abs(Decimal(str(machine["sequential"]["notSpentUsd"])) - (planned - spent)) < Decimal("1e-12")
     # issue 41: the answer after a stop is the anytime-valid confidence sequence, shown right after the stop line
     sequence = machine["sequential"]["confidenceSequence"]
+    assert (machine["sequential"]["construction"], machine["sequential"]["betSize"]) == ("magnitudeBet", 0.648)
     assert sequence["low"] is not None and sequence["low"] > 0  # an efficacy stop: the sequence excludes 0
     paragraphs = [" ".join(block.split()) for block in glance.split("\n\n") if block.strip()]
     stop = next(i for i, block in enumerate(paragraphs) if block.startswith("Stopped after"))
@@ -182,7 +189,7 @@ def test_the_report_opens_with_the_stop_and_the_money_not_spent(stopped_run: tup
     assert "Primary result: The sequential test decided" in primary and "in the appendix" in primary
     assert re.search(r"\bp [0-9<]", primary) is None
     assert "task level (exploratory" not in glance and "p (test of the mean)" not in glance
-    assert "one-sided magnitude-aware e-process" in glance
+    assert "one-sided magnitude-aware e-process (magnitudeBet: one bet of size 0.648" in " ".join(glance.split())
     for output_format in ("text", "md", "html"):
         page = text if output_format == "text" else CliRunner().invoke(
             main, ["report", str(output), "--format", output_format], catch_exceptions=False).output
@@ -203,7 +210,12 @@ def test_power_sequential_plans_from_the_ledger(stopped_run: tuple[Path, Minimal
     assert plan["maxTasks"] == 20 and plan["metric"] == "inputTokens" and plan["repetitions"] == 1
     assert 0 < plan["power"] <= 1 and 7 <= plan["expectedTasks"] <= 20
     assert plan["expectedUsd"] < plan["fixedDesignUsd"]
-    assert (plan["construction"], plan["sidedness"]) == ("magnitudeMixture", "one-sided")
+    assert (plan["construction"], plan["sidedness"], plan["betSize"]) == ("magnitudeBet", "one-sided", 0.648)
+    # another maxTasks is a new study: its own planned bet
+    other = CliRunner().invoke(main, ["power", str(output), "--sequential", "--effect", "500", "--json",
+                                      "--max-tasks", "40"], catch_exceptions=False)
+    assert other.exit_code == 0, other.output
+    assert json.loads(other.output)["betSize"] == 0.396
     missing = CliRunner().invoke(main, ["power", str(output), "--sequential"])
     assert missing.exit_code == 2 and "--effect" in missing.output
 

@@ -104,7 +104,8 @@ if TYPE_CHECKING:
 @click.option("--sequential", is_flag=True,
               help="Run the sequential design (docs/sequential.md): tasks in a seeded random order, each a complete "
                    "block of both arms and every repetition, and stop as soon as the anytime-valid one-sided test "
-                   "on the declared primary (analysis.primary; input tokens, lower is better, without one) decides "
+                   "on the declared primary (analysis.primary; input tokens, lower is better, without one; one bet "
+                   "size planned from maxTasks and alpha, recorded as betSize) decides "
                    "(efficacy at an e-value of 1/alpha, futility, or maxTasks); nothing is reserved after the "
                    "stop. --continue-from a sequential study that has not stopped continues it sequentially. "
                    "The study file's design.sequential sets maxTasks, alpha and futility (a file "

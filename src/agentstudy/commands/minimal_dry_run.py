@@ -115,7 +115,7 @@ def print_dry_run(request: DryRunRequest) -> None:
                                 "futility": plan.design.futility, "metric": plan.metric,
                                 "betterWhen": plan.better_when, "seed": plan.seed, "taskOrder": list(plan.task_order),
                                 "construction": plan.design.construction,
-                                "sidedness": SIDEDNESS[plan.design.construction]}
+                                "sidedness": SIDEDNESS[plan.design.construction], "betSize": plan.design.bet_size}
     if request.probe:
         report["mcpProbe"] = _probe(request)
     click.echo(json.dumps(report, separators=(",", ":")))

@@ -57,7 +57,9 @@ def _ratio(raw: str, metric: str) -> float:
 @click.option("--allow-unverified", is_flag=True, help="Plan even when the ledger does not verify (says so).")
 @click.option("--sequential", is_flag=True,
               help="Plan a sequential design instead (docs/sequential.md): by simulation, its power, the expected "
-                   "tasks and spend to the stop for --effect, beside the fixed design of --max-tasks tasks.")
+                   "tasks and spend to the stop for --effect, beside the fixed design of --max-tasks tasks; the "
+                   "ledger's own e-process and bet size at its own maxTasks, else a new study's (one bet size "
+                   "planned from the maximum tasks and alpha).")
 @click.option("--max-tasks", type=click.IntRange(1, 1000), help="With --sequential: the design's maxTasks "
               "(default: the ledger's own maxTasks, else its number of tasks).")
 @click.option("--futility", default="0.1", show_default=True, help="With --sequential: the futility floor.")

@@ -5,10 +5,14 @@ from __future__ import annotations
 import json
 from decimal import Decimal
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from agentstudy.commands.common import fail
+
+if TYPE_CHECKING:
+    from agentstudy.protocol.sequential import SequentialDesign
 
 
 def plan_sequential_power(ledger: Path, adjudication: Path | None, metric_key: str, effect_text: str, alpha: float,
@@ -18,12 +22,15 @@ def plan_sequential_power(ledger: Path, adjudication: Path | None, metric_key: s
     continuation without the runs it continues unless ``partial_chain`` (issue 40: then it says so first, and
     in JSON ``chain``).
 
-    The model and the SD are :func:`agentstudy.report.sequential_power.plan_from_ledger`'s.
+    The model and the SD are :func:`agentstudy.report.sequential_power.plan_from_ledger`'s. The design simulated is
+    the ledger's own (its construction and recorded ``betSize``) when planning its own ``maxTasks`` of a sequential
+    ledger, else a new study's (``protocol.sequential.new_design``: ``magnitudeBet``, the bet size planned from the
+    maximum tasks and alpha).
     """
     from agentstudy.commands.power_ranged import parse_difference
     from agentstudy.pricing.sums import display_usd
     from agentstudy.pricing.usd_json import usd_number
-    from agentstudy.protocol.sequential import CONSTRUCTION, LEGACY_CONSTRUCTION, SIDEDNESS, SequentialDesign
+    from agentstudy.protocol.sequential import LEGACY_CONSTRUCTION, SIDEDNESS, SequentialDesign, new_design
     from agentstudy.report.analysis import analyse, task_values
     from agentstudy.report.chain import chain_json, load_chain, partial_chain_note
     from agentstudy.report.model import NotSupportedYet, ReportInputError
@@ -45,8 +52,9 @@ def plan_sequential_power(ledger: Path, adjudication: Path | None, metric_key: s
     record = study.sequential
     tasks = max_tasks or (record.max_tasks if record is not None else len({a.task_id for a in study.attempts}))
     try:
-        design = SequentialDesign(max_tasks=tasks, alpha=alpha, futility=futility, construction=(
-            record.construction or LEGACY_CONSTRUCTION) if record is not None else CONSTRUCTION)
+        design = new_design(tasks, alpha, futility) if record is None or tasks != record.max_tasks else \
+            SequentialDesign(max_tasks=tasks, alpha=alpha, futility=futility,
+                             construction=record.construction or LEGACY_CONSTRUCTION, bet_size=record.bet_size)
         planned = plan_from_ledger(task_values(study, metric, analysis.repriced),
                                    [a.charged_usd for a in study.attempts if a.charged_usd is not None],
                                    design, effect, repetitions)
@@ -61,6 +69,7 @@ def plan_sequential_power(ledger: Path, adjudication: Path | None, metric_key: s
     data = {"ledger": str(ledger), "metric": metric.key, "effect": effect, "taskDifferenceSd": sd, "sdSource": source,
             "maxTasks": tasks, "repetitions": planned_reps, "alpha": alpha, "futility": futility,
             "construction": design.construction, "sidedness": SIDEDNESS[design.construction],
+            "betSize": design.bet_size,
             "simulations": result.simulations, "power": result.power, "powerMonteCarloSe": result.power_se,
             "expectedTasks": result.expected_tasks, "stopShares": result.stop_shares,
             "expectedUsd": money(result.expected_usd), "fixedDesignPower": result.fixed_power,
@@ -74,14 +83,20 @@ def plan_sequential_power(ledger: Path, adjudication: Path | None, metric_key: s
     if study.chain_missing:
         click.echo(partial_chain_note(study.chain_missing))
     click.echo(f"Sequential design for {metric.label}: at most {tasks} tasks x {planned_reps} repetition(s), alpha "
-               f"{alpha:g}, futility {futility:g}; effect {effect:g} {metric.unit}, task-difference SD {sd:.4g} "
-               f"({source}); {result.simulations} simulated studies (seeded).")
+               f"{alpha:g}, futility {futility:g}, {_test_name(design)}; effect {effect:g} {metric.unit}, "
+               f"task-difference SD {sd:.4g} ({source}); {result.simulations} simulated studies (seeded).")
     click.echo(f"  power {result.power:.3f} (Monte Carlo SE {result.power_se:.3f}); expected tasks to the stop "
                f"{result.expected_tasks:.1f} of {tasks} ({result.saved_share:.0%} of the budget saved on average)"
                f"{spend}.")
     click.echo(f"  the fixed design of {tasks} tasks (sign-flip test): power {result.fixed_power:.3f}; it always "
                f"runs all {tasks} tasks.")
     click.echo("  exploratory: a planning aid under the planner's normal model of task differences.")
+
+
+def _test_name(design: SequentialDesign) -> str:
+    """The simulated e-process in words: its construction and, for ``magnitudeBet``, its bet size."""
+    bet = "" if design.bet_size is None else f" with bet size {design.bet_size:g}"
+    return f"{design.construction} e-process{bet}"
 
 
 __all__ = ["plan_sequential_power"]

@@ -238,7 +238,7 @@ def _drop_unset(data: dict[str, Any]) -> dict[str, Any]:
             if data["continues"].get(key) is None:
                 del data["continues"][key]
     if isinstance(data.get("sequential"), dict):  # a sequential ledger written before issues 40/41 keeps its hash
-        for key in ("taskPool", "construction", "sidedness", "carried"):
+        for key in ("taskPool", "construction", "sidedness", "betSize", "carried"):
             if data["sequential"].get(key) is None:
                 data["sequential"].pop(key, None)
     if data.get("http") is not None and data["http"].get("attemptBudgetUsd") is None:

@@ -1,11 +1,13 @@
 """The anytime-valid sequential test of a paired study (issues 35, 41 item 7): e-processes on task differences. Pure.
 
-Two constructions, named in the ledger's ``sequential.construction`` so that every ledger replays with its own:
+Three constructions, named in the ledger's ``sequential.construction`` so that every ledger replays with its own:
 
-- ``magnitudeMixture`` (issue 41, new studies): one-sided in the declared direction of the primary, the null
-  "the treatment is not better" (its sign-flip form: each task's arms are interchangeable); the bet-size mixture
-  of ``protocol.sequential_magnitude`` on the standardized differences, betting only that the treatment does
-  better. "Worse" is never an efficacy stop; evidence against "better" stops for futility.
+- ``magnitudeBet`` (issue 41, new studies): one-sided in the declared direction of the primary, the null
+  "the treatment is not better" (its sign-flip form: each task's arms are interchangeable); one bet size fixed
+  from the planned horizon and recorded as ``betSize`` (``protocol.sequential_bet``), betting only that the
+  treatment does better. "Worse" is never an efficacy stop; evidence against "better" stops for futility.
+- ``magnitudeMixture`` (ledgers written while it was the new studies' construction): one-sided like it, the
+  bet-size mixture of ``protocol.sequential_magnitude`` on the standardized differences.
 - ``signWeighted`` (issue 35, ledgers written before issue 41, which record no construction): two-sided, below.
 
 The unit is the task: its difference is the treatment arm's mean minus the control arm's mean of
@@ -50,6 +52,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from agentstudy.protocol.sequential_bet import bet_e_process, planned_bet_size
 from agentstudy.protocol.sequential_magnitude import magnitude_e_process, oriented
 
 if TYPE_CHECKING:  # numpy loads when a test is computed, not with every study file (issue 42)
@@ -57,13 +60,14 @@ if TYPE_CHECKING:  # numpy loads when a test is computed, not with every study f
     from numpy.typing import ArrayLike, NDArray
 
 BetterWhen = Literal["lower", "higher"]
-Construction = Literal["signWeighted", "magnitudeMixture"]
+Construction = Literal["signWeighted", "magnitudeMixture", "magnitudeBet"]
 Sidedness = Literal["two-sided", "one-sided"]
 LEGACY_CONSTRUCTION: Construction = "signWeighted"
 """The construction of ledgers that record none (issue 35): two-sided, sign-weighted."""
-CONSTRUCTION: Construction = "magnitudeMixture"
-"""The construction of every new sequential study (issue 41 item 7): one-sided, magnitude-aware."""
-SIDEDNESS: dict[Construction, Sidedness] = {"signWeighted": "two-sided", "magnitudeMixture": "one-sided"}
+CONSTRUCTION: Construction = "magnitudeBet"
+"""The construction of every new sequential study (issue 41 item 7): one-sided, magnitude-aware, one bet size."""
+SIDEDNESS: dict[Construction, Sidedness] = {"signWeighted": "two-sided", "magnitudeMixture": "one-sided",
+                                            "magnitudeBet": "one-sided"}
 """Each construction's sidedness (recorded beside it in the ledger)."""
 Decision = Literal["continue", "efficacy", "futility", "maxTasks"]
 StopReason = Literal["efficacy", "futility", "maxTasks"]
@@ -76,6 +80,8 @@ PRIOR_MEAN = 0.5
 """The bet's pseudo-observation numerator: the first bet is ``PRIOR_MEAN / PRIOR_SQUARE`` = 0.5."""
 PRIOR_SQUARE = 1.0
 """The bet's pseudo-observation denominator."""
+FEWEST_LIMIT = 65_536
+""":func:`fewest_tasks` looks this far at most."""
 
 
 @dataclass(frozen=True)
@@ -88,16 +94,19 @@ class SequentialDesign:
         futility: the e-value floor in (0, 1) (stop when ``E <= futility``), or ``None`` for none (the
             out-of-reach rule always applies).
         construction: the e-process (:data:`Construction`); the default is the legacy one, so a design replayed
-            from a ledger that records none is what it ran with. New studies pass :data:`CONSTRUCTION`.
+            from a ledger that records none is what it ran with. New studies use :func:`new_design`.
+        bet_size: ``magnitudeBet``'s bet size (per unit of the standardized difference; the ledger's ``betSize``),
+            required with it and ``None`` with the other constructions.
 
     Raises:
-        ValueError: a value out of range.
+        ValueError: a value out of range, or a bet size missing for ``magnitudeBet`` or given for another.
     """
 
     max_tasks: int
     alpha: float
     futility: float | None = 0.1
     construction: Construction = LEGACY_CONSTRUCTION
+    bet_size: float | None = None
 
     def __post_init__(self) -> None:
         if self.max_tasks < 1:
@@ -106,7 +115,11 @@ class SequentialDesign:
             raise ValueError(f"alpha must be between 0 and 1, got {self.alpha}")
         if self.futility is not None and not 0 < self.futility < 1:
             raise ValueError(f"futility must be between 0 and 1, got {self.futility}")
-        fewest = fewest_tasks(self.alpha, self.construction)
+        if (self.bet_size is None) == (self.construction == "magnitudeBet"):
+            raise ValueError("betSize is required with the magnitudeBet construction, and only with it")
+        if self.bet_size is not None and not (math.isfinite(self.bet_size) and self.bet_size > 0):
+            raise ValueError(f"betSize must be a positive number, got {self.bet_size}")
+        fewest = fewest_tasks(self.alpha, self.construction, self.bet_size)
         if self.max_tasks < fewest:
             raise ValueError(f"maxTasks {self.max_tasks} can never reach an e-value of {self.threshold:g} "
                              f"(alpha {self.alpha:g}); it needs at least {fewest} tasks")
@@ -117,21 +130,45 @@ class SequentialDesign:
         return 1.0 / self.alpha
 
 
-def fewest_tasks(alpha: float, construction: Construction = LEGACY_CONSTRUCTION) -> int:
-    """The fewest tasks after which ``E >= 1/alpha`` is reached when every difference is the same and better:
-    7 for alpha 0.05 and 10 for 0.01 with either construction.
+def new_design(max_tasks: int, alpha: float, futility: float | None) -> SequentialDesign:
+    """The design of a new sequential study: :data:`CONSTRUCTION` with its bet size planned from ``max_tasks`` and
+    ``alpha`` (``protocol.sequential_bet.planned_bet_size``), fixed before any data.
 
     Raises:
-        ValueError: alpha not in (0, 1).
+        ValueError: as :class:`SequentialDesign`.
+    """
+    if max_tasks < 1 or not 0 < alpha < 1:
+        SequentialDesign(max_tasks=max_tasks, alpha=alpha)  # raises the design's own one-line error
+    if max_tasks < fewest_tasks(alpha, CONSTRUCTION, planned_bet_size(max_tasks, alpha)):
+        # the bet size grows as maxTasks shrinks: the fewest maxTasks whose own planned bet can reach 1/alpha
+        fewest = next(n for n in range(max_tasks + 1, FEWEST_LIMIT)
+                      if n >= fewest_tasks(alpha, CONSTRUCTION, planned_bet_size(n, alpha)))
+        raise ValueError(f"maxTasks {max_tasks} can never reach an e-value of {1 / alpha:g} (alpha {alpha:g}); "
+                         f"it needs at least {fewest} tasks")
+    return SequentialDesign(max_tasks=max_tasks, alpha=alpha, futility=futility, construction=CONSTRUCTION,
+                            bet_size=planned_bet_size(max_tasks, alpha))
+
+
+def fewest_tasks(alpha: float, construction: Construction = LEGACY_CONSTRUCTION, bet_size: float | None = None) -> int:
+    """The fewest tasks after which ``E >= 1/alpha`` is reached when every difference is the same and better:
+    7 for alpha 0.05 and 10 for 0.01 with the older constructions; with ``magnitudeBet`` it depends on
+    ``bet_size`` (7 at 20 tasks' planned bet).
+
+    Raises:
+        ValueError: alpha not in (0, 1), or not reached within :data:`FEWEST_LIMIT` tasks (a tiny bet size).
     """
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be between 0 and 1, got {alpha}")
     import numpy as np
 
-    tasks = 1
-    while e_values(np.ones(tasks), "higher", construction)[0][-1] < 1.0 / alpha:
-        tasks += 1
-    return tasks
+    length = 16
+    while True:  # the e-values of a prefix do not depend on what follows: one path, doubled until it crosses
+        crossed = e_values(np.ones(length), "higher", construction, bet_size)[0] >= 1.0 / alpha
+        if crossed.any():
+            return int(crossed.argmax()) + 1
+        if length >= FEWEST_LIMIT:
+            raise ValueError(f"an e-value of {1.0 / alpha:g} is not reached within {FEWEST_LIMIT} tasks")
+        length *= 2
 
 
 @dataclass(frozen=True)
@@ -192,12 +229,22 @@ def e_process(differences: ArrayLike, better_when: BetterWhen) -> NDArray[np.flo
     return ((better + worse) / 2.0).astype(np.float64)
 
 
-def e_values(differences: ArrayLike, better_when: BetterWhen,
-             construction: Construction) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
-    """The e-values ``E_1 .. E_n`` of ``construction`` after each task (last axis) and, per look, whether the
-    evidence points to "better" (always, one-sided; the larger side, two-sided)."""
+def e_values(differences: ArrayLike, better_when: BetterWhen, construction: Construction,
+             bet_size: float | None = None) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+    """The e-values ``E_1 .. E_n`` of ``construction`` (with ``bet_size`` for ``magnitudeBet``) after each task
+    (last axis) and, per look, whether the evidence points to "better" (always, one-sided; the larger side,
+    two-sided).
+
+    Raises:
+        ValueError: ``magnitudeBet`` without a positive ``bet_size``.
+    """
     import numpy as np
 
+    if construction == "magnitudeBet":
+        if bet_size is None:
+            raise ValueError("the magnitudeBet construction needs its bet size")
+        e = bet_e_process(differences, better_when, bet_size)
+        return e, np.ones(e.shape, dtype=np.bool_)
     if construction == "magnitudeMixture":
         e = magnitude_e_process(differences, better_when, two_sided=False)
         return e, np.ones(e.shape, dtype=np.bool_)
@@ -207,7 +254,8 @@ def e_values(differences: ArrayLike, better_when: BetterWhen,
 
 def growth(construction: Construction) -> float:
     """The most one task can multiply ``construction``'s e-value by (``1 + LAMBDA_MAX``; below 2 for the
-    mixture, whose every bet is under 1): the out-of-reach futility rule's bound."""
+    mixture and for ``magnitudeBet``, whose every bet ``tanh(c |z|)`` is under 1): the out-of-reach futility rule's
+    bound."""
     return 1.0 + LAMBDA_MAX if construction == "signWeighted" else 2.0
 
 
@@ -259,7 +307,7 @@ def looks(differences: Sequence[float | None], design: SequentialDesign, better_
     import numpy as np
 
     values = np.array([math.nan if d is None else float(d) for d in differences], dtype=np.float64)
-    e, better = e_values(values, better_when, design.construction)
+    e, better = e_values(values, better_when, design.construction, design.bet_size)
     codes = decisions(e, design)
     found: list[Look] = []
     for index, code in enumerate(codes):
@@ -291,6 +339,7 @@ __all__ = [
     "first_stop",
     "growth",
     "looks",
+    "new_design",
     "one_side",
     "oriented",
     "sides",

@@ -12,11 +12,12 @@ the reported ``low``/``high`` are the hull of the accepted grid points widened b
 is never narrower than the accepted shifts), ``None`` when an accepted shift reaches the grid's edge (the
 data cannot bound that side). The estimate is the mean of the present task differences.
 
-Each construction inverts its own e-process (``protocol.sequential.e_values``). The one-sided ``magnitudeMixture``
-(issue 41 item 7) tests "not better" only, so its sequence bounds the effect on one side: it holds every shift
-short of which the evidence that the treatment does better than that shift stays under ``1/alpha``; the bound in
-the better direction's opposite is the one reported (``low`` when higher is better, ``high`` when lower is), the
-other end ``None``. After an efficacy stop it excludes 0, as the test did.
+Each construction inverts its own e-process (``protocol.sequential.e_values``, ``magnitudeBet`` with the ledger's
+recorded ``betSize``). The one-sided ``magnitudeBet`` and ``magnitudeMixture`` (issue 41 item 7) test "not better"
+only, so their sequence bounds the effect on one side: it holds every shift short of which the evidence that the
+treatment does better than that shift stays under ``1/alpha``; the bound in the better direction's opposite is the
+one reported (``low`` when higher is better, ``high`` when lower is), the other end ``None``. After an efficacy stop
+it excludes 0, as the test did.
 """
 
 from __future__ import annotations
@@ -42,10 +43,15 @@ class ConfidenceSequence:
 
 
 def confidence_sequence(differences: Sequence[float | None], better_when: BetterWhen, alpha: float,
-                        construction: Construction = LEGACY_CONSTRUCTION) -> ConfidenceSequence:
+                        construction: Construction = LEGACY_CONSTRUCTION,
+                        bet_size: float | None = None) -> ConfidenceSequence:
     """The confidence sequence after every difference of ``differences`` (treatment − control per task, in the
-    order the tasks completed; ``None`` for a task without both arms) under ``construction``, see the module
-    docstring."""
+    order the tasks completed; ``None`` for a task without both arms) under ``construction`` (with its recorded
+    ``bet_size`` for ``magnitudeBet``), see the module docstring.
+
+    Raises:
+        ValueError: ``magnitudeBet`` without a bet size.
+    """
     import numpy as np
 
     present = [d for d in differences if d is not None and math.isfinite(d)]
@@ -56,7 +62,7 @@ def confidence_sequence(differences: Sequence[float | None], better_when: Better
     low_data, high_data = min(present), max(present)
     span = max(high_data - low_data, abs(estimate), 1e-12)
     shifts = np.linspace(low_data - span, high_data + span, GRID)
-    wealth = e_values(values[None, :] - shifts[:, None], better_when, construction)[0][:, -1]
+    wealth = e_values(values[None, :] - shifts[:, None], better_when, construction, bet_size)[0][:, -1]
     accepted = np.flatnonzero(wealth < 1.0 / alpha)
     if accepted.size == 0:  # no shift survives (cannot happen for the centre of the data, kept for safety)
         return ConfidenceSequence(estimate, None, None, alpha)

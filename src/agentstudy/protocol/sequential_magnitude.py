@@ -1,6 +1,6 @@
-"""A magnitude-aware e-process for the sign-flip null (issue 41 item 7): one-sided, it is the ``magnitudeMixture``
-construction of every new sequential study (``protocol.sequential.e_values``); measured by
-bench/bench_sequential_power.py. Pure.
+"""A magnitude-aware e-process for the sign-flip null (issue 41 item 7): the one-sided ``magnitudeMixture``
+construction, which new sequential studies ran before ``magnitudeBet`` (``protocol.sequential_bet``); ledgers that
+record it replay with it (``protocol.sequential.e_values``). Measured by bench/bench_sequential_power.py. Pure.
 
 Null: within each task the arms are interchangeable, so given every task's difference size ``|d_i|`` the signs
 are independent fair coins (the sign-flip null of the fixed test and of ``protocol.sequential``). Construction:
@@ -34,12 +34,9 @@ if TYPE_CHECKING:
 BET_GRID: tuple[float, ...] = (0.5, 0.7)
 """The bet sizes mixed with equal weight (per unit of the standardized difference): the ``magnitudeMixture``
 construction's, fixed with its name (a change is a new construction). Chosen by simulation (bench/, 20,000 studies
-a cell): against (0.25, 0.5, 1.0) it raises the one-sided power at 20 tasks and 0.5 SD from 37 % to 43 % and at 40
-tasks from 72 % to 78 %, and lowers it at 10 tasks and 0.5 SD from 10 % to 9 %. Under the runners' whole rule
-(futility 0.1, out of reach; 20 tasks, 0.5 SD, 100,000 studies, bench_sequential_power's bet-grid table) it has
-42.6 %; the best single bet, 0.75, 45.1 % +- 0.16 % (0.7: 45.0 %, 0.8: 45.0 %), short of clearing 45 % by two MC
-standard errors, and it lets the mirrored skewed equal-mean treatment through more often (10.9 % against 9.0 %),
-so the grid stays."""
+a cell) against (0.25, 0.5, 1.0). Under the runners' whole rule (futility 0.1, out of reach; 20 tasks, 0.5 SD,
+200,000 studies, bench_sequential_power's target table) it has 42.5 % power; ``magnitudeBet``, one bet planned from
+the horizon on the mean-size scale, has 45.6 %, and replaced it for new studies."""
 
 
 def standardized(turned: NDArray[np.float64]) -> NDArray[np.float64]:

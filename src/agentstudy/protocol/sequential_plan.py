@@ -10,9 +10,10 @@ order, which was fixed by the seed before any outcome) and takes one look per co
 flight at the stop are recorded but never enter the decision. :func:`replay` is the same monitor over a
 ledger's observations: the ledger verifier recomputes the looks with it.
 
-New plans use the one-sided ``magnitudeMixture`` construction (issue 41 item 7); a plan read back from a
-ledger's block (:func:`plan_from_record`: a replay, or a continuation of a study that had not stopped, issue 40)
-keeps the construction, seed and order recorded there. A continuation's monitor first :meth:`~SequentialMonitor.carry`
+New plans use the one-sided ``magnitudeBet`` construction with the bet size planned from their ``maxTasks`` (issue 41
+item 7, ``protocol.sequential.new_design``); a plan read back from a ledger's block (:func:`plan_from_record`: a
+replay, or a continuation of a study that had not stopped, issue 40) keeps the construction, ``betSize``, seed and
+order recorded there. A continuation's monitor first :meth:`~SequentialMonitor.carry`
 the chain's completed observations, so its e-process goes on from the chain's, never restarted.
 """
 
@@ -23,13 +24,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentstudy.protocol.sequential import (
-    CONSTRUCTION,
     LEGACY_CONSTRUCTION,
     SIDEDNESS,
     BetterWhen,
     Look,
     SequentialDesign,
     looks,
+    new_design,
 )
 from agentstudy.protocol.sequential_record import CarriedObservation, LookRecord, SequentialRecord
 from agentstudy.protocol.study_agents import study_agents
@@ -93,8 +94,7 @@ def plan_sequential(manifest: Any, protocol_hash: str, *, metric: str = DEFAULT_
         design = settings.design()
         seed = settings.seed if settings.seed is not None else seed_from_hash(protocol_hash)
     else:
-        design = SequentialDesign(max_tasks=len(ids), alpha=DEFAULT_ALPHA, futility=DEFAULT_FUTILITY,
-                                  construction=CONSTRUCTION)
+        design = new_design(len(ids), DEFAULT_ALPHA, DEFAULT_FUTILITY)
         seed = seed_from_hash(protocol_hash)
     return SequentialPlan(design, metric, better_when, seed, task_order(ids, seed, design.max_tasks),
                           manifest.repetitions, tuple(ids))
@@ -172,10 +172,12 @@ class SequentialMonitor:
 
 
 def _construction_fields(design: SequentialDesign) -> dict[str, Any]:
-    """The block's ``construction`` and ``sidedness``: absent for the legacy construction (older ledgers)."""
+    """The block's ``construction``, ``sidedness`` and ``betSize``: absent for the legacy construction (older
+    ledgers); ``betSize`` only with ``magnitudeBet``."""
     if design.construction == LEGACY_CONSTRUCTION:
         return {}
-    return {"construction": design.construction, "sidedness": SIDEDNESS[design.construction]}
+    return {"construction": design.construction, "sidedness": SIDEDNESS[design.construction],
+            "bet_size": design.bet_size}
 
 
 def _difference(arms: list[tuple[str, float | None]]) -> float | None:
@@ -187,15 +189,17 @@ def _difference(arms: list[tuple[str, float | None]]) -> float | None:
 
 
 def plan_from_record(record: SequentialRecord, repetitions: int) -> SequentialPlan:
-    """The plan ``record`` was written under: its design (with its construction; the legacy one when the block
-    names none), metric, seed, task order and pool, with ``repetitions`` per arm.
+    """The plan ``record`` was written under: its design (with its construction, the legacy one when the block
+    names none, and its recorded ``betSize``, never recomputed), metric, seed, task order and pool, with
+    ``repetitions`` per arm.
 
     Raises:
-        ValueError: the record's design is invalid (as :class:`SequentialDesign`) or its metric is not one a
-            sequential run decides on.
+        ValueError: the record's design is invalid (as :class:`SequentialDesign`: e.g. ``magnitudeBet`` without
+            ``betSize``, or a ``betSize`` with another construction) or its metric is not one a sequential run
+            decides on.
     """
     design = SequentialDesign(max_tasks=record.max_tasks, alpha=record.alpha, futility=record.futility,
-                              construction=record.construction or LEGACY_CONSTRUCTION)
+                              construction=record.construction or LEGACY_CONSTRUCTION, bet_size=record.bet_size)
     if record.metric not in SEQUENTIAL_METRICS:
         raise ValueError(f"sequential.metric {record.metric!r} is not one a sequential run decides on")
     return SequentialPlan(design, record.metric, record.better_when, record.seed, tuple(record.task_order),

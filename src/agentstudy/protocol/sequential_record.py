@@ -7,8 +7,11 @@ when the stop was decided; no attempt is admitted after it) and, after an effica
 (``better`` or ``worse``: which way the treatment differs), and ``taskPool`` (the study's task ids the seed
 permuted; absent from older ledgers). Checked by ``protocol.ledger_sequential``.
 
-Issue 41 item 7 adds ``construction`` (``magnitudeMixture``; absent: the two-sided ``signWeighted`` of older
-ledgers, which replay with it) and ``sidedness`` (``one-sided``/``two-sided``, absent with it). Issue 40 adds
+Issue 41 item 7 adds ``construction`` (``magnitudeBet`` for new studies, ``magnitudeMixture`` in ledgers written
+while it was new; absent: the two-sided ``signWeighted`` of older ledgers, which replay with it), ``sidedness``
+(``one-sided``/``two-sided``, absent with it) and, with ``magnitudeBet`` only, ``betSize`` (its one bet size, fixed
+from the design before any data; replay, verification, continuations and the confidence sequence read it, never
+recompute it). Issue 40 adds
 ``carried`` to a continuation of a sequential study that had not stopped: every observation the chain before it
 completed on a planned task, ``{"taskId", "scenario", "value"}`` (the primary's value, ``null`` when missing) in
 the chain's order; the monitor replays them before the run's own, so the e-process carries over and the looks
@@ -72,6 +75,8 @@ class SequentialRecord(BaseModel):
     """The e-process (issue 41 item 7); ``None`` (absent) in older ledgers: ``signWeighted``."""
     sidedness: Sidedness | None = None
     """``one-sided`` (the declared direction only) or ``two-sided``; absent with ``construction``."""
+    bet_size: float | None = Field(default=None, alias="betSize")
+    """``magnitudeBet``'s bet size (per unit of the standardized difference); absent with the other constructions."""
     carried: list[CarriedObservation] | None = None
     """A continuation's observations carried over from its chain (see the module docstring); absent otherwise."""
 

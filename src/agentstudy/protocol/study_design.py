@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from agentstudy.protocol.sequential import CONSTRUCTION, SequentialDesign
+from agentstudy.protocol.sequential import SequentialDesign, new_design
 
 
 class SequentialSettings(BaseModel):
@@ -39,10 +39,10 @@ class SequentialSettings(BaseModel):
         return self
 
     def design(self) -> SequentialDesign:
-        """The :class:`~agentstudy.protocol.sequential.SequentialDesign` (raises ``ValueError`` when efficacy
-        can never be reached within ``maxTasks``)."""
-        return SequentialDesign(max_tasks=self.max_tasks, alpha=self.alpha, futility=self.futility,
-                                construction=CONSTRUCTION)
+        """The :class:`~agentstudy.protocol.sequential.SequentialDesign` of a new study (``magnitudeBet``, its bet
+        size planned from ``maxTasks`` and ``alpha``; raises ``ValueError`` when efficacy can never be reached within
+        ``maxTasks``)."""
+        return new_design(self.max_tasks, self.alpha, self.futility)
 
 
 class StudyDesign(BaseModel):

@@ -50,10 +50,12 @@ METHOD_REFERENCES = (
     "Variance components: method-of-moments (ANOVA) estimators of a two-way random-effects model (Searle, "
     "Casella and McCulloch, Variance Components, 1992).",
     "Sequential design: an e-process bounded by Ville's inequality (Ville 1939) from the betting construction "
-    "(Waudby-Smith and Ramdas 2024, JRSS B 86; Shafer and Vovk 2019): one-sided in the declared direction, an "
-    "equal mixture of the sign-flip likelihood-ratio bets tanh(c z) on the standardized task differences "
-    "(c = 0.5, 0.7; a mixture of test martingales is one), its confidence sequence by inversion (Howard, Ramdas, "
-    "McAuliffe and Sekhon 2021, Annals of Statistics 49).",
+    "(Waudby-Smith and Ramdas 2024, JRSS B 86; Shafer 2021, JRSS A 184; Shafer and Vovk 2019): one-sided in the "
+    "declared direction, the sign-flip likelihood-ratio bet tanh(c z) on each task difference over the mean size "
+    "so far, with one bet size c fixed from maxTasks and alpha before any data and recorded as betSize "
+    "(magnitudeBet; ledgers that record magnitudeMixture mixed c = 0.5, 0.7 on root-mean-square-standardized "
+    "differences, a mixture of test martingales being one), its confidence sequence by inversion (Howard, "
+    "Ramdas, McAuliffe and Sekhon 2021, Annals of Statistics 49).",
     "Simulated operating characteristics (type-I error, coverage, power) are in docs/benchmarks.md "
     "(bench/bench_coverage.py, bench/bench_sequential.py, bench/bench_sequential_power.py).",
 )

@@ -145,8 +145,11 @@ def _test_words(record: SequentialRecord) -> str:
     """The test in words: its sidedness, null and construction (issue 41 item 7)."""
     if record.construction is None:
         return "two-sided sign-weighted e-process (null: no effect on any task)"
-    return ("one-sided magnitude-aware e-process (a mixture of bets on standardized task differences; null: the "
-            f"treatment is not better on {record.metric}; a worse treatment stops for futility, never for efficacy)")
+    bets = ("a mixture of bets on standardized task differences" if record.bet_size is None else
+            f"one bet of size {record.bet_size:g} on task differences standardized by their mean size, fixed from "
+            "maxTasks before any data")
+    return (f"one-sided magnitude-aware e-process ({record.construction}: {bets}; null: the treatment is not better "
+            f"on {record.metric}; a worse treatment stops for futility, never for efficacy)")
 
 
 OPTIONALLY_STOPPED = "fixed design on an optionally stopped sample, not the answer"
@@ -169,7 +172,7 @@ def stopped_sequence(study: Study) -> ConfidenceSequence | None:
     if record is None or record.stop_reason is None or not study.sequential_differences:
         return None
     return confidence_sequence(study.sequential_differences, record.better_when, record.alpha,
-                               record.construction or LEGACY_CONSTRUCTION)
+                               record.construction or LEGACY_CONSTRUCTION, record.bet_size)
 
 
 def confidence_sentence(study: Study) -> str | None:

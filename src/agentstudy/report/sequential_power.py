@@ -56,9 +56,9 @@ class SequentialOperating:
 
 def stopping(standardised: np.ndarray, design: SequentialDesign) -> tuple[np.ndarray, np.ndarray]:
     """Per simulated study (rows of task differences in units of their SD, positive meaning better), the tasks at
-    the stop and its decision code (``protocol.sequential.DECISIONS``), under ``design.construction`` (issue 41
-    item 7: one-sided in the better direction for new studies)."""
-    return first_stop(decisions(e_values(standardised, "higher", design.construction)[0], design))
+    the stop and its decision code (``protocol.sequential.DECISIONS``), under ``design.construction`` and its bet
+    size (issue 41 item 7: one-sided in the better direction for new studies)."""
+    return first_stop(decisions(e_values(standardised, "higher", design.construction, design.bet_size)[0], design))
 
 
 def simulate_sequential(effect: float, sd: float, design: SequentialDesign, repetitions: int, *,
