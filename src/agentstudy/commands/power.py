@@ -71,7 +71,7 @@ def power(ledgers: tuple[Path, ...], metric: str | None, effect: str | None, alp
 
     From each metric's variance components (method of moments: the task SD of the true paired
     difference, the repetition SD per arm), simulated studies (1200 per point, seeded) tested with
-    the task-level two-sided sign-flip test give the minimum detectable paired difference of the
+    the report's task-level test of the mean give the minimum detectable paired difference of the
     ledger's own design (k tasks x r repetitions) at --alpha and --power, and the fewest tasks for
     r = 1, 2, 3, 5 repetitions to detect --effect (default: a difference as large as the observed
     estimate). Without --alpha each metric is planned at its own level: the declared primary at the

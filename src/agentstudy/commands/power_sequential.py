@@ -88,7 +88,7 @@ def plan_sequential_power(ledger: Path, adjudication: Path | None, metric_key: s
     click.echo(f"  power {result.power:.3f} (Monte Carlo SE {result.power_se:.3f}); expected tasks to the stop "
                f"{result.expected_tasks:.1f} of {tasks} ({result.saved_share:.0%} of the budget saved on average)"
                f"{spend}.")
-    click.echo(f"  the fixed design of {tasks} tasks (sign-flip test): power {result.fixed_power:.3f}; it always "
+    click.echo(f"  the fixed design of {tasks} tasks (test of the mean): power {result.fixed_power:.3f}; it always "
                f"runs all {tasks} tasks.")
     click.echo("  exploratory: a planning aid under the planner's normal model of task differences.")
 

@@ -78,9 +78,9 @@ def provenance_section(analysis: Analysis) -> Section:
         rows.append(("adjudication", f"{adjudication.file_name}: {binding} (verified); "
                                      f"status {adjudication.status}; adjudicator {models}; method agent, "
                                      f"no human review"))
-    rows.append(("interval", f"the exact sign-flip test inverted at alpha {analysis.alpha:g} (Monte Carlo "
-                             f"above 16 tasks, seed {analysis.seed}), from 10 tasks joined with the "
-                             "skewness-corrected bootstrap-t's"))
+    rows.append(("interval", f"the test of the mean inverted at alpha {analysis.alpha:g}: the exact sign-flip "
+                             f"test's (Monte Carlo above 16 tasks, seed {analysis.seed}), from 10 tasks joined with "
+                             "the skewness-corrected bootstrap-t's (Hall 1992)"))
     table = Table("about", "The study and this report's inputs", ("field", "value"), tuple(rows))
     return Section(PROVENANCE_TITLE, (table,))
 

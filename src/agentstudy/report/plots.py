@@ -192,7 +192,7 @@ def differences_figure(analysis: Analysis) -> Figure:
     names = _names(analysis)
     caption = (f"Per-task differences {names[TREATMENT]} − {names[BASELINE]} per metric: each row is a task "
                f"(each arm's mean over its repetitions, then their difference); the diamond is the mean over "
-               f"tasks with its {100 * (1 - analysis.alpha):g} % interval (the sign-flip test inverted; none drawn "
+               f"tasks with its {100 * (1 - analysis.alpha):g} % interval (the test of the mean inverted; none drawn "
                "when unbounded).")
     return Figure("plot-differences", caption, svg_of(figure, "plot-differences"))
 

@@ -5,7 +5,7 @@ Under the planner's variance model (:mod:`agentstudy.report.power`: a task's obs
 study draws ``maxTasks`` task differences and runs the very e-process and decisions the runners use
 (``protocol.sequential``, vectorised over studies): where it stops and why. Reported: the power (share
 stopping for efficacy), the expected number of tasks and spend to the stop, and beside them the fixed
-design of the same maximum size (the sign-flip test of :func:`report.power.simulate_power` on all
+design of the same maximum size (the report's test of the mean, :func:`report.power.simulate_power`, on all
 ``maxTasks`` tasks): its power and its full spend, so the saving and the power given up are side by side.
 The test is scale-free, so only ``effect / sd`` matters. Seeded; exploratory.
 """
