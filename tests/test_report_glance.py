@@ -112,3 +112,8 @@ def test_the_declared_primarys_direction_is_shown_where_it_differs_from_the_metr
     text = " ".join(build_report(tmp_path / "ledger.json").split())
     assert "Primary endpoint: inputTokens (higher is better;" in text
     assert "the treatment is better on the primary endpoint" in text  # more input tokens, as declared
+    from agentstudy.report.plots import direction_label
+
+    # the forest plot's axis says which side favours which arm by the same declared direction
+    assert direction_label(INPUT) == "← favours doc-bridge-mcp · favours repository-only →"
+    assert direction_label(INPUT, None, "higher") == "← favours repository-only · favours doc-bridge-mcp →"

@@ -84,11 +84,12 @@ def spread_identical(values: Sequence[float], width: float = 0.25) -> list[float
     return offsets
 
 
-def direction_label(metric: Metric, names: Mapping[str, str] | None = None) -> str:
+def direction_label(metric: Metric, names: Mapping[str, str] | None = None, better_when: str | None = None) -> str:
     """Which side of a difference axis favours which arm: ``"← favours doc-bridge-mcp · favours
     repository-only →"`` for the costs (lower favours the treatment), mirrored for correctness;
-    ``names`` maps a scenario to the arm's name shown (a study file's labels, issue 18)."""
-    low, high = (TREATMENT, BASELINE) if favours(metric) == "lower" else (BASELINE, TREATMENT)
+    ``names`` maps a scenario to the arm's name shown (a study file's labels, issue 18); ``better_when`` is the
+    declared primary's direction when ``metric`` is the primary (issue 41), else the metric's default."""
+    low, high = (TREATMENT, BASELINE) if (better_when or favours(metric)) == "lower" else (BASELINE, TREATMENT)
     shown = names or {}
     return f"← favours {shown.get(low, low)} · favours {shown.get(high, high)} →"
 
@@ -112,7 +113,7 @@ def svg_of(figure: MplFigure, key: str) -> str:
 
 
 def _difference_axes(ax: Axes, result: MetricResult, tasks: Sequence[str], show_tasks: bool,
-                     names: Mapping[str, str]) -> None:
+                     names: Mapping[str, str], better_when: str | None = None) -> None:
     """A forest panel: one row per task (its difference of arm means), the mean with its interval below."""
     summary, metric = result.task_level, result.metric
     rows = len(tasks)
@@ -123,8 +124,8 @@ def _difference_axes(ax: Axes, result: MetricResult, tasks: Sequence[str], show_
     else:
         ax.set_yticks(range(rows + 1), [*tasks, "mean"] if show_tasks else [""] * (rows + 1), fontsize=TEXT_PT)
     ax.set_title(f"{metric.label}, {summary.design}", fontsize=TEXT_PT, loc="left")
-    ax.set_xlabel(f"{names[TREATMENT]} − {names[BASELINE]} ({metric.unit})\n{direction_label(metric, names)}",
-                  fontsize=TEXT_PT)
+    side = direction_label(metric, names, better_when)
+    ax.set_xlabel(f"{names[TREATMENT]} − {names[BASELINE]} ({metric.unit})\n{side}", fontsize=TEXT_PT)
     ax.tick_params(axis="x", labelsize=TEXT_PT)
     if metric.kind == "count":
         ax.xaxis.set_major_locator(MaxNLocator(integer=True, nbins=5))
@@ -177,7 +178,9 @@ def differences_figure(analysis: Analysis) -> Figure:
     grid = figure.subplots(lines, columns, squeeze=False)
     axes = [ax for row in grid for ax in row]
     for index, (ax, result) in enumerate(zip(axes, results, strict=False)):
-        _difference_axes(ax, result, tasks, index % columns == 0, _names(analysis))
+        primary = analysis.plan.primary
+        _difference_axes(ax, result, tasks, index % columns == 0, _names(analysis),
+                         primary.better_when if result.metric.key == primary.metric else None)
     for ax in axes[len(results):]:
         ax.set_visible(False)
     handles, labels = [], []
