@@ -20,6 +20,12 @@ bootstrap null is the sorted ``δ_j`` with ``base`` 1 and ``D = B + 1`` — the 
 interval with the sign-flip test's tolerance. A resample without spread (up to rounding) is studentized by the data's
 ``s`` with skewness 0, so every ``δ_j`` is finite. Differences without spread, or fewer than :data:`MIN_TASKS`,
 have no bootstrap part (the sign-flip test alone).
+
+One computation for one study and for many. Each resample's moments come from its counts of each task times the
+powers 1–3 of the differences about their mean (:func:`_thresholds`; matrix products, so the resampled values are
+never materialised). :func:`mean_test` runs it for the report's one data set; :func:`mean_test_rejects` runs the same
+flipped sets, resample counts and thresholds for every simulated study of the power planner at once and counts the
+decision at 0 (issue 41: a plan simulates exactly the test the report runs).
 """
 
 from __future__ import annotations
