@@ -128,7 +128,7 @@ def primary_paragraph(analysis: Analysis, *, fixed_design: bool = False) -> Para
                          f"{fmt.statistic(summary.estimate, result.metric.kind)} per task {interval} "
                          f"({summary.design}), p {fmt.p_value(summary.p_value, None)}.")
     if answer is not None:  # issue 41 item 7: after a sequential stop the stopping rule answers
-        return Paragraph(f"{head}. Primary result: {answer[0].upper()}{answer[1:]} ({summary.design}). The "
+        return Paragraph(f"{head}. Primary result: {answer[0].upper()}{answer[1:]}; design {summary.design}. The "
                          f"fixed-design p and interval are in the appendix, labelled optionally stopped.")
     return Paragraph(f"{head}. Primary result: {fmt.statistic(summary.estimate, result.metric.kind)} per task "
                      f"{interval} ({summary.design}); {verdict}.")
