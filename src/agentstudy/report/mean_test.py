@@ -303,8 +303,9 @@ def mean_test_rejects(differences: np.ndarray, alpha: float, *, seed: int, resam
     tolerance = 1e-12 * np.maximum(1.0, np.max(np.abs(data), axis=1)) * k
     p_flip, flip_above = _flip_part(data, tolerance, seed, flips)
     rejected: np.ndarray = p_flip < alpha
-    if k < MIN_TASKS:
+    rows = np.flatnonzero(rejected)  # the bootstrap part can only keep a rejection: run it where the flips reject
+    if k < MIN_TASKS or rows.size == 0:
         return rejected
-    p_boot, boot_above, present = _bootstrap_part(data, tolerance, seed, resamples)
-    both = rejected & (p_boot < alpha) & (boot_above == flip_above)
-    return np.where(present, both, rejected)
+    p_boot, boot_above, present = _bootstrap_part(data[rows], tolerance[rows], seed, resamples)
+    rejected[rows] = np.where(present, (p_boot < alpha) & (boot_above == flip_above[rows]), True)
+    return rejected
