@@ -198,3 +198,31 @@ def test_the_next_run_refuses_a_path_whose_journal_exists(tmp_path: Path, finish
     path.unlink()  # even without its snapshot, a journal is never overwritten or resumed
     with pytest.raises(OutputPathError, match="a ledger journal already exists"):
         resolve_output(path, ())
+
+
+def test_the_journal_exists_before_the_snapshot_that_names_it(tmp_path: Path, finished: MinimalLedger,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kill between the two files can never leave a running ledger whose journal is missing (unreadable): the
+    journal is created first, and a snapshot that cannot be created takes its journal away with it."""
+    import agentstudy.io.ledger_journal as module
+
+    path = tmp_path / "ledger.json"
+    journal_seen: list[bool] = []
+
+    def snapshot_fails(target: Path, document: dict[str, object]) -> None:
+        journal_seen.append(journal_path(target).exists())
+        raise OutputPathError(f"cannot create the ledger {target}: No space left on device")
+
+    monkeypatch.setattr(module, "LedgerFile", snapshot_fails)
+    with pytest.raises(OutputPathError, match="No space left"):
+        JournaledLedger(path, finished)
+    assert journal_seen == [True]
+    assert sorted(tmp_path.iterdir()) == []
+
+
+def test_an_existing_ledger_is_refused_before_any_journal_is_made(tmp_path: Path, finished: MinimalLedger) -> None:
+    path = tmp_path / "ledger.json"
+    path.write_bytes(b"{}")
+    with pytest.raises(OutputPathError, match="output already exists, refusing to overwrite"):
+        JournaledLedger(path, finished)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ledger.json"] and path.read_bytes() == b"{}"

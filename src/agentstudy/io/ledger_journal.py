@@ -29,7 +29,7 @@ from typing import Any
 from agentstudy.io.ledger_store import (
     CheckpointError,
     LedgerFile,
-    OutputPathError,
+    OutputExistsError,
     _encode,
     _fsync_directory,
     _unlink_quietly,
@@ -94,7 +94,7 @@ class JournaledLedger:
 
     def __init__(self, path: Path, ledger: MinimalLedger, *, transform: Transform = _identity,
                  policy: SnapshotPolicy = SnapshotPolicy(), clock: Callable[[], float] = time.monotonic) -> None:
-        """Create the ledger (first snapshot) and its journal, both exclusively (0600, fsynced).
+        """Create the journal, then the ledger (first snapshot) that names it, both exclusively (0600, fsynced).
 
         Raises:
             OutputPathError: either path exists or cannot be created; nothing is left behind.
@@ -104,14 +104,18 @@ class JournaledLedger:
         self._top: dict[str, Any] = _journaled(transform(ledger.header_json()))
         self._observations = [seal_observation(transform(o.to_json())) for o in ledger.observations]
         document = assemble(self._top, self._observations)
-        self._file = LedgerFile(path, document)
         self.path, self.journal = path, journal_path(path)
-        start = start_record(document[LEDGER_HASH_KEY])
+        if os.path.lexists(path):
+            raise OutputExistsError(f"output already exists, refusing to overwrite: {path}")
+        # The journal before the snapshot that names it: a kill between the two files leaves a journal
+        # without a ledger (the path stays free of a ledger), never a running ledger that cannot be read.
+        create_new_file(self.journal, _encode(start_record(document[LEDGER_HASH_KEY]), indent=None), shown=path)
         try:
-            create_new_file(self.journal, _encode(start, indent=None))
-        except OutputPathError:
-            _unlink_quietly(path)
+            self._file = LedgerFile(path, document)
+        except BaseException:
+            _unlink_quietly(self.journal)
             raise
+        start = start_record(document[LEDGER_HASH_KEY])
         self._last_record, self._journal_bytes = start, 0
         self._snapshot_bytes, self._snapshot_at = len(self._file.last_written), clock()
         self._fd: int | None = os.open(self.journal, os.O_WRONLY | os.O_APPEND)

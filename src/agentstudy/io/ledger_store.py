@@ -191,8 +191,9 @@ def _create_directly(path: Path, data: bytes) -> None:
         raise
 
 
-def create_new_file(path: Path, data: bytes) -> None:
+def create_new_file(path: Path, data: bytes, *, shown: Path | None = None) -> None:
     """Create ``path`` (mode 0600) holding exactly ``data``; never overwrite, never leave a partial file.
+    Errors name ``shown`` (default ``path``): the ledger a user asked for when ``path`` is its journal.
 
     ``data`` goes to a private temporary file beside ``path``, is fsynced and hard-linked to
     ``path`` (where hard links are unsupported: created with ``O_EXCL``, unlinked on failure);
@@ -209,7 +210,7 @@ def create_new_file(path: Path, data: bytes) -> None:
     try:
         fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".new", dir=path.parent)
     except OSError as error:
-        raise OutputPathError(f"cannot create the ledger {path}: {error.strerror or error}") from None
+        raise OutputPathError(f"cannot create the ledger {shown or path}: {error.strerror or error}") from None
     temporary = Path(name)
     try:
         try:
@@ -231,7 +232,7 @@ def create_new_file(path: Path, data: bytes) -> None:
     except OSError as error:
         if linked:
             _unlink_quietly(path)
-        raise OutputPathError(f"cannot create the ledger {path}: {error.strerror or error}") from None
+        raise OutputPathError(f"cannot create the ledger {shown or path}: {error.strerror or error}") from None
     finally:
         _unlink_quietly(temporary)
 
