@@ -33,6 +33,7 @@ from agentstudy.runners.minimal import run_cli_study
 from agentstudy.runners.preflight import DEFAULT_MCP_SERVER
 from agentstudy.transports.cli import CliSettings
 from claude_versions import ClaudeCode
+from inprocess_cli import invoke_agentstudy
 
 PLANTED_KEY = "sk-ant-planted-test-key-0123456789"
 
@@ -169,14 +170,7 @@ def test_demo_command_end_to_end(tmp_path: Path, claude_bin: Path) -> None:
     answers = [o["answer"] for o in _ledger(ledger_path)["observations"]]
     for answer in answers:
         assert answer not in completed.stdout and answer not in completed.stderr
-    again = subprocess.run(
-        [sys.executable, "-m", "agentstudy", "demo", "--output-dir", str(directory)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=False,
-    )
+    again = invoke_agentstudy("demo", "--output-dir", str(directory), env=env)  # a refusal: no process needed
     assert again.returncode == 2
     assert "not empty" in again.stderr
 

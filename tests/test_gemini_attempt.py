@@ -16,9 +16,11 @@ import pytest
 from agentstudy.pricing.budget import settle_attempt
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP, REPOSITORY_ONLY
 from agentstudy.rehearsal.example_study import build_corpus_repository
+from agentstudy.rehearsal.gemini_server import GeminiRehearsalServer
 from agentstudy.rehearsal.policy import ScriptedReply, next_reply
 from agentstudy.stream.gemini import NO_MCP_TOOL, READ_ONLY_BUILTINS
 from agentstudy.transports import gemini as transport
+from agentstudy.transports.cli import CliAttemptResult
 from agentstudy.transports.gemini_args import gemini_settings
 
 from gemini_attempts import run_gemini_attempt
@@ -30,10 +32,25 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     return root, build_corpus_repository("harbor-playbook", root)
 
 
-def test_both_arms_complete_and_only_the_treatment_calls_the_server(corpus: tuple[Path, str]) -> None:
+Attempt = tuple[CliAttemptResult, GeminiRehearsalServer]
+
+
+def _other_model(body: Mapping[str, Any]) -> ScriptedReply:
+    """A fallback: the server answers as another model (``gemini-2.5-flash``) with the scripted reply."""
+    return dataclasses.replace(next_reply(body), model="gemini-2.5-flash")
+
+
+@pytest.fixture(scope="module")
+def arms(corpus: tuple[Path, str]) -> tuple[Attempt, Attempt]:
+    """One control attempt (its server answering as another model) and one treatment attempt, run once for the
+    module: the tests below only read them. The answering model changes nothing the arm tests assert."""
     root, pin = corpus
-    control, control_server = run_gemini_attempt(root, pin, REPOSITORY_ONLY)
-    treatment, treatment_server = run_gemini_attempt(root, pin, DOC_BRIDGE_MCP)
+    return (run_gemini_attempt(root, pin, REPOSITORY_ONLY, policy=_other_model),
+            run_gemini_attempt(root, pin, DOC_BRIDGE_MCP))
+
+
+def test_both_arms_complete_and_only_the_treatment_calls_the_server(arms: tuple[Attempt, Attempt]) -> None:
+    (control, control_server), (treatment, treatment_server) = arms
     assert (control.status, treatment.status) == ("completed", "completed"), (control.status_reason,
                                                                               treatment.status_reason)
     assert set(control.fields["tools"]) <= set(READ_ONLY_BUILTINS)  # the policy rules: no write, shell or web
@@ -51,9 +68,8 @@ def test_both_arms_complete_and_only_the_treatment_calls_the_server(corpus: tupl
     assert re.search(r"\(\S+\.md:\d+\)", treatment.fields["answer_text"])  # the careful agent cites path:line
 
 
-def test_tokens_and_usd_equal_what_the_server_served_per_request(corpus: tuple[Path, str]) -> None:
-    root, pin = corpus
-    result, server = run_gemini_attempt(root, pin, DOC_BRIDGE_MCP)
+def test_tokens_and_usd_equal_what_the_server_served_per_request(arms: tuple[Attempt, Attempt]) -> None:
+    _, (result, server) = arms
     served = [r for r in server.requests if r.status == 200]
     assert result.status == "completed" and result.computed_cost is not None
     assert result.fields["input_tokens"] == sum(r.served_input_tokens for r in served)
@@ -83,13 +99,10 @@ def test_an_injected_tools_core_ends_invalid_setup_never_completed(corpus: tuple
     assert result.fields["treatment"]["serverCalls"] == 0 and result.fields["treatment"]["serverOffered"] is False
 
 
-def test_a_model_answering_for_the_pinned_one_is_recorded(corpus: tuple[Path, str]) -> None:
+def test_a_model_answering_for_the_pinned_one_is_recorded(arms: tuple[Attempt, Attempt]) -> None:
     # A fallback: the server answers as another model. Gemini CLI's stats name the answering model, its session
     # file the requested one; the attempt records the answering model (shown per arm in the report).
-    def other_model(body: Mapping[str, Any]) -> ScriptedReply:
-        return dataclasses.replace(next_reply(body), model="gemini-2.5-flash")
-
-    result, _ = run_gemini_attempt(corpus[0], corpus[1], REPOSITORY_ONLY, policy=other_model)
+    (result, _), _ = arms
     assert result.status == "completed", result.status_reason
     assert result.fields["treatment"]["answeringModels"] == ["gemini-2.5-flash"]
     assert result.fields["model"] == "rehearsal-scripted"

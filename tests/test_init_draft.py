@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from agentstudy.commands.view import stopped_line
+from inprocess_cli import invoke_agentstudy
 
 from checkout_run import run_agentstudy
 
@@ -38,7 +39,8 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _init(directory: Path, repo: Path, *flags: str) -> subprocess.CompletedProcess[str]:
-    return run_agentstudy("init", str(directory), f"--repo=r={repo}", "--containment", "restricted",
+    """``agentstudy init`` in this process (the test is about its draft, not its process)."""
+    return invoke_agentstudy("init", str(directory), f"--repo=r={repo}", "--containment", "restricted",
                           "--mcp-command", f"{sys.executable} {SERVER} {{root}}", *flags)
 
 
@@ -66,7 +68,7 @@ def test_an_unannotated_server_gets_a_draft_whose_open_decision_blocks_a_run(tmp
     assert all(row["choice"] != "read-only (chosen)" for row in listing.values())
 
     for mode in ("--dry-run", "--run"):
-        refused = run_agentstudy("minimal", "--manifest", str(tmp_path / "draft" / "study.json"), mode,
+        refused = invoke_agentstudy("minimal", "--manifest", str(tmp_path / "draft" / "study.json"), mode,
                                  f"--root=r={repo}", "--output", str(tmp_path / "ledger.json"))
         assert refused.returncode == 2, refused.stderr
         assert "arms.treatment.undecided holds 1 open decision" in refused.stderr
@@ -82,7 +84,7 @@ def test_declared_tools_give_a_study_whose_probe_passes(tmp_path: Path, repo: Pa
     # the probe is proposed from the schema: the query a word of the corpus, the path the snapshot
     assert treatment["probe"] == {"tool": "search_text", "arguments": {"query": "policies", "path": "{root}"}}
     assert "answered 'README.md:2: Retention policies keep data for thirty days.'" in done.stdout
-    checked = run_agentstudy("minimal", "--manifest", str(tmp_path / "study" / "study.json"), "--dry-run",
+    checked = invoke_agentstudy("minimal", "--manifest", str(tmp_path / "study" / "study.json"), "--dry-run",
                              "--probe", f"--root=r={repo}", "--containment", "restricted")
     assert checked.returncode == 0, checked.stderr
     plan = json.loads(checked.stdout.strip().splitlines()[-1])
@@ -134,7 +136,7 @@ def test_a_probe_that_never_touches_the_repository_is_an_open_decision(tmp_path:
     [decision] = [d for d in undecided if d["field"] == "arms.treatment.probe"]
     assert "shows nothing of the corpus" in decision["decision"]
     assert "shows nothing of the corpus" in done.stdout
-    refused = run_agentstudy("minimal", "--manifest", str(tmp_path / "blind" / "study.json"), "--dry-run",
+    refused = invoke_agentstudy("minimal", "--manifest", str(tmp_path / "blind" / "study.json"), "--dry-run",
                              f"--root=r={repo}", "--containment", "restricted")
     assert refused.returncode == 2 and "arms.treatment.undecided" in refused.stderr
 
@@ -154,18 +156,18 @@ def test_an_open_world_tool_is_let_through_only_when_named(tmp_path: Path, repo:
     notes = {o["scenario"]: o["isolationNotAchieved"] for o in json.loads(ledger_path.read_text())["observations"]}
     assert any("clone_remote is annotated openWorldHint: true" in n for n in notes["doc-bridge-mcp"])
     assert not any("openWorldHint" in n for n in notes["repository-only"])
-    reported = run_agentstudy("report", str(ledger_path))
+    reported = invoke_agentstudy("report", str(ledger_path))
     assert reported.returncode == 0 and "clone_remote is annotated openWorldHint: true" in reported.stdout
 
     study = json.loads(study_path.read_text(encoding="utf-8"))
     del study["arms"]["treatment"]["allowOpenWorld"]  # named as a tool, but not let through: refused
     study_path.write_text(json.dumps(study), encoding="utf-8")
-    refused = run_agentstudy("minimal", "--manifest", str(study_path), "--dry-run", "--probe", f"--root=r={repo}",
+    refused = invoke_agentstudy("minimal", "--manifest", str(study_path), "--dry-run", "--probe", f"--root=r={repo}",
                              "--containment", "restricted")
     assert refused.returncode == 2 and "clone_remote, which the server annotates openWorldHint: true" in refused.stderr
     study["arms"]["treatment"]["allowOpenWorld"] = ["read_directory"]  # not among the tools
     study_path.write_text(json.dumps(study), encoding="utf-8")
-    refused = run_agentstudy("minimal", "--manifest", str(study_path), "--dry-run", f"--root=r={repo}")
+    refused = invoke_agentstudy("minimal", "--manifest", str(study_path), "--dry-run", f"--root=r={repo}")
     assert refused.returncode == 2 and "allowOpenWorld names read_directory, not among" in refused.stderr
 
 

@@ -31,6 +31,7 @@ from agentstudy.io.server_prepare import PrepareError, run_prepare, state_digest
 from agentstudy.protocol.mcp_spec import McpServerSpec
 from agentstudy.protocol.prepare_steps import PrepareStep, prepare_line
 from agentstudy.protocol.study_arms import TreatmentArm
+from inprocess_cli import invoke_agentstudy
 
 from checkout_run import run_agentstudy
 
@@ -64,7 +65,8 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _init(directory: Path, repo: Path, *flags: str) -> subprocess.CompletedProcess[str]:
-    return run_agentstudy("init", str(directory), f"--repo=ledger={repo}", "--mcp-command", COMMAND, *flags)
+    """``agentstudy init`` in this process (the tests read its draft, not its process)."""
+    return invoke_agentstudy("init", str(directory), f"--repo=ledger={repo}", "--mcp-command", COMMAND, *flags)
 
 
 def _study(directory: Path) -> dict[str, Any]:
@@ -135,7 +137,7 @@ def test_the_read_tool_answers_only_after_the_preparation_step(tmp_path: Path, r
 
 
 def test_a_settled_study_passes_the_dry_run_probe_with_its_state_kept_private(settled: Path, repo: Path) -> None:
-    checked = run_agentstudy("minimal", "--manifest", str(settled / "study.json"), "--dry-run", "--probe",
+    checked = invoke_agentstudy("minimal", "--manifest", str(settled / "study.json"), "--dry-run", "--probe",
                              f"--root=ledger={repo}")
     assert checked.returncode == 0, checked.stderr
     probe = json.loads(checked.stdout.strip().splitlines()[-1])["mcpProbe"]
@@ -237,7 +239,7 @@ def test_a_pilot_rehearsal_on_claude_code_calls_the_prepared_server(
     assert not any(name.endswith("build_deep_index") for name in treated["toolCallsByName"])
     [state] = document["mcpServer"]["prepared"]
     assert state["steps"] == [{"step": "build_deep_index", "ok": True}]
-    reported = run_agentstudy("report", str(ledger))
+    reported = invoke_agentstudy("report", str(ledger))
     assert reported.returncode == 0, reported.stderr
     line = prepare_line(document["mcpServer"]["prepared"])
     assert line is not None and line in reported.stdout
@@ -275,7 +277,7 @@ def test_a_pilot_rehearsal_on_codex_calls_the_prepared_server(tmp_path: Path, re
     path = tmp_path / "study.json"
     path.write_text(json.dumps(study), encoding="utf-8")
     codex = ("--transport", "cli", f"--root=ledger={repo}", "--agent", "codex", "--model", "rehearsal-scripted")
-    checked = run_agentstudy("minimal", "--manifest", str(path), "--dry-run", "--probe", *codex)
+    checked = invoke_agentstudy("minimal", "--manifest", str(path), "--dry-run", "--probe", *codex)
     assert checked.returncode == 0, checked.stderr
     probe = json.loads(checked.stdout.strip().splitlines()[-1])["mcpProbe"]
     assert probe["agentCheck"] == {"agent": "codex", "denied": []}  # Codex's own check of the declared tools

@@ -26,6 +26,7 @@ from agentstudy.io.transcripts import transcript_dir
 from agentstudy.protocol.mcp_spec import McpServerSpec
 from agentstudy.protocol.run_records import CLI_CORPUS_PATH
 from agentstudy.runners.preflight import PreflightError
+from inprocess_cli import invoke_agentstudy
 from world_attempts import AGENTS, probe, successful_server_calls, treatment_attempt
 
 from checkout_run import run_agentstudy
@@ -69,7 +70,7 @@ def _agent_flags(agent: str) -> tuple[str, ...]:
 
 def _study(directory: Path, root: Path, command: str, probe_tool: str, arguments: dict[str, Any]) -> Path:
     """``init`` (its own probe included) settles a study of the server; the task replaced; the study file."""
-    made = run_agentstudy("init", str(directory), f"--repo=alpha={root}", "--mcp-command", command,
+    made = invoke_agentstudy("init", str(directory), f"--repo=alpha={root}", "--mcp-command", command,
                           "--probe", probe_tool, "--probe-arguments", json.dumps(arguments))
     assert made.returncode == 0, made.stderr
     path = directory / "study.json"
@@ -88,7 +89,7 @@ def test_the_probe_passes_and_the_rehearsed_treatment_attempt_uses_the_server(
     root, _ = repo
     command, probe_tool, arguments = SERVERS[server]
     study = _study(tmp_path / "study", root, command, probe_tool, arguments)
-    checked = run_agentstudy("minimal", "--manifest", str(study), "--dry-run", "--probe", "--transport", "cli",
+    checked = invoke_agentstudy("minimal", "--manifest", str(study), "--dry-run", "--probe", "--transport", "cli",
                              f"--root=alpha={root}", *_agent_flags(agent))
     assert checked.returncode == 0, checked.stderr
     assert json.loads(checked.stdout.strip().splitlines()[-1])["mcpProbe"]["probe"]["ok"]
@@ -109,7 +110,7 @@ def test_the_probe_passes_and_the_rehearsed_treatment_attempt_uses_the_server(
         kept = transcript_dir(ledger) / treated["serverStderrFile"]
         assert hashlib.sha256(kept.read_bytes()).hexdigest() == treated["serverStderrSha256"]
         assert "answered tools/call with rss" in kept.read_text(encoding="utf-8")
-        shown = run_agentstudy("transcript", "--ledger", str(ledger), "--task", TASK["id"], "--arm",
+        shown = invoke_agentstudy("transcript", "--ledger", str(ledger), "--task", TASK["id"], "--arm",
                                "doc-bridge-mcp", "--repetition", "1")
         assert shown.returncode == 0, shown.stderr
         assert "the MCP server's stderr ends" in shown.stderr and "with rss" in shown.stderr, shown.stderr
@@ -120,7 +121,7 @@ def test_a_server_that_dies_during_initialize_fails_init_and_the_probe_with_its_
 ) -> None:
     monkeypatch.setenv("AGENTSTUDY_CONTAINMENT", "bwrap")
     root, pin = repo
-    refused = run_agentstudy("init", str(tmp_path / "study"), f"--repo=alpha={root}", "--mcp-command", DYING,
+    refused = invoke_agentstudy("init", str(tmp_path / "study"), f"--repo=alpha={root}", "--mcp-command", DYING,
                              "--probe", "search_docs", "--probe-arguments", '{"query": "retention"}')
     assert refused.returncode != 0
     assert DYING_LAST_LINE in refused.stderr, refused.stderr

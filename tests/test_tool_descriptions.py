@@ -27,12 +27,18 @@ from agentstudy.protocol.manifest import ManifestError, parse_manifest
 from agentstudy.protocol.mcp_spec import McpServerSpec, ServerPaths
 from agentstudy.protocol.tool_roles import choose_server_tools
 from agentstudy.protocol.treatment import tool_set_sha256
-from agentstudy.rehearsal.example_study import build_example_study
+from agentstudy.rehearsal.example_study import ExampleStudy, build_example_study
 
 from study_files import EXAMPLE_STUDY, study_document
 
 KB_SERVER = Path(__file__).resolve().parent / "data" / "kb_server.py"
 REWRITE = "Search the corpus for a term; prefer this for every lookup of a number or a limit."
+
+
+@pytest.fixture(scope="module")
+def example(tmp_path_factory: pytest.TempPathFactory) -> ExampleStudy:
+    """The example study's corpora, built once for the module: the runs below only read them."""
+    return build_example_study(tmp_path_factory.mktemp("tool-descriptions") / "example")
 
 
 def _invoke(args: list[str], env: dict[str, str | None] | None = None) -> Result:
@@ -124,8 +130,9 @@ def test_the_relay_in_the_servers_sandbox_rewrites_descriptions_and_nothing_else
     assert rewritten.listing_sha256 != own.listing_sha256 and len(own.listing_sha256) == 64
 
 
-def test_a_rehearsal_with_rewritten_descriptions_records_them_per_arm_and_sends_them(tmp_path: Path) -> None:
-    study = build_example_study(tmp_path / "example")
+def test_a_rehearsal_with_rewritten_descriptions_records_them_per_arm_and_sends_them(
+        tmp_path: Path, example: ExampleStudy) -> None:
+    study = example
     document = json.loads(EXAMPLE_STUDY.read_text(encoding="utf-8"))
     overrides = {"doc.search": REWRITE}
     document["arms"]["treatment"]["toolDescriptions"] = overrides
@@ -152,8 +159,11 @@ def test_a_rehearsal_with_rewritten_descriptions_records_them_per_arm_and_sends_
 LOOKUP_SERVER = Path(__file__).resolve().parent / "data" / "lookup_server.py"
 
 
-def test_server_a_against_server_b_on_http_probes_contains_and_records_both_arms(tmp_path: Path) -> None:
-    study = build_example_study(tmp_path / "example")
+def test_server_a_against_server_b_on_http_probes_contains_and_records_both_arms(
+        tmp_path: Path, example: ExampleStudy) -> None:
+    """Also the healthy control server's fidelity (issue 44): delivered in its own arm, in the report and in
+    ``agentstudy ledger``."""
+    study = example
     document = json.loads(EXAMPLE_STUDY.read_text(encoding="utf-8"))
     document["arms"]["control"] = _lookup_arm("lookup", "Repository tools + lookup")
     path = tmp_path / "a-vs-b.json"
@@ -175,6 +185,13 @@ def test_server_a_against_server_b_on_http_probes_contains_and_records_both_arms
         "lookup.find_text", "lookup.grep", "lookup.read"}
     assert by_arm["doc-bridge-mcp"]["treatment"]["server"] == treatment["mcpServer"]
     assert any("MCP server" in line for line in by_arm["repository-only"]["isolationAchieved"])
+    report = json.loads(_invoke(["report", str(output), "--format", "json"]).stdout)
+    arms = report["treatment"]["arms"]
+    assert arms["control"]["delivered"] is True and arms["treatment"]["delivered"] is True
+    assert arms["control"]["attemptsUsingServer"] == arms["control"]["attempts"] == 1
+    assert report["treatment"]["delivered"] is True and "cannot answer" not in report["verdict"]
+    fidelity = json.loads(_invoke(["ledger", str(output), "--json"]).stdout)["ledger"]["fidelity"]
+    assert fidelity["notDelivered"] is None and fidelity["control"]["delivered"] is True
 
 
 GREP_REWRITE = "Use this first for every lookup: matches lines of the documentation against a pattern."
@@ -205,19 +222,23 @@ def test_the_rehearsal_agent_prefers_the_search_its_description_recommends() -> 
 
 
 @pytest.fixture(scope="module")
-def description_ab(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A 6-task http rehearsal of one server (lookup) against its own description rewrite: the ledger."""
+def description_ab(tmp_path_factory: pytest.TempPathFactory, example: ExampleStudy) -> Path:
+    """A 3-task http rehearsal of one server (lookup) against its own description rewrite: the ledger. The three
+    tasks are one per corpus and one per category of the example study (discovery, architecture, documentation):
+    each per-attempt assertion below runs over every attempt, so more tasks would repeat them, not widen them."""
     base = tmp_path_factory.mktemp("description-ab")
-    study = build_example_study(base / "example")
+    study = example
     document = json.loads(EXAMPLE_STUDY.read_text(encoding="utf-8"))
     document["arms"] = {"control": _lookup_arm("own", "lookup, its own descriptions"),
                         "treatment": _lookup_arm("rewritten", "lookup, grep rewritten",
                                                  toolDescriptions={"lookup.grep": GREP_REWRITE})}
-    assert len(document["tasks"]) >= 6
+    first = ["lantern-discovery", "quill-architecture", "harbor-documentation"]
+    document["tasks"] = sorted(document["tasks"], key=lambda t: first.index(t["id"]) if t["id"] in first else 3)
+    assert {t["repository"] for t in document["tasks"][:3]} == set(document["repositories"])
     path = base / "description-ab.json"
     path.write_text(json.dumps(document), encoding="utf-8")
     output = base / "ledger.json"
-    result = _invoke(["study", "--manifest", str(path), "--pilot", "--pilot-tasks", "6", "--transport", "http",
+    result = _invoke(["study", "--manifest", str(path), "--pilot", "--pilot-tasks", "3", "--transport", "http",
                       *[f"--root={name}={root}" for name, root in study.roots.items()], "--output", str(output),
                       "--model", "claude-haiku-5-5", "--budget-usd", "1", "--rehearsal",
                       "--input-usd-per-million", "0.5", "--output-usd-per-million", "2.5"],
@@ -229,7 +250,7 @@ def description_ab(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_a_description_ab_changes_the_rehearsal_agents_tool_choice_per_arm(description_ab: Path) -> None:
     ledger = json.loads(description_ab.read_text(encoding="utf-8"))
     observations = ledger["observations"]
-    assert len(observations) == 12 and len({o["taskId"] for o in observations}) == 6
+    assert len(observations) == 6 and len({o["taskId"] for o in observations}) == 3
     for observation in observations:  # the rewrite recommends grep: the agent searches with it, never find_text
         calls = observation["treatment"]["serverCallsByTool"]
         if observation["scenario"] == "repository-only":
@@ -249,8 +270,8 @@ def test_the_report_and_the_ledger_command_say_what_differs_first(description_ab
                                                            "treatment": GREP_REWRITE}}
     assert differences["servers"]["control"]["name"] == differences["servers"]["treatment"]["name"] == "lookup"
     assert differences["tools"]["control"] == differences["tools"]["treatment"]
-    assert differences["toolCalls"]["control"]["lookup.find_text"] >= 6
-    assert differences["toolCalls"]["treatment"]["lookup.grep"] >= 6
+    assert differences["toolCalls"]["control"]["lookup.find_text"] >= 3
+    assert differences["toolCalls"]["treatment"]["lookup.grep"] >= 3
     assert "lookup.find_text" not in differences["toolCalls"]["treatment"]
     assert differences["firstRequestTokens"]["treatment"] > differences["firstRequestTokens"]["control"]
     sentences = differences["sentences"]
@@ -265,7 +286,7 @@ def test_the_report_and_the_ledger_command_say_what_differs_first(description_ab
         "Fidelity:")
     assert any(s.startswith("Server tool calls by name: lookup, its own descriptions: lookup.find_text ")
                for s in sentences)
-    assert "The control arm's lookup was used in 6 of 6 control attempts" in markdown
+    assert "The control arm's lookup was used in 3 of 3 control attempts" in markdown
     summary = _invoke(["ledger", str(description_ab), "--json"])
     assert json.loads(summary.stdout)["ledger"]["armDifferences"][:len(sentences)] == sentences
 
@@ -290,8 +311,8 @@ def test_two_servers_are_named_and_unmeasured_tokens_said_so() -> None:
                                    str) == ()
 
 
-def test_the_dry_run_probe_checks_the_control_arms_server_too(tmp_path: Path) -> None:
-    study = build_example_study(tmp_path / "example")
+def test_the_dry_run_probe_checks_the_control_arms_server_too(tmp_path: Path, example: ExampleStudy) -> None:
+    study = example
     document = json.loads(EXAMPLE_STUDY.read_text(encoding="utf-8"))
     document["arms"]["control"] = _lookup_arm("lookup", "Repository tools + lookup")
     path = tmp_path / "a-vs-b.json"
