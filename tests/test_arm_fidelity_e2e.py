@@ -22,9 +22,9 @@ import pytest
 from agentstudy.protocol.server_word import CHANGED_WORD
 from agentstudy.protocol.treatment import CONTROL_SERVER_LOST, TREATMENT_LOST
 from agentstudy.rehearsal.example_study import build_example_study
-from inprocess_cli import invoke_agentstudy
 
 from checkout_run import run_agentstudy
+from inprocess_cli import invoke_agentstudy
 from study_files import EXAMPLE_STUDY
 
 LOOKUP_SERVER = Path(__file__).resolve().parent / "data" / "lookup_server.py"

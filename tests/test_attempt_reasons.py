@@ -19,9 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
-from agentstudy.cli import main
 from agentstudy.protocol.manifest import load_manifest
 from agentstudy.protocol.records import CliObservation
 from agentstudy.rehearsal.example_study import ExampleStudy, build_example_study
@@ -31,6 +29,7 @@ from agentstudy.runners.preflight import DEFAULT_MCP_SERVER
 from agentstudy.transports.cli import CliSettings
 
 from fakes import FakeClaude
+from inprocess_cli import invoke_agentstudy as run_agentstudy
 
 MODEL = "claude-haiku-5-5"
 TRUNCATED = "stdout went past its 4 MiB bound and was truncated"
@@ -42,12 +41,6 @@ CLEAN = (Path(__file__).resolve().parents[2] / "shared" / "transcripts" / "claud
 @pytest.fixture
 def study(tmp_path: Path) -> ExampleStudy:
     return build_example_study(tmp_path / "study")
-
-
-def run_agentstudy(*args: str) -> subprocess.CompletedProcess[str]:
-    """``agentstudy args`` in this process: its exit code, stdout and stderr as a finished subprocess's."""
-    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
-    return subprocess.CompletedProcess(["agentstudy", *args], result.exit_code, result.stdout, result.stderr)
 
 
 def _minimal(study: ExampleStudy, fake: FakeClaude, output: Path) -> subprocess.CompletedProcess[str]:

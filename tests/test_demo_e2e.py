@@ -33,6 +33,7 @@ from agentstudy.runners.minimal import run_cli_study
 from agentstudy.runners.preflight import DEFAULT_MCP_SERVER
 from agentstudy.transports.cli import CliSettings
 from claude_versions import ClaudeCode
+
 from inprocess_cli import invoke_agentstudy
 
 PLANTED_KEY = "sk-ant-planted-test-key-0123456789"

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from agentstudy.commands.view import stopped_line
-from inprocess_cli import invoke_agentstudy
 
 from checkout_run import run_agentstudy
+from inprocess_cli import invoke_agentstudy
 
 SERVER = Path(__file__).parent / "data" / "plain_server.py"
 

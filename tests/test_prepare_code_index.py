@@ -31,9 +31,9 @@ from agentstudy.io.server_prepare import PrepareError, run_prepare, state_digest
 from agentstudy.protocol.mcp_spec import McpServerSpec
 from agentstudy.protocol.prepare_steps import PrepareStep, prepare_line
 from agentstudy.protocol.study_arms import TreatmentArm
-from inprocess_cli import invoke_agentstudy
 
 from checkout_run import run_agentstudy
+from inprocess_cli import invoke_agentstudy
 
 REPO = Path(__file__).resolve().parents[1]
 TOOL_DIR = REPO / ".tools" / "code-index-mcp"

@@ -26,10 +26,10 @@ from agentstudy.io.transcripts import transcript_dir
 from agentstudy.protocol.mcp_spec import McpServerSpec
 from agentstudy.protocol.run_records import CLI_CORPUS_PATH
 from agentstudy.runners.preflight import PreflightError
-from inprocess_cli import invoke_agentstudy
 from world_attempts import AGENTS, probe, successful_server_calls, treatment_attempt
 
 from checkout_run import run_agentstudy
+from inprocess_cli import invoke_agentstudy
 
 DATA = Path(__file__).resolve().parent / "data" / "world_servers"
 FILES = {
