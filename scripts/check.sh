@@ -17,4 +17,6 @@ site="$(mktemp -d)"
 trap 'rm -rf "$site"' EXIT
 .venv/bin/mkdocs build --strict --quiet --site-dir "$site"
 workers="${PYTEST_WORKERS:-$(( $(nproc) + 1 ))}"
+# One BLAS thread per process: the workers already outnumber the cores, and idle OpenBLAS threads spin.
+export OPENBLAS_NUM_THREADS="${OPENBLAS_NUM_THREADS:-1}" OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 .venv/bin/python -m pytest -n "$workers" --dist loadfile --durations=30 tests property_tests "$@"

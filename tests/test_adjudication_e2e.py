@@ -13,14 +13,17 @@ import hashlib
 import json
 import math
 import os
+import shutil
 import stat
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from agentstudy.adjudication.demo import run_demo_adjudication
 from agentstudy.adjudication.run import run_adjudication
@@ -35,7 +38,7 @@ from agentstudy.runners.minimal import run_cli_study
 from agentstudy.runners.preflight import DEFAULT_MCP_SERVER
 from agentstudy.runners.progress import SilentProgress
 from agentstudy.transports.cli import CliSettings
-from claude_versions import ClaudeCode
+from claude_versions import ClaudeCode, installed_claude_code
 from test_adjudication_support import BLINDING_TERMS, MODEL, PLANTED_KEY, RecordingPolicy, request_for
 
 REVEALING = " (found with mcp__doc-bridge__doc_search and doc.get of the doc-bridge MCP server, doc-bridge-mcp arm)"
@@ -44,6 +47,33 @@ REVEALING = " (found with mcp__doc-bridge__doc_search and doc.get of the doc-bri
 def _companion(path: Path) -> dict[str, Any]:
     data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     return data
+
+
+DemoCopy = Callable[[Path, ClaudeCode], Path]
+
+
+@pytest.fixture(scope="module")
+def demo_copy(tmp_path_factory: pytest.TempPathFactory) -> DemoCopy:
+    """``copy(dest, claude)``: a fresh copy at ``dest`` of the demo pilot run with ``claude`` (asserted awaiting
+    adjudication). Each version's pilot runs once per module; every test adjudicates its own copy, so nothing a
+    test writes (a companion next to the ledger) is seen by another."""
+    runs: dict[str, Path] = {}
+
+    def copy(dest: Path, claude: ClaudeCode) -> Path:
+        if claude.version not in runs:
+            directory = tmp_path_factory.mktemp(f"demo-{claude.version}")
+            summary = run_demo(directory, claude.binary, progress=SilentProgress(), version=claude.version)
+            assert summary.status == "awaiting-adjudication"
+            runs[claude.version] = directory
+        shutil.copytree(runs[claude.version], dest, symlinks=True)
+        return dest
+
+    return copy
+
+
+def _pinned(claude_bin: Path) -> ClaudeCode:
+    """The pin (2.1.296) as a :class:`ClaudeCode` with ``claude_bin``'s binary."""
+    return ClaudeCode(claude_bin, installed_claude_code("2.1.296").version)
 
 
 def _demo_study(directory: Path) -> ExampleStudy:
@@ -80,11 +110,10 @@ def _offers_mcp(body: Mapping[str, Any]) -> bool:
     return any(str(tool.get("name", "")).startswith("mcp__") for tool in body.get("tools", []))
 
 
-def test_demo_ledger_is_adjudicated_blind_and_bound_to_its_hash(tmp_path: Path, claude_bin: Path) -> None:
-    directory = tmp_path / "demo"
-    directory.mkdir()
-    summary = run_demo(directory, claude_bin, progress=SilentProgress())
-    assert summary.status == "awaiting-adjudication"
+def test_demo_ledger_is_adjudicated_blind_and_bound_to_its_hash(
+    tmp_path: Path, claude_bin: Path, demo_copy: DemoCopy
+) -> None:
+    directory = demo_copy(tmp_path / "demo", _pinned(claude_bin))
     ledger = directory / "ledger.json"
     before = ledger.read_bytes()
     output = tmp_path / "adjudication.json"
@@ -171,10 +200,10 @@ def test_a_blocked_run_is_adjudicated_with_its_failed_observation_missing(tmp_pa
     _assert_blind(recorder)
 
 
-def test_demo_adjudication_runs_for_free_next_to_the_ledger(tmp_path: Path, claude_bin: Path) -> None:
-    directory = tmp_path / "demo"
-    directory.mkdir()
-    run_demo(directory, claude_bin, progress=SilentProgress())
+def test_demo_adjudication_runs_for_free_next_to_the_ledger(
+    tmp_path: Path, claude_bin: Path, demo_copy: DemoCopy
+) -> None:
+    directory = demo_copy(tmp_path / "demo", _pinned(claude_bin))
     ledger = directory / "ledger.json"
     summary = run_demo_adjudication(directory, claude_bin, ledger)
     assert summary.companion == directory / "ledger.adjudication.json"
@@ -186,12 +215,11 @@ def test_demo_adjudication_runs_for_free_next_to_the_ledger(tmp_path: Path, clau
     assert isinstance(companion["blinding"]["seed"], int)
 
 
-def test_adjudicate_command_rehearses_end_to_end(tmp_path: Path, claude_code: ClaudeCode) -> None:
+def test_adjudicate_command_rehearses_end_to_end(
+    tmp_path: Path, claude_code: ClaudeCode, demo_copy: DemoCopy
+) -> None:
     """The adjudicate command over a demo pilot, each with each pinned Claude Code (2.1.296 and 2.1.328)."""
-    directory = tmp_path / "demo"
-    directory.mkdir()
-    demo = run_demo(directory, claude_code.binary, progress=SilentProgress(), version=claude_code.version)
-    assert demo.status == "awaiting-adjudication"
+    directory = demo_copy(tmp_path / "demo", claude_code)
     study, ledger = _demo_study(directory), directory / "ledger.json"
     env = {**os.environ, "ANTHROPIC_API_KEY": PLANTED_KEY, "AGENTSTUDY_CLAUDE_BIN": str(claude_code.binary),
            "ADJUDICATOR_MODEL": MODEL, "ADJUDICATOR_BUDGET_USD": "1"}

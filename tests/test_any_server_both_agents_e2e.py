@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner, Result
 
-from checkout_run import run_agentstudy
+from agentstudy.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
 FILESYSTEM = REPO / ".tools" / "mcp-server-filesystem" / "node_modules" / ".bin" / "mcp-server-filesystem"
@@ -77,10 +78,16 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+def _agentstudy(*args: str) -> Result:
+    """``agentstudy args`` in this process (the commands' outcomes are the point, not a process of their own; the
+    servers and agents they start are real processes): the worker imports the MCP SDK once, not each command."""
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
 def _settled(directory: Path, repo: Path, command: str, *flags: str) -> Path:
     """``init`` writes a draft (exit 0), settled by ``flags``; the task replaced; the study file's path."""
-    made = run_agentstudy("init", str(directory), f"--repo=alpha={repo}", "--mcp-command", command, *flags)
-    assert made.returncode == 0, made.stderr
+    made = _agentstudy("init", str(directory), f"--repo=alpha={repo}", "--mcp-command", command, *flags)
+    assert made.exit_code == 0, made.output
     assert (directory / "server-tools.json").is_file()
     path = directory / "study.json"
     study = json.loads(path.read_text(encoding="utf-8"))
@@ -91,9 +98,9 @@ def _settled(directory: Path, repo: Path, command: str, *flags: str) -> Path:
 
 
 def _dry_run(study: Path, repo: Path, *agent: str) -> dict[str, Any]:
-    checked = run_agentstudy("minimal", "--manifest", str(study), "--dry-run", "--probe", "--transport", "cli",
-                             f"--root=alpha={repo}", *agent)
-    assert checked.returncode == 0, checked.stderr
+    checked = _agentstudy("minimal", "--manifest", str(study), "--dry-run", "--probe", "--transport", "cli",
+                          f"--root=alpha={repo}", *agent)
+    assert checked.exit_code == 0, checked.output
     plan: dict[str, Any] = json.loads(checked.stdout.strip().splitlines()[-1])
     return plan
 
@@ -102,9 +109,9 @@ def _pilot(study: Path, repo: Path, ledger: Path, claude_bin: Path, *agent: str)
     """A ``--pilot --rehearsal``; the treatment attempt's record, after checking every attempt completed."""
     model = ["--model", "rehearsal-scripted"] if agent else ["--model", "claude-haiku-5-5",
                                                              "--claude-bin", str(claude_bin)]
-    ran = run_agentstudy("minimal", "--manifest", str(study), "--pilot", "--rehearsal", "--transport", "cli",
-                         f"--root=alpha={repo}", "--budget-usd", "1", "--output", str(ledger), *model, *agent)
-    assert ran.returncode == 0, ran.stderr
+    ran = _agentstudy("minimal", "--manifest", str(study), "--pilot", "--rehearsal", "--transport", "cli",
+                      f"--root=alpha={repo}", "--budget-usd", "1", "--output", str(ledger), *model, *agent)
+    assert ran.exit_code == 0, ran.output
     observations = json.loads(ledger.read_text(encoding="utf-8"))["observations"]
     assert [o["status"] for o in observations] == ["completed", "completed"], ran.stderr
     [treated] = [o for o in observations if o["scenario"] == "doc-bridge-mcp"]

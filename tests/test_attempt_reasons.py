@@ -4,7 +4,8 @@ Truncation, a timeout, a binary that cannot start and a child stopped by a signa
 their reason on the CLI observation as ``statusReason`` (our own short words), ``agentstudy
 report`` shows it, ``agentstudy transcript`` prints it for ``--timed-out`` and truncated
 inputs, and ledgers written before the field still load. Real parts: git corpora in
-``tmp_path``, the ``agentstudy`` command as a subprocess, the fake ``claude`` of ``tests/fakes.py``.
+``tmp_path``, the ``agentstudy`` command (in process through click's runner: the attempt's own child is the
+fake ``claude`` of ``tests/fakes.py``, a real subprocess).
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
+from agentstudy.cli import main
 from agentstudy.protocol.manifest import load_manifest
 from agentstudy.protocol.records import CliObservation
 from agentstudy.rehearsal.example_study import ExampleStudy, build_example_study
@@ -27,7 +30,6 @@ from agentstudy.runners.minimal import run_cli_study
 from agentstudy.runners.preflight import DEFAULT_MCP_SERVER
 from agentstudy.transports.cli import CliSettings
 
-from checkout_run import run_agentstudy
 from fakes import FakeClaude
 
 MODEL = "claude-haiku-5-5"
@@ -40,6 +42,12 @@ CLEAN = (Path(__file__).resolve().parents[2] / "shared" / "transcripts" / "claud
 @pytest.fixture
 def study(tmp_path: Path) -> ExampleStudy:
     return build_example_study(tmp_path / "study")
+
+
+def run_agentstudy(*args: str) -> subprocess.CompletedProcess[str]:
+    """``agentstudy args`` in this process: its exit code, stdout and stderr as a finished subprocess's."""
+    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    return subprocess.CompletedProcess(["agentstudy", *args], result.exit_code, result.stdout, result.stderr)
 
 
 def _minimal(study: ExampleStudy, fake: FakeClaude, output: Path) -> subprocess.CompletedProcess[str]:

@@ -12,11 +12,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import random
 import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -75,22 +75,45 @@ def test_a_cap_that_fits_three_admits_exactly_three_at_concurrency_eight(
         (e.task_id, e.scenario, e.repetition) for e in schedule[:3]]  # admission follows the schedule
 
 
-def test_the_first_stopping_outcome_stops_admission_and_running_attempts_are_recorded(
-    study: ExampleStudy, fake_claude: FakeClaude, tmp_path: Path
-) -> None:
+@dataclass(frozen=True)
+class StoppedRun:
+    """One ``--run --concurrency 3`` whose first MCP-arm attempt fails (``first_mcp``, 1-based), shared by the
+    tests that read its ledger (they never write it): the fake that ran it and the ledger path."""
+
+    study: ExampleStudy
+    fake: FakeClaude
+    ledger: Path
+    first_mcp: int
+
+
+@pytest.fixture(scope="module")
+def stopped_run(tmp_path_factory: pytest.TempPathFactory) -> StoppedRun:
+    """Run once per module: the stop-rule test and the width-verification test read the same ledger."""
+    root = tmp_path_factory.mktemp("stopped-run")
+    study = build_example_study(root / "study")
+    fake = FakeClaude(root / "fake-claude")
     schedule = build_schedule(load_manifest(study.manifest_path).manifest, "full")
     first_mcp = next(i for i, e in enumerate(schedule, start=1) if e.scenario == "doc-bridge-mcp")
-    fake_claude.behave(mode="sleep", sleepSeconds=1.5, failWhenArgContains='"command"')
-    ledger_path = tmp_path / "ledger.json"
-    result = _run(study, fake_claude, ledger_path, "--run", "--concurrency", "3", "--budget-usd", "5")
+    fake.behave(mode="sleep", sleepSeconds=1.5, failWhenArgContains='"command"')
+    ledger_path = root / "ledger.json"
+    with pytest.MonkeyPatch.context() as patch:  # as the ``fake_claude`` fixture: its records live beside it
+        patch.setenv("AGENTSTUDY_CONTAINMENT", "restricted")
+        result = _run(study, fake, ledger_path, "--run", "--concurrency", "3", "--budget-usd", "5")
     assert result.exit_code != 0, result.output
-    ledger = verified(ledger_path)
+    return StoppedRun(study, fake, ledger_path, first_mcp)
+
+
+def test_the_first_stopping_outcome_stops_admission_and_running_attempts_are_recorded(
+    stopped_run: StoppedRun,
+) -> None:
+    first_mcp = stopped_run.first_mcp
+    ledger = verified(stopped_run.ledger)
     statuses = [o.status for o in ledger.observations]
     assert statuses[first_mcp - 1] != "completed"
     assert statuses[: first_mcp - 1] == ["completed"] * (first_mcp - 1)
     after = len(statuses) - first_mcp
     assert 0 <= after <= 2  # only attempts already in flight when it failed
-    assert _attempt_calls(fake_claude) == len(statuses)
+    assert _attempt_calls(stopped_run.fake) == len(statuses)
     assert ledger.stop_reason == f"attempt {first_mcp} ended {statuses[first_mcp - 1]}"
     assert ledger.status == "blocked"
 
@@ -137,12 +160,8 @@ def test_concurrency_one_writes_the_sequential_ledger(
     assert all("startedAt" not in o and "endedAt" not in o for o in document["observations"])
 
 
-def test_verification_holds_a_concurrent_ledger_to_its_width(
-    study: ExampleStudy, fake_claude: FakeClaude, tmp_path: Path
-) -> None:
-    fake_claude.behave(mode="sleep", sleepSeconds=0.5, failWhenArgContains='"command"')
-    ledger_path = tmp_path / "ledger.json"
-    _run(study, fake_claude, ledger_path, "--run", "--concurrency", "3", "--budget-usd", "5")
+def test_verification_holds_a_concurrent_ledger_to_its_width(stopped_run: StoppedRun) -> None:
+    ledger_path = stopped_run.ledger
     document = json.loads(ledger_path.read_bytes())
     assert verify_ledger_bytes(ledger_path.read_bytes()).problems == ()
 
@@ -169,10 +188,12 @@ def test_verification_holds_a_concurrent_ledger_to_its_width(
     assert any("without concurrency" in p for p in problems(concurrency=None))
 
 
-_MOMENTS = random.Random(19)
-KILL_MOMENTS_S = tuple(sorted({round(_MOMENTS.uniform(0.0, 3.0), 2) for _ in range(10)}))
-"""The seeded moments (s after the ledger appeared: its walk has begun) at which a concurrent run is killed: ten
-draws, each moment once (two draws are the same, 0.78 s: killing the run there twice covered nothing more)."""
+KILL_MOMENTS_S = (0.3, 0.8, 1.3, 1.8, 2.4, 3.0)
+"""The moments (s after the ledger appeared: its walk has begun) at which a concurrent run is killed: 0.3-3 s at
+steps of at most 0.6 s. Each kill is a whole run; the nine distinct seeded draws of before spanned 0.44-2.99 s with
+gaps of up to 0.64 s, so this grid covers the same span with no wider gap. (Measured: a kill at 0.0 s can land
+after the running snapshot, which names its journal, and before the journal exists; that window is not this
+test's subject.)"""
 
 
 @pytest.mark.parametrize("delay_s", KILL_MOMENTS_S)

@@ -46,7 +46,7 @@ def _comparison(tmp_path: Path, transport: str) -> list[str]:
         "probe": {"tool": "lookup.find_text", "arguments": {"query": "the"}}, "serverConfigCandidates": []}
     path = tmp_path / "a-vs-b.json"
     path.write_text(json.dumps(document), encoding="utf-8")
-    return ["study", "--manifest", str(path), "--pilot", "--pilot-tasks", "2", "--pilot-repetitions", "2",
+    return ["study", "--manifest", str(path), "--pilot", "--pilot-tasks", "2", "--pilot-repetitions", "1",
             *TRANSPORTS[transport], "--rehearsal", *[f"--root={n}={p}" for n, p in built.roots.items()],
             "--model", "claude-haiku-5-5", "--budget-usd", "10", "--concurrency", "4"]
 
@@ -69,7 +69,7 @@ def test_server_a_against_server_b_on_ray_matches_the_local_executor(ray_cluster
         return (o["status"], o["toolCallsByName"], record["server"], record["serverCallsByTool"],
                 sorted(record["offeredServerTools"]), o["chargedUsd"])
 
-    assert len(ray_ledger["observations"]) == len(local_ledger["observations"]) == 8  # 2 tasks, 2 arms, 2 reps
+    assert len(ray_ledger["observations"]) == len(local_ledger["observations"]) == 4  # 2 tasks, 2 arms, 1 rep
     key = lambda o: (o["taskId"], o["scenario"], o["repetition"])  # noqa: E731
     assert {key(o): facts(o) for o in ray_ledger["observations"]} == {
         key(o): facts(o) for o in local_ledger["observations"]}

@@ -47,9 +47,11 @@ def _alive(cluster: Cluster) -> list[int]:
 def test_a_signal_to_a_ray_run_stops_it_like_a_local_one(cluster: Cluster, study: ExampleStudy, tmp_path: Path,
                                                          sig: signal.Signals) -> None:
     ledger_path, prompts = tmp_path / "ledger.json", tmp_path / "prompts.jsonl"
+    # The pilot's two attempts (one per arm) run at once; its preflight probes one checkout where a full run's
+    # probes every checkout (the signal lands inside the attempts either way).
     driver = subprocess.Popen(
         cluster.command([sys.executable, str(HERE / "ray_driver.py"), str(prompts), "--",
-                         *_args(study, ledger_path, "--run", "--concurrency", "2", "--executor", "ray",
+                         *_args(study, ledger_path, "--pilot", "--concurrency", "2", "--executor", "ray",
                                 "--ray-address", ADDRESS, "--rehearsal-latency-ms", "4000")]),
         env=_child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

@@ -18,7 +18,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from agentstudy.cli import main
 from agentstudy.protocol.server_word import CHANGED_WORD
 
 from checkout_run import run_agentstudy
@@ -60,13 +62,20 @@ def study(repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.fixture(scope="module")
+def checked(study: Path, repo: Path) -> subprocess.CompletedProcess[str]:
+    """``--dry-run --probe`` of the study, run once: it names no agent, so it is the same check for every agent's
+    pilot below, and each asserts on it."""
+    return run_agentstudy("minimal", "--manifest", str(study), "--dry-run", "--probe", "--transport", "cli",
+                          f"--root=alpha={repo}", env={**os.environ, "AGENTSTUDY_CONTAINMENT": "bwrap"})
+
+
 @pytest.mark.parametrize("agent", ["claude-code", "codex", "gemini"])
 def test_a_server_that_changes_its_word_after_the_preflight_is_never_called(
     study: Path, repo: Path, claude_bin: Path, tmp_path: Path, agent: str,
+    checked: subprocess.CompletedProcess[str],
 ) -> None:
     env = {**os.environ, "AGENTSTUDY_CONTAINMENT": "bwrap"}
-    checked = run_agentstudy("minimal", "--manifest", str(study), "--dry-run", "--probe", "--transport", "cli",
-                             f"--root=alpha={repo}", env=env)
     assert checked.returncode == 0, checked.stderr  # the preflight hears the honest word
     ledger = tmp_path / "pilot.json"
     model = (["--agent", agent, "--model", "rehearsal-scripted"] if agent != "claude-code"
@@ -88,5 +97,5 @@ def test_a_server_that_changes_its_word_after_the_preflight_is_never_called(
     tail = (ledger.with_name(ledger.name + ".transcripts") / said).read_text(encoding="utf-8")
     assert "listed for " in tail and "listed for mcp" not in tail, tail  # the agent's client asked for the tools
     assert "CALLED" not in tail, f"a tool reached the server in the attempt: {tail}"
-    verified = run_agentstudy("ledger", str(ledger))
-    assert verified.returncode == 0, verified.stderr
+    verified = CliRunner().invoke(main, ["ledger", str(ledger)])  # in-process: the verdict, not the process
+    assert verified.exit_code == 0, verified.output

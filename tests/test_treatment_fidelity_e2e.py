@@ -130,20 +130,21 @@ def test_a_server_offered_but_never_called_is_not_delivered_on_every_screen(
     assert treated["builtinToolsSha256"] == control["builtinToolsSha256"] is not None
     assert _run(["ledger", str(ledger)]).exit_code == 0  # the record is covered by the ledger's hashes
 
-    report = json.loads(_report(ledger, "json"))
+    reports = {output_format: _report(ledger, output_format) for output_format in ("text", "md", "html", "json")}
+    report = json.loads(reports["json"])
     assert report["treatment"]["delivered"] is False
     assert report["treatment"]["treatmentAttempts"] == 1 and report["treatment"]["attemptsUsingServer"] == 0
     assert report["treatment"]["serverCalls"] == 0
     assert "cannot answer whether doc-bridge helps" in report["verdict"]
 
-    first_lines = "\n".join(_report(ledger, "md").splitlines()[:30])
+    first_lines = "\n".join(reports["md"].splitlines()[:30])
     assert "**WARNING:**" in first_lines and "treatment was not delivered" in first_lines
     assert "compared with" not in first_lines  # no comparison table shown as a finding
-    text = _report(ledger, "text")
+    text = reports["text"]
     assert "!!!!" in text.split("Result at a glance")[1][:600]
 
     page = tmp_path / "report.html"
-    page.write_text(_report(ledger, "html"), encoding="utf-8")
+    page.write_text(reports["html"], encoding="utf-8")
     png = screenshot(page, tmp_path / "first-screen.png", window=SCREEN)
     assert _png_size(png) == SCREEN
     probe = tmp_path / "probe.html"
@@ -157,7 +158,7 @@ def test_a_server_offered_but_never_called_is_not_delivered_on_every_screen(
     assert "treatment not delivered" in result.stderr and "cannot answer" in result.stderr
     line = json.loads(result.stdout.strip().splitlines()[-1])
     assert line["treatment"]["delivered"] is False and "warning" in line["treatment"]
-    _check_transcripts(ledger, result, [_report(ledger, f) for f in ("text", "md", "html", "json")])
+    _check_transcripts(ledger, result, list(reports.values()))
 
 
 def _check_transcripts(ledger: Path, run: Result, reports: list[str]) -> None:
