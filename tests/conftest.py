@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -14,6 +15,9 @@ from agentstudy.cli import COMMANDS
 from claude_versions import CLAUDE_CODE_VERSIONS, ClaudeCode, installed_claude_code
 
 from fakes import FakeClaude
+
+if TYPE_CHECKING:
+    from agentstudy.rehearsal.example_study import ExampleStudy
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
@@ -76,6 +80,15 @@ def no_processes_no_sockets(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(subprocess, "Popen", forbidden)
     monkeypatch.setattr(socket, "socket", forbidden)
     monkeypatch.setattr(socket, "create_connection", forbidden)
+
+
+@pytest.fixture(scope="session")
+def sequential_stopped(tmp_path_factory: pytest.TempPathFactory) -> tuple[ExampleStudy, Path, Path]:
+    """The 20-task sequential rehearsal (``tests/sequential_study.py``) run once per worker to its efficacy stop:
+    (the study, its study file, the ledger). Several files read it; none may change these files."""
+    from sequential_study import run_stopped
+
+    return run_stopped(tmp_path_factory.mktemp("sequential-stopped"))
 
 
 HEAVY_FIRST = ("test_signals", "test_ray_executor", "test_concurrency", "test_report_screen", "test_power_command",

@@ -30,3 +30,28 @@ def sequential_rehearsal(dest: Path, tasks: int = 20, better_when: str = "higher
     path = dest / "sequential-study.json"
     path.write_text(json.dumps(document, indent=2))
     return study, path
+
+
+MODEL = "claude-haiku-5-5"
+
+
+def study_command(study: ExampleStudy, manifest: Path, output: Path, *extra: str) -> list[str]:
+    """``agentstudy study --run --rehearsal`` of ``study`` (http, one attempt at a time, budget 1 USD) to
+    ``output``, then ``extra``: the command the sequential tests run and continue."""
+    roots = [f"--root={name}={path}" for name, path in study.roots.items()]
+    return ["study", "--manifest", str(manifest), "--run", "--rehearsal", *roots, "--output", str(output),
+            "--model", MODEL, "--budget-usd", "1", *extra]
+
+
+def run_stopped(dest: Path) -> tuple[ExampleStudy, Path, Path]:
+    """The 20-task rehearsal of :func:`sequential_rehearsal` built under ``dest`` and run to its efficacy stop
+    in-process; (the study, its study file, the ledger). Raises AssertionError if the run does not exit 0."""
+    from click.testing import CliRunner
+
+    from agentstudy.cli import main
+
+    study, manifest = sequential_rehearsal(dest / "study")
+    output = dest / "ledger.json"
+    result = CliRunner().invoke(main, study_command(study, manifest, output), catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return study, manifest, output

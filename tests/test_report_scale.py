@@ -3,10 +3,12 @@ with each other and with the ledger, and their HTML stays bounded (no timing: sp
 
 from __future__ import annotations
 
+import functools
 import json
 import statistics
 import sys
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +27,19 @@ OBSERVATIONS = 2_000
 
 
 @pytest.fixture(scope="module")
-def large(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def large(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The generated ledger. Its reports and power plans plan the same metrics again and again, and the minimum
+    detectable difference and the needed designs are seeded simulations, deterministic in their arguments: within
+    this module each distinct call is simulated once and reused (where the plans look them up), so the commands'
+    agreement is still checked (a plan with other arguments, e.g. another alpha, gets its own simulation)."""
+    from agentstudy.report import power_section
+
     path = tmp_path_factory.mktemp("scale") / "ledger.json"
     write_large_ledger(path, OBSERVATIONS)
-    return path
+    with pytest.MonkeyPatch.context() as patch:
+        for name in ("minimum_detectable", "needed_designs"):
+            patch.setattr(power_section, name, functools.cache(getattr(power_section, name)))
+        yield path
 
 
 def _run(*args: str) -> str:

@@ -12,7 +12,6 @@ import pytest
 from click.testing import CliRunner
 
 from agentstudy.cli import main
-from sequential_study import sequential_rehearsal
 
 MODEL = "claude-haiku-5-5"
 
@@ -24,13 +23,9 @@ def _command(study: Any, manifest: Path, output: Path, *extra: str) -> list[str]
 
 
 @pytest.fixture(scope="module")
-def stopped(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Path, Path]:
-    dest = tmp_path_factory.mktemp("sequential-chain")
-    study, manifest = sequential_rehearsal(dest / "study")
-    output = dest / "ledger.json"
-    result = CliRunner().invoke(main, _command(study, manifest, output), catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    return study, manifest, output
+def stopped(sequential_stopped: tuple[Any, Path, Path]) -> tuple[Any, Path, Path]:
+    """The 20-task rehearsal run to its efficacy stop (shared, read only)."""
+    return sequential_stopped
 
 
 def test_every_continuation_of_a_stopped_sequential_study_is_refused_with_its_stop(

@@ -19,20 +19,12 @@ from click.testing import CliRunner
 from agentstudy.cli import main
 from agentstudy.protocol.ledger_integrity import seal_ledger
 from concurrent_ledgers import verified
-from sequential_study import sequential_rehearsal
 
 
 @pytest.fixture(scope="module")
-def sequential_ledger(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """The ledger of the 20-task rehearsal and its study file."""
-    dest = tmp_path_factory.mktemp("order")
-    study, manifest = sequential_rehearsal(dest / "study")
-    output = dest / "ledger.json"
-    roots = [f"--root={name}={path}" for name, path in study.roots.items()]
-    result = CliRunner().invoke(main, ["study", "--manifest", str(manifest), "--run", "--rehearsal", *roots,
-                                       "--output", str(output), "--model", "claude-haiku-5-5", "--budget-usd", "1"],
-                                catch_exceptions=False)
-    assert result.exit_code == 0, result.output
+def sequential_ledger(sequential_stopped: tuple[Any, Path, Path]) -> tuple[Path, Path]:
+    """The ledger of the 20-task rehearsal and its study file (shared, read only)."""
+    _, manifest, output = sequential_stopped
     verified(output)
     return output, manifest
 

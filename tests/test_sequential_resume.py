@@ -17,21 +17,18 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner
 
 from agentstudy.cli import main
 from agentstudy.io.ledger_journal import LedgerJournalError, read_ledger
 from agentstudy.protocol.continuation import chain_problems
 from concurrent_ledgers import verified
-from sequential_study import sequential_rehearsal
-
-MODEL = "claude-haiku-5-5"
+from sequential_study import study_command
 
 
 def _command(study: Any, manifest: Path, output: Path, *extra: str) -> list[str]:
-    roots = [f"--root={name}={path}" for name, path in study.roots.items()]
-    return ["study", "--manifest", str(manifest), "--run", "--rehearsal", *roots, "--output", str(output),
-            "--model", MODEL, "--budget-usd", "1", *extra]
+    return study_command(study, manifest, output, *extra)
 
 
 def _killed_after(study: Any, manifest: Path, output: Path, looks: int) -> list[dict[str, Any]]:
@@ -57,28 +54,36 @@ def _killed_after(study: Any, manifest: Path, output: Path, looks: int) -> list[
     return seen
 
 
-def test_a_killed_sequential_study_continues_to_the_same_decision(tmp_path: Path) -> None:
-    study, manifest = sequential_rehearsal(tmp_path / "study")
-    whole = tmp_path / "whole.json"
-    result = CliRunner().invoke(main, _command(study, manifest, whole), catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    uninterrupted = verified(whole).sequential
-    assert uninterrupted is not None and uninterrupted.stop_reason == "efficacy"
-    assert uninterrupted.tasks_completed >= 5  # room to kill it before its stop
-
-    first = tmp_path / "first.json"
+@pytest.fixture(scope="module")
+def chain(sequential_stopped: tuple[Any, Path, Path], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The uninterrupted run (shared), a run of the same study SIGKILLed after three looks and sealed with
+    ``ledger --close``, and its continuation: the paths and the looks seen before the kill. Read only."""
+    study, manifest, whole = sequential_stopped
+    dest = tmp_path_factory.mktemp("resume")
+    first = dest / "first.json"
     before_kill = _killed_after(study, manifest, first, 3)
-    assert 3 <= len(before_kill) < uninterrupted.tasks_completed
-    assert all(look["decision"] == "continue" for look in before_kill)
     closed = CliRunner().invoke(main, ["ledger", "--close", str(first)], catch_exceptions=False)
     assert closed.exit_code == 0, closed.output
-    crashed = verified(first)
-    assert crashed.sequential is not None and crashed.sequential.stop_reason is None
-
-    second = tmp_path / "second.json"  # no --sequential: the chain's block says how it goes on
+    second = dest / "second.json"  # no --sequential: the chain's block says how it goes on
     result = CliRunner().invoke(main, _command(study, manifest, second, "--continue-from", str(first)),
                                 catch_exceptions=False)
     assert result.exit_code == 0, result.output
+    return {"study": study, "manifest": manifest, "whole": whole, "first": first, "second": second,
+            "beforeKill": before_kill}
+
+
+def test_a_killed_sequential_study_continues_to_the_same_decision(chain: dict[str, Any], tmp_path: Path) -> None:
+    study, manifest, first, second = chain["study"], chain["manifest"], chain["first"], chain["second"]
+    uninterrupted = verified(chain["whole"]).sequential
+    assert uninterrupted is not None and uninterrupted.stop_reason == "efficacy"
+    assert uninterrupted.tasks_completed >= 5  # room to kill it before its stop
+
+    before_kill = chain["beforeKill"]
+    assert 3 <= len(before_kill) < uninterrupted.tasks_completed
+    assert all(look["decision"] == "continue" for look in before_kill)
+    crashed = verified(first)
+    assert crashed.sequential is not None and crashed.sequential.stop_reason is None
+
     continued = verified(second)  # verifies alone: the carried observations replay the chain's looks
     record = continued.sequential
     assert record is not None and record.carried is not None
@@ -118,19 +123,11 @@ def test_a_killed_sequential_study_continues_to_the_same_decision(tmp_path: Path
     assert not third.exists()
 
 
-def test_a_carried_observation_changed_is_refused_by_the_verifier(tmp_path: Path) -> None:
+def test_a_carried_observation_changed_is_refused_by_the_verifier(chain: dict[str, Any]) -> None:
     """The carried values are what the continuation's looks replay from: changing one changes the looks."""
     from agentstudy.protocol.ledger_integrity import seal_ledger, verify_ledger
 
-    study, manifest = sequential_rehearsal(tmp_path / "study")
-    first = tmp_path / "first.json"
-    _killed_after(study, manifest, first, 2)
-    assert CliRunner().invoke(main, ["ledger", "--close", str(first)]).exit_code == 0
-    second = tmp_path / "second.json"
-    result = CliRunner().invoke(main, _command(study, manifest, second, "--continue-from", str(first)),
-                                catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    document = json.loads(second.read_bytes())
+    document = json.loads(chain["second"].read_bytes())  # a copy in memory: the file stays as it is
     carried = document["sequential"]["carried"]
     carried[0]["value"] = carried[0]["value"] * 10
     problems = verify_ledger(seal_ledger(document)).problems

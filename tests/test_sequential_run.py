@@ -32,15 +32,9 @@ def _roots(study: Any) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def stopped_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, MinimalLedger, Path]:
-    """The 20-task, one-repetition rehearsal run once for the module (http, one attempt at a time)."""
-    dest = tmp_path_factory.mktemp("sequential")
-    study, manifest = sequential_rehearsal(dest / "study")
-    output = dest / "ledger.json"
-    result = CliRunner().invoke(main, ["study", "--manifest", str(manifest), "--run", "--rehearsal", *_roots(study),
-                                       "--output", str(output), "--model", MODEL, "--budget-usd", "1"],
-                                catch_exceptions=False)
-    assert result.exit_code == 0, result.output
+def stopped_run(sequential_stopped: tuple[Any, Path, Path]) -> tuple[Path, MinimalLedger, Path]:
+    """The 20-task, one-repetition rehearsal run once (http, one attempt at a time; shared, read only)."""
+    _, manifest, output = sequential_stopped
     return output, verified(output), manifest
 
 
