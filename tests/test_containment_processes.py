@@ -120,9 +120,13 @@ def test_sigkill_of_the_child_leaves_nothing_in_tmpdir(tmp_path: Path, study: Ex
             agents = [pid for pid in _processes_with(str(binary)) if pid not in killed]
             if agents and _processes_with(marker):
                 for pid in agents:
-                    os.kill(pid, signal.SIGKILL)
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        continue  # a process of the launch that had already ended between the scan and the kill
                     killed.append(pid)
-                return
+                if killed:
+                    return
             time.sleep(0.05)
 
     killer = threading.Thread(target=kill_the_agent)
