@@ -109,13 +109,13 @@ class JournaledLedger:
             raise OutputExistsError(f"output already exists, refusing to overwrite: {path}")
         # The journal before the snapshot that names it: a kill between the two files leaves a journal
         # without a ledger (the path stays free of a ledger), never a running ledger that cannot be read.
-        create_new_file(self.journal, _encode(start_record(document[LEDGER_HASH_KEY]), indent=None), shown=path)
+        start = start_record(document[LEDGER_HASH_KEY])
+        create_new_file(self.journal, _encode(start, indent=None), shown=path)
         try:
             self._file = LedgerFile(path, document)
         except BaseException:
             _unlink_quietly(self.journal)
             raise
-        start = start_record(document[LEDGER_HASH_KEY])
         self._last_record, self._journal_bytes = start, 0
         self._snapshot_bytes, self._snapshot_at = len(self._file.last_written), clock()
         self._fd: int | None = os.open(self.journal, os.O_WRONLY | os.O_APPEND)
