@@ -53,6 +53,11 @@ def _die_with_test() -> None:
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
+def _ignore_sigint() -> None:
+    """In a node's ``ray start``: ignore SIGINT, as a cluster started from a background job does (workers keep it)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _child_env(**extra: str) -> dict[str, str]:
     env = {key: value for key, value in os.environ.items() if key not in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
@@ -91,12 +96,15 @@ class Cluster:
         """``argv`` prefixed so that it runs in the cluster's namespaces."""
         return ["nsenter", "-t", str(self.init_pid), "-n", "-p", "-m", "--", *argv]
 
-    def start_node(self, *, head: bool, cpus: int, env: dict[str, str] | None = None) -> None:
-        """``ray start`` a head (on 127.0.0.1:6379) or a worker node joining it."""
+    def start_node(self, *, head: bool, cpus: int, env: dict[str, str] | None = None,
+                   sigint_ignored: bool = False) -> None:
+        """``ray start`` a head (on 127.0.0.1:6379) or a worker node joining it; with ``sigint_ignored`` its
+        daemons and workers inherit SIGINT ignored."""
         where = (["--head", "--port", str(PORT), "--include-dashboard", "false", "--temp-dir", str(self.temp)]
                  if head else ["--address", ADDRESS])
         done = self.inside([RAY, "start", *where, "--node-ip-address", "127.0.0.1", "--num-cpus", str(cpus),
-                            "--disable-usage-stats"], env=env)
+                            "--disable-usage-stats"], env=env,
+                           preexec_fn=_ignore_sigint if sigint_ignored else None)
         assert done.returncode == 0, done.stderr[-2000:]
 
     def wait_for_nodes(self, count: int) -> None:
@@ -129,15 +137,16 @@ class Cluster:
         self.namespace.wait(timeout=30)
 
 
-def started_cluster(workers: int = 1) -> Iterator[Cluster]:
+def started_cluster(workers: int = 1, *, sigint_ignored: bool = False) -> Iterator[Cluster]:
     """A loopback-only cluster: a head node with 2 CPUs and ``workers`` worker nodes of 1 CPU, closed and its
-    temp dir removed afterwards (the body of every Ray test file's module fixture)."""
+    temp dir removed afterwards (the body of every Ray test file's module fixture); ``sigint_ignored``: see
+    ``Cluster.start_node``."""
     temp = Path(tempfile.mkdtemp(prefix="agentstudy-ray-"))
     made = Cluster(temp)
     try:
-        made.start_node(head=True, cpus=2)
+        made.start_node(head=True, cpus=2, sigint_ignored=sigint_ignored)
         for _ in range(workers):
-            made.start_node(head=False, cpus=1)
+            made.start_node(head=False, cpus=1, sigint_ignored=sigint_ignored)
         made.wait_for_nodes(1 + workers)
         yield made
     finally:

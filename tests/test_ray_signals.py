@@ -7,7 +7,10 @@ cancels every remote attempt (its process tree ends with it): exit 128+n, ledger
 naming the signal, every reservation settled, no attempt body or sandbox alive afterwards. The
 cluster is the one of ``tests/test_ray_executor.py`` (its own network and pid namespace, loopback
 only); the driver is ``tests/ray_driver.py`` (the rehearsal server logs each opening prompt, so the
-test knows when both attempts run).
+test knows when both attempts run). The cluster's workers inherit SIGINT ignored, as every worker of a
+cluster started from a background job (``nohup ray start … &``, a CI runner) does: Ray's cancel interrupts
+a task through SIGINT's handler, so the attempt body puts Python's own back for its duration (without it, a
+suite started in the background saw both attempts run to ``completed`` after the stop).
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ DRIVER_TITLE = f"{sys.executable}\0{HERE / 'ray_driver.py'}"
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Cluster]:
-    yield from started_cluster(workers=0)
+    yield from started_cluster(workers=0, sigint_ignored=True)
 
 
 @pytest.fixture(scope="module")

@@ -24,8 +24,9 @@ import contextlib
 import logging
 import os
 import shutil
+import signal
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, TypeVar
@@ -70,12 +71,36 @@ def worker_preflight(needs: WorkerRequirements) -> str | None:
     return None
 
 
+@contextlib.contextmanager
+def cancellable_by_ray() -> Iterator[None]:
+    """For its duration, ``SIGINT`` raises ``KeyboardInterrupt`` in this (main) thread, whatever the worker inherited.
+
+    ``ray.cancel(force=False)`` interrupts a running task with ``_thread.interrupt_main()``, which does
+    nothing while ``SIGINT`` is ignored: and it is ignored in every worker of a cluster started from a
+    background job (``nohup ray start … &``, a CI runner), since Python keeps an inherited ``SIG_IGN``.
+    A stop's cancel then left the remote attempts running to their end (issue 42: a loaded CI run). The
+    previous handler is put back afterwards; outside the main thread this is a no-op.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+
+
 def attempt_body(job: WorkerJob[R], corpus: CorpusBlobs | None) -> R:
-    """A Ray task's work: sweep the node's stale temporary directories, then ``job.run_on_worker`` with its node id."""
+    """A Ray task's work: sweep the node's stale temporary directories, then ``job.run_on_worker`` with its node id,
+    cancellable by ``RayExecutor.cancel_running`` (``cancellable_by_ray``)."""
     import ray
 
     sweep_stale_scratch()
-    return job.run_on_worker(corpus, ray.get_runtime_context().get_node_id())
+    with cancellable_by_ray():
+        return job.run_on_worker(corpus, ray.get_runtime_context().get_node_id())
 
 
 def _task_options(ray: Any, node: str) -> dict[str, Any]:
@@ -190,4 +215,4 @@ class RayExecutor:
         sweep_stale_scratch()  # a worker on this machine killed mid-attempt left its directories here
 
 
-__all__ = ["RayExecutor", "attempt_body", "worker_preflight"]
+__all__ = ["RayExecutor", "attempt_body", "cancellable_by_ray", "worker_preflight"]
