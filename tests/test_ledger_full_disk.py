@@ -31,11 +31,13 @@ from agentstudy.rehearsal.policy import ScriptedReply, next_reply
 from agentstudy.runners.http_request import REHEARSAL_KEY, HttpRunRequest
 from agentstudy.runners.minimal_http import run_http_study
 from agentstudy.runners.preflight import DEFAULT_MCP_SERVER
+from one_corpus import one_corpus
 from test_adjudication_support import fake_adjudicator_events, observation, request_for, valid_judgement, write_ledger
 from tmpfs import fill, remount_read_only, small_tmpfs
 
 from checkout_run import run_agentstudy
 from fakes import FakeClaude
+from inprocess_cli import invoke_agentstudy
 
 FIRST: dict[str, Any] = {"status": "running", "observations": []}
 NO_SPACE = os.strerror(28)  # "No space left on device"
@@ -48,21 +50,32 @@ def disk(tmp_path: Path) -> Iterator[Path]:
         yield directory
 
 
-@pytest.fixture
-def study(tmp_path: Path) -> ExampleStudy:
-    return build_example_study(tmp_path / "study")
+@pytest.fixture(scope="module")
+def study(tmp_path_factory: pytest.TempPathFactory) -> ExampleStudy:
+    """The example study's checkouts, built once: every run only reads them (it exports its own copy)."""
+    return build_example_study(tmp_path_factory.mktemp("full-disk") / "study")
+
+
+@pytest.fixture(scope="module")
+def pilot(study: ExampleStudy) -> ExampleStudy:
+    """The study file narrowed to the first corpus (``tests/one_corpus.py``): the command's pilot, one task, with a
+    preflight of one MCP server."""
+    return one_corpus(study)
 
 
 def _names(directory: Path) -> list[str]:
     return sorted(p.name for p in directory.iterdir())
 
 
+def _minimal_arguments(study: ExampleStudy, fake: FakeClaude, output: Path) -> list[str]:
+    return ["minimal", "--manifest", str(study.manifest_path), "--pilot", "--transport", "cli", "--approve-budget",
+            *(f"--root={name}={path}" for name, path in study.roots.items()), "--output", str(output),
+            "--claude-bin", str(fake.path), "--model", "claude-haiku-5-5", "--budget-usd", "1"]
+
+
 def _minimal_cli(study: ExampleStudy, fake: FakeClaude, output: Path) -> subprocess.CompletedProcess[str]:
-    return run_agentstudy(
-        "minimal", "--manifest", str(study.manifest_path), "--pilot", "--transport", "cli", "--approve-budget",
-        *(f"--root={name}={path}" for name, path in study.roots.items()), "--output", str(output),
-        "--claude-bin", str(fake.path), "--model", "claude-haiku-5-5", "--budget-usd", "1",
-    )
+    """The pilot as a real process: its whole stderr (every child's too) is what the tests read."""
+    return run_agentstudy(*_minimal_arguments(study, fake, output))
 
 
 # Creation ---------------------------------------------------------------------------------------
@@ -105,12 +118,12 @@ def test_a_controlled_ledger_created_on_a_full_disk_leaves_no_file(disk: Path) -
 
 
 def test_a_run_whose_ledger_cannot_be_created_exits_2_and_leaves_nothing(
-    disk: Path, study: ExampleStudy, fake_claude: FakeClaude
+    disk: Path, pilot: ExampleStudy, fake_claude: FakeClaude
 ) -> None:
     """The break: a full disk at ledger creation left a 0-byte ``ledger.json`` that blocked the path."""
     fill(disk)
     output = disk / "ledger.json"
-    result = _minimal_cli(study, fake_claude, output)
+    result = _minimal_cli(pilot, fake_claude, output)
     assert result.returncode == 2, result.stderr
     assert result.stdout == ""
     assert result.stderr.strip().splitlines() == [
@@ -119,7 +132,9 @@ def test_a_run_whose_ledger_cannot_be_created_exits_2_and_leaves_nothing(
     assert _names(disk) == ["filler"]
     assert fake_claude.records == [], "no attempt was started"
     (disk / "filler").unlink()
-    assert _minimal_cli(study, fake_claude, output).returncode == 0, "the path is free for the next run"
+    # only the exit code matters here: in this process
+    assert invoke_agentstudy(*_minimal_arguments(pilot, fake_claude, output)).returncode == 0, \
+        "the path is free for the next run"
 
 
 # Checkpoints ------------------------------------------------------------------------------------
@@ -142,7 +157,7 @@ def test_a_failed_checkpoint_keeps_the_last_good_ledger_and_no_temporary(disk: P
 
 
 def test_a_full_disk_mid_run_records_the_reason_when_a_smaller_write_still_fits(
-    tmp_path: Path, study: ExampleStudy, fake_claude: FakeClaude
+    tmp_path: Path, pilot: ExampleStudy, fake_claude: FakeClaude
 ) -> None:
     """The break: a full disk mid-run left the ledger ``running`` with no stop reason.
 
@@ -155,7 +170,7 @@ def test_a_full_disk_mid_run_records_the_reason_when_a_smaller_write_still_fits(
     fake_claude.behave(mode="ok", answer="A" * 65536)
     with small_tmpfs(tmp_path / "disk", "48k") as disk:
         output = disk / "ledger.json"
-        result = _minimal_cli(study, fake_claude, output)
+        result = _minimal_cli(pilot, fake_claude, output)
         names = _names(disk)
         ledger = json.loads(output.read_text(encoding="utf-8"))
     assert result.returncode == 1, result.stderr
@@ -173,13 +188,13 @@ def test_a_full_disk_mid_run_records_the_reason_when_a_smaller_write_still_fits(
 
 
 def test_a_full_disk_mid_run_with_no_room_at_all_keeps_the_last_good_ledger(
-    tmp_path: Path, study: ExampleStudy, fake_claude: FakeClaude
+    tmp_path: Path, pilot: ExampleStudy, fake_claude: FakeClaude
 ) -> None:
     """The attempt itself fills the disk: no later write fits, the ledger is the reservation checkpoint."""
     with small_tmpfs(tmp_path / "disk", "64k") as disk:
         fake_claude.behave(mode="ok", fillDirectory=str(disk))
         output = disk / "ledger.json"
-        result = _minimal_cli(study, fake_claude, output)
+        result = _minimal_cli(pilot, fake_claude, output)
         names = _names(disk)
         ledger = json.loads(read_ledger(output, output.read_bytes()).data)
     assert result.returncode == 1, result.stderr
