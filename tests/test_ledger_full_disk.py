@@ -216,7 +216,7 @@ def _http_request(study: ExampleStudy, output: Path, base_url: str) -> HttpRunRe
 
 
 def test_http_a_full_disk_mid_run_records_the_reason_when_a_smaller_write_still_fits(
-    tmp_path: Path, study: ExampleStudy
+    tmp_path: Path, pilot: ExampleStudy
 ) -> None:
     def long_answer(body: Mapping[str, Any]) -> ScriptedReply:
         return ScriptedReply([{"type": "text", "text": "A" * 65536}], "end_turn",
@@ -225,7 +225,7 @@ def test_http_a_full_disk_mid_run_records_the_reason_when_a_smaller_write_still_
     with small_tmpfs(tmp_path / "disk", "48k") as disk, RehearsalServer(policy=long_answer) as server:
         output = disk / "ledger.json"
         with pytest.raises(ledger_store.CheckpointError, match=NO_SPACE):
-            run_http_study(_http_request(study, output, server.base_url))
+            run_http_study(_http_request(pilot, output, server.base_url))
         names = _names(disk)
         ledger = json.loads(output.read_text(encoding="utf-8"))
     assert names == ["ledger.json"]
@@ -236,7 +236,7 @@ def test_http_a_full_disk_mid_run_records_the_reason_when_a_smaller_write_still_
 
 
 def test_http_a_full_disk_mid_run_keeps_the_last_good_ledger_and_exits_1(
-    tmp_path: Path, study: ExampleStudy, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, pilot: ExampleStudy, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from agentstudy.commands.minimal_outcome import run_and_summarise
 
@@ -248,7 +248,7 @@ def test_http_a_full_disk_mid_run_keeps_the_last_good_ledger_and_exits_1(
             return next_reply(body)
 
         with RehearsalServer(policy=fill_then_answer) as server, pytest.raises(SystemExit) as exited:
-            run_and_summarise(lambda: run_http_study(_http_request(study, output, server.base_url)))
+            run_and_summarise(lambda: run_http_study(_http_request(pilot, output, server.base_url)))
         names = _names(disk)
         ledger = json.loads(read_ledger(output, output.read_bytes()).data)
     assert exited.value.code == 1
