@@ -23,12 +23,12 @@ import pytest
 from agentstudy.protocol.manifest import load_manifest
 from agentstudy.protocol.schedule import build_schedule
 from agentstudy.rehearsal.example_study import ExampleStudy, build_example_study
-from one_corpus import one_corpus
 from tmpfs import small_tmpfs
 
 from checkout_run import run_agentstudy
 from fakes import FakeClaude
 from inprocess_cli import invoke_agentstudy
+from one_corpus import one_corpus
 
 NO_SPACE = "No space left on device"
 

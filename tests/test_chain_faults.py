@@ -20,6 +20,7 @@ from click.testing import CliRunner, Result
 from agentstudy.cli import main
 from agentstudy.protocol.ledger_integrity import verify_ledger_bytes
 from agentstudy.rehearsal.example_study import ExampleStudy, build_example_study
+
 from one_corpus import one_corpus
 
 MODEL = "claude-haiku-5-5"

@@ -23,9 +23,9 @@ from agentstudy.io.ledger_store import journal_path
 from agentstudy.protocol.ledger_integrity import verify_ledger_bytes
 from agentstudy.rehearsal.example_study import build_example_study
 from concurrent_ledgers import live_state
-from one_corpus import one_corpus
 
 from checkout_run import SRC
+from one_corpus import one_corpus
 
 
 def _args(manifest: Path, roots: dict[str, Path], output: Path, *extra: str) -> list[str]:

@@ -28,9 +28,9 @@ from agentstudy.protocol.ledger_integrity import verify_ledger_bytes
 from agentstudy.protocol.records import MinimalLedger
 from agentstudy.protocol.schemas import json_schema
 from agentstudy.rehearsal.example_study import ExampleStudy, build_example_study
-from one_corpus import one_corpus
 
 from fakes import FakeClaude
+from one_corpus import one_corpus
 
 
 def _command(study: ExampleStudy, fake: FakeClaude, ledger: Path) -> list[str]:

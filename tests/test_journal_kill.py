@@ -30,9 +30,9 @@ from agentstudy.io.ledger_store import OutputPathError, journal_path, resolve_ou
 from agentstudy.protocol.ledger_integrity import verify_ledger_bytes
 from agentstudy.protocol.records import MinimalLedger
 from agentstudy.rehearsal.example_study import ExampleStudy, build_example_study
-from one_corpus import one_corpus
 
 from checkout_run import SRC
+from one_corpus import one_corpus
 
 MOMENTS_S = (2.4, 4.2, 6.0)
 """Seconds after the journal appears (the ledger's creation, after preflight) that the kill lands: the span the

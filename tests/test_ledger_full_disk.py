@@ -31,13 +31,13 @@ from agentstudy.rehearsal.policy import ScriptedReply, next_reply
 from agentstudy.runners.http_request import REHEARSAL_KEY, HttpRunRequest
 from agentstudy.runners.minimal_http import run_http_study
 from agentstudy.runners.preflight import DEFAULT_MCP_SERVER
-from one_corpus import one_corpus
 from test_adjudication_support import fake_adjudicator_events, observation, request_for, valid_judgement, write_ledger
 from tmpfs import fill, remount_read_only, small_tmpfs
 
 from checkout_run import run_agentstudy
 from fakes import FakeClaude
 from inprocess_cli import invoke_agentstudy
+from one_corpus import one_corpus
 
 FIRST: dict[str, Any] = {"status": "running", "observations": []}
 NO_SPACE = os.strerror(28)  # "No space left on device"

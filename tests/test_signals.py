@@ -36,10 +36,10 @@ import pytest
 from agentstudy.protocol.records import MinimalLedger
 from agentstudy.protocol.schemas import json_schema
 from agentstudy.rehearsal.example_study import ExampleStudy, build_example_study
-from one_corpus import one_corpus
 
 from checkout_run import SRC
 from fakes import FakeClaude
+from one_corpus import one_corpus
 
 DRIVER = Path(__file__).with_name("signal_driver.py")
 STOPPING = (signal.SIGTERM, signal.SIGHUP)
