@@ -41,6 +41,8 @@ from agentstudy.runners.executor import WORKER_BINARY_ENV
 from test_controlled_concurrency import observations
 from test_controlled_run_support import run_args
 
+from inprocess_cli import invoke_agentstudy
+
 HERE = Path(__file__).resolve().parent
 RAY = str(Path(sys.executable).parent / "ray")
 PORT = 6379
@@ -195,9 +197,7 @@ and the full 36 took longer and added no other path: ``--run`` on Ray is the kil
 def test_a_12_attempt_study_on_ray_matches_the_local_executor(cluster: Cluster, study: ExampleStudy,
                                                                tmp_path: Path) -> None:
     local_path, ray_path = tmp_path / "local.json", tmp_path / "ray.json"
-    local = subprocess.run([sys.executable, "-m", "agentstudy", *_args(study, local_path, *TWELVE, "--concurrency",
-                                                                      "4")],
-                           env=_child_env(), capture_output=True, text=True)
+    local = invoke_agentstudy(*_args(study, local_path, *TWELVE, "--concurrency", "4"), env=_child_env())
     assert local.returncode == 0, local.stderr[-3000:]
     on_ray = cluster.inside([sys.executable, "-m", "agentstudy",
                              *_args(study, ray_path, *TWELVE, "--concurrency", "4", "--executor", "ray",
@@ -282,8 +282,7 @@ def test_the_http_study_on_ray_matches_the_local_executor(cluster: Cluster, stud
     local_path, ray_path = tmp_path / "local.json", tmp_path / "ray.json"
     # One repetition: the cli study above carries the repeated cells; this one carries the agent loop's facts.
     flags = ("--pilot", "--pilot-tasks", "3", "--pilot-repetitions", "1", "--rehearsal", "--concurrency", "4")
-    local = subprocess.run([sys.executable, "-m", "agentstudy", *_http_args(study, local_path, *flags)],
-                           env=_child_env(), capture_output=True, text=True)
+    local = invoke_agentstudy(*_http_args(study, local_path, *flags), env=_child_env())
     assert local.returncode == 0, local.stderr[-3000:]
     on_ray = cluster.inside([sys.executable, "-m", "agentstudy",
                              *_http_args(study, ray_path, *flags, "--executor", "ray", "--ray-address", ADDRESS)])
@@ -338,12 +337,24 @@ def test_a_controlled_study_and_its_adjudication_on_ray_match_the_local_executor
     assert outputs["ray"] == outputs["local"] and len(outputs["local"]) == 12
 
 
-def test_a_worker_with_another_agent_version_is_excluded(cluster: Cluster, study: ExampleStudy,
-                                                         tmp_path: Path) -> None:
-    fake = tmp_path / "fake-bin" / "claude"
-    fake.parent.mkdir()
+@pytest.fixture(scope="module")
+def excluded_node_pilot(cluster: Cluster, study: ExampleStudy,
+                        tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """A third node whose agent binary reports 9.9.9 joins, then a 2-task pilot runs on Ray: its ledger and its
+    process, read by the exclusion test and adjudicated by the adjudication test."""
+    fake = tmp_path_factory.mktemp("fake-bin") / "claude"
     fake.write_text("#!/bin/sh\necho '9.9.9 (Claude Code)'\n")
     fake.chmod(0o755)
+    cluster.start_node(head=False, cpus=1, env=_child_env(**{WORKER_BINARY_ENV: str(fake)}))
+    cluster.wait_for_nodes(3)
+    ledger_path = tmp_path_factory.mktemp("excluded-node-pilot") / "ledger.json"
+    return ledger_path, cluster.inside([sys.executable, "-m", "agentstudy",
+                                        *_args(study, ledger_path, "--pilot", "--pilot-tasks", "2", "--concurrency",
+                                               "4", "--executor", "ray", "--ray-address", ADDRESS)])
+
+
+def test_a_worker_with_another_agent_version_is_excluded(
+        cluster: Cluster, excluded_node_pilot: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
     refuse = ("import sys; from pathlib import Path; from agentstudy.runners.ray_executor import RayExecutor\n"
               "from agentstudy.runners.preflight import PreflightError\n"
               "from agentstudy.runners.executor import WorkerRequirements\n"
@@ -356,13 +367,8 @@ def test_a_worker_with_another_agent_version_is_excluded(cluster: Cluster, study
     refused = cluster.inside([sys.executable, "-c", refuse])  # no node passes: the run is refused before any ledger
     assert refused.returncode == 0, refused.stderr[-2000:]
     assert refused.stdout.count("no Ray worker passed the worker preflight") == 1
-    assert refused.stdout.count("/nonexistent/claude") >= 2  # both nodes excluded, each with its reason
-    cluster.start_node(head=False, cpus=1, env=_child_env(**{WORKER_BINARY_ENV: str(fake)}))
-    cluster.wait_for_nodes(3)
-    ledger_path = tmp_path / "ledger.json"
-    done = cluster.inside([sys.executable, "-m", "agentstudy",
-                           *_args(study, ledger_path, "--pilot", "--pilot-tasks", "2", "--concurrency", "4",
-                                  "--executor", "ray", "--ray-address", ADDRESS)])
+    assert refused.stdout.count("/nonexistent/claude") >= 2  # the nodes excluded, each with its reason
+    ledger_path, done = excluded_node_pilot
     assert done.returncode == 0, done.stderr[-3000:]
     ledger = _ledger(ledger_path)
     excluded = ledger["excludedWorkers"]
@@ -372,21 +378,21 @@ def test_a_worker_with_another_agent_version_is_excluded(cluster: Cluster, study
     assert excluded[0]["node"] not in {o["workerNode"] for o in ledger["observations"]}
 
 
-def test_an_adjudication_on_ray_matches_the_local_executor(cluster: Cluster, study: ExampleStudy,
-                                                           tmp_path: Path) -> None:
-    """Runs after the 9.9.9 node joined: the Ray adjudication excludes it (proof that its items ran on Ray)."""
-    ledger = tmp_path / "ledger.json"
-    ran = subprocess.run([sys.executable, "-m", "agentstudy", *_args(study, ledger, "--pilot", "--pilot-tasks", "2")],
-                         env=_child_env(), capture_output=True, text=True)
+def test_an_adjudication_on_ray_matches_the_local_executor(
+        cluster: Cluster, study: ExampleStudy, tmp_path: Path,
+        excluded_node_pilot: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
+    """Adjudicates the 2-task pilot run with the 9.9.9 node in the cluster: the Ray adjudication excludes that node
+    (proof that its items ran on Ray)."""
+    ledger, ran = excluded_node_pilot
     assert ran.returncode == 0, ran.stderr[-3000:]
     roots = [f"--root={name}={path}" for name, path in study.roots.items()]
 
     def adjudicate(output: Path, *flags: str) -> list[dict[str, Any]]:
-        argv = [sys.executable, "-m", "agentstudy", "adjudicate", str(ledger), "--manifest", str(study.manifest_path),
-                *roots, "--output", str(output), "--model", "claude-haiku-5-5", "--budget-usd", "1", "--rehearsal",
-                "--seed", "7", "--concurrency", "2", *flags]
-        done = (cluster.inside(argv) if flags else
-                subprocess.run(argv, env=_child_env(), capture_output=True, text=True))
+        argv = ["adjudicate", str(ledger), "--manifest", str(study.manifest_path), *roots, "--output", str(output),
+                "--model", "claude-haiku-5-5", "--budget-usd", "1", "--rehearsal", "--seed", "7", "--concurrency", "2",
+                *flags]
+        done = (cluster.inside([sys.executable, "-m", "agentstudy", *argv]) if flags else
+                invoke_agentstudy(*argv, env=_child_env()))
         assert done.returncode == 0, done.stderr[-3000:]
         assert ("excluded: " in done.stderr and "9.9.9" in done.stderr) == bool(flags)
         items: list[dict[str, Any]] = json.loads(output.read_text())["items"]
