@@ -331,7 +331,8 @@ def test_a_controlled_study_and_its_adjudication_on_ray_match_the_local_executor
                     ["adjudicate-controlled", str(ledger), str(example.suite), "--adjudicator", str(example.providers),
                      "--output", str(judged), "--concurrency", "3", *flags])
         for command in commands:
-            done = cluster.inside([sys.executable, "-m", "agentstudy", *command])
+            done = (cluster.inside([sys.executable, "-m", "agentstudy", *command]) if flags else
+                    invoke_agentstudy(*command, env=_child_env()))
             assert done.returncode == 0, done.stderr[-3000:]
         outputs[name] = observations(judged)
     assert outputs["ray"] == outputs["local"] and len(outputs["local"]) == 12
