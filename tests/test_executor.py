@@ -124,3 +124,23 @@ def test_the_executor_flags_refuse_what_they_cannot_mean(tmp_path: Path, flags: 
                                      "claude-haiku-5-5", "--budget-usd", "10", *flags])
     assert done.exit_code == 2 and said in done.output
     assert not ledger.exists()
+
+
+def test_a_ray_body_hears_the_cancel_interrupt_even_with_sigint_ignored() -> None:
+    """Ray's non-forced cancel is ``_thread.interrupt_main()``, a no-op while SIGINT is ignored (a worker of a cluster
+    started from a background job): inside ``cancellable_by_ray`` it raises, and the ignored disposition comes back."""
+    import _thread
+    import signal
+
+    from agentstudy.runners.ray_executor import cancellable_by_ray
+
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        _thread.interrupt_main()  # ignored: nothing happens
+        with pytest.raises(KeyboardInterrupt), cancellable_by_ray():
+            _thread.interrupt_main()
+            for _ in range(1000):  # the interrupt is delivered at the next bytecode boundary
+                pass
+        assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, previous)
