@@ -149,9 +149,10 @@ def test_an_open_world_tool_is_let_through_only_when_named(tmp_path: Path, repo:
     assert treatment["allowOpenWorld"] == ["clone_remote"]
     study_path = tmp_path / "open" / "study.json"
     ledger_path = tmp_path / "open" / "ledger.json"
-    ran = run_agentstudy("minimal", "--manifest", str(study_path), "--pilot", "--rehearsal", "--transport", "http",
-                         f"--root=r={repo}", "--containment", "restricted", "--output", str(ledger_path),
-                         "--model", "claude-haiku-5-5", "--budget-usd", "1")
+    # in this process: the test reads the ledger's notes, not the run's process
+    ran = invoke_agentstudy("minimal", "--manifest", str(study_path), "--pilot", "--rehearsal", "--transport", "http",
+                            f"--root=r={repo}", "--containment", "restricted", "--output", str(ledger_path),
+                            "--model", "claude-haiku-5-5", "--budget-usd", "1")
     assert ran.returncode == 0, ran.stderr
     notes = {o["scenario"]: o["isolationNotAchieved"] for o in json.loads(ledger_path.read_text())["observations"]}
     assert any("clone_remote is annotated openWorldHint: true" in n for n in notes["doc-bridge-mcp"])
