@@ -3,7 +3,6 @@ with each other and with the ledger, and their HTML stays bounded (no timing: sp
 
 from __future__ import annotations
 
-import functools
 import json
 import statistics
 import sys
@@ -23,6 +22,8 @@ from agentstudy.report.power import simulate_power
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.large_ledger import write_large_ledger
 
+from plans_once import plans_simulated_once
+
 OBSERVATIONS = 2_000
 
 
@@ -35,7 +36,7 @@ def large(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     Likewise every command here loads the same unchanged ledger and analyses it without a price file: the loaded
     study (a frozen value) and its analysis (a seeded, deterministic function of it) are made once and every
     command and format renders from them; the first command still loads and analyses the whole ledger."""
-    from agentstudy.report import analysis, build, chain, power_section
+    from agentstudy.report import analysis, build, chain
 
     path = tmp_path_factory.mktemp("scale") / "ledger.json"
     write_large_ledger(path, OBSERVATIONS)
@@ -56,9 +57,7 @@ def large(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
             analyses[id(study)] = (study, analyse(study))  # the study is held, so its id stays its own
         return analyses[id(study)][1]
 
-    with pytest.MonkeyPatch.context() as patch:
-        for name in ("minimum_detectable", "needed_designs"):
-            patch.setattr(power_section, name, functools.cache(getattr(power_section, name)))
+    with plans_simulated_once(), pytest.MonkeyPatch.context() as patch:
         patch.setattr(chain, "load_chain", loaded_once)
         patch.setattr(analysis, "analyse", analysed_once)
         patch.setattr(build, "analyse", analysed_once)
