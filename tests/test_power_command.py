@@ -7,9 +7,8 @@ scripted Messages API server and the bundled MCP server on 127.0.0.1, bubblewrap
 
 from __future__ import annotations
 
-import functools
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ from agentstudy.protocol.manifest import load_manifest
 from agentstudy.protocol.schedule import PilotSize, build_schedule, pilot_size
 from agentstudy.rehearsal.example_study import ExampleStudy, build_example_study
 from agentstudy.report.power import simulate_power
+from plans_once import plans_simulated_once
 
 from inprocess_cli import invoke_agentstudy
 
@@ -30,33 +30,12 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> ExampleStudy:
     return build_example_study(tmp_path_factory.mktemp("power") / "study")
 
 
-def _memo(function: Callable[..., Any]) -> Callable[..., Any]:
-    """``function`` computed once per distinct argument list (told apart by their reprs: task values are dicts)."""
-    answers: dict[str, Any] = {}
-
-    @functools.wraps(function)
-    def once(*args: Any, **kwargs: Any) -> Any:
-        key = repr((args, sorted(kwargs.items())))
-        if key not in answers:
-            answers[key] = function(*args, **kwargs)
-        return answers[key]
-
-    return once
-
-
 @pytest.fixture(scope="module", autouse=True)
 def plans_once() -> Iterator[None]:
     """The commands here plan the same metric of the same ledger again and again (``--json`` and text, the report's
-    three formats); the minimum detectable difference, the needed designs and the ranged plan are seeded
-    simulations, deterministic in their arguments, so within this module each distinct one is simulated once and
-    reused where the commands look it up. What the plans claim is still checked by the tests' own fresh
-    simulations (``simulate_power`` with other seeds), and a plan with other arguments gets its own simulation."""
-    from agentstudy.report import power_primary, power_section
-
-    with pytest.MonkeyPatch.context() as patch:
-        for module, name in ((power_section, "minimum_detectable"), (power_section, "needed_designs"),
-                             (power_primary, "tasks_needed")):
-            patch.setattr(module, name, _memo(getattr(module, name)))
+    three formats): each distinct plan is simulated once in this module (``plans_once``); what the plans claim is
+    still checked by the tests' own fresh simulations (``simulate_power`` with other seeds)."""
+    with plans_simulated_once():
         yield
 
 
