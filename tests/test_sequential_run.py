@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -22,6 +23,7 @@ from agentstudy.pricing.sums import display_usd
 from agentstudy.protocol.ledger_integrity import seal_ledger, verify_ledger
 from agentstudy.protocol.records import MinimalLedger
 from concurrent_ledgers import live_state, moment, verified
+from plans_once import plans_simulated_once
 from sequential_study import sequential_rehearsal
 
 MODEL = "claude-haiku-5-5"
@@ -29,6 +31,14 @@ MODEL = "claude-haiku-5-5"
 
 def _roots(study: Any) -> list[str]:
     return [f"--root={name}={path}" for name, path in study.roots.items()]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def plans_once() -> Iterator[None]:
+    """The report's four formats plan the same metrics of the same ledger: each distinct power plan is simulated
+    once in this module (``plans_once``)."""
+    with plans_simulated_once():
+        yield
 
 
 @pytest.fixture(scope="module")
