@@ -94,7 +94,13 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
-.venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[dev,ray,export]'
+.venv/bin/python -m pip install --quiet --disable-pip-version-check --no-compile -e '.[dev,ray,export]'
+# pip would byte-compile every installed library first, one file after another (about 20 s); here that runs in
+# the background while the agent CLIs install, and set-up waits for it at the end. Idempotent (fresh files are
+# skipped); a file that does not compile is compiled when imported, as pip would leave it.
+site_packages="$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+.venv/bin/python -m compileall -q -j 0 "$site_packages" >/dev/null 2>&1 &
+compile_pid=$!
 
 phase "Claude Code ${CLAUDE_CODE_VERSION} and ${CLAUDE_CODE_NEXT_VERSION}, server-filesystem ${SERVER_FILESYSTEM_VERSION} (npm)"
 claude=.tools/claude-code/node_modules/.bin/claude
@@ -176,6 +182,8 @@ if ! echo "$HARBOR_WHEEL_SHA256  $harbor_wheel" | sha256sum -c --quiet - >/dev/n
     exit 1
   fi
 fi
+phase "byte-compiling the virtualenv's libraries (started after pip)"
+wait "$compile_pid" || echo "setup: some library files did not byte-compile (each compiles when first imported)"
 phase ""
 echo "setup: $(.venv/bin/python --version), claude $("$claude" --version), $(bwrap --version 2>/dev/null || echo 'no bubblewrap')," \
   "$(chromium --version 2>/dev/null | head -n 1 || echo 'no chromium'), server-filesystem $(node -p "require('./$filesystem_pkg').version"), $("$codex" --version), gemini $("$gemini" --version)," \

@@ -22,19 +22,27 @@ import pytest
 
 from agentstudy.protocol.manifest import load_manifest
 from agentstudy.protocol.schedule import build_schedule
-from agentstudy.rehearsal.example_study import build_example_study
+from agentstudy.rehearsal.example_study import ExampleStudy, build_example_study
 from tmpfs import small_tmpfs
 
 from checkout_run import run_agentstudy
 from fakes import FakeClaude
+from inprocess_cli import invoke_agentstudy
+from one_corpus import one_corpus
 
 NO_SPACE = "No space left on device"
 
 
+@pytest.fixture(scope="module")
+def study(tmp_path_factory: pytest.TempPathFactory) -> ExampleStudy:
+    """The example study file narrowed to its first corpus (a preflight of one MCP server; 12 attempts planned), built
+    once: both runs only read the checkout (each exports its own copy)."""
+    return one_corpus(build_example_study(tmp_path_factory.mktemp("admission") / "study"))
+
+
 @pytest.mark.parametrize("concurrency", [1, 4])
-def test_a_full_tmpdir_mid_run_stops_admission_at_the_first_raise(tmp_path: Path, fake_claude: FakeClaude,
-                                                                  concurrency: int) -> None:
-    study = build_example_study(tmp_path / "study")
+def test_a_full_tmpdir_mid_run_stops_admission_at_the_first_raise(tmp_path: Path, study: ExampleStudy,
+                                                                  fake_claude: FakeClaude, concurrency: int) -> None:
     schedule = build_schedule(load_manifest(study.manifest_path).manifest, "full")
     output = tmp_path / "out" / "ledger.json"
     output.parent.mkdir()
@@ -73,11 +81,12 @@ def test_a_full_tmpdir_mid_run_stops_admission_at_the_first_raise(tmp_path: Path
     # TMPDIR broke before it could write one is recorded as not completed (seen under load)
     completed = [o for o in observations if o["status"] == "completed"]
     assert len(completed) <= len(fake_claude.records) <= len(observations) - len(unstarted), "a child ran unrecorded"
-    report = run_agentstudy("report", str(output), "--format", "json")
+    # the report reads the ledger only: in this process (the run above is the process under test)
+    report = invoke_agentstudy("report", str(output), "--format", "json")
     assert report.returncode == 0, report.stderr[-2000:]
     spend = json.loads(report.stdout)["spend"]
     assert (spend["neverStarted"], spend["chargedNotSpentUsd"]) == (len(unstarted), never_started), spend
-    text = run_agentstudy("report", str(output))
+    text = invoke_agentstudy("report", str(output))
     assert "charged, not spent" in text.stdout and f"{len(unstarted)} attempt(s) never started" in text.stdout
     first_open = min(int(reason.split()[1]), admitted)
     assert admitted - first_open < concurrency, "the slot of the attempt that raised was not refilled"

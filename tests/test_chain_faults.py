@@ -21,7 +21,7 @@ from agentstudy.cli import main
 from agentstudy.protocol.ledger_integrity import verify_ledger_bytes
 from agentstudy.rehearsal.example_study import ExampleStudy, build_example_study
 
-from study_files import EXAMPLE_STUDY
+from one_corpus import one_corpus
 
 MODEL = "claude-haiku-5-5"
 
@@ -39,11 +39,14 @@ def _read(path: Path) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def study(tmp_path_factory: pytest.TempPathFactory) -> tuple[ExampleStudy, Path]:
-    """The example study with one task per repository and one repetition: a full schedule of 6 attempts."""
+    """The example study file narrowed to its first corpus (``tests/one_corpus.py``: each run's preflight starts one
+    MCP server, not three) with three tasks, its two and the first again as ``lantern-discovery-2``, and one
+    repetition: a full schedule of 6 attempts."""
     dest = tmp_path_factory.mktemp("chain-study")
-    built = build_example_study(dest / "study")
-    document = json.loads(EXAMPLE_STUDY.read_text())
-    document["tasks"], document["repetitions"] = document["tasks"][::2], 1
+    built = one_corpus(build_example_study(dest / "study"))
+    document = json.loads(built.manifest_path.read_text())
+    first = document["tasks"][0]
+    document["tasks"], document["repetitions"] = [*document["tasks"], {**first, "id": f"{first['id']}-2"}], 1
     path = dest / "study.json"
     path.write_text(json.dumps(document, indent=2))
     return built, path

@@ -25,7 +25,7 @@ from agentstudy.rehearsal.example_study import build_example_study
 from concurrent_ledgers import live_state
 
 from checkout_run import SRC
-from study_files import EXAMPLE_STUDY
+from one_corpus import one_corpus
 
 
 def _args(manifest: Path, roots: dict[str, Path], output: Path, *extra: str) -> list[str]:
@@ -37,9 +37,11 @@ def _args(manifest: Path, roots: dict[str, Path], output: Path, *extra: str) -> 
 @pytest.fixture(scope="module")
 def crashed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Path], Path]:
     dest = tmp_path_factory.mktemp("crash")
-    study = build_example_study(dest / "study")
-    document = json.loads(EXAMPLE_STUDY.read_text())
-    document["tasks"], document["repetitions"] = document["tasks"][::2], 1
+    # one corpus, its two tasks, one repetition: 4 attempts, enough for a kill after two with the third open, and
+    # each run's preflight starts one MCP server (issue 42 item 7)
+    study = one_corpus(build_example_study(dest / "study"))
+    document = json.loads(study.manifest_path.read_text())
+    document["repetitions"] = 1
     manifest = dest / "study.json"
     manifest.write_text(json.dumps(document))
     ledger = dest / "r1.json"
@@ -86,7 +88,7 @@ def test_a_crashed_run_is_closed_and_continued_without_paying_twice(
     r2 = json.loads(second.read_bytes())
     done = {(o["taskId"], o["scenario"]) for o in closed["observations"] if o["status"] == "completed"}
     again_run = {(o["taskId"], o["scenario"]) for o in r2["observations"]}
-    assert not done & again_run and len(done | again_run) == 6
+    assert not done & again_run and len(done | again_run) == 4
     assert r2["continues"]["completedBefore"] == len(done)
     report = CliRunner().invoke(main, ["report", str(ledger), str(second), "--format", "json"])
     assert report.exit_code == 0, report.output

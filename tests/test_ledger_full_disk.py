@@ -36,6 +36,8 @@ from tmpfs import fill, remount_read_only, small_tmpfs
 
 from checkout_run import run_agentstudy
 from fakes import FakeClaude
+from inprocess_cli import invoke_agentstudy
+from one_corpus import one_corpus
 
 FIRST: dict[str, Any] = {"status": "running", "observations": []}
 NO_SPACE = os.strerror(28)  # "No space left on device"
@@ -48,21 +50,32 @@ def disk(tmp_path: Path) -> Iterator[Path]:
         yield directory
 
 
-@pytest.fixture
-def study(tmp_path: Path) -> ExampleStudy:
-    return build_example_study(tmp_path / "study")
+@pytest.fixture(scope="module")
+def study(tmp_path_factory: pytest.TempPathFactory) -> ExampleStudy:
+    """The example study's checkouts, built once: every run only reads them (it exports its own copy)."""
+    return build_example_study(tmp_path_factory.mktemp("full-disk") / "study")
+
+
+@pytest.fixture(scope="module")
+def pilot(study: ExampleStudy) -> ExampleStudy:
+    """The study file narrowed to the first corpus (``tests/one_corpus.py``): the command's pilot, one task, with a
+    preflight of one MCP server."""
+    return one_corpus(study)
 
 
 def _names(directory: Path) -> list[str]:
     return sorted(p.name for p in directory.iterdir())
 
 
+def _minimal_arguments(study: ExampleStudy, fake: FakeClaude, output: Path) -> list[str]:
+    return ["minimal", "--manifest", str(study.manifest_path), "--pilot", "--transport", "cli", "--approve-budget",
+            *(f"--root={name}={path}" for name, path in study.roots.items()), "--output", str(output),
+            "--claude-bin", str(fake.path), "--model", "claude-haiku-5-5", "--budget-usd", "1"]
+
+
 def _minimal_cli(study: ExampleStudy, fake: FakeClaude, output: Path) -> subprocess.CompletedProcess[str]:
-    return run_agentstudy(
-        "minimal", "--manifest", str(study.manifest_path), "--pilot", "--transport", "cli", "--approve-budget",
-        *(f"--root={name}={path}" for name, path in study.roots.items()), "--output", str(output),
-        "--claude-bin", str(fake.path), "--model", "claude-haiku-5-5", "--budget-usd", "1",
-    )
+    """The pilot as a real process: its whole stderr (every child's too) is what the tests read."""
+    return run_agentstudy(*_minimal_arguments(study, fake, output))
 
 
 # Creation ---------------------------------------------------------------------------------------
@@ -105,12 +118,12 @@ def test_a_controlled_ledger_created_on_a_full_disk_leaves_no_file(disk: Path) -
 
 
 def test_a_run_whose_ledger_cannot_be_created_exits_2_and_leaves_nothing(
-    disk: Path, study: ExampleStudy, fake_claude: FakeClaude
+    disk: Path, pilot: ExampleStudy, fake_claude: FakeClaude
 ) -> None:
     """The break: a full disk at ledger creation left a 0-byte ``ledger.json`` that blocked the path."""
     fill(disk)
     output = disk / "ledger.json"
-    result = _minimal_cli(study, fake_claude, output)
+    result = _minimal_cli(pilot, fake_claude, output)
     assert result.returncode == 2, result.stderr
     assert result.stdout == ""
     assert result.stderr.strip().splitlines() == [
@@ -119,7 +132,9 @@ def test_a_run_whose_ledger_cannot_be_created_exits_2_and_leaves_nothing(
     assert _names(disk) == ["filler"]
     assert fake_claude.records == [], "no attempt was started"
     (disk / "filler").unlink()
-    assert _minimal_cli(study, fake_claude, output).returncode == 0, "the path is free for the next run"
+    # only the exit code matters here: in this process
+    assert invoke_agentstudy(*_minimal_arguments(pilot, fake_claude, output)).returncode == 0, \
+        "the path is free for the next run"
 
 
 # Checkpoints ------------------------------------------------------------------------------------
@@ -142,7 +157,7 @@ def test_a_failed_checkpoint_keeps_the_last_good_ledger_and_no_temporary(disk: P
 
 
 def test_a_full_disk_mid_run_records_the_reason_when_a_smaller_write_still_fits(
-    tmp_path: Path, study: ExampleStudy, fake_claude: FakeClaude
+    tmp_path: Path, pilot: ExampleStudy, fake_claude: FakeClaude
 ) -> None:
     """The break: a full disk mid-run left the ledger ``running`` with no stop reason.
 
@@ -155,7 +170,7 @@ def test_a_full_disk_mid_run_records_the_reason_when_a_smaller_write_still_fits(
     fake_claude.behave(mode="ok", answer="A" * 65536)
     with small_tmpfs(tmp_path / "disk", "48k") as disk:
         output = disk / "ledger.json"
-        result = _minimal_cli(study, fake_claude, output)
+        result = _minimal_cli(pilot, fake_claude, output)
         names = _names(disk)
         ledger = json.loads(output.read_text(encoding="utf-8"))
     assert result.returncode == 1, result.stderr
@@ -173,13 +188,13 @@ def test_a_full_disk_mid_run_records_the_reason_when_a_smaller_write_still_fits(
 
 
 def test_a_full_disk_mid_run_with_no_room_at_all_keeps_the_last_good_ledger(
-    tmp_path: Path, study: ExampleStudy, fake_claude: FakeClaude
+    tmp_path: Path, pilot: ExampleStudy, fake_claude: FakeClaude
 ) -> None:
     """The attempt itself fills the disk: no later write fits, the ledger is the reservation checkpoint."""
     with small_tmpfs(tmp_path / "disk", "64k") as disk:
         fake_claude.behave(mode="ok", fillDirectory=str(disk))
         output = disk / "ledger.json"
-        result = _minimal_cli(study, fake_claude, output)
+        result = _minimal_cli(pilot, fake_claude, output)
         names = _names(disk)
         ledger = json.loads(read_ledger(output, output.read_bytes()).data)
     assert result.returncode == 1, result.stderr
@@ -201,7 +216,7 @@ def _http_request(study: ExampleStudy, output: Path, base_url: str) -> HttpRunRe
 
 
 def test_http_a_full_disk_mid_run_records_the_reason_when_a_smaller_write_still_fits(
-    tmp_path: Path, study: ExampleStudy
+    tmp_path: Path, pilot: ExampleStudy
 ) -> None:
     def long_answer(body: Mapping[str, Any]) -> ScriptedReply:
         return ScriptedReply([{"type": "text", "text": "A" * 65536}], "end_turn",
@@ -210,7 +225,7 @@ def test_http_a_full_disk_mid_run_records_the_reason_when_a_smaller_write_still_
     with small_tmpfs(tmp_path / "disk", "48k") as disk, RehearsalServer(policy=long_answer) as server:
         output = disk / "ledger.json"
         with pytest.raises(ledger_store.CheckpointError, match=NO_SPACE):
-            run_http_study(_http_request(study, output, server.base_url))
+            run_http_study(_http_request(pilot, output, server.base_url))
         names = _names(disk)
         ledger = json.loads(output.read_text(encoding="utf-8"))
     assert names == ["ledger.json"]
@@ -221,7 +236,7 @@ def test_http_a_full_disk_mid_run_records_the_reason_when_a_smaller_write_still_
 
 
 def test_http_a_full_disk_mid_run_keeps_the_last_good_ledger_and_exits_1(
-    tmp_path: Path, study: ExampleStudy, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, pilot: ExampleStudy, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from agentstudy.commands.minimal_outcome import run_and_summarise
 
@@ -233,7 +248,7 @@ def test_http_a_full_disk_mid_run_keeps_the_last_good_ledger_and_exits_1(
             return next_reply(body)
 
         with RehearsalServer(policy=fill_then_answer) as server, pytest.raises(SystemExit) as exited:
-            run_and_summarise(lambda: run_http_study(_http_request(study, output, server.base_url)))
+            run_and_summarise(lambda: run_http_study(_http_request(pilot, output, server.base_url)))
         names = _names(disk)
         ledger = json.loads(read_ledger(output, output.read_bytes()).data)
     assert exited.value.code == 1

@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,12 @@ from agentstudy.io.mcp_child import mcp_child
 from agentstudy.io.mcp_client import McpListing, McpProbeError, probe_mcp_server
 
 SERVER = str(Path(__file__).resolve().parent / "data" / "annotated_server.py")
+
+
+@pytest.fixture(autouse=True)
+def _no_idle_probe_process_of_earlier_tests() -> None:
+    """This worker's process-wide probe processes left idle by earlier tests end first: each test counts its own."""
+    mcp_client.process_probe_processes().end_idle()
 
 PROBE_IN_A_FRESH_INTERPRETER = """
 import json, sys
@@ -131,3 +138,53 @@ def test_probes_of_one_preflight_share_one_process_ended_at_its_end(monkeypatch:
     assert first.probe_ok and not third.probe_ok and first.tools == third.tools
     assert process.returncode == 0, "ended at the end of its stdin"
     assert _children_running("agentstudy.io.mcp_probe_child") == []
+
+
+def test_the_processs_preflights_share_one_probe_process_that_ends_when_idle(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two probes through the process-wide set (as two preflights of one process, e.g. in-process commands) start
+    one probe process; left idle past its time it ends by itself, and the next probe starts a new one."""
+    started: list[subprocess.Popen[str]] = []
+    real_popen = subprocess.Popen
+
+    def recording_popen(*args: Any, **kwargs: Any) -> Any:
+        process = real_popen(*args, **kwargs)
+        started.append(process)
+        return process
+
+    monkeypatch.setattr(mcp_client.subprocess, "Popen", recording_popen)
+    shared = mcp_client.process_probe_processes()
+    assert mcp_client.process_probe_processes() is shared
+    with mcp_child() as child:
+        first = probe_mcp_server(sys.executable, [SERVER], child, "notes.find", {"term": "x"}, processes=shared)
+        second = probe_mcp_server(sys.executable, [SERVER], child, "notes.find", {"term": "x"}, processes=shared)
+    [process] = started
+    assert first.probe_ok and second.probe_ok and process.poll() is None, "kept for a later preflight"
+    monkeypatch.setattr(shared, "_idle_s", 0.2)
+    with mcp_child() as child:
+        probe_mcp_server(sys.executable, [SERVER], child, "notes.find", {"term": "x"}, processes=shared)
+    assert len(started) == 1, "the idle process answered"
+    assert process.wait(timeout=60) == 0, "ended by itself once idle (the end of its stdin)"
+    with mcp_child() as child:
+        probe_mcp_server(sys.executable, [SERVER], child, "notes.find", {"term": "x"}, processes=shared)
+    assert len(started) == 2 and started[1].poll() is None
+    shared.end_idle()
+    assert started[1].wait(timeout=60) == 0
+    assert _children_running("agentstudy.io.mcp_probe_child") == []
+
+
+def test_a_probe_process_that_died_while_idle_is_never_reused() -> None:
+    """An idle probe process killed meanwhile (a signal to its process group) is reaped; the next probe starts a
+    new one and succeeds."""
+    shared = mcp_client.process_probe_processes()
+    with mcp_child() as child:
+        assert probe_mcp_server(sys.executable, [SERVER], child, "notes.find", {"term": "x"}, processes=shared).probe_ok
+        [pid] = _children_running("agentstudy.io.mcp_probe_child")
+        os.kill(pid, signal.SIGKILL)
+        for _ in range(200):  # dead (a zombie, not yet reaped) before the next probe comes
+            if Path(f"/proc/{pid}/stat").read_text(encoding="ascii").rpartition(")")[2].split()[0] == "Z":
+                break
+            time.sleep(0.05)
+        again = probe_mcp_server(sys.executable, [SERVER], child, "notes.find", {"term": "x"}, processes=shared)
+    assert again.probe_ok
+    assert pid not in _children_running("agentstudy.io.mcp_probe_child")

@@ -16,6 +16,7 @@ safe here, where the secrets are.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
@@ -35,8 +36,8 @@ from agentstudy.protocol.read_only import ToolHints
 from agentstudy.protocol.server_words import with_cause
 
 __all__ = [
-    "MCP_PROBE_TIMEOUT_S", "ListingCheck", "McpListing", "McpProbe", "McpProbeError", "ProbeProcesses", "failure_text",
-    "failure_words", "leaf_error", "load_mcp_sdk", "probe_mcp_server",
+    "MCP_PROBE_TIMEOUT_S", "PROBE_IDLE_S", "ListingCheck", "McpListing", "McpProbe", "McpProbeError", "ProbeProcesses",
+    "failure_text", "failure_words", "leaf_error", "load_mcp_sdk", "probe_mcp_server", "process_probe_processes",
 ]
 
 MCP_PROBE_TIMEOUT_S = 30.0
@@ -131,12 +132,13 @@ def _probe_from(raw: Mapping[str, Any], secrets: Sequence[str]) -> McpProbe:
 class _ProbeProcess:
     """One probe process (``io.mcp_probe_child``) and the file its own stderr goes to."""
 
-    def __init__(self) -> None:
+    def __init__(self, own_env: Mapping[str, str]) -> None:
+        self.own_env = dict(own_env)
+        self.idle_timer: threading.Timer | None = None
         self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 -- kept open with the process, closed by close()
-        own_env = allowlisted_environment(os.environ, home="/nonexistent", tmpdir=tempfile.gettempdir())
         try:
             self.process = subprocess.Popen([sys.executable, "-I", "-m", PROBE_MODULE], stdin=subprocess.PIPE,
-                                            stdout=subprocess.PIPE, stderr=self.stderr, env=own_env, cwd="/",
+                                            stdout=subprocess.PIPE, stderr=self.stderr, env=self.own_env, cwd="/",
                                             text=True, encoding="utf-8")
         except BaseException:
             self.stderr.close()
@@ -162,40 +164,109 @@ class _ProbeProcess:
         self.stderr.close()
 
 
-class ProbeProcesses:
-    """The probe processes of one preflight: a probe takes an idle one or starts one, and gives it back after a
-    whole answer, so several corpora probed in turn import the SDK once (at most one process per probe running at
-    once). Use as a context manager: leaving it ends every process."""
+def _own_environment() -> dict[str, str]:
+    """The probe process's own environment: ours allowlisted (no key, token or credential), a HOME that does not
+    exist; the server it starts gets its own complete environment with each request."""
+    return allowlisted_environment(os.environ, home="/nonexistent", tmpdir=tempfile.gettempdir())
 
-    def __init__(self) -> None:
+
+class ProbeProcesses:
+    """A set of probe processes: a probe takes an idle one (started with the same environment of its own) or starts
+    one, and gives it back after a whole answer, so probes in turn import the SDK once (at most one process per
+    probe running at once). Use as a context manager: leaving it ends every process.
+
+    Args:
+        idle_s: when set, an idle process ends after ``idle_s`` seconds unused (the process-wide set of
+            :func:`process_probe_processes`); ``None``: idle processes live until the set is left.
+    """
+
+    def __init__(self, idle_s: float | None = None) -> None:
         self._lock = threading.Lock()
         self._idle: list[_ProbeProcess] = []
         self._closed = False
+        self._idle_s = idle_s
 
     def take(self) -> _ProbeProcess:
-        """An idle probe process, or a new one."""
+        """An idle probe process of our current environment, or a new one.
+
+        Raises:
+            OSError: a new process could not start.
+        """
+        own_env = _own_environment()
         with self._lock:
-            if self._idle:
-                return self._idle.pop()
-        return _ProbeProcess()
+            dead = [process for process in self._idle if process.process.poll() is not None]
+            self._idle = [process for process in self._idle if process not in dead]
+            found = next((process for process in self._idle if process.own_env == own_env), None)
+            if found is not None:
+                self._idle.remove(found)
+        for process in [*dead, *([found] if found is not None else [])]:
+            if process.idle_timer is not None:
+                process.idle_timer.cancel()
+        for process in dead:  # ended meanwhile (a signal to its process group): reaped, never reused
+            process.close()
+        return found if found is not None else _ProbeProcess(own_env)
 
     def give(self, process: _ProbeProcess) -> None:
         """Keep ``process`` for the next probe (ended instead once the set is closed)."""
         with self._lock:
             if not self._closed:
                 self._idle.append(process)
+                if self._idle_s is not None:
+                    process.idle_timer = threading.Timer(self._idle_s, self._expire, (process,))
+                    process.idle_timer.daemon = True
+                    process.idle_timer.start()
                 return
         process.close()
+
+    def _expire(self, process: _ProbeProcess) -> None:
+        """End ``process`` if it is still idle (its idle time ran out)."""
+        with self._lock:
+            if process not in self._idle:
+                return
+            self._idle.remove(process)
+        process.close()
+
+    def end_idle(self) -> None:
+        """End every idle process now; the set stays open (a later probe starts a new one)."""
+        self._end_idle(closing=False)
+
+    def close(self) -> None:
+        """End every idle process; a process given back later is ended at once."""
+        self._end_idle(closing=True)
+
+    def _end_idle(self, closing: bool) -> None:
+        with self._lock:
+            self._closed = self._closed or closing
+            idle, self._idle = self._idle, []
+        for process in idle:
+            if process.idle_timer is not None:
+                process.idle_timer.cancel()
+            process.close()
 
     def __enter__(self) -> ProbeProcesses:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        with self._lock:
-            self._closed = True
-            idle, self._idle = self._idle, []
-        for process in idle:
-            process.close()
+        self.close()
+
+
+PROBE_IDLE_S = 30.0
+"""Seconds an idle probe process of :func:`process_probe_processes` is kept for a later preflight of the process."""
+
+_PROCESS_WIDE: list[ProbeProcesses] = []
+_PROCESS_WIDE_LOCK = threading.Lock()
+
+
+def process_probe_processes() -> ProbeProcesses:
+    """This process's probe processes, shared by all its preflights (issue 42 item 7): a process that runs several
+    studies (a host of in-process commands, a continuation chain) imports the SDK in one probe process, not one per
+    preflight. An idle one ends after ``PROBE_IDLE_S`` seconds or when this interpreter exits."""
+    with _PROCESS_WIDE_LOCK:
+        if not _PROCESS_WIDE:
+            shared = ProbeProcesses(idle_s=PROBE_IDLE_S)
+            atexit.register(shared.close)
+            _PROCESS_WIDE.append(shared)
+        return _PROCESS_WIDE[0]
 
 
 def _exchange(process: subprocess.Popen[str], request: Mapping[str, Any], check: ListingCheck | None,

@@ -13,7 +13,14 @@ from functools import partial
 from typing import Any
 
 from agentstudy.io.containment import ContainmentError, ContainmentMode
-from agentstudy.io.mcp_client import McpListing, McpProbe, McpProbeError, ProbeProcesses, probe_mcp_server
+from agentstudy.io.mcp_client import (
+    McpListing,
+    McpProbe,
+    McpProbeError,
+    ProbeProcesses,
+    probe_mcp_server,
+    process_probe_processes,
+)
 from agentstudy.io.mcp_sandbox import contained_server
 from agentstudy.io.server_corpus import ServerCorpora
 from agentstudy.io.server_prepare import PrepareError, run_prepare
@@ -132,8 +139,9 @@ def check_mcp_servers(
 ) -> McpPreflight:
     """Start the contained server for every corpus the MCP arm uses, vet its tools, probe it, compare.
 
-    The corpora's probes share the preflight's probe processes (``io.mcp_client.ProbeProcesses``: the SDK is
-    imported once per process, not once per corpus; all ended before this returns). Up to ``parallel`` corpora
+    The corpora's probes share the process's probe processes (``io.mcp_client.process_probe_processes``: the SDK
+    is imported once per probe process, not once per corpus or per preflight; an idle one ends after
+    ``io.mcp_client.PROBE_IDLE_S`` seconds or at exit). Up to ``parallel`` corpora
     are probed at once (a run's ``--concurrency``; issue 19: the probes
     were a serial head start of every run). The verdict does not depend on ``parallel``: every
     probe finishes, then the results are read in corpus-name order, so the first failure named is
@@ -153,8 +161,8 @@ def check_mcp_servers(
     except ReadOnlyError as error:
         raise PreflightError(str(error)) from None
     names = list(corpora.names)
-    with ProbeProcesses() as processes, ThreadPoolExecutor(max_workers=max(1, min(parallel, len(names)))) as pool:
-        probe_one = partial(_probe_corpus, spec, corpora, containment, parent_env, processes)
+    with ThreadPoolExecutor(max_workers=max(1, min(parallel, len(names)))) as pool:
+        probe_one = partial(_probe_corpus, spec, corpora, containment, parent_env, process_probe_processes())
         futures = [pool.submit(probe_one, name) for name in names]
     listed: tuple[str, ...] | None = None
     evidence: dict[str, str] = {}
