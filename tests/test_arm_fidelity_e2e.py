@@ -23,7 +23,6 @@ from agentstudy.protocol.server_word import CHANGED_WORD
 from agentstudy.protocol.treatment import CONTROL_SERVER_LOST, TREATMENT_LOST
 from agentstudy.rehearsal.example_study import build_example_study
 
-from checkout_run import run_agentstudy
 from inprocess_cli import invoke_agentstudy
 from study_files import EXAMPLE_STUDY
 
@@ -56,7 +55,8 @@ def _pilot(tmp_path: Path, example: tuple[dict[str, Any], list[str]], agent: str
     path.write_text(json.dumps(document), encoding="utf-8")
     model = (["--model", "rehearsal-scripted"] if agent == "codex"
              else ["--model", "claude-haiku-5-5", "--claude-bin", str(claude_bin)])
-    ran = run_agentstudy("study", "--manifest", str(path), "--pilot", "--rehearsal", *roots, "--budget-usd", "1",
+    # In this process: what is read is the exit code, the output and the files, not the process itself.
+    ran = invoke_agentstudy("study", "--manifest", str(path), "--pilot", "--rehearsal", *roots, "--budget-usd", "1",
                          "--output", str(ledger), "--containment", "bwrap", "--concurrency", str(concurrency),
                          *AGENTS[agent], *model)
     return ran, json.loads(ledger.read_text(encoding="utf-8")), ledger

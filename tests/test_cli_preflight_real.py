@@ -18,6 +18,8 @@ import pytest
 
 from claude_versions import ClaudeCode
 
+from inprocess_cli import invoke_agentstudy
+
 KB_SERVER = Path(__file__).resolve().parent / "data" / "kb_server.py"
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false"]
 
@@ -66,16 +68,20 @@ def _study(tmp_path: Path, extra_tool_in: str | None = None) -> tuple[Path, dict
 
 
 def _minimal(
-    manifest: Path, roots: dict[str, Path], output: Path, claude_bin: Path, tmpdir: Path, *extra: str
+    manifest: Path, roots: dict[str, Path], output: Path, claude_bin: Path, tmpdir: Path, *extra: str,
+    in_process: bool = False,
 ) -> subprocess.CompletedProcess[str]:
+    """The pilot as a process of its own (its ``TMPDIR`` and what it leaves behind are read), or, for a refusal
+    whose exit code and stderr are all that is read, in this process (``in_process``)."""
     env = {**os.environ, "TMPDIR": str(tmpdir), "ANTHROPIC_API_KEY": "sk-ant-never-to-the-child"}
     env.pop("AGENTSTUDY_CLAUDE_BIN", None)
-    return subprocess.run(
-        [sys.executable, "-m", "agentstudy", "minimal", "--manifest", str(manifest), "--pilot", "--transport", "cli",
-         *[f"--root={n}={p}" for n, p in roots.items()], "--output", str(output), "--claude-bin", str(claude_bin),
-         "--model", "claude-haiku-5-5", "--budget-usd", "1", *extra],
-        capture_output=True, text=True, env=env, timeout=300, check=False,
-    )
+    args = ["minimal", "--manifest", str(manifest), "--pilot", "--transport", "cli",
+            *[f"--root={n}={p}" for n, p in roots.items()], "--output", str(output), "--claude-bin", str(claude_bin),
+            "--model", "claude-haiku-5-5", "--budget-usd", "1", *extra]
+    if in_process:
+        return invoke_agentstudy(*args, env=env)
+    return subprocess.run([sys.executable, "-m", "agentstudy", *args], capture_output=True, text=True, env=env,
+                          timeout=300, check=False)
 
 
 def _kb_args(mcp_config: Path) -> list[str]:
@@ -135,7 +141,7 @@ def test_version_mismatch_is_refused_and_writes_nothing(
     manifest, roots, mcp_config = _study(tmp_path)
     output = tmp_path / "ledger.json"
     result = _minimal(manifest, roots, output, claude_bin, tmpdir_for_runner, *_kb_args(mcp_config),
-                      "--cli-version", "2.1.297")
+                      "--cli-version", "2.1.297", in_process=True)
     assert result.returncode == 2
     assert "not the expected 2.1.297" in result.stderr
     assert not output.exists()
@@ -147,7 +153,7 @@ def test_failing_freshness_probe_is_refused(tmp_path: Path, claude_bin: Path, tm
     args = _kb_args(mcp_config)
     args[args.index("--mcp-probe") + 1] = "kb.read"
     args[args.index("--mcp-probe-arguments") + 1] = '{"path": "missing.md"}'
-    result = _minimal(manifest, roots, output, claude_bin, tmpdir_for_runner, *args)
+    result = _minimal(manifest, roots, output, claude_bin, tmpdir_for_runner, *args, in_process=True)
     assert result.returncode == 2
     assert "freshness probe kb.read failed" in result.stderr
     assert not output.exists()
@@ -157,7 +163,8 @@ def test_missing_server_config_is_refused(tmp_path: Path, claude_bin: Path, tmpd
     manifest, roots, mcp_config = _study(tmp_path)
     args = _kb_args(mcp_config)
     args[args.index("--server-config-candidates") + 1] = "doc-bridge.config.json"
-    result = _minimal(manifest, roots, tmp_path / "ledger.json", claude_bin, tmpdir_for_runner, *args)
+    result = _minimal(manifest, roots, tmp_path / "ledger.json", claude_bin, tmpdir_for_runner, *args,
+                      in_process=True)
     assert result.returncode == 2
     assert "no MCP server config file" in result.stderr
 
@@ -168,11 +175,10 @@ def test_checkouts_listing_different_tools_are_refused(
     manifest, roots, mcp_config = _study(tmp_path, extra_tool_in="beta")
     # The pilot uses only the first repository; the full run needs every checkout's server.
     output = tmp_path / "ledger.json"
-    result = subprocess.run(
-        [sys.executable, "-m", "agentstudy", "minimal", "--manifest", str(manifest), "--run", "--transport", "cli",
-         *[f"--root={n}={p}" for n, p in roots.items()], "--output", str(output), "--claude-bin", str(claude_bin),
-         "--model", "claude-haiku-5-5", "--budget-usd", "5", *_kb_args(mcp_config)],
-        capture_output=True, text=True, timeout=300, check=False,
+    result = invoke_agentstudy(
+        "minimal", "--manifest", str(manifest), "--run", "--transport", "cli",
+        *[f"--root={n}={p}" for n, p in roots.items()], "--output", str(output), "--claude-bin", str(claude_bin),
+        "--model", "claude-haiku-5-5", "--budget-usd", "5", *_kb_args(mcp_config),
         env={**os.environ, "TMPDIR": str(tmpdir_for_runner)},
     )
     assert result.returncode == 2, result.stderr

@@ -19,7 +19,7 @@ import pytest
 
 from agentstudy.rehearsal.example_study import build_example_study
 
-from checkout_run import run_agentstudy
+from inprocess_cli import invoke_agentstudy
 from study_files import EXAMPLE_STUDY
 
 LOOKUP_SERVER = Path(__file__).resolve().parent / "data" / "lookup_server.py"
@@ -56,7 +56,7 @@ def _pilot(tmp_path: Path, document: dict[str, Any], roots: list[str], agent: st
     path, ledger = tmp_path / "study.json", tmp_path / "ledger.json"
     path.write_text(json.dumps(document), encoding="utf-8")
     model = AGENTS[agent] or ["--model", "claude-haiku-5-5", "--claude-bin", str(claude_bin)]
-    ran = run_agentstudy("study", "--manifest", str(path), "--pilot", "--rehearsal", "--transport", "cli", *roots,
+    ran = invoke_agentstudy("study", "--manifest", str(path), "--pilot", "--rehearsal", "--transport", "cli", *roots,
                          "--budget-usd", "1", "--output", str(ledger), "--containment", "bwrap", *model)
     assert ran.returncode == 0, ran.stderr
     written = json.loads(ledger.read_text(encoding="utf-8"))

@@ -29,7 +29,7 @@ from agentstudy.io.ledger_journal import read_ledger
 from agentstudy.protocol.ledger_integrity import seal_ledger, verify_ledger_bytes
 from agentstudy.protocol.manifest import load_manifest
 from agentstudy.protocol.records import MinimalLedger
-from agentstudy.protocol.schedule import build_schedule
+from agentstudy.protocol.schedule import PilotSize, build_schedule
 from agentstudy.rehearsal.example_study import ExampleStudy, build_example_study
 from concurrent_ledgers import peak_overlap, verified
 
@@ -41,6 +41,18 @@ def _run(study: ExampleStudy, fake: FakeClaude, ledger: Path, *flags: str) -> An
     args = ["minimal", "--manifest", str(study.manifest_path), "--transport", "cli", "--approve-budget", *roots,
             "--output", str(ledger), "--claude-bin", str(fake.path), "--model", "claude-haiku-5-5", *flags]
     return CliRunner().invoke(main, args, catch_exceptions=False)
+
+
+def _pilot(repetitions: int) -> list[str]:
+    """The first task's pilot with ``repetitions`` repetitions (2 x ``repetitions`` attempts): one corpus, so the
+    preflight starts one MCP server and one probe, where the full schedule's three corpora start three of each."""
+    return ["--pilot", "--pilot-repetitions", str(repetitions)]
+
+
+def _pilot_schedule(study: ExampleStudy, repetitions: int) -> list[tuple[str, str, int]]:
+    """The (task, arm, repetition) order of :func:`_pilot`'s schedule."""
+    schedule = build_schedule(load_manifest(study.manifest_path).manifest, "pilot", PilotSize(1, repetitions))
+    return [(e.task_id, e.scenario, e.repetition) for e in schedule]
 
 
 def _attempt_calls(fake: FakeClaude) -> int:
@@ -58,7 +70,7 @@ def test_a_cap_that_fits_three_admits_exactly_three_at_concurrency_eight(
 ) -> None:
     fake_claude.behave(mode="sleep", sleepSeconds=2, reportedCost=0.1)  # each attempt spends its whole limit
     ledger_path = tmp_path / "ledger.json"
-    result = _run(study, fake_claude, ledger_path, "--run", "--concurrency", "8",
+    result = _run(study, fake_claude, ledger_path, *_pilot(2), "--concurrency", "8",  # 4 attempts, 8 allowed
                   "--attempt-budget-usd", "0.1", "--budget-usd", "0.3")
     assert result.exit_code != 0, result.output  # blocked: the cap was spent before the schedule ended
     ledger = verified(ledger_path)
@@ -70,15 +82,14 @@ def test_a_cap_that_fits_three_admits_exactly_three_at_concurrency_eight(
     assert ledger.stop_reason == "the per-attempt limit does not fit under the remaining cap"
     assert Decimal(str(ledger.budget.spent)) == Decimal("0.3") <= Decimal(str(ledger.budget.cap))
     assert not ledger.budget.cumulative_cap_exceeded
-    schedule = build_schedule(load_manifest(study.manifest_path).manifest, "full")
-    assert [(o.task_id, o.scenario, o.repetition) for o in ledger.observations] == [
-        (e.task_id, e.scenario, e.repetition) for e in schedule[:3]]  # admission follows the schedule
+    assert [(o.task_id, o.scenario, o.repetition) for o in ledger.observations] == _pilot_schedule(
+        study, 2)[:3]  # admission follows the schedule
 
 
 @dataclass(frozen=True)
 class StoppedRun:
-    """One ``--run --concurrency 3`` whose first MCP-arm attempt fails (``first_mcp``, 1-based), shared by the
-    tests that read its ledger (they never write it): the fake that ran it and the ledger path."""
+    """One six-attempt pilot at ``--concurrency 3`` whose first MCP-arm attempt fails (``first_mcp``, 1-based),
+    shared by the tests that read its ledger (they never write it): the fake that ran it and the ledger path."""
 
     study: ExampleStudy
     fake: FakeClaude
@@ -92,13 +103,12 @@ def stopped_run(tmp_path_factory: pytest.TempPathFactory) -> StoppedRun:
     root = tmp_path_factory.mktemp("stopped-run")
     study = build_example_study(root / "study")
     fake = FakeClaude(root / "fake-claude")
-    schedule = build_schedule(load_manifest(study.manifest_path).manifest, "full")
-    first_mcp = next(i for i, e in enumerate(schedule, start=1) if e.scenario == "doc-bridge-mcp")
+    first_mcp = next(i for i, (_, arm, _) in enumerate(_pilot_schedule(study, 3), start=1) if arm == "doc-bridge-mcp")
     fake.behave(mode="sleep", sleepSeconds=1.5, failWhenArgContains='"command"')
     ledger_path = root / "ledger.json"
     with pytest.MonkeyPatch.context() as patch:  # as the ``fake_claude`` fixture: its records live beside it
         patch.setenv("AGENTSTUDY_CONTAINMENT", "restricted")
-        result = _run(study, fake, ledger_path, "--run", "--concurrency", "3", "--budget-usd", "5")
+        result = _run(study, fake, ledger_path, *_pilot(3), "--concurrency", "3", "--budget-usd", "5")
     assert result.exit_code != 0, result.output
     return StoppedRun(study, fake, ledger_path, first_mcp)
 
@@ -141,8 +151,7 @@ def test_the_progress_spend_never_falls_while_other_attempts_hold_reservations(
     monkeypatch.setattr(terminal_view, "progress_for_terminal", lambda *_: recorder)
     fake_claude.behave(mode="sleep", sleepSeconds=0.5, reportedCost=0.001)
     ledger_path = tmp_path / "ledger.json"
-    result = _run(study, fake_claude, ledger_path, "--pilot", "--pilot-tasks", "3", "--concurrency", "4",
-                  "--budget-usd", "1")
+    result = _run(study, fake_claude, ledger_path, *_pilot(3), "--concurrency", "4", "--budget-usd", "1")
     assert result.exit_code == 0, result.output
     assert len(recorder.spent) == 6 and recorder.spent == sorted(recorder.spent)
     assert all(s <= Decimal("0.006") + Decimal("0.01") for s in recorder.spent)  # never a 0.10 reservation
@@ -188,6 +197,22 @@ def test_verification_holds_a_concurrent_ledger_to_its_width(stopped_run: Stoppe
     assert any("without concurrency" in p for p in problems(concurrency=None))
 
 
+def _one_corpus_study(study: ExampleStudy, dest: Path) -> tuple[Path, dict[str, Path]]:
+    """A study file of 36 attempts on one corpus (the example's two ``lantern-cache`` tasks cycled to six, ids
+    ``…-2``, ``…-3`` for the copies; three repetitions) and its one root: the seed manifest's 36-attempt walk, with
+    one MCP server and one probe in its preflight where the seed's three corpora start three of each."""
+    document = json.loads((Path(__file__).resolve().parents[1] / "src/agentstudy/rehearsal/example-study.json")
+                          .read_text(encoding="utf-8"))
+    repository = "lantern-cache"
+    base = [task for task in document["tasks"] if task["repository"] == repository]
+    document["repositories"] = {repository: document["repositories"][repository]}
+    document["tasks"] = [{**base[i % len(base)], "id": base[i % len(base)]["id"] + (
+        f"-{i // len(base) + 1}" if i >= len(base) else "")} for i in range(6)]
+    path = dest / "one-corpus-study.json"
+    path.write_text(json.dumps(document, indent=2), encoding="utf-8")
+    return path, {repository: study.roots[repository]}
+
+
 KILL_MOMENTS_S = (0.3, 0.8, 1.3, 1.8, 2.4, 3.0)
 """The moments (s after the ledger appeared: its walk has begun) at which a concurrent run is killed: 0.3-3 s at
 steps of at most 0.6 s. Each kill is a whole run; the nine distinct seeded draws of before spanned 0.44-2.99 s with
@@ -205,8 +230,9 @@ def test_sigkill_of_a_concurrent_run_leaves_a_ledger_that_verifies(
     ledger_path.parent.mkdir()
     scratch = tmp_path / "runner-tmp"
     scratch.mkdir()
-    roots = [f"--root={name}={path}" for name, path in study.roots.items()]
-    command = [sys.executable, "-m", "agentstudy", "minimal", "--manifest", str(study.manifest_path), "--run",
+    manifest, one_root = _one_corpus_study(study, tmp_path)
+    roots = [f"--root={name}={path}" for name, path in one_root.items()]
+    command = [sys.executable, "-m", "agentstudy", "minimal", "--manifest", str(manifest), "--run",
                "--transport", "cli", "--approve-budget", *roots, "--output", str(ledger_path), "--claude-bin",
                str(fake_claude.path), "--model", "claude-haiku-5-5", "--budget-usd", "1", "--concurrency", "4"]
     runner = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

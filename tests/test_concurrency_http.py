@@ -91,9 +91,10 @@ def _fail_the_mcp_arm(body: Mapping[str, Any]) -> ScriptedReply:
                          {} if mcp else {"input_tokens": 10, "output_tokens": 2})
 
 
-@pytest.fixture
-def study(tmp_path: Path) -> ExampleStudy:
-    return build_example_study(tmp_path / "study")
+@pytest.fixture(scope="module")
+def study(tmp_path_factory: pytest.TempPathFactory) -> ExampleStudy:
+    """The example study's corpora, built once for the module: the runs below only read them."""
+    return build_example_study(tmp_path_factory.mktemp("concurrency-http") / "study")
 
 
 def _request(study: ExampleStudy, output: Path, base_url: str, cap: Decimal, concurrency: int) -> HttpRunRequest:

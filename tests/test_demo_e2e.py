@@ -180,11 +180,9 @@ def test_demo_with_adjudication_scores_both_attempts_and_reports_them(tmp_path: 
                                                                      claude_code: ClaudeCode) -> None:
     """The demo command, pilot and adjudication, with each pinned Claude Code (2.1.296 and 2.1.328)."""
     directory = tmp_path / "demo"
-    completed = subprocess.run(
-        [sys.executable, "-m", "agentstudy", "demo", "--adjudicate", "--output-dir", str(directory),
-         "--claude-bin", str(claude_code.binary), "--agent-version", claude_code.version],
-        capture_output=True, text=True, timeout=300, check=False,
-    )
+    # In this process: what is read here is files, not the process (test_demo_command_end_to_end runs one).
+    completed = invoke_agentstudy("demo", "--adjudicate", "--output-dir", str(directory),
+                                  "--claude-bin", str(claude_code.binary), "--agent-version", claude_code.version)
     assert completed.returncode == 0, completed.stderr
     companion = json.loads((directory / "ledger.adjudication.json").read_text(encoding="utf-8"))
     ledger_bytes = (directory / "ledger.json").read_bytes()

@@ -88,11 +88,15 @@ def test_probe_lists_the_bundled_servers_tools_with_annotations_once_per_checkou
     assert not ledger.exists()
 
 
-def test_the_pilot_probe_starts_only_the_mcp_arms_checkout(study: ExampleStudy) -> None:
-    result = _invoke(_dry(study, "--probe", "--pilot"))
+def test_the_pilot_probe_starts_only_the_mcp_arms_checkout_and_empty_candidates_need_no_config_file(
+    study: ExampleStudy,
+) -> None:
+    # One probe for both: which checkouts a pilot starts does not depend on the config candidates.
+    result = _invoke(_dry(study, "--probe", "--pilot", "--server-config-candidates", ""))
     assert result.exit_code == 0, result.output
     server = json.loads(result.stdout)["mcpProbe"]
     assert server["serversStarted"] == 1 and server["checkouts"] == ["lantern-cache"]
+    assert server["probe"]["ok"] is True
 
 
 def test_probe_needs_dry_run_and_the_roots(study: ExampleStudy) -> None:
@@ -139,16 +143,11 @@ def test_config_placeholder_with_the_default_candidates_says_what_to_do(study: E
     assert 'pass --server-config-candidates "" (no config file)' in line
 
 
-def test_empty_candidates_need_no_config_file_and_refuse_a_config_placeholder(
-    study: ExampleStudy, tmp_path: Path
-) -> None:
+def test_empty_candidates_refuse_a_config_placeholder(study: ExampleStudy, tmp_path: Path) -> None:
     config = _config(tmp_path, sys.executable, str(BROKEN), "refuse", "--config", "{config}")
     line = _refused(_invoke(_dry(study, "--mcp-config", str(config), "--server-config-candidates", "",
                                  "--mcp-tools", "repo.search", "--mcp-probe", "repo.search")))
     assert "name {config} but --server-config-candidates is empty" in line
-    result = _invoke(_dry(study, "--probe", "--pilot", "--server-config-candidates", ""))
-    assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout)["mcpProbe"]["probe"]["ok"] is True
 
 
 def test_a_run_refused_by_its_preflight_shows_the_servers_words_too(study: ExampleStudy, tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from decimal import Decimal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -30,6 +31,7 @@ from agentstudy.rehearsal.policy import ScriptedReply, StopReason, next_reply
 from agentstudy.runners.http_request import HttpRunRequest
 from agentstudy.runners.minimal_http import run_http_study
 from agentstudy.runners.preflight import DEFAULT_MCP_SERVER, PreflightError
+from agentstudy.runners.summary import RunSummary
 
 PLANTED_KEY = "sk-ant-planted-http-key-0123456789"
 PRICES = UpperPrices(Decimal("0.50"), Decimal("2.50"))
@@ -115,16 +117,41 @@ def output(tmp_path: Path) -> Path:
     return tmp_path / "ledger.json"
 
 
-def test_requests_are_the_digest_body_and_each_reservation_is_on_disk_first(study: ExampleStudy, output: Path) -> None:
+@dataclass(frozen=True)
+class _EchoedRun:
+    """One pilot of the rehearsal agent whose answers echo the key: what each request saw on disk, and the end."""
+
+    seen: list[tuple[dict[str, Any], dict[str, Any]]]
+    records: tuple[Any, ...]
+    summary: RunSummary
+    output: Path
+
+
+@pytest.fixture(scope="module")
+def echoed_run(study: ExampleStudy, tmp_path_factory: pytest.TempPathFactory) -> _EchoedRun:
+    """The rehearsal agent's pilot, each answer followed by the planted key; run once and read by two tests."""
+    output = tmp_path_factory.mktemp("echoed") / "ledger.json"
     seen: list[tuple[dict[str, Any], dict[str, Any]]] = []
 
     def policy(body: Mapping[str, Any]) -> ScriptedReply:
         seen.append((dict(body), _ledger(output)))
-        return next_reply(body)
+        reply = next_reply(body)
+        if reply.stop_reason != "end_turn":
+            return reply
+        content = [{**block, "text": f"{block['text']} echo {PLANTED_KEY} echo"} if block.get("type") == "text"
+                   else block for block in reply.content]
+        return _reply(content, "end_turn", reply.usage)
 
     with RehearsalServer(policy=policy) as server:
         summary = run_http_study(_request(study, output, server.base_url))
         records = server.requests
+    return _EchoedRun(seen, records, summary, output)
+
+
+def test_requests_are_the_digest_body_and_each_reservation_is_on_disk_first(
+    study: ExampleStudy, echoed_run: _EchoedRun
+) -> None:
+    seen, records, summary, output = echoed_run.seen, echoed_run.records, echoed_run.summary, echoed_run.output
     assert summary.status == "awaiting-adjudication" and summary.line["transport"] == "http"
     question = load_manifest(study.manifest_path).manifest.tasks[0].question
     for body, on_disk in seen:
@@ -173,22 +200,12 @@ def test_lost_response_keeps_the_reservation_and_stops_the_run(study: ExampleStu
     assert "lost" in observation["statusReason"] and observation["answer"] == ""
 
 
-@pytest.mark.parametrize(
-    "usage",
-    [
-        {"input_tokens": 100, "output_tokens": 10, "cache_read_input_tokens": 7},
-        {"input_tokens": 100, "output_tokens": 10, "cache_creation_input_tokens": None},
-        {"input_tokens": 10**9, "output_tokens": 10},
-        {"input_tokens": 100, "output_tokens": 1025},
-        {"input_tokens": "100", "output_tokens": 10},
-        {"output_tokens": 10},
-    ],
-)
-def test_invalid_usage_fails_and_keeps_the_reservation(
-    study: ExampleStudy, output: Path, usage: dict[str, Any]
-) -> None:
+def test_invalid_usage_fails_and_keeps_the_reservation(study: ExampleStudy, output: Path) -> None:
+    # One run: every kind of invalid usage (a missing or non-integer count, a count over the
+    # reservation's ceiling, a cache field) takes the same path from the settlement's problem to the
+    # failed attempt; tests/test_pricing_http.py holds each kind against the validator it goes through.
     def policy(body: Mapping[str, Any]) -> ScriptedReply:
-        return _reply([{"type": "text", "text": "done"}], "end_turn", usage)
+        return _reply([{"type": "text", "text": "done"}], "end_turn", {"input_tokens": "100", "output_tokens": 10})
 
     with RehearsalServer(policy=policy) as server:
         summary = run_http_study(_request(study, output, server.base_url))
@@ -203,47 +220,55 @@ def test_invalid_usage_fails_and_keeps_the_reservation(
     assert "invalid" in observation["statusReason"]
 
 
-def test_max_tokens_is_incomplete_and_the_run_goes_on(study: ExampleStudy, output: Path) -> None:
+def test_max_tokens_and_the_turn_limit_are_incomplete_and_the_run_goes_on(study: ExampleStudy, output: Path) -> None:
+    # One pilot: the repository-only attempt (3 tools offered) is cut by max_tokens on its first turn;
+    # the MCP attempt after it (6 tools) calls a tool every turn until the limit ends it after 8 paid turns.
     def policy(body: Mapping[str, Any]) -> ScriptedReply:
-        return _reply([{"type": "text", "text": "cut"}], "max_tokens")
+        if len(body["tools"]) == 3:
+            return _reply([{"type": "text", "text": "cut"}], "max_tokens")
+        return _reply([_tool_use(f"toolu_{_turn(body)}", "repo_list", {"term": "docs"})], "tool_use")
 
     with RehearsalServer(policy=policy) as server:
         summary = run_http_study(_request(study, output, server.base_url))
+        requests = server.requests
     assert summary.status == "blocked"
     assert summary.line["byStatus"] == {"incomplete": 2}, "incomplete does not stop an http run"
     assert summary.line["extrapolatedFullRunUsd"] is None
+    assert len(requests) == 1 + 8
     ledger = _ledger(output)
-    assert [o["answer"] for o in ledger["observations"]] == ["", ""]
-    assert all(o["usageComplete"] and "max_tokens" in o["statusReason"] for o in ledger["observations"])
+    cut, limited = ledger["observations"]
+    assert (cut["scenario"], limited["scenario"]) == ("repository-only", "doc-bridge-mcp")
+    assert (cut["status"], cut["numTurns"], cut["answer"]) == ("incomplete", 1, "")
+    assert cut["usageComplete"] and "max_tokens" in cut["statusReason"]
+    assert (limited["status"], limited["numTurns"], limited["toolCalls"]) == ("incomplete", 8, 8)
     assert ledger["stopReason"] == "not every attempt completed"
 
 
-def test_twenty_tool_calls_run_and_twenty_one_fail(study: ExampleStudy, tmp_path: Path) -> None:
-    def policy_for(count: int) -> Callable[[Mapping[str, Any]], ScriptedReply]:
-        def policy(body: Mapping[str, Any]) -> ScriptedReply:
-            if _turn(body) > 1:
-                return _reply([{"type": "text", "text": "answer"}], "end_turn")
-            calls = [_tool_use(f"toolu_{i}", "repo_read", {"path": "README.md", "start": 3 * i + 1, "lines": 1})
-                     for i in range(count)]
-            return _reply(calls, "tool_use")
-        return policy
+def test_twenty_tool_calls_run_and_twenty_one_fail(study: ExampleStudy, output: Path) -> None:
+    # One pilot: the repository-only attempt (3 tools offered) asks for 20 calls in a turn and
+    # completes; the MCP attempt after it (6 tools) asks for 21, fails and stops the run.
+    def policy(body: Mapping[str, Any]) -> ScriptedReply:
+        if _turn(body) > 1:
+            return _reply([{"type": "text", "text": "answer"}], "end_turn")
+        count = 20 if len(body["tools"]) == 3 else 21
+        calls = [_tool_use(f"toolu_{i}", "repo_read", {"path": "README.md", "start": 3 * i + 1, "lines": 1})
+                 for i in range(count)]
+        return _reply(calls, "tool_use")
 
-    with RehearsalServer(policy=policy_for(20)) as server:
-        run_http_study(_request(study, tmp_path / "twenty.json", server.base_url))
-    twenty = _ledger(tmp_path / "twenty.json")["observations"]
-    assert [o["status"] for o in twenty] == ["completed", "completed"]
-    assert all(o["toolCalls"] == 20 and o["numTurns"] == 2 for o in twenty)
-    assert all(o["toolCallsByName"]["repo_read"] == 20 for o in twenty)
-    # README.md has 45 lines: the reads starting at 46, 49, 52, 55 and 58 fail and still count.
-    assert all(o["toolErrorsByName"] == {"repo_read": 5} for o in twenty)
-    with RehearsalServer(policy=policy_for(21)) as server:
-        summary = run_http_study(_request(study, tmp_path / "many.json", server.base_url))
+    with RehearsalServer(policy=policy) as server:
+        summary = run_http_study(_request(study, output, server.base_url))
         requests = server.requests
-    [observation] = _ledger(tmp_path / "many.json")["observations"]
-    assert summary.status == "blocked" and len(requests) == 1
-    assert observation["status"] == "failed" and observation["toolCalls"] == 0
-    assert observation["usageComplete"] is True, "the turn itself was settled"
-    assert observation["chargedUsd"] == observation["measuredUsd"] < observation["reservedUsd"]
+    twenty, many = _ledger(output)["observations"]
+    assert (twenty["scenario"], many["scenario"]) == ("repository-only", "doc-bridge-mcp")
+    assert twenty["status"] == "completed"
+    assert twenty["toolCalls"] == 20 and twenty["numTurns"] == 2
+    assert twenty["toolCallsByName"]["repo_read"] == 20
+    # README.md has 45 lines: the reads starting at 46, 49, 52, 55 and 58 fail and still count.
+    assert twenty["toolErrorsByName"] == {"repo_read": 5}
+    assert summary.status == "blocked" and len(requests) == 3, "two turns of the first attempt, one of the second"
+    assert many["status"] == "failed" and many["toolCalls"] == 0
+    assert many["usageComplete"] is True, "the turn itself was settled"
+    assert many["chargedUsd"] == many["measuredUsd"] < many["reservedUsd"]
 
 
 def test_a_redirect_is_refused_not_followed(study: ExampleStudy, output: Path) -> None:
@@ -262,19 +287,6 @@ def test_a_redirect_is_refused_not_followed(study: ExampleStudy, output: Path) -
     assert observation["status"] == "failed" and observation["usageComplete"] is False
     assert observation["chargedUsd"] == observation["reservedUsd"] > 0
     assert observation["statusReason"].endswith("redirect (HTTP 307)")
-
-
-def test_the_turn_limit_ends_incomplete_after_eight_paid_turns(study: ExampleStudy, output: Path) -> None:
-    def policy(body: Mapping[str, Any]) -> ScriptedReply:
-        return _reply([_tool_use(f"toolu_{_turn(body)}", "repo_list", {"term": "docs"})], "tool_use")
-
-    with RehearsalServer(policy=policy) as server:
-        summary = run_http_study(_request(study, output, server.base_url))
-        requests = server.requests
-    observations = _ledger(output)["observations"]
-    assert len(requests) == 16
-    assert [(o["status"], o["numTurns"], o["toolCalls"]) for o in observations] == [("incomplete", 8, 8)] * 2
-    assert summary.status == "blocked"
 
 
 def test_a_reservation_over_the_cap_is_refused_before_sending(study: ExampleStudy, output: Path) -> None:
@@ -312,16 +324,12 @@ def test_a_key_with_a_newline_is_refused_before_anything(study: ExampleStudy, ou
     assert "sk-ant-bad" not in str(refused.value) and requests == () and not output.exists()
 
 
-def test_the_ledger_never_holds_the_key_even_when_the_provider_echoes_it(study: ExampleStudy, output: Path) -> None:
-    def policy(body: Mapping[str, Any]) -> ScriptedReply:
-        return _reply([{"type": "text", "text": f"echo {PLANTED_KEY} echo"}], "end_turn")
-
-    with RehearsalServer(policy=policy) as server:
-        summary = run_http_study(_request(study, output, server.base_url))
-    text = output.read_text(encoding="utf-8")
-    assert summary.status == "awaiting-adjudication"
-    assert PLANTED_KEY not in text and PLANTED_KEY not in json.dumps(summary.line)
-    assert [o["answer"] for o in _ledger(output)["observations"]] == ["echo [redacted] echo"] * 2
+def test_the_ledger_never_holds_the_key_even_when_the_provider_echoes_it(echoed_run: _EchoedRun) -> None:
+    text = echoed_run.output.read_text(encoding="utf-8")
+    assert echoed_run.summary.status == "awaiting-adjudication"
+    assert PLANTED_KEY not in text and PLANTED_KEY not in json.dumps(echoed_run.summary.line)
+    answers = [o["answer"] for o in _ledger(echoed_run.output)["observations"]]
+    assert len(answers) == 2 and all(a.endswith(" echo [redacted] echo") for a in answers)
 
 
 def test_the_mcp_server_is_fresh_per_attempt_and_never_gets_the_key(

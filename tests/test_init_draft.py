@@ -76,15 +76,25 @@ def test_an_unannotated_server_gets_a_draft_whose_open_decision_blocks_a_run(tmp
     assert not (tmp_path / "ledger.json").exists()
 
 
-def test_declared_tools_give_a_study_whose_probe_passes(tmp_path: Path, repo: Path) -> None:
-    done = _init(tmp_path / "study", repo, "--tool", "read_directory", "--tool", "search_text")
+@pytest.fixture(scope="module")
+def declared(tmp_path_factory: pytest.TempPathFactory, repo: Path) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """``init --tool read_directory --tool search_text``, once per module: (its study directory, its answer). The
+    tests that take it only read the study (the probe test checks it, the blocked rehearsal runs it)."""
+    directory = tmp_path_factory.mktemp("declared") / "study"
+    return directory, _init(directory, repo, "--tool", "read_directory", "--tool", "search_text")
+
+
+def test_declared_tools_give_a_study_whose_probe_passes(
+    repo: Path, declared: tuple[Path, subprocess.CompletedProcess[str]]
+) -> None:
+    directory, done = declared
     assert done.returncode == 0, done.stderr
-    treatment = _load(tmp_path / "study")["arms"]["treatment"]  # type: ignore[index]
+    treatment = _load(directory)["arms"]["treatment"]  # type: ignore[index]
     assert treatment["tools"] == ["read_directory", "search_text"] and "undecided" not in treatment
     # the probe is proposed from the schema: the query a word of the corpus, the path the snapshot
     assert treatment["probe"] == {"tool": "search_text", "arguments": {"query": "policies", "path": "{root}"}}
     assert "answered 'README.md:2: Retention policies keep data for thirty days.'" in done.stdout
-    checked = invoke_agentstudy("minimal", "--manifest", str(tmp_path / "study" / "study.json"), "--dry-run",
+    checked = invoke_agentstudy("minimal", "--manifest", str(directory / "study.json"), "--dry-run",
                              "--probe", f"--root=r={repo}", "--containment", "restricted")
     assert checked.returncode == 0, checked.stderr
     plan = json.loads(checked.stdout.strip().splitlines()[-1])
@@ -149,9 +159,10 @@ def test_an_open_world_tool_is_let_through_only_when_named(tmp_path: Path, repo:
     assert treatment["allowOpenWorld"] == ["clone_remote"]
     study_path = tmp_path / "open" / "study.json"
     ledger_path = tmp_path / "open" / "ledger.json"
-    ran = run_agentstudy("minimal", "--manifest", str(study_path), "--pilot", "--rehearsal", "--transport", "http",
-                         f"--root=r={repo}", "--containment", "restricted", "--output", str(ledger_path),
-                         "--model", "claude-haiku-5-5", "--budget-usd", "1")
+    # in this process: the test reads the ledger's notes, not the run's process
+    ran = invoke_agentstudy("minimal", "--manifest", str(study_path), "--pilot", "--rehearsal", "--transport", "http",
+                            f"--root=r={repo}", "--containment", "restricted", "--output", str(ledger_path),
+                            "--model", "claude-haiku-5-5", "--budget-usd", "1")
     assert ran.returncode == 0, ran.stderr
     notes = {o["scenario"]: o["isolationNotAchieved"] for o in json.loads(ledger_path.read_text())["observations"]}
     assert any("clone_remote is annotated openWorldHint: true" in n for n in notes["doc-bridge-mcp"])
@@ -172,15 +183,15 @@ def test_an_open_world_tool_is_let_through_only_when_named(tmp_path: Path, repo:
 
 
 def test_a_blocked_rehearsal_prints_the_servers_refusal_on_the_terminal(
-    tmp_path: Path, repo: Path, claude_bin: Path
+    tmp_path: Path, repo: Path, claude_bin: Path, declared: tuple[Path, subprocess.CompletedProcess[str]]
 ) -> None:
-    made = _init(tmp_path / "study", repo, "--tool", "search_text", "--tool", "read_directory")
+    study_dir, made = declared
     assert made.returncode == 0, made.stderr
     # the schema asks for absolute paths, but Claude Code names no working directory in its requests and the
     # server never names its own: the scripted agent's paths stay relative, which this server refuses
     ledger_path = tmp_path / "ledger.json"
     planted = "sk-ant-planted-" + "x" * 20
-    ran = run_agentstudy("minimal", "--manifest", str(tmp_path / "study" / "study.json"), "--pilot", "--rehearsal",
+    ran = run_agentstudy("minimal", "--manifest", str(study_dir / "study.json"), "--pilot", "--rehearsal",
                          "--transport", "cli", f"--root=r={repo}", "--containment", "restricted",
                          "--output", str(ledger_path), "--claude-bin", str(claude_bin), "--model", "claude-haiku-5-5",
                          "--budget-usd", "1", env={**os.environ, "ANTHROPIC_API_KEY": planted})

@@ -2,7 +2,9 @@
 
 Each test runs the real ``agentstudy minimal`` (cli transport, the fake ``claude`` of ``tests/fakes.py``, the
 example study's real git checkouts and the bundled MCP server) one attempt at a time and at ``--concurrency 2``,
-with one real failure injected once, at one step after the agent process ended: evaluating its stream
+on the first task's pilot with two repetitions (four attempts on one corpus, so one MCP server and one probe in
+the preflight; the failure lands on the second attempt, so the run still stops before its schedule ends), with
+one real failure injected once, at one step after the agent process ended: evaluating its stream
 (the setup checks), pricing it, settling it, keeping its transcript, building its observation. Every
 time: the attempt is recorded (``failed``, its ``statusReason`` naming the internal error, charged at least
 its whole reservation; a transcript that could not be kept leaves the observation without one), the run
@@ -30,6 +32,8 @@ from agentstudy.runners.attempt_port import ObservedThenFailed, kept_or_late
 from fakes import FakeClaude
 
 INTERNAL = "internal error after the agent ended: "
+PILOT = ("--pilot", "--pilot-repetitions", "2")
+"""The schedule every run here walks: the first task, two repetitions, both arms (four attempts, one corpus)."""
 
 
 class _Once:
@@ -77,7 +81,7 @@ def _run(study: ExampleStudy, fake: FakeClaude, ledger: Path, concurrency: int) 
     roots = [f"--root={name}={path}" for name, path in study.roots.items()]
     args = ["minimal", "--manifest", str(study.manifest_path), "--transport", "cli", "--approve-budget", *roots,
             "--output", str(ledger), "--claude-bin", str(fake.path), "--model", "claude-haiku-5-5",
-            "--run", "--budget-usd", "10", "--concurrency", str(concurrency)]
+            *PILOT, "--budget-usd", "10", "--concurrency", str(concurrency)]
     return CliRunner().invoke(main, args, catch_exceptions=False)
 
 
@@ -135,7 +139,7 @@ def test_an_http_observation_that_fails_to_build_is_recorded_then_the_run_stops(
     roots = [f"--root={name}={path}" for name, path in built.roots.items()]
     env: dict[str, str | None] = {"ANTHROPIC_API_KEY": None}
     result = CliRunner().invoke(main, [
-        "minimal", "--manifest", str(built.manifest_path), "--run", "--transport", "http", "--rehearsal", *roots,
+        "minimal", "--manifest", str(built.manifest_path), *PILOT, "--transport", "http", "--rehearsal", *roots,
         "--approve-budget", "--output", str(ledger_path), "--model", "claude-haiku-5-5", "--budget-usd", "2",
         "--concurrency", str(concurrency), *(["--attempt-budget-usd", "0.2"] if concurrency > 1 else []),
     ], env=env, catch_exceptions=False)

@@ -8,8 +8,7 @@ scripted Messages API server and the bundled MCP server on 127.0.0.1, bubblewrap
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,9 @@ from agentstudy.protocol.manifest import load_manifest
 from agentstudy.protocol.schedule import PilotSize, build_schedule, pilot_size
 from agentstudy.rehearsal.example_study import ExampleStudy, build_example_study
 from agentstudy.report.power import simulate_power
+from plans_once import plans_simulated_once
+
+from inprocess_cli import invoke_agentstudy
 
 
 @pytest.fixture(scope="module")
@@ -28,14 +30,23 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> ExampleStudy:
     return build_example_study(tmp_path_factory.mktemp("power") / "study")
 
 
+@pytest.fixture(scope="module", autouse=True)
+def plans_once() -> Iterator[None]:
+    """The commands here plan the same metric of the same ledger again and again (``--json`` and text, the report's
+    three formats): each distinct plan is simulated once in this module (``plans_once``); what the plans claim is
+    still checked by the tests' own fresh simulations (``simulate_power`` with other seeds)."""
+    with plans_simulated_once():
+        yield
+
+
 def _rehearse(study: ExampleStudy, output: Path, *selection: str) -> dict[str, Any]:
+    """A real http-transport rehearsal run (its scripted API server and the bundled MCP server on 127.0.0.1,
+    bubblewrap), in this process: what is tested is its ledger and summary, not the process."""
     roots = [f"--root={name}={path}" for name, path in study.roots.items()]
-    completed = subprocess.run(
-        [sys.executable, "-m", "agentstudy", "minimal", "--manifest", str(study.manifest_path), *selection,
-         "--transport", "http", *roots, "--output", str(output), "--model", "claude-haiku-5-5", "--budget-usd", "1",
-         "--rehearsal", "--input-usd-per-million", "0.5", "--output-usd-per-million", "2.5"],
-        capture_output=True, text=True, timeout=900, check=False,
-    )
+    completed = invoke_agentstudy(
+        "minimal", "--manifest", str(study.manifest_path), *selection,
+        "--transport", "http", *roots, "--output", str(output), "--model", "claude-haiku-5-5", "--budget-usd", "1",
+        "--rehearsal", "--input-usd-per-million", "0.5", "--output-usd-per-million", "2.5")
     assert completed.returncode == 0, completed.stderr
     summary: dict[str, Any] = json.loads(completed.stdout.strip().splitlines()[-1])
     return summary

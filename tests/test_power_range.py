@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -15,9 +16,19 @@ from agentstudy.cli import main
 from agentstudy.report.inference_ratio import ratio_summary
 from agentstudy.report.power import SEED, minimum_detectable, point_stream, simulate_power
 from agentstudy.report.power_range import bounded_components, log_scale_values, planning_alpha, tasks_needed
+from plans_once import plans_simulated_once
 from test_report_builders import cli_obs, ledger, write
 
 BASE, TREAT = "repository-only", "doc-bridge-mcp"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def plans_once() -> Iterator[None]:
+    """The commands here ask ``power --json`` and its text for the same plan: each distinct plan of the commands is
+    simulated once in this module (``plans_once``). The functions this file tests directly (``tasks_needed``,
+    ``minimum_detectable``, ``simulate_power``) are imported here unpatched and always simulate."""
+    with plans_simulated_once():
+        yield
 
 
 def _values(k: int, r: int, seed: int) -> dict[str, tuple[list[float], list[float]]]:

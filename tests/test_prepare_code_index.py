@@ -32,7 +32,6 @@ from agentstudy.protocol.mcp_spec import McpServerSpec
 from agentstudy.protocol.prepare_steps import PrepareStep, prepare_line
 from agentstudy.protocol.study_arms import TreatmentArm
 
-from checkout_run import run_agentstudy
 from inprocess_cli import invoke_agentstudy
 
 REPO = Path(__file__).resolve().parents[1]
@@ -205,7 +204,7 @@ def test_a_failing_step_refuses_the_run_with_the_servers_words_before_any_spend(
     path = tmp_path / "study.json"
     path.write_text(json.dumps(study), encoding="utf-8")
     ledger = tmp_path / "ledger.json"
-    refused = run_agentstudy("minimal", "--manifest", str(path), "--pilot", "--rehearsal", "--transport", "cli",
+    refused = invoke_agentstudy("minimal", "--manifest", str(path), "--pilot", "--rehearsal", "--transport", "cli",
                              f"--root=ledger={repo}", "--output", str(ledger), "--claude-bin", str(claude_bin),
                              "--model", "claude-haiku-5-5", "--budget-usd", "1")
     assert refused.returncode == 2, refused.stderr
@@ -227,7 +226,7 @@ def test_a_pilot_rehearsal_on_claude_code_calls_the_prepared_server(
     path.write_text(json.dumps(study), encoding="utf-8")
     ledger = tmp_path / "out" / "ledger.json"
     ledger.parent.mkdir()
-    ran = run_agentstudy("minimal", "--manifest", str(path), "--pilot", "--rehearsal", "--transport", "cli",
+    ran = invoke_agentstudy("minimal", "--manifest", str(path), "--pilot", "--rehearsal", "--transport", "cli",
                          f"--root=ledger={repo}", "--output", str(ledger), "--claude-bin", str(claude_bin),
                          "--model", "claude-haiku-5-5", "--budget-usd", "1")
     assert ran.returncode == 0, ran.stderr
@@ -283,7 +282,7 @@ def test_a_pilot_rehearsal_on_codex_calls_the_prepared_server(tmp_path: Path, re
     assert probe["agentCheck"] == {"agent": "codex", "denied": []}  # Codex's own check of the declared tools
     ledger = tmp_path / "out" / "ledger.json"
     ledger.parent.mkdir()
-    ran = run_agentstudy("minimal", "--manifest", str(path), "--pilot", "--rehearsal", *codex,
+    ran = invoke_agentstudy("minimal", "--manifest", str(path), "--pilot", "--rehearsal", *codex,
                          "--output", str(ledger), "--budget-usd", "1")
     assert ran.returncode == 0, ran.stderr
     document = json.loads(ledger.read_text(encoding="utf-8"))

@@ -7,6 +7,8 @@ import re
 from html.parser import HTMLParser
 from pathlib import Path
 
+import pytest
+
 from agentstudy.report.build import build_report
 from test_report_builders import ANSWER_MARKER, cli_obs, companion, full_study, ledger, markdown_tables, write
 
@@ -99,9 +101,17 @@ def _study(tmp_path: Path) -> tuple[Path, Path]:
     return tmp_path / "ledger.json", companion_path
 
 
-def test_the_page_parses_cleanly_and_is_self_contained(tmp_path: Path) -> None:
-    ledger_path, companion_path = _study(tmp_path)
-    page = build_report(ledger_path, companion_path, output_format="html", allow_unverified=True)
+@pytest.fixture(scope="module")
+def study_page(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
+    """The blocked, adjudicated study's ledger and companion and its HTML report, built once (read only): the
+    structure, the numbers and the determinism tests read the same page."""
+    ledger_path, companion_path = _study(tmp_path_factory.mktemp("html"))
+    return ledger_path, companion_path, build_report(ledger_path, companion_path, output_format="html",
+                                                     allow_unverified=True)
+
+
+def test_the_page_parses_cleanly_and_is_self_contained(study_page: tuple[Path, Path, str]) -> None:
+    page = study_page[2]
     parsed = _parse(page)
     assert parsed.problems == [] and parsed.stack == []
     assert page.startswith("<!DOCTYPE html>")
@@ -118,9 +128,9 @@ def test_the_page_parses_cleanly_and_is_self_contained(tmp_path: Path) -> None:
     assert len(page.encode()) < 300_000
 
 
-def test_the_pages_numbers_match_the_markdown(tmp_path: Path) -> None:
-    ledger_path, companion_path = _study(tmp_path)
-    page = _parse(build_report(ledger_path, companion_path, output_format="html", allow_unverified=True))
+def test_the_pages_numbers_match_the_markdown(study_page: tuple[Path, Path, str]) -> None:
+    ledger_path, companion_path, html = study_page
+    page = _parse(html)
     markdown = markdown_tables(build_report(ledger_path, companion_path, output_format="md", allow_unverified=True))
     assert len(page.tables) == len(markdown) >= 9
     for key, rows in page.tables.items():
@@ -134,14 +144,13 @@ def test_the_pages_numbers_match_the_markdown(tmp_path: Path) -> None:
     assert summary["input tokens (complete case)"]["design"] == "6 tasks × 2–3 repetitions"
 
 
-def test_the_page_is_deterministic(tmp_path: Path) -> None:
-    ledger_path, companion_path = _study(tmp_path)
-    assert build_report(ledger_path, companion_path, output_format="html", allow_unverified=True) == \
-        build_report(ledger_path, companion_path, output_format="html", allow_unverified=True)
+def test_the_page_is_deterministic(study_page: tuple[Path, Path, str]) -> None:
+    ledger_path, companion_path, page = study_page  # built earlier by the fixture; built again here
+    assert build_report(ledger_path, companion_path, output_format="html", allow_unverified=True) == page
 
 
-def test_the_status_strip_shows_every_attempt(tmp_path: Path) -> None:
-    ledger_path, _ = _study(tmp_path)
+def test_the_status_strip_shows_every_attempt(study_page: tuple[Path, Path, str]) -> None:
+    ledger_path = study_page[0]
     page = build_report(ledger_path, output_format="html", allow_unverified=True)
     strip = page[page.index('<figure id="plot-status">'):]
     strip = strip[: strip.index("</figure>")]

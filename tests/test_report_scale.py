@@ -3,7 +3,6 @@ with each other and with the ledger, and their HTML stays bounded (no timing: sp
 
 from __future__ import annotations
 
-import functools
 import json
 import statistics
 import sys
@@ -23,6 +22,8 @@ from agentstudy.report.power import simulate_power
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.large_ledger import write_large_ledger
 
+from plans_once import plans_simulated_once
+
 OBSERVATIONS = 2_000
 
 
@@ -31,15 +32,37 @@ def large(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """The generated ledger. Its reports and power plans plan the same metrics again and again, and the minimum
     detectable difference and the needed designs are seeded simulations, deterministic in their arguments: within
     this module each distinct call is simulated once and reused (where the plans look them up), so the commands'
-    agreement is still checked (a plan with other arguments, e.g. another alpha, gets its own simulation)."""
-    from agentstudy.report import power_section
+    agreement is still checked (a plan with other arguments, e.g. another alpha, gets its own simulation).
+    Likewise every command here loads the same unchanged ledger and analyses it without a price file: the loaded
+    study (a frozen value) and its analysis (a seeded, deterministic function of it) are made once and every
+    command and format renders from them; the first command still loads and analyses the whole ledger."""
+    from agentstudy.report import analysis, build, chain
 
     path = tmp_path_factory.mktemp("scale") / "ledger.json"
     write_large_ledger(path, OBSERVATIONS)
-    with pytest.MonkeyPatch.context() as patch:
-        for name in ("minimum_detectable", "needed_designs"):
-            patch.setattr(power_section, name, functools.cache(getattr(power_section, name)))
+    load_chain, analyse = chain.load_chain, analysis.analyse
+    studies: dict[tuple[Any, ...], Any] = {}
+    analyses: dict[int, tuple[Any, Any]] = {}
+
+    def loaded_once(ledgers: Any, **options: Any) -> Any:
+        key = (tuple(ledgers), tuple(sorted((k, repr(v)) for k, v in options.items())))
+        if key not in studies:
+            studies[key] = load_chain(ledgers, **options)
+        return studies[key]
+
+    def analysed_once(study: Any, prices: Any = None, **options: Any) -> Any:
+        if prices is not None or options:
+            return analyse(study, prices, **options)
+        if id(study) not in analyses:
+            analyses[id(study)] = (study, analyse(study))  # the study is held, so its id stays its own
+        return analyses[id(study)][1]
+
+    with plans_simulated_once(), pytest.MonkeyPatch.context() as patch:
+        patch.setattr(chain, "load_chain", loaded_once)
+        patch.setattr(analysis, "analyse", analysed_once)
+        patch.setattr(build, "analyse", analysed_once)
         yield path
+    assert len(studies) == len(analyses) == 1  # every command read the one loaded and analysed study
 
 
 def _run(*args: str) -> str:

@@ -64,22 +64,30 @@ def _full(tmp_path: Path) -> str:
     return build_report(tmp_path / "ledger.json", tmp_path / "companion.json", output_format="html")
 
 
-def _pilot(tmp_path: Path) -> str:
+def _pilot_ledger(tmp_path: Path) -> Path:
     observations = [cli_obs(TASKS[0], "repository-only", 1, input_tokens=12000, tool_calls=5),
                     cli_obs(TASKS[0], "doc-bridge-mcp", 1, input_tokens=9000, tool_calls=3)]
     document = ledger(observations, mode="pilot", rehearsal=True)
     document["cli"]["baseUrl"] = "http://127.0.0.1:40001"
     write(tmp_path / "ledger.json", document)
-    return build_report(tmp_path / "ledger.json", output_format="html")
+    return tmp_path / "ledger.json"
 
 
-def _blocked(tmp_path: Path) -> str:
+def _pilot(tmp_path: Path) -> str:
+    return build_report(_pilot_ledger(tmp_path), output_format="html")
+
+
+def _blocked_ledger(tmp_path: Path) -> Path:
     observations = full_study()[:4]
     observations.append(cli_obs(TASKS[2], "repository-only", 1, status="invalid-setup", charged=0.1,
                                 setupProblem="tool Bash outside the allowed set", exitCode=1))
     write(tmp_path / "ledger.json", ledger(observations, status="blocked", planned=36,
                                            stopReason="attempt 5 ended invalid-setup"))
-    return build_report(tmp_path / "ledger.json", output_format="html")
+    return tmp_path / "ledger.json"
+
+
+def _blocked(tmp_path: Path) -> str:
+    return build_report(_blocked_ledger(tmp_path), output_format="html")
 
 
 def _unverified(tmp_path: Path) -> str:
@@ -147,8 +155,8 @@ def test_the_screenshot_script_renders_given_ledgers_and_overwrites_nothing(tmp_
     pilot, blocked = tmp_path / "pilot", tmp_path / "blocked"
     pilot.mkdir()
     blocked.mkdir()
-    _pilot(pilot)
-    _blocked(blocked)
+    _pilot_ledger(pilot)  # the script builds the reports itself
+    _blocked_ledger(blocked)
     out = tmp_path / "screens"
     command = [sys.executable, str(SCRIPT), str(out), "--kinds", "pilot,blocked",
                "--ledger", f"pilot={pilot / 'ledger.json'}", "--ledger", f"blocked={blocked / 'ledger.json'}"]

@@ -16,6 +16,7 @@ import os
 import shlex
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -80,15 +81,33 @@ def _study(directory: Path, root: Path, command: str, probe_tool: str, arguments
     return path
 
 
+@pytest.fixture(scope="module")
+def studies(tmp_path_factory: pytest.TempPathFactory, repo: tuple[Path, str]) -> Callable[[str], Path]:
+    """The study file of each server of :data:`SERVERS`, made by ``init`` (under bubblewrap) once per module: the
+    study does not depend on the agent, and the tests only read it, so both agents' tests share one ``init``."""
+    made: dict[str, Path] = {}
+
+    def study(server: str) -> Path:
+        if server not in made:
+            command, probe_tool, arguments = SERVERS[server]
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setenv("AGENTSTUDY_CONTAINMENT", "bwrap")
+                directory = tmp_path_factory.mktemp(f"study-{server}") / "study"
+                made[server] = _study(directory, repo[0], command, probe_tool, arguments)
+        return made[server]
+
+    return study
+
+
 @pytest.mark.parametrize("agent", AGENTS)
 @pytest.mark.parametrize("server", sorted(SERVERS))
 def test_the_probe_passes_and_the_rehearsed_treatment_attempt_uses_the_server(
-    tmp_path: Path, repo: tuple[Path, str], server: str, agent: str, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, repo: tuple[Path, str], server: str, agent: str, monkeypatch: pytest.MonkeyPatch,
+    studies: Callable[[str], Path],
 ) -> None:
     monkeypatch.setenv("AGENTSTUDY_CONTAINMENT", "bwrap")
     root, _ = repo
-    command, probe_tool, arguments = SERVERS[server]
-    study = _study(tmp_path / "study", root, command, probe_tool, arguments)
+    study = studies(server)
     checked = invoke_agentstudy("minimal", "--manifest", str(study), "--dry-run", "--probe", "--transport", "cli",
                              f"--root=alpha={root}", *_agent_flags(agent))
     assert checked.returncode == 0, checked.stderr

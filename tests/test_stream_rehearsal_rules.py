@@ -153,11 +153,31 @@ def problems(record: dict[str, Any]) -> list[str]:
     return str(record["setupProblem"]).split("; ") if record["setupProblem"] else []
 
 
+CLEAN_TURNS = [[call(SEARCH, query="handoff")], [call(RESOLVE, handoff_id="H-1")]]
+"""The clean doc-bridge run's script: a search, then a handoff lookup, then the answer."""
+
+
+@pytest.fixture(scope="module")
+def clean_runs() -> dict[str, Run]:
+    """Where :func:`clean_run` keeps its one run for the module (the binary's fixture is per test)."""
+    return {}
+
+
+@pytest.fixture
+def clean_run(claude_bin: Path, corpus: Corpus, tmp_path_factory: pytest.TempPathFactory,
+              clean_runs: dict[str, Run]) -> Run:
+    """One clean doc-bridge run of the real CLI per module (:data:`CLEAN_TURNS`): the clean-run test, the
+    malformed-line test and the stream-shape test read its transcript (each writes its variants elsewhere)."""
+    if "clean" not in clean_runs:
+        clean_runs["clean"] = run_real_cli(claude_bin, corpus, tmp_path_factory.mktemp("clean"), CLEAN_TURNS,
+                                           scenario=DOC_BRIDGE_MCP, tools=D_TOOLS)
+    return clean_runs["clean"]
+
+
 def test_clean_doc_bridge_run_completes_and_matches_the_runner(
-    claude_bin: Path, corpus: Corpus, tmp_path: Path
+    claude_bin: Path, corpus: Corpus, clean_run: Run
 ) -> None:
-    turns = [[call(SEARCH, query="handoff")], [call(RESOLVE, handoff_id="H-1")]]
-    run = run_real_cli(claude_bin, corpus, tmp_path, turns, scenario=DOC_BRIDGE_MCP, tools=D_TOOLS)
+    turns, run = CLEAN_TURNS, clean_run
     record = judge(run.path, DOC_BRIDGE_MCP, run.exit_code)
     assert record["status"] == "completed", record["setupProblem"]
     assert record["toolCallsByName"] == {SEARCH: 1, RESOLVE: 1}
@@ -292,9 +312,8 @@ def test_every_mcp_call_erroring_is_invalid_and_partial_errors_are_counted(
     assert record["toolCallsByName"] == {GET: 1, SEARCH: 1}
 
 
-def test_malformed_line_is_invalid_but_the_cost_is_read(claude_bin: Path, corpus: Corpus, tmp_path: Path) -> None:
-    turns = [[call(SEARCH, query="handoff")]]
-    run = run_real_cli(claude_bin, corpus, tmp_path, turns, scenario=DOC_BRIDGE_MCP, tools=D_TOOLS)
+def test_malformed_line_is_invalid_but_the_cost_is_read(clean_run: Run, tmp_path: Path) -> None:
+    run = clean_run
     clean = judge(run.path, DOC_BRIDGE_MCP, run.exit_code)
     assert clean["status"] == "completed"
     lines = run.path.read_text(encoding="utf-8").splitlines(keepends=True)
@@ -309,11 +328,10 @@ def test_malformed_line_is_invalid_but_the_cost_is_read(claude_bin: Path, corpus
     assert record["toolCallsByName"] == clean["toolCallsByName"]
 
 
-def test_broken_stream_shapes_are_invalid(claude_bin: Path, corpus: Corpus, tmp_path: Path) -> None:
-    run = run_real_cli(claude_bin, corpus, tmp_path, [[call("Grep", pattern="H-1")]], scenario=REPOSITORY_ONLY,
-                       tools=R_TOOLS)
+def test_broken_stream_shapes_are_invalid(clean_run: Run, tmp_path: Path) -> None:
+    run = clean_run
     lines = run.path.read_text(encoding="utf-8").splitlines(keepends=True)
-    assert judge(run.path, REPOSITORY_ONLY, run.exit_code)["status"] == "completed"
+    assert judge(run.path, DOC_BRIDGE_MCP, run.exit_code)["status"] == "completed"
     init, middle, result = lines[0], lines[1:-1], lines[-1]
     variants = {
         "two-results.jsonl": ([init, *middle, result, result], ["2 result events, expected exactly one"]),
@@ -324,7 +342,7 @@ def test_broken_stream_shapes_are_invalid(claude_bin: Path, corpus: Corpus, tmp_
     for name, (content, expected) in variants.items():
         path = tmp_path / name
         path.write_text("".join(content), encoding="utf-8")
-        record = judge(path, REPOSITORY_ONLY, run.exit_code)
+        record = judge(path, DOC_BRIDGE_MCP, run.exit_code)
         assert (name, record["status"], problems(record)) == (name, "invalid-setup", expected)
         if "no-result" not in name:
             assert record["cliReportedCostUsd"] is not None  # the last result is still read

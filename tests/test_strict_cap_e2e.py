@@ -28,6 +28,9 @@ from fakes import FakeClaude
 
 LIMIT = "0.0015"
 OVERSHOT = 0.0015186  # what Claude Code 2.1.296 was measured to charge against a 0.0015 limit
+SIX = ("--pilot", "--pilot-repetitions", "3")
+"""Six attempts on one corpus (the first task's pilot, three repetitions): more than the four a cap admits, with
+one MCP server and one probe in the preflight where the full schedule's three corpora start three of each."""
 
 
 def _args(study: ExampleStudy, fake: FakeClaude, ledger: Path, *flags: str) -> list[str]:
@@ -63,7 +66,7 @@ def test_without_strict_cap_four_overshoots_pass_the_cap_and_the_ledger_says_so(
 ) -> None:
     fake_claude.behave(mode="sleep", sleepSeconds=1.5, reportedCost=OVERSHOT)
     path = tmp_path / "ledger.json"
-    result = _run(study, fake_claude, path, "--run", "--concurrency", "4", "--budget-usd", "0.006")
+    result = _run(study, fake_claude, path, *SIX, "--concurrency", "4", "--budget-usd", "0.006")
     assert result.exit_code != 0, result.output
     ledger, document = _verified(path)
     assert len(_attempts(fake_claude)) == 4  # four limits fit the cap exactly, so four were in flight
@@ -83,7 +86,7 @@ def test_with_strict_cap_spent_stays_under_the_cap_when_every_attempt_overshoots
     fake_claude.behave(mode="sleep", sleepSeconds=1.5, reportedCost=float(reservation))  # limit + a whole turn
     path = tmp_path / "ledger.json"
     cap = 4 * reservation
-    result = _run(study, fake_claude, path, "--run", "--concurrency", "4", "--budget-usd", str(cap),
+    result = _run(study, fake_claude, path, *SIX, "--concurrency", "4", "--budget-usd", str(cap),
                   "--strict-cap")
     assert result.exit_code != 0, result.output  # blocked: an attempt over its limit stops admission
     ledger, document = _verified(path)

@@ -23,9 +23,9 @@ from click.testing import CliRunner
 from agentstudy.cli import main
 from agentstudy.rehearsal.example_study import ExampleStudy, build_example_study
 
-from checkout_run import run_agentstudy
 from corpus_git import committed_repo
 from fakes import FakeClaude
+from inprocess_cli import invoke_agentstudy
 
 SERVER = str(Path(__file__).resolve().parent / "data" / "many_tools_server.py")
 ODD_NAMES = {"bidi": "notes.\u202eevil", "newline": "notes.a\nb", "empty": ""}
@@ -33,12 +33,14 @@ RAW = ("\u202e", "\x1b")
 
 
 def _init(tmp_path: Path, *server_args: str) -> tuple[int, str, Path]:
+    """``agentstudy init`` of a one-file repository against the many-tools server, in this process (the tests read
+    its exit code, its stderr and what it wrote, not its process): (exit code, stderr, the study directory)."""
     repo = tmp_path / "repo"
     committed_repo(repo, {"notes.md": "Plain notes.\n"})
     study_dir = tmp_path / "study"
     words = " ".join(shlex.quote(a) for a in server_args)
-    done = run_agentstudy("init", str(study_dir), f"--repo=r={repo}", "--containment", "restricted",
-                          "--mcp-command", f"{sys.executable} {SERVER} {words}")
+    done = invoke_agentstudy("init", str(study_dir), f"--repo=r={repo}", "--containment", "restricted",
+                             "--mcp-command", f"{sys.executable} {SERVER} {words}")
     return done.returncode, done.stderr, study_dir
 
 
@@ -79,7 +81,8 @@ def study(tmp_path: Path) -> ExampleStudy:
 def test_dry_run_probe_and_the_run_refuse_a_10000_tool_server_before_any_reservation(
     study: ExampleStudy, tmp_path: Path, fake_claude: FakeClaude
 ) -> None:
-    probe = _minimal(study, tmp_path, ["10000"], "--dry-run", "--probe")
+    # --pilot: the first task's one corpus, so one 10,000-tool server per command (the full schedule starts three)
+    probe = _minimal(study, tmp_path, ["10000"], "--dry-run", "--probe", "--pilot")
     assert probe.exit_code == 2, probe.output  # type: ignore[attr-defined]
     assert "--disallowedTools" in probe.stderr and "131,071 bytes" in probe.stderr  # type: ignore[attr-defined]
     run = _minimal(study, tmp_path, ["10000"], "--pilot", "--transport", "cli", "--approve-budget",
@@ -92,7 +95,7 @@ def test_dry_run_probe_and_the_run_refuse_a_10000_tool_server_before_any_reserva
 
 @pytest.mark.parametrize("kind", ["newline"])
 def test_the_run_refuses_a_listed_tool_name_the_loader_refuses(study: ExampleStudy, tmp_path: Path, kind: str) -> None:
-    result = _minimal(study, tmp_path, ["0", ODD_NAMES[kind]], "--dry-run", "--probe")
+    result = _minimal(study, tmp_path, ["0", ODD_NAMES[kind]], "--dry-run", "--probe", "--pilot")  # one corpus
     assert result.exit_code == 2, result.output  # type: ignore[attr-defined]
     stderr: str = result.stderr  # type: ignore[attr-defined]
     assert "tool name" in stderr and not any(raw in stderr for raw in RAW), stderr
