@@ -18,6 +18,7 @@ from typing import Any
 
 from agentstudy.agents.registry import agent_cli
 from agentstudy.io.git import head
+from agentstudy.io.mcp_client import process_probe_processes
 from agentstudy.io.server_corpus import ServerCorpora
 from agentstudy.io.server_host import RELAY_MODULE
 from agentstudy.protocol.manifest import DOC_BRIDGE_MCP
@@ -84,6 +85,7 @@ def test_timeout_kills_the_cli_and_its_mcp_server(tmp_path: Path, claude_bin: Pa
     corpora = ServerCorpora(DEFAULT_MCP_SERVER, {name: (root, head(root))})
     release = threading.Event()
     seen: list[_Process] = []
+    process_probe_processes().end_idle()  # an earlier in-process preflight's idle probe process is not this attempt's
 
     def hanging_policy(body: Mapping[str, Any]) -> ScriptedReply:
         if not seen:  # the first call: the agent, its relay and the server it reached are up while it hangs

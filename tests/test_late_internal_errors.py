@@ -32,7 +32,8 @@ from agentstudy.runners.attempt_port import ObservedThenFailed, kept_or_late
 from fakes import FakeClaude
 
 INTERNAL = "internal error after the agent ended: "
-PILOT = ("--pilot", "--pilot-repetitions", "2")
+# Six attempts: at --concurrency 2 the failing second call leaves at most four started when the run stops.
+PILOT = ("--pilot", "--pilot-repetitions", "3")
 """The schedule every run here walks: the first task, two repetitions, both arms (four attempts, one corpus)."""
 
 

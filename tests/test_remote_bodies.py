@@ -14,6 +14,7 @@ import dataclasses
 import os
 import subprocess
 import sys
+import tempfile
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -155,10 +156,13 @@ def test_an_owner_token_names_this_process() -> None:
     assert int(pid) == os.getpid() and int(namespace) == os.stat("/proc/self/ns/pid").st_ino and int(start) > 0
 
 
-def test_killed_runs_codex_homes_are_swept_with_the_temp_dir(tmp_path: Path) -> None:
+def test_killed_runs_codex_homes_are_swept_with_the_temp_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Codex's per-attempt homes live outside temp dirs (``$XDG_CACHE_HOME/agentstudy/codex-homes``): what a
     killed run left there is swept too, by every run's preflight and every Ray task; a live owner's is kept."""
     from agentstudy.agents.registry import sweep_stale_scratch
+
+    (tmp_path / "tmp").mkdir()  # a temp dir of its own: what other tests' killed runs leave in /tmp is not this one's
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
 
     environ = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
     assert sweep_stale_scratch(environ) == []  # no root yet: nothing made, nothing swept
