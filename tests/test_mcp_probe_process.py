@@ -112,9 +112,8 @@ def _children_running(module: str) -> list[int]:
     return found
 
 
-def test_probes_of_one_preflight_share_one_process_ended_at_its_end(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Three probes in turn (one refused by the vet) through one ``ProbeProcesses``: one probe process, which
-    answers each, and is gone once the set is left."""
+def _record_popens(monkeypatch: pytest.MonkeyPatch) -> list[subprocess.Popen[str]]:
+    """Every process ``io.mcp_client`` starts from now on (the list fills as they start)."""
     started: list[subprocess.Popen[str]] = []
     real_popen = subprocess.Popen
 
@@ -123,10 +122,18 @@ def test_probes_of_one_preflight_share_one_process_ended_at_its_end(monkeypatch:
         started.append(process)
         return process
 
+    monkeypatch.setattr(mcp_client.subprocess, "Popen", recording_popen)
+    return started
+
+
+def test_probes_of_one_preflight_share_one_process_ended_at_its_end(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Three probes in turn (one refused by the vet) through one ``ProbeProcesses``: one probe process, which
+    answers each, and is gone once the set is left."""
+    started = _record_popens(monkeypatch)
+
     def refuse(listing: McpListing) -> None:
         raise LookupError(f"{len(listing.tools)} tools")
 
-    monkeypatch.setattr(mcp_client.subprocess, "Popen", recording_popen)
     with mcp_client.ProbeProcesses() as processes, mcp_child() as child:
         first = probe_mcp_server(sys.executable, [SERVER], child, "notes.find", {"term": "x"}, processes=processes)
         with pytest.raises(LookupError, match="5 tools"):
@@ -144,15 +151,7 @@ def test_the_processs_preflights_share_one_probe_process_that_ends_when_idle(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Two probes through the process-wide set (as two preflights of one process, e.g. in-process commands) start
     one probe process; left idle past its time it ends by itself, and the next probe starts a new one."""
-    started: list[subprocess.Popen[str]] = []
-    real_popen = subprocess.Popen
-
-    def recording_popen(*args: Any, **kwargs: Any) -> Any:
-        process = real_popen(*args, **kwargs)
-        started.append(process)
-        return process
-
-    monkeypatch.setattr(mcp_client.subprocess, "Popen", recording_popen)
+    started = _record_popens(monkeypatch)
     shared = mcp_client.process_probe_processes()
     assert mcp_client.process_probe_processes() is shared
     with mcp_child() as child:
