@@ -316,12 +316,25 @@ def test_the_deadline_is_checked_between_tools(study: ExampleStudy, output: Path
     assert summary.status == "blocked", "timed-out does not stop an http run, but it is not completed"
 
 
-def test_a_key_with_a_newline_is_refused_before_anything(study: ExampleStudy, output: Path) -> None:
+def test_a_key_with_a_newline_is_refused_before_anything(study: ExampleStudy, output: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Refused before the preflight starts any server or checkout, before any request, with no ledger."""
+    import agentstudy.runners.minimal_http as minimal_http
+
+    prepared: list[object] = []
+    real_prepare = getattr(minimal_http, "prepare_study")  # noqa: B009 -- the name the run looks up at call time
+
+    def recording_prepare(*args: Any, **kwargs: Any) -> Any:
+        prepared.append(args)
+        return real_prepare(*args, **kwargs)
+
+    monkeypatch.setattr(minimal_http, "prepare_study", recording_prepare)
     with RehearsalServer() as server:
         with pytest.raises(PreflightError) as refused:
             run_http_study(_request(study, output, server.base_url, api_key="sk-ant-bad\nInjected: 1"))
         requests = server.requests
     assert "sk-ant-bad" not in str(refused.value) and requests == () and not output.exists()
+    assert prepared == [], "no preflight ran"
 
 
 def test_the_ledger_never_holds_the_key_even_when_the_provider_echoes_it(echoed_run: _EchoedRun) -> None:

@@ -134,16 +134,16 @@ def _run_http_study(request: HttpRunRequest, stack: ExitStack) -> RunSummary:
         if request.concurrency > 1 and (request.attempt_budget_usd is None
                                         or not Decimal(0) < request.attempt_budget_usd <= request.cap_usd):
             raise PreflightError("a concurrent http run needs a per-attempt limit above zero and at most the cap")
-        checked = prepare_study(stack, request.mcp, manifest, schedule, request.roots, request.containment,
-                                request.parent_env, request.concurrency, control=request.control_mcp)
-        raise_if_stopped(NOTHING_WRITTEN)
-        mcp = checked.mcp
-        try:
+        try:  # the key and the URL first: a bad one is refused before any server or checkout is started
             api_key, base_url = check_api_key(request.api_key), check_base_url(request.base_url)
         except (ApiKeyError, BaseUrlError) as error:
             raise PreflightError(str(error)) from None
         if request.rehearsal and not is_loopback_http(base_url):
             raise PreflightError("a rehearsal talks only to the local rehearsal server (an http loopback URL)")
+        checked = prepare_study(stack, request.mcp, manifest, schedule, request.roots, request.containment,
+                                request.parent_env, request.concurrency, control=request.control_mcp)
+        raise_if_stopped(NOTHING_WRITTEN)
+        mcp = checked.mcp
         output = resolve_output(request.output, (*request.roots.values(), *request.forbidden_output_roots))
         remote = open_http_executor(stack, request, schedule) if request.executor == "ray" else None
         transcripts = transcript_store(request.keep_transcripts, output,
