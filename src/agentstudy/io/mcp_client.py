@@ -149,8 +149,15 @@ class _ProbeProcess:
         self.stderr.seek(0)
         return (self.stderr.read().decode("utf-8", "replace").strip().splitlines() or [""])[-1]
 
+    def stop_idle_timer(self) -> None:
+        """Cancel the timer that would end this process once idle (nothing when none runs)."""
+        if self.idle_timer is not None:
+            self.idle_timer.cancel()
+            self.idle_timer = None
+
     def close(self, kill: bool = False) -> None:
         """End the process (its stdin closed: it ends; ``kill``: at once) and reap it."""
+        self.stop_idle_timer()
         if kill:
             self.process.kill()
         for pipe in (self.process.stdin, self.process.stdout):
@@ -195,16 +202,15 @@ class ProbeProcesses:
         own_env = _own_environment()
         with self._lock:
             dead = [process for process in self._idle if process.process.poll() is not None]
-            self._idle = [process for process in self._idle if process not in dead]
-            found = next((process for process in self._idle if process.own_env == own_env), None)
-            if found is not None:
-                self._idle.remove(found)
-        for process in [*dead, *([found] if found is not None else [])]:
-            if process.idle_timer is not None:
-                process.idle_timer.cancel()
+            found = next((process for process in self._idle if process not in dead and process.own_env == own_env),
+                         None)
+            self._idle = [process for process in self._idle if process not in dead and process is not found]
         for process in dead:  # ended meanwhile (a signal to its process group): reaped, never reused
             process.close()
-        return found if found is not None else _ProbeProcess(own_env)
+        if found is None:
+            return _ProbeProcess(own_env)
+        found.stop_idle_timer()
+        return found
 
     def give(self, process: _ProbeProcess) -> None:
         """Keep ``process`` for the next probe (ended instead once the set is closed)."""
@@ -239,8 +245,6 @@ class ProbeProcesses:
             self._closed = self._closed or closing
             idle, self._idle = self._idle, []
         for process in idle:
-            if process.idle_timer is not None:
-                process.idle_timer.cancel()
             process.close()
 
     def __enter__(self) -> ProbeProcesses:

@@ -78,8 +78,8 @@ def cancellable_by_ray() -> Iterator[None]:
     ``ray.cancel(force=False)`` interrupts a running task with ``_thread.interrupt_main()``, which does
     nothing while ``SIGINT`` is ignored: and it is ignored in every worker of a cluster started from a
     background job (``nohup ray start … &``, a CI runner), since Python keeps an inherited ``SIG_IGN``.
-    A stop's cancel then left the remote attempts running to their end (issue 42: a loaded CI run). The
-    previous handler is put back afterwards; outside the main thread this is a no-op.
+    A stop's cancel then left the remote attempts running to their end (issue 42: a CI run started
+    as a background job). The previous handler is put back afterwards; outside the main thread this is a no-op.
     """
     if threading.current_thread() is not threading.main_thread():
         yield
