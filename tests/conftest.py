@@ -91,10 +91,16 @@ def sequential_stopped(tmp_path_factory: pytest.TempPathFactory) -> tuple[Exampl
     return run_stopped(tmp_path_factory.mktemp("sequential-stopped"))
 
 
-HEAVY_FIRST = ("test_signals", "test_ray_executor", "test_concurrency", "test_report_screen", "test_power_command",
-               "test_init_command", "test_ledger_home", "test_attack_codex", "test_report_containment",
-               "test_http_transport", "test_attempt_reasons", "test_ledger_full_disk", "test_demo_e2e",
-               "test_ray_compare", "test_arm_fidelity_e2e", "test_report_honest_intervals", "test_server_word_e2e")
+HEAVY_FIRST = ("test_ray_executor", "test_sequential_resume", "test_server_world_e2e", "test_power_command",
+               "test_demo_e2e", "test_ray_signals", "test_sequential_run", "test_arm_fidelity_e2e", "test_signals",
+               "test_provider_gemini_e2e", "test_ray_compare", "test_tool_descriptions", "test_gemini_demo",
+               "test_view_e2e", "test_http_transport", "test_chain_faults", "test_provider_claude_code_e2e",
+               "test_provider_codex_e2e", "test_gemini_attempt", "test_third_party_server_e2e",
+               "test_study_three_agents_e2e", "test_attack_init_server", "test_concurrency",
+               "test_late_internal_errors",
+               "test_report_screen", "test_init_command", "test_ledger_home", "test_attack_codex",
+               "test_report_containment", "test_attempt_reasons", "test_ledger_full_disk",
+               "test_report_honest_intervals", "test_server_word_e2e")
 """The test files that took longest (``--durations``, a measured parallel run): under ``pytest -n`` a file runs
 on one worker (``--dist loadfile``, scripts/check.sh) and files are handed out in collection order, so these go
 first and the run does not end waiting for one of them."""
